@@ -1,0 +1,251 @@
+"""Kubernetes ``Status`` errors, worded as kube-apiserver words them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    """An error answered to the client as a ``metav1.Status`` object."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+        self.headers = headers or {}
+
+    def status(self) -> dict[str, Any]:
+        """The ``Status`` body of this error."""
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+        }
+        if self.details is not None:
+            body["details"] = self.details
+        body["code"] = self.code
+        return body
+
+
+def _details(name: str, resource: str, group: str = "") -> dict[str, Any]:
+    details: dict[str, Any] = {"name": name}
+    if group:
+        details["group"] = group
+    details["kind"] = resource
+    return details
+
+
+def qualified(resource: str, group: str) -> str:
+    """``deployments.apps`` style name used in messages (core group: bare)."""
+    return f"{resource}.{group}" if group else resource
+
+
+def not_found(resource: str, name: str, group: str = "") -> ApiError:
+    """404 NotFound for ``resource`` ``name``."""
+    return ApiError(
+        404,
+        "NotFound",
+        f'{qualified(resource, group)} "{name}" not found',
+        _details(name, resource, group),
+    )
+
+
+def not_found_path() -> ApiError:
+    """404 for a URL that names no known resource (the server's plain answer)."""
+    return ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def already_exists(resource: str, name: str, group: str = "") -> ApiError:
+    """409 AlreadyExists."""
+    return ApiError(
+        409,
+        "AlreadyExists",
+        f'{qualified(resource, group)} "{name}" already exists',
+        _details(name, resource, group),
+    )
+
+
+def conflict(resource: str, name: str, group: str = "", why: str | None = None) -> ApiError:
+    """409 Conflict on an optimistic-concurrency failure."""
+    reason = why or (
+        "the object has been modified; please apply your changes to the latest version "
+        "and try again"
+    )
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {qualified(resource, group)} "{name}": {reason}',
+        _details(name, resource, group),
+    )
+
+
+def invalid(
+    kind: str,
+    name: str,
+    causes: list[dict[str, Any]],
+    group: str = "",
+) -> ApiError:
+    """422 Invalid with one cause per field error.
+
+    Each cause is ``{"reason", "message", "field"}``; the message joins them as
+    the apiserver does (``Kind.group "name" is invalid: field: message``).
+    """
+    qual = f"{kind}.{group}" if group else kind
+    parts = [f"{c['field']}: {c['message']}" for c in causes]
+    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    details: dict[str, Any] = {"name": name}
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    details["causes"] = causes
+    return ApiError(422, "Invalid", f'{qual} "{name}" is invalid: {joined}', details)
+
+
+def field_invalid(field: str, value: Any, detail: str) -> dict[str, Any]:
+    """A FieldValueInvalid cause."""
+    shown = f'"{value}"' if isinstance(value, str) else _go_value(value)
+    return {
+        "reason": "FieldValueInvalid",
+        "message": f"Invalid value: {shown}: {detail}",
+        "field": field,
+    }
+
+
+def field_required(field: str, detail: str = "") -> dict[str, Any]:
+    """A FieldValueRequired cause."""
+    msg = "Required value" + (f": {detail}" if detail else "")
+    return {"reason": "FieldValueRequired", "message": msg, "field": field}
+
+
+def field_forbidden(field: str, detail: str) -> dict[str, Any]:
+    """A FieldValueForbidden cause."""
+    return {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}", "field": field}
+
+
+def field_not_supported(field: str, value: Any, allowed: list[str]) -> dict[str, Any]:
+    """A FieldValueNotSupported cause."""
+    shown = f'"{value}"' if isinstance(value, str) else _go_value(value)
+    quoted = ", ".join(f'"{a}"' for a in allowed)
+    return {
+        "reason": "FieldValueNotSupported",
+        "message": f"Unsupported value: {shown}: supported values: {quoted}",
+        "field": field,
+    }
+
+
+def field_type_invalid(field: str, value: Any, expected: str) -> dict[str, Any]:
+    """A FieldValueTypeInvalid cause (CRD schema type mismatch)."""
+    shown = f'"{value}"' if isinstance(value, str) else _go_value(value)
+    return {
+        "reason": "FieldValueTypeInvalid",
+        "message": f'Invalid value: {shown}: {field} in body must be of type {expected}: "{_json_type(value)}"',
+        "field": field,
+    }
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+def _go_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return '"object"'
+    if isinstance(value, list):
+        return '"array"'
+    return str(value)
+
+
+def bad_request(message: str) -> ApiError:
+    """400 BadRequest."""
+    return ApiError(400, "BadRequest", message)
+
+
+def forbidden(
+    resource: str,
+    name: str,
+    message: str,
+    group: str = "",
+    causes: list[dict[str, Any]] | None = None,
+) -> ApiError:
+    """403 Forbidden; ``message`` is the part after ``is forbidden: ``."""
+    label = f'{qualified(resource, group)} "{name}"' if name else qualified(resource, group)
+    details: dict[str, Any] = _details(name, resource, group) if name else {"kind": resource}
+    if group and not name:
+        details = {"group": group, "kind": resource}
+    if causes:
+        details["causes"] = causes
+    return ApiError(403, "Forbidden", f"{label} is forbidden: {message}", details)
+
+
+def unauthorized() -> ApiError:
+    """401 Unauthorized (no or unknown bearer token)."""
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def expired(message: str = "The resourceVersion for the provided list is too old.") -> ApiError:
+    """410 Expired (Gone)."""
+    return ApiError(410, "Expired", message)
+
+
+def too_many_requests(retry_after: int = 1) -> ApiError:
+    """429 TooManyRequests with a Retry-After header."""
+    return ApiError(
+        429,
+        "TooManyRequests",
+        "Too many requests, please try again later.",
+        {"retryAfterSeconds": retry_after},
+        {"Retry-After": str(retry_after)},
+    )
+
+
+def internal_error(message: str = "an error on the server has prevented the request from succeeding") -> ApiError:
+    """500 InternalError."""
+    return ApiError(500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]})
+
+
+def service_unavailable() -> ApiError:
+    """503 ServiceUnavailable."""
+    return ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request")
+
+
+def entity_too_large() -> ApiError:
+    """413 RequestEntityTooLarge (body over the 3 MiB limit)."""
+    return ApiError(413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728")
+
+
+def method_not_allowed(method: str) -> ApiError:
+    """405 MethodNotAllowed."""
+    return ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})")
+
+
+def unsupported_media_type(content_type: str) -> ApiError:
+    """415 UnsupportedMediaType."""
+    return ApiError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got "{content_type}")')
