@@ -1,0 +1,41 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both install what
+# they need: uv (into .tools/ when it is not on PATH), then the locked
+# dependencies into .venv/.
+
+SHELL := /bin/bash
+UV_VERSION := 0.13.9
+UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
+RUN := $(UV) run --frozen
+
+.PHONY: setup demo test lint typecheck imports unit bench clean
+
+.tools/bin/uv:
+	python3 -m venv .tools
+	.tools/bin/pip install --quiet "uv==$(UV_VERSION)"
+
+setup: $(UV)
+	$(UV) sync --frozen --quiet
+
+demo: setup
+	$(RUN) python -m kubesim.demo
+
+lint: setup
+	$(RUN) ruff check .
+	$(RUN) ruff format --check .
+
+typecheck: setup
+	$(RUN) mypy
+
+imports: setup
+	$(RUN) lint-imports
+
+unit: setup
+	$(RUN) pytest -q -p no:cacheprovider
+
+test: lint typecheck imports unit
+
+bench: setup
+	$(RUN) python tests/benchmarks/kubesim_bench.py
+
+clean:
+	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1149 @@
+"""The apiserver's REST semantics over the store, independent of HTTP.
+
+Create, update, patch (merge, JSON, strategic, server-side apply), delete with
+finalizers and propagation, list with selectors and pagination, watch with
+history; server-set metadata (uid, resourceVersion, generation,
+managedFields); status subresources; CRD registration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+import logging
+import secrets
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubesim import errors
+from kubesim.crdschema import CRDSchema
+from kubesim.defaults import ClusterIPAllocator, apply_defaults
+from kubesim.errors import ApiError
+from kubesim.managedfields import (
+    ApplyConflict,
+    conflict_causes,
+    conflict_message,
+    server_side_apply,
+    update_managed_fields,
+)
+from kubesim.patch import apply_patch
+from kubesim.resources import Registry, ResourceType, crd_types
+from kubesim.selectors import parse_field_selector, parse_label_selector
+from kubesim.store import Event, Expired, Store
+from kubesim.validation import validate_create, validate_update
+
+APPLY_PATCH = "application/apply-patch+yaml"
+CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+NS_KEY = ("", "namespaces")
+CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
+FOREGROUND = "foregroundDeletion"
+ORPHAN = "orphan"
+# Server-owned metadata a client write never changes.
+_SERVER_META = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "selfLink",
+)
+
+
+def now() -> str:
+    """The current time as Kubernetes formats it (RFC 3339, seconds, Z)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is writing: the default field manager and whether it is a dry run."""
+
+    manager: str = "kubesim"
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class ListOptions:
+    """Parameters of a list or watch."""
+
+    label_selector: str = ""
+    field_selector: str = ""
+    limit: int = 0
+    continue_token: str = ""
+    resource_version: str = ""
+    resource_version_match: str = ""
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+        obj["metadata"] = meta
+    return meta
+
+
+def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
+    """Everything but metadata and status: what a generation counts changes of."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+def _without_volatile(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object minus what a no-op write would still change (managedFields times)."""
+    out = dict(obj)
+    meta = dict(out.get("metadata") or {})
+    meta.pop("managedFields", None)
+    meta.pop("resourceVersion", None)
+    out["metadata"] = meta
+    return out
+
+
+class Api:
+    """The emulated apiserver state and operations."""
+
+    def __init__(self, store: Store | None = None, registry: Registry | None = None) -> None:
+        self.store = store or Store()
+        self.registry = registry or Registry()
+        self._ips = ClusterIPAllocator()
+        self._schemas: dict[tuple[str, str, str], CRDSchema] = {}
+        self._gc_wake = asyncio.Event()
+        self._gc_pending: set[tuple[tuple[str, str], tuple[str, str]]] = set()
+        self._gc_task: asyncio.Task[None] | None = None
+        self.on_change: list[Callable[[Event], None]] = []
+        self.store.listeners.append(self._changed)
+        self.reload_crds()
+
+    def reload_crds(self) -> None:
+        """Serve the resources of every stored CRD (after a state restore)."""
+        for obj in self.store.items(CRD_KEY):
+            self._serve_crd(obj)
+
+    # -- lifecycle ---------------------------------------------------------------
+    def start(self) -> None:
+        """Start the background controllers (garbage collector, namespace and CRD cleanup)."""
+        if self._gc_task is None:
+            self._gc_task = asyncio.get_running_loop().create_task(self._gc_loop())
+
+    async def stop(self) -> None:
+        """Stop the background controllers."""
+        if self._gc_task is not None:
+            self._gc_task.cancel()
+            try:
+                await self._gc_task
+            except asyncio.CancelledError:
+                pass
+            self._gc_task = None
+
+    # -- reads -------------------------------------------------------------------
+    def _versioned(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        if obj.get("apiVersion") == rt.api_version:
+            return obj
+        out = dict(obj)
+        out["apiVersion"] = rt.api_version
+        return out
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        """GET one object or raise NotFound."""
+        obj = self.store.get(rt.key, (namespace if rt.namespaced else "", name))
+        if obj is None:
+            raise errors.not_found(rt.plural, name, rt.group)
+        return self._versioned(rt, obj)
+
+    def encoded(self, rt: ResourceType, obj: dict[str, Any]) -> bytes:
+        """Wire form of a read object (cached for stored objects)."""
+        return self.store.encoded(obj) if obj.get("apiVersion") == rt.api_version else json.dumps(obj).encode()
+
+    def list(self, rt: ResourceType, namespace: str, opts: ListOptions) -> dict[str, Any]:
+        """LIST with selectors and limit/continue pagination."""
+        label_sel = parse_label_selector(opts.label_selector)
+        field_sel = parse_field_selector(opts.field_selector)
+        list_rv = self.store.rv
+        start = ""
+        if opts.continue_token:
+            try:
+                token = json.loads(base64.b64decode(opts.continue_token))
+                list_rv = int(token["rv"])
+                start = str(token["start"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)") from exc
+            if self.store.is_expired(list_rv):
+                raise errors.expired(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter, or use "
+                    "the continue token in this response to retrieve the remainder of the results."
+                )
+        elif opts.resource_version and opts.resource_version_match == "Exact":
+            try:
+                wanted = int(opts.resource_version)
+            except ValueError as exc:
+                raise errors.bad_request(f'invalid resource version "{opts.resource_version}"') from exc
+            if wanted != self.store.rv and self.store.is_expired(wanted):
+                raise errors.expired()
+        items: list[dict[str, Any]] = []
+        more = False
+        last = ""
+        for obj in self.store.items(rt.key, namespace if rt.namespaced else ""):
+            meta = obj["metadata"]
+            pos = f"{meta.get('namespace', '')}/{meta['name']}"
+            if start and pos <= start:
+                continue
+            if not label_sel.matches(meta.get("labels")) or not field_sel.matches(obj):
+                continue
+            if opts.limit and len(items) >= opts.limit:
+                more = True
+                break
+            items.append(self._versioned(rt, obj))
+            last = pos
+        list_meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
+        if more:
+            list_meta["continue"] = base64.b64encode(
+                json.dumps({"v": "meta.k8s.io/v1", "rv": list_rv, "start": last}).encode()
+            ).decode()
+        return {
+            "kind": rt.list_kind,
+            "apiVersion": rt.api_version,
+            "metadata": list_meta,
+            "items": items,
+        }
+
+    # -- namespace checks ----------------------------------------------------------
+    def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
+        if not rt.namespaced:
+            return
+        ns = self.store.get(NS_KEY, ("", namespace))
+        if ns is None:
+            raise errors.not_found("namespaces", namespace)
+        if ns["metadata"].get("deletionTimestamp"):
+            raise errors.forbidden(
+                rt.plural,
+                name,
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated",
+                rt.group,
+                causes=[
+                    {
+                        "reason": "NamespaceTerminating",
+                        "message": f"namespace {namespace} is being terminated",
+                        "field": "metadata.namespace",
+                    }
+                ],
+            )
+
+    def _check_kind(self, rt: ResourceType, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {rt.kind}): couldn't get "
+                "version/kind; json parse error: expected an object"
+            )
+        api_version = body.get("apiVersion")
+        kind = body.get("kind")
+        if api_version and api_version != rt.api_version:
+            group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+            if group != rt.group or not self.registry.get(group, api_version.rsplit("/", 1)[-1], rt.plural):
+                raise errors.bad_request(
+                    f"the API version in the data ({api_version}) does not match the expected "
+                    f"API version ({rt.api_version})"
+                )
+        if kind and kind != rt.kind:
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {rt.kind}): "
+                f"{kind} in version \"{rt.version}\" cannot be handled as a {rt.kind}"
+            )
+        return body
+
+    # -- shaping a new object -----------------------------------------------------
+    def _prepare(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """Defaulting, CRD pruning/defaulting/validation and built-in validation."""
+        meta = _meta(obj)
+        name = meta.get("name", "")
+        if rt.builtin:
+            apply_defaults(rt.group, rt.kind, obj)
+            if rt.kind == "Service":
+                self._assign_cluster_ip(obj, old)
+            if old is None:
+                validate_create(rt.group, rt.kind, obj, rt.namespaced)
+            else:
+                validate_update(rt.group, rt.kind, old, obj)
+            return obj
+        schema = self._schema(rt)
+        if old is None:
+            validate_create(rt.group, rt.kind, obj, rt.namespaced)
+        else:
+            validate_update(rt.group, rt.kind, old, obj)
+        if schema is not None:
+            obj = schema.process(obj, old, kind=rt.kind, name=name, group=rt.group)
+        return obj
+
+    def _assign_cluster_ip(self, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        spec = obj.setdefault("spec", {})
+        if spec.get("type") == "ExternalName":
+            return
+        if old is not None and (old.get("spec") or {}).get("clusterIP"):
+            spec.setdefault("clusterIP", old["spec"]["clusterIP"])
+            spec.setdefault("clusterIPs", old["spec"].get("clusterIPs", [old["spec"]["clusterIP"]]))
+            return
+        if not spec.get("clusterIP"):
+            ip = self._ips.allocate()
+            spec["clusterIP"] = ip
+            spec["clusterIPs"] = [ip]
+
+    def _schema(self, rt: ResourceType) -> CRDSchema | None:
+        if rt.schema is None:
+            return None
+        key = (rt.group, rt.version, rt.plural)
+        cached = self._schemas.get(key)
+        if cached is None:
+            cached = CRDSchema(rt.schema)
+            self._schemas[key] = cached
+        return cached
+
+    # -- create ---------------------------------------------------------------------
+    def create(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: Any,
+        caller: Caller,
+        *,
+        managed: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """POST a new object; ``managed`` replaces the Update-operation managedFields (SSA)."""
+        obj = copy.deepcopy(self._check_kind(rt, body))
+        obj["apiVersion"] = rt.api_version
+        obj["kind"] = rt.kind
+        meta = _meta(obj)
+        if rt.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and body_ns != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
+                )
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + "".join(
+                secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5)
+            )
+        name = meta.get("name", "")
+        if name:
+            self._check_namespace(rt, namespace, name)
+        for field in (*_SERVER_META, "resourceVersion"):
+            meta.pop(field, None)
+        supplied_managed = meta.pop("managedFields", None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now()
+        if rt.generation:
+            meta["generation"] = 1
+        if rt.status:
+            if rt.builtin:
+                obj["status"] = {}
+            else:
+                obj.pop("status", None)
+        obj = self._prepare(rt, obj, None)
+        meta = _meta(obj)
+        if self.store.get(rt.key, (namespace if rt.namespaced else "", name)) is not None:
+            raise errors.already_exists(rt.plural, name, rt.group)
+        if rt.kind == "CustomResourceDefinition":
+            self._validate_new_crd(obj)
+        if managed is not None:
+            fields = managed
+        elif supplied_managed:
+            fields = supplied_managed
+        else:
+            fields = update_managed_fields(
+                None,
+                obj,
+                [],
+                manager=caller.manager,
+                api_version=rt.api_version,
+                subresource=None,
+                now=now(),
+                list_type=rt.list_types,
+            )
+        if fields:
+            meta["managedFields"] = fields
+        obj = _ordered_meta(obj)
+        if caller.dry_run:
+            return obj
+        rv = self.store.next_rv()
+        obj["metadata"]["resourceVersion"] = str(rv)
+        self.store.put(rt.key, obj, rv, "ADDED")
+        if rt.kind == "CustomResourceDefinition":
+            self._establish_crd(obj)
+        return obj
+
+    # -- update / patch -----------------------------------------------------------------
+    def update(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        caller: Caller,
+        *,
+        subresource: str | None = None,
+    ) -> tuple[dict[str, Any], bool]:
+        """PUT; returns (object, created)."""
+        body = self._check_kind(rt, body)
+        old = self.store.get(rt.key, (namespace if rt.namespaced else "", name))
+        body_meta = body.get("metadata") or {}
+        if body_meta.get("name") and body_meta["name"] != name:
+            raise errors.bad_request(
+                "the name of the object "
+                f"({body_meta['name']}) does not match the name on the URL ({name})"
+            )
+        if old is None:
+            raise errors.not_found(rt.plural, name, rt.group)
+        wanted_rv = str(body_meta.get("resourceVersion") or "")
+        if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(rt.plural, name, rt.group)
+        return self._replace(rt, old, copy.deepcopy(body), caller, subresource=subresource), False
+
+    def patch(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        content_type: str,
+        body: Any,
+        caller: Caller,
+        *,
+        subresource: str | None = None,
+        force: bool = False,
+    ) -> tuple[dict[str, Any], bool]:
+        """PATCH of any type; returns (object, created)."""
+        okey = (namespace if rt.namespaced else "", name)
+        old = self.store.get(rt.key, okey)
+        media = content_type.split(";")[0].strip()
+        if media == APPLY_PATCH:
+            return self._apply(rt, namespace, name, old, body, caller, subresource, force)
+        if old is None:
+            raise errors.not_found(rt.plural, name, rt.group)
+        patched = apply_patch(
+            media, copy.deepcopy(old), body, rt.list_types, builtin=rt.builtin
+        )
+        if not isinstance(patched, dict):
+            raise errors.bad_request("the patched object is not a JSON object")
+        pmeta = _meta(patched)
+        wanted_rv = str(pmeta.get("resourceVersion") or "")
+        if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(rt.plural, name, rt.group)
+        return self._replace(rt, old, patched, caller, subresource=subresource), False
+
+    def _apply(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        old: dict[str, Any] | None,
+        body: Any,
+        caller: Caller,
+        subresource: str | None,
+        force: bool,
+    ) -> tuple[dict[str, Any], bool]:
+        if not caller.manager:
+            raise ApiError(
+                422,
+                "Invalid",
+                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
+                "required for apply patch",
+                {
+                    "group": "meta.k8s.io",
+                    "kind": "PatchOptions",
+                    "causes": [
+                        {
+                            "reason": "FieldValueRequired",
+                            "message": "Required value: is required for apply patch",
+                            "field": "fieldManager",
+                        }
+                    ],
+                },
+            )
+        applied = self._check_kind(rt, body)
+        if not applied.get("apiVersion") or not applied.get("kind"):
+            raise errors.bad_request(
+                "invalid object type: " + f"{applied.get('apiVersion', '')}, Kind={applied.get('kind', '')}"
+            )
+        ameta = applied.get("metadata") or {}
+        if ameta.get("name") and ameta["name"] != name:
+            raise errors.bad_request(
+                f"the name of the object ({ameta['name']}) does not match the name on the URL "
+                f"({name})"
+            )
+        live = None if old is None else old
+        managed = [] if old is None else list(old["metadata"].get("managedFields") or [])
+        try:
+            merged, new_managed = server_side_apply(
+                _for_apply(live),
+                _for_apply(applied),
+                managed,
+                manager=caller.manager,
+                force=force,
+                api_version=rt.api_version,
+                subresource=subresource,
+                now=now(),
+                list_type=rt.list_types,
+            )
+        except ApplyConflict as exc:
+            raise ApiError(
+                409,
+                "Conflict",
+                conflict_message(exc.conflicts),
+                {"causes": conflict_causes(exc.conflicts)},
+            ) from exc
+        if old is None:
+            if subresource:
+                raise errors.not_found(rt.plural, name, rt.group)
+            merged.setdefault("metadata", {})["name"] = name
+            return self.create(rt, namespace, merged, caller, managed=new_managed), True
+        merged_meta = _meta(merged)
+        for field in (*_SERVER_META, "resourceVersion", "namespace", "name"):
+            if field in old["metadata"]:
+                merged_meta[field] = old["metadata"][field]
+        return (
+            self._replace(rt, old, merged, caller, subresource=subresource, managed=new_managed),
+            False,
+        )
+
+    def _replace(
+        self,
+        rt: ResourceType,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        caller: Caller,
+        *,
+        subresource: str | None,
+        managed: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Common end of PUT and PATCH: merge server fields, validate, store."""
+        name = old["metadata"]["name"]
+        old_meta = old["metadata"]
+        if subresource == "status":
+            status = new.get("status")
+            new = copy.deepcopy(old)
+            if status is None:
+                new.pop("status", None)
+            else:
+                new["status"] = status
+        elif subresource in ("finalize",):
+            spec = new.get("spec")
+            new = copy.deepcopy(old)
+            new["spec"] = spec
+        else:
+            if rt.status:
+                if "status" in old:
+                    new["status"] = copy.deepcopy(old["status"])
+                else:
+                    new.pop("status", None)
+        new["apiVersion"] = rt.api_version
+        new["kind"] = rt.kind
+        meta = _meta(new)
+        for field in _SERVER_META:
+            if field in old_meta:
+                meta[field] = old_meta[field]
+            else:
+                meta.pop(field, None)
+        if rt.namespaced:
+            meta["namespace"] = old_meta.get("namespace", "")
+        if meta.get("name") != name:
+            meta["name"] = meta.get("name") or name
+        if old_meta.get("deletionTimestamp"):
+            # Finalizers may only be removed, never added, once deletion started.
+            added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+            if added:
+                raise errors.invalid(
+                    rt.kind,
+                    name,
+                    [
+                        errors.field_forbidden(
+                            "metadata.finalizers",
+                            "no new finalizers can be added if the object is being deleted, "
+                            f"found new finalizers {sorted(added)!r}".replace("'", '"'),
+                        )
+                    ],
+                    rt.group,
+                )
+        supplied_managed = meta.pop("managedFields", None)
+        new = self._prepare(rt, new, old)
+        meta = _meta(new)
+        if rt.generation and _spec_part(new) != _spec_part(old):
+            meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        if managed is None:
+            if supplied_managed is not None and supplied_managed != old_meta.get("managedFields"):
+                fields = supplied_managed
+            else:
+                fields = update_managed_fields(
+                    old,
+                    new,
+                    list(old_meta.get("managedFields") or []),
+                    manager=caller.manager or "unknown",
+                    api_version=rt.api_version,
+                    subresource=subresource if subresource == "status" else None,
+                    now=now(),
+                    list_type=rt.list_types,
+                )
+        else:
+            fields = managed
+        if fields:
+            meta["managedFields"] = fields
+        else:
+            meta.pop("managedFields", None)
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        new = _ordered_meta(new)
+        if _without_volatile(new) == _without_volatile(old):
+            return self._versioned(rt, old)
+        if caller.dry_run:
+            return new
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self._remove(rt, new)
+            return new
+        rv = self.store.next_rv()
+        new["metadata"]["resourceVersion"] = str(rv)
+        self.store.put(rt.key, new, rv, "MODIFIED")
+        if rt.kind == "CustomResourceDefinition" and subresource is None:
+            self._serve_crd(new)
+        if rt.key in (("rbac.authorization.k8s.io", "clusterroles"),):
+            pass
+        return new
+
+    # -- delete -------------------------------------------------------------------
+    def delete(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        caller: Caller,
+        *,
+        propagation: str | None = None,
+        preconditions: dict[str, Any] | None = None,
+    ) -> tuple[dict[str, Any], bool]:
+        """DELETE; returns (body, finished): a Status when gone, else the object."""
+        okey = (namespace if rt.namespaced else "", name)
+        old = self.store.get(rt.key, okey)
+        if old is None:
+            raise errors.not_found(rt.plural, name, rt.group)
+        meta = old["metadata"]
+        pre = preconditions or {}
+        if pre.get("uid") and pre["uid"] != meta["uid"]:
+            raise errors.conflict(
+                rt.plural,
+                name,
+                rt.group,
+                why=f"Precondition failed: UID in precondition: {pre['uid']}, UID in object "
+                f"meta: {meta['uid']}",
+            )
+        if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
+            raise errors.conflict(
+                rt.plural,
+                name,
+                rt.group,
+                why="Precondition failed: ResourceVersion in precondition: "
+                f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                f"{meta['resourceVersion']}",
+            )
+        if propagation not in (None, "", "Background", "Foreground", "Orphan"):
+            raise errors.invalid(
+                "DeleteOptions",
+                "",
+                [errors.field_not_supported("propagationPolicy", propagation, ["Foreground", "Background", "Orphan"])],
+            )
+        finalizers = list(meta.get("finalizers") or [])
+        if propagation == "Foreground" and FOREGROUND not in finalizers:
+            finalizers.append(FOREGROUND)
+        elif propagation == "Orphan" and ORPHAN not in finalizers:
+            finalizers.append(ORPHAN)
+        if rt.kind == "Namespace" and not meta.get("deletionTimestamp"):
+            finalizers = finalizers or []
+        if rt.kind == "CustomResourceDefinition" and CRD_CLEANUP not in finalizers:
+            finalizers.append(CRD_CLEANUP)
+        needs_wait = bool(finalizers) or rt.kind == "Namespace"
+        if not needs_wait:
+            if caller.dry_run:
+                return self._status_success(rt, old), True
+            self._remove(rt, old)
+            return self._status_success(rt, old), True
+        if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []):
+            return self._versioned(rt, old), False
+        new = copy.deepcopy(old)
+        nmeta = new["metadata"]
+        nmeta.setdefault("deletionTimestamp", now())
+        nmeta.setdefault("deletionGracePeriodSeconds", 0)
+        if finalizers:
+            nmeta["finalizers"] = finalizers
+        if rt.kind == "Namespace":
+            new.setdefault("status", {})["phase"] = "Terminating"
+        if rt.kind == "CustomResourceDefinition":
+            _set_condition(
+                new, "Terminating", "True", "InstanceDeletionInProgress",
+                "CustomResource deletion is in progress",
+            )
+        if caller.dry_run:
+            return new, False
+        rv = self.store.next_rv()
+        nmeta["resourceVersion"] = str(rv)
+        new = _ordered_meta(new)
+        self.store.put(rt.key, new, rv, "MODIFIED")
+        return new, False
+
+    def _status_success(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        details: dict[str, Any] = {"name": obj["metadata"]["name"]}
+        if rt.group:
+            details["group"] = rt.group
+        details["kind"] = rt.plural
+        details["uid"] = obj["metadata"]["uid"]
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": details,
+        }
+
+    def _remove(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        rv = self.store.next_rv()
+        final = copy.deepcopy(obj)
+        final["metadata"]["resourceVersion"] = str(rv)
+        self.store.remove(rt.key, (meta.get("namespace", ""), meta["name"]), final, rv)
+        if rt.kind == "CustomResourceDefinition":
+            for gone in self.registry.remove_crd(meta["name"]):
+                self._schemas.pop((gone.group, gone.version, gone.plural), None)
+
+    def delete_collection(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        opts: ListOptions,
+        caller: Caller,
+        *,
+        propagation: str | None = None,
+    ) -> dict[str, Any]:
+        """DELETE on a collection: delete every matching object; returns the list deleted."""
+        listed = self.list(rt, namespace, ListOptions(opts.label_selector, opts.field_selector))
+        deleted = []
+        for obj in listed["items"]:
+            meta = obj["metadata"]
+            try:
+                body, done = self.delete(
+                    rt, meta.get("namespace", ""), meta["name"], caller, propagation=propagation
+                )
+            except ApiError as exc:
+                if exc.code == 404:
+                    continue
+                raise
+            deleted.append(obj if done else body)
+        listed["items"] = deleted
+        return listed
+
+    # -- watch ------------------------------------------------------------------------
+    async def watch(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        opts: ListOptions,
+        *,
+        bookmarks: bool = False,
+        timeout: float | None = None,
+        bookmark_interval: float = 60.0,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Watch events as wire dicts ``{"type", "object"}``; ends on timeout or close."""
+        label_sel = parse_label_selector(opts.label_selector)
+        field_sel = parse_field_selector(opts.field_selector)
+        ns = namespace if rt.namespaced else ""
+
+        def visible(obj: dict[str, Any] | None) -> bool:
+            return (
+                obj is not None
+                and label_sel.matches(obj["metadata"].get("labels"))
+                and field_sel.matches(obj)
+            )
+
+        sub = self.store.subscribe(rt.key, ns)
+        last_rv = 0
+        try:
+            backlog: list[dict[str, Any]] = []
+            rv_str = opts.resource_version
+            if rv_str in ("", "0"):
+                for obj in self.store.items(rt.key, ns):
+                    if visible(obj):
+                        backlog.append({"type": "ADDED", "object": self._versioned(rt, obj)})
+                last_rv = self.store.rv
+            else:
+                try:
+                    start = int(rv_str)
+                except ValueError:
+                    yield _error_event(errors.bad_request(f'invalid resource version "{rv_str}"'))
+                    return
+                try:
+                    events = self.store.since(rt.key, ns, start)
+                except Expired:
+                    yield _error_event(
+                        errors.expired(f"too old resource version: {start} ({self.store.rv})")
+                    )
+                    return
+                last_rv = start
+                for ev in events:
+                    wire = self._wire_event(rt, ev, visible)
+                    if wire is not None:
+                        backlog.append(wire)
+                    last_rv = ev.rv
+                last_rv = max(last_rv, start)
+            for item in backlog:
+                yield item
+            loop = asyncio.get_running_loop()
+            deadline = None if timeout is None else loop.time() + timeout
+            next_bookmark = loop.time() + bookmark_interval
+            while True:
+                wait = next_bookmark - loop.time()
+                if deadline is not None:
+                    wait = min(wait, deadline - loop.time())
+                try:
+                    ev = await asyncio.wait_for(sub.queue.get(), timeout=max(wait, 0))
+                except TimeoutError:
+                    if deadline is not None and loop.time() >= deadline:
+                        if bookmarks:
+                            yield self._bookmark(rt, max(last_rv, self.store.rv))
+                        return
+                    if bookmarks:
+                        yield self._bookmark(rt, max(last_rv, self.store.rv))
+                    next_bookmark = loop.time() + bookmark_interval
+                    continue
+                if ev is None:
+                    if sub.expire:
+                        yield _error_event(
+                            errors.expired(
+                                f"too old resource version: {last_rv} ({self.store.rv})"
+                            )
+                        )
+                    return
+                if ev.rv <= last_rv:
+                    continue
+                last_rv = ev.rv
+                wire = self._wire_event(rt, ev, visible)
+                if wire is not None:
+                    yield wire
+        finally:
+            self.store.unsubscribe(sub)
+
+    def _wire_event(
+        self,
+        rt: ResourceType,
+        ev: Event,
+        visible: Callable[[dict[str, Any] | None], bool],
+    ) -> dict[str, Any] | None:
+        now_in = visible(ev.obj)
+        if ev.type == "DELETED":
+            return {"type": "DELETED", "object": self._versioned(rt, ev.obj)} if (
+                now_in or visible(ev.old)
+            ) else None
+        was_in = ev.type == "MODIFIED" and visible(ev.old)
+        if now_in and (was_in or ev.type == "ADDED"):
+            return {"type": ev.type, "object": self._versioned(rt, ev.obj)}
+        if now_in:
+            return {"type": "ADDED", "object": self._versioned(rt, ev.obj)}
+        if was_in:
+            return {"type": "DELETED", "object": self._versioned(rt, ev.obj)}
+        return None
+
+    @staticmethod
+    def _bookmark(rt: ResourceType, rv: int) -> dict[str, Any]:
+        return {
+            "type": "BOOKMARK",
+            "object": {
+                "kind": rt.kind,
+                "apiVersion": rt.api_version,
+                "metadata": {"resourceVersion": str(rv), "creationTimestamp": None},
+            },
+        }
+
+    # -- CRDs ---------------------------------------------------------------------------
+    def _validate_new_crd(self, crd: dict[str, Any]) -> None:
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        for rt in self.registry:
+            if (
+                rt.group == spec.get("group")
+                and rt.plural == names.get("plural")
+                and rt.crd_name != crd["metadata"]["name"]
+            ):
+                raise errors.invalid(
+                    "CustomResourceDefinition",
+                    crd["metadata"]["name"],
+                    [errors.field_invalid("spec.names.plural", names.get("plural"), "name conflicts with an existing resource")],
+                    "apiextensions.k8s.io",
+                )
+
+    def _serve_crd(self, crd: dict[str, Any]) -> None:
+        name = crd["metadata"]["name"]
+        if crd["metadata"].get("deletionTimestamp"):
+            return
+        for gone in self.registry.remove_crd(name):
+            self._schemas.pop((gone.group, gone.version, gone.plural), None)
+        for rt in crd_types(crd):
+            self.registry.add(rt)
+
+    def _establish_crd(self, crd: dict[str, Any]) -> None:
+        """What the apiextensions controllers do at once: accept names, establish, serve."""
+        self._serve_crd(crd)
+        new = copy.deepcopy(crd)
+        names = (new.get("spec") or {}).get("names") or {}
+        status = new.setdefault("status", {})
+        accepted = {
+            k: names[k]
+            for k in ("plural", "singular", "shortNames", "kind", "listKind", "categories")
+            if k in names
+        }
+        accepted.setdefault("listKind", f"{names.get('kind', '')}List")
+        status["acceptedNames"] = accepted
+        status["conditions"] = []
+        _set_condition(new, "NamesAccepted", "True", "NoConflicts", "no conflicts found")
+        _set_condition(new, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted")
+        versions = [v.get("name") for v in (new.get("spec") or {}).get("versions") or [] if v.get("storage")]
+        status["storedVersions"] = versions
+        rt = self.registry.get(*CRD_KEY[:1], "v1", CRD_KEY[1])
+        assert rt is not None
+        managed = update_managed_fields(
+            crd,
+            new,
+            list(crd["metadata"].get("managedFields") or []),
+            manager="kube-apiserver",
+            api_version=rt.api_version,
+            subresource="status",
+            now=now(),
+            list_type=rt.list_types,
+        )
+        new["metadata"]["managedFields"] = managed
+        rv = self.store.next_rv()
+        new["metadata"]["resourceVersion"] = str(rv)
+        self.store.put(CRD_KEY, new, rv, "MODIFIED")
+
+    # -- garbage collection, namespace and CRD cleanup ------------------------------------
+    def _changed(self, ev: Event) -> None:
+        """Note the objects whose garbage-collection state this event may change."""
+        meta = ev.obj["metadata"]
+        ref = (ev.key, (meta.get("namespace", ""), meta["name"]))
+        if ev.type == "DELETED":
+            for dep in self.store.dependents.get(meta["uid"], ()):
+                self._gc_pending.add(dep)
+            for owner in meta.get("ownerReferences") or []:
+                found = self.store.by_uid.get(owner.get("uid", ""))
+                if found is not None:
+                    self._gc_pending.add(found)
+            if meta.get("namespace"):
+                self._gc_pending.add((NS_KEY, ("", meta["namespace"])))
+            for rt in self.registry.by_key(ev.key)[:1]:
+                if rt.crd_name:
+                    self._gc_pending.add((CRD_KEY, ("", rt.crd_name)))
+        elif meta.get("deletionTimestamp") or meta.get("ownerReferences"):
+            self._gc_pending.add(ref)
+        if self._gc_pending:
+            self._gc_wake.set()
+        for cb in self.on_change:
+            cb(ev)
+
+    async def _gc_loop(self) -> None:
+        while True:
+            await self._gc_wake.wait()
+            self._gc_wake.clear()
+            try:
+                while self.gc_pass():
+                    await asyncio.sleep(0)
+            except Exception:  # pragma: no cover - keep the controller alive
+                logging.getLogger("kubesim.gc").exception("garbage collection pass failed")
+
+    def gc_pass(self) -> bool:
+        """Process the pending garbage-collection work; True if anything was pending."""
+        if not self._gc_pending:
+            return False
+        pending, self._gc_pending = self._gc_pending, set()
+        for key, okey in sorted(pending):
+            obj = self.store.get(key, okey)
+            rts = self.registry.by_key(key)
+            if obj is None or not rts:
+                continue
+            try:
+                self._collect(rts[0], obj)
+            except ApiError as exc:
+                if exc.code not in (404, 409):
+                    logging.getLogger("kubesim.gc").warning(
+                        "garbage collection of %s/%s failed: %s", okey[0], okey[1], exc.message
+                    )
+        return True
+
+    def _collect(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        ns, name = meta.get("namespace", ""), meta["name"]
+        owners = meta.get("ownerReferences") or []
+        if owners and not meta.get("deletionTimestamp"):
+            alive = [o for o in owners if o.get("uid") in self.store.by_uid]
+            if not alive:
+                self.delete(rt, ns, name, _SYSTEM, propagation="Background")
+                return
+        if not meta.get("deletionTimestamp"):
+            return
+        if rt.kind == "Namespace":
+            self._finish_namespace(rt, obj)
+            return
+        finalizers = list(meta.get("finalizers") or [])
+        if rt.kind == "CustomResourceDefinition" and CRD_CLEANUP in finalizers:
+            self._finish_crd(rt, obj)
+            return
+        dependents = [
+            (dk, dobj)
+            for dk, dokey in sorted(self.store.dependents.get(meta["uid"], ()))
+            if (dobj := self.store.get(dk, dokey)) is not None
+        ]
+        if ORPHAN in finalizers:
+            for dk, dobj in dependents:
+                drt = self.registry.by_key(dk)[0]
+                refs = [
+                    o for o in dobj["metadata"]["ownerReferences"] if o.get("uid") != meta["uid"]
+                ]
+                self.patch(
+                    drt,
+                    dobj["metadata"].get("namespace", ""),
+                    dobj["metadata"]["name"],
+                    "application/merge-patch+json",
+                    {"metadata": {"ownerReferences": refs or None}},
+                    _SYSTEM,
+                )
+            self._drop_finalizer(rt, obj, ORPHAN)
+        elif FOREGROUND in finalizers:
+            blocking = [
+                (dk, dobj)
+                for dk, dobj in dependents
+                if any(
+                    o.get("uid") == meta["uid"] and o.get("blockOwnerDeletion")
+                    for o in dobj["metadata"]["ownerReferences"]
+                )
+            ]
+            for dk, dobj in dependents:
+                if not dobj["metadata"].get("deletionTimestamp"):
+                    drt = self.registry.by_key(dk)[0]
+                    self.delete(
+                        drt,
+                        dobj["metadata"].get("namespace", ""),
+                        dobj["metadata"]["name"],
+                        _SYSTEM,
+                        propagation="Foreground",
+                    )
+            if not blocking:
+                self._drop_finalizer(rt, obj, FOREGROUND)
+
+    def _drop_finalizer(self, rt: ResourceType, obj: dict[str, Any], finalizer: str) -> None:
+        meta = obj["metadata"]
+        remaining = [f for f in meta.get("finalizers") or [] if f != finalizer]
+        new = copy.deepcopy(obj)
+        if remaining:
+            new["metadata"]["finalizers"] = remaining
+        else:
+            new["metadata"].pop("finalizers", None)
+        self._replace(rt, obj, new, _SYSTEM, subresource=None)
+
+    def _finish_namespace(self, rt: ResourceType, ns_obj: dict[str, Any]) -> None:
+        ns = ns_obj["metadata"]["name"]
+        remaining = 0
+        for served in list(self.registry):
+            if not served.namespaced or served.only_create:
+                continue
+            for obj in self.store.items(served.key, ns):
+                remaining += 1
+                if not obj["metadata"].get("deletionTimestamp"):
+                    self.delete(served, ns, obj["metadata"]["name"], _SYSTEM)
+        if remaining == 0:
+            current = self.store.get(NS_KEY, ("", ns))
+            if current is not None:
+                self._remove(rt, current)
+
+    def _finish_crd(self, rt: ResourceType, crd: dict[str, Any]) -> None:
+        spec = crd.get("spec") or {}
+        key = (spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
+        served = self.registry.by_key(key)
+        items = self.store.items(key)
+        for obj in items:
+            if served and not obj["metadata"].get("deletionTimestamp"):
+                self.delete(
+                    served[0], obj["metadata"].get("namespace", ""), obj["metadata"]["name"],
+                    _SYSTEM,
+                )
+        if self.store.count(key) == 0:
+            self._drop_finalizer(rt, crd, CRD_CLEANUP)
+
+
+_SYSTEM = Caller(manager="kube-controller-manager")
+
+
+def _for_apply(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The object as field management sees it (server-owned metadata left out)."""
+    if obj is None:
+        return None
+    out = dict(obj)
+    meta = dict(out.get("metadata") or {})
+    for field in (*_SERVER_META, "resourceVersion", "managedFields"):
+        meta.pop(field, None)
+    out["metadata"] = meta
+    return out
+
+
+def _set_condition(obj: dict[str, Any], ctype: str, status: str, reason: str, message: str) -> None:
+    conds = obj.setdefault("status", {}).setdefault("conditions", []) or []
+    obj["status"]["conditions"] = conds
+    for cond in conds:
+        if cond.get("type") == ctype:
+            if cond.get("status") != status:
+                cond["lastTransitionTime"] = now()
+            cond.update(status=status, reason=reason, message=message)
+            return
+    conds.append(
+        {
+            "type": ctype,
+            "status": status,
+            "lastTransitionTime": now(),
+            "reason": reason,
+            "message": message,
+        }
+    )
+
+
+_META_ORDER = (
+    "name",
+    "generateName",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+)
+
+
+def _ordered_meta(obj: dict[str, Any]) -> dict[str, Any]:
+    """Objects laid out as the apiserver lays them out (kind, apiVersion, metadata, ...)."""
+    meta = obj.get("metadata") or {}
+    ordered_meta = {k: meta[k] for k in _META_ORDER if k in meta}
+    ordered_meta.update({k: v for k, v in meta.items() if k not in ordered_meta})
+    out: dict[str, Any] = {"kind": obj.get("kind"), "apiVersion": obj.get("apiVersion")}
+    out["metadata"] = ordered_meta
+    out.update({k: v for k, v in obj.items() if k not in out})
+    return out
+
+
+def _error_event(err: ApiError) -> dict[str, Any]:
+    return {"type": "ERROR", "object": err.status()}
