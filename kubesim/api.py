@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import copy
 import json
 import logging
@@ -36,6 +37,9 @@ from kubesim.resources import Registry, ResourceType, crd_types
 from kubesim.selectors import parse_field_selector, parse_label_selector
 from kubesim.store import Event, Expired, Store
 from kubesim.validation import validate_create, validate_update
+
+# ``Api.list`` shadows the builtin inside the class body.
+ManagedFields = list[dict[str, Any]]
 
 APPLY_PATCH = "application/apply-patch+yaml"
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
@@ -105,8 +109,18 @@ def _without_volatile(obj: dict[str, Any]) -> dict[str, Any]:
 class Api:
     """The emulated apiserver state and operations."""
 
-    def __init__(self, store: Store | None = None, registry: Registry | None = None) -> None:
+    def __init__(
+        self,
+        store: Store | None = None,
+        registry: Registry | None = None,
+        *,
+        namespace_finalize_delay: float = 0.5,
+    ) -> None:
         self.store = store or Store()
+        # A real namespace controller takes a moment after the contents are gone;
+        # clients (and the recorded apiserver) see the Terminating phase meanwhile.
+        self.namespace_finalize_delay = namespace_finalize_delay
+        self._ns_emptied: dict[str, float] = {}
         self.registry = registry or Registry()
         self._ips = ClusterIPAllocator()
         self._schemas: dict[tuple[str, str, str], CRDSchema] = {}
@@ -132,10 +146,8 @@ class Api:
         """Stop the background controllers."""
         if self._gc_task is not None:
             self._gc_task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._gc_task
-            except asyncio.CancelledError:
-                pass
             self._gc_task = None
 
     # -- reads -------------------------------------------------------------------
@@ -155,7 +167,11 @@ class Api:
 
     def encoded(self, rt: ResourceType, obj: dict[str, Any]) -> bytes:
         """Wire form of a read object (cached for stored objects)."""
-        return self.store.encoded(obj) if obj.get("apiVersion") == rt.api_version else json.dumps(obj).encode()
+        return (
+            self.store.encoded(obj)
+            if obj.get("apiVersion") == rt.api_version
+            else json.dumps(obj).encode()
+        )
 
     def list(self, rt: ResourceType, namespace: str, opts: ListOptions) -> dict[str, Any]:
         """LIST with selectors and limit/continue pagination."""
@@ -169,7 +185,10 @@ class Api:
                 list_rv = int(token["rv"])
                 start = str(token["start"])
             except (ValueError, KeyError, TypeError) as exc:
-                raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)") from exc
+                raise errors.bad_request(
+                    "continue key is not valid: incorrect encoded start resourceVersion "
+                    "(version meta.k8s.io/v1)"
+                ) from exc
             if self.store.is_expired(list_rv):
                 raise errors.expired(
                     "The provided continue parameter is too old to display a consistent list "
@@ -180,7 +199,9 @@ class Api:
             try:
                 wanted = int(opts.resource_version)
             except ValueError as exc:
-                raise errors.bad_request(f'invalid resource version "{opts.resource_version}"') from exc
+                raise errors.bad_request(
+                    f'invalid resource version "{opts.resource_version}"'
+                ) from exc
             if wanted != self.store.rv and self.store.is_expired(wanted):
                 raise errors.expired()
         items: list[dict[str, Any]] = []
@@ -243,7 +264,9 @@ class Api:
         kind = body.get("kind")
         if api_version and api_version != rt.api_version:
             group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
-            if group != rt.group or not self.registry.get(group, api_version.rsplit("/", 1)[-1], rt.plural):
+            if group != rt.group or not self.registry.get(
+                group, api_version.rsplit("/", 1)[-1], rt.plural
+            ):
                 raise errors.bad_request(
                     f"the API version in the data ({api_version}) does not match the expected "
                     f"API version ({rt.api_version})"
@@ -251,7 +274,7 @@ class Api:
         if kind and kind != rt.kind:
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {rt.kind}): "
-                f"{kind} in version \"{rt.version}\" cannot be handled as a {rt.kind}"
+                f'{kind} in version "{rt.version}" cannot be handled as a {rt.kind}'
             )
         return body
 
@@ -314,10 +337,11 @@ class Api:
         body: Any,
         caller: Caller,
         *,
-        managed: list[dict[str, Any]] | None = None,
+        managed: ManagedFields | None = None,
     ) -> dict[str, Any]:
         """POST a new object; ``managed`` replaces the Update-operation managedFields (SSA)."""
         obj = copy.deepcopy(self._check_kind(rt, body))
+        submitted = copy.deepcopy(obj)
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
         meta = _meta(obj)
@@ -363,7 +387,7 @@ class Api:
         else:
             fields = update_managed_fields(
                 None,
-                obj,
+                _without_strategy_fields(rt, submitted, obj),
                 [],
                 manager=caller.manager,
                 api_version=rt.api_version,
@@ -425,14 +449,12 @@ class Api:
         """PATCH of any type; returns (object, created)."""
         okey = (namespace if rt.namespaced else "", name)
         old = self.store.get(rt.key, okey)
-        media = content_type.split(";")[0].strip()
+        media = content_type.split(";", maxsplit=1)[0].strip()
         if media == APPLY_PATCH:
             return self._apply(rt, namespace, name, old, body, caller, subresource, force)
         if old is None:
             raise errors.not_found(rt.plural, name, rt.group)
-        patched = apply_patch(
-            media, copy.deepcopy(old), body, rt.list_types, builtin=rt.builtin
-        )
+        patched = apply_patch(media, copy.deepcopy(old), body, rt.list_types, builtin=rt.builtin)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
         pmeta = _meta(patched)
@@ -473,7 +495,8 @@ class Api:
         applied = self._check_kind(rt, body)
         if not applied.get("apiVersion") or not applied.get("kind"):
             raise errors.bad_request(
-                "invalid object type: " + f"{applied.get('apiVersion', '')}, Kind={applied.get('kind', '')}"
+                "invalid object type: "
+                + f"{applied.get('apiVersion', '')}, Kind={applied.get('kind', '')}"
             )
         ameta = applied.get("metadata") or {}
         if ameta.get("name") and ameta["name"] != name:
@@ -486,7 +509,7 @@ class Api:
         try:
             merged, new_managed = server_side_apply(
                 _for_apply(live),
-                _for_apply(applied),
+                _for_apply(applied) or {},
                 managed,
                 manager=caller.manager,
                 force=force,
@@ -524,7 +547,7 @@ class Api:
         caller: Caller,
         *,
         subresource: str | None,
-        managed: list[dict[str, Any]] | None = None,
+        managed: ManagedFields | None = None,
     ) -> dict[str, Any]:
         """Common end of PUT and PATCH: merge server fields, validate, store."""
         name = old["metadata"]["name"]
@@ -540,12 +563,11 @@ class Api:
             spec = new.get("spec")
             new = copy.deepcopy(old)
             new["spec"] = spec
-        else:
-            if rt.status:
-                if "status" in old:
-                    new["status"] = copy.deepcopy(old["status"])
-                else:
-                    new.pop("status", None)
+        elif rt.status:
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
         new["apiVersion"] = rt.api_version
         new["kind"] = rt.kind
         meta = _meta(new)
@@ -656,7 +678,11 @@ class Api:
             raise errors.invalid(
                 "DeleteOptions",
                 "",
-                [errors.field_not_supported("propagationPolicy", propagation, ["Foreground", "Background", "Orphan"])],
+                [
+                    errors.field_not_supported(
+                        "propagationPolicy", propagation, ["Foreground", "Background", "Orphan"]
+                    )
+                ],
             )
         finalizers = list(meta.get("finalizers") or [])
         if propagation == "Foreground" and FOREGROUND not in finalizers:
@@ -678,15 +704,22 @@ class Api:
         new = copy.deepcopy(old)
         nmeta = new["metadata"]
         nmeta.setdefault("deletionTimestamp", now())
-        nmeta.setdefault("deletionGracePeriodSeconds", 0)
+        if rt.kind not in ("Namespace", "CustomResourceDefinition"):
+            # Generic graceful deletion records a zero grace period; these two kinds
+            # have their own delete logic that does not.
+            nmeta.setdefault("deletionGracePeriodSeconds", 0)
         if finalizers:
             nmeta["finalizers"] = finalizers
         if rt.kind == "Namespace":
             new.setdefault("status", {})["phase"] = "Terminating"
         if rt.kind == "CustomResourceDefinition":
             _set_condition(
-                new, "Terminating", "True", "InstanceDeletionInProgress",
-                "CustomResource deletion is in progress",
+                new,
+                "Terminating",
+                "True",
+                "InstanceDeletionPending",
+                "CustomResourceDefinition marked for deletion; CustomResource deletion will "
+                "begin soon",
             )
         if caller.dry_run:
             return new, False
@@ -809,7 +842,7 @@ class Api:
                 if deadline is not None:
                     wait = min(wait, deadline - loop.time())
                 try:
-                    ev = await asyncio.wait_for(sub.queue.get(), timeout=max(wait, 0))
+                    queued = await asyncio.wait_for(_next(sub.queue), timeout=max(wait, 0))
                 except TimeoutError:
                     if deadline is not None and loop.time() >= deadline:
                         if bookmarks:
@@ -819,18 +852,16 @@ class Api:
                         yield self._bookmark(rt, max(last_rv, self.store.rv))
                     next_bookmark = loop.time() + bookmark_interval
                     continue
-                if ev is None:
+                if queued is None:
                     if sub.expire:
                         yield _error_event(
-                            errors.expired(
-                                f"too old resource version: {last_rv} ({self.store.rv})"
-                            )
+                            errors.expired(f"too old resource version: {last_rv} ({self.store.rv})")
                         )
                     return
-                if ev.rv <= last_rv:
+                if queued.rv <= last_rv:
                     continue
-                last_rv = ev.rv
-                wire = self._wire_event(rt, ev, visible)
+                last_rv = queued.rv
+                wire = self._wire_event(rt, queued, visible)
                 if wire is not None:
                     yield wire
         finally:
@@ -844,9 +875,11 @@ class Api:
     ) -> dict[str, Any] | None:
         now_in = visible(ev.obj)
         if ev.type == "DELETED":
-            return {"type": "DELETED", "object": self._versioned(rt, ev.obj)} if (
-                now_in or visible(ev.old)
-            ) else None
+            return (
+                {"type": "DELETED", "object": self._versioned(rt, ev.obj)}
+                if (now_in or visible(ev.old))
+                else None
+            )
         was_in = ev.type == "MODIFIED" and visible(ev.old)
         if now_in and (was_in or ev.type == "ADDED"):
             return {"type": ev.type, "object": self._versioned(rt, ev.obj)}
@@ -880,7 +913,13 @@ class Api:
                 raise errors.invalid(
                     "CustomResourceDefinition",
                     crd["metadata"]["name"],
-                    [errors.field_invalid("spec.names.plural", names.get("plural"), "name conflicts with an existing resource")],
+                    [
+                        errors.field_invalid(
+                            "spec.names.plural",
+                            names.get("plural"),
+                            "name conflicts with an existing resource",
+                        )
+                    ],
                     "apiextensions.k8s.io",
                 )
 
@@ -908,8 +947,16 @@ class Api:
         status["acceptedNames"] = accepted
         status["conditions"] = []
         _set_condition(new, "NamesAccepted", "True", "NoConflicts", "no conflicts found")
-        _set_condition(new, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted")
-        versions = [v.get("name") for v in (new.get("spec") or {}).get("versions") or [] if v.get("storage")]
+        _set_condition(
+            new,
+            "Established",
+            "True",
+            "InitialNamesAccepted",
+            "the initial names have been accepted",
+        )
+        versions = [
+            v.get("name") for v in (new.get("spec") or {}).get("versions") or [] if v.get("storage")
+        ]
         status["storedVersions"] = versions
         rt = self.registry.get(*CRD_KEY[:1], "v1", CRD_KEY[1])
         assert rt is not None
@@ -958,7 +1005,7 @@ class Api:
             self._gc_wake.clear()
             try:
                 while self.gc_pass():
-                    await asyncio.sleep(0)
+                    await _yield_to_loop()
             except Exception:  # pragma: no cover - keep the controller alive
                 logging.getLogger("kubesim.gc").exception("garbage collection pass failed")
 
@@ -1061,10 +1108,31 @@ class Api:
                 remaining += 1
                 if not obj["metadata"].get("deletionTimestamp"):
                     self.delete(served, ns, obj["metadata"]["name"], _SYSTEM)
-        if remaining == 0:
-            current = self.store.get(NS_KEY, ("", ns))
-            if current is not None:
-                self._remove(rt, current)
+        if remaining:
+            self._ns_emptied.pop(ns, None)
+            return
+        loop = asyncio.get_running_loop()
+        emptied = self._ns_emptied.setdefault(ns, loop.time())
+        wait = emptied + self.namespace_finalize_delay - loop.time()
+        if wait > 0:
+            loop.call_later(wait, self._requeue, (NS_KEY, ("", ns)))
+            return
+        self._ns_emptied.pop(ns, None)
+        current = self.store.get(NS_KEY, ("", ns))
+        if current is None:
+            return
+        if current["metadata"].get("finalizers"):
+            # Only metadata finalizers hold it now: clear spec.finalizers like the controller.
+            if (current.get("spec") or {}).get("finalizers"):
+                new = copy.deepcopy(current)
+                new["spec"]["finalizers"] = []
+                self._replace(rt, current, new, _SYSTEM, subresource="finalize")
+            return
+        self._remove(rt, current)
+
+    def _requeue(self, item: tuple[tuple[str, str], tuple[str, str]]) -> None:
+        self._gc_pending.add(item)
+        self._gc_wake.set()
 
     def _finish_crd(self, rt: ResourceType, crd: dict[str, Any]) -> None:
         spec = crd.get("spec") or {}
@@ -1074,7 +1142,9 @@ class Api:
         for obj in items:
             if served and not obj["metadata"].get("deletionTimestamp"):
                 self.delete(
-                    served[0], obj["metadata"].get("namespace", ""), obj["metadata"]["name"],
+                    served[0],
+                    obj["metadata"].get("namespace", ""),
+                    obj["metadata"]["name"],
                     _SYSTEM,
                 )
         if self.store.count(key) == 0:
@@ -1082,6 +1152,63 @@ class Api:
 
 
 _SYSTEM = Caller(manager="kube-controller-manager")
+
+
+# Fields the apiserver's registry strategies set after field management has run,
+# so that no manager owns them on create (a real apiserver records them nowhere).
+_STRATEGY_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Namespace": (("spec", "finalizers"),),
+    "Job": (
+        ("spec", "selector"),
+        ("metadata", "labels", "controller-uid"),
+        ("metadata", "labels", "job-name"),
+        ("metadata", "labels", "batch.kubernetes.io/controller-uid"),
+        ("metadata", "labels", "batch.kubernetes.io/job-name"),
+        ("spec", "template", "metadata", "labels", "controller-uid"),
+        ("spec", "template", "metadata", "labels", "job-name"),
+        ("spec", "template", "metadata", "labels", "batch.kubernetes.io/controller-uid"),
+        ("spec", "template", "metadata", "labels", "batch.kubernetes.io/job-name"),
+    ),
+    "Service": (
+        ("spec", "clusterIP"),
+        ("spec", "clusterIPs"),
+        ("spec", "ipFamilies"),
+        ("spec", "ipFamilyPolicy"),
+    ),
+}
+
+
+def _lookup(obj: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(obj, dict) or part not in obj:
+            return _MISSING
+        obj = obj[part]
+    return obj
+
+
+_MISSING = object()
+
+
+def _without_strategy_fields(
+    rt: ResourceType, submitted: dict[str, Any], obj: dict[str, Any]
+) -> dict[str, Any]:
+    """``obj`` minus the strategy-set fields the client did not send itself."""
+    paths = _STRATEGY_FIELDS.get(rt.kind, ()) if rt.builtin else ()
+    drop = [
+        p for p in paths if _lookup(submitted, p) is _MISSING and _lookup(obj, p) is not _MISSING
+    ]
+    if not drop:
+        return obj
+    view = copy.deepcopy(obj)
+    for path in drop:
+        parent = _lookup(view, path[:-1])
+        if isinstance(parent, dict):
+            parent.pop(path[-1], None)
+            if not parent and len(path) > 1:
+                grand = _lookup(view, path[:-2])
+                if isinstance(grand, dict):
+                    grand.pop(path[-2], None)
+    return view
 
 
 def _for_apply(obj: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -1143,6 +1270,15 @@ def _ordered_meta(obj: dict[str, Any]) -> dict[str, Any]:
     out["metadata"] = ordered_meta
     out.update({k: v for k, v in obj.items() if k not in out})
     return out
+
+
+async def _yield_to_loop() -> None:
+    """Let other tasks run between garbage-collection passes."""
+    await asyncio.sleep(0)
+
+
+async def _next(queue: asyncio.Queue[Event | None]) -> Event | None:
+    return await queue.get()
 
 
 def _error_event(err: ApiError) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from kubesim.errors import internal_error, invalid
 __all__ = [
     "ClusterIPAllocator",
     "apply_defaults",
+    "parse_quantity",
     "patch_allocated_values",
     "pod_qos_class",
 ]

@@ -150,7 +150,10 @@ def field_type_invalid(field: str, value: Any, expected: str) -> dict[str, Any]:
     shown = f'"{value}"' if isinstance(value, str) else _go_value(value)
     return {
         "reason": "FieldValueTypeInvalid",
-        "message": f'Invalid value: {shown}: {field} in body must be of type {expected}: "{_json_type(value)}"',
+        "message": (
+            f"Invalid value: {shown}: {field} in body must be of type {expected}: "
+            f'"{_json_type(value)}"'
+        ),
         "field": field,
     }
 
@@ -226,14 +229,23 @@ def too_many_requests(retry_after: int = 1) -> ApiError:
     )
 
 
-def internal_error(message: str = "an error on the server has prevented the request from succeeding") -> ApiError:
+def internal_error(
+    message: str = "an error on the server has prevented the request from succeeding",
+) -> ApiError:
     """500 InternalError."""
-    return ApiError(500, "InternalError", f"Internal error occurred: {message}", {"causes": [{"message": message}]})
+    return ApiError(
+        500,
+        "InternalError",
+        f"Internal error occurred: {message}",
+        {"causes": [{"message": message}]},
+    )
 
 
 def service_unavailable() -> ApiError:
     """503 ServiceUnavailable."""
-    return ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request")
+    return ApiError(
+        503, "ServiceUnavailable", "the server is currently unable to handle the request"
+    )
 
 
 def entity_too_large() -> ApiError:
@@ -243,9 +255,20 @@ def entity_too_large() -> ApiError:
 
 def method_not_allowed(method: str) -> ApiError:
     """405 MethodNotAllowed."""
-    return ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})")
+    return ApiError(
+        405,
+        "MethodNotAllowed",
+        f"the server does not allow this method on the requested resource ({method})",
+    )
 
 
 def unsupported_media_type(content_type: str) -> ApiError:
     """415 UnsupportedMediaType."""
-    return ApiError(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got "{content_type}")')
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json-patch+json, application/merge-patch+json, "
+        "application/apply-patch+yaml, application/strategic-merge-patch+json "
+        f'(got "{content_type}")',
+    )

@@ -37,7 +37,14 @@ class FaultRule:
     def from_json(cls, body: dict[str, Any]) -> FaultRule:
         """Build a rule from the admin API's JSON, rejecting bad values with 400."""
         allowed = {
-            "verb", "resource", "code", "count", "fraction", "retryAfter", "latency", "userAgent"
+            "verb",
+            "resource",
+            "code",
+            "count",
+            "fraction",
+            "retryAfter",
+            "latency",
+            "userAgent",
         }
         unknown = set(body) - allowed
         if unknown:

@@ -98,10 +98,9 @@ def builtin_list_type(path: Path) -> ListSpec:
         return _METADATA.get(name, ATOMIC)
     if len(path) >= 2:
         spec = _BY_PARENT_AND_NAME.get((path[-2], name))
-        if spec is not None:
-            # Service ports only: other ``spec.ports`` lists are not known maps.
-            if path[-2] != "spec" or path == ("spec", "ports"):
-                return spec
+        # Service ports only: other ``spec.ports`` lists are not known maps.
+        if spec is not None and (path[-2] != "spec" or path == ("spec", "ports")):
+            return spec
     return _BY_NAME.get(name, ATOMIC)
 
 

@@ -44,7 +44,11 @@ def _paths(types: list[ResourceType], ref_prefix: str) -> dict[str, Any]:
     ]
     for rt in types:
         base = "/" + _gv_path(rt.group, rt.version)
-        coll = f"{base}/namespaces/{{namespace}}/{rt.plural}" if rt.namespaced else f"{base}/{rt.plural}"
+        coll = (
+            f"{base}/namespaces/{{namespace}}/{rt.plural}"
+            if rt.namespaced
+            else f"{base}/{rt.plural}"
+        )
         ref = {"$ref": f"{ref_prefix}{_definition_name(rt)}"}
         op = {
             "x-kubernetes-group-version-kind": _gvk_ext(rt)[0],
@@ -74,9 +78,13 @@ def document(registry: Registry, path: str, query: Mapping[str, str]) -> dict[st
         for group, versions in registry.group_versions().items():
             for version in versions:
                 gv = _gv_path(group, version)
-                digest = hashlib.sha256(
-                    json.dumps(_v3(registry, group, version), sort_keys=True).encode()
-                ).hexdigest()[:32].upper()
+                digest = (
+                    hashlib.sha256(
+                        json.dumps(_v3(registry, group, version), sort_keys=True).encode()
+                    )
+                    .hexdigest()[:32]
+                    .upper()
+                )
                 index[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash={digest}"}
         return {"paths": index}
     prefix = "/openapi/v3/"

@@ -28,11 +28,15 @@ __all__ = [
     "LabelSelector",
     "Requirement",
     "field_support",
+    "go_quote",
+    "is_dns1123_subdomain",
     "is_qualified_name",
     "is_valid_label_value",
     "label_selector_from_api",
+    "max_len_error",
     "parse_field_selector",
     "parse_label_selector",
+    "regex_error",
 ]
 
 KindFields = Callable[[Mapping[str, Any]], Mapping[str, str]]

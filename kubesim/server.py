@@ -153,8 +153,10 @@ class Server:
             return request.method.lower(), ""
         start = 2 if parts[0] == "api" else 3
         rest = parts[start:]
-        if len(rest) >= 2 and rest[0] == "namespaces" and not (
-            len(rest) == 3 and rest[2] in ("status", "finalize")
+        if (
+            len(rest) >= 2
+            and rest[0] == "namespaces"
+            and not (len(rest) == 3 and rest[2] in ("status", "finalize"))
         ):
             rest = rest[2:] if len(rest) > 2 else ["namespaces", rest[1]]
         if not rest:
@@ -247,8 +249,10 @@ class Server:
                 return None
             group, version, rest = parts[1], parts[2], parts[3:]
         namespace = ""
-        if rest[0] == "namespaces" and len(rest) >= 3 and not (
-            len(rest) == 3 and rest[2] in ("status", "finalize")
+        if (
+            rest[0] == "namespaces"
+            and len(rest) >= 3
+            and not (len(rest) == 3 and rest[2] in ("status", "finalize"))
         ):
             namespace, rest = rest[1], rest[2:]
         if len(rest) > 3:
@@ -296,7 +300,9 @@ class Server:
                 obj = self.api.get(rt, t.namespace, t.name)
                 if tables.wants_table(accept):
                     return json_response(
-                        tables.to_table(rt, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]})
+                        tables.to_table(
+                            rt, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}
+                        )
                     )
                 return web.Response(body=self.api.encoded(rt, obj), content_type=JSON)
             opts = _list_options(q)
@@ -336,8 +342,11 @@ class Server:
                     request.content_type, current, body, rt.list_types, builtin=True
                 )
                 obj, _ = self.api.update(
-                    rt, t.namespace, t.name,
-                    _from_scale(self.api.get(rt, t.namespace, t.name), scaled), caller,
+                    rt,
+                    t.namespace,
+                    t.name,
+                    _from_scale(self.api.get(rt, t.namespace, t.name), scaled),
+                    caller,
                 )
                 return json_response(_scale(rt, obj))
             obj, created = self.api.patch(

@@ -9,23 +9,30 @@ the same etcd would.
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
 import ipaddress
 import os
 import secrets
 import ssl
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from kubesim.api import Api
 from kubesim.faults import FaultRule
 from kubesim.resources import Registry
 from kubesim.server import Server, ServerState, User
 from kubesim.store import Store
+from kubesim.workloads import WorkloadSimulator
 
 ADMIN_USER = "kubesim-admin"
 
@@ -63,7 +70,7 @@ class KubeSim:
         self.server = Server(self.api, self.state)
         self._simulate = simulate_workloads
         self._workload_delay = workload_delay
-        self._workloads: Any = None
+        self._workloads: WorkloadSimulator | None = None
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
         self._ssl: ssl.SSLContext | None = None
@@ -83,8 +90,6 @@ class KubeSim:
             self._ssl = self._make_tls()
         self.api.start()
         if self._simulate and self._workloads is None:
-            from kubesim.workloads import WorkloadSimulator
-
             self._workloads = WorkloadSimulator(self.api, delay=self._workload_delay)
             self._workloads.start()
         self._runner = web.AppRunner(self.server.app(), access_log=None, shutdown_timeout=1.0)
@@ -126,8 +131,6 @@ class KubeSim:
 
     async def _refuse(self, seconds: float) -> None:
         """Refuse connections for a while: stop listening and drop open connections."""
-        import time
-
         self.state.faults.refuse_until = time.monotonic() + seconds
         if self._site is not None:
             await self._site.stop()
@@ -148,7 +151,9 @@ class KubeSim:
     def add_user(self, name: str, groups: tuple[str, ...] = (), token: str | None = None) -> str:
         """Register a bearer token for ``name``; returns the token."""
         token = token or secrets.token_hex(16)
-        all_groups = groups if "system:authenticated" in groups else (*groups, "system:authenticated")
+        all_groups = (
+            groups if "system:authenticated" in groups else (*groups, "system:authenticated")
+        )
         self.state.tokens[token] = User(name, all_groups)
         return token
 
@@ -156,8 +161,6 @@ class KubeSim:
         """A kubeconfig dict for this server (the admin's token unless another is given)."""
         cluster: dict[str, Any] = {"server": self.url}
         if self.tls:
-            import base64
-
             cluster["certificate-authority-data"] = base64.b64encode(self._ca_pem).decode()
         return {
             "apiVersion": "v1",
@@ -211,15 +214,10 @@ class KubeSim:
 
     # -- TLS -------------------------------------------------------------------------------
     def _make_tls(self) -> ssl.SSLContext:
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import NameOID
-
         key = ec.generate_private_key(ec.SECP256R1())
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubesim")])
         now = datetime.datetime.now(datetime.UTC)
-        alt = [x509.DNSName("localhost")]
+        alt: list[x509.GeneralName] = [x509.DNSName("localhost")]
         try:
             alt.append(x509.IPAddress(ipaddress.ip_address(self.host)))
         except ValueError:

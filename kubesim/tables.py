@@ -62,7 +62,9 @@ _KIND_COLUMNS: dict[str, list[tuple[str, str, Cell]]] = {
         ("Available", "integer", lambda o: (o.get("status") or {}).get("availableReplicas", 0)),
     ],
     "StatefulSet": [("Ready", "string", _ready)],
-    "ConfigMap": [("Data", "integer", lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {}))],
+    "ConfigMap": [
+        ("Data", "integer", lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {}))
+    ],
     "Secret": [
         ("Type", "string", lambda o: o.get("type", "")),
         ("Data", "integer", lambda o: len(o.get("data") or {})),
@@ -71,8 +73,10 @@ _KIND_COLUMNS: dict[str, list[tuple[str, str, Cell]]] = {
         (
             "Completions",
             "string",
-            lambda o: f"{(o.get('status') or {}).get('succeeded', 0)}/"
-            f"{(o.get('spec') or {}).get('completions', 1)}",
+            lambda o: (
+                f"{(o.get('status') or {}).get('succeeded', 0)}/"
+                f"{(o.get('spec') or {}).get('completions', 1)}"
+            ),
         )
     ],
 }
@@ -85,14 +89,18 @@ def _columns(rt: ResourceType) -> list[tuple[str, str, Cell]]:
             path = str(col.get("jsonPath", ""))
             ctype = str(col.get("type", "string"))
             if ctype == "date":
-                cols.append((str(col.get("name", "")), "string", lambda o, p=path: age(_path(o, p))))
+                cols.append(
+                    (str(col.get("name", "")), "string", lambda o, p=path: age(_path(o, p)))
+                )
             else:
                 cols.append((str(col.get("name", "")), ctype, lambda o, p=path: _path(o, p)))
         return cols
     return _KIND_COLUMNS.get(rt.kind, []) if rt.builtin else []
 
 
-def to_table(rt: ResourceType, objs: list[Mapping[str, Any]], list_meta: Mapping[str, Any]) -> dict[str, Any]:
+def to_table(
+    rt: ResourceType, objs: list[Mapping[str, Any]], list_meta: Mapping[str, Any]
+) -> dict[str, Any]:
     """A Table of ``objs`` with Name, the kind's columns and Age."""
     extra = _columns(rt)
     definitions = [

@@ -41,6 +41,8 @@ from kubesim.selectors import (
 
 __all__ = [
     "Cause",
+    "go_label_selector",
+    "go_string_map",
     "is_dns1035_label",
     "is_dns1123_label",
     "validate_create",

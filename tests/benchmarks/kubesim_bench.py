@@ -58,6 +58,7 @@ async def main() -> None:
             hdr = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
             conn = aiohttp.TCPConnector(limit=CONCURRENCY * 2)
             async with aiohttp.ClientSession(base, headers=hdr, connector=conn) as s:
+
                 async def req(method: str, path: str, body: Any = None, **kw: Any) -> Any:
                     data = None if body is None else json.dumps(body)
                     async with s.request(method, path, data=data, **kw) as r:
@@ -65,24 +66,44 @@ async def main() -> None:
 
                 await req("POST", "/api/v1/namespaces", {"metadata": {"name": "bench"}})
                 cms = "/api/v1/namespaces/bench/configmaps"
-                await _rate("CREATE configmap", 1000, lambda i: req("POST", cms, {"metadata": {"name": f"c{i}"}, "data": {"i": str(i)}}))
+                await _rate(
+                    "CREATE configmap",
+                    1000,
+                    lambda i: req(
+                        "POST", cms, {"metadata": {"name": f"c{i}"}, "data": {"i": str(i)}}
+                    ),
+                )
                 await _rate("GET configmap", 5000, lambda i: req("GET", f"{cms}/c{i % 1000}"))
                 await _rate("LIST 1,000 configmaps", 100, lambda i: req("GET", cms))
                 apply_hdr = {"Content-Type": "application/apply-patch+yaml"}
                 await _rate(
                     "SSA PATCH configmap",
                     1000,
-                    lambda i: req("PATCH", f"{cms}/c{i}?fieldManager=bench", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}, "data": {"i": str(i), "x": "y"}}, headers=apply_hdr),
+                    lambda i: req(
+                        "PATCH",
+                        f"{cms}/c{i}?fieldManager=bench",
+                        {
+                            "apiVersion": "v1",
+                            "kind": "ConfigMap",
+                            "metadata": {"name": f"c{i}"},
+                            "data": {"i": str(i), "x": "y"},
+                        },
+                        headers=apply_hdr,
+                    ),
                 )
                 # Watch fan-out: 100 watchers, N writes, time until every watcher saw every write.
                 watchers, writes = 100, 50
-                rv = json.loads((await req("GET", cms + "?limit=1"))[1])["metadata"]["resourceVersion"]
+                rv = json.loads((await req("GET", cms + "?limit=1"))[1])["metadata"][
+                    "resourceVersion"
+                ]
                 done = asyncio.Event()
                 counts = [0] * watchers
 
                 async def watcher(k: int) -> None:
                     async with aiohttp.ClientSession(base, headers=hdr) as ws:
-                        async with ws.get(f"{cms}?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dhot&timeoutSeconds=60") as r:
+                        async with ws.get(
+                            f"{cms}?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dhot&timeoutSeconds=60"
+                        ) as r:
                             async for _ in r.content:
                                 counts[k] += 1
                                 if all(c >= writes for c in counts):
@@ -95,10 +116,17 @@ async def main() -> None:
                 t0 = time.perf_counter()
                 await req("POST", cms, {"metadata": {"name": "hot"}, "data": {"n": "0"}})
                 for n in range(1, writes):
-                    await req("PATCH", f"{cms}/hot", {"data": {"n": str(n)}}, headers={"Content-Type": "application/merge-patch+json"})
+                    await req(
+                        "PATCH",
+                        f"{cms}/hot",
+                        {"data": {"n": str(n)}},
+                        headers={"Content-Type": "application/merge-patch+json"},
+                    )
                 await asyncio.wait_for(done.wait(), 120)
                 dt = time.perf_counter() - t0
-                print(f"{'watch fan-out (100 watchers)':<40} {writes:>6} writes    {writes * watchers / dt:>9.0f} events/s delivered")
+                print(
+                    f"{'watch fan-out (100 watchers)':<40} {writes:>6} writes    {writes * watchers / dt:>9.0f} events/s delivered"
+                )
                 await asyncio.gather(*tasks, return_exceptions=True)
         finally:
             proc.terminate()

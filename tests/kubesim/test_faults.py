@@ -27,10 +27,20 @@ async def _setup(raw: Raw) -> None:
 CMS = "/api/v1/namespaces/demo/configmaps"
 
 
-@pytest.mark.parametrize(("code", "reason"), [(429, "TooManyRequests"), (500, "InternalError"), (503, "ServiceUnavailable"), (409, "Conflict")])
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        (429, "TooManyRequests"),
+        (500, "InternalError"),
+        (503, "ServiceUnavailable"),
+        (409, "Conflict"),
+    ],
+)
 async def test_fail_next_n_requests(raw: Raw, code: int, reason: str) -> None:
     await _setup(raw)
-    status, rule = await _fault(raw, verb="create", resource="configmaps", code=code, count=2, retryAfter=3)
+    status, rule = await _fault(
+        raw, verb="create", resource="configmaps", code=code, count=2, retryAfter=3
+    )
     assert status == 201 and rule["code"] == code
     for i in range(2):
         status, body = await raw.request("POST", CMS, {"metadata": {"name": f"c{i}"}})
@@ -44,10 +54,12 @@ async def test_fail_next_n_requests(raw: Raw, code: int, reason: str) -> None:
 async def test_429_carries_retry_after(sim: KubeSim, raw: Raw) -> None:
     await _setup(raw)
     await _fault(raw, verb="get", resource="configmaps", code=429, count=1, retryAfter=7)
-    async with aiohttp.ClientSession() as s:
-        async with s.get(sim.url + CMS + "/x", headers={"Authorization": f"Bearer {sim.admin_token}"}) as r:
-            assert r.status == 429 and r.headers["Retry-After"] == "7"
-            assert json.loads(await r.text())["details"]["retryAfterSeconds"] == 7
+    async with (
+        aiohttp.ClientSession() as s,
+        s.get(sim.url + CMS + "/x", headers={"Authorization": f"Bearer {sim.admin_token}"}) as r,
+    ):
+        assert r.status == 429 and r.headers["Retry-After"] == "7"
+        assert json.loads(await r.text())["details"]["retryAfterSeconds"] == 7
 
 
 async def test_fraction_of_requests_fail(sim: KubeSim, raw: Raw) -> None:
@@ -58,7 +70,8 @@ async def test_fraction_of_requests_fail(sim: KubeSim, raw: Raw) -> None:
     assert 5 < codes.count(500) < 35 and codes.count(200) == 40 - codes.count(500)
     status, _ = await raw.request("DELETE", "/kubesim/faults")
     assert status == 200
-    assert all((await raw.request("GET", CMS))[0] == 200 for _ in range(5))
+    for _ in range(5):
+        assert (await raw.request("GET", CMS))[0] == 200
 
 
 async def test_latency_is_added(raw: Raw) -> None:
@@ -79,9 +92,17 @@ async def test_close_and_expire_watches(api_client: client.ApiClient, raw: Raw) 
         events: list[str] = []
         error: list[int] = []
 
-        async def consume(rv: str = rv, w: watch.Watch = w, events: list[str] = events, error: list[int] = error) -> None:
+        async def consume(
+            rv: str = rv, w: watch.Watch = w, events: list[str] = events, error: list[int] = error
+        ) -> None:
             try:
-                async with w.stream(core.list_namespaced_config_map, "demo", resource_version=rv, timeout_seconds=30, _request_timeout=60) as stream:
+                async with w.stream(
+                    core.list_namespaced_config_map,
+                    "demo",
+                    resource_version=rv,
+                    timeout_seconds=30,
+                    _request_timeout=60,
+                ) as stream:
                     async for ev in stream:
                         events.append(ev["type"])
             except ApiException as exc:
@@ -90,11 +111,11 @@ async def test_close_and_expire_watches(api_client: client.ApiClient, raw: Raw) 
         task = asyncio.create_task(consume())
 
         async def watching() -> bool:
-            return (await raw.request("GET", "/kubesim/watches"))[1]["open"] >= 1
+            return bool((await raw.request("GET", "/kubesim/watches"))[1]["open"] >= 1)
 
         await eventually(watching, what="the watch to open")
         status, body = await _fault(raw, action=action)
-        assert status == 201 and list(body.values())[0] >= 1
+        assert status == 201 and next(iter(body.values())) >= 1
         await asyncio.wait_for(task, 10)
         if expect_410:
             assert error == [410]
@@ -109,14 +130,18 @@ async def test_refuse_connections_for_a_period(sim: KubeSim, raw: Raw) -> None:
     assert status == 201
     async with aiohttp.ClientSession() as s:
         with pytest.raises(aiohttp.ClientError):
-            async with s.get(sim.url + CMS, headers={"Authorization": f"Bearer {sim.admin_token}"}) as r:
+            async with s.get(
+                sim.url + CMS, headers={"Authorization": f"Bearer {sim.admin_token}"}
+            ) as r:
                 await r.read()
 
     async def back() -> bool:
         try:
-            async with aiohttp.ClientSession() as s2:
-                async with s2.get(sim.url + CMS, headers={"Authorization": f"Bearer {sim.admin_token}"}) as r:
-                    return r.status == 200
+            async with (
+                aiohttp.ClientSession() as s2,
+                s2.get(sim.url + CMS, headers={"Authorization": f"Bearer {sim.admin_token}"}) as r,
+            ):
+                return r.status == 200
         except aiohttp.ClientError:
             return False
 
@@ -124,7 +149,13 @@ async def test_refuse_connections_for_a_period(sim: KubeSim, raw: Raw) -> None:
 
 
 async def test_bad_fault_requests_are_rejected(raw: Raw) -> None:
-    for body in ({"code": 418}, {"verb": "get"}, {"code": 500, "fraction": 2}, {"action": "explode"}, {"code": 500, "colour": "red"}):
+    for body in (
+        {"code": 418},
+        {"verb": "get"},
+        {"code": 500, "fraction": 2},
+        {"action": "explode"},
+        {"code": 500, "colour": "red"},
+    ):
         status, answer = await raw.request("POST", "/kubesim/faults", body)
         assert status == 400, body
         assert answer["reason"] == "BadRequest"

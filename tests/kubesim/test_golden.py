@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,7 +52,9 @@ def _mask(value: Any, key: str = "") -> Any:
     if isinstance(value, list):
         return [_mask(v, key) for v in value]
     if isinstance(value, str):
-        return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uid>", value)
+        return re.sub(
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uid>", value
+        )
     return value
 
 
@@ -90,7 +91,9 @@ def _translate_path(path: str, mapping: dict[str, str]) -> str:
 
 
 def _compare(name: str, index: int, recorded: dict[str, Any], status: int, body: Any) -> None:
-    where = f"{name} exchange {index} ({recorded['request']['method']} {recorded['request']['path']})"
+    where = (
+        f"{name} exchange {index} ({recorded['request']['method']} {recorded['request']['path']})"
+    )
     assert status == recorded["response"]["status"], f"{where}: status {status}, body {body}"
     expected = recorded["response"].get("body")
     if expected is None:
@@ -101,7 +104,31 @@ def _compare(name: str, index: int, recorded: dict[str, Any], status: int, body:
             return
     if isinstance(expected, dict) and expected.get("kind") in ("APIResourceList", "APIGroupList"):
         return  # discovery is compared in test_discovery.py
-    assert _mask(body) == _mask(expected), where
+    diffs = _diff(_mask(expected), _mask(body))
+    assert not diffs, f"{where}:\n" + "\n".join(diffs)
+
+
+def _diff(expected: Any, got: Any, path: str = "") -> list[str]:
+    """Differences as readable lines (expected vs got) by JSON path."""
+    if isinstance(expected, dict) and isinstance(got, dict):
+        out: list[str] = []
+        for k in sorted(set(expected) | set(got)):
+            if k not in got:
+                out.append(f"{path}.{k}: missing (expected {json.dumps(expected[k])[:200]})")
+            elif k not in expected:
+                out.append(f"{path}.{k}: unexpected {json.dumps(got[k])[:200]}")
+            else:
+                out += _diff(expected[k], got[k], f"{path}.{k}")
+        return out
+    if isinstance(expected, list) and isinstance(got, list) and len(expected) == len(got):
+        return [
+            d
+            for i, (a, b) in enumerate(zip(expected, got, strict=True))
+            for d in _diff(a, b, f"{path}[{i}]")
+        ]
+    if expected != got:
+        return [f"{path}: expected {json.dumps(expected)[:300]} got {json.dumps(got)[:300]}"]
+    return []
 
 
 @pytest.mark.parametrize(
@@ -118,15 +145,25 @@ def _compare(name: str, index: int, recorded: dict[str, Any], status: int, body:
 async def test_replay_matches_recorded_apiserver(raw: Raw, name: str) -> None:
     mapping: dict[str, str] = {}
     # The later recordings assume the namespace (and objects) made by earlier ones.
-    order = ["crud-and-errors.json", "server-side-apply.json", "defaulting-and-generation.json",
-             "crd-lifecycle.json", "authorization.json", "namespace-termination.json"]
+    order = [
+        "crud-and-errors.json",
+        "server-side-apply.json",
+        "defaulting-and-generation.json",
+        "crd-lifecycle.json",
+        "authorization.json",
+        "namespace-termination.json",
+    ]
     prefix = order[: order.index(name)]
     for setup in prefix:
         for ex in _exchanges(setup):
             await _send(raw, ex, mapping)
     for i, ex in enumerate(_exchanges(name)):
         status, body = await _send(raw, ex, mapping)
-        if name == "crd-lifecycle.json" and ex["request"]["method"] == "GET" and "/apis/capture.example.com/v1" == ex["request"]["path"]:
+        if (
+            name == "crd-lifecycle.json"
+            and ex["request"]["method"] == "GET"
+            and ex["request"]["path"] == "/apis/capture.example.com/v1"
+        ):
             # Our discovery document omits storageVersionHash for CRDs; compare names only.
             assert status == 200
             assert [r["name"] for r in body["resources"]] == [

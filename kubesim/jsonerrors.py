@@ -1,0 +1,74 @@
+"""JSON decoding with the error wording of Go's encoding/json.
+
+Clients and people compare apiserver messages such as ``invalid character 'n'
+looking for beginning of object key string``; Python's json module words the
+same failures differently, so its errors are translated.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class GoJSONError(ValueError):
+    """A JSON syntax error worded as Go words it."""
+
+
+def _char(c: str) -> str:
+    escapes = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "'": "\\'"}
+    return "'" + escapes.get(c, c) + "'"
+
+
+def _container(doc: str, pos: int) -> str:
+    """'{' or '[' of the innermost container open at ``pos`` (strings skipped)."""
+    stack: list[str] = []
+    in_string = False
+    escaped = False
+    for c in doc[:pos]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "{[":
+            stack.append(c)
+        elif c in "}]" and stack:
+            stack.pop()
+    return stack[-1] if stack else ""
+
+
+def go_message(exc: json.JSONDecodeError) -> str:
+    """Go's encoding/json message for a Python decode error."""
+    doc, pos, msg = exc.doc, exc.pos, exc.msg
+    if msg.startswith("Unterminated string") or pos >= len(doc):
+        return "unexpected end of JSON input"
+    c = _char(doc[pos])
+    if msg.startswith("Expecting property name"):
+        return f"invalid character {c} looking for beginning of object key string"
+    if msg.startswith("Expecting value"):
+        return f"invalid character {c} looking for beginning of value"
+    if msg.startswith("Expecting ':'"):
+        return f"invalid character {c} after object key"
+    if msg.startswith("Expecting ','"):
+        where = "object key:value pair" if _container(doc, pos) == "{" else "array element"
+        return f"invalid character {c} after {where}"
+    if msg.startswith("Extra data"):
+        return f"invalid character {c} after top-level value"
+    if msg.startswith("Invalid control character"):
+        return f"invalid character {c} in string literal"
+    if msg.startswith("Invalid \\escape"):
+        return f"invalid character {c} in string escape code"
+    return msg
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` raising :class:`GoJSONError` with Go's wording."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GoJSONError(go_message(exc)) from exc
