@@ -34,7 +34,7 @@ from kubesim.managedfields import (
 )
 from kubesim.patch import apply_patch
 from kubesim.resources import Registry, ResourceType, crd_types
-from kubesim.selectors import parse_field_selector, parse_label_selector
+from kubesim.selectors import FieldSelector, field_support, parse_field_selector, parse_label_selector
 from kubesim.store import Event, Expired, Store
 from kubesim.validation import validate_create, validate_update
 
@@ -176,7 +176,7 @@ class Api:
     def list(self, rt: ResourceType, namespace: str, opts: ListOptions) -> dict[str, Any]:
         """LIST with selectors and limit/continue pagination."""
         label_sel = parse_label_selector(opts.label_selector)
-        field_sel = parse_field_selector(opts.field_selector)
+        field_sel = self.field_selector(rt, opts.field_selector)
         list_rv = self.store.rv
         start = ""
         if opts.continue_token:
@@ -230,6 +230,15 @@ class Api:
             "metadata": list_meta,
             "items": items,
         }
+
+    def field_selector(self, rt: ResourceType, selector: str) -> FieldSelector:
+        """Parse a field selector for ``rt``, rejecting fields the kind does not offer."""
+        support = field_support(
+            rt.group, rt.kind, namespaced=rt.namespaced, custom_resource=not rt.builtin
+        )
+        parsed = parse_field_selector(selector, support.getter)
+        parsed.check(support.fields, generic=not support.custom)
+        return parsed
 
     # -- namespace checks ----------------------------------------------------------
     def _check_namespace(self, rt: ResourceType, namespace: str, name: str) -> None:
@@ -792,7 +801,7 @@ class Api:
     ) -> AsyncIterator[dict[str, Any]]:
         """Watch events as wire dicts ``{"type", "object"}``; ends on timeout or close."""
         label_sel = parse_label_selector(opts.label_selector)
-        field_sel = parse_field_selector(opts.field_selector)
+        field_sel = self.field_selector(rt, opts.field_selector)
         ns = namespace if rt.namespaced else ""
 
         def visible(obj: dict[str, Any] | None) -> bool:
