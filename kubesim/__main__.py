@@ -49,11 +49,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive(value: int, flag: str) -> None:
-    if value < 0 or value > 65535:
-        raise SystemExit(f"kubesim: {flag} must be between 0 and 65535, not {value}")
-
-
 async def _serve(args: argparse.Namespace) -> int:
     sim = KubeSim(
         host=args.host,
@@ -100,11 +95,16 @@ async def _serve(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the kubesim command line."""
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
-    _positive(args.port, "--port")
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be between 0 and 65535, not {args.port}")
     if args.watch_history < 1:
-        raise SystemExit("kubesim: --watch-history must be at least 1")
+        parser.error("--watch-history must be at least 1")
+    level = logging.getLevelName(args.log_level.upper())
+    if not isinstance(level, int):
+        parser.error(f"--log-level {args.log_level!r} is not a log level")
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s %(message)s")
     raise SystemExit(asyncio.run(_serve(args)))
 
 

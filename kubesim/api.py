@@ -34,7 +34,12 @@ from kubesim.managedfields import (
 )
 from kubesim.patch import apply_patch
 from kubesim.resources import Registry, ResourceType, crd_types
-from kubesim.selectors import FieldSelector, field_support, parse_field_selector, parse_label_selector
+from kubesim.selectors import (
+    FieldSelector,
+    field_support,
+    parse_field_selector,
+    parse_label_selector,
+)
 from kubesim.store import Event, Expired, Store
 from kubesim.validation import validate_create, validate_update
 
@@ -280,6 +285,7 @@ class Api:
                     f"the API version in the data ({api_version}) does not match the expected "
                     f"API version ({rt.api_version})"
                 )
+        _check_meta_types(rt, body)
         if kind and kind != rt.kind:
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {rt.kind}): "
@@ -1218,6 +1224,66 @@ def _without_strategy_fields(
                 if isinstance(grand, dict):
                     grand.pop(path[-2], None)
     return view
+
+
+_META_TYPES: dict[str, type | tuple[type, ...]] = {
+    "name": str,
+    "generateName": str,
+    "namespace": str,
+    "uid": str,
+    "resourceVersion": str,
+    "labels": dict,
+    "annotations": dict,
+    "finalizers": list,
+    "ownerReferences": list,
+    "managedFields": list,
+    "generation": int,
+}
+_GO_TYPES = {str: "string", dict: "map", list: "slice", int: "int64"}
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _check_meta_types(rt: ResourceType, body: dict[str, Any]) -> None:
+    """Reject bodies whose metadata cannot decode, as the apiserver's decoder does (400)."""
+
+    def fail(field: str, value: Any, go_type: str) -> ApiError:
+        return errors.bad_request(
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: json: '
+            f"cannot unmarshal {_json_kind(value)} into Go struct field {field} of type {go_type}"
+        )
+
+    for key in ("apiVersion", "kind"):
+        if key in body and not isinstance(body[key], str):
+            raise fail(f"{rt.kind}.{key}", body[key], "string")
+    meta = body.get("metadata")
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        raise fail(f"{rt.kind}.metadata", meta, "v1.ObjectMeta")
+    for key, expected in _META_TYPES.items():
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, expected) or isinstance(value, bool):
+            go = _GO_TYPES.get(expected if isinstance(expected, type) else str, "string")
+            raise fail(f"{rt.kind}.metadata.{key}", value, go)
+        if key in ("labels", "annotations") and not all(isinstance(v, str) for v in value.values()):
+            raise fail(f"{rt.kind}.metadata.{key}", next(iter(value.values())), "string")
+        if key == "finalizers" and not all(isinstance(v, str) for v in value):
+            raise fail(f"{rt.kind}.metadata.finalizers", value, "string")
+        if key == "ownerReferences" and not all(isinstance(v, dict) for v in value):
+            raise fail(f"{rt.kind}.metadata.ownerReferences", value, "v1.OwnerReference")
 
 
 def _for_apply(obj: dict[str, Any] | None) -> dict[str, Any] | None:
