@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -513,3 +514,72 @@ async def test_tls_serving_with_kubeconfig_ca(tmp_path: Any) -> None:
         await sim.stop()
     assert sim.url.startswith("https://")
     await asyncio.sleep(0)
+
+
+async def test_watch_selector_transitions_bookmarks_and_timeout(raw: Raw, sim: KubeSim) -> None:
+    import aiohttp
+
+    await raw.request("POST", "/api/v1/namespaces", {"metadata": {"name": "demo"}})
+    cms = "/api/v1/namespaces/demo/configmaps"
+    status, listed = await raw.request("GET", cms)
+    rv = listed["metadata"]["resourceVersion"]
+    await raw.request("POST", cms, _cm("a", labels={"team": "x"}))
+    await raw.request(
+        "PATCH",
+        cms + "/a",
+        {"metadata": {"labels": {"team": "y"}}},
+        content_type="application/merge-patch+json",
+    )
+    await raw.request(
+        "PATCH",
+        cms + "/a",
+        {"metadata": {"labels": {"team": "x"}}},
+        content_type="application/merge-patch+json",
+    )
+    url = f"{sim.url}{cms}?watch=1&resourceVersion={rv}&labelSelector=team%3Dx&allowWatchBookmarks=true&timeoutSeconds=1"
+    async with (
+        aiohttp.ClientSession() as s,
+        s.get(url, headers={"Authorization": f"Bearer {sim.admin_token}"}) as r,
+    ):
+        assert r.status == 200
+        lines = [json.loads(line) async for line in r.content if line.strip()]
+    kinds = [(e["type"], e["object"]["metadata"].get("labels", {}).get("team")) for e in lines]
+    assert kinds[:3] == [("ADDED", "x"), ("DELETED", "y"), ("ADDED", "x")]
+    assert kinds[-1][0] == "BOOKMARK"
+    assert lines[-1]["object"]["metadata"]["resourceVersion"] == str(sim.store.rv)
+
+
+async def test_deletecollection_generate_name_and_dry_run(raw: Raw) -> None:
+    await raw.request("POST", "/api/v1/namespaces", {"metadata": {"name": "demo"}})
+    cms = "/api/v1/namespaces/demo/configmaps"
+    status, body = await raw.request("POST", cms, {"metadata": {"generateName": "gen-"}})
+    assert (
+        status == 201
+        and body["metadata"]["name"].startswith("gen-")
+        and len(body["metadata"]["name"]) == 9
+    )
+    status, body = await raw.request("POST", cms + "?dryRun=All", _cm("dry"))
+    assert status == 201 and body["metadata"]["uid"]
+    assert (await raw.request("GET", cms + "/dry"))[0] == 404
+    for name in ("k1", "k2"):
+        await raw.request("POST", cms, _cm(name, labels={"kill": "yes"}))
+    status, body = await raw.request("DELETE", cms + "?labelSelector=kill%3Dyes")
+    assert status == 200 and sorted(i["metadata"]["name"] for i in body["items"]) == ["k1", "k2"]
+    status, body = await raw.request("GET", cms)
+    assert [i["metadata"]["name"] for i in body["items"]] == [body["items"][0]["metadata"]["name"]]
+    assert body["items"][0]["metadata"]["name"].startswith("gen-")
+
+
+async def test_delete_preconditions(raw: Raw) -> None:
+    await raw.request("POST", "/api/v1/namespaces", {"metadata": {"name": "demo"}})
+    cms = "/api/v1/namespaces/demo/configmaps"
+    _, created = await raw.request("POST", cms, _cm("p"))
+    status, body = await raw.request("DELETE", cms + "/p", {"preconditions": {"uid": "wrong"}})
+    assert (status, body["reason"]) == (409, "Conflict")
+    assert "Precondition failed: UID in precondition: wrong" in body["message"]
+    status, body = await raw.request(
+        "DELETE",
+        cms + "/p",
+        {"preconditions": {"resourceVersion": created["metadata"]["resourceVersion"]}},
+    )
+    assert status == 200 and body["status"] == "Success"
