@@ -521,7 +521,7 @@ async def test_watch_selector_transitions_bookmarks_and_timeout(raw: Raw, sim: K
 
     await raw.request("POST", "/api/v1/namespaces", {"metadata": {"name": "demo"}})
     cms = "/api/v1/namespaces/demo/configmaps"
-    status, listed = await raw.request("GET", cms)
+    _, listed = await raw.request("GET", cms)
     rv = listed["metadata"]["resourceVersion"]
     await raw.request("POST", cms, _cm("a", labels={"team": "x"}))
     await raw.request(
