@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubesim import errors
-from kubesim.crdschema import CRDSchema
+from kubesim.crdschema import CRDSchema, validate_crd_schema
 from kubesim.defaults import ClusterIPAllocator, apply_defaults
 from kubesim.errors import ApiError
 from kubesim.managedfields import (
@@ -222,7 +222,12 @@ class Api:
             if opts.limit and len(items) >= opts.limit:
                 more = True
                 break
-            items.append(self._versioned(rt, obj))
+            if rt.builtin:
+                # Typed lists of built-in kinds carry no kind/apiVersion per item.
+                item = {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+                items.append(item)
+            else:
+                items.append(self._versioned(rt, obj))
             last = pos
         list_meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if more:
@@ -304,6 +309,7 @@ class Api:
         meta = _meta(obj)
         name = meta.get("name", "")
         if rt.builtin:
+            _drop_empty(obj)
             apply_defaults(rt.group, rt.kind, obj)
             if rt.kind == "Service":
                 self._assign_cluster_ip(obj, old)
@@ -311,6 +317,8 @@ class Api:
                 validate_create(rt.group, rt.kind, obj, rt.namespaced)
             else:
                 validate_update(rt.group, rt.kind, old, obj)
+            if rt.kind == "CustomResourceDefinition":
+                _validate_crd_schemas(obj)
             return obj
         schema = self._schema(rt)
         if old is None:
@@ -1284,6 +1292,64 @@ def _check_meta_types(rt: ResourceType, body: dict[str, Any]) -> None:
             raise fail(f"{rt.kind}.metadata.finalizers", value, "string")
         if key == "ownerReferences" and not all(isinstance(v, dict) for v in value):
             raise fail(f"{rt.kind}.metadata.ownerReferences", value, "v1.OwnerReference")
+
+
+# Map and slice fields of built-in kinds declared `omitempty` in the Go types: the
+# apiserver never shows them empty. (Struct fields such as `resources: {}` stay.)
+_OMIT_EMPTY = frozenset(
+    {
+        "labels",
+        "annotations",
+        "finalizers",
+        "ownerReferences",
+        "data",
+        "binaryData",
+        "stringData",
+        "matchLabels",
+        "matchExpressions",
+        "nodeSelector",
+        "env",
+        "envFrom",
+        "volumeMounts",
+        "volumes",
+        "ports",
+        "args",
+        "command",
+        "imagePullSecrets",
+        "tolerations",
+        "initContainers",
+        "secrets",
+        "conditions",
+    }
+)
+
+
+def _drop_empty(value: Any) -> None:
+    """Remove empty omitempty maps and lists, recursively, in place."""
+    if isinstance(value, dict):
+        for key in [k for k, v in value.items() if k in _OMIT_EMPTY and v in ({}, [], None)]:
+            del value[key]
+        for child in value.values():
+            _drop_empty(child)
+    elif isinstance(value, list):
+        for child in value:
+            _drop_empty(child)
+
+
+def _validate_crd_schemas(crd: dict[str, Any]) -> None:
+    """Every served version's schema must be structural (422 otherwise)."""
+    causes: list[dict[str, Any]] = []
+    for i, version in enumerate((crd.get("spec") or {}).get("versions") or []):
+        schema = ((version or {}).get("schema") or {}).get("openAPIV3Schema")
+        if schema is not None:
+            causes += validate_crd_schema(schema, f"spec.versions[{i}].schema.openAPIV3Schema")
+    if causes:
+        raise errors.invalid(
+            "CustomResourceDefinition",
+            (crd.get("metadata") or {}).get("name", ""),
+            causes,
+            "apiextensions.k8s.io",
+        )
 
 
 def _for_apply(obj: dict[str, Any] | None) -> dict[str, Any] | None:
