@@ -1,0 +1,1 @@
+"""Tests of workagent.kube against kubesim."""

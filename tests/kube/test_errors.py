@@ -1,0 +1,225 @@
+"""Typed errors: every mapping from real kubesim answers, faults and transport failures."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from kubesim.sim import KubeSim
+from tests.kube.helpers import NS, FakeServer, cm, sample
+from workagent.kube import (
+    CONFIGMAPS,
+    NAMESPACES,
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    KubeClient,
+    KubeError,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    Unauthorized,
+    Unreachable,
+)
+from workagent.kube.errors import error_from_status
+
+
+async def test_not_found_already_exists_conflict_invalid_bad_request(client: KubeClient) -> None:
+    with pytest.raises(NotFound) as nf:
+        await client.get(CONFIGMAPS, "nope", NS)
+    assert (nf.value.code, nf.value.reason) == (404, "NotFound")
+    assert nf.value.status is not None and nf.value.status["details"]["name"] == "nope"
+
+    made = await client.create(CONFIGMAPS, cm("a"), NS)
+    with pytest.raises(AlreadyExists) as ae:
+        await client.create(CONFIGMAPS, cm("a"), NS)
+    assert (ae.value.code, ae.value.reason) == (409, "AlreadyExists")
+
+    await client.patch(CONFIGMAPS, "a", {"data": {"x": "1"}}, NS)
+    with pytest.raises(Conflict) as conflict:
+        await client.update(CONFIGMAPS, made, NS)  # stale resourceVersion
+    assert (conflict.value.code, conflict.value.reason) == (409, "Conflict")
+    assert not isinstance(conflict.value, AlreadyExists)
+
+    with pytest.raises(Invalid) as inv:
+        await client.create(CONFIGMAPS, cm("Not_A_Valid_Name"), NS)
+    assert inv.value.code == 422 and inv.value.status is not None
+    assert inv.value.status["details"]["causes"][0]["field"] == "metadata.name"
+
+    with pytest.raises(BadRequest) as bad:
+        await client.list(CONFIGMAPS, NS, label_selector="a in (")
+    assert bad.value.code == 400
+
+
+async def test_forbidden_with_rbac(tmp_path: Path) -> None:
+    async with KubeSim(enforce_rbac=True) as sim:
+        token = sim.add_user("alice")
+        sim.write_kubeconfig(tmp_path / "admin")
+        sim.write_kubeconfig(tmp_path / "alice", token=token)
+        async with (
+            await KubeClient.from_kubeconfig(str(tmp_path / "admin"), qps=0) as admin,
+            await KubeClient.from_kubeconfig(str(tmp_path / "alice"), qps=0) as alice,
+        ):
+            await admin.create(NAMESPACES, {"metadata": {"name": NS}})
+            with pytest.raises(Forbidden) as exc:
+                await alice.list(CONFIGMAPS, NS)
+            assert exc.value.code == 403
+            assert 'User "alice" cannot list resource "configmaps"' in exc.value.message
+            with pytest.raises(Forbidden):
+                async with alice.watch(CONFIGMAPS, NS, resource_version="0"):
+                    pass
+
+
+async def test_unauthorized_with_a_bad_token_over_tls(tmp_path: Path) -> None:
+    async with KubeSim(tls=True) as sim:
+        sim.write_kubeconfig(tmp_path / "good")
+        sim.write_kubeconfig(tmp_path / "bad", token="not-a-token")
+        async with await KubeClient.from_kubeconfig(str(tmp_path / "good"), qps=0) as good:
+            assert good.config.host.startswith("https://")
+            await good.create(NAMESPACES, {"metadata": {"name": NS}})
+        async with await KubeClient.from_kubeconfig(str(tmp_path / "bad"), qps=0) as bad:
+            with pytest.raises(Unauthorized) as exc:
+                await bad.get(NAMESPACES, NS)
+            assert exc.value.code == 401
+
+
+@pytest.mark.parametrize(
+    ("code", "error", "reason"),
+    [
+        (429, TooManyRequests, "TooManyRequests"),
+        (500, ServerError, "InternalError"),
+        (503, ServerError, "ServiceUnavailable"),
+        (409, Conflict, "Conflict"),
+    ],
+)
+async def test_injected_faults(
+    client: KubeClient, sim: KubeSim, code: int, error: type[KubeError], reason: str
+) -> None:
+    sim.inject(verb="get", resource="configmaps", code=code, count=2, retryAfter=3)
+    before = sample(
+        "kube_client_requests_total", {"client": "test", "verb": "get", "code": str(code)}
+    )
+    for _ in range(2):
+        with pytest.raises(error) as exc:
+            await client.get(CONFIGMAPS, "x", NS)
+        assert (exc.value.code, exc.value.reason) == (code, reason)
+    if code == 429:
+        assert exc.value.retry_after == 3
+    after = sample(
+        "kube_client_requests_total", {"client": "test", "verb": "get", "code": str(code)}
+    )
+    assert after - before == 2
+    # The client does not retry: the third request is the first to succeed.
+    with pytest.raises(NotFound):
+        await client.get(CONFIGMAPS, "x", NS)
+
+
+async def test_unreachable_when_the_server_is_stopped(tmp_path: Path) -> None:
+    sim = KubeSim()
+    await sim.start()
+    sim.write_kubeconfig(tmp_path / "kc")
+    async with await KubeClient.from_kubeconfig(str(tmp_path / "kc"), qps=0, name="gone") as c:
+        await c.create(NAMESPACES, {"metadata": {"name": NS}})
+        await sim.stop()
+        with pytest.raises(Unreachable) as exc:
+            await c.get(NAMESPACES, NS)
+        assert exc.value.code == 0 and "Connect" in exc.value.message
+        with pytest.raises(Unreachable):
+            async with c.watch(CONFIGMAPS, NS, resource_version="0"):
+                pass
+        assert (
+            sample(
+                "kube_client_requests_total", {"client": "gone", "verb": "get", "code": "<error>"}
+            )
+            >= 1
+        )
+        # The same client works again once the server is back.
+        await sim.start()
+        try:
+            assert (await c.get(NAMESPACES, NS))["metadata"]["name"] == NS
+        finally:
+            await sim.stop()
+
+
+async def test_request_timeout_is_unreachable(fake_server: FakeServer) -> None:
+    async def hang(request: web.Request) -> web.StreamResponse:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    fake_server.handler = hang
+    async with fake_server.client(timeout=0.2) as client:
+        with pytest.raises(Unreachable, match="timed out"):
+            await client.get(CONFIGMAPS, "x", NS)
+        # A watch may idle for minutes, but its response headers get the request timeout.
+        with pytest.raises(Unreachable, match="timed out"):
+            async with client.watch(CONFIGMAPS, NS, resource_version="1"):
+                pass
+
+
+async def test_non_status_error_bodies_and_retry_after_header(fake_server: FakeServer) -> None:
+    answers: list[web.Response] = [
+        web.Response(status=502, text="<html>bad gateway</html>", content_type="text/html"),
+        web.Response(status=503, text="", headers={"Retry-After": "7"}),
+        web.Response(status=404, text="404 page not found"),
+        web.Response(status=200, text="not json"),
+    ]
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return answers.pop(0)
+
+    fake_server.handler = handler
+    async with fake_server.client() as client:
+        with pytest.raises(ServerError) as gateway:
+            await client.get(CONFIGMAPS, "x", NS)
+        assert gateway.value.code == 502 and "bad gateway" in gateway.value.message
+        with pytest.raises(ServerError) as unavailable:
+            await client.get(CONFIGMAPS, "x", NS)
+        assert unavailable.value.retry_after == 7 and unavailable.value.status is None
+        with pytest.raises(NotFound):
+            await client.get(CONFIGMAPS, "x", NS)
+        with pytest.raises(ServerError, match="not JSON"):
+            await client.get(CONFIGMAPS, "x", NS)
+
+
+def _status(code: int, reason: str, **details: Any) -> dict[str, Any]:
+    return {"kind": "Status", "code": code, "reason": reason, "message": "m", "details": details}
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "expected"),
+    [
+        (409, "AlreadyExists", AlreadyExists),
+        (409, "Conflict", Conflict),
+        (409, "", Conflict),
+        (410, "Expired", Gone),
+        (410, "Gone", Gone),
+        (500, "Expired", Gone),  # the reason wins over the code
+        (403, "Forbidden", Forbidden),
+        (401, "", Unauthorized),
+        (422, "Invalid", Invalid),
+        (400, "BadRequest", BadRequest),
+        (504, "Timeout", ServerError),
+        (502, "", ServerError),
+        (405, "MethodNotAllowed", KubeError),
+    ],
+)
+def test_error_mapping(code: int, reason: str, expected: type[KubeError]) -> None:
+    err = error_from_status(code, _status(code, reason))
+    assert type(err) is expected and err.code == code
+
+
+def test_retry_after_sources() -> None:
+    body = _status(429, "TooManyRequests", retryAfterSeconds=2)
+    assert error_from_status(429, body).retry_after == 2
+    assert error_from_status(429, body, retry_after=5).retry_after == 5  # header wins
+    assert error_from_status(429, None).retry_after is None
+    # A watch ERROR event's Status carries the code; the HTTP code is 200 there.
+    in_stream = error_from_status(0, _status(410, "Expired"))
+    assert isinstance(in_stream, Gone) and in_stream.code == 410

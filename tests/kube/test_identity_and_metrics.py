@@ -1,0 +1,66 @@
+"""The User-Agent reaching the server (field managers) and the client's Prometheus metrics."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from kubesim.sim import KubeSim
+from tests.conftest import Raw
+from tests.kube.helpers import NS, cm, sample
+from workagent.kube import (
+    CONFIGMAPS,
+    DEPLOYMENTS,
+    NAMESPACES,
+    KubeClient,
+    NotFound,
+    default_user_agent,
+)
+
+
+async def test_user_agent_names_the_field_manager(client: KubeClient, raw: Raw) -> None:
+    await client.create(CONFIGMAPS, cm("ua", a="1"), NS)
+    await client.patch(CONFIGMAPS, "ua", {"data": {"b": "2"}}, NS)
+    got = await client.get(CONFIGMAPS, "ua", NS)
+    got["data"]["c"] = "3"
+    updated = await client.update(CONFIGMAPS, got)
+    managers = {e["manager"] for e in updated["metadata"]["managedFields"]}
+    assert managers == {"work-agent"}
+    status, stats = await raw.request("GET", "/kubesim/stats")
+    assert status == 200
+    agents = {row["userAgent"] for row in stats["requests"]}
+    assert agents == {"work-agent"}
+
+
+async def test_default_user_agent(sim: KubeSim, tmp_path: Path) -> None:
+    assert default_user_agent().startswith("workagent/")
+    async with await KubeClient.from_kubeconfig(str(tmp_path / "kubeconfig"), qps=0) as client:
+        made = await client.create(
+            NAMESPACES,
+            {"metadata": {"name": "x"}},
+        )
+    assert made["metadata"]["managedFields"][0]["manager"] == "workagent"
+
+
+async def test_request_metrics_by_verb_and_code(client: KubeClient) -> None:
+    labels = {"client": "test"}
+
+    def count(verb: str, code: str) -> float:
+        return sample("kube_client_requests_total", {**labels, "verb": verb, "code": code})
+
+    before = {
+        k: count(*k) for k in [("create", "201"), ("get", "200"), ("get", "404"), ("watch", "200")]
+    }
+    hist_before = sample("kube_client_request_duration_seconds_count", {**labels, "verb": "get"})
+    await client.create(CONFIGMAPS, cm("m"), NS)
+    await client.get(CONFIGMAPS, "m", NS)
+    with contextlib.suppress(NotFound):
+        await client.get(DEPLOYMENTS, "none", NS)
+    async with client.watch(CONFIGMAPS, NS, resource_version="0"):
+        pass
+    assert count("create", "201") - before[("create", "201")] == 1
+    assert count("get", "200") - before[("get", "200")] == 1
+    assert count("get", "404") - before[("get", "404")] == 1
+    assert count("watch", "200") - before[("watch", "200")] == 1
+    hist_after = sample("kube_client_request_duration_seconds_count", {**labels, "verb": "get"})
+    assert hist_after - hist_before == 2

@@ -1,0 +1,602 @@
+"""An async Kubernetes API client for one cluster: dynamic resources, typed errors, QPS limits.
+
+Requests go over aiohttp with the settings kubernetes_asyncio loaded from the
+kubeconfig (or the service account), not through kubernetes_asyncio's own
+REST layer: that way every request has a timeout, errors are typed from the
+``Status`` body and the ``Retry-After`` header, query parameters are built
+fresh per request, and a watch is one plain streaming request whose
+reconnection policy belongs to the informer.
+
+The client never retries (except restarting a paged list whose continue
+token expired): retries and backoff are the controllers' job, where the
+reason for the retry is known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import Any, Literal, Self
+from urllib.parse import quote
+
+import aiohttp
+import yarl
+
+from workagent.kube import metrics
+from workagent.kube.config import ClusterConfig, load_in_cluster, load_kubeconfig
+from workagent.kube.errors import (
+    Gone,
+    KubeConfigError,
+    KubeError,
+    ServerError,
+    Unauthorized,
+    Unreachable,
+    error_from_status,
+    parse_retry_after,
+)
+from workagent.kube.ratelimit import TokenBucket
+from workagent.kube.resource import Resource
+from workagent.kube.watch import WatchEvent, WatchStream, describe
+
+log = logging.getLogger("workagent.kube")
+
+DEFAULT_TIMEOUT = 30.0
+# A watch is declared dead when nothing arrived this long after the server should
+# have ended it (``timeoutSeconds``): the watchdog for silently stuck streams.
+WATCH_READ_MARGIN = 30.0
+# Longest excerpt of a non-Status error body kept in an error message.
+_TEXT_EXCERPT = 300
+
+PatchType = Literal["merge", "json", "strategic", "apply"]
+PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    # A JSON document is valid YAML, so apply bodies are sent as JSON.
+    "apply": "application/apply-patch+yaml",
+}
+_JSON = "application/json"
+_TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+
+Params = list[tuple[str, str]]
+
+
+def default_user_agent() -> str:
+    """``workagent/<version>``: the apiserver names field managers after the program part."""
+    try:
+        version = importlib.metadata.version("ocm-work")
+    except importlib.metadata.PackageNotFoundError:
+        version = "0.0.0"
+    return f"workagent/{version}"
+
+
+class KubeClient:
+    """An API client for one cluster.
+
+    Create it with :meth:`from_kubeconfig` or :meth:`in_cluster`; ``name``
+    (``hub``, ``spoke``) labels its metrics. Every request, watch starts
+    included, first takes a token from the client's QPS/burst bucket.
+
+    Object bodies are plain dicts as the API server sends them. For a
+    cluster-scoped resource the ``namespace`` argument is ignored; for a
+    namespaced one, object verbs need it (or ``metadata.namespace`` in the body
+    for create and update), while list and watch without one span all
+    namespaces.
+    """
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        *,
+        qps: float = 50,
+        burst: int = 100,
+        user_agent: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        name: str = "kube",
+        rate_limiter: TokenBucket | None = None,
+    ) -> None:
+        self.config = config
+        self.name = name
+        self.user_agent = user_agent or default_user_agent()
+        self.timeout = timeout
+        self.rate_limiter = rate_limiter if rate_limiter is not None else TokenBucket(qps, burst)
+        self._host = config.host.rstrip("/")
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    async def from_kubeconfig(
+        cls,
+        path: str | None = None,
+        *,
+        context: str | None = None,
+        qps: float = 50,
+        burst: int = 100,
+        user_agent: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        name: str = "kube",
+    ) -> KubeClient:
+        """A client from a kubeconfig (default ``$KUBECONFIG`` or ``~/.kube/config``).
+
+        Raises KubeConfigError when the file is missing or unusable.
+        """
+        config = await load_kubeconfig(path, context=context)
+        return cls(config, qps=qps, burst=burst, user_agent=user_agent, timeout=timeout, name=name)
+
+    @classmethod
+    async def in_cluster(
+        cls,
+        *,
+        qps: float = 50,
+        burst: int = 100,
+        user_agent: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        name: str = "kube",
+    ) -> KubeClient:
+        """A client from the pod's service account. Raises KubeConfigError outside a pod."""
+        config = load_in_cluster()
+        return cls(config, qps=qps, burst=burst, user_agent=user_agent, timeout=timeout, name=name)
+
+    async def close(self) -> None:
+        """Close the connection pool; open watches end with Unreachable."""
+        self._closed = True
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- verbs -------------------------------------------------------------------------
+    async def get(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """GET one object (or a subresource of it, e.g. ``status`` or ``scale``)."""
+        path = self._path(res, self._ns(res, namespace), name, subresource)
+        return self._fill(res, await self._call("get", "GET", path))
+
+    async def get_raw(self, path: str) -> dict[str, Any]:
+        """GET a non-resource path such as ``/api/v1``, ``/apis`` or ``/version``."""
+        body = await self._call("get", "GET", path)
+        if not isinstance(body, dict):
+            raise ServerError(500, "InternalError", f"GET {path}: expected a JSON object")
+        return body
+
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        """List objects, following ``continue`` tokens until the last page.
+
+        Returns ``{"apiVersion", "kind", "metadata": {"resourceVersion"}, "items"}``
+        with the first page's resourceVersion (the one to watch from) and every
+        item's apiVersion and kind filled in. If a continue token expires (410),
+        the list restarts from the first page once; a second expiry raises Gone.
+        """
+        path = self._path(res, namespace if res.namespaced else None)
+        for attempt in range(2):
+            items: list[dict[str, Any]] = []
+            first_rv: str | None = None
+            token: str | None = None
+            try:
+                while True:
+                    params: Params = []
+                    if label_selector:
+                        params.append(("labelSelector", label_selector))
+                    if field_selector:
+                        params.append(("fieldSelector", field_selector))
+                    if page_size > 0:
+                        params.append(("limit", str(page_size)))
+                    if token:
+                        params.append(("continue", token))
+                    elif resource_version:
+                        # The apiserver rejects resourceVersion together with continue.
+                        params.append(("resourceVersion", resource_version))
+                    page = await self._call("list", "GET", path, params=params)
+                    meta = page.get("metadata") or {}
+                    if first_rv is None:
+                        first_rv = str(meta.get("resourceVersion") or "")
+                    items.extend(page.get("items") or [])
+                    token = meta.get("continue") or None
+                    if not token:
+                        break
+            except Gone:
+                if token is None or attempt == 1:
+                    raise
+                log.debug("list %s: continue token expired, restarting the list", res)
+                continue
+            for item in items:
+                self._fill(res, item)
+            return {
+                "apiVersion": res.api_version,
+                "kind": f"{res.kind}List",
+                "metadata": {"resourceVersion": first_rv or ""},
+                "items": items,
+            }
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+        allow_bookmarks: bool = True,
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
+        """Open one watch request; use as ``async with client.watch(...) as events``.
+
+        Entering sends the request (after a rate-limiter token) and raises the
+        typed error if it is refused. The iterator ends when the server closes
+        the stream (at the latest after ``timeout_seconds``); an ERROR event is
+        raised as its KubeError (410 -> Gone); silence longer than
+        ``timeout_seconds + 30`` raises Unreachable. It never reconnects.
+        """
+        params: Params = [("watch", "true")]
+        if resource_version:
+            # Empty means "from now, with the current objects as ADDED": leave it out.
+            params.append(("resourceVersion", resource_version))
+        if allow_bookmarks:
+            params.append(("allowWatchBookmarks", "true"))
+        if timeout_seconds > 0:
+            params.append(("timeoutSeconds", str(timeout_seconds)))
+        if label_selector:
+            params.append(("labelSelector", label_selector))
+        if field_selector:
+            params.append(("fieldSelector", field_selector))
+        path = self._path(res, namespace if res.namespaced else None)
+        read_timeout = (timeout_seconds if timeout_seconds > 0 else 1800) + WATCH_READ_MARGIN
+        return self._watch(res, path, params, read_timeout)
+
+    async def create(
+        self,
+        res: Resource,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """POST a new object (``generateName`` works); with ``subresource``, POST to
+        that subresource of the object named in the body (e.g. ``token``)."""
+        ns = self._ns(res, namespace or _body_namespace(body))
+        name = _body_name(body) if subresource else None
+        path = self._path(res, ns, name, subresource)
+        params = _write_params(field_manager, dry_run)
+        return self._fill(res, await self._call("create", "POST", path, params=params, body=body))
+
+    async def update(
+        self,
+        res: Resource,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        field_manager: str | None = None,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """PUT the object named in ``body`` (its resourceVersion guards against lost updates)."""
+        ns = self._ns(res, namespace or _body_namespace(body))
+        path = self._path(res, ns, _body_name(body), subresource)
+        params = _write_params(field_manager, False)
+        return self._fill(res, await self._call("update", "PUT", path, params=params, body=body))
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        body: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        field_manager: str | None = None,
+        force: bool | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """PATCH an object: JSON merge, JSON patch, strategic merge or server-side apply.
+
+        Server-side apply (``patch_type="apply"``) needs ``field_manager``;
+        ``force=True`` takes over fields other managers own.
+        """
+        content_type = PATCH_CONTENT_TYPES.get(patch_type)
+        if content_type is None:
+            raise ValueError(f"unknown patch type {patch_type!r}")
+        path = self._path(res, self._ns(res, namespace), name, subresource)
+        params = _write_params(field_manager, dry_run)
+        if force is not None:
+            params.append(("force", "true" if force else "false"))
+        answer = await self._call(
+            "patch", "PATCH", path, params=params, body=body, content_type=content_type
+        )
+        return self._fill(res, answer)
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+        preconditions: dict[str, Any] | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> dict[str, Any] | None:
+        """DELETE an object.
+
+        Returns the object when the server answers with it (it still has
+        finalizers, or the resource returns deleted objects), None when it
+        answers with a success Status.
+        """
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        if preconditions is not None:
+            options["preconditions"] = preconditions
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        path = self._path(res, self._ns(res, namespace), name)
+        answer = await self._call("delete", "DELETE", path, body=options)
+        if not isinstance(answer, dict) or answer.get("kind") == "Status":
+            return None
+        return self._fill(res, answer)
+
+    # -- transport ---------------------------------------------------------------------
+    def _ensure_session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise RuntimeError(f"kube client {self.name!r} is closed")
+        if self._session is None:
+            # No connection limit: with HTTP/1.1 every open watch holds a connection,
+            # and a pool limit would make requests queue behind long-running watches.
+            connector = aiohttp.TCPConnector(ssl=self.config.ssl_context or True, limit=0)
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"User-Agent": self.user_agent, "Accept": _JSON},
+                # Only the kubeconfig and the proxy variables decide routing, not ~/.netrc.
+                trust_env=False,
+            )
+        return self._session
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        try:
+            auth = await self.config.credentials.authorization()
+        except KubeConfigError as exc:
+            raise Unauthorized(0, "Unauthorized", str(exc)) from exc
+        if auth:
+            headers["Authorization"] = auth
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    async def _throttle(self) -> None:
+        """Wait for a token of the client's bucket (before the request's clock starts)."""
+        waited = await self.rate_limiter.acquire()
+        metrics.RATE_LIMITER_WAIT.labels(self.name).observe(waited)
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        params: Params | None,
+        data: bytes | None,
+        content_type: str | None,
+        timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        """Send one request; the caller reads and releases the response."""
+        session = self._ensure_session()
+        headers = await self._headers(content_type)
+        kwargs: dict[str, Any] = {}
+        if self.config.proxy:
+            kwargs["proxy"] = self.config.proxy
+        if self.config.tls_server_name:
+            kwargs["server_hostname"] = self.config.tls_server_name
+        return await session.request(
+            method,
+            yarl.URL(self._host + path, encoded=True),
+            params=params or None,
+            data=data,
+            headers=headers,
+            timeout=timeout,
+            allow_redirects=False,
+            **kwargs,
+        )
+
+    async def _call(
+        self,
+        verb: str,
+        method: str,
+        path: str,
+        *,
+        params: Params | None = None,
+        body: Any = None,
+        content_type: str = _JSON,
+    ) -> Any:
+        """One request with the client's timeout; returns the decoded JSON answer."""
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        timeout = aiohttp.ClientTimeout(total=self.timeout)
+        await self._throttle()
+        start = time.perf_counter()
+        code = "<error>"
+        try:
+            response = await self._send(
+                method, path, params, data, content_type if data is not None else None, timeout
+            )
+            async with response:
+                raw = await response.read()
+                status = response.status
+                retry_after = response.headers.get("Retry-After")
+            code = str(status)
+        except _TRANSPORT_ERRORS as exc:
+            raise Unreachable(f"{method} {path}: {self._describe(exc)}") from exc
+        finally:
+            elapsed = time.perf_counter() - start
+            metrics.REQUESTS.labels(self.name, verb, code).inc()
+            metrics.REQUEST_DURATION.labels(self.name, verb).observe(elapsed)
+            log.debug("%s %s %s -> %s in %.3fs", self.name, method, path, code, elapsed)
+        if not 200 <= status < 300:
+            raise self._error(status, raw, retry_after)
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise ServerError(
+                status, "InternalError", f"{method} {path}: the answer is not JSON"
+            ) from exc
+
+    @contextlib.asynccontextmanager
+    async def _watch(
+        self, res: Resource, path: str, params: Params, read_timeout: float
+    ) -> AsyncIterator[AsyncIterator[WatchEvent]]:
+        timeout = aiohttp.ClientTimeout(
+            total=None, connect=self.timeout, sock_connect=self.timeout, sock_read=read_timeout
+        )
+        await self._throttle()
+        start = time.perf_counter()
+        code = "<error>"
+        try:
+            # The stream may stay quiet for long, but its headers come at once.
+            async with asyncio.timeout(self.timeout):
+                response = await self._send("GET", path, params, None, None, timeout)
+            code = str(response.status)
+        except _TRANSPORT_ERRORS as exc:
+            raise Unreachable(f"watch {path}: {self._describe(exc)}") from exc
+        finally:
+            elapsed = time.perf_counter() - start
+            metrics.REQUESTS.labels(self.name, "watch", code).inc()
+            metrics.REQUEST_DURATION.labels(self.name, "watch").observe(elapsed)
+            log.debug("%s watch %s -> %s in %.3fs", self.name, path, code, elapsed)
+        stream: WatchStream | None = None
+        try:
+            if not 200 <= response.status < 300:
+                try:
+                    async with asyncio.timeout(self.timeout):
+                        raw = await response.read()
+                except _TRANSPORT_ERRORS:
+                    raw = b""
+                raise self._error(response.status, raw, response.headers.get("Retry-After"))
+            stream = WatchStream(response, res, path)
+            yield stream
+        finally:
+            if stream is not None and stream.drained:
+                # Ended cleanly: the connection can serve the next request.
+                response.release()
+            else:
+                # close(), not release(): an unfinished stream cannot go back to the pool.
+                response.close()
+
+    def _error(self, status: int, raw: bytes, retry_after_header: str | None) -> KubeError:
+        if status == 401:
+            self.config.credentials.invalidate()
+        decoded: dict[str, Any] | None = None
+        text = ""
+        try:
+            candidate = json.loads(raw) if raw else None
+        except ValueError:
+            candidate = None
+        if isinstance(candidate, dict) and candidate.get("kind") == "Status":
+            decoded = candidate
+        else:
+            text = raw[:_TEXT_EXCERPT].decode("utf-8", "replace").strip() or f"HTTP {status}"
+        return error_from_status(
+            status, decoded, retry_after=parse_retry_after(retry_after_header), text=text
+        )
+
+    def _describe(self, exc: BaseException) -> str:
+        if isinstance(exc, TimeoutError):
+            return f"timed out ({describe(exc)})"
+        return describe(exc)
+
+    # -- paths -------------------------------------------------------------------------
+    def _path(
+        self,
+        res: Resource,
+        namespace: str | None,
+        name: str | None = None,
+        subresource: str | None = None,
+    ) -> str:
+        parts = [res.base_path]
+        if res.namespaced and namespace:
+            parts.append(f"/namespaces/{_segment(namespace)}")
+        parts.append(f"/{res.plural}")
+        if name is not None:
+            if not name:
+                raise ValueError(f"{res}: an object name is required")
+            parts.append(f"/{_segment(name)}")
+            if subresource:
+                parts.append(f"/{_segment(subresource)}")
+        return "".join(parts)
+
+    @staticmethod
+    def _ns(res: Resource, namespace: str | None) -> str | None:
+        if not res.namespaced:
+            return None
+        if not namespace:
+            raise ValueError(f"{res} is namespaced: a namespace is required")
+        return namespace
+
+    @staticmethod
+    def _fill(res: Resource, obj: Any) -> dict[str, Any]:
+        # Items of a list (and some answers) omit apiVersion and kind; callers
+        # such as informers and appliers rely on them being present.
+        if not isinstance(obj, dict):
+            raise ServerError(500, "InternalError", f"{res}: expected an object in the answer")
+        obj.setdefault("apiVersion", res.api_version)
+        obj.setdefault("kind", res.kind)
+        return obj
+
+
+def _segment(value: str) -> str:
+    # Names are DNS-like, but RBAC names contain ':' and hostile input must not
+    # change the path: encode everything that is not a plain segment character.
+    return quote(value, safe=":@")
+
+
+def _body_name(body: dict[str, Any]) -> str:
+    name = (body.get("metadata") or {}).get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError("the body has no metadata.name")
+    return name
+
+
+def _body_namespace(body: dict[str, Any]) -> str | None:
+    ns = (body.get("metadata") or {}).get("namespace")
+    return ns if isinstance(ns, str) and ns else None
+
+
+def _write_params(field_manager: str | None, dry_run: bool) -> Params:
+    params: Params = []
+    if field_manager:
+        params.append(("fieldManager", field_manager))
+    if dry_run:
+        params.append(("dryRun", "All"))
+    return params

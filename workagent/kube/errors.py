@@ -1,0 +1,190 @@
+"""Typed errors of the Kubernetes client, mapped from the API server's ``Status`` bodies.
+
+Controllers branch on the error *type* (``except NotFound``), never on message
+text. The mapping looks at the Status ``reason`` first, because it is more
+specific than the HTTP code (409 is both ``AlreadyExists`` and ``Conflict``),
+and falls back to the code for bodies without a known reason (proxies, load
+balancers and aggregated API servers do not always send a Status).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class KubeConfigError(Exception):
+    """A kubeconfig or in-cluster configuration cannot be used (missing, malformed, incomplete)."""
+
+
+class KubeError(Exception):
+    """An API request failed; ``code`` is the HTTP status (0 when no answer was received)."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        status: dict[str, Any] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"{code} {reason}: {message}" if code else f"{reason}: {message}")
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+
+
+class BadRequest(KubeError):
+    """400: the request itself is malformed (bad selector, undecodable patch, ...)."""
+
+
+class Unauthorized(KubeError):
+    """401: the credentials were refused."""
+
+
+class Forbidden(KubeError):
+    """403: the identity may not do this (RBAC), or the namespace is terminating."""
+
+
+class NotFound(KubeError):
+    """404: the object (or the resource type) does not exist."""
+
+
+class AlreadyExists(KubeError):
+    """409 AlreadyExists: a create named an object that exists."""
+
+
+class Conflict(KubeError):
+    """409 Conflict: a stale resourceVersion, a failed precondition or an apply conflict."""
+
+
+class Gone(KubeError):
+    """410: the resourceVersion is too old (compacted); relist."""
+
+
+class Invalid(KubeError):
+    """422: the object failed validation; ``status['details']['causes']`` names the fields."""
+
+
+class TooManyRequests(KubeError):
+    """429: throttled by the server; wait ``retry_after`` seconds when given."""
+
+
+class ServerError(KubeError):
+    """5xx: the server failed (internal error, unavailable, timeout)."""
+
+
+class Unreachable(KubeError):
+    """No answer: connection refused or reset, TLS failure, or a timeout. ``code`` is 0."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "Unreachable", message)
+
+
+class NoKindMatch(NotFound):
+    """The API server serves no resource for this group/version/kind (or plural)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(404, "NotFound", message)
+
+
+_BY_REASON: dict[str, type[KubeError]] = {
+    "BadRequest": BadRequest,
+    "Unauthorized": Unauthorized,
+    "Forbidden": Forbidden,
+    "NotFound": NotFound,
+    "AlreadyExists": AlreadyExists,
+    "Conflict": Conflict,
+    "Gone": Gone,
+    "Expired": Gone,
+    "Invalid": Invalid,
+    "TooManyRequests": TooManyRequests,
+    "InternalError": ServerError,
+    "ServiceUnavailable": ServerError,
+    "ServerTimeout": ServerError,
+    "Timeout": ServerError,
+}
+
+_BY_CODE: dict[int, type[KubeError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    410: Gone,
+    422: Invalid,
+    429: TooManyRequests,
+}
+
+
+def error_class(code: int, reason: str) -> type[KubeError]:
+    """The error type for an HTTP code and Status reason: reason first, then code."""
+    cls = _BY_REASON.get(reason)
+    if cls is not None:
+        return cls
+    cls = _BY_CODE.get(code)
+    if cls is not None:
+        return cls
+    if code >= 500:
+        return ServerError
+    return KubeError
+
+
+def error_from_status(
+    code: int, status: dict[str, Any] | None, *, retry_after: float | None = None, text: str = ""
+) -> KubeError:
+    """Build the typed error for a failed answer.
+
+    ``status`` is the decoded Status body if the server sent one; ``text`` is a
+    short excerpt of any other body. ``retry_after`` (the Retry-After header)
+    wins over ``details.retryAfterSeconds``.
+    """
+    reason = ""
+    message = text
+    if status is not None:
+        reason = str(status.get("reason") or "")
+        message = str(status.get("message") or text)
+        # A Status embedded in a watch ERROR event carries its own code.
+        body_code = status.get("code")
+        if isinstance(body_code, int) and body_code > 0 and code == 0:
+            code = body_code
+        if retry_after is None:
+            details = status.get("details")
+            if isinstance(details, dict):
+                seconds = details.get("retryAfterSeconds")
+                if isinstance(seconds, int | float) and seconds >= 0:
+                    retry_after = float(seconds)
+    cls = error_class(code, reason)
+    return cls(code, reason or _default_reason(code), message, status, retry_after)
+
+
+def _default_reason(code: int) -> str:
+    """A reason for answers without a Status body, named as the API server would."""
+    return {
+        400: "BadRequest",
+        401: "Unauthorized",
+        403: "Forbidden",
+        404: "NotFound",
+        405: "MethodNotAllowed",
+        409: "Conflict",
+        410: "Expired",
+        415: "UnsupportedMediaType",
+        422: "Invalid",
+        429: "TooManyRequests",
+        500: "InternalError",
+        503: "ServiceUnavailable",
+        504: "Timeout",
+    }.get(code, "Unknown")
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header; None for absent or HTTP-date values."""
+    if not value:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        # The HTTP-date form is legal but no API server sends it; ignore it.
+        return None
+    return seconds if seconds >= 0 else None
