@@ -1,0 +1,41 @@
+"""What every update strategy takes and returns (spec/agent.md section 5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from schemas.work_v1 import ManifestConfigOption
+from workagent.kube import Resource
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    """One manifest to apply.
+
+    ``owner`` is the ownerReference to the AppliedManifestWork; when its uid ends
+    with ``-`` it is a *removal marker*: create without it, and strip a matching
+    owner reference from an existing object (section 4.4 step 3.5).
+    """
+
+    resource: Resource
+    required: dict[str, Any]
+    owner: dict[str, Any]
+    option: ManifestConfigOption | None
+    work_name: str
+
+
+class ServerSideApplyConflict(Exception):
+    """A field-manager conflict: shown in the manifest's Applied condition, not retried."""
+
+
+class IgnoreFieldsError(Exception):
+    """ignoreFields could not be processed (reason AppliedManifestSSAIgnoreFieldError)."""
+
+
+class Applier(Protocol):
+    """An update strategy."""
+
+    async def apply(self, request: ApplyRequest) -> dict[str, Any]:
+        """Apply and return the live object (raises KubeError and the errors above)."""
+        ...
