@@ -1,0 +1,34 @@
+"""The frozen dependency object every agent controller is built from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from schemas.work_v1 import UpdateStrategy
+from workagent.apply.base import Applier
+from workagent.executor.base import ExecutorValidator
+from workagent.kube import KubeClient, RESTMapper
+from workagent.runtime import Informer
+from workagent.settings import AgentSettings
+
+
+@dataclass(frozen=True)
+class AgentDeps:
+    """Clients, caches and collaborators shared by the agent's controllers.
+
+    ``works`` caches the hub ManifestWorks of the cluster namespace; ``applied``
+    caches the spoke AppliedManifestWorks. ``applier_for`` returns the update
+    strategy for a manifest's ``updateStrategy`` (None: the default Update).
+    """
+
+    settings: AgentSettings
+    hub: KubeClient
+    spoke: KubeClient
+    mapper: RESTMapper
+    hub_hash: str
+    agent_id: str
+    works: Informer
+    applied: Informer
+    executor: ExecutorValidator
+    applier_for: Callable[[UpdateStrategy | None], Applier]

@@ -1,0 +1,285 @@
+"""The Manager: runs informers, controllers, leader election and the probe server.
+
+Order of a run:
+
+1. serve /metrics and the probes at once (a standby, or a process waiting for
+   an unreachable apiserver, must still answer and say why it is not ready);
+2. campaign for the Lease (unless leader election is disabled) and wait to lead;
+3. start the informers, then the controllers (each waits for its informers);
+4. run until SIGTERM/SIGINT, :meth:`Manager.request_stop`, lost leadership
+   or a controller crash.
+
+Shutdown (the reverse): readiness fails at once, controllers stop taking keys
+and drain in-flight reconciles within ``shutdown_deadline``, informers stop,
+the Lease is released, clients are closed, the probe server stops. A second
+signal exits immediately.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from workagent.kube import KubeConfigError
+from workagent.runtime.controller import Controller
+from workagent.runtime.health import HealthChecks, LoopMonitor
+from workagent.runtime.informer import Informer
+from workagent.runtime.leaderelection import LeaderElector
+from workagent.runtime.observability import ObservabilityServer
+
+log = structlog.get_logger(__name__)
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_CONFIG = 2
+
+
+@dataclass(frozen=True)
+class ManagerSettings:
+    """How the manager serves probes and shuts down."""
+
+    bind_address: str = "0.0.0.0:8443"  # OCM default of --listen
+    shutdown_deadline: float = 30.0
+    handle_signals: bool = True
+
+
+class Manager:
+    """Owns the lifecycle of everything a controller process runs."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        settings: ManagerSettings | None = None,
+        leader_elector: LeaderElector | None = None,
+        observability: ObservabilityServer | None = None,
+    ) -> None:
+        self.name = name
+        self.settings = settings or ManagerSettings()
+        self.leader_elector = leader_elector
+        self.observability = observability or ObservabilityServer(self.settings.bind_address)
+        self.informers: list[Informer] = []
+        self.controllers: list[Controller] = []
+        self._closers: list[tuple[str, Callable[[], Awaitable[None]]]] = []
+        self._loop_monitor = LoopMonitor()
+        self._stop = asyncio.Event()
+        self._stop_reason = ""
+        self._exit_code = EXIT_OK
+        self._stopping = False
+        self._signals: list[signal.Signals] = []
+        self._controller_tasks: dict[asyncio.Task[None], Controller] = {}
+        self._register_checks()
+
+    # -- composition ----------------------------------------------------------------
+    @property
+    def checks(self) -> HealthChecks:
+        """The health checks behind /livez and /readyz (add your own)."""
+        return self.observability.checks
+
+    def add_informer(self, informer: Informer) -> Informer:
+        """Run this informer (started once leading); it becomes part of /readyz."""
+        if informer not in self.informers:
+            self.informers.append(informer)
+            self.checks.add_source(informer, prefix="informer", gate=self._standby)
+        return informer
+
+    def add_controller(self, controller: Controller) -> Controller:
+        """Run this controller; informers it depends on are added too."""
+        for source in controller.depends_on:
+            if isinstance(source, Informer):
+                self.add_informer(source)
+        self.controllers.append(controller)
+        return controller
+
+    def add_closer(self, name: str, close: Callable[[], Awaitable[None]]) -> None:
+        """Call ``close`` at the end of shutdown (e.g. a client's ``close``)."""
+        self._closers.append((name, close))
+
+    # -- running ----------------------------------------------------------------------
+    def request_stop(self, reason: str = "requested", exit_code: int = EXIT_OK) -> None:
+        """Begin a graceful shutdown (idempotent; the first reason wins)."""
+        if not self._stop.is_set():
+            self._stop_reason = reason
+            self._exit_code = exit_code
+            self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        """True once shutdown has begun."""
+        return self._stopping
+
+    async def run(self) -> int:
+        """Run until stopped; returns the process exit code (0 after a clean stop)."""
+        loop = asyncio.get_running_loop()
+        if self.settings.handle_signals:
+            self._install_signal_handlers(loop)
+        self._loop_monitor.start()
+        try:
+            try:
+                await self.observability.start()
+            except OSError as err:
+                log.error("cannot serve metrics and health probes", error=str(err))
+                self.request_stop("probe server failed", EXIT_FAILURE)
+                return self._exit_code
+            log.info(
+                "starting",
+                manager=self.name,
+                informers=[i.name for i in self.informers],
+                controllers=[c.name for c in self.controllers],
+                leader_election=self.leader_elector is not None
+                and not self.leader_elector.settings.disabled,
+            )
+            if await self._lead():
+                await self._start_work()
+                await self._wait_for_stop()
+        except asyncio.CancelledError:
+            self.request_stop("cancelled", EXIT_FAILURE)
+            raise
+        finally:
+            await self._shutdown()
+        return self._exit_code
+
+    async def _lead(self) -> bool:
+        """Wait until this process leads; False if a stop came first."""
+        elector = self.leader_elector
+        if elector is None:
+            return True
+        await elector.start()
+        if elector.is_leader():
+            return True
+        if elector.state == "initializing":
+            log.info("waiting for leadership", lease=elector.name)
+        await _first([elector.wait_leading(), self._stop.wait()])
+        return elector.is_leader() and not self._stop.is_set()
+
+    async def _start_work(self) -> None:
+        for informer in self.informers:
+            await informer.start()
+        for controller in self.controllers:
+            task = asyncio.create_task(controller.run(), name=f"controller-{controller.name}")
+            self._controller_tasks[task] = controller
+
+    async def _wait_for_stop(self) -> None:
+        waits: list[Awaitable[object]] = [self._stop.wait()]
+        if self.leader_elector is not None and not self.leader_elector.settings.disabled:
+            waits.append(self.leader_elector.wait_stopped_leading())
+        await _first(waits, self._controller_tasks)
+        if self.leader_elector is not None and self.leader_elector.state == "lost":
+            self.request_stop("leadership lost", EXIT_FAILURE)
+        for task, controller in self._controller_tasks.items():
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                log.error(
+                    "controller crashed", controller=controller.name, error=repr(task.exception())
+                )
+                self.request_stop(f"controller {controller.name} crashed", EXIT_FAILURE)
+        self.request_stop("controller exited", EXIT_FAILURE)
+
+    async def _shutdown(self) -> None:
+        self._stopping = True
+        reason = self._stop_reason or "stopped"
+        log.info("shutting down", reason=reason, deadline_seconds=self.settings.shutdown_deadline)
+        deadline = self.settings.shutdown_deadline
+        results = await asyncio.gather(
+            *(c.stop(deadline) for c in self.controllers), return_exceptions=True
+        )
+        for controller, result in zip(self.controllers, results, strict=True):
+            if isinstance(result, BaseException):
+                log.error("controller stop failed", controller=controller.name, error=repr(result))
+        if self._controller_tasks:
+            await asyncio.gather(*self._controller_tasks, return_exceptions=True)
+        await asyncio.gather(*(i.stop() for i in self.informers), return_exceptions=True)
+        if self.leader_elector is not None:
+            with _logged("leader election stop"):
+                await self.leader_elector.stop()
+        for name, close in self._closers:
+            with _logged(f"closing {name}"):
+                await close()
+        await self.observability.stop()
+        await self._loop_monitor.stop()
+        self._remove_signal_handlers()
+        log.info("stopped", reason=reason, exit_code=self._exit_code)
+
+    # -- health --------------------------------------------------------------------
+    def _register_checks(self) -> None:
+        self.checks.add_liveness("loop", self._loop_monitor.liveness_failure)
+        self.checks.add_readiness("shutdown", lambda: "shutting down" if self._stopping else None)
+        if self.leader_elector is not None:
+            self.checks.add_source(self.leader_elector, prefix="leader-election")
+
+    def _standby(self) -> str | None:
+        """Non-None while informers are not expected to run: standing by for the Lease."""
+        elector = self.leader_elector
+        if elector is not None and elector.state == "standby":
+            return "standby"
+        return None
+
+    # -- signals -------------------------------------------------------------------
+    def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                continue  # not the main thread or not supported: rely on request_stop
+            self._signals.append(sig)
+
+    def _remove_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self._signals:
+            loop.remove_signal_handler(sig)
+        self._signals.clear()
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        if self._stop.is_set():
+            log.error("second signal during shutdown, exiting now", signal=sig.name)
+            os._exit(EXIT_FAILURE)
+        log.info("signal received, shutting down gracefully", signal=sig.name)
+        self.request_stop(sig.name)
+
+
+async def run_main(build: Callable[[], Awaitable[Manager]]) -> int:
+    """Build a manager and run it, turning configuration errors into one clear line.
+
+    ``build`` creates clients (kubeconfigs), informers and controllers. A
+    missing or invalid kubeconfig or invalid settings end the process with
+    exit code 2 and a log line that names the problem, instead of a traceback.
+    """
+    try:
+        manager = await build()
+    except KubeConfigError as err:
+        log.error("invalid kubeconfig", error=str(err))
+        return EXIT_CONFIG
+    except ValueError as err:
+        log.error("invalid settings", error=str(err))
+        return EXIT_CONFIG
+    return await manager.run()
+
+
+async def _first(
+    waits: Sequence[Awaitable[object]], others: Iterable[asyncio.Future[Any]] = ()
+) -> None:
+    """Wait until one of ``waits`` or ``others`` completes; cancel what we wrapped.
+
+    ``others`` are tasks owned elsewhere (controllers): watched, never cancelled here.
+    """
+    own: list[asyncio.Future[object]] = [asyncio.ensure_future(w) for w in waits]
+    watched: list[asyncio.Future[object]] = [*own, *others]
+    try:
+        await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in own:
+            task.cancel()
+
+
+@contextlib.contextmanager
+def _logged(what: str) -> Iterator[None]:
+    try:
+        yield
+    except Exception as err:
+        log.error(f"{what} failed", error=repr(err))

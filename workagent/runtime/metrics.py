@@ -1,0 +1,141 @@
+"""Prometheus metric objects of the runtime, on the default registry.
+
+Names follow the Go implementations operators already have dashboards for:
+client-go's ``workqueue_*`` family (label ``name``), controller-runtime's
+``controller_runtime_reconcile_*`` family (label ``controller``) and
+client-go's leader-election gauges. Informer series are ours (label
+``informer``). Module-level metric objects are the one kind of global the
+house style allows.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+# client-go: prometheus.ExponentialBuckets(10e-9, 10, 10), i.e. 10 ns .. 10 s.
+_WORKQUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(10))
+
+# controller-runtime's reconcile_time_seconds buckets.
+_RECONCILE_BUCKETS = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7,
+    0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0,
+    10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0,
+)  # fmt: skip
+
+# -- work queues ----------------------------------------------------------------------
+WORKQUEUE_DEPTH = Gauge("workqueue_depth", "Current depth of workqueue", ["name"])
+WORKQUEUE_ADDS = Counter("workqueue_adds", "Total number of adds handled by workqueue", ["name"])
+WORKQUEUE_QUEUE_DURATION = Histogram(
+    "workqueue_queue_duration_seconds",
+    "How long in seconds an item stays in workqueue before being requested.",
+    ["name"],
+    buckets=_WORKQUEUE_BUCKETS,
+)
+WORKQUEUE_WORK_DURATION = Histogram(
+    "workqueue_work_duration_seconds",
+    "How long in seconds processing an item from workqueue takes.",
+    ["name"],
+    buckets=_WORKQUEUE_BUCKETS,
+)
+WORKQUEUE_UNFINISHED_WORK = Gauge(
+    "workqueue_unfinished_work_seconds",
+    "How many seconds of work has done that is in progress and hasn't been observed by "
+    "work_duration. Large values indicate stuck threads. One can deduce the number of "
+    "stuck threads by observing the rate at which this increases.",
+    ["name"],
+)
+WORKQUEUE_LONGEST_RUNNING = Gauge(
+    "workqueue_longest_running_processor_seconds",
+    "How many seconds has the longest running processor for workqueue been running.",
+    ["name"],
+)
+WORKQUEUE_RETRIES = Counter(
+    "workqueue_retries", "Total number of retries handled by workqueue", ["name"]
+)
+
+# -- controllers ----------------------------------------------------------------------
+RECONCILE_TOTAL = Counter(
+    "controller_runtime_reconcile",
+    "Total number of reconciliations per controller, by result "
+    "(success, error, terminal_error, requeue, requeue_after).",
+    ["controller", "result"],
+)
+RECONCILE_ERRORS = Counter(
+    "controller_runtime_reconcile_errors",
+    "Total number of reconciliation errors per controller",
+    ["controller"],
+)
+RECONCILE_TERMINAL_ERRORS = Counter(
+    "controller_runtime_terminal_reconcile_errors",
+    "Total number of terminal reconciliation errors per controller",
+    ["controller"],
+)
+RECONCILE_TIME = Histogram(
+    "controller_runtime_reconcile_time_seconds",
+    "Length of time per reconciliation per controller",
+    ["controller"],
+    buckets=_RECONCILE_BUCKETS,
+)
+ACTIVE_WORKERS = Gauge(
+    "controller_runtime_active_workers",
+    "Number of currently used workers per controller",
+    ["controller"],
+)
+MAX_CONCURRENT_RECONCILES = Gauge(
+    "controller_runtime_max_concurrent_reconciles",
+    "Maximum number of concurrent reconciles per controller",
+    ["controller"],
+)
+
+# -- informers ------------------------------------------------------------------------
+INFORMER_LISTS = Counter(
+    "informer_lists", "Completed list calls (initial list and relists) per informer", ["informer"]
+)
+INFORMER_RELISTS = Counter(
+    "informer_relists",
+    "Lists after the initial one (410 Gone, watch failures, restarts) per informer",
+    ["informer"],
+)
+INFORMER_WATCH_RECONNECTS = Counter(
+    "informer_watch_reconnects",
+    "Watches opened again after a previous watch of the informer ended",
+    ["informer"],
+)
+INFORMER_WATCH_STALLS = Counter(
+    "informer_watch_stalls",
+    "Watches abandoned by the watchdog after making no progress past their timeout",
+    ["informer"],
+)
+INFORMER_ERRORS = Counter(
+    "informer_errors",
+    "Failed list and watch calls per informer, by verb and HTTP code (0: no response)",
+    ["informer", "verb", "code"],
+)
+INFORMER_EVENTS = Counter(
+    "informer_events",
+    "Watch events received per informer, by type",
+    ["informer", "type"],
+)
+INFORMER_SYNCED = Gauge(
+    "informer_synced", "1 once the informer's cache holds its first list", ["informer"]
+)
+INFORMER_OBJECTS = Gauge("informer_cache_objects", "Objects in the informer's cache", ["informer"])
+INFORMER_PENDING_NOTIFICATIONS = Gauge(
+    "informer_pending_notifications",
+    "Events waiting to be delivered to the informer's handlers (a slow handler shows here)",
+    ["informer"],
+)
+
+# -- leader election ------------------------------------------------------------------
+LEADER_STATUS = Gauge(
+    "leader_election_master_status",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+    "1 indicates master. 'name' is the string used to identify the lease.",
+    ["name"],
+)
+LEADER_SLOWPATH = Counter(
+    "leader_election_slowpath",
+    "Total number of slow path exercised in renewing leader leases. "
+    "'name' is the string used to identify the lease.",
+    ["name"],
+)

@@ -1,0 +1,119 @@
+"""The HTTP endpoint for probes and scrapes: /metrics, /livez, /readyz, /healthz.
+
+Served by aiohttp on the process's own event loop (no thread): answering at
+all proves the loop is alive. Probe answers are 200 or 500 with a
+kube-apiserver style body naming each check, so a failing ``/readyz`` says why
+(``[-]informer manifestworks: not synced: 403 Forbidden: ...``).
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import structlog
+from aiohttp import web
+from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client.aiohttp import make_aiohttp_handler
+
+from workagent.runtime.health import HealthChecks, Report
+
+log = structlog.get_logger(__name__)
+
+
+def parse_bind_address(address: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port``; empty host = all interfaces) -> (host, port)."""
+    host, sep, port_text = address.rpartition(":")
+    if not sep:
+        raise ValueError(f"bind address {address!r} must be host:port")
+    host = host.strip("[]") or "0.0.0.0"  # empty host: all interfaces
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"bind address {address!r}: port {port_text!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"bind address {address!r}: port {port} out of range")
+    return host, port
+
+
+class ObservabilityServer:
+    """Serves metrics and health probes on ``bind_address`` (``127.0.0.1:0`` picks a port)."""
+
+    def __init__(
+        self,
+        bind_address: str = "0.0.0.0:8443",  # OCM default of --listen
+        *,
+        checks: HealthChecks | None = None,
+        registry: CollectorRegistry = REGISTRY,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self.host, self.port = parse_bind_address(bind_address)
+        self.checks = checks or HealthChecks()
+        self._registry = registry
+        self._ssl = ssl_context
+        self._runner: web.AppRunner | None = None
+        self._last: dict[str, bool] = {}
+
+    @property
+    def url(self) -> str:
+        """Base URL (valid once started; the real port when 0 was asked for)."""
+        scheme = "https" if self._ssl is not None else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}"
+
+    def app(self) -> web.Application:
+        """The aiohttp application (also usable with aiohttp's test client)."""
+        app = web.Application()
+        app.router.add_get("/metrics", make_aiohttp_handler(self._registry))
+        app.router.add_get("/livez", self._livez)
+        app.router.add_get("/healthz", self._livez)
+        app.router.add_get("/readyz", self._readyz)
+        return app
+
+    async def start(self) -> None:
+        """Start listening."""
+        if self._runner is not None:
+            return
+        runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, ssl_context=self._ssl)
+        try:
+            await site.start()
+        except OSError as err:
+            await runner.cleanup()
+            raise OSError(
+                err.errno, f"cannot listen on {self.host}:{self.port}: {err.strerror}"
+            ) from err
+        self._runner = runner
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        log.info("serving metrics and health probes", address=f"{self.host}:{self.port}")
+
+    async def stop(self) -> None:
+        """Stop listening."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _livez(self, request: web.Request) -> web.Response:
+        return self._answer(self.checks.livez())
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        return self._answer(self.checks.readyz())
+
+    def _answer(self, report: Report) -> web.Response:
+        # Log transitions only: probes come every few seconds.
+        if self._last.get(report.kind) != report.ok:
+            self._last[report.kind] = report.ok
+            failed = [r.line() for r in report.results if not r.ok]
+            if report.ok:
+                log.info(f"{report.kind} passing")
+            else:
+                log.warning(f"{report.kind} failing", checks=failed)
+        return web.Response(
+            status=200 if report.ok else 500,
+            text=report.render(),
+            content_type="text/plain",
+            headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"},
+        )

@@ -1,0 +1,145 @@
+"""The informer's cache: objects by key, plus secondary indexes.
+
+Keys are ``namespace/name``, or ``name`` for cluster-scoped objects, as
+client-go's ``MetaNamespaceKeyFunc``. Objects are the decoded JSON dicts the
+API server sent; readers must treat them as immutable (copy before changing),
+because every reader and handler shares them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+Object = dict[str, Any]
+IndexFunc = Callable[[Object], list[str]]
+# Aliases, because the Store.list method shadows the builtin inside the class.
+_Objects = list[Object]
+_Keys = list[str]
+
+NAMESPACE_INDEX = "namespace"
+
+
+def object_key(obj: Object) -> str:
+    """``namespace/name``, or ``name`` when the object has no namespace."""
+    meta = obj.get("metadata") or {}
+    name = meta.get("name", "")
+    namespace = meta.get("namespace")
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``"ns/name"`` -> ``("ns", "name")``; ``"name"`` -> ``("", "name")``."""
+    namespace, _, name = key.rpartition("/")
+    return namespace, name
+
+
+def namespace_index(obj: Object) -> list[str]:
+    """Index function: the object's namespace (cluster-scoped objects: none)."""
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return [namespace] if namespace else []
+
+
+class Store:
+    """A keyed cache of objects with named indexes (``by_index``)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, Object] = {}
+        self._indexers: dict[str, IndexFunc] = {}
+        # index name -> indexed value -> keys
+        self._indices: dict[str, dict[str, set[str]]] = {}
+
+    # -- reading ------------------------------------------------------------------------
+    def get(self, key: str) -> Object | None:
+        """The cached object with this key, or None."""
+        return self._items.get(key)
+
+    def list(self) -> _Objects:
+        """Every cached object (a new list; the objects are shared)."""
+        return list(self._items.values())
+
+    def list_keys(self) -> _Keys:
+        """Every cached key."""
+        return list(self._items)
+
+    def by_index(self, name: str, value: str) -> _Objects:
+        """Objects whose index function ``name`` returned ``value``."""
+        if name not in self._indexers:
+            raise KeyError(f"no index named {name!r}")
+        keys = self._indices[name].get(value, ())
+        return [self._items[k] for k in sorted(keys)]
+
+    def index_keys(self, name: str, value: str) -> _Keys:
+        """Keys whose index function ``name`` returned ``value``."""
+        if name not in self._indexers:
+            raise KeyError(f"no index named {name!r}")
+        return sorted(self._indices[name].get(value, ()))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._items))
+
+    # -- indexes ------------------------------------------------------------------------
+    def add_indexer(self, name: str, fn: IndexFunc) -> None:
+        """Register an index; existing objects are indexed at once."""
+        if name in self._indexers:
+            raise ValueError(f"index {name!r} already exists")
+        self._indexers[name] = fn
+        self._indices[name] = {}
+        for key, obj in self._items.items():
+            self._index(name, fn, key, obj)
+
+    # -- writing (the informer's job) ---------------------------------------------------
+    def put(self, key: str, obj: Object) -> Object | None:
+        """Store ``obj`` under ``key``; returns the object it replaced."""
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._items[key] = obj
+        for name, fn in self._indexers.items():
+            self._index(name, fn, key, obj)
+        return old
+
+    def delete(self, key: str) -> Object | None:
+        """Remove ``key``; returns the object that was cached."""
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def _index(self, name: str, fn: IndexFunc, key: str, obj: Object) -> None:
+        index = self._indices[name]
+        for value in _values(name, fn, key, obj):
+            index.setdefault(value, set()).add(key)
+
+    def _unindex(self, key: str, obj: Object) -> None:
+        for name, fn in self._indexers.items():
+            index = self._indices[name]
+            for value in _values(name, fn, key, obj):
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]
+
+
+def _values(name: str, fn: IndexFunc, key: str, obj: Object) -> _Keys:
+    """Run an index function; a failing one leaves the object out of that index.
+
+    An index function sees whatever the API server sent; one malformed object
+    must not take the whole informer down.
+    """
+    try:
+        return list(fn(obj))
+    except Exception:
+        log.exception("index function failed, object not indexed", index=name, object_key=key)
+        return []
