@@ -133,6 +133,9 @@ class Api:
         self._gc_pending: set[tuple[tuple[str, str], tuple[str, str]]] = set()
         self._gc_task: asyncio.Task[None] | None = None
         self.on_change: list[Callable[[Event], None]] = []
+        # Drops the fields a built-in kind's schema does not declare (the apiserver's
+        # typed decoding loses them); set by the HTTP server, which owns the schemas.
+        self.prune_unknown: Callable[[ResourceType, dict[str, Any]], None] | None = None
         self.store.listeners.append(self._changed)
         self.reload_crds()
 
@@ -309,6 +312,10 @@ class Api:
         meta = _meta(obj)
         name = meta.get("name", "")
         if rt.builtin:
+            if self.prune_unknown is not None:
+                self.prune_unknown(rt, obj)
+            if rt.kind == "Secret":
+                _fold_string_data(obj)
             _drop_empty(obj)
             apply_defaults(rt.group, rt.kind, obj)
             if rt.kind == "Service":
@@ -1280,7 +1287,7 @@ def _check_meta_types(rt: ResourceType, body: dict[str, Any]) -> None:
     if not isinstance(meta, dict):
         raise fail(f"{rt.kind}.metadata", meta, "v1.ObjectMeta")
     for key, expected in _META_TYPES.items():
-        value = meta.get(key)
+        value: Any = meta.get(key)
         if value is None:
             continue
         if not isinstance(value, expected) or isinstance(value, bool):
@@ -1322,6 +1329,19 @@ _OMIT_EMPTY = frozenset(
         "conditions",
     }
 )
+
+
+def _fold_string_data(secret: dict[str, Any]) -> None:
+    """Move ``stringData`` into base64 ``data`` (overriding keys), as the apiserver does."""
+    string_data = secret.pop("stringData", None)
+    if not isinstance(string_data, dict):
+        return
+    data = secret.get("data")
+    if not isinstance(data, dict):
+        data = {}
+        secret["data"] = data
+    for key, value in string_data.items():
+        data[key] = base64.b64encode(str(value).encode()).decode()
 
 
 def _drop_empty(value: Any) -> None:

@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 import json
 import logging
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from aiohttp import web
 
-from kubesim import discovery, errors, openapi, tables
-from kubesim.api import APPLY_PATCH, Api, Caller, ListOptions
+from kubesim import discovery, errors, openapi, openapi_models, openapi_protobuf, tables
+from kubesim.api import APPLY_PATCH, Api, Caller, ListOptions, now
 from kubesim.errors import ApiError
 from kubesim.faults import FaultRule, Faults, Stats
+from kubesim.managedfields import update_managed_fields
+from kubesim.openapi_fields import apply_path, strict_path
+from kubesim.patch import apply_patch
 from kubesim.rbac import Attributes, RbacAuthorizer, describe_denial, subject_access_review
-from kubesim.resources import ResourceType
+from kubesim.resources import CREATE_ONLY, ResourceType
 from kubesim.selectors import parse_field_selector, parse_label_selector
 
 log = logging.getLogger("kubesim.server")
@@ -27,6 +33,18 @@ JSON = "application/json"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _TRUE = ("true", "True", "1")
 _RBAC_GROUP = "rbac.authorization.k8s.io"
+_AUTHN_GROUP = "authentication.k8s.io"
+# What the bootstrap ClusterRole system:basic-user, bound to system:authenticated,
+# lets every user do: ask the server about their own identity and permissions.
+_SELF_REVIEWS = frozenset(
+    {
+        ("authorization.k8s.io", "selfsubjectaccessreviews"),
+        ("authorization.k8s.io", "selfsubjectrulesreviews"),
+        (_AUTHN_GROUP, "selfsubjectreviews"),
+    }
+)
+_FIELD_VALIDATION = ("", "Ignore", "Strict", "Warn")
+_OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
 
 
 @dataclass(frozen=True)
@@ -57,7 +75,7 @@ class ServerState:
     stats: Stats = field(default_factory=Stats)
     bookmark_interval: float = 60.0
     default_watch_timeout: float = 1800.0
-    refuse: Callable[[float], Awaitable[None]] | None = None
+    refuse: Callable[[float], Coroutine[Any, Any, None]] | None = None
     # Who a request without credentials is. client-go (and so kubectl) never sends a
     # bearer token over plain HTTP, so the HTTP mode acts like kube-apiserver's old
     # insecure port and treats such requests as the admin; TLS mode requires a token.
@@ -92,6 +110,21 @@ def _bool(value: str | None) -> bool:
     return value in _TRUE
 
 
+class UntypedError(ApiError):
+    """An error the apiserver answers as a bare Status: no reason, only code and message.
+
+    That is how kube-apiserver reports plain Go errors, e.g. server-side apply's
+    "failed to create typed patch object" as a 500.
+    """
+
+    def status(self) -> dict[str, Any]:
+        """The Status body, without ``reason`` and ``details``."""
+        body = super().status()
+        body.pop("reason", None)
+        body.pop("details", None)
+        return body
+
+
 class Server:
     """Builds the aiohttp application serving the Kubernetes API over ``api``."""
 
@@ -100,6 +133,21 @@ class Server:
         self.state = state
         self.authorizer = RbacAuthorizer(self._lister, superusers=())
         api.on_change.append(self._on_change)
+        self._loading: asyncio.Task[bool] | None = None
+        self.openapi = openapi.Documents(api.registry)
+        api.prune_unknown = self._prune_unknown
+        if api.registry.get(_AUTHN_GROUP, "v1", "selfsubjectreviews") is None:
+            # `kubectl auth whoami`; answered by _review like the other self reviews.
+            api.registry.add(
+                ResourceType(
+                    _AUTHN_GROUP,
+                    "v1",
+                    "selfsubjectreviews",
+                    "SelfSubjectReview",
+                    False,
+                    verbs=CREATE_ONLY,
+                )
+            )
 
     def _lister(self, group: str, plural: str) -> list[dict[str, Any]]:
         return self.api.store.items((group, plural))
@@ -113,7 +161,15 @@ class Server:
         """The aiohttp application."""
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._middleware])
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        app.on_startup.append(self._load_models)
         return app
+
+    async def _load_models(self, app: web.Application) -> None:
+        """Start loading the schemas' models in a thread, so the first kubectl is quick."""
+        if not openapi_models.loaded():
+            self._loading = asyncio.get_running_loop().create_task(
+                asyncio.to_thread(openapi_models.available)
+            )
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -190,10 +246,7 @@ class Server:
         if path == "/version":
             return json_response(discovery.VERSION_INFO)
         if path.startswith("/openapi/"):
-            doc = openapi.document(self.api.registry, path, request.query)
-            if doc is None:
-                raise errors.not_found_path()
-            return json_response(doc)
+            return await self._openapi(request, path)
         user = self._authenticate(request)
         parts = [p for p in path.split("/") if p]
         if not parts or parts[0] not in ("api", "apis"):
@@ -201,6 +254,16 @@ class Server:
                 return json_response({"paths": ["/api", "/api/v1", "/apis", "/version"]})
             raise errors.not_found_path()
         if request.method == "GET":
+            if parts in (["api"], ["apis"]):
+                version = discovery.aggregated_version(request.headers.get("Accept", ""))
+                if version is not None:
+                    listing = discovery.aggregated(
+                        self.api.registry, core=parts == ["api"], version=version
+                    )
+                    return web.Response(
+                        body=json.dumps(listing, separators=(",", ":")).encode(),
+                        headers={"Content-Type": discovery.AGGREGATED_TYPES[version]},
+                    )
             doc = self._discovery(parts)
             if doc is not None:
                 return json_response(doc)
@@ -272,6 +335,25 @@ class Server:
             return None
         return Target(rt, namespace, name, sub)
 
+    async def _openapi(self, request: web.Request, path: str) -> web.Response:
+        if not openapi_models.loaded():
+            # The first load imports the client's models (seconds): keep serving meanwhile.
+            await asyncio.to_thread(openapi_models.available)
+        if path == "/openapi/v2":
+            # kubectl asks for protobuf only; kubesim speaks JSON. A 406 makes client-go
+            # give up on v2 (it then uses its compiled-in types) instead of misparsing.
+            if not openapi.accepts_json(request.headers.get("Accept", "")):
+                raise ApiError(406, "NotAcceptable", "only application/json is available")
+            return web.Response(body=self.openapi.v2_document(), content_type=JSON)
+        if path == "/openapi/v3":
+            return json_response(self.openapi.v3_index())
+        body = self.openapi.v3_document(path)
+        if body is None:
+            raise errors.not_found_path()
+        return web.Response(
+            body=body, content_type=JSON, headers={"Cache-Control": "public, immutable"}
+        )
+
     # -- resource requests --------------------------------------------------------------
     async def _resource(self, request: web.Request, user: User, t: Target) -> web.StreamResponse:
         q = request.query
@@ -284,6 +366,12 @@ class Server:
             if method != "POST":
                 raise errors.method_not_allowed(method)
             return await self._review(request, user, t)
+        if method == "GET":
+            return await self._read(request, t)
+        if method == "DELETE":
+            return await self._delete(request, t)
+        if method not in _OPTIONS_KIND or (method == "POST") == bool(t.name):
+            raise errors.method_not_allowed(method)
         agent = request.headers.get("User-Agent", "")
         dry_run = "All" in q.getall("dryRun", [])
         if method == "PATCH" and request.content_type == APPLY_PATCH:
@@ -292,98 +380,215 @@ class Server:
             caller = Caller(
                 manager=q.get("fieldManager") or _manager_from_agent(agent), dry_run=dry_run
             )
-        accept = request.headers.get("Accept", "")
-        if method == "GET":
-            if t.name:
-                if t.subresource == "scale":
-                    return json_response(_scale(rt, self.api.get(rt, t.namespace, t.name)))
-                obj = self.api.get(rt, t.namespace, t.name)
-                if tables.wants_table(accept):
-                    return json_response(
-                        tables.to_table(
-                            rt, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]}
-                        )
-                    )
-                return web.Response(body=self.api.encoded(rt, obj), content_type=JSON)
-            opts = _list_options(q)
-            if _bool(q.get("watch")):
-                return await self._watch(request, t, opts, table=tables.wants_table(accept))
-            listed = self.api.list(rt, t.namespace, opts)
-            if tables.wants_table(accept):
-                return json_response(tables.to_table(rt, listed["items"], listed["metadata"]))
-            return json_response(listed)
-        if method == "POST":
-            if t.name:
-                raise errors.method_not_allowed(method)
+        validation = _field_validation(q.get("fieldValidation", ""), method)
+        if not openapi_models.loaded():
+            await asyncio.to_thread(openapi_models.available)
+        warnings: list[str] = []
+        resp = await self._write(request, t, caller, validation, warnings)
+        for text in warnings:
+            resp.headers.add("Warning", f"299 - {json.dumps(text)}")
+        return resp
+
+    async def _read(self, request: web.Request, t: Target) -> web.StreamResponse:
+        q = request.query
+        rt = t.rt
+        table = tables.wants_table(request.headers.get("Accept", ""))
+        include = q.get("includeObject") or "Metadata"
+        if t.name:
+            if t.subresource == "scale":
+                return json_response(_scale(rt, self.api.get(rt, t.namespace, t.name)))
+            obj = self.api.get(rt, t.namespace, t.name)
+            if table:
+                meta = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+                return json_response(tables.to_table(rt, [obj], meta, include=include))
+            return web.Response(body=self.api.encoded(rt, obj), content_type=JSON)
+        opts = _list_options(q)
+        if _bool(q.get("watch")):
+            return await self._watch(request, t, opts, table=table, include=include)
+        listed = self.api.list(rt, t.namespace, opts)
+        if table:
+            return json_response(
+                tables.to_table(rt, listed["items"], listed["metadata"], include=include)
+            )
+        return json_response(listed)
+
+    async def _write(
+        self,
+        request: web.Request,
+        t: Target,
+        caller: Caller,
+        validation: str,
+        warnings: list[str],
+    ) -> web.Response:
+        """POST, PUT and PATCH; unknown fields are checked as ``validation`` says."""
+        rt = t.rt
+        if request.method == "POST":
             body = await _read_body(request, rt)
-            created = self.api.create(rt, t.namespace, body, caller)
-            return json_response(created, 201)
-        if method == "PUT":
-            if not t.name:
-                raise errors.method_not_allowed(method)
+            warnings += self._decoded_fields(t, body, validation)
+            return json_response(self.api.create(rt, t.namespace, body, caller), 201)
+        if request.method == "PUT":
             body = await _read_body(request, rt)
             if t.subresource == "scale":
                 body = _from_scale(self.api.get(rt, t.namespace, t.name), body)
                 obj, _ = self.api.update(rt, t.namespace, t.name, body, caller)
                 return json_response(_scale(rt, obj))
+            warnings += self._decoded_fields(t, body, validation)
             obj, created = self.api.update(
                 rt, t.namespace, t.name, body, caller, subresource=t.subresource or None
             )
             return json_response(obj, 201 if created else 200)
-        if method == "PATCH":
-            if not t.name:
-                raise errors.method_not_allowed(method)
-            body = await _read_body(request, rt, patch=True)
-            if t.subresource == "scale":
-                current = _scale(rt, self.api.get(rt, t.namespace, t.name))
-                from kubesim.patch import apply_patch
+        body = await _read_body(request, rt, patch=True)
+        media = request.content_type
+        if t.subresource == "scale":
+            current = _scale(rt, self.api.get(rt, t.namespace, t.name))
+            scaled = apply_patch(media, current, body, rt.list_types, builtin=True)
+            obj, _ = self.api.update(
+                rt,
+                t.namespace,
+                t.name,
+                _from_scale(self.api.get(rt, t.namespace, t.name), scaled),
+                caller,
+            )
+            return json_response(_scale(rt, obj))
+        if media == APPLY_PATCH:
+            self._check_applied(t, body)
+        else:
+            warnings += self._patched_fields(t, media, body, validation)
+        obj, created = self.api.patch(
+            rt,
+            t.namespace,
+            t.name,
+            request.headers.get("Content-Type", ""),
+            body,
+            caller,
+            subresource=t.subresource or None,
+            force=_bool(request.query.get("force")),
+        )
+        return json_response(obj, 201 if created else 200)
 
-                scaled = apply_patch(
-                    request.content_type, current, body, rt.list_types, builtin=True
-                )
-                obj, _ = self.api.update(
-                    rt,
-                    t.namespace,
-                    t.name,
-                    _from_scale(self.api.get(rt, t.namespace, t.name), scaled),
-                    caller,
-                )
-                return json_response(_scale(rt, obj))
-            obj, created = self.api.patch(
-                rt,
-                t.namespace,
-                t.name,
-                request.headers.get("Content-Type", ""),
-                body,
-                caller,
-                subresource=t.subresource or None,
-                force=_bool(q.get("force")),
+    # -- field validation ------------------------------------------------------------
+    def _prune_unknown(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """Remove undeclared fields of a built-in object in place (needs loaded models)."""
+        if not openapi_models.loaded():
+            return
+        checker = self.openapi.checker(rt)
+        if checker is None:
+            return
+        for path in reversed(checker.unknown(obj)):
+            parent: Any = obj
+            for step in path[:-1]:
+                if step.index >= 0 and isinstance(parent, list) and step.index < len(parent):
+                    parent = parent[step.index]
+                elif isinstance(parent, dict):
+                    parent = parent.get(step.key if step.key is not None else step.name)
+                else:
+                    parent = None
+                    break
+            last = path[-1] if path else None
+            if last is not None and isinstance(parent, dict):
+                parent.pop(last.key if last.key is not None else last.name, None)
+
+    def _unknown(self, rt: ResourceType, obj: Any) -> list[str]:
+        """Undeclared fields of ``obj`` as strict decoding names them."""
+        checker = self.openapi.checker(rt)
+        if checker is None or not isinstance(obj, dict):
+            return []
+        found = [strict_path(p) for p in checker.unknown(obj)]
+        # Pruning a custom resource reports its fields sorted, decoding in document order.
+        return found if rt.builtin else sorted(found)
+
+    @staticmethod
+    def _outcome(unknown: list[str], validation: str, prefix: str) -> list[str]:
+        """Warnings to send, or a 400 under Strict; nothing under Ignore."""
+        if not unknown or validation == "Ignore":
+            return []
+        messages = [f'unknown field "{path}"' for path in unknown]
+        if validation == "Strict":
+            raise errors.bad_request(prefix + "strict decoding error: " + ", ".join(messages))
+        return messages
+
+    def _decoded_fields(self, t: Target, body: Any, validation: str) -> list[str]:
+        """Check a create or update body as the apiserver's strict decoder would."""
+        if validation == "Ignore" or not isinstance(body, dict):
+            return []
+        api_version = str(body.get("apiVersion") or t.rt.api_version)
+        kind = str(body.get("kind") or t.rt.kind)
+        version = api_version.rsplit("/", 1)[-1]
+        prefix = f'{kind} in version "{version}" cannot be handled as a {t.rt.kind}: '
+        return self._outcome(self._unknown(t.rt, body), validation, prefix)
+
+    def _patched_fields(self, t: Target, media: str, body: Any, validation: str) -> list[str]:
+        """Check the result of a JSON, merge or strategic merge patch (new fields only)."""
+        if validation == "Ignore":
+            return []
+        current = self.api.get(t.rt, t.namespace, t.name)
+        patched = apply_patch(
+            media, copy.deepcopy(current), body, t.rt.list_types, builtin=t.rt.builtin
+        )
+        before = set(self._unknown(t.rt, current))
+        unknown = [p for p in self._unknown(t.rt, patched) if p not in before]
+        return self._outcome(unknown, validation, "")
+
+    def _check_applied(self, t: Target, body: Any) -> None:
+        """Server-side apply converts the applied object to its schema's type first.
+
+        An undeclared field fails that conversion whatever ``fieldValidation``
+        says; kube-apiserver 1.30 reports it as a plain error, hence a 500.
+        """
+        checker = self.openapi.checker(t.rt)
+        if checker is None or not isinstance(body, dict):
+            return
+        unknown = checker.unknown(body)
+        if not unknown:
+            return
+        rt = t.rt
+
+        def keys(path: tuple[str, ...]) -> tuple[str, ...]:
+            spec = rt.list_types(path)
+            return spec.keys if spec.is_map else ()
+
+        problems = [f"{apply_path(p, keys)}: field not declared in schema" for p in unknown]
+        detail = problems[0] if len(problems) == 1 else "\n  ".join(["errors:", *problems])
+        gvk = f"{rt.group}/{rt.version}, Kind={rt.kind}"
+        raise UntypedError(
+            500,
+            "",
+            f"failed to create typed patch object ({t.namespace}/{t.name}; {gvk}): {detail}",
+        )
+
+    async def _delete(self, request: web.Request, t: Target) -> web.Response:
+        q = request.query
+        rt = t.rt
+        agent = request.headers.get("User-Agent", "")
+        caller = Caller(
+            manager=q.get("fieldManager") or _manager_from_agent(agent),
+            dry_run="All" in q.getall("dryRun", []),
+        )
+        options = await _delete_options(request)
+        propagation = q.get("propagationPolicy") or options.get("propagationPolicy")
+        if _bool(q.get("orphanDependents")) or options.get("orphanDependents") is True:
+            propagation = propagation or "Orphan"
+        if options.get("dryRun") and "All" in options["dryRun"]:
+            caller = Caller(manager=caller.manager, dry_run=True)
+        if not t.name:
+            listed = self.api.delete_collection(
+                rt, t.namespace, _list_options(q), caller, propagation=propagation
             )
-            return json_response(obj, 201 if created else 200)
-        if method == "DELETE":
-            options = await _delete_options(request)
-            propagation = q.get("propagationPolicy") or options.get("propagationPolicy")
-            if _bool(q.get("orphanDependents")) or options.get("orphanDependents") is True:
-                propagation = propagation or "Orphan"
-            if options.get("dryRun") and "All" in options["dryRun"]:
-                caller = Caller(manager=caller.manager, dry_run=True)
-            if not t.name:
-                listed = self.api.delete_collection(
-                    rt, t.namespace, _list_options(q), caller, propagation=propagation
-                )
-                return json_response(listed)
-            body, finished = self.api.delete(
-                rt,
-                t.namespace,
-                t.name,
-                caller,
-                propagation=propagation,
-                preconditions=options.get("preconditions"),
-            )
-            return json_response(body, 200 if finished else 200)
-        raise errors.method_not_allowed(method)
+            return json_response(listed)
+        body, _ = self.api.delete(
+            rt,
+            t.namespace,
+            t.name,
+            caller,
+            propagation=propagation,
+            preconditions=options.get("preconditions"),
+        )
+        # 200 whether the object is gone or waits for finalizers, as the apiserver answers.
+        return json_response(body)
 
     def _authorize(self, user: User, verb: str, t: Target) -> None:
+        if verb == "create" and (t.rt.group, t.rt.plural) in _SELF_REVIEWS:
+            return
         attrs = Attributes(
             user=user.name,
             groups=user.groups,
@@ -401,34 +606,69 @@ class Server:
 
     async def _review(self, request: web.Request, user: User, t: Target) -> web.Response:
         body = await _read_body(request, t.rt)
-        if t.rt.kind == "SelfSubjectRulesReview":
+        if not isinstance(body, dict):
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {t.rt.kind})"
+            )
+        if t.rt.kind == "SelfSubjectReview":
+            answer: dict[str, Any] = {
+                "kind": "SelfSubjectReview",
+                "apiVersion": f"{_AUTHN_GROUP}/v1",
+                "metadata": {"creationTimestamp": None},
+                "status": {"userInfo": {"username": user.name, "groups": list(user.groups)}},
+            }
+        elif t.rt.kind == "SelfSubjectRulesReview":
             ns = ((body.get("spec") or {}).get("namespace")) or ""
             rules = self.authorizer.rules_for(user.name, user.groups, ns)
-            return json_response(
-                {
-                    "kind": "SelfSubjectRulesReview",
-                    "apiVersion": "authorization.k8s.io/v1",
-                    "metadata": {"creationTimestamp": None},
-                    "spec": body.get("spec") or {},
-                    "status": {
-                        "resourceRules": [r for r in rules if "nonResourceURLs" not in r],
-                        "nonResourceRules": [r for r in rules if "nonResourceURLs" in r],
-                        "incomplete": False,
-                    },
+            answer = {
+                "kind": "SelfSubjectRulesReview",
+                "apiVersion": "authorization.k8s.io/v1",
+                "metadata": {"creationTimestamp": None},
+                "spec": body.get("spec") or {},
+                "status": {
+                    "resourceRules": [r for r in rules if "nonResourceURLs" not in r],
+                    "nonResourceRules": [r for r in rules if "nonResourceURLs" in r],
+                    "incomplete": False,
                 },
-                201,
+            }
+        else:
+            answer = subject_access_review(
+                body,
+                self.authorizer,
+                requesting_user=user.name,
+                requesting_groups=user.groups,
+                url_namespace=t.namespace or None,
             )
-        answer = subject_access_review(
-            body,
-            self.authorizer,
-            requesting_user=user.name,
-            requesting_groups=user.groups,
-            url_namespace=t.namespace or None,
+        # Reviews are never stored, yet the create handler tracks the fields the
+        # request set like for any object, so the answer carries managedFields.
+        manager = request.query.get("fieldManager") or _manager_from_agent(
+            request.headers.get("User-Agent", "")
         )
+        sent: dict[str, Any] = {"apiVersion": t.rt.api_version, "kind": t.rt.kind}
+        if isinstance(body.get("spec"), dict):
+            sent["spec"] = body["spec"]
+        fields = update_managed_fields(
+            None,
+            sent,
+            [],
+            manager=manager,
+            api_version=t.rt.api_version,
+            subresource=None,
+            now=now(),
+            list_type=t.rt.list_types,
+        )
+        if fields:
+            answer.setdefault("metadata", {})["managedFields"] = fields
         return json_response(answer, 201)
 
     async def _watch(
-        self, request: web.Request, t: Target, opts: ListOptions, *, table: bool
+        self,
+        request: web.Request,
+        t: Target,
+        opts: ListOptions,
+        *,
+        table: bool,
+        include: str = "Metadata",
     ) -> web.StreamResponse:
         q = request.query
         try:
@@ -464,26 +704,22 @@ class Server:
         await resp.prepare(request)
         try:
             async for ev in events:
-                await resp.write(self._event_bytes(t.rt, ev, table))
+                await resp.write(self._event_bytes(t.rt, ev, table, include))
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
-            await events.aclose()
-        try:
+            await cast(AsyncGenerator[dict[str, Any], None], events).aclose()
+        with contextlib.suppress(ConnectionResetError):
             await resp.write_eof()
-        except ConnectionResetError:
-            pass
         return resp
 
-    def _event_bytes(self, rt: ResourceType, ev: dict[str, Any], table: bool) -> bytes:
+    def _event_bytes(
+        self, rt: ResourceType, ev: dict[str, Any], table: bool, include: str
+    ) -> bytes:
         if table and ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
             obj = ev["object"]
-            ev = {
-                "type": ev["type"],
-                "object": tables.to_table(
-                    rt, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
-                ),
-            }
+            meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+            ev = {"type": ev["type"], "object": tables.to_table(rt, [obj], meta, include=include)}
         return json.dumps(ev, separators=(",", ":")).encode() + b"\n"
 
     # -- admin API ------------------------------------------------------------------------
@@ -532,8 +768,6 @@ class Server:
             if self.state.refuse is not None:
                 asyncio.get_running_loop().create_task(self.state.refuse(seconds))
             else:
-                import time
-
                 self.state.faults.refuse_until = time.monotonic() + seconds
             return {"refusingFor": seconds}
         if action == "fail":
@@ -544,6 +778,18 @@ class Server:
             f"unknown action {action!r}: use fail, close-watches, expire-watches or "
             "refuse-connections"
         )
+
+
+def _field_validation(value: str, method: str) -> str:
+    """The fieldValidation directive of a write (Warn when unset, as in the apiserver)."""
+    if value not in _FIELD_VALIDATION:
+        raise errors.invalid(
+            _OPTIONS_KIND[method],
+            "",
+            [errors.field_not_supported("fieldValidation", value, list(_FIELD_VALIDATION))],
+            "meta.k8s.io",
+        )
+    return value or "Warn"
 
 
 def _list_options(q: Any) -> ListOptions:
@@ -573,6 +819,16 @@ async def _raw(request: web.Request) -> bytes:
 async def _read_body(request: web.Request, rt: ResourceType, *, patch: bool = False) -> Any:
     raw = await _raw(request)
     ctype = request.content_type
+    if ctype == openapi_protobuf.MEDIA_TYPE and not patch:
+        try:
+            return openapi_protobuf.decode(raw)
+        except openapi_protobuf.ProtobufError as exc:
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types "
+                f"include: application/json, application/yaml ({exc})",
+            ) from exc
     text = raw.decode("utf-8", errors="replace")
     try:
         if ctype in ("application/yaml", APPLY_PATCH):
@@ -580,12 +836,71 @@ async def _read_body(request: web.Request, rt: ResourceType, *, patch: bool = Fa
         return json.loads(text)
     except (ValueError, yaml.YAMLError) as exc:
         excerpt = text[:100]
+        reason = go_json_error(exc, text) if isinstance(exc, json.JSONDecodeError) else str(exc)
         if patch:
-            raise errors.bad_request(f"error decoding patch: {exc} ({excerpt})") from exc
+            raise errors.bad_request(f"error decoding patch: {reason} ({excerpt})") from exc
         raise errors.bad_request(
             f"the object provided is unrecognized (must be of type {rt.kind}): couldn't get "
-            f"version/kind; json parse error: {exc} ({excerpt})"
+            f"version/kind; json parse error: {reason} ({excerpt})"
         ) from exc
+
+
+def _quote_char(c: str) -> str:
+    """A character as Go's encoding/json quotes it in syntax errors."""
+    if c == "'":
+        return "'\\''"
+    if c == '"':
+        return "'\"'"
+    return "'" + json.dumps(c)[1:-1] + "'"
+
+
+def _container_at(text: str, pos: int) -> str:
+    """``{`` or ``[``: the innermost container open at ``pos`` (strings skipped)."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for c in text[:pos]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+            continue
+        if c == '"':
+            in_string = True
+        elif c in "{[":
+            stack.append(c)
+        elif c in "}]" and stack:
+            stack.pop()
+    return stack[-1] if stack else ""
+
+
+def go_json_error(exc: json.JSONDecodeError, text: str) -> str:
+    """A JSON syntax error worded as Go's encoding/json words it (as the apiserver shows)."""
+    pos = exc.pos
+    if pos >= len(text) or exc.msg.startswith("Unterminated string"):
+        return "unexpected end of JSON input"
+    char = _quote_char(text[pos])
+    msg = exc.msg
+    if msg.startswith("Expecting property name"):
+        return f"invalid character {char} looking for beginning of object key string"
+    if msg.startswith("Expecting value"):
+        return f"invalid character {char} looking for beginning of value"
+    if msg.startswith("Expecting ':'"):
+        return f"invalid character {char} after object key"
+    if msg.startswith("Expecting ','"):
+        where = "object key:value pair" if _container_at(text, pos) == "{" else "array element"
+        return f"invalid character {char} after {where}"
+    if msg.startswith("Extra data"):
+        return f"invalid character {char} after top-level value"
+    if msg.startswith("Invalid control character"):
+        return f"invalid character {char} in string literal"
+    if msg.startswith("Invalid \\escape"):
+        return (
+            f"invalid character {_quote_char(text[pos + 1 : pos + 2] or ' ')} in string escape code"
+        )
+    return msg
 
 
 async def _admin_body(request: web.Request) -> dict[str, Any]:
@@ -633,7 +948,7 @@ def _scale(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
 def _from_scale(obj: dict[str, Any], scale: Any) -> dict[str, Any]:
     if not isinstance(scale, dict):
         raise errors.bad_request("the body must be a Scale object")
-    out = json.loads(json.dumps(obj))
+    out: dict[str, Any] = copy.deepcopy(obj)
     replicas = (scale.get("spec") or {}).get("replicas")
     if not isinstance(replicas, int) or replicas < 0:
         raise errors.invalid(

@@ -20,7 +20,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -90,6 +90,7 @@ class Controller:
         self._workers: list[asyncio.Task[None]] = []
         self._stop_requested = asyncio.Event()
         self._started = asyncio.Event()
+        self._running = False
         self._log = log.bind(controller=name)
         self._m_active = metrics.ACTIVE_WORKERS.labels(controller=name)
         self._m_time = metrics.RECONCILE_TIME.labels(controller=name)
@@ -108,6 +109,9 @@ class Controller:
         """Wait for the informers to sync, then reconcile until :meth:`stop`."""
         if self._stop_requested.is_set():
             return
+        if self._running:
+            raise RuntimeError(f"controller {self.name} is already running")
+        self._running = True
         try:
             if not await self._wait_for_informers():
                 return
@@ -163,15 +167,20 @@ class Controller:
         if not pending:
             return True
         self._log.info("waiting for informers to sync", informers=[s.name for s in pending])
-        synced: asyncio.Future[object] = asyncio.ensure_future(
-            asyncio.gather(*(s.wait_synced() for s in pending))
-        )
-        stopped: asyncio.Future[object] = asyncio.ensure_future(self._stop_requested.wait())
+        stopped = asyncio.ensure_future(self._stop_requested.wait())
+        syncs = [asyncio.ensure_future(s.wait_synced()) for s in pending]
         try:
-            await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            waiting: set[asyncio.Future[Any]] = set(syncs)
+            while waiting and not stopped.done():
+                done, _ = await asyncio.wait(
+                    {*waiting, stopped}, return_when=asyncio.FIRST_COMPLETED
+                )
+                waiting -= done
         finally:
-            synced.cancel()
-            stopped.cancel()
+            for fut in (*syncs, stopped):
+                fut.cancel()
+            # Collect the cancelled waiters so none is left unretrieved.
+            await asyncio.gather(*syncs, stopped, return_exceptions=True)
         return not self._stop_requested.is_set()
 
     async def _worker(self) -> None:
@@ -191,9 +200,14 @@ class Controller:
             start = time.perf_counter()
             try:
                 result = await self._reconcile(key)
-            except asyncio.CancelledError:
-                self._log.warning("reconcile cancelled", key=key)
-                raise
+            except asyncio.CancelledError as err:
+                if _being_cancelled():
+                    log.warning("reconcile cancelled")
+                    raise
+                # A CancelledError escaping the reconcile (e.g. from a future someone
+                # else cancelled) is a failure of that reconcile, not a reason for this
+                # worker to exit.
+                self._fail(key, err)
             except TerminalError as err:
                 self._m_results["terminal_error"].inc()
                 self._m_terminal.inc()
@@ -201,25 +215,29 @@ class Controller:
                 self.queue.forget(key)
                 log.error("reconcile failed permanently, not retrying", error=str(err))
             except Exception as err:
-                self._m_results["error"].inc()
-                self._m_errors.inc()
-                retry_after = getattr(err, "retry_after", None)
-                delay = self.queue.add_rate_limited(
-                    key, at_least=retry_after if isinstance(retry_after, (int, float)) else 0.0
-                )
-                log.warning(
-                    "reconcile failed, will retry",
-                    error=str(err) or type(err).__name__,
-                    error_type=type(err).__name__,
-                    retry_in_seconds=round(delay, 3),
-                    retries=self.queue.num_requeues(key),
-                    exc_info=_unexpected(err),
-                )
+                self._fail(key, err)
             else:
                 self._record_result(key, result)
             finally:
                 self._m_time.observe(time.perf_counter() - start)
                 self._m_active.dec()
+
+    def _fail(self, key: str, err: BaseException) -> None:
+        """Count a failed reconcile and requeue the key with backoff."""
+        self._m_results["error"].inc()
+        self._m_errors.inc()
+        retry_after = getattr(err, "retry_after", None)
+        delay = self.queue.add_rate_limited(
+            key, at_least=retry_after if isinstance(retry_after, int | float) else 0.0
+        )
+        log.warning(
+            "reconcile failed, will retry",
+            error=str(err) or type(err).__name__,
+            error_type=type(err).__name__,
+            retry_in_seconds=round(delay, 3),
+            retries=self.queue.num_requeues(key),
+            exc_info=_unexpected(err),
+        )
 
     def _record_result(self, key: str, result: Result | None) -> None:
         if result is not None and result.requeue_after is not None:
@@ -234,6 +252,12 @@ class Controller:
             self._m_results["success"].inc()
 
 
-def _unexpected(err: Exception) -> bool:
+def _being_cancelled() -> bool:
+    """True if the current task has a pending cancellation request."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _unexpected(err: BaseException) -> bool:
     """Whether a traceback helps: not for API errors, whose message says it all."""
     return not isinstance(err, KubeError)

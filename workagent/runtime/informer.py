@@ -119,15 +119,22 @@ class _Listener:
             if result is not None and inspect.isawaitable(result):
                 await result
         except asyncio.CancelledError:
-            raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling() > 0:
+                raise
+            self._handler_failed(note)
         except Exception:
             # A handler bug must not stop delivery of later events.
-            log.exception(
-                "event handler failed",
-                informer=self.informer,
-                notification=note.kind,
-                object_key=object_key(note.new),
-            )
+            self._handler_failed(note)
+
+    def _handler_failed(self, note: _Notification) -> None:
+        """Log a handler failure with its traceback (called from an except block)."""
+        log.exception(
+            "event handler failed",
+            informer=self.informer,
+            notification=note.kind,
+            object_key=object_key(note.new),
+        )
 
 
 class Informer:

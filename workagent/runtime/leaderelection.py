@@ -329,10 +329,11 @@ class LeaderElector:
         holder = str(record[0])
         if holder != self._holder:
             self._holder = holder
-            if holder:
+            if holder and holder != self.settings.identity:
                 self._log.info("new leader observed", leader=holder)
-                if self._on_new_leader is not None:
-                    self._safe_callback(self._on_new_leader, holder)
+            # As client-go's OnNewLeader: called for every new holder, ourselves included.
+            if holder and self._on_new_leader is not None:
+                self._safe_callback(self._on_new_leader, holder)
 
     async def _release(self) -> None:
         """Give the Lease up so a standby can take over at once."""

@@ -18,10 +18,9 @@ signal exits immediately.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +38,9 @@ log = structlog.get_logger(__name__)
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_CONFIG = 2
+
+# Limit of each shutdown step after the controllers drained (lease release, closers).
+CLEANUP_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -195,12 +197,12 @@ class Manager:
         if self._controller_tasks:
             await asyncio.gather(*self._controller_tasks, return_exceptions=True)
         await asyncio.gather(*(i.stop() for i in self.informers), return_exceptions=True)
+        # Each remaining step is bounded: a hung apiserver must not eat the pod's
+        # termination grace period.
         if self.leader_elector is not None:
-            with _logged("leader election stop"):
-                await self.leader_elector.stop()
+            await _bounded("releasing the lease", self.leader_elector.stop())
         for name, close in self._closers:
-            with _logged(f"closing {name}"):
-                await close()
+            await _bounded(f"closing {name}", close())
         await self.observability.stop()
         await self._loop_monitor.stop()
         self._remove_signal_handlers()
@@ -209,7 +211,9 @@ class Manager:
     # -- health --------------------------------------------------------------------
     def _register_checks(self) -> None:
         self.checks.add_liveness("loop", self._loop_monitor.liveness_failure)
-        self.checks.add_readiness("shutdown", lambda: "shutting down" if self._stopping else None)
+        self.checks.add_readiness(
+            "shutdown", lambda: "shutting down" if self._stop.is_set() or self._stopping else None
+        )
         if self.leader_elector is not None:
             self.checks.add_source(self.leader_elector, prefix="leader-election")
 
@@ -277,9 +281,12 @@ async def _first(
             task.cancel()
 
 
-@contextlib.contextmanager
-def _logged(what: str) -> Iterator[None]:
+async def _bounded(what: str, step: Awaitable[None], timeout: float = CLEANUP_TIMEOUT) -> None:
+    """Run one shutdown step with a time limit; log (never raise) its failure."""
     try:
-        yield
+        async with asyncio.timeout(timeout):
+            await step
+    except TimeoutError:
+        log.error(f"{what} timed out", timeout_seconds=timeout)
     except Exception as err:
         log.error(f"{what} failed", error=repr(err))
