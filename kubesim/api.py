@@ -1269,6 +1269,11 @@ def _json_kind(value: Any) -> str:
     return "object"
 
 
+def _as_any(value: object) -> Any:
+    """Forget a narrowed type (isinstance against a runtime tuple narrows to object)."""
+    return value
+
+
 def _check_meta_types(rt: ResourceType, body: dict[str, Any]) -> None:
     """Reject bodies whose metadata cannot decode, as the apiserver's decoder does (400)."""
 
@@ -1293,6 +1298,7 @@ def _check_meta_types(rt: ResourceType, body: dict[str, Any]) -> None:
         if not isinstance(value, expected) or isinstance(value, bool):
             go = _GO_TYPES.get(expected if isinstance(expected, type) else str, "string")
             raise fail(f"{rt.kind}.metadata.{key}", value, go)
+        value = _as_any(value)
         if key in ("labels", "annotations") and not all(isinstance(v, str) for v in value.values()):
             raise fail(f"{rt.kind}.metadata.{key}", next(iter(value.values())), "string")
         if key == "finalizers" and not all(isinstance(v, str) for v in value):

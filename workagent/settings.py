@@ -1,16 +1,43 @@
-"""The agent's settings: one typed object built from the command line."""
+"""The agent's settings: one typed object built from the command line.
+
+:mod:`workagent.cli` builds an :class:`AgentSettings` from OCM's work-agent
+flags (``docs/operations.md`` lists them) and calls :meth:`AgentSettings.validate`
+before anything starts; the agent then reads only this object. Durations are
+float seconds here; on the command line they are Go durations (``30s``).
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 
-from workagent.runtime import LeaderElectionSettings
+from workagent.runtime import LeaderElectionSettings, parse_bind_address, parse_level
+from workagent.runtime.logs import LOG_FORMATS
 
 FEATURE_EXECUTOR_VALIDATING_CACHES = "ExecutorValidatingCaches"
 FEATURE_RAW_FEEDBACK_JSON_STRING = "RawFeedbackJsonString"
-KNOWN_AGENT_GATES = frozenset({FEATURE_EXECUTOR_VALIDATING_CACHES, FEATURE_RAW_FEEDBACK_JSON_STRING})
+KNOWN_AGENT_GATES = frozenset(
+    {FEATURE_EXECUTOR_VALIDATING_CACHES, FEATURE_RAW_FEEDBACK_JSON_STRING}
+)
+# Every agent gate is alpha and off by default (api feature/feature.go); AllAlpha
+# and AllBeta switch the gates of that maturity that were not named explicitly.
+ALPHA_AGENT_GATES = KNOWN_AGENT_GATES
+BETA_AGENT_GATES: frozenset[str] = frozenset()
+
 SPOKE_USER_AGENT = "work-agent"
 LEASE_NAME = "work-agent-lock"
+DEFAULT_HUB_KUBECONFIG = "/spoke/hub-kubeconfig/kubeconfig"
+DEFAULT_COMPONENT_NAMESPACE = "open-cluster-management-agent"
+DEFAULT_LISTEN = "0.0.0.0:8443"
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+# OCM: a grace period of 100 years (876000h) or more turns eviction off.
+EVICTION_DISABLED_AT = 876000 * 3600.0
+
+# The cluster name is a hub namespace, so it must be a DNS-1123 label.
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_MAX_LABEL_LENGTH = 63
 
 
 @dataclass(frozen=True)
@@ -22,7 +49,7 @@ class AgentSettings:
     """
 
     cluster_name: str  # --spoke-cluster-name / --cluster-name
-    hub_kubeconfig: str = "/spoke/hub-kubeconfig/kubeconfig"  # --workload-source-config
+    hub_kubeconfig: str = DEFAULT_HUB_KUBECONFIG  # --workload-source-config / --hub-kubeconfig
     agent_id: str = ""  # --agent-id (empty: the hub hash)
     spoke_kubeconfig: str = ""  # --spoke-kubeconfig
     kubeconfig: str = ""  # --kubeconfig
@@ -38,9 +65,9 @@ class AgentSettings:
     hub_kube_api_burst: int = 100  # --hub-kube-api-burst
     # --namespace, --disable-leader-election and --leader-election-* (Lease work-agent-lock)
     leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
-    listen: str = "0.0.0.0:8443"  # --listen (metrics and probes)
+    listen: str = DEFAULT_LISTEN  # --listen / --health-port (metrics and probes, plain HTTP)
     log_format: str = "json"  # --log-format json|console
-    log_level: str = "info"  # -v / --log-level
+    log_level: str = "info"  # -v / --log-level: debug, info, warning or error
     terminate_on_files: tuple[str, ...] = ()  # --terminate-on-files
 
     @property
@@ -48,6 +75,77 @@ class AgentSettings:
         """The spoke kubeconfig to load, or None for in-cluster configuration."""
         return self.spoke_kubeconfig or self.kubeconfig or None
 
+    @property
+    def namespace(self) -> str:
+        """The agent's own namespace (``--namespace``), where its Lease lives."""
+        return self.leader_election.namespace
+
+    @property
+    def eviction_disabled(self) -> bool:
+        """True when the grace period is so long (>= 876000h) that OCM never evicts."""
+        return self.eviction_grace_period >= EVICTION_DISABLED_AT
+
     def gate(self, name: str) -> bool:
         """Whether a feature gate is on."""
         return name in self.feature_gates
+
+    def validate(self) -> None:
+        """Raise ValueError naming the flag at fault if these settings cannot run.
+
+        The command line calls this before anything starts, so a bad value is a
+        one-line usage error rather than a failure minutes later.
+        """
+        if not self.cluster_name:
+            # OCM's work agent starts anyway and watches the wrong namespace; refuse.
+            raise ValueError("--spoke-cluster-name is required")
+        if len(self.cluster_name) > _MAX_LABEL_LENGTH or not _DNS1123_LABEL.fullmatch(
+            self.cluster_name
+        ):
+            raise ValueError(
+                f"--spoke-cluster-name {self.cluster_name!r} is not a valid namespace name "
+                "(lowercase letters, digits and '-', at most 63 characters)"
+            )
+        if not self.hub_kubeconfig:
+            raise ValueError("--workload-source-config (the hub kubeconfig) must not be empty")
+        if self.workers < 1:
+            raise ValueError(f"workload-agent-workers must be >= 1, got {self.workers}")
+        if self.status_sync_interval <= 0:
+            raise ValueError(
+                f"--status-sync-interval must be > 0, got {self.status_sync_interval}s"
+            )
+        if self.eviction_grace_period < 0:
+            raise ValueError(
+                "--appliedmanifestwork-eviction-grace-period must not be negative, "
+                f"got {self.eviction_grace_period}s"
+            )
+        if self.max_json_raw_length < 0:
+            raise ValueError(f"--max-json-raw-length must be >= 0, got {self.max_json_raw_length}")
+        if self.max_feedback_watch < 0:
+            raise ValueError(f"--max-feedback-watch must be >= 0, got {self.max_feedback_watch}")
+        for flag, qps, burst in (
+            ("kube-api", self.kube_api_qps, self.kube_api_burst),
+            ("hub-kube-api", self.hub_kube_api_qps, self.hub_kube_api_burst),
+        ):
+            if not math.isfinite(qps):
+                raise ValueError(f"--{flag}-qps must be a finite number, got {qps}")
+            if burst < 0:
+                raise ValueError(f"--{flag}-burst must be >= 0, got {burst}")
+        unknown = sorted(self.feature_gates - KNOWN_AGENT_GATES)
+        if unknown:
+            raise ValueError(f"unrecognized feature gate: {', '.join(unknown)}")
+        try:
+            parse_bind_address(self.listen)
+        except ValueError as err:
+            raise ValueError(f"--listen: {err}") from None
+        if self.log_format not in LOG_FORMATS:
+            raise ValueError(
+                f"--log-format {self.log_format!r} is not one of {', '.join(LOG_FORMATS)}"
+            )
+        try:
+            parse_level(self.log_level)
+        except ValueError as err:
+            raise ValueError(f"--log-level: {err}") from None
+        try:
+            self.leader_election.validate()
+        except ValueError as err:
+            raise ValueError(f"{err} (--leader-election-* flags)") from None

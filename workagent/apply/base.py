@@ -33,6 +33,11 @@ class IgnoreFieldsError(Exception):
     """ignoreFields could not be processed (reason AppliedManifestSSAIgnoreFieldError)."""
 
 
+class InvalidManifest(Exception):
+    """The manifest contradicts itself and was not sent (e.g. a Secret whose
+    ``stringData`` and ``data`` disagree); reported like any apply failure."""
+
+
 class Applier(Protocol):
     """An update strategy."""
 
