@@ -1,0 +1,62 @@
+"""The uncached executor validator: SubjectAccessReviews on every call (spec section 16)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas.work_v1 import ManifestWorkExecutor
+from workagent.executor.access import AccessReviewer
+from workagent.executor.escalation import AccessReviewEscalationChecker, EscalationChecker
+from workagent.executor.subject import ManifestTarget, not_allowed, service_account_of
+from workagent.kube import KubeClient, Resource
+from workagent.runtime import Controller, Informer
+
+
+class BasicExecutorValidator:
+    """Checks an executor's permissions on the spoke for every manifest, every time.
+
+    1. no ``spec.executor``: allowed, nothing is asked;
+    2. the subject must be a ServiceAccount with ``serviceAccount`` set
+       (:class:`~workagent.executor.base.InvalidExecutorError` otherwise);
+    3. SubjectAccessReviews for ``create``, ``update``, ``patch``, ``get`` and,
+       when the work owns the resource, ``delete`` (first denial:
+       :class:`~workagent.executor.base.NotAllowedError`);
+    4. for Roles, ClusterRoles and their bindings, the escalation check.
+    """
+
+    def __init__(
+        self,
+        spoke: KubeClient,
+        *,
+        reviewer: AccessReviewer | None = None,
+        escalation: EscalationChecker | None = None,
+    ) -> None:
+        self.reviewer = reviewer or AccessReviewer(spoke)
+        self.escalation = escalation or AccessReviewEscalationChecker(spoke, self.reviewer)
+
+    async def validate(
+        self,
+        executor: ManifestWorkExecutor | None,
+        resource: Resource,
+        obj: dict[str, Any],
+        *,
+        owned_by_work: bool,
+        work_namespace: str,
+        work_name: str,
+    ) -> None:
+        """Return if the executor may apply ``obj``; raise NotAllowedError otherwise."""
+        if executor is None:
+            return
+        account = service_account_of(executor)
+        target = ManifestTarget.of(resource, obj)
+        if not await self.reviewer.allowed_to_apply(account, target, owned_by_work=owned_by_work):
+            raise not_allowed(target)
+        await self.escalation.check(account, target, obj)
+
+    def informers(self) -> list[Informer]:
+        """None: nothing is cached."""
+        return []
+
+    def controllers(self) -> list[Controller]:
+        """None: nothing is cached."""
+        return []

@@ -1,0 +1,262 @@
+"""The caching executor validator (feature gate ``ExecutorValidatingCaches``, spec section 16).
+
+SubjectAccessReview outcomes are cached per executor and :class:`Dimension`;
+informers on the spoke's Roles, ClusterRoles, RoleBindings and
+ClusterRoleBindings invalidate the executors a change concerns, and a
+controller (``executor-cache``) re-runs their reviews in the background:
+
+- a binding added, changed or deleted concerns the service accounts it names
+  (old and new subjects);
+- a Role or ClusterRole concerns whoever is bound to it, and a ClusterRole
+  also whoever is bound to the aggregated ClusterRoles it contributes to.
+
+Invalidation is immediate (the handler marks the executor's outcomes unknown,
+so a validation after an RBAC change asks the API server instead of trusting a
+result that predates it); the refresh only refills them. A refresh does not
+requeue works: they pick it up on their next (at most 60 s) retry.
+
+Every ``cleanup_interval`` (10 min) dimensions no validation used during the
+interval are dropped. Works re-validate their manifests at every apply pass
+(at most 6 minutes apart), so what current works use stays cached.
+
+Until the RBAC informers have synced, validations bypass the cache: without
+the informers, nothing would ever invalidate it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import structlog
+
+from schemas.work_v1 import ManifestWorkExecutor
+from workagent.executor.access import AccessReviewer
+from workagent.executor.aggregation import aggregators_of, labels_of
+from workagent.executor.cache import AccessCache, Dimension
+from workagent.executor.escalation import AccessReviewEscalationChecker, EscalationChecker
+from workagent.executor.rbacindex import (
+    ROLE_REF_INDEX,
+    BindingSubjects,
+    binding_changed,
+    binding_subjects,
+    role_changed,
+    role_key,
+    role_key_of,
+    role_ref_keys,
+)
+from workagent.executor.subject import (
+    ManifestTarget,
+    ServiceAccountExecutor,
+    not_allowed,
+    service_account_of,
+)
+from workagent.kube import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    ROLE_BINDINGS,
+    ROLES,
+    KubeClient,
+    Resource,
+)
+from workagent.runtime import (
+    Clock,
+    Controller,
+    Informer,
+    MonotonicClock,
+    Object,
+    Result,
+    WorkQueue,
+)
+
+log = structlog.get_logger(__name__)
+
+CONTROLLER_NAME = "executor-cache"
+CLEANUP_INTERVAL_SECONDS = 600.0
+# Not a valid executor key: service-account names and namespaces are DNS labels.
+CLEANUP_KEY = "@cleanup"
+
+
+class CachingExecutorValidator:
+    """An executor validator that caches SubjectAccessReview outcomes (see the module docstring).
+
+    Register :meth:`controllers` with the Manager (it brings the
+    :meth:`informers` along). ``clock`` drives the cleanup (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        spoke: KubeClient,
+        *,
+        reviewer: AccessReviewer | None = None,
+        escalation: EscalationChecker | None = None,
+        cleanup_interval: float = CLEANUP_INTERVAL_SECONDS,
+        clock: Clock | None = None,
+        workers: int = 1,
+    ) -> None:
+        self.reviewer = reviewer or AccessReviewer(spoke)
+        self.escalation = escalation or AccessReviewEscalationChecker(spoke, self.reviewer)
+        self.cache = AccessCache()
+        self.cleanup_interval = cleanup_interval
+        self._clock: Clock = clock or MonotonicClock()
+        self._cleanup_scheduled = False
+
+        self.roles = self._informer(spoke, ROLES)
+        self.cluster_roles = self._informer(spoke, CLUSTER_ROLES)
+        self.role_bindings = self._informer(spoke, ROLE_BINDINGS)
+        self.cluster_role_bindings = self._informer(spoke, CLUSTER_ROLE_BINDINGS)
+        for informer in (self.roles, self.cluster_roles):
+            informer.add_handler(
+                on_add=lambda obj: self._on_role(None, obj),
+                on_update=self._on_role,
+                on_delete=lambda obj: self._on_role(None, obj),
+            )
+        for informer in (self.role_bindings, self.cluster_role_bindings):
+            informer.add_indexer(ROLE_REF_INDEX, role_ref_keys)
+            informer.add_handler(
+                on_add=lambda obj: self._on_binding(None, obj),
+                on_update=self._on_binding,
+                on_delete=lambda obj: self._on_binding(None, obj),
+            )
+
+        self.queue = WorkQueue(CONTROLLER_NAME, clock=self._clock)
+        self.controller = Controller(
+            CONTROLLER_NAME, self.queue, self._reconcile, workers, depends_on=self.informers()
+        )
+
+    @staticmethod
+    def _informer(spoke: KubeClient, resource: Resource) -> Informer:
+        return Informer(spoke, resource, name=f"{CONTROLLER_NAME}-{resource.plural}")
+
+    # -- the validator ---------------------------------------------------------------
+    def informers(self) -> list[Informer]:
+        """The spoke RBAC informers whose events invalidate the cache."""
+        return [self.roles, self.cluster_roles, self.role_bindings, self.cluster_role_bindings]
+
+    def controllers(self) -> list[Controller]:
+        """The cache refresh and cleanup controller (depends on :meth:`informers`)."""
+        return [self.controller]
+
+    def cache_ready(self) -> bool:
+        """Whether the cache is used: every RBAC informer has synced."""
+        return all(informer.has_synced() for informer in self.informers())
+
+    async def validate(
+        self,
+        executor: ManifestWorkExecutor | None,
+        resource: Resource,
+        obj: dict[str, Any],
+        *,
+        owned_by_work: bool,
+        work_namespace: str,
+        work_name: str,
+    ) -> None:
+        """Return if the executor may apply ``obj``; raise NotAllowedError otherwise."""
+        if executor is None:
+            return
+        account = service_account_of(executor)
+        target = ManifestTarget.of(resource, obj)
+        if self.cache_ready():
+            allowed = await self._cached_outcome(account, target, owned_by_work)
+        else:
+            allowed = await self.reviewer.allowed_to_apply(
+                account, target, owned_by_work=owned_by_work
+            )
+        if not allowed:
+            raise not_allowed(target)
+        await self.escalation.check(account, target, obj)
+
+    async def _cached_outcome(
+        self, account: ServiceAccountExecutor, target: ManifestTarget, owned_by_work: bool
+    ) -> bool:
+        dimension = Dimension.of(target, owned_by_work=owned_by_work)
+        allowed, epoch = self.cache.lookup(account.key, dimension, self._clock.now())
+        self._schedule_cleanup()
+        if allowed is None:
+            # API errors propagate uncached: the next validation asks again.
+            allowed = await self.reviewer.allowed_to_apply(
+                account, target, owned_by_work=owned_by_work
+            )
+            self.cache.store(account.key, dimension, allowed, epoch)
+        return allowed
+
+    # -- invalidation (informer handlers) --------------------------------------------
+    def _on_binding(self, old: Object | None, new: Object) -> None:
+        if not self.cache.executors():
+            return  # e.g. the initial list: nothing cached, nothing to invalidate
+        if old is not None and not binding_changed(old, new):
+            return
+        self._invalidate([binding_subjects(b) for b in (old, new) if b is not None])
+
+    def _on_role(self, old: Object | None, new: Object) -> None:
+        if not self.cache.executors():
+            return
+        if old is not None and not role_changed(old, new):
+            return
+        ref = role_key_of(new)
+        refs = {ref}
+        if ref == role_key("ClusterRole", _name(new)):
+            label_sets = [labels_of(obj) for obj in (old, new) if obj is not None]
+            aggregators = aggregators_of(_name(new), label_sets, self.cluster_roles.store.list())
+            refs |= {role_key("ClusterRole", name) for name in aggregators}
+        bindings: list[Object] = []
+        for ref in sorted(refs):
+            for informer in (self.role_bindings, self.cluster_role_bindings):
+                bindings += informer.store.by_index(ROLE_REF_INDEX, ref)
+        self._invalidate([binding_subjects(b) for b in bindings])
+
+    def _invalidate(self, grants: Iterable[BindingSubjects]) -> None:
+        grants = list(grants)
+        if not grants:
+            return
+        for key in self.cache.executors():
+            if any(g.concerns(key) for g in grants) and self.cache.invalidate(key):
+                log.debug("executor permissions invalidated", executor=key)
+                self.queue.add(key)
+
+    # -- refresh and cleanup (the controller) ----------------------------------------
+    async def _reconcile(self, key: str) -> Result | None:
+        if key == CLEANUP_KEY:
+            return self.cleanup()
+        await self.refresh(key)
+        return None
+
+    async def refresh(self, executor_key: str) -> None:
+        """Re-run the reviews of the executor's unknown outcomes and cache them.
+
+        Outcomes computed before a newer invalidation are dropped (the newer
+        one queued the executor again). API errors propagate, so the
+        controller retries with backoff; meanwhile validations ask live.
+        """
+        account = ServiceAccountExecutor.from_key(executor_key)
+        epoch = self.cache.epoch(executor_key)
+        for dimension in self.cache.dimensions(executor_key):
+            if self.cache.get(executor_key, dimension) is not None:
+                continue  # filled by a validation since the invalidation
+            allowed = await self.reviewer.allowed_to_apply(
+                account, dimension.target, owned_by_work=dimension.owned_by_work
+            )
+            self.cache.store(executor_key, dimension, allowed, epoch)
+            if self.cache.epoch(executor_key) != epoch:
+                return  # invalidated again: that invalidation queued the next refresh
+
+    def cleanup(self) -> Result | None:
+        """Drop dimensions unused for a cleanup interval; ask to run again while any remain."""
+        dropped = self.cache.prune(self._clock.now() - self.cleanup_interval)
+        if dropped:
+            log.info("executor cache cleaned up", dropped=dropped, kept=len(self.cache))
+        if len(self.cache):
+            return Result(requeue_after=self.cleanup_interval)
+        self._cleanup_scheduled = False
+        return None
+
+    def _schedule_cleanup(self) -> None:
+        if not self._cleanup_scheduled:
+            self._cleanup_scheduled = True
+            self.queue.add_after(CLEANUP_KEY, self.cleanup_interval)
+
+
+def _name(obj: Object) -> str:
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else ""
