@@ -36,6 +36,8 @@ test: lint typecheck imports unit
 
 bench: setup
 	$(RUN) python tests/benchmarks/kubesim_bench.py
+	$(RUN) python tests/benchmarks/kube_client_bench.py
+	$(RUN) python tests/benchmarks/runtime_bench.py
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache
