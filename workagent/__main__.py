@@ -12,10 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO, cast
 
-import structlog
-
 from workagent.cli import PROG, AgentCommand, ShowText, UsageError, parse_command_line
-from workagent.runtime import configure_logging
 from workagent.settings import AgentSettings
 
 EXIT_OK = 0
@@ -23,8 +20,6 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 AGENT_MODULE = "workagent.agent"
-
-log = structlog.get_logger(__name__)
 
 
 def load_agent_runner() -> Callable[[AgentSettings], int] | None:
@@ -45,8 +40,15 @@ def load_agent_runner() -> Callable[[AgentSettings], int] | None:
 
 def run_agent(command: AgentCommand, stderr: TextIO) -> int:
     """Set up logging, report ignored flags, and run the agent until it stops."""
+    # Imported here, not at the top: the runtime loads the Kubernetes client,
+    # which help, --version and usage errors have no use for.
+    import structlog  # noqa: PLC0415
+
+    from workagent.runtime import configure_logging  # noqa: PLC0415
+
     settings = command.settings
     configure_logging(settings.log_format, settings.log_level)
+    log = structlog.get_logger(__name__)
     for notice in command.notices:
         log.warning(notice.message, flag=notice.flag)
     runner = load_agent_runner()

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from workagent.runtime import LeaderElectionSettings, parse_bind_address, parse_level
-from workagent.runtime.logs import LOG_FORMATS
+if TYPE_CHECKING:
+    from workagent.runtime import LeaderElectionSettings
 
 FEATURE_EXECUTOR_VALIDATING_CACHES = "ExecutorValidatingCaches"
 FEATURE_RAW_FEEDBACK_JSON_STRING = "RawFeedbackJsonString"
@@ -31,6 +32,7 @@ DEFAULT_HUB_KUBECONFIG = "/spoke/hub-kubeconfig/kubeconfig"
 DEFAULT_COMPONENT_NAMESPACE = "open-cluster-management-agent"
 DEFAULT_LISTEN = "0.0.0.0:8443"
 LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("json", "console")
 
 # OCM: a grace period of 100 years (876000h) or more turns eviction off.
 EVICTION_DISABLED_AT = 876000 * 3600.0
@@ -38,6 +40,15 @@ EVICTION_DISABLED_AT = 876000 * 3600.0
 # The cluster name is a hub namespace, so it must be a DNS-1123 label.
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _MAX_LABEL_LENGTH = 63
+
+
+def default_leader_election() -> LeaderElectionSettings:
+    """OCM's leader election for the work agent: Lease work-agent-lock, 137s/107s/26s."""
+    # Imported on use: the runtime loads the Kubernetes client (seconds of CPU),
+    # which `workagent --help` or a refused flag must not wait for.
+    from workagent.runtime import LeaderElectionSettings  # noqa: PLC0415
+
+    return LeaderElectionSettings(lease_name=LEASE_NAME, namespace=DEFAULT_COMPONENT_NAMESPACE)
 
 
 @dataclass(frozen=True)
@@ -64,7 +75,7 @@ class AgentSettings:
     hub_kube_api_qps: float = 50.0  # --hub-kube-api-qps
     hub_kube_api_burst: int = 100  # --hub-kube-api-burst
     # --namespace, --disable-leader-election and --leader-election-* (Lease work-agent-lock)
-    leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
+    leader_election: LeaderElectionSettings = field(default_factory=default_leader_election)
     listen: str = DEFAULT_LISTEN  # --listen / --health-port (metrics and probes, plain HTTP)
     log_format: str = "json"  # --log-format json|console
     log_level: str = "info"  # -v / --log-level: debug, info, warning or error
@@ -133,6 +144,8 @@ class AgentSettings:
         unknown = sorted(self.feature_gates - KNOWN_AGENT_GATES)
         if unknown:
             raise ValueError(f"unrecognized feature gate: {', '.join(unknown)}")
+        from workagent.runtime import parse_bind_address  # noqa: PLC0415 (see above)
+
         try:
             parse_bind_address(self.listen)
         except ValueError as err:
@@ -141,10 +154,10 @@ class AgentSettings:
             raise ValueError(
                 f"--log-format {self.log_format!r} is not one of {', '.join(LOG_FORMATS)}"
             )
-        try:
-            parse_level(self.log_level)
-        except ValueError as err:
-            raise ValueError(f"--log-level: {err}") from None
+        if self.log_level not in LOG_LEVELS:
+            raise ValueError(
+                f"--log-level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}"
+            )
         try:
             self.leader_election.validate()
         except ValueError as err:

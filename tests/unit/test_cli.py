@@ -1,0 +1,748 @@
+"""The ``workagent`` command line: OCM's work-agent flags, parsed as pflag parses them."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import re
+import subprocess
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import workagent.__main__ as entry
+from workagent.cli import (
+    AgentCommand,
+    ShowText,
+    UsageError,
+    agent_flag_set,
+    agent_flags,
+    normalize_flag_name,
+    parse_command_line,
+    parse_go_bool,
+    parse_go_float,
+    parse_go_int,
+)
+from workagent.runtime import LeaderElectionSettings
+from workagent.settings import (
+    FEATURE_EXECUTOR_VALIDATING_CACHES,
+    FEATURE_RAW_FEEDBACK_JSON_STRING,
+    AgentSettings,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+NO_FILE = Path("/nonexistent/serviceaccount/namespace")
+
+
+def parse(*args: str, namespace_file: Path = NO_FILE) -> AgentCommand:
+    """Parse ``workagent <args>`` and expect the agent command."""
+    command = parse_command_line(list(args), namespace_file=namespace_file)
+    assert isinstance(command, AgentCommand), command
+    return command
+
+
+def settings_of(*args: str) -> AgentSettings:
+    """Settings of ``workagent agent --spoke-cluster-name=cluster1 <args>``."""
+    return parse("agent", "--spoke-cluster-name=cluster1", *args).settings
+
+
+def usage_error(*args: str) -> str:
+    """The one-line message of a command line that must be refused."""
+    with pytest.raises(UsageError) as caught:
+        parse_command_line(list(args), namespace_file=NO_FILE)
+    return str(caught.value)
+
+
+def comparable(settings: AgentSettings) -> AgentSettings:
+    """The settings with the random leader-election identity blanked out."""
+    election = dataclasses.replace(settings.leader_election, identity="")
+    return dataclasses.replace(settings, leader_election=election)
+
+
+def expected(**fields: object) -> AgentSettings:
+    """Default settings for cluster1, with ``fields`` changed (identity blanked)."""
+    election = LeaderElectionSettings(identity="")
+    base = AgentSettings(cluster_name="cluster1", leader_election=election)
+    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+
+
+# -- what the klusterlet operator passes --------------------------------------------------
+
+# open-cluster-management-io/ocm, manifests/klusterlet/management/klusterlet-work-deployment.yaml
+# at commit 98443736e951aebff646b52451b6e4628d62fc39: the args of container
+# "klusterlet-manifestwork-agent", rendered for install mode Default, ClusterName=cluster1,
+# AgentID=2f1e6a0c-6f8f-4a4c-9d8e-2f6f1b0e4c11, Replica=1 (so the template adds
+# --status-sync-interval=60s), WorkFeatureGates from ConvertToFeatureGateFlags (one
+# --feature-gates=<Gate>=true per enabled gate), WorkKubeAPIQPS=100, WorkKubeAPIBurst=200,
+# WorkHubKubeAPIQPS=75, WorkHubKubeAPIBurst=150 and AppliedManifestWorkEvictionGracePeriod
+# = (10*time.Minute).String().
+OPERATOR_ARGS = [
+    "/work",
+    "agent",
+    "--spoke-cluster-name=cluster1",
+    "--workload-source-driver=kube",
+    "--workload-source-config=/spoke/hub-kubeconfig/kubeconfig",
+    "--agent-id=2f1e6a0c-6f8f-4a4c-9d8e-2f6f1b0e4c11",
+    "--feature-gates=RawFeedbackJsonString=true",
+    "--feature-gates=ExecutorValidatingCaches=true",
+    "--terminate-on-files=/spoke/hub-kubeconfig/kubeconfig",
+    "--status-sync-interval=60s",
+    "--kube-api-qps=100",
+    "--kube-api-burst=200",
+    "--hub-kube-api-qps=75",
+    "--hub-kube-api-burst=150",
+    "--appliedmanifestwork-eviction-grace-period=10m0s",
+]
+
+# The same template at commit 019c809b28ade6508d2e72a5596faa16e2db7ccd, rendered for install
+# mode Hosted (adds --spoke-kubeconfig and a second --terminate-on-files) with
+# WorkStatusSyncInterval=(90*time.Second).String(), TLSMinVersion=VersionTLS13,
+# TLSCipherSuites set and HealthCheckPort=9443 (which adds --health-port).
+OPERATOR_ARGS_HOSTED = [
+    "/work",
+    "agent",
+    "--spoke-cluster-name=cluster1",
+    "--workload-source-driver=kube",
+    "--workload-source-config=/spoke/hub-kubeconfig/kubeconfig",
+    "--agent-id=2f1e6a0c-6f8f-4a4c-9d8e-2f6f1b0e4c11",
+    "--spoke-kubeconfig=/spoke/config/kubeconfig",
+    "--terminate-on-files=/spoke/config/kubeconfig",
+    "--terminate-on-files=/spoke/hub-kubeconfig/kubeconfig",
+    "--status-sync-interval=1m30s",
+    "--appliedmanifestwork-eviction-grace-period=876000h0m0s",
+    "--tls-min-version=VersionTLS13",
+    "--tls-cipher-suites=TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384",
+    "--health-port=9443",
+]
+
+
+def test_operator_default_mode_args_start_the_agent_unchanged() -> None:
+    command = parse(*OPERATOR_ARGS)
+    assert comparable(command.settings) == expected(
+        agent_id="2f1e6a0c-6f8f-4a4c-9d8e-2f6f1b0e4c11",
+        hub_kubeconfig="/spoke/hub-kubeconfig/kubeconfig",
+        feature_gates=frozenset(
+            {FEATURE_RAW_FEEDBACK_JSON_STRING, FEATURE_EXECUTOR_VALIDATING_CACHES}
+        ),
+        terminate_on_files=("/spoke/hub-kubeconfig/kubeconfig",),
+        status_sync_interval=60.0,
+        kube_api_qps=100.0,
+        kube_api_burst=200,
+        hub_kube_api_qps=75.0,
+        hub_kube_api_burst=150,
+        eviction_grace_period=600.0,
+    )
+    assert command.notices == ()  # every flag the operator passes means something here
+
+
+def test_operator_hosted_mode_args_start_the_agent_unchanged() -> None:
+    command = parse(*OPERATOR_ARGS_HOSTED)
+    settings = command.settings
+    assert comparable(settings) == expected(
+        agent_id="2f1e6a0c-6f8f-4a4c-9d8e-2f6f1b0e4c11",
+        spoke_kubeconfig="/spoke/config/kubeconfig",
+        terminate_on_files=("/spoke/config/kubeconfig", "/spoke/hub-kubeconfig/kubeconfig"),
+        status_sync_interval=90.0,
+        eviction_grace_period=876000 * 3600.0,
+        listen="0.0.0.0:9443",
+    )
+    assert settings.eviction_disabled
+    assert settings.spoke_config_path == "/spoke/config/kubeconfig"
+    assert [n.flag for n in command.notices] == ["--tls-min-version", "--tls-cipher-suites"]
+    assert all("plain HTTP" in n.message for n in command.notices)
+
+
+# The arguments of the issue: a hand-written deployment of the Go agent, with
+# leader election off and klog verbosity in both spellings klog accepts.
+@pytest.mark.parametrize("verbosity", ["--v=2", "-v=2", "-v", "--v"])
+def test_hand_written_go_agent_args(verbosity: str) -> None:
+    args = [
+        "/work",
+        "agent",
+        "--spoke-cluster-name=cluster1",
+        "--workload-source-config=/spoke/hub-kubeconfig/kubeconfig",
+        "--agent-id=agent-1",
+        "--terminate-on-files=/spoke/hub-kubeconfig/kubeconfig",
+        "--status-sync-interval=60s",
+        "--kube-api-qps=20",
+        "--hub-kube-api-qps=30",
+        "--appliedmanifestwork-eviction-grace-period=1h0m0s",
+        "--feature-gates=RawFeedbackJsonString=true,ExecutorValidatingCaches=false",
+        "--disable-leader-election",
+        verbosity,
+    ]
+    if verbosity in ("-v", "--v"):
+        args.append("2")  # the separate-value form
+    settings = parse(*args).settings
+    assert comparable(settings) == expected(
+        agent_id="agent-1",
+        terminate_on_files=("/spoke/hub-kubeconfig/kubeconfig",),
+        status_sync_interval=60.0,
+        kube_api_qps=20.0,
+        hub_kube_api_qps=30.0,
+        eviction_grace_period=3600.0,
+        feature_gates=frozenset({FEATURE_RAW_FEEDBACK_JSON_STRING}),
+        leader_election=LeaderElectionSettings(disabled=True, identity=""),
+        log_level="info",
+    )
+
+
+# -- defaults and each flag -----------------------------------------------------------------
+
+
+def test_defaults() -> None:
+    settings = settings_of()
+    assert comparable(settings) == expected()
+    assert settings.hub_kubeconfig == "/spoke/hub-kubeconfig/kubeconfig"
+    assert settings.status_sync_interval == 30.0  # the documented default (OCM's code: 10s)
+    assert settings.eviction_grace_period == 3600.0
+    assert settings.workers == 10
+    assert settings.max_json_raw_length == 1024
+    assert settings.max_feedback_watch == 50
+    assert settings.listen == "0.0.0.0:8443"
+    assert settings.log_format == "json"
+    assert settings.log_level == "info"
+    assert settings.spoke_config_path is None
+    election = settings.leader_election
+    assert (election.lease_name, election.namespace) == (
+        "work-agent-lock",
+        "open-cluster-management-agent",
+    )
+    assert (election.lease_duration, election.renew_deadline, election.retry_period) == (
+        137.0,
+        107.0,
+        26.0,
+    )
+    assert not election.disabled
+    assert election.identity  # <hostname>_<uuid>
+    assert not settings.eviction_disabled
+
+
+# (flag, value as typed, settings field, expected value)
+VALUE_FLAGS = [
+    ("--spoke-cluster-name", "other", "cluster_name", "other"),
+    ("--cluster-name", "other", "cluster_name", "other"),
+    ("--agent-id", "a1", "agent_id", "a1"),
+    ("--workload-source-config", "/hub.kubeconfig", "hub_kubeconfig", "/hub.kubeconfig"),
+    ("--hub-kubeconfig", "/hub.kubeconfig", "hub_kubeconfig", "/hub.kubeconfig"),
+    ("--kubeconfig", "/spoke.kubeconfig", "kubeconfig", "/spoke.kubeconfig"),
+    ("--spoke-kubeconfig", "/spoke.kubeconfig", "spoke_kubeconfig", "/spoke.kubeconfig"),
+    ("--status-sync-interval", "1m30s", "status_sync_interval", 90.0),
+    ("--status-sync-interval", "500ms", "status_sync_interval", 0.5),
+    ("--appliedmanifestwork-eviction-grace-period", "876000h", "eviction_grace_period", 3.1536e9),
+    ("--appliedmanifestwork-eviction-grace-period", "0s", "eviction_grace_period", 0.0),
+    ("--max-json-raw-length", "2048", "max_json_raw_length", 2048),
+    ("--max-feedback-watch", "0", "max_feedback_watch", 0),
+    ("--workload-agent-workers", "1", "workers", 1),
+    ("--kube-api-qps", "12.5", "kube_api_qps", 12.5),
+    ("--kube-api-burst", "7", "kube_api_burst", 7),
+    ("--hub-kube-api-qps", "-1", "hub_kube_api_qps", -1.0),
+    ("--hub-kube-api-burst", "0x10", "hub_kube_api_burst", 16),
+    ("--listen", "127.0.0.1:9000", "listen", "127.0.0.1:9000"),
+    ("--listen", ":9000", "listen", ":9000"),
+    ("--health-port", "8080", "listen", "0.0.0.0:8080"),
+    ("--log-format", "console", "log_format", "console"),
+    ("--log-level", "WARNING", "log_level", "warning"),
+    ("--terminate-on-files", "/a,b", "terminate_on_files", ("/a,b",)),
+    ("--feature-gates", "AllAlpha=true", "feature_gates", frozenset(
+        {FEATURE_EXECUTOR_VALIDATING_CACHES, FEATURE_RAW_FEEDBACK_JSON_STRING}
+    )),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("flag", "text", "field", "value"), VALUE_FLAGS)
+@pytest.mark.parametrize("form", ["equals", "separate"])
+def test_value_flags_in_both_forms(
+    flag: str, text: str, field: str, value: object, form: str
+) -> None:
+    args = [f"{flag}={text}"] if form == "equals" else [flag, text]
+    settings = parse("agent", "--spoke-cluster-name=cluster1", *args).settings
+    assert getattr(settings, field) == value
+
+
+@pytest.mark.parametrize(
+    ("args", "namespace"),
+    [
+        (["--namespace=agents"], "agents"),
+        (["--namespace", "agents"], "agents"),
+    ],
+)
+def test_namespace_flag(args: list[str], namespace: str) -> None:
+    settings = settings_of(*args)
+    assert settings.namespace == settings.leader_election.namespace == namespace
+
+
+def test_namespace_detected_from_the_service_account(tmp_path: Path) -> None:
+    namespace_file = tmp_path / "namespace"
+    namespace_file.write_text("klusterlet-agent\n")
+    command = parse("agent", "--spoke-cluster-name=c1", namespace_file=namespace_file)
+    assert command.settings.namespace == "klusterlet-agent"
+    explicit = parse(
+        "agent", "--spoke-cluster-name=c1", "--namespace=mine", namespace_file=namespace_file
+    )
+    assert explicit.settings.namespace == "mine"
+
+
+def test_leader_election_flags() -> None:
+    election = settings_of(
+        "--leader-election-lease-duration=60s",
+        "--leader-election-renew-deadline",
+        "40s",
+        "--leader-election-retry-period=10s",
+    ).leader_election
+    assert (election.lease_duration, election.renew_deadline, election.retry_period) == (
+        60.0,
+        40.0,
+        10.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "disabled"),
+    [
+        (["--disable-leader-election"], True),
+        (["--disable-leader-election=true"], True),
+        (["--disable-leader-election=1"], True),
+        (["--disable-leader-election=T"], True),
+        (["--disable-leader-election=false"], False),
+        (["--disable-leader-election=False"], False),
+        (["--disable-leader-election", "--disable-leader-election=0"], False),
+        ([], False),
+    ],
+)
+def test_bool_flag_forms(args: list[str], disabled: bool) -> None:
+    assert settings_of(*args).leader_election.disabled is disabled
+
+
+def test_a_bool_flag_never_takes_the_next_argument() -> None:
+    # pflag: "--disable-leader-election false" is the flag, then a stray argument.
+    message = usage_error("agent", "--spoke-cluster-name=c1", "--disable-leader-election", "false")
+    assert message == 'unexpected argument "false" for "workagent agent"'
+
+
+def test_underscores_in_flag_names_read_as_dashes() -> None:
+    settings = settings_of(
+        "--status_sync_interval=45s",
+        "--workload_agent_workers",
+        "3",
+        "--disable_leader_election",
+        "--feature_gates=RawFeedbackJsonString=true",
+    )
+    assert settings.status_sync_interval == 45.0
+    assert settings.workers == 3
+    assert settings.leader_election.disabled
+    assert settings.gate(FEATURE_RAW_FEEDBACK_JSON_STRING)
+    # Only names are normalised, never values.
+    assert settings_of("--agent_id=my_agent").agent_id == "my_agent"
+    assert parse("agent", "--spoke_cluster_name=c1").settings.cluster_name == "c1"
+    assert normalize_flag_name("max_json_raw_length") == "max-json-raw-length"
+
+
+def test_a_value_may_start_with_a_dash() -> None:
+    # pflag takes the next argument as the value whatever it looks like.
+    assert settings_of("--agent-id", "-x").agent_id == "-x"
+    assert settings_of("--agent-id", "--").agent_id == "--"
+
+
+def test_repeated_flags_keep_the_last_value() -> None:
+    settings = parse(
+        "agent", "--cluster-name=first", "--spoke-cluster-name=second", "--kube-api-qps=1",
+        "--kube-api-qps=2",
+    ).settings  # fmt: skip
+    assert settings.cluster_name == "second"
+    assert settings.kube_api_qps == 2.0
+    assert settings_of("--spoke-cluster-name=c2", "--cluster-name=c3").cluster_name == "c3"
+
+
+def test_terminate_on_files_accumulates_without_splitting() -> None:
+    settings = settings_of("--terminate-on-files=/a", "--terminate-on-files", "/b,c")
+    assert settings.terminate_on_files == ("/a", "/b,c")
+
+
+@pytest.mark.parametrize(
+    ("args", "level"),
+    [
+        ([], "info"),
+        (["-v=3"], "info"),
+        (["-v=4"], "debug"),
+        (["-v", "4"], "debug"),
+        (["-v4"], "debug"),
+        (["--v=10"], "debug"),
+        (["--v", "0"], "info"),
+        (["-v=-1"], "info"),
+        (["--log-level=error"], "error"),
+        (["-v=6", "--log-level=info"], "info"),
+        (["--log-level=debug", "-v=0"], "debug"),
+    ],
+)
+def test_verbosity_maps_to_log_levels(args: list[str], level: str) -> None:
+    assert settings_of(*args).log_level == level
+
+
+def test_hub_kubeconfig_is_the_hub_kubeconfig_with_a_notice() -> None:
+    command = parse("agent", "--spoke-cluster-name=c1", "--hub-kubeconfig=/h")
+    assert command.settings.hub_kubeconfig == "/h"
+    assert [n.flag for n in command.notices] == ["--hub-kubeconfig"]
+    later = parse(
+        "agent", "--spoke-cluster-name=c1", "--hub-kubeconfig=/h", "--workload-source-config=/w"
+    )
+    assert later.settings.hub_kubeconfig == "/w"
+    assert later.notices == ()
+
+
+def test_listen_wins_over_health_port() -> None:
+    assert settings_of("--health-port=9443", "--listen=127.0.0.1:1234").listen == "127.0.0.1:1234"
+    assert settings_of("--health-port=0").listen == "0.0.0.0:8443"
+
+
+# -- feature gates --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "enabled"),
+    [
+        ([], set()),
+        (["--feature-gates=RawFeedbackJsonString=true"], {FEATURE_RAW_FEEDBACK_JSON_STRING}),
+        (["--feature-gates= RawFeedbackJsonString = t ,"], {FEATURE_RAW_FEEDBACK_JSON_STRING}),
+        (["--feature-gates=RawFeedbackJsonString=true,RawFeedbackJsonString=false"], set()),
+        (
+            ["--feature-gates=RawFeedbackJsonString=true", "--feature-gates=ExecutorValidatingCaches=1"],
+            {FEATURE_RAW_FEEDBACK_JSON_STRING, FEATURE_EXECUTOR_VALIDATING_CACHES},
+        ),
+        (
+            ["--feature-gates=RawFeedbackJsonString=true", "--feature-gates=RawFeedbackJsonString=false"],
+            set(),
+        ),
+        (["--feature-gates=AllAlpha=true,RawFeedbackJsonString=false"], {FEATURE_EXECUTOR_VALIDATING_CACHES}),
+        (["--feature-gates=RawFeedbackJsonString=false", "--feature-gates=AllAlpha=true"], {FEATURE_EXECUTOR_VALIDATING_CACHES}),
+        (["--feature-gates=AllBeta=true"], set()),
+        (["--feature-gates="], set()),
+    ],
+)  # fmt: skip
+def test_feature_gates(args: list[str], enabled: set[str]) -> None:
+    assert settings_of(*args).feature_gates == enabled
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("Bogus=true", "unrecognized feature gate: Bogus"),
+        ("RawFeedbackJsonString=yes", "invalid value of RawFeedbackJsonString=yes"),
+        ("RawFeedbackJsonString", "missing bool value for RawFeedbackJsonString"),
+        ("ManifestWorkReplicaSet=true", "unrecognized feature gate: ManifestWorkReplicaSet"),
+    ],
+)
+def test_bad_feature_gates_name_the_gate(value: str, message: str) -> None:
+    error = usage_error("agent", "--spoke-cluster-name=c1", f"--feature-gates={value}")
+    assert error.startswith(f'invalid argument "{value}" for "--feature-gates" flag: {message}')
+
+
+# -- refused command lines ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["agent", "--bogus"], "unknown flag: --bogus"),
+        (["agent", "--bogus=1"], "unknown flag: --bogus"),
+        (["agent", "--spoke-cluster"], "unknown flag: --spoke-cluster"),  # no abbreviations
+        (["agent", "-x"], "unknown shorthand flag: 'x' in -x"),
+        (["agent", "-spoke-cluster-name=c1"], "unknown shorthand flag: 's' in -spoke-cluster-name=c1"),
+        (["agent", "---x"], "bad flag syntax: ---x"),
+        (["agent", "--spoke-cluster-name=c1", "--namespace"], "flag needs an argument: --namespace"),
+        (["agent", "--spoke-cluster-name=c1", "-v"], "flag needs an argument: 'v' in -v"),
+        (["agent"], "--spoke-cluster-name is required"),
+        (["agent", "--spoke-cluster-name=Cluster_1"], "--spoke-cluster-name 'Cluster_1' is not a valid namespace name"),
+        (["agent", "--spoke-cluster-name=c1", "--workload-agent-workers=0"], "workload-agent-workers must be >= 1, got 0"),
+        (["agent", "--spoke-cluster-name=c1", "--workload-agent-workers", "-3"], "workload-agent-workers must be >= 1, got -3"),
+        (["agent", "--spoke-cluster-name=c1", "--workload-agent-workers=ten"], 'invalid argument "ten" for "--workload-agent-workers" flag: strconv.ParseInt: parsing "ten": invalid syntax'),
+        (["agent", "--spoke-cluster-name=c1", "--status-sync-interval=10"], 'invalid argument "10" for "--status-sync-interval" flag: time: missing unit in duration "10"'),
+        (["agent", "--spoke-cluster-name=c1", "--status-sync-interval=1d"], 'invalid argument "1d" for "--status-sync-interval" flag: time: unknown unit "d" in duration "1d"'),
+        (["agent", "--spoke-cluster-name=c1", "--status-sync-interval=0s"], "--status-sync-interval must be > 0"),
+        (["agent", "--spoke-cluster-name=c1", "--appliedmanifestwork-eviction-grace-period=-1s"], "--appliedmanifestwork-eviction-grace-period must not be negative"),
+        (["agent", "--spoke-cluster-name=c1", "--max-json-raw-length=4294967296"], "value out of range"),
+        (["agent", "--spoke-cluster-name=c1", "--kube-api-qps=fast"], 'invalid argument "fast" for "--kube-api-qps" flag: strconv.ParseFloat'),
+        (["agent", "--spoke-cluster-name=c1", "--kube-api-qps=NaN"], "--kube-api-qps must be a finite number"),
+        (["agent", "--spoke-cluster-name=c1", "--hub-kube-api-burst=-1"], "--hub-kube-api-burst must be >= 0"),
+        (["agent", "--spoke-cluster-name=c1", "--disable-leader-election=yes"], 'invalid argument "yes" for "--disable-leader-election" flag: strconv.ParseBool: parsing "yes": invalid syntax'),
+        (["agent", "--spoke-cluster-name=c1", "--workload-source-driver=grpc"], "--workload-source-driver=grpc is not supported"),
+        (["agent", "--spoke-cluster-name=c1", "--workload-source-config="], "--workload-source-config (the hub kubeconfig) must not be empty"),
+        (["agent", "--spoke-cluster-name=c1", "--log-format=text"], "--log-format 'text' is not one of json, console"),
+        (["agent", "--spoke-cluster-name=c1", "--log-level=loud"], "--log-level 'loud' is not one of"),
+        (["agent", "--spoke-cluster-name=c1", "--listen=8443"], "--listen: bind address '8443' must be host:port"),
+        (["agent", "--spoke-cluster-name=c1", "--health-port=70000"], "invalid --health-port value 70000"),
+        (["agent", "--spoke-cluster-name=c1", "--vmodule=foo"], 'invalid argument "foo" for "--vmodule" flag'),
+        (["agent", "--spoke-cluster-name=c1", "--log-flush-frequency=often"], 'invalid argument "often" for "--log-flush-frequency" flag'),
+        (["agent", "--spoke-cluster-name=c1", "--leader-election-lease-duration=10s"], "lease duration (10.0s) must be greater than the renew deadline (107.0s)"),
+        (["agent", "--spoke-cluster-name=c1", "extra"], 'unexpected argument "extra" for "workagent agent"'),
+        (["agent", "--spoke-cluster-name=c1", "--", "--namespace=x"], 'unexpected argument "--namespace=x"'),
+        ([], "no command given"),
+        (["/work"], "no command given"),
+        (["--v=2"], "no command given"),
+        (["hub"], 'unknown command "hub"'),
+        (["--bogus", "agent"], "unknown flag: --bogus"),
+    ],
+)  # fmt: skip
+def test_refused_command_lines(args: list[str], message: str) -> None:
+    error = usage_error(*args)
+    assert message in error
+    assert "\n" not in error
+
+
+def test_disabled_leader_election_skips_its_timing_checks() -> None:
+    settings = settings_of("--disable-leader-election", "--leader-election-lease-duration=1s")
+    assert settings.leader_election.disabled
+
+
+def test_ignored_flags_warn_and_change_nothing() -> None:
+    command = parse(
+        "agent",
+        "--spoke-cluster-name=cluster1",
+        "--cloudevents-client-id=cluster1-work-agent",
+        "--cloudevents-client-codecs=manifest,manifestbundle",
+        "--hub-kubeconfig-dir=/spoke/hub-kubeconfig",
+        "--tls-min-version=VersionTLS12",
+        "--tls-cipher-suites=TLS_AES_128_GCM_SHA256",
+        "--config=/tmp/config.yaml",
+        "--vmodule=controller*=4",
+        "--log-flush-frequency=5s",
+        "--workload-source-driver=kube",
+    )
+    assert comparable(command.settings) == expected()
+    assert [n.flag for n in command.notices] == [
+        "--vmodule",
+        "--cloudevents-client-id",
+        "--cloudevents-client-codecs",
+        "--hub-kubeconfig-dir",
+        "--tls-min-version",
+        "--tls-cipher-suites",
+        "--config",
+    ]
+    for notice in command.notices:
+        assert notice.message.startswith(f"{notice.flag} is ignored: ")
+
+
+# -- help and version -----------------------------------------------------------------------
+
+
+def test_help_lists_every_flag_with_its_default() -> None:
+    command = parse_command_line(["agent", "--help"])
+    assert isinstance(command, ShowText)
+    text = command.text
+    for flag in agent_flags():
+        for spelling in flag.spellings:
+            assert re.search(rf"(^|[ (]){re.escape(spelling)}\b", text, re.M), spelling
+    # Every flag's entry ends with its default, in Go's notation.
+    entries = re.split(r"\n  (?=-)", text.split("flags:", 1)[1])
+    flag_entries = [e for e in entries if not e.startswith("-h, --help")]
+    assert len([e for e in flag_entries if "(default " in e]) == len(agent_flags())
+    for default in (
+        "(default 30s)",
+        "(default 1h0m0s)",
+        "(default 2m17s)",
+        "(default 1m47s)",
+        "(default 26s)",
+        '(default "/spoke/hub-kubeconfig/kubeconfig")',
+        '(default "0.0.0.0:8443")',
+        "(default 50)",
+        "(default 100)",
+        "(default 1024)",
+        "(default 10)",
+        "(default false)",
+        "(default [])",
+        '(default "kube")',
+        '(default "json")',
+    ):
+        assert default in text
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["agent", "--help"],
+        ["agent", "-h"],
+        ["/work", "agent", "--spoke-cluster-name=c1", "--help"],
+        ["agent", "--bogus", "--help"],  # help wins over a broken command line
+        ["agent", "--help=true"],
+    ],
+)
+def test_agent_help_forms(args: list[str]) -> None:
+    command = parse_command_line(args)
+    assert isinstance(command, ShowText)
+    assert command.text.startswith("Usage:\n  workagent agent [flags]")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["help"], ["/work", "--help"]])
+def test_root_help(args: list[str]) -> None:
+    command = parse_command_line(args)
+    assert isinstance(command, ShowText)
+    assert "workagent agent [flags]" in command.text
+
+
+def test_version() -> None:
+    command = parse_command_line(["--version"])
+    assert isinstance(command, ShowText)
+    assert re.fullmatch(r"workagent version \S+\n", command.text)
+
+
+def test_flags_may_precede_the_command() -> None:
+    # cobra treats klog's flags as global: `work --v=4 agent ...` is valid for the Go binary.
+    settings = parse("-v", "4", "agent", "--spoke-cluster-name=c1").settings
+    assert settings.log_level == "debug"
+    settings = parse("--namespace", "agent", "agent", "--spoke-cluster-name=c1").settings
+    assert settings.namespace == "agent"
+
+
+# -- Go value syntax ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("10", 10), ("-3", -3), ("+7", 7), ("0", 0), ("010", 8), ("0x1F", 31), ("0o17", 15),
+     ("0b101", 5), ("1_000", 1000), ("0_10", 8)],
+)  # fmt: skip
+def test_go_ints(text: str, value: int) -> None:
+    assert parse_go_int(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "ten", "1.5", "08", "1__0", "_1", "1_", " 1", "0x", "1e3"])
+def test_bad_go_ints(text: str) -> None:
+    with pytest.raises(ValueError, match=r"strconv\.ParseInt"):
+        parse_go_int(text)
+
+
+def test_go_int_ranges() -> None:
+    assert parse_go_int("2147483647", 32) == 2**31 - 1
+    with pytest.raises(ValueError, match="out of range"):
+        parse_go_int("2147483648", 32)
+    assert parse_go_int("-9223372036854775808") == -(2**63)
+    with pytest.raises(ValueError, match="out of range"):
+        parse_go_int("9223372036854775808")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("50", 50.0), ("1e2", 100.0), ("-0.5", -0.5), ("0x1p4", 16.0), (".5", 0.5)]
+)
+def test_go_floats(text: str, value: float) -> None:
+    assert parse_go_float(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "fast", "1_0", " 5", "5 "])
+def test_bad_go_floats(text: str) -> None:
+    with pytest.raises(ValueError, match=r"strconv\.ParseFloat"):
+        parse_go_float(text)
+
+
+def test_go_bools() -> None:
+    for text in ("1", "t", "T", "TRUE", "true", "True"):
+        assert parse_go_bool(text) is True
+    for text in ("0", "f", "F", "FALSE", "false", "False"):
+        assert parse_go_bool(text) is False
+    for text in ("yes", "on", "tRUE", ""):
+        with pytest.raises(ValueError, match=r"strconv\.ParseBool"):
+            parse_go_bool(text)
+
+
+# -- the entry point ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_agent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[AgentSettings]]:
+    """A stand-in ``workagent.agent`` module whose ``run`` records its settings."""
+    calls: list[AgentSettings] = []
+
+    def run(settings: AgentSettings) -> int:
+        calls.append(settings)
+        return 0
+
+    module = types.ModuleType("workagent.agent")
+    module.run = run  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "workagent.agent", module)
+    monkeypatch.setattr("workagent.runtime.configure_logging", lambda *a, **k: None)
+    yield calls
+
+
+def test_execute_runs_the_agent_with_the_settings(fake_agent: list[AgentSettings]) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert entry.execute(OPERATOR_ARGS, stdout=out, stderr=err) == 0
+    assert [s.cluster_name for s in fake_agent] == ["cluster1"]
+    assert fake_agent[0].status_sync_interval == 60.0
+    assert out.getvalue() == err.getvalue() == ""
+
+
+def test_execute_passes_the_agent_exit_code(
+    fake_agent: list[AgentSettings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = sys.modules["workagent.agent"]
+    monkeypatch.setattr(module, "run", lambda settings: 1)
+    assert entry.execute(["agent", "--spoke-cluster-name=c1"], stderr=io.StringIO()) == 1
+
+
+def test_execute_without_an_agent_in_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    # None in sys.modules makes the import fail as if the module did not exist.
+    monkeypatch.setitem(sys.modules, "workagent.agent", None)
+    monkeypatch.setattr("workagent.runtime.configure_logging", lambda *a, **k: None)
+    err = io.StringIO()
+    assert entry.execute(["agent", "--spoke-cluster-name=c1"], stderr=err) == 1
+    assert err.getvalue() == "workagent: the agent is not available in this build\n"
+
+
+def test_execute_usage_error_is_one_line_and_exit_2() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert entry.execute(["agent", "--bogus"], stdout=out, stderr=err) == 2
+    assert err.getvalue() == "workagent: unknown flag: --bogus\n"
+    assert out.getvalue() == ""
+
+
+def test_execute_help_goes_to_stdout() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert entry.execute(["agent", "--help"], stdout=out, stderr=err) == 0
+    assert "--status-sync-interval duration" in out.getvalue()
+    assert err.getvalue() == ""
+
+
+def console_script() -> list[str]:
+    """The installed ``workagent`` script of this environment (else ``python -m workagent``)."""
+    script = Path(sys.executable).parent / "workagent"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "workagent"]
+
+
+def test_console_script_refuses_an_unknown_flag() -> None:
+    done = subprocess.run(
+        [*console_script(), "agent", "--bogus"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == "workagent: unknown flag: --bogus\n"
+
+
+def test_console_script_version_and_help() -> None:
+    version = subprocess.run(
+        [*console_script(), "--version"], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert version.stdout.startswith("workagent version ")
+    helped = subprocess.run(
+        [*console_script(), "agent", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "--appliedmanifestwork-eviction-grace-period duration" in helped.stdout
+
+
+# -- documentation --------------------------------------------------------------------------
+
+
+def test_operations_doc_covers_every_flag() -> None:
+    doc = (REPO / "docs" / "operations.md").read_text()
+    for flag in agent_flag_set().flags:
+        for spelling in flag.spellings:
+            assert f"`{spelling}" in doc, f"{spelling} is missing from docs/operations.md"
