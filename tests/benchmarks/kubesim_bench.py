@@ -100,16 +100,14 @@ async def main() -> None:
                 counts = [0] * watchers
 
                 async def watcher(k: int) -> None:
-                    async with aiohttp.ClientSession(base, headers=hdr) as ws:
-                        async with ws.get(
-                            f"{cms}?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dhot&timeoutSeconds=60"
-                        ) as r:
-                            async for _ in r.content:
-                                counts[k] += 1
-                                if all(c >= writes for c in counts):
-                                    done.set()
-                                if counts[k] >= writes:
-                                    return
+                    url = f"{cms}?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dhot&timeoutSeconds=60"
+                    async with aiohttp.ClientSession(base, headers=hdr) as ws, ws.get(url) as r:
+                        async for _ in r.content:
+                            counts[k] += 1
+                            if all(c >= writes for c in counts):
+                                done.set()
+                            if counts[k] >= writes:
+                                return
 
                 tasks = [asyncio.create_task(watcher(k)) for k in range(watchers)]
                 await asyncio.sleep(1.0)
