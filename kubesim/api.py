@@ -105,7 +105,12 @@ def _without_volatile(obj: dict[str, Any]) -> dict[str, Any]:
     """The object minus what a no-op write would still change (managedFields times)."""
     out = dict(obj)
     meta = dict(out.get("metadata") or {})
-    meta.pop("managedFields", None)
+    # A new manager sharing fields is a real change; only the entries' times are not.
+    meta["managedFields"] = [
+        {k: v for k, v in entry.items() if k != "time"}
+        for entry in meta.get("managedFields") or []
+        if isinstance(entry, dict)
+    ]
     meta.pop("resourceVersion", None)
     out["metadata"] = meta
     return out
@@ -459,6 +464,7 @@ class Api:
             )
         if old is None:
             raise errors.not_found(rt.plural, name, rt.group)
+        _check_uid(rt, name, old, body_meta.get("uid"))
         wanted_rv = str(body_meta.get("resourceVersion") or "")
         if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(rt.plural, name, rt.group)
@@ -488,6 +494,7 @@ class Api:
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
         pmeta = _meta(patched)
+        _check_uid(rt, name, old, pmeta.get("uid"))
         wanted_rv = str(pmeta.get("resourceVersion") or "")
         if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(rt.plural, name, rt.group)
@@ -1267,6 +1274,18 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+def _check_uid(rt: ResourceType, name: str, old: dict[str, Any], uid: Any) -> None:
+    """A uid in an update or patch is a precondition on the object's identity."""
+    if uid and uid != old["metadata"]["uid"]:
+        raise errors.conflict(
+            rt.plural,
+            name,
+            rt.group,
+            why=f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+            f"{old['metadata']['uid']}",
+        )
 
 
 def _as_any(value: object) -> Any:

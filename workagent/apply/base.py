@@ -16,6 +16,11 @@ class ApplyRequest:
     ``owner`` is the ownerReference to the AppliedManifestWork; when its uid ends
     with ``-`` it is a *removal marker*: create without it, and strip a matching
     owner reference from an existing object (section 4.4 step 3.5).
+
+    ``required`` is never modified by an applier (it may be shared with an
+    informer cache). ``option`` is the manifest's effective config (section 6);
+    ServerSideApply reads ``updateStrategy.serverSideApply`` from it.
+    ``work_name`` scopes what the Update strategy remembers between applies.
     """
 
     resource: Resource

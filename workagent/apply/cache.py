@@ -1,0 +1,75 @@
+"""What the Update strategy remembers between applies (spec/agent.md 5.1.1 step 2).
+
+For each applied object: a digest of the manifest last applied to it, the
+resourceVersion it was in sync at, the manifest itself (so keys the manifest
+stops setting can be removed, see :mod:`workagent.apply.merge`) and, when the
+API server rejected that manifest as invalid, the error. The same manifest
+against the same resourceVersion then needs no comparison, and no request:
+validation is deterministic, so an immutable-field change is reported again
+without being sent again until either side changes.
+
+It lives in memory only; the digest never leaves the process. Entries are
+evicted least recently used first so the cache stays bounded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from workagent.kube import KubeError
+
+#: (work name, API group, kind, namespace, name)
+CacheKey = tuple[str, str, str, str, str]
+
+DEFAULT_MAX_ENTRIES = 10_000
+
+
+def digest(obj: Any) -> str:
+    """A deterministic digest of a JSON value (key order does not matter)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One object's state as of the last apply."""
+
+    required_hash: str
+    resource_version: str
+    #: The manifest last brought into effect (None: unknown).
+    last_required: dict[str, Any] | None
+    #: Set when the API server refused ``required_hash`` at ``resource_version`` as invalid.
+    error: KubeError | None = None
+
+
+class ApplyCache:
+    """A bounded LRU map from :data:`CacheKey` to :class:`CacheEntry`."""
+
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[CacheKey, CacheEntry] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: CacheKey) -> CacheEntry | None:
+        """The entry for ``key``, marked recently used."""
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+        return entry
+
+    def put(self, key: CacheKey, entry: CacheEntry) -> None:
+        """Store ``entry``, evicting the least recently used beyond the bound."""
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    def forget(self, key: CacheKey) -> None:
+        """Drop the entry for ``key`` (e.g. after the object was deleted and recreated)."""
+        self._entries.pop(key, None)

@@ -1,0 +1,50 @@
+"""The ``CreateOnly`` strategy (spec/agent.md 5.2).
+
+Create the object when it is missing; never update its content. Either way
+the work's owner reference is then ensured (added, or stripped for a
+removal marker) with a separate merge patch. Consequence, as in OCM: under
+the default Foreground delete option a CreateOnly manifest adopts an object
+that existed before the work, and deleting the work deletes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from workagent.apply.base import ApplyRequest
+from workagent.apply.merge import for_create
+from workagent.apply.owners import ensure_owner
+from workagent.apply.prepare import prepare
+from workagent.kube import KubeClient, NotFound
+
+log = structlog.get_logger(__name__)
+
+
+class CreateOnlyApplier:
+    """Create if missing, then only keep the owner reference right."""
+
+    strategy = "CreateOnly"
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+
+    async def apply(self, request: ApplyRequest) -> dict[str, Any]:
+        """Apply ``request`` and return the live object."""
+        target = prepare(request)
+        try:
+            obj = await self.client.get(target.resource, target.name, target.namespace)
+        except NotFound:
+            target.required["metadata"]["ownerReferences"] = [dict(request.owner)]
+            obj = await self.client.create(
+                target.resource, for_create(target.required), target.namespace
+            )
+            log.info(
+                "resource created",
+                strategy=self.strategy,
+                resource=str(target.resource),
+                namespace=target.namespace or "",
+                name=target.name,
+            )
+        return await ensure_owner(self.client, target.resource, obj, request.owner)

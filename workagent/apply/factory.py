@@ -1,0 +1,59 @@
+"""Picking the applier for a manifest's ``updateStrategy``."""
+
+from __future__ import annotations
+
+from schemas.work_v1 import UpdateStrategy, UpdateStrategyType
+from workagent.apply.base import Applier
+from workagent.apply.cache import ApplyCache
+from workagent.apply.create_only import CreateOnlyApplier
+from workagent.apply.read_only import ReadOnlyApplier
+from workagent.apply.server_side import DEFAULT_FIELD_MANAGER, ServerSideApplier
+from workagent.apply.update import UpdateApplier
+from workagent.kube import KubeClient
+
+
+class Appliers:
+    """The four strategies for one spoke client; build one per agent.
+
+    The Update applier keeps an in-memory cache of what it applied, so the
+    composition root should hold one ``Appliers`` and use
+    ``appliers.for_strategy`` (e.g. as ``AgentDeps.applier_for``) rather than
+    building appliers per call.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        default_field_manager: str = DEFAULT_FIELD_MANAGER,
+        read_only_missing_is_error: bool = False,
+        cache: ApplyCache | None = None,
+    ) -> None:
+        self.update = UpdateApplier(client, cache=cache)
+        self.create_only = CreateOnlyApplier(client)
+        self.read_only = ReadOnlyApplier(client, missing_is_error=read_only_missing_is_error)
+        self.server_side = ServerSideApplier(client, default_field_manager=default_field_manager)
+
+    def for_strategy(self, strategy: UpdateStrategy | None) -> Applier:
+        """The applier for ``strategy``; None (no config) means Update."""
+        if strategy is None:
+            return self.update
+        if strategy.type == UpdateStrategyType.CREATE_ONLY:
+            return self.create_only
+        if strategy.type == UpdateStrategyType.READ_ONLY:
+            return self.read_only
+        if strategy.type == UpdateStrategyType.SERVER_SIDE_APPLY:
+            if strategy.server_side_apply is None:
+                return self.server_side
+            return self.server_side.with_config(strategy.server_side_apply)
+        return self.update
+
+
+def applier_for(
+    client: KubeClient,
+    strategy: UpdateStrategy | None,
+    *,
+    default_field_manager: str = DEFAULT_FIELD_MANAGER,
+) -> Applier:
+    """A fresh applier for ``strategy``, with an empty Update cache (prefer :class:`Appliers`)."""
+    return Appliers(client, default_field_manager=default_field_manager).for_strategy(strategy)

@@ -1,0 +1,156 @@
+"""The ``Update`` strategy, the default (spec/agent.md 5.1).
+
+GET the object; create it when missing; otherwise merge and compare per the
+kind's rules (:mod:`workagent.apply.kinds`) and PUT only when something the
+manifest sets differs, with the live resourceVersion as a guard. A steady
+state therefore sends no writes, even right after a restart: defaulted
+fields are not compared.
+
+An in-memory cache (:mod:`workagent.apply.cache`) remembers, per work and
+object, the manifest last applied and the resourceVersion it was in sync at,
+so an unchanged pair needs no comparison, and a manifest the API server
+refused as invalid (say, a changed immutable Job template) is not sent again
+until the manifest or the object changes: the error is reported without a
+request.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Final
+
+import structlog
+
+from workagent.apply.base import ApplyRequest
+from workagent.apply.cache import ApplyCache, CacheEntry, CacheKey, digest
+from workagent.apply.kinds import Plan, rules_for
+from workagent.apply.merge import MISSING, for_create
+from workagent.apply.prepare import Target, prepare
+from workagent.kube import Invalid, KubeClient, NotFound
+
+log = structlog.get_logger(__name__)
+
+IMMUTABLE_MESSAGE: Final = "field is immutable"
+# Metadata the API server sets; dropped from a body that recreates an object.
+_SERVER_METADATA: Final = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
+
+
+def _rv(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class UpdateApplier:
+    """Create, or update what the manifest sets; quiet when nothing differs.
+
+    One instance per spoke client, shared by every work: it holds the cache.
+    """
+
+    strategy = "Update"
+
+    def __init__(self, client: KubeClient, *, cache: ApplyCache | None = None) -> None:
+        self.client = client
+        self.cache = cache if cache is not None else ApplyCache()
+
+    async def apply(self, request: ApplyRequest) -> dict[str, Any]:
+        """Apply ``request`` and return the live object."""
+        target = prepare(request)
+        res = target.resource
+        # 5.1 step 1: the manifest's owner references are replaced by the work's.
+        target.required["metadata"]["ownerReferences"] = [dict(request.owner)]
+        rules = rules_for(res.group, res.kind)
+        required = rules.prepare(target.required)
+        key: CacheKey = (
+            request.work_name,
+            res.group,
+            res.kind,
+            target.namespace or "",
+            target.name,
+        )
+        required_hash = digest(required)
+
+        try:
+            existing = await self.client.get(res, target.name, target.namespace)
+        except NotFound:
+            created = await self.client.create(res, for_create(required), target.namespace)
+            self._log("created", target)
+            self.cache.put(key, CacheEntry(required_hash, _rv(created), required))
+            return created
+
+        entry = self.cache.get(key)
+        if (
+            entry is not None
+            and entry.required_hash == required_hash
+            and entry.resource_version == _rv(existing)
+        ):
+            if entry.error is not None:
+                # A fresh traceback: re-raising the stored one would grow it each time.
+                raise entry.error.with_traceback(None)
+            return existing
+
+        last = entry.last_required if entry is not None else None
+        plan = rules.plan(existing, required, MISSING if last is None else last)
+        if plan is None:
+            self.cache.put(key, CacheEntry(required_hash, _rv(existing), required))
+            return existing
+        try:
+            result = await self._write(target, existing, plan)
+        except Invalid as exc:
+            # Deterministic: the same body against the same object fails the same way.
+            self.cache.put(key, CacheEntry(required_hash, _rv(existing), last, error=exc))
+            raise
+        self.cache.put(key, CacheEntry(required_hash, _rv(result), required))
+        return result
+
+    async def _write(self, target: Target, existing: dict[str, Any], plan: Plan) -> dict[str, Any]:
+        if plan.recreate:
+            return await self._recreate(target, existing, plan.body)
+        body = plan.body
+        # Omitted managedFields are kept as they are; sending them back is only bulk.
+        body.get("metadata", {}).pop("managedFields", None)
+        try:
+            updated = await self.client.update(target.resource, body, target.namespace)
+        except Invalid as exc:
+            if plan.recreate_if_immutable and IMMUTABLE_MESSAGE in exc.message:
+                return await self._recreate(target, existing, body)
+            raise
+        self._log("updated", target)
+        return updated
+
+    async def _recreate(
+        self, target: Target, existing: dict[str, Any], body: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Delete the live object (only that one: uid precondition) and create ``body``."""
+        uid = (existing.get("metadata") or {}).get("uid")
+        await self.client.delete(
+            target.resource,
+            target.name,
+            target.namespace,
+            preconditions={"uid": uid} if uid else None,
+        )
+        fresh = copy.deepcopy(body)
+        meta = fresh.setdefault("metadata", {})
+        for field in _SERVER_METADATA:
+            meta.pop(field, None)
+        fresh.pop("status", None)
+        created = await self.client.create(target.resource, for_create(fresh), target.namespace)
+        self._log("recreated", target)
+        return created
+
+    def _log(self, action: str, target: Target) -> None:
+        # Names only: manifests and Secret data never reach the log.
+        log.info(
+            f"resource {action}",
+            strategy=self.strategy,
+            resource=str(target.resource),
+            namespace=target.namespace or "",
+            name=target.name,
+        )
