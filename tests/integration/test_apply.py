@@ -1,0 +1,621 @@
+"""The apply loop end to end: hub ManifestWork -> spoke resources, AMW and status.
+
+Two kubesims (hub and spoke) and the real agent, over real HTTP. Every wait
+is on an observable condition.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+
+from kubesim.sim import KubeSim
+from tests.conftest import eventually
+from tests.integration.conftest import (
+    CLUSTER,
+    AgentRunner,
+    agent_settings,
+    configmap,
+    exists,
+    get_applied_work,
+    get_work,
+    has_cleanup_finalizer,
+    hub_hash_of,
+    manifest_condition,
+    manifest_statuses,
+    start_agent_process,
+    wait_applied,
+    work_body,
+    work_condition,
+)
+from workagent.agent import kubeconfig_server, run_agent
+from workagent.identity import hub_hash
+from workagent.kube import (
+    APPLIED_MANIFESTWORKS,
+    CONFIGMAPS,
+    CRDS,
+    DEPLOYMENTS,
+    LEASES,
+    MANIFESTWORKS,
+    NAMESPACES,
+    Invalid,
+    KubeClient,
+    KubeConfigError,
+    Resource,
+)
+from workagent.runtime import LeaderElectionSettings
+
+HELLO_DEPLOYMENT: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "hello", "namespace": "default"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "hello"}},
+        "template": {
+            "metadata": {"labels": {"app": "hello"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "hello",
+                        "image": "quay.io/asmacdo/busybox",
+                        "command": ["sh", "-c", 'echo "Hello, Kubernetes!" && sleep 3600'],
+                    }
+                ]
+            },
+        },
+    },
+}
+
+
+async def test_hello_work_demo(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """The seeds' hello-work-demo: deployment, finalizer, AMW, exact status."""
+    await hub_client.create(MANIFESTWORKS, work_body("hello-work-demo", [HELLO_DEPLOYMENT]))
+
+    work = await wait_applied(hub_client, "hello-work-demo")
+    deployment = await spoke_client.get(DEPLOYMENTS, "hello", "default")
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == (
+        "quay.io/asmacdo/busybox"
+    )
+    assert has_cleanup_finalizer(work)
+
+    generation = work["metadata"]["generation"]
+    applied = work_condition(work, "Applied")
+    assert applied is not None
+    assert (applied["status"], applied["reason"], applied["message"]) == (
+        "True",
+        "AppliedManifestWorkComplete",
+        "Apply manifest work complete",
+    )
+    assert applied["observedGeneration"] == generation
+    [entry] = manifest_statuses(work)
+    assert entry["resourceMeta"] == {
+        "ordinal": 0,
+        "group": "apps",
+        "version": "v1",
+        "kind": "Deployment",
+        "resource": "deployments",
+        "name": "hello",
+        "namespace": "default",
+    }
+    cond = manifest_condition(work, 0, "Applied")
+    assert cond is not None
+    assert (cond["status"], cond["reason"], cond["message"], cond["observedGeneration"]) == (
+        "True",
+        "AppliedManifestComplete",
+        "Apply manifest complete",
+        generation,
+    )
+
+    # The AppliedManifestWork: named after the hub hash, records the deployment.
+    the_hash = hub_hash_of(tmp_path)
+    assert agent.hub_hash == the_hash
+
+    async def recorded() -> bool:
+        amw = await get_applied_work(spoke_client, the_hash, "hello-work-demo")
+        return bool(amw and (amw.get("status") or {}).get("appliedResources"))
+
+    await eventually(recorded, what="the AMW to record the deployment")
+    amw = await get_applied_work(spoke_client, the_hash, "hello-work-demo")
+    assert amw is not None
+    assert amw["metadata"]["name"] == f"{the_hash}-hello-work-demo"
+    assert amw["spec"] == {
+        "hubHash": the_hash,
+        "manifestWorkName": "hello-work-demo",
+        "agentID": the_hash,
+    }
+    assert (
+        "cluster.open-cluster-management.io/applied-manifest-work-cleanup"
+        in (amw["metadata"]["finalizers"])
+    )
+    assert amw["status"]["appliedResources"] == [
+        {
+            "group": "apps",
+            "version": "v1",
+            "resource": "deployments",
+            "namespace": "default",
+            "name": "hello",
+            "uid": deployment["metadata"]["uid"],
+        }
+    ]
+    # The deployment is owned (plainly) by the AMW.
+    assert deployment["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "work.open-cluster-management.io/v1",
+            "kind": "AppliedManifestWork",
+            "name": amw["metadata"]["name"],
+            "uid": amw["metadata"]["uid"],
+        }
+    ]
+
+
+async def test_edit_updates_and_removal_deletes(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """Editing a manifest updates the resource; removing one deletes it."""
+    body = work_body("edits", [configmap("first", key="one"), configmap("second")])
+    await hub_client.create(MANIFESTWORKS, body)
+    await wait_applied(hub_client, "edits")
+    assert (await spoke_client.get(CONFIGMAPS, "first", "default"))["data"] == {"key": "one"}
+
+    work = await get_work(hub_client, "edits")
+    work["spec"]["workload"]["manifests"] = [configmap("first", key="two")]
+    await hub_client.update(MANIFESTWORKS, work)
+    await wait_applied(hub_client, "edits", generation=work["metadata"]["generation"] + 1)
+
+    async def converged() -> bool:
+        first = await spoke_client.get(CONFIGMAPS, "first", "default")
+        gone = not await exists(spoke_client, CONFIGMAPS, "second", "default")
+        return first["data"] == {"key": "two"} and gone
+
+    await eventually(converged, what="first updated and second deleted")
+    work = await get_work(hub_client, "edits")
+    assert [e["resourceMeta"]["name"] for e in manifest_statuses(work)] == ["first"]
+
+    async def amw_has_only_first() -> bool:
+        amw = await get_applied_work(spoke_client, hub_hash_of(tmp_path), "edits")
+        names = [r["name"] for r in (amw or {}).get("status", {}).get("appliedResources", [])]
+        return names == ["first"]
+
+    await eventually(amw_has_only_first, what="the AMW to list only the first configmap")
+
+
+async def test_restart_writes_nothing(
+    agent: AgentRunner,
+    hub: KubeSim,
+    spoke: KubeSim,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+) -> None:
+    """A converged work sees no write from a restarted agent (resync compares and skips)."""
+    await hub_client.create(MANIFESTWORKS, work_body("quiet", [configmap("quiet-cm")]))
+    await hub_client.create(MANIFESTWORKS, work_body("quiet-deploy", [HELLO_DEPLOYMENT]))
+    await wait_applied(hub_client, "quiet")
+    await wait_applied(hub_client, "quiet-deploy")
+    await agent.stop()
+
+    hub.state.stats.reset()
+    spoke.state.stats.reset()
+    await agent.start()
+    assert agent.agent is not None
+    controller = next(
+        c for c in agent.agent.manager.controllers if c.name == "manifestwork-controller"
+    )
+
+    async def both_resynced() -> bool:
+        # After a successful reconcile the key waits ~4 minutes for the next resync
+        # (a failed one would be back within seconds).
+        waiting = controller.queue.waiting()
+        return all(waiting.get(name, 0) > 200 for name in ("quiet", "quiet-deploy"))
+
+    await eventually(both_resynced, what="both works reconciled after the restart")
+    writes = {"create", "update", "patch", "delete", "deletecollection"}
+    for sim in (hub, spoke):
+        made = [
+            row
+            for row in sim.state.stats.to_json()["requests"]
+            if row["verb"] in writes and row["userAgent"] in ("work-agent", "workagent")
+        ]
+        assert made == [], made
+    work = await get_work(hub_client, "quiet")
+    assert work["metadata"]["namespace"] == CLUSTER
+
+
+def applied_message(work: dict[str, Any], ordinal: int) -> tuple[str, str, str]:
+    """(status, reason, message) of a manifest's Applied condition."""
+    cond = manifest_condition(work, ordinal, "Applied")
+    assert cond is not None, f"manifest {ordinal} has no Applied condition"
+    return cond["status"], cond["reason"], cond["message"]
+
+
+async def test_bad_manifests_fail_alone_and_recover(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
+) -> None:
+    """Each bad manifest is Applied=False with its own reason; the rest is applied."""
+    # A namespace being deleted refuses new content with 403 Forbidden.
+    await spoke_client.create(NAMESPACES, {"metadata": {"name": "doomed"}})
+    held = configmap("held", "doomed")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    await spoke_client.create(CONFIGMAPS, held)
+    await spoke_client.delete(NAMESPACES, "doomed")
+
+    no_namespace = configmap("no-namespace")
+    del no_namespace["metadata"]["namespace"]
+    manifests = [
+        configmap("good-first"),
+        configmap("Bad_Name"),  # 422 from the spoke
+        {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}},
+        no_namespace,
+        configmap("late", "doomed"),  # 403 from the spoke
+        {"apiVersion": "apps/", "kind": "Deployment", "metadata": {"name": "x"}},
+        HELLO_DEPLOYMENT,
+    ]
+    await hub_client.create(MANIFESTWORKS, work_body("mixed", manifests))
+    # Another work is not held up by the failing one.
+    await hub_client.create(MANIFESTWORKS, work_body("healthy", [configmap("healthy-cm")]))
+    await wait_applied(hub_client, "healthy")
+
+    work = await wait_applied(hub_client, "mixed", status="False")
+    applied = work_condition(work, "Applied")
+    assert applied is not None
+    assert (applied["reason"], applied["message"]) == (
+        "AppliedManifestWorkFailed",
+        "Failed to apply manifest work",
+    )
+    ok = ("True", "AppliedManifestComplete", "Apply manifest complete")
+    assert applied_message(work, 0) == ok
+    assert applied_message(work, 6) == ok
+    status, reason, message = applied_message(work, 1)
+    assert (status, reason) == ("False", "AppliedManifestFailed")
+    assert message.startswith(
+        'Failed to apply manifest: ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value'
+    )
+    assert applied_message(work, 2) == (
+        "False",
+        "AppliedManifestFailed",
+        'Failed to apply manifest: the server doesn\'t have a resource type "Widget"',
+    )
+    assert applied_message(work, 3) == (
+        "False",
+        "AppliedManifestFailed",
+        'Failed to apply manifest: ConfigMap "no-namespace" has no metadata.namespace, '
+        "but configmaps is namespaced",
+    )
+    assert applied_message(work, 4) == (
+        "False",
+        "AppliedManifestFailed",
+        'Failed to apply manifest: configmaps "late" is forbidden: unable to create new '
+        "content in namespace doomed because it is being terminated",
+    )
+    assert applied_message(work, 5) == (
+        "False",
+        "AppliedManifestFailed",
+        "Failed to apply manifest: invalid apiVersion 'apps/' of the Deployment manifest",
+    )
+    # The resource meta of an unmappable manifest says what is known.
+    assert manifest_statuses(work)[2]["resourceMeta"] == {
+        "ordinal": 2,
+        "group": "example.com",
+        "version": "v1",
+        "kind": "Widget",
+        "resource": "",
+        "name": "w",
+        "namespace": "",
+    }
+    assert await exists(spoke_client, CONFIGMAPS, "good-first", "default")
+    assert await exists(spoke_client, DEPLOYMENTS, "hello", "default")
+
+    # Fixing the work recovers it.
+    work = await get_work(hub_client, "mixed")
+    work["spec"]["workload"]["manifests"] = [configmap("good-first"), configmap("good-name")]
+    await hub_client.update(MANIFESTWORKS, work)
+    fixed = await wait_applied(hub_client, "mixed", generation=work["metadata"]["generation"] + 1)
+    assert [applied_message(fixed, i) for i in (0, 1)] == [ok, ok]
+    assert await exists(spoke_client, CONFIGMAPS, "good-name", "default")
+
+    async def hello_deleted() -> bool:
+        return not await exists(spoke_client, DEPLOYMENTS, "hello", "default")
+
+    await eventually(hello_deleted, what="the removed deployment to be deleted")
+
+
+async def test_manifest_without_kind_on_a_permissive_hub(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
+) -> None:
+    """A hub whose CRD does not enforce embedded resources can send a manifest without
+    apiVersion or kind: only that manifest fails, with a message saying what is missing."""
+    with_schema = await hub_client.get(CRDS, "manifestworks.work.open-cluster-management.io")
+    item = with_schema["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"
+    ]["workload"]["properties"]["manifests"]["items"]
+    item.pop("x-kubernetes-embedded-resource", None)
+    await hub_client.update(CRDS, with_schema)
+
+    manifests = [
+        {"kind": "ConfigMap", "metadata": {"name": "no-version", "namespace": "default"}},
+        {"apiVersion": "v1", "metadata": {"name": "no-kind", "namespace": "default"}},
+        configmap("fine"),
+    ]
+
+    async def created() -> bool:
+        try:
+            await hub_client.create(MANIFESTWORKS, work_body("loose", manifests))
+        except Invalid:
+            return False  # the CRD change is not served yet
+        return True
+
+    await eventually(created, what="the permissive CRD to be served")
+    work = await wait_applied(hub_client, "loose", status="False")
+    assert applied_message(work, 0) == (
+        "False",
+        "AppliedManifestFailed",
+        "Failed to apply manifest: Object 'apiVersion' is missing in the ConfigMap manifest",
+    )
+    assert applied_message(work, 1) == (
+        "False",
+        "AppliedManifestFailed",
+        "Failed to apply manifest: Object 'Kind' is missing in the manifest",
+    )
+    assert applied_message(work, 2)[0] == "True"
+    assert await exists(spoke_client, CONFIGMAPS, "fine", "default")
+
+
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {"size": {"type": "integer"}},
+                            }
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+async def test_crd_and_custom_resources_in_one_work(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
+) -> None:
+    """The CRD is applied first (kind rank), its CRs as soon as it is served."""
+    widget = {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "gear", "namespace": "default"},
+        "spec": {"size": 3},
+    }
+    # Listed before the CRD on purpose: results still follow spec order.
+    await hub_client.create(MANIFESTWORKS, work_body("with-crd", [widget, WIDGET_CRD]))
+    work = await wait_applied(hub_client, "with-crd")
+    metas = [e["resourceMeta"] for e in manifest_statuses(work)]
+    assert [(m["ordinal"], m["kind"], m["resource"]) for m in metas] == [
+        (0, "Widget", "widgets"),
+        (1, "CustomResourceDefinition", "customresourcedefinitions"),
+    ]
+    widgets = Resource("example.com", "v1", "widgets", "Widget", True)
+    assert (await spoke_client.get(widgets, "gear", "default"))["spec"] == {"size": 3}
+    assert await exists(spoke_client, CRDS, "widgets.example.com")
+
+
+async def test_agent_subprocess_with_operator_flags(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """``workagent agent`` started as the klusterlet operator starts the Go agent."""
+    process = await start_agent_process(
+        tmp_path,
+        "--spoke-cluster-name=cluster1",
+        f"--workload-source-config={tmp_path / 'hub.kubeconfig'}",
+        f"--spoke-kubeconfig={tmp_path / 'spoke.kubeconfig'}",
+        f"--terminate-on-files={tmp_path / 'hub.kubeconfig'}",
+        "--status-sync-interval=60s",
+        "--disable-leader-election",
+        "--listen=127.0.0.1:0",
+        "--kube-api-qps=50",
+        "--kube-api-burst=100",
+        "--hub-kube-api-qps=50",
+        "--hub-kube-api-burst=100",
+    )
+    try:
+        await hub_client.create(MANIFESTWORKS, work_body("from-process", [configmap("proc-cm")]))
+
+        async def applied() -> bool:
+            if process.process.returncode is not None:
+                raise AssertionError(f"the agent exited early:\n{process.log()}")
+            work = await get_work(hub_client, "from-process")
+            cond = work_condition(work, "Applied")
+            return cond is not None and cond["status"] == "True"
+
+        await eventually(applied, timeout=30, what="the subprocess agent to apply the work")
+        cm = await spoke_client.get(CONFIGMAPS, "proc-cm", "default")
+        managers = {entry["manager"] for entry in cm["metadata"].get("managedFields") or []}
+        assert managers == {"work-agent"}
+    finally:
+        code = await process.terminate()
+    assert code == 0, process.log()
+
+
+async def test_bad_hub_kubeconfig_is_one_clear_error(tmp_path: Path) -> None:
+    """A missing hub kubeconfig ends the agent with exit code 2, no traceback."""
+    settings = agent_settings(tmp_path, hub_kubeconfig=str(tmp_path / "missing"))
+    assert await run_agent(settings, handle_signals=False) == 2
+    (tmp_path / "broken").write_text("clusters: [\n")
+    with pytest.raises(KubeConfigError, match="cannot read hub kubeconfig"):
+        kubeconfig_server(str(tmp_path / "broken"))
+
+
+async def test_deleted_applied_work_is_recreated(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """An AppliedManifestWork deleted by hand comes back with the work's resources."""
+    await hub_client.create(MANIFESTWORKS, work_body("again", [configmap("again-cm")]))
+    await wait_applied(hub_client, "again")
+    the_hash = hub_hash_of(tmp_path)
+    first = await get_applied_work(spoke_client, the_hash, "again")
+    assert first is not None
+    await spoke_client.delete(APPLIED_MANIFESTWORKS, first["metadata"]["name"])
+
+    async def recreated() -> bool:
+        amw = await get_applied_work(spoke_client, the_hash, "again")
+        if amw is None or amw["metadata"]["uid"] == first["metadata"]["uid"]:
+            return False
+        names = [r["name"] for r in (amw.get("status") or {}).get("appliedResources") or []]
+        return names == ["again-cm"]
+
+    await eventually(recreated, what="a new AppliedManifestWork recording the configmap")
+    assert await exists(spoke_client, CONFIGMAPS, "again-cm", "default")
+
+
+async def test_leader_election_and_probes(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """With leader election the agent holds Lease work-agent-lock, serves probes and
+    metrics, and releases the Lease when it stops."""
+    namespace = "open-cluster-management-agent"
+    await spoke_client.create(NAMESPACES, {"metadata": {"name": namespace}})
+    settings = agent_settings(
+        tmp_path,
+        leader_election=LeaderElectionSettings(namespace=namespace, identity="agent-a"),
+    )
+    runner = AgentRunner(settings)
+    await runner.start()
+    try:
+        lease = await spoke_client.get(LEASES, "work-agent-lock", namespace)
+        assert lease["spec"]["holderIdentity"] == "agent-a"
+        await hub_client.create(MANIFESTWORKS, work_body("led", [configmap("led-cm")]))
+        await wait_applied(hub_client, "led")
+        assert runner.agent is not None
+        base = runner.agent.manager.observability.url
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{base}/readyz") as response:
+                assert response.status == 200, await response.text()
+            async with session.get(f"{base}/metrics") as response:
+                text = await response.text()
+        assert 'workqueue_adds_total{name="manifestwork-controller"}' in text
+    finally:
+        assert await runner.stop() == 0
+    lease = await spoke_client.get(LEASES, "work-agent-lock", namespace)
+    assert not lease["spec"].get("holderIdentity")
+
+
+async def test_hub_hash_uses_the_server_string_as_written(
+    hub: KubeSim, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """A trailing slash in the hub kubeconfig's server changes the hub hash (as OCM)."""
+    kubeconfig = hub.kubeconfig()
+    kubeconfig["clusters"][0]["cluster"]["server"] = hub.url + "/"
+    (tmp_path / "hub-slash.kubeconfig").write_text(yaml.safe_dump(kubeconfig))
+    settings = agent_settings(tmp_path, hub_kubeconfig=str(tmp_path / "hub-slash.kubeconfig"))
+    runner = AgentRunner(settings)
+    await runner.start()
+    try:
+        assert runner.hub_hash == hub_hash(hub.url + "/") != hub_hash(hub.url)
+        await hub_client.create(MANIFESTWORKS, work_body("slash", [configmap("slash-cm")]))
+        await wait_applied(hub_client, "slash")
+        assert await get_applied_work(spoke_client, hub_hash(hub.url + "/"), "slash") is not None
+    finally:
+        await runner.stop()
+
+
+async def test_removed_manifest_held_by_a_finalizer_stays_recorded(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """A removed manifest whose object a foreign finalizer holds stays in the AMW until
+    the object is really gone."""
+    held = configmap("held-cm")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    await hub_client.create(MANIFESTWORKS, work_body("holding", [held, configmap("kept-cm")]))
+    await wait_applied(hub_client, "holding")
+    work = await get_work(hub_client, "holding")
+    work["spec"]["workload"]["manifests"] = [configmap("kept-cm")]
+    await hub_client.update(MANIFESTWORKS, work)
+    the_hash = hub_hash_of(tmp_path)
+
+    async def recorded_names() -> list[str]:
+        amw = await get_applied_work(spoke_client, the_hash, "holding")
+        return [r["name"] for r in ((amw or {}).get("status") or {}).get("appliedResources") or []]
+
+    async def terminating() -> bool:
+        live = await spoke_client.get(CONFIGMAPS, "held-cm", "default")
+        return bool(live["metadata"].get("deletionTimestamp"))
+
+    await eventually(terminating, what="the removed configmap to be deleted")
+    assert await recorded_names() == ["held-cm", "kept-cm"]
+
+    live = await spoke_client.get(CONFIGMAPS, "held-cm", "default")
+    live["metadata"]["finalizers"] = []
+    await spoke_client.update(CONFIGMAPS, live)
+
+    async def only_kept() -> bool:
+        return await recorded_names() == ["kept-cm"]
+
+    await eventually(only_kept, what="the AMW to drop the deleted configmap")
+
+
+async def test_completed_manifest_is_not_touched_again(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
+) -> None:
+    """A manifest whose Complete condition is True counts as applied and is left alone."""
+    await hub_client.create(MANIFESTWORKS, work_body("finished", [configmap("done-cm", key="v1")]))
+    work = await wait_applied(hub_client, "finished")
+    # What the status controller writes when a condition rule says Complete.
+    manifests = manifest_statuses(work)
+    manifests[0]["conditions"].append(
+        {
+            "type": "Complete",
+            "status": "True",
+            "reason": "ConditionRuleEvaluated",
+            "message": "done",
+            "lastTransitionTime": "2024-01-01T00:00:00Z",
+        }
+    )
+    work["status"]["resourceStatus"]["manifests"] = manifests
+    await hub_client.update(MANIFESTWORKS, work, subresource="status")
+
+    work = await get_work(hub_client, "finished")
+    work["spec"]["workload"]["manifests"] = [configmap("done-cm", key="v2")]
+    await hub_client.update(MANIFESTWORKS, work)
+    done = await wait_applied(hub_client, "finished", generation=work["metadata"]["generation"] + 1)
+    assert applied_message(done, 0)[0] == "True"
+    assert (await spoke_client.get(CONFIGMAPS, "done-cm", "default"))["data"] == {"key": "v1"}
+    assert manifest_condition(done, 0, "Complete") is not None
+
+
+async def test_deleting_the_work_cleans_up_both_clusters(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """The composed agent: deleting the work deletes its resources, then the AMW, then
+    releases the hub object."""
+    await hub_client.create(MANIFESTWORKS, work_body("bye", [configmap("bye-cm")]))
+    await wait_applied(hub_client, "bye")
+    await hub_client.delete(MANIFESTWORKS, "bye", CLUSTER)
+    the_hash = hub_hash_of(tmp_path)
+
+    async def all_gone() -> bool:
+        return (
+            not await exists(spoke_client, CONFIGMAPS, "bye-cm", "default")
+            and await get_applied_work(spoke_client, the_hash, "bye") is None
+            and not await exists(hub_client, MANIFESTWORKS, "bye", CLUSTER)
+        )
+
+    await eventually(all_gone, what="the configmap, the AMW and the work to be gone")

@@ -1,0 +1,284 @@
+"""The work agent's composition root: clients, caches, controllers, lifecycle.
+
+``run(settings)`` is what ``workagent agent`` calls; ``run_agent(settings)``
+is the same as a coroutine, for tests and embedding. Everything the
+controllers share is built here once and handed to them as one frozen
+:class:`~workagent.controllers.deps.AgentDeps`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+import yaml
+
+from schemas.work_v1 import UpdateStrategy
+from workagent.apply import Applier, Appliers
+from workagent.controllers.add_finalizer import add_finalizer_controller
+from workagent.controllers.cleanup import cleanup_controllers
+from workagent.controllers.deps import AgentDeps
+from workagent.controllers.manifestwork import manifestwork_controller
+from workagent.executor import ExecutorValidator, build_executor_validator
+from workagent.identity import hub_hash
+from workagent.kube import (
+    APPLIED_MANIFESTWORKS,
+    MANIFESTWORKS,
+    KubeClient,
+    KubeConfigError,
+    RESTMapper,
+)
+from workagent.runtime import (
+    Informer,
+    LeaderElector,
+    Manager,
+    ManagerSettings,
+    configure_logging,
+    run_main,
+)
+from workagent.settings import (
+    FEATURE_EXECUTOR_VALIDATING_CACHES,
+    SPOKE_USER_AGENT,
+    AgentSettings,
+)
+
+log = structlog.get_logger(__name__)
+
+MANAGER_NAME = "work-agent"
+WORKS_RESYNC_SECONDS = 24 * 3600.0
+APPLIED_RESYNC_SECONDS = 21 * 3600.0
+#: How often ``--terminate-on-files`` files are checked for changes.
+FILE_CHECK_SECONDS = 5.0
+
+AppliersFor = Callable[[UpdateStrategy | None], Applier]
+
+
+@dataclass(frozen=True)
+class Collaborators:
+    """The update strategies and the executor check the apply loop uses.
+
+    :func:`default_collaborators` builds them from ``workagent.apply`` and
+    ``workagent.executor``; ``build_agent`` takes another factory for embedding.
+    """
+
+    applier_for: AppliersFor
+    executor: ExecutorValidator
+
+
+@dataclass(frozen=True)
+class Agent:
+    """A built agent: the manager that runs it and the dependencies of its controllers."""
+
+    manager: Manager
+    deps: AgentDeps
+
+
+OnBuilt = Callable[[Agent], None]
+CollaboratorsFactory = Callable[[KubeClient, AgentSettings], Collaborators]
+
+
+def kubeconfig_server(path: str) -> str:
+    """The ``server`` of the current context's cluster, exactly as the file writes it.
+
+    The hub hash is taken from this string without any normalisation (a
+    trailing slash changes it), so it is read from the YAML, not from the
+    loaded client configuration. Raises KubeConfigError.
+    """
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise KubeConfigError(f"hub kubeconfig not found: {path}") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise KubeConfigError(f"cannot read hub kubeconfig {path}: {first}") from None
+    if not isinstance(doc, dict):
+        raise KubeConfigError(f"hub kubeconfig {path} is not a kubeconfig")
+    current = doc.get("current-context")
+    contexts = {c.get("name"): c.get("context") or {} for c in doc.get("contexts") or []}
+    clusters = {c.get("name"): c.get("cluster") or {} for c in doc.get("clusters") or []}
+    if not current or current not in contexts:
+        raise KubeConfigError(f"hub kubeconfig {path}: no usable current-context")
+    cluster = clusters.get(contexts[current].get("cluster"))
+    server = cluster.get("server") if isinstance(cluster, dict) else None
+    if not isinstance(server, str) or not server:
+        raise KubeConfigError(f"hub kubeconfig {path}: the current context's cluster has no server")
+    return server
+
+
+async def _spoke_client(settings: AgentSettings) -> KubeClient:
+    kwargs: dict[str, Any] = {
+        "qps": settings.kube_api_qps,
+        "burst": settings.kube_api_burst,
+        # The apiserver names managedFields after the User-Agent: "work-agent", as OCM.
+        "user_agent": SPOKE_USER_AGENT,
+        "name": "spoke",
+    }
+    path = settings.spoke_config_path
+    if path:
+        return await KubeClient.from_kubeconfig(path, **kwargs)
+    return await KubeClient.in_cluster(**kwargs)
+
+
+def default_collaborators(spoke: KubeClient, settings: AgentSettings) -> Collaborators:
+    """The real update strategies (one shared set, for its apply cache) and executor check."""
+    appliers = Appliers(spoke)
+    validator = build_executor_validator(
+        spoke, caching=settings.gate(FEATURE_EXECUTOR_VALIDATING_CACHES)
+    )
+    return Collaborators(applier_for=appliers.for_strategy, executor=validator)
+
+
+async def build_agent(
+    settings: AgentSettings,
+    *,
+    handle_signals: bool = True,
+    collaborators: CollaboratorsFactory | None = None,
+) -> Agent:
+    """Create clients, informers and controllers; nothing runs yet.
+
+    Raises KubeConfigError for an unusable kubeconfig and ValueError for
+    invalid settings (both become one log line and exit code 2).
+    """
+    if not settings.cluster_name:
+        raise ValueError("--spoke-cluster-name is required")
+    if settings.workers < 1:
+        raise ValueError(f"workload-agent-workers must be >= 1, got {settings.workers}")
+    server = kubeconfig_server(settings.hub_kubeconfig)
+    try:
+        hub = await KubeClient.from_kubeconfig(
+            settings.hub_kubeconfig,
+            qps=settings.hub_kube_api_qps,
+            burst=settings.hub_kube_api_burst,
+            name="hub",
+        )
+    except KubeConfigError as err:
+        raise KubeConfigError(f"hub: {err}") from err
+    try:
+        spoke = await _spoke_client(settings)
+    except KubeConfigError as err:
+        await hub.close()
+        raise KubeConfigError(f"spoke: {err}") from err
+    except BaseException:
+        await hub.close()
+        raise
+    the_hash = hub_hash(server)
+    works = Informer(
+        hub,
+        MANIFESTWORKS,
+        settings.cluster_name,
+        resync_seconds=WORKS_RESYNC_SECONDS,
+        name="manifestworks",
+    )
+    applied = Informer(
+        spoke,
+        APPLIED_MANIFESTWORKS,
+        resync_seconds=APPLIED_RESYNC_SECONDS,
+        name="appliedmanifestworks",
+    )
+    chosen = (collaborators or default_collaborators)(spoke, settings)
+    deps = AgentDeps(
+        settings=settings,
+        hub=hub,
+        spoke=spoke,
+        mapper=RESTMapper(spoke),
+        hub_hash=the_hash,
+        agent_id=settings.agent_id or the_hash,
+        works=works,
+        applied=applied,
+        executor=chosen.executor,
+        applier_for=chosen.applier_for,
+    )
+    elector = LeaderElector(spoke, settings.leader_election)
+    manager = Manager(
+        MANAGER_NAME,
+        settings=ManagerSettings(bind_address=settings.listen, handle_signals=handle_signals),
+        leader_elector=elector,
+    )
+    manager.add_informer(works)
+    manager.add_informer(applied)
+    manager.add_controller(add_finalizer_controller(deps))
+    manager.add_controller(manifestwork_controller(deps))
+    for controller in cleanup_controllers(deps):
+        manager.add_controller(controller)
+    # A caching executor check (ExecutorValidatingCaches) runs controllers of its own.
+    extra = getattr(chosen.executor, "controllers", None)
+    if callable(extra):
+        for controller in extra():
+            manager.add_controller(controller)
+    manager.add_closer("hub client", hub.close)
+    manager.add_closer("spoke client", spoke.close)
+    log.info(
+        "agent configured",
+        cluster=settings.cluster_name,
+        hub=server,
+        hub_hash=the_hash,
+        agent_id=deps.agent_id,
+    )
+    return Agent(manager=manager, deps=deps)
+
+
+def _fingerprint(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "<unreadable>"
+
+
+async def _watch_files(manager: Manager, paths: tuple[str, ...]) -> None:
+    """Stop the agent when a ``--terminate-on-files`` file changes (e.g. a rotated hub
+    kubeconfig), so the pod restarts with the new content."""
+    seen = {p: _fingerprint(p) for p in paths}
+    while True:
+        await asyncio.sleep(FILE_CHECK_SECONDS)
+        for path, before in seen.items():
+            if _fingerprint(path) != before:
+                log.info("file changed, restarting", file=path)
+                manager.request_stop(f"{path} changed")
+                return
+
+
+async def run_agent(
+    settings: AgentSettings,
+    *,
+    handle_signals: bool = True,
+    on_built: OnBuilt | None = None,
+    collaborators: CollaboratorsFactory | None = None,
+) -> int:
+    """Run the agent until SIGTERM (or cancellation); returns the exit code.
+
+    ``on_built`` is called with the built agent before it starts (tests use
+    it to reach the manager). A bad kubeconfig or bad settings end it with
+    code 2 and one clear log line.
+    """
+    watcher: asyncio.Task[None] | None = None
+
+    async def build() -> Manager:
+        nonlocal watcher
+        agent = await build_agent(
+            settings, handle_signals=handle_signals, collaborators=collaborators
+        )
+        if on_built is not None:
+            on_built(agent)
+        if settings.terminate_on_files:
+            watcher = asyncio.create_task(_watch_files(agent.manager, settings.terminate_on_files))
+        return agent.manager
+
+    try:
+        return await run_main(build)
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+
+def run(settings: AgentSettings) -> int:
+    """Configure logging and run the agent in a new event loop; returns the exit code."""
+    configure_logging(settings.log_format, settings.log_level)
+    return asyncio.run(run_agent(settings))

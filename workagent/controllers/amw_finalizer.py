@@ -1,0 +1,120 @@
+"""The AppliedManifestWorkFinalizer (spec/agent.md section 8.2).
+
+When an AppliedManifestWork of this agent is being deleted (by the
+ManifestWorkFinalizer, by eviction, or by hand), delete every resource in its
+``status.appliedResources`` with the algorithm of section 8.3, track what is
+still pending in the status, and remove the ``applied-manifest-work-cleanup``
+finalizer only when nothing is left. Deletion is driven by this list rather
+than by Kubernetes garbage collection: owner references from a cluster-scoped
+AppliedManifestWork are not reliable enough for that, and the list also lets
+a foreign finalizer on a resource hold the whole chain up to the hub.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from schemas.wire import APPLIED_MANIFEST_WORK_FINALIZER
+from workagent.controllers.add_finalizer import has_finalizer, is_deleting
+from workagent.controllers.deletion import DeletionFailed, delete_applied_resources
+from workagent.controllers.deps import AgentDeps
+from workagent.controllers.ownership import applied_work_owner
+from workagent.controllers.patcher import patch_metadata_and_spec, patch_status
+from workagent.kube import APPLIED_MANIFESTWORKS, NotFound
+from workagent.runtime import (
+    Controller,
+    ItemExponentialFailureRateLimiter,
+    Object,
+    Result,
+    WorkQueue,
+)
+
+log = structlog.get_logger(__name__)
+
+NAME = "AppliedManifestWorkFinalizer"
+# Re-check resources still being deleted: 50 ms doubling, at most 60 s, per record.
+PENDING_BASE_SECONDS = 0.05
+PENDING_MAX_SECONDS = 60.0
+
+
+class AppliedManifestWorkFinalizer:
+    """Reconciles an AppliedManifestWork name: deletes its resources, then lets it go."""
+
+    def __init__(self, deps: AgentDeps) -> None:
+        self._deps = deps
+        self._waits = ItemExponentialFailureRateLimiter(PENDING_BASE_SECONDS, PENDING_MAX_SECONDS)
+
+    def controller(self) -> Controller:
+        """A controller fed by events of this agent's AppliedManifestWorks."""
+        deps = self._deps
+        queue = WorkQueue(NAME)
+
+        def on_applied(obj: Object) -> None:
+            if _agent_id(obj) == deps.agent_id:
+                queue.add(str((obj.get("metadata") or {}).get("name") or ""))
+
+        deps.applied.add_handler(
+            on_add=on_applied,
+            on_update=lambda _old, new: on_applied(new),
+        )
+        return Controller(
+            NAME,
+            queue,
+            self.reconcile,
+            workers=deps.settings.workers,
+            depends_on=(deps.applied,),
+        )
+
+    async def reconcile(self, name: str) -> Result | None:
+        """One pass for AppliedManifestWork ``name``."""
+        deps = self._deps
+        applied = deps.applied.store.get(name)
+        if applied is None or _agent_id(applied) != deps.agent_id:
+            self._waits.forget(name)
+            return None
+        if not is_deleting(applied) or not has_finalizer(applied, APPLIED_MANIFEST_WORK_FINALIZER):
+            self._waits.forget(name)
+            return None
+
+        # TODO(lead): release Watch-mode feedback registrations of these resources
+        # (section 12) once the watch pool exists.
+        resources: list[dict[str, Any]] = list(
+            (applied.get("status") or {}).get("appliedResources") or []
+        )
+        work_name = str((applied.get("spec") or {}).get("manifestWorkName") or name)
+        pending, errors = await delete_applied_resources(
+            deps, resources, f"manifestwork {work_name} is terminating", applied_work_owner(applied)
+        )
+        changed = pending != resources
+        if changed:
+            status = {**(applied.get("status") or {}), "appliedResources": pending}
+            try:
+                await patch_status(deps.spoke, APPLIED_MANIFESTWORKS, applied, status)
+            except NotFound:
+                return None  # gone already: nothing left to hold
+        if errors:
+            raise DeletionFailed(errors)
+        if changed:
+            # The status update comes back as an event and triggers the next pass.
+            return None
+        if pending:
+            return Result(requeue_after=self._waits.when(name))
+
+        self._waits.forget(name)
+        remaining = [
+            f for f in applied["metadata"]["finalizers"] if f != APPLIED_MANIFEST_WORK_FINALIZER
+        ]
+        try:
+            await patch_metadata_and_spec(
+                deps.spoke, APPLIED_MANIFESTWORKS, applied, finalizers=remaining
+            )
+        except NotFound:
+            return None
+        log.info("all applied resources are gone, removed the finalizer")
+        return None
+
+
+def _agent_id(obj: Object) -> str:
+    return str((obj.get("spec") or {}).get("agentID") or "")

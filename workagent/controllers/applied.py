@@ -1,0 +1,188 @@
+"""AppliedManifestWork bookkeeping (spec/agent.md section 4.6, "reconciler B").
+
+After a work's manifests were applied, record what now lives on the managed
+cluster in the AppliedManifestWork's ``status.appliedResources`` (with the
+live UIDs) and delete what the work no longer contains. Nothing is deleted
+while any manifest cannot be resolved for a reason other than NotFound: an
+unknown kind or an unreachable server must never look like "the manifest was
+removed".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from schemas.wire import CONDITION_APPLIED
+from workagent.controllers.apply_results import ManifestResult
+from workagent.controllers.conditions import find_condition
+from workagent.controllers.deletion import delete_applied_resources
+from workagent.controllers.deps import AgentDeps
+from workagent.controllers.ownership import applied_work_owner
+from workagent.kube import KubeError, NotFound
+from workagent.runtime import ItemExponentialFailureRateLimiter
+
+log = structlog.get_logger(__name__)
+
+_SORT_FIELDS = ("group", "version", "resource", "namespace", "name")
+
+
+@dataclass
+class Bookkeeping:
+    """What reconciler B decided.
+
+    ``applied_resources`` is the new ``status.appliedResources`` (None: leave
+    the AMW status alone); ``requeue_after`` asks for an earlier reconcile
+    while deleted resources are still finalizing; ``error`` fails the sync.
+    """
+
+    applied_resources: list[dict[str, Any]] | None = None
+    requeue_after: float | None = None
+    error: Exception | None = None
+
+
+class UnresolvedManifestError(Exception):
+    """A manifest's live object cannot be identified; stale deletion is postponed."""
+
+
+async def _live_uid(deps: AgentDeps, result: ManifestResult) -> str | None:
+    """The UID of the object a manifest stands for; None when it does not exist.
+
+    Raises UnresolvedManifestError (or the API error) when it cannot be told.
+    """
+    if result.error is None and result.obj is not None:
+        uid = (result.obj.get("metadata") or {}).get("uid")
+        if uid:
+            return str(uid)
+    meta = result.meta
+    resource = result.resource
+    if (
+        resource is None
+        or not meta.get("version")
+        or not meta.get("name")
+        or (resource.namespaced and not meta.get("namespace"))
+    ):
+        raise UnresolvedManifestError(
+            f"cannot resolve manifest {meta.get('ordinal')}: "
+            "its resource, version, namespace or name is unknown"
+        )
+    try:
+        live = await deps.spoke.get(resource, meta["name"], meta.get("namespace") or None)
+    except NotFound:
+        return None
+    return str((live.get("metadata") or {}).get("uid") or "")
+
+
+def _identity(entry: dict[str, Any]) -> tuple[str, str, str, str]:
+    # Stale detection ignores the version: the same object served at another
+    # version is still the same object.
+    return (
+        str(entry.get("group") or ""),
+        str(entry.get("resource") or ""),
+        str(entry.get("namespace") or ""),
+        str(entry.get("name") or ""),
+    )
+
+
+def _sort_key(entry: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(str(entry.get(f) or "") for f in _SORT_FIELDS)
+
+
+async def _delete_stale(
+    deps: AgentDeps, stale: list[dict[str, Any]], reason: str, applied_work: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[Exception]]:
+    return await delete_applied_resources(deps, stale, reason, applied_work_owner(applied_work))
+
+
+async def sync_applied_resources(
+    deps: AgentDeps,
+    work: dict[str, Any],
+    applied_work: dict[str, Any],
+    results: list[ManifestResult],
+    pending_backoff: ItemExponentialFailureRateLimiter,
+) -> Bookkeeping:
+    """Compute the new applied list, delete stale resources, and say what to write."""
+    name = work["metadata"]["name"]
+    if (applied_work.get("metadata") or {}).get("deletionTimestamp"):
+        return Bookkeeping()
+    # Until the work was applied once there is nothing to compare against: after a
+    # hub switch with the same hash this keeps us from deleting everything.
+    if find_condition((work.get("status") or {}).get("conditions"), CONDITION_APPLIED) is None:
+        return Bookkeeping()
+
+    applied: list[dict[str, Any]] = []
+    unresolved: Exception | None = None
+    for result in results:
+        try:
+            uid = await _live_uid(deps, result)
+        except (UnresolvedManifestError, KubeError) as err:
+            unresolved = unresolved or err
+            continue
+        if uid is None:
+            continue
+        meta = result.meta
+        applied.append(
+            {
+                "group": meta.get("group") or "",
+                "version": meta.get("version") or "",
+                "resource": meta.get("resource") or "",
+                "namespace": meta.get("namespace") or "",
+                "name": meta.get("name") or "",
+                "uid": uid,
+            }
+        )
+
+    old = ((applied_work.get("status") or {}).get("appliedResources")) or []
+    if unresolved is not None:
+        # Nothing is deleted while a manifest is unresolved (OCM skips the whole
+        # step). Recording what did resolve, on top of the old list, is a safe
+        # superset: a manifest removed later is then found stale and deleted
+        # instead of leaking.
+        log.info("not deleting stale resources: a manifest is unresolved", error=str(unresolved))
+        fresh = {_identity(entry) for entry in applied}
+        kept = [entry for entry in old if _identity(entry) not in fresh]
+        return Bookkeeping(
+            applied_resources=_sorted_unique([*applied, *kept]),
+            error=unresolved if isinstance(unresolved, KubeError) else None,
+        )
+
+    current = {_identity(entry) for entry in applied}
+    stale = [entry for entry in old if _identity(entry) not in current]
+
+    pending: list[dict[str, Any]] = []
+    if stale:
+        pending, errors = await _delete_stale(
+            deps, stale, f"no longer maintained by manifestwork {name}", applied_work
+        )
+        if errors:
+            return Bookkeeping(error=_combine(errors))
+
+    new_list = _sorted_unique([*applied, *pending])
+
+    requeue_after = None
+    if pending:
+        requeue_after = pending_backoff.when(name)
+    else:
+        pending_backoff.forget(name)
+    return Bookkeeping(applied_resources=new_list, requeue_after=requeue_after)
+
+
+def _sorted_unique(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sorted by group, version, resource, namespace, name; an object listed twice
+    (two manifests naming it) is recorded once."""
+    unique: dict[tuple[str, ...], dict[str, Any]] = {}
+    for entry in entries:
+        unique.setdefault((*_sort_key(entry), str(entry.get("uid") or "")), entry)
+    return sorted(unique.values(), key=_sort_key)
+
+
+class StaleResourceDeletionError(Exception):
+    """Deleting resources the work no longer contains failed."""
+
+
+def _combine(errors: list[Exception]) -> Exception:
+    if len(errors) == 1:
+        return errors[0]
+    return StaleResourceDeletionError("; ".join(str(e) for e in errors))

@@ -1,0 +1,192 @@
+"""Deleting the resources a work applied (spec/agent.md section 8.3).
+
+Used for two reasons: by the apply loop for resources a work no longer
+contains (stale entries of ``status.appliedResources``), and by the
+AppliedManifestWork finalizer for every resource when the work is deleted.
+The rules that keep it safe:
+
+- only objects that carry the AppliedManifestWork's owner reference (by UID)
+  are touched, so orphaned, ReadOnly and foreign objects survive;
+- an object other AppliedManifestWorks also own is disowned, not deleted;
+- an object is deleted only if it is the instance that was recorded (UID
+  precondition), and it stays *pending* until a later GET says it is gone,
+  so an object held by a foreign finalizer keeps the work alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from workagent.controllers.deps import AgentDeps
+from workagent.controllers.ownership import is_applied_work_reference
+from workagent.controllers.patcher import with_preconditions
+from workagent.kube import Conflict, KubeClient, NotFound, Resource
+
+log = structlog.get_logger(__name__)
+
+#: Entries handled at once; the spoke client's QPS limit still applies.
+DELETE_CONCURRENCY = 16
+
+
+class ResourceDeletionError(Exception):
+    """Deleting (or disowning) one applied resource failed; ``cause`` is the API error.
+
+    ``retry_after`` is copied from the cause so that a controller re-raising it
+    honours a server's Retry-After.
+    """
+
+    def __init__(self, entry: Mapping[str, Any], action: str, cause: Exception) -> None:
+        super().__init__(f"failed to {action} {describe_entry(entry)}: {cause}")
+        self.entry = dict(entry)
+        self.cause = cause
+        self.retry_after: float | None = getattr(cause, "retry_after", None)
+
+
+class DeletionFailed(Exception):
+    """Several deletion errors, raised by a controller as one sync error."""
+
+    def __init__(self, errors: list[Exception]) -> None:
+        super().__init__("; ".join(str(e) for e in errors))
+        self.errors = errors
+        delays = [
+            float(delay)
+            for e in errors
+            if isinstance(delay := getattr(e, "retry_after", None), int | float)
+        ]
+        self.retry_after: float | None = max(delays) if delays else None
+
+
+def describe_entry(entry: Mapping[str, Any]) -> str:
+    """``deployments.apps/v1 ns/name`` for logs and error messages."""
+    group, version = entry.get("group") or "", entry.get("version") or ""
+    resource = f"{entry.get('resource')}.{group}" if group else str(entry.get("resource"))
+    namespace, name = entry.get("namespace") or "", entry.get("name") or ""
+    return f"{resource}/{version} {namespace + '/' if namespace else ''}{name}"
+
+
+def resource_of(entry: Mapping[str, Any]) -> Resource:
+    """The API resource of an applied-resource entry, without discovery.
+
+    The entry names group, version and plural, and the apply loop records an
+    empty namespace exactly for cluster-scoped resources, which is all a
+    request path needs (the Go agent's dynamic client works from the same
+    facts). No discovery also means a resource whose type has disappeared
+    answers NotFound, which is what "already gone" should mean.
+    """
+    return Resource(
+        group=str(entry.get("group") or ""),
+        version=str(entry.get("version") or ""),
+        plural=str(entry.get("resource") or ""),
+        kind="",
+        namespaced=bool(entry.get("namespace")),
+    )
+
+
+async def delete_applied_resources(
+    deps: AgentDeps,
+    resources: list[dict[str, Any]],
+    reason: str,
+    owner: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[Exception]]:
+    """Delete (or disown) ``resources``, the entries of an AppliedManifestWork's status.
+
+    ``resources`` are ``{group, version, resource, namespace, name, uid}``
+    dicts; ``owner`` is the owner reference to the AppliedManifestWork (its
+    ``uid`` decides ownership); ``reason`` goes into the log lines.
+
+    Returns ``(pending, errors)``. ``pending`` holds, in input order, the
+    entries whose objects still exist and are being deleted, *and* the entries
+    whose fate is unknown because a request failed (those also produce one
+    error each). Unlike OCM, which forgets the latter in the AppliedManifestWork
+    finalizer and may leak their objects, a caller writing ``pending`` back
+    keeps tracking them and retries. Entries that are gone, not owned, disowned
+    or replaced by another instance are dropped.
+    """
+    limit = asyncio.Semaphore(DELETE_CONCURRENCY)
+    owner_uid = str(owner.get("uid") or "")
+
+    async def one(entry: dict[str, Any]) -> tuple[bool, Exception | None]:
+        async with limit:
+            return await _delete_one(deps.spoke, entry, owner_uid, reason)
+
+    outcomes = await asyncio.gather(*(one(entry) for entry in resources))
+    pending: list[dict[str, Any]] = []
+    errors: list[Exception] = []
+    for entry, (keep, error) in zip(resources, outcomes, strict=True):
+        if keep:
+            pending.append(entry)
+        if error is not None:
+            errors.append(error)
+    return pending, errors
+
+
+async def _delete_one(
+    spoke: KubeClient, entry: dict[str, Any], owner_uid: str, reason: str
+) -> tuple[bool, Exception | None]:
+    """One entry of the algorithm: (still pending, error)."""
+    what = describe_entry(entry)
+    res = resource_of(entry)
+    namespace = str(entry.get("namespace") or "") or None
+    name = str(entry.get("name") or "")
+    try:
+        live = await spoke.get(res, name, namespace)
+    except NotFound:
+        return False, None
+    except Exception as exc:
+        return True, ResourceDeletionError(entry, "get", exc)
+
+    meta = live.get("metadata") or {}
+    refs: list[dict[str, Any]] = list(meta.get("ownerReferences") or [])
+    if not any(ref.get("uid") == owner_uid for ref in refs):
+        # Orphaned, ReadOnly, or created by someone else: never ours to delete.
+        log.debug("not owned by this work, leaving it", resource=what, reason=reason)
+        return False, None
+
+    others = [r for r in refs if is_applied_work_reference(r) and r.get("uid") != owner_uid]
+    if others:
+        # Shared with another work: that work still wants the object.
+        remaining = [r for r in refs if r.get("uid") != owner_uid]
+        try:
+            await spoke.patch(
+                res,
+                name,
+                with_preconditions(live, {"metadata": {"ownerReferences": remaining}}),
+                namespace,
+                patch_type="merge",
+            )
+        except NotFound:
+            return False, None
+        except Exception as exc:
+            return True, ResourceDeletionError(entry, "remove the owner reference from", exc)
+        log.info("removed owner reference, other works still own it", resource=what, reason=reason)
+        return False, None
+
+    live_uid = str(meta.get("uid") or "")
+    if live_uid != str(entry.get("uid") or ""):
+        # The recorded instance is gone; this one is another object of the same name.
+        log.debug("recorded instance is gone", resource=what, live_uid=live_uid)
+        return False, None
+
+    if meta.get("deletionTimestamp"):
+        return True, None
+
+    try:
+        await spoke.delete(
+            res,
+            name,
+            namespace,
+            propagation_policy="Background",
+            preconditions={"uid": live_uid},
+        )
+    except (NotFound, Conflict):
+        # Gone, or the UID precondition failed: the recorded instance no longer exists.
+        return False, None
+    except Exception as exc:
+        return True, ResourceDeletionError(entry, "delete", exc)
+    log.info("deleted resource", resource=what, reason=reason)
+    # Listed until a later GET says it is gone (finalizers may hold it).
+    return True, None

@@ -1,0 +1,472 @@
+"""ManifestWorkController: the apply loop (spec/agent.md section 4).
+
+One reconcile of work ``W``:
+
+1. preconditions (4.2): cached, not deleting, has the cleanup finalizer, not
+   ``Complete``;
+2. ensure the AppliedManifestWork ``<hubHash>-W`` (4.3);
+3. apply every manifest in kind-rank order, results kept by spec index,
+   repeating the pass for 409 conflicts (4.4);
+4. rebuild ``resourceStatus.manifests`` and the work-level ``Applied``
+   condition (4.4 steps 5-7, 4.5);
+5. AppliedManifestWork bookkeeping and stale-resource deletion (4.6);
+6. write the ManifestWork status, then the AppliedManifestWork status, each
+   only if it changed (4.7); fail the sync if any manifest failed for a reason
+   retrying can fix, otherwise come back for drift correction in ~4 minutes.
+
+A manifest's problems (bad input, unknown kind, 403, 422, a bug in a
+strategy) stay on that manifest's condition: the others are applied, the
+worker never dies, and other works are never held up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import random
+from typing import Any
+
+import structlog
+
+from schemas.meta import now
+from schemas.wire import (
+    APPLIED_MANIFEST_WORK_FINALIZER,
+    CONDITION_APPLIED,
+    CONDITION_COMPLETE,
+    LOGGING_ANNOTATION_PREFIX,
+    REASON_APPLIED_MANIFEST_COMPLETE,
+    REASON_APPLIED_MANIFEST_FAILED,
+    REASON_APPLIED_MANIFEST_SSA_IGNORE_FIELD_ERROR,
+    REASON_APPLIED_MANIFEST_WORK_COMPLETE,
+    REASON_APPLIED_MANIFEST_WORK_FAILED,
+)
+from schemas.work_v1 import ManifestWorkSpec
+from workagent.apply import (
+    ApplyRequest,
+    IgnoreFieldsError,
+    InvalidManifest,
+    ServerSideApplyConflict,
+)
+from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
+from workagent.controllers.applied import sync_applied_resources
+from workagent.controllers.apply_results import ManifestResult
+from workagent.controllers.conditions import (
+    find_manifest_status,
+    is_condition_true,
+    merge_manifest_conditions,
+    new_condition,
+    set_condition,
+)
+from workagent.controllers.deps import AgentDeps
+from workagent.controllers.manifestconfig import find_manifest_config
+from workagent.controllers.manifests import ManifestError, map_resource, parse_manifest
+from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
+from workagent.controllers.patcher import (
+    RecentWrites,
+    normalized,
+    patch_metadata_and_spec,
+    patch_status,
+)
+from workagent.executor.base import NOT_ALLOWED_REQUEUE_SECONDS, NotAllowedError
+from workagent.identity import applied_work_name, work_name_of
+from workagent.kube import (
+    APPLIED_MANIFESTWORKS,
+    MANIFESTWORKS,
+    AlreadyExists,
+    Conflict,
+    KubeError,
+    NotFound,
+)
+from workagent.runtime import (
+    Controller,
+    ItemExponentialFailureRateLimiter,
+    Result,
+    TerminalError,
+    WorkQueue,
+    bound_context,
+)
+
+log = structlog.get_logger(__name__)
+
+QUEUE_NAME = "manifestwork-controller"
+#: Drift correction: every converged work is re-applied after 4 min x [1, 1.5).
+RESYNC_SECONDS = 240.0
+RESYNC_JITTER = 0.5
+#: Whole-pass retries for 409 conflicts: 4 attempts, 10 ms x 5^n apart.
+CONFLICT_ATTEMPTS = 4
+CONFLICT_BACKOFF = 0.01
+CONFLICT_FACTOR = 5
+
+
+#: The CRD's maxLength of a condition message: a longer one would fail the whole patch.
+MAX_MESSAGE_LENGTH = 32768
+
+
+def describe_error(err: Exception) -> str:
+    """The text a condition shows: an API error's own message, as Go prints it."""
+    if isinstance(err, KubeError):
+        return err.message or str(err)
+    return str(err) or type(err).__name__
+
+
+def _bounded(message: str) -> str:
+    if len(message) <= MAX_MESSAGE_LENGTH:
+        return message
+    return message[: MAX_MESSAGE_LENGTH - 3] + "..."
+
+
+def applied_condition(result: ManifestResult, generation: int) -> dict[str, Any]:
+    """The manifest-level ``Applied`` condition for one result."""
+    err = result.error
+    if err is None:
+        return new_condition(
+            CONDITION_APPLIED,
+            "True",
+            REASON_APPLIED_MANIFEST_COMPLETE,
+            "Apply manifest complete",
+            generation,
+        )
+    if isinstance(err, IgnoreFieldsError):
+        return new_condition(
+            CONDITION_APPLIED,
+            "False",
+            REASON_APPLIED_MANIFEST_SSA_IGNORE_FIELD_ERROR,
+            _bounded(f"Failed to process ignoreFields: {describe_error(err)}"),
+            generation,
+        )
+    return new_condition(
+        CONDITION_APPLIED,
+        "False",
+        REASON_APPLIED_MANIFEST_FAILED,
+        _bounded(f"Failed to apply manifest: {describe_error(err)}"),
+        generation,
+    )
+
+
+def build_status(
+    work: dict[str, Any], results: list[ManifestResult], generation: int
+) -> dict[str, Any]:
+    """The work's new status after an apply pass (other conditions are kept)."""
+    status = copy.deepcopy(work.get("status") or {})
+    moment = now()
+    entries = [
+        {"resourceMeta": r.meta, "conditions": [applied_condition(r, generation)]} for r in results
+    ]
+    old_manifests = (status.get("resourceStatus") or {}).get("manifests")
+    merged = merge_manifest_conditions(old_manifests, entries, moment)
+    resource_status = dict(status.get("resourceStatus") or {})
+    resource_status["manifests"] = merged
+    status["resourceStatus"] = resource_status
+    if entries:
+        # Only a work with manifests gets a work-level Applied condition.
+        failed = any(
+            c.get("type") == CONDITION_APPLIED and c.get("status") == "False"
+            for entry in merged
+            for c in entry.get("conditions") or []
+        )
+        cond = (
+            new_condition(
+                CONDITION_APPLIED,
+                "False",
+                REASON_APPLIED_MANIFEST_WORK_FAILED,
+                "Failed to apply manifest work",
+                generation,
+            )
+            if failed
+            else new_condition(
+                CONDITION_APPLIED,
+                "True",
+                REASON_APPLIED_MANIFEST_WORK_COMPLETE,
+                "Apply manifest work complete",
+                generation,
+            )
+        )
+        conditions = status.setdefault("conditions", [])
+        set_condition(conditions, cond, moment)
+    return status
+
+
+def _labels(obj: dict[str, Any]) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+def _log_fields(work: dict[str, Any]) -> dict[str, Any]:
+    """Log context of a work: its name plus its ``logging.open-cluster-management.io/`` pairs."""
+    fields: dict[str, Any] = {"work": work["metadata"]["name"]}
+    for key, value in ((work.get("metadata") or {}).get("annotations") or {}).items():
+        if key.startswith(LOGGING_ANNOTATION_PREFIX) and len(key) > len(LOGGING_ANNOTATION_PREFIX):
+            fields.setdefault(key[len(LOGGING_ANNOTATION_PREFIX) :], value)
+    return fields
+
+
+class ManifestWorkController:
+    """Applies ManifestWorks of the cluster namespace to the managed cluster."""
+
+    def __init__(self, deps: AgentDeps) -> None:
+        self.deps = deps
+        self.queue = WorkQueue(QUEUE_NAME)
+        self.controller = Controller(
+            QUEUE_NAME,
+            self.queue,
+            self.reconcile,
+            workers=deps.settings.workers,
+            depends_on=[deps.works, deps.applied],
+        )
+        # Per-work delay while deleted stale resources are still finalizing.
+        self._pending_backoff = ItemExponentialFailureRateLimiter(0.005, 1000.0)
+        # Our writes the informers may not have delivered yet (works; applied works).
+        self._works_written = RecentWrites()
+        self._applied_written = RecentWrites()
+        deps.works.add_handler(on_add=self._on_add, on_update=self._on_update)
+        deps.applied.add_handler(on_delete=self._on_applied_delete)
+
+    # -- triggers (4.1) ---------------------------------------------------------------
+    def _on_add(self, obj: dict[str, Any]) -> None:
+        if has_finalizer(obj):
+            self.queue.add(obj["metadata"]["name"])
+
+    def _on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if not has_finalizer(new):
+            return
+        name = new["metadata"]["name"]
+        if not has_finalizer(old):
+            self.queue.add(name)
+            return
+        spec_changed = normalized(old.get("spec")) != normalized(new.get("spec"))
+        if spec_changed or _labels(old) != _labels(new):
+            # A new spec must not wait out the backoff of failures of the old one.
+            self.queue.forget(name)
+            self.queue.add(name)
+
+    def _on_applied_delete(self, obj: dict[str, Any]) -> None:
+        # Beyond OCM, which waits for the periodic resync: a work whose
+        # AppliedManifestWork vanished (deleted by hand, evicted) is re-applied now.
+        work_name = work_name_of(self.deps.hub_hash, obj["metadata"]["name"])
+        if work_name is not None and work_from_cache(self.deps, work_name) is not None:
+            self.queue.add(work_name)
+
+    # -- reconcile ----------------------------------------------------------------------
+    async def reconcile(self, key: str) -> Result | None:
+        """Apply work ``key`` and report; see the module docstring."""
+        cached = self._works_written.latest(key, work_from_cache(self.deps, key))
+        if cached is None:
+            self._works_written.forget(key)
+            self._applied_written.forget(key)
+            return None
+        if is_deleting(cached) or not has_finalizer(cached):
+            return None
+        if is_condition_true((cached.get("status") or {}).get("conditions"), CONDITION_COMPLETE):
+            return None  # a completed work is frozen
+        with bound_context(**_log_fields(cached)):
+            return await self._sync(cached)
+
+    async def _sync(self, cached: dict[str, Any]) -> Result | None:
+        deps = self.deps
+        work = copy.deepcopy(cached)
+        raw_spec = dict(work.get("spec") or {})
+        # Manifests stay raw: each one's problems are reported on that manifest alone
+        # (a hub with an older CRD may send one without apiVersion or kind).
+        manifests = list((raw_spec.pop("workload", None) or {}).get("manifests") or [])
+        try:
+            spec = ManifestWorkSpec.model_validate(raw_spec)
+        except ValueError as err:
+            # The hub validated it with the same schema; only a foreign writer gets here.
+            raise TerminalError(f"unreadable spec: {err}") from err
+        generation = int(work["metadata"].get("generation") or 0)
+
+        applied_work = await self._ensure_applied_work(work)
+        results = await self._apply_with_conflict_retry(work, spec, manifests, applied_work)
+
+        work["status"] = build_status(work, results, generation)
+        bookkeeping = await sync_applied_resources(
+            deps, work, applied_work, results, self._pending_backoff
+        )
+
+        # 4.7: hub status first, then the AppliedManifestWork status.
+        name = cached["metadata"]["name"]
+        try:
+            written = await patch_status(deps.hub, MANIFESTWORKS, cached, work["status"])
+        except NotFound:
+            return None  # deleted meanwhile; the finalizer controllers take over
+        if written is not None:
+            self._works_written.remember(name, cached, written)
+            log.info("updated status")
+        if bookkeeping.applied_resources is not None:
+            amw_status = copy.deepcopy(applied_work.get("status") or {})
+            amw_status["appliedResources"] = bookkeeping.applied_resources
+            written = await patch_status(
+                deps.spoke, APPLIED_MANIFESTWORKS, applied_work, amw_status
+            )
+            if written is not None:
+                self._applied_written.remember(name, applied_work, written)
+                log.info("updated applied resources", count=len(bookkeeping.applied_resources))
+
+        errors, requeues = self._classify(results)
+        if bookkeeping.error is not None:
+            errors.append(bookkeeping.error)
+        if errors:
+            # Expected failures, already reported on the work: retry with backoff
+            # without a traceback (a raised non-API error would log one).
+            log.warning(
+                "manifests failed, will retry",
+                errors=[describe_error(e) for e in errors],
+                retries=self.queue.num_requeues(cached["metadata"]["name"]),
+            )
+            return Result(requeue=True)
+        delays = [RESYNC_SECONDS * (1 + random.random() * RESYNC_JITTER), *requeues]
+        if bookkeeping.requeue_after is not None:
+            delays.append(bookkeeping.requeue_after)
+        return Result(requeue_after=min(delays))
+
+    @staticmethod
+    def _classify(results: list[ManifestResult]) -> tuple[list[Exception], list[float]]:
+        """Errors that fail the sync, and requeue delays asked for by "not allowed" ones."""
+        errors: list[Exception] = []
+        requeues: list[float] = []
+        for result in results:
+            err = result.error
+            if err is None:
+                continue
+            if isinstance(err, NotAllowedError):
+                requeues.append(getattr(err, "requeue_after", NOT_ALLOWED_REQUEUE_SECONDS))
+            elif isinstance(err, ServerSideApplyConflict):
+                continue  # shown in the condition; the periodic resync retries
+            else:
+                errors.append(err)
+        return errors, requeues
+
+    # -- the AppliedManifestWork (4.3) ------------------------------------------------
+    async def _ensure_applied_work(self, work: dict[str, Any]) -> dict[str, Any]:
+        deps = self.deps
+        work_name = work["metadata"]["name"]
+        name = applied_work_name(deps.hub_hash, work_name)
+        spec = {"hubHash": deps.hub_hash, "manifestWorkName": work_name, "agentID": deps.agent_id}
+        labels = _labels(work)
+        existing = self._applied_written.latest(work_name, deps.applied.store.get(name))
+        if existing is None:
+            metadata: dict[str, Any] = {
+                "name": name,
+                "finalizers": [APPLIED_MANIFEST_WORK_FINALIZER],
+            }
+            if labels:
+                metadata["labels"] = labels
+            body = {
+                "apiVersion": APPLIED_MANIFESTWORKS.api_version,
+                "kind": APPLIED_MANIFESTWORKS.kind,
+                "metadata": metadata,
+                "spec": spec,
+            }
+            try:
+                # Not remembered: while our cache lacks it, a second create answers
+                # AlreadyExists and we read it (remembering "absent" could outlive it).
+                created = await deps.spoke.create(APPLIED_MANIFESTWORKS, body)
+                log.info("created appliedmanifestwork", appliedmanifestwork=name)
+                return created
+            except AlreadyExists:
+                # Our cache lags behind our own create: read it once.
+                existing = await deps.spoke.get(APPLIED_MANIFESTWORKS, name)
+        patched = await patch_metadata_and_spec(
+            deps.spoke, APPLIED_MANIFESTWORKS, existing, labels=labels, spec=spec
+        )
+        if patched is not None:
+            self._applied_written.remember(work_name, existing, patched)
+            log.info("updated appliedmanifestwork", appliedmanifestwork=name)
+            return patched
+        return existing
+
+    # -- applying (4.4) ---------------------------------------------------------------
+    async def _apply_with_conflict_retry(
+        self,
+        work: dict[str, Any],
+        spec: ManifestWorkSpec,
+        manifests: list[Any],
+        applied_work: dict[str, Any],
+    ) -> list[ManifestResult]:
+        results = [parse_manifest(i, raw) for i, raw in enumerate(manifests)]
+        todo = [r for r in results if r.required is not None]
+        delay = CONFLICT_BACKOFF
+        for attempt in range(CONFLICT_ATTEMPTS):
+            for result in sorted(todo, key=lambda r: (r.rank, r.ordinal)):
+                await self._apply_one(work, spec, applied_work, result)
+            todo = [
+                r
+                for r in results
+                if r.required is not None and (r.obj is None or isinstance(r.error, Conflict))
+            ]
+            if not any(isinstance(r.error, Conflict) for r in todo):
+                break
+            if attempt + 1 < CONFLICT_ATTEMPTS:
+                log.info("conflict while applying, retrying the pass", delay_seconds=delay)
+                await asyncio.sleep(delay)
+                delay *= CONFLICT_FACTOR
+        return results
+
+    async def _apply_one(
+        self,
+        work: dict[str, Any],
+        spec: ManifestWorkSpec,
+        applied_work: dict[str, Any],
+        result: ManifestResult,
+    ) -> None:
+        deps = self.deps
+        meta = result.meta
+        result.obj, result.error = None, None
+        try:
+            await map_resource(deps.mapper, result)
+            assert result.resource is not None and result.required is not None
+            old = find_manifest_status(
+                ((work.get("status") or {}).get("resourceStatus") or {}).get("manifests"), meta
+            )
+            if old is not None and is_condition_true(old.get("conditions"), CONDITION_COMPLETE):
+                result.obj = result.required  # finished: never touched again
+                return
+            group, resource = meta["group"], meta["resource"]
+            namespace, name = meta["namespace"], meta["name"]
+            owned = owned_by_the_work(group, resource, namespace, name, spec.delete_option)
+            await deps.executor.validate(
+                spec.executor,
+                result.resource,
+                result.required,
+                owned_by_work=owned,
+                work_namespace=work["metadata"].get("namespace", ""),
+                work_name=work["metadata"]["name"],
+            )
+            owner = owner_for(applied_work_owner(applied_work), owned)
+            option = find_manifest_config(spec.manifest_configs, group, resource, namespace, name)
+            applier = deps.applier_for(option.update_strategy if option is not None else None)
+            result.obj = await applier.apply(
+                ApplyRequest(
+                    resource=result.resource,
+                    required=copy.deepcopy(result.required),
+                    owner=owner,
+                    option=option,
+                    work_name=work["metadata"]["name"],
+                )
+            )
+        except asyncio.CancelledError:
+            raise
+        except (ManifestError, InvalidManifest, NotAllowedError, KubeError) as err:
+            result.error = err
+            log.info(
+                "manifest not applied",
+                ordinal=result.ordinal,
+                manifest_kind=meta.get("kind"),
+                manifest_name=meta.get("name"),
+                error=describe_error(err),
+            )
+        except Exception as err:
+            # A strategy bug must cost this manifest only, never the worker.
+            result.error = err
+            log.warning(
+                "manifest apply failed unexpectedly",
+                ordinal=result.ordinal,
+                manifest_kind=meta.get("kind"),
+                manifest_name=meta.get("name"),
+                error=describe_error(err),
+                exc_info=not isinstance(err, IgnoreFieldsError | ServerSideApplyConflict),
+            )
+
+
+def manifestwork_controller(deps: AgentDeps) -> Controller:
+    """Build the apply controller and register its event handlers."""
+    return ManifestWorkController(deps).controller

@@ -1,0 +1,144 @@
+"""The ManifestWorkFinalizer (spec/agent.md section 8.1).
+
+Holds a deleted ManifestWork on the hub until the agent has cleaned up after
+it: it marks the work ``Deleting``, deletes the work's AppliedManifestWork on
+the spoke, waits for that to be gone (the AppliedManifestWork finalizer only
+lets it go once every owned resource is gone, section 8.2), and only then
+removes the ``manifest-work-cleanup`` finalizer. So the hub object disappears
+last: foreground deletion across two clusters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from typing import Any
+
+import structlog
+
+from schemas.meta import now
+from schemas.wire import (
+    CONDITION_DELETING,
+    MANIFEST_WORK_FINALIZER,
+    REASON_WORK_DELETING,
+)
+from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
+from workagent.controllers.conditions import new_condition, set_condition
+from workagent.controllers.deps import AgentDeps
+from workagent.controllers.patcher import patch_metadata_and_spec, patch_status
+from workagent.identity import applied_work_name, work_name_of
+from workagent.kube import APPLIED_MANIFESTWORKS, MANIFESTWORKS, NotFound
+from workagent.runtime import (
+    Controller,
+    ItemExponentialFailureRateLimiter,
+    Object,
+    Result,
+    WorkQueue,
+)
+
+log = structlog.get_logger(__name__)
+
+NAME = "ManifestWorkFinalizer"
+DELETING_MESSAGE = "ManifestWork is being deleted"
+# Wait for the AppliedManifestWork to go: 5 ms doubling, at most 1000 s, per work.
+WAIT_BASE_SECONDS = 0.005
+WAIT_MAX_SECONDS = 1000.0
+
+
+class ManifestWorkFinalizer:
+    """Reconciles a ManifestWork name: cleans up on the spoke, then releases the hub object."""
+
+    def __init__(self, deps: AgentDeps) -> None:
+        self._deps = deps
+        self._waits = ItemExponentialFailureRateLimiter(WAIT_BASE_SECONDS, WAIT_MAX_SECONDS)
+
+    def controller(self) -> Controller:
+        """A controller fed by hub ManifestWork and spoke AppliedManifestWork events."""
+        deps = self._deps
+        queue = WorkQueue(NAME)
+
+        def on_work(obj: Object) -> None:
+            # Only works being deleted have anything to do here.
+            if is_deleting(obj):
+                queue.add(_name(obj))
+
+        def on_applied(obj: Object) -> None:
+            # The AppliedManifestWork of work W on this hub is "<hubHash>-W".
+            work = work_name_of(deps.hub_hash, _name(obj))
+            if work:
+                queue.add(work)
+
+        deps.works.add_handler(
+            on_add=on_work,
+            on_update=lambda _old, new: on_work(new),
+        )
+        deps.applied.add_handler(
+            on_add=on_applied,
+            on_update=lambda _old, new: on_applied(new),
+            on_delete=on_applied,
+        )
+        return Controller(
+            NAME,
+            queue,
+            self.reconcile,
+            workers=deps.settings.workers,
+            depends_on=(deps.works, deps.applied),
+        )
+
+    async def reconcile(self, work_name: str) -> Result | None:
+        """One pass for ManifestWork ``work_name``."""
+        deps = self._deps
+        work = work_from_cache(deps, work_name)
+        if work is None or not is_deleting(work):
+            # Gone: eviction (section 15) deals with anything left behind.
+            self._waits.forget(work_name)
+            return None
+
+        applied_name = applied_work_name(deps.hub_hash, work_name)
+        applied = deps.applied.store.get(applied_name)
+        if applied is not None:
+            if not is_deleting(applied):
+                # NotFound: the hub object went meanwhile (its finalizer removed by
+                # hand); it was being deleted, so cleaning up is still what is wanted.
+                with contextlib.suppress(NotFound):
+                    await self._mark_deleting(work)
+                with contextlib.suppress(NotFound):
+                    await deps.spoke.delete(APPLIED_MANIFESTWORKS, applied_name)
+                log.info("deleting the applied manifest work", applied_work=applied_name)
+            return Result(requeue_after=self._waits.when(work_name))
+
+        # The cache may lag behind the spoke: confirm before letting the hub object go.
+        try:
+            await deps.spoke.get(APPLIED_MANIFESTWORKS, applied_name)
+        except NotFound:
+            pass
+        else:
+            return Result(requeue_after=self._waits.when(work_name))
+
+        self._waits.forget(work_name)
+        if has_finalizer(work, MANIFEST_WORK_FINALIZER):
+            remaining = [f for f in work["metadata"]["finalizers"] if f != MANIFEST_WORK_FINALIZER]
+            try:
+                await patch_metadata_and_spec(deps.hub, MANIFESTWORKS, work, finalizers=remaining)
+            except NotFound:
+                return None
+            log.info("cleanup done, removed the manifest work finalizer")
+        return None
+
+    async def _mark_deleting(self, work: Object) -> None:
+        """Set the work condition ``Deleting`` (a status patch, sent only if it changes)."""
+        status = copy.deepcopy(work.get("status") or {})
+        conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
+        generation = int((work.get("metadata") or {}).get("generation") or 0)
+        set_condition(
+            conditions,
+            new_condition(
+                CONDITION_DELETING, "True", REASON_WORK_DELETING, DELETING_MESSAGE, generation
+            ),
+            now(),
+        )
+        await patch_status(self._deps.hub, MANIFESTWORKS, work, status)
+
+
+def _name(obj: Object) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")

@@ -1,0 +1,127 @@
+"""Which applied resources a work owns, and the owner references that record it.
+
+spec/agent.md section 7: a resource applied for a ManifestWork is *owned by
+the work* (it carries the AppliedManifestWork's owner reference and is deleted
+with the work) unless the work's ``deleteOption`` orphans it. Orphaning is
+implemented purely through owner references and re-evaluated on every apply:
+a resource that becomes orphaned loses the reference (through a *removal
+marker*, section 4.4 step 3.5), one that stops being orphaned gets it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from schemas.work_v1 import DeleteOption, DeletePropagationPolicyType
+from workagent.kube import APPLIED_MANIFESTWORKS, split_api_version
+
+#: apiVersion and kind of an owner reference to an AppliedManifestWork.
+APPLIED_WORK_API_VERSION = APPLIED_MANIFESTWORKS.api_version
+APPLIED_WORK_KIND = APPLIED_MANIFESTWORKS.kind
+#: Suffix of an owner reference's uid that turns it into a removal marker.
+REMOVAL_MARKER_SUFFIX = "-"
+
+
+def owned_by_the_work(
+    group: str,
+    resource: str,
+    namespace: str,
+    name: str,
+    delete_option: DeleteOption | Mapping[str, Any] | None,
+) -> bool:
+    """Whether the resource (group, plural resource, namespace, name) is owned by the work.
+
+    ``delete_option`` is the work's ``spec.deleteOption``, as a model or as the
+    raw wire dict. Absent, ``Foreground``, or ``SelectivelyOrphan`` without
+    ``selectivelyOrphans``: owned. ``Orphan``: not owned. ``SelectivelyOrphan``:
+    not owned when an orphaning rule equals all four fields exactly (orphaning
+    rules have no wildcards, unlike ``manifestConfigs``). ``namespace`` is ``""``
+    for cluster-scoped resources.
+    """
+    if delete_option is None:
+        return True
+    policy, rules = _policy_and_rules(delete_option)
+    if policy == DeletePropagationPolicyType.FOREGROUND:
+        return True
+    if policy == DeletePropagationPolicyType.ORPHAN:
+        return False
+    # SelectivelyOrphan (or a policy this version does not know, which OCM
+    # treats the same way): orphan only what a rule names.
+    if rules is None:
+        return True
+    wanted = (group, resource, namespace, name)
+    return all(rule != wanted for rule in rules)
+
+
+def _policy_and_rules(
+    delete_option: DeleteOption | Mapping[str, Any],
+) -> tuple[str, list[tuple[str, str, str, str]] | None]:
+    """The propagation policy (CRD default ``Foreground``) and the orphaning rules."""
+    if isinstance(delete_option, DeleteOption):
+        selective = delete_option.selectively_orphans
+        rules = None
+        if selective is not None:
+            rules = [
+                (r.group, r.resource, r.namespace, r.name) for r in selective.orphaning_rules or []
+            ]
+        return str(delete_option.propagation_policy), rules
+    policy = delete_option.get("propagationPolicy") or DeletePropagationPolicyType.FOREGROUND
+    raw = delete_option.get("selectivelyOrphans")
+    if not isinstance(raw, Mapping):
+        return str(policy), None
+    return str(policy), [
+        (
+            str(r.get("group") or ""),
+            str(r.get("resource") or ""),
+            str(r.get("namespace") or ""),
+            str(r.get("name") or ""),
+        )
+        for r in raw.get("orphaningRules") or []
+        if isinstance(r, Mapping)
+    ]
+
+
+def applied_work_owner(applied_work: Mapping[str, Any]) -> dict[str, Any]:
+    """The owner reference applied resources get for an AppliedManifestWork object.
+
+    A plain reference (no ``controller``, no ``blockOwnerDeletion``): several
+    AppliedManifestWorks may own the same object, and the agent, not the
+    garbage collector, decides when to delete it (section 8.2).
+    """
+    meta = applied_work.get("metadata") or {}
+    return owner_reference(str(meta.get("name") or ""), str(meta.get("uid") or ""))
+
+
+def owner_reference(applied_work_name: str, uid: str) -> dict[str, Any]:
+    """The owner reference to the AppliedManifestWork ``applied_work_name`` with ``uid``."""
+    return {
+        "apiVersion": APPLIED_WORK_API_VERSION,
+        "kind": APPLIED_WORK_KIND,
+        "name": applied_work_name,
+        "uid": uid,
+    }
+
+
+def owner_for(owner: Mapping[str, Any], owned: bool) -> dict[str, Any]:
+    """The owner to apply a manifest with: ``owner`` itself, or its removal marker.
+
+    A removal marker is the same reference with ``-`` appended to the uid: the
+    appliers create without it and strip a matching reference from existing
+    objects, which is how an orphaned resource loses ownership.
+    """
+    ref = dict(owner)
+    if not owned:
+        ref["uid"] = f"{ref.get('uid', '')}{REMOVAL_MARKER_SUFFIX}"
+    return ref
+
+
+def is_applied_work_reference(ref: Mapping[str, Any]) -> bool:
+    """Whether an owner reference points at an AppliedManifestWork (of any version)."""
+    if ref.get("kind") != APPLIED_WORK_KIND:
+        return False
+    try:
+        group, _ = split_api_version(str(ref.get("apiVersion") or ""))
+    except ValueError:
+        return False
+    return group == APPLIED_MANIFESTWORKS.group

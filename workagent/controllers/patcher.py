@@ -1,0 +1,172 @@
+"""Writes that send nothing when nothing changed (spec/agent.md section 4.7).
+
+Every write the agent makes to an object it does not own the spec of (the
+hub ManifestWork's finalizers and status, the AppliedManifestWork's spec and
+status) is a JSON merge patch (RFC 7386) computed between the cached object
+and the desired one, carrying ``metadata.uid`` and ``metadata.resourceVersion``
+as preconditions. A stale cache therefore gets a 409 and a retry, never a
+blind overwrite, and an unchanged object costs no request at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workagent.kube import KubeClient, Resource
+
+_Absent = object()
+
+
+def normalized(value: Any) -> Any:
+    """``value`` with Go's "empty is nil" semantics: empty and null fields dropped.
+
+    Kubernetes compares statuses with ``equality.Semantic``, for which a nil and
+    an empty list or map are the same; the wire form of our status may carry
+    either, so both sides are normalized before comparing.
+    """
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            norm = normalized(item)
+            if norm is None or norm in ({}, []):
+                continue
+            out[key] = norm
+        return out
+    if isinstance(value, list):
+        return [normalized(item) for item in value]
+    return value
+
+
+def semantically_equal(old: Any, new: Any) -> bool:
+    """Whether two JSON values are equal once empty fields are ignored."""
+    return bool(normalized(old) == normalized(new))
+
+
+def merge_patch(old: Any, new: Any) -> Any:
+    """The RFC 7386 merge patch that turns ``old`` into ``new``.
+
+    Objects are diffed key by key (removed keys become ``null``); any other
+    value, lists included, is replaced whole, as merge patches require.
+    """
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return new
+    patch: dict[str, Any] = {}
+    for key, value in new.items():
+        before = old.get(key, _Absent)
+        if before is _Absent:
+            patch[key] = value
+        elif before != value:
+            if isinstance(before, dict) and isinstance(value, dict):
+                patch[key] = merge_patch(before, value)
+            else:
+                patch[key] = value
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    return patch
+
+
+def with_preconditions(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """``patch`` plus the object's uid and resourceVersion as preconditions."""
+    meta = obj.get("metadata") or {}
+    body = dict(patch)
+    body["metadata"] = {
+        **(patch.get("metadata") or {}),
+        "uid": meta.get("uid"),
+        "resourceVersion": meta.get("resourceVersion"),
+    }
+    return body
+
+
+async def patch_status(
+    client: KubeClient, res: Resource, obj: dict[str, Any], new_status: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Patch ``status`` of ``obj`` to ``new_status`` if it differs; returns the new object.
+
+    Returns None and sends nothing when the statuses are semantically equal.
+    """
+    old_status = obj.get("status") or {}
+    if semantically_equal(old_status, new_status):
+        return None
+    body = with_preconditions(obj, {"status": merge_patch(old_status, new_status)})
+    meta = obj["metadata"]
+    return await client.patch(
+        res, meta["name"], body, meta.get("namespace"), patch_type="merge", subresource="status"
+    )
+
+
+async def patch_metadata_and_spec(
+    client: KubeClient,
+    res: Resource,
+    obj: dict[str, Any],
+    *,
+    finalizers: list[str] | None = None,
+    labels: dict[str, str] | None = None,
+    spec: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """Patch finalizers, labels and/or spec of ``obj`` to the given values if they differ.
+
+    Arguments left as None are not touched. Returns None and sends nothing
+    when every given part already has the wanted value.
+    """
+    meta = obj.get("metadata") or {}
+    old: dict[str, Any] = {"metadata": {}}
+    new: dict[str, Any] = {"metadata": {}}
+    if finalizers is not None:
+        old["metadata"]["finalizers"] = list(meta.get("finalizers") or [])
+        new["metadata"]["finalizers"] = list(finalizers)
+    if labels is not None:
+        old["metadata"]["labels"] = dict(meta.get("labels") or {})
+        new["metadata"]["labels"] = dict(labels)
+    if spec is not None:
+        old["spec"] = obj.get("spec") or {}
+        new["spec"] = spec
+    if semantically_equal(old, new):
+        return None
+    patch = merge_patch(old, new)
+    if not patch.get("metadata"):
+        patch.pop("metadata", None)
+    body = with_preconditions(obj, patch)
+    return await client.patch(res, meta["name"], body, meta.get("namespace"), patch_type="merge")
+
+
+def _rv(obj: dict[str, Any] | None) -> str | None:
+    return None if obj is None else str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class RecentWrites:
+    """Our own last write per key, for as long as the informer has not caught up.
+
+    A reconcile that follows our own write quickly (a retry, a new spec) would
+    otherwise read the pre-write object from the cache and fail its
+    resourceVersion precondition with a pointless 409. The written object is
+    used instead only while the cache still shows a version it replaced, so
+    no resourceVersion ordering is assumed.
+    """
+
+    def __init__(self) -> None:
+        # key -> (versions our write superseded, the object the server returned)
+        self._writes: dict[str, tuple[frozenset[str | None], dict[str, Any]]] = {}
+
+    def latest(self, key: str, cached: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``cached``, or our newer write if the cache has not seen it yet."""
+        entry = self._writes.get(key)
+        if entry is None:
+            return cached
+        superseded, written = entry
+        if _rv(cached) in superseded:
+            return written
+        del self._writes[key]  # the cache caught up (or someone else wrote)
+        return cached
+
+    def remember(self, key: str, based_on: dict[str, Any] | None, written: dict[str, Any]) -> None:
+        """Record that ``written`` replaced ``based_on`` (None: it was created)."""
+        entry = self._writes.get(key)
+        superseded = {_rv(based_on)}
+        if entry is not None and entry[1] is based_on:
+            superseded |= entry[0]
+        self._writes[key] = (frozenset(superseded), written)
+
+    def forget(self, key: str) -> None:
+        """Drop what is remembered for ``key``."""
+        self._writes.pop(key, None)
