@@ -1,0 +1,89 @@
+"""The ``execute-as`` permission check: a SubjectAccessReview on the hub (hub.md §5.2).
+
+A ManifestWork with an executor makes the agent act as that service account
+on the managed cluster, so whoever writes the work must hold the verb
+``execute-as`` on ``manifestworks`` (group ``work.open-cluster-management.io``)
+in the work's namespace, for the resource name
+``system:serviceaccount:<namespace>:<name>``. The webhook asks the hub's
+authorizer through a SubjectAccessReview made with its own identity, which
+therefore needs ``create`` on ``subjectaccessreviews``.
+
+The rules take the check as a plain async callable (:data:`AccessCheck`), so
+they run without an API server in tests; :class:`HubAccessReviewer` is the
+real one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from hubcontroller.webhook.admission import UserInfo
+from workagent.kube import SUBJECT_ACCESS_REVIEWS, KubeClient, ServerError
+
+WORK_GROUP: Final = "work.open-cluster-management.io"
+MANIFESTWORKS: Final = "manifestworks"
+EXECUTE_AS: Final = "execute-as"
+
+
+@dataclass(frozen=True)
+class ExecuteAsRequest:
+    """May ``user`` write a ManifestWork in ``namespace`` that runs as the executor?"""
+
+    user: UserInfo
+    namespace: str
+    executor_namespace: str
+    executor_name: str
+
+    @property
+    def executor_username(self) -> str:
+        """``system:serviceaccount:<namespace>:<name>``: the SAR's resource name."""
+        return f"system:serviceaccount:{self.executor_namespace}:{self.executor_name}"
+
+    def subject_access_review(self) -> dict[str, Any]:
+        """The SubjectAccessReview body, with Go's omitempty applied to every field."""
+        attributes = {
+            "namespace": self.namespace,
+            "verb": EXECUTE_AS,
+            "group": WORK_GROUP,
+            "resource": MANIFESTWORKS,
+            "name": self.executor_username,
+        }
+        spec: dict[str, Any] = {"resourceAttributes": {k: v for k, v in attributes.items() if v}}
+        if self.user.username:
+            spec["user"] = self.user.username
+        if self.user.groups:
+            spec["groups"] = list(self.user.groups)
+        if self.user.extra:
+            spec["extra"] = {key: list(values) for key, values in self.user.extra.items()}
+        if self.user.uid:
+            spec["uid"] = self.user.uid
+        return {
+            "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
+            "kind": SUBJECT_ACCESS_REVIEWS.kind,
+            "spec": spec,
+        }
+
+
+#: Answers an :class:`ExecuteAsRequest`: True when allowed; raises when the check itself fails.
+AccessCheck = Callable[[ExecuteAsRequest], Awaitable[bool]]
+
+
+class HubAccessReviewer:
+    """An :data:`AccessCheck` that creates a SubjectAccessReview on the hub.
+
+    Every check is one request, as in OCM: nothing is cached, so a revoked
+    binding takes effect at once. API failures raise the client's KubeError.
+    """
+
+    def __init__(self, hub: KubeClient) -> None:
+        self.hub = hub
+
+    async def __call__(self, request: ExecuteAsRequest) -> bool:
+        """Whether the hub's authorizer allows ``request``."""
+        answer = await self.hub.create(SUBJECT_ACCESS_REVIEWS, request.subject_access_review())
+        status = answer.get("status") if isinstance(answer, dict) else None
+        if not isinstance(status, dict):
+            raise ServerError(500, "InternalError", "the SubjectAccessReview answer has no status")
+        return status.get("allowed") is True

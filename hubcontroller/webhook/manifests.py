@@ -1,0 +1,145 @@
+"""The manifest rules shared by ManifestWork and ManifestWorkReplicaSet (hub.md §5.1).
+
+Checked in OCM's order, the first failure wins: at least one manifest; the
+total size within ``--manifestLimit``; then, manifest by manifest, that it
+decodes as an object with a kind, has ``metadata.name``, has no
+``metadata.generateName``, and is not a duplicate of an earlier one. Messages
+are OCM's, verbatim (the decoder errors in Go's words).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from hubcontroller.webhook.admission import json_type
+from hubcontroller.webhook.rawjson import go_json
+from hubcontroller.webhook.settings import DEFAULT_MANIFEST_LIMIT
+
+EMPTY_MANIFESTS: Final = "Workload manifests should not be empty"
+NAME_REQUIRED: Final = "name must be set in manifest"
+GENERATE_NAME_FORBIDDEN: Final = "generateName must not be set in manifest"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One manifest: its decoded value and its JSON text exactly as received."""
+
+    value: Any
+    raw: str
+
+    @property
+    def size(self) -> int:
+        """What the manifest counts towards the limit (``RawExtension.Size()``).
+
+        The protobuf size of the raw bytes: one tag byte, the length as a
+        varint, the bytes; e.g. 300 bytes count 303. A JSON ``null`` leaves the
+        RawExtension empty, which counts 0.
+        """
+        if self.raw == "null":
+            return 0
+        return protobuf_size(len(self.raw.encode("utf-8", "surrogatepass")))
+
+
+def protobuf_size(length: int) -> int:
+    """Size of a length-delimited protobuf field of ``length`` bytes: tag + varint + bytes."""
+    return 1 + length + _varint_size(length)
+
+
+def _varint_size(value: int) -> int:
+    # ceil(bits/7) bytes, at least one.
+    return max(1, (value.bit_length() + 6) // 7)
+
+
+def manifests_of(values: Sequence[Any], raws: Sequence[str] | None) -> tuple[Manifest, ...]:
+    """Pair decoded manifests with their raw texts (re-encoded as Go would when not kept)."""
+    if raws is None or len(raws) != len(values):
+        raws = [go_json(value) for value in values]
+    return tuple(Manifest(value, raw) for value, raw in zip(values, raws, strict=True))
+
+
+class ManifestValidator:
+    """Applies §5.1 with a size limit in bytes (``--manifestLimit``)."""
+
+    def __init__(self, limit: int = DEFAULT_MANIFEST_LIMIT) -> None:
+        self.limit = limit
+
+    def problem(self, manifests: Sequence[Manifest]) -> str | None:
+        """The first rule ``manifests`` break, as OCM words it, or None."""
+        if not manifests:
+            return EMPTY_MANIFESTS
+        total = sum(m.size for m in manifests)
+        if total > self.limit:
+            return f"the size of manifests is {total} bytes which exceeds the {self.limit} limit"
+        seen: set[str] = set()
+        for index, manifest in enumerate(manifests):
+            problem = _manifest_problem(manifest)
+            if problem is not None:
+                return problem
+            identity = _identity(manifest.value)
+            if isinstance(identity, str):
+                return f"failed to extract metadata from manifest at index {index}: {identity}"
+            api_version, kind, namespace, name = identity
+            # Literal strings: the same object under two apiVersions is not caught (as in OCM).
+            key = f"{api_version}/{kind}/{namespace}/{name}"
+            if key in seen:
+                return (
+                    f"duplicate manifest for resource {namespace}/{name} "
+                    f"with resource type {api_version}.{kind}"
+                )
+            seen.add(key)
+        return None
+
+
+def _manifest_problem(manifest: Manifest) -> str | None:
+    """Decoding as ``unstructured.Unstructured`` and the name rules."""
+    value = manifest.value
+    if manifest.raw == "null":
+        # An empty RawExtension: the decoder gets no bytes at all.
+        return "unexpected end of JSON input"
+    if not isinstance(value, Mapping):
+        return (
+            f"json: cannot unmarshal {json_type(value)} "
+            "into Go value of type map[string]interface {}"
+        )
+    kind = value.get("kind")
+    if not isinstance(kind, str) or not kind:
+        return f"Object 'Kind' is missing in '{manifest.raw}'"
+    metadata = value.get("metadata")
+    if not _nested_string(metadata, "name"):
+        return NAME_REQUIRED
+    if _nested_string(metadata, "generateName"):
+        return GENERATE_NAME_FORBIDDEN
+    return None
+
+
+def _nested_string(metadata: Any, key: str) -> str:
+    # unstructured's getters read a wrongly typed field as empty.
+    if isinstance(metadata, Mapping):
+        value = metadata.get(key)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+def _identity(value: Mapping[str, Any]) -> tuple[str, str, str, str] | str:
+    """(apiVersion, kind, namespace, name) as ``PartialObjectMetadata`` reads them, or the error."""
+    api_version = value.get("apiVersion")
+    if api_version is not None and not isinstance(api_version, str):
+        return _field_error(api_version, "apiVersion")
+    metadata = value.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        return _field_error(metadata, "metadata", "v1.ObjectMeta")
+    metadata = metadata or {}
+    namespace = metadata.get("namespace")
+    if namespace is not None and not isinstance(namespace, str):
+        return _field_error(namespace, "metadata.namespace")
+    return api_version or "", str(value["kind"]), namespace or "", str(metadata["name"])
+
+
+def _field_error(value: Any, path: str, go_type: str = "string") -> str:
+    return (
+        f"json: cannot unmarshal {json_type(value)} into Go struct field "
+        f"PartialObjectMetadata.{path} of type {go_type}"
+    )

@@ -1,0 +1,230 @@
+"""JSON decoding that keeps the raw text of chosen arrays' items, and Go's JSON encoding.
+
+OCM limits the size of a work's manifests by the byte length of each
+manifest's JSON *as the API server sent it* (a ``RawExtension`` keeps the raw
+bytes). :func:`parse_keeping_raw` decodes an AdmissionReview body once and,
+for the array at each requested path, also returns every item's exact text.
+Only the objects along those paths are walked in Python; every other value is
+decoded by the stdlib's C scanner.
+
+When a review arrives as an already decoded dict (tests, the pure core),
+:func:`go_json` re-encodes a manifest the way Go's ``encoding/json`` would
+have sent it: compact, keys in received order, ``<``, ``>``, ``&``, U+2028
+and U+2029 escaped, floats formatted as Go formats them.
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NoReturn
+
+Path = tuple[str, ...]
+# A trie of keys; a leaf is the complete path whose array items are kept raw.
+_Trie = dict[str, "_Trie | Path"]
+
+_WS = re.compile(r"[ \t\n\r]*")
+# The stdlib's (C) string scanner: text, index after the opening quote, strict -> (str, end).
+# Public in json.decoder but missing from typeshed.
+scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+def _reject_constant(name: str) -> NoReturn:
+    # Python accepts NaN and Infinity; JSON (and Go) do not.
+    raise ValueError(f"invalid JSON value {name}")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _build_trie(paths: Iterable[Path]) -> _Trie:
+    root: _Trie = {}
+    for path in paths:
+        if not path:
+            raise ValueError("a kept path needs at least one key")
+        node = root
+        for key in path[:-1]:
+            child = node.setdefault(key, {})
+            if not isinstance(child, dict):
+                raise ValueError(f"path {path} passes through another kept path")
+            node = child
+        node[path[-1]] = path
+    return root
+
+
+def parse_keeping_raw(text: str, paths: Sequence[Path]) -> tuple[Any, dict[Path, list[str]]]:
+    """Decode ``text``; for each path that leads to an array, also the items' raw texts.
+
+    A path is a sequence of object keys from the root. Paths that are absent,
+    or lead to something else than an array, are missing from the result. With
+    duplicate keys the last one wins, as in :func:`json.loads` and Go.
+    Raises :class:`json.JSONDecodeError` (a ValueError) for invalid JSON.
+    """
+    parser = _Parser(text)
+    i = parser.ws(0)
+    value, i, found = parser.value(i, _build_trie(paths))
+    i = parser.ws(i)
+    if i != len(text):
+        raise json.JSONDecodeError("Extra data", text, i)
+    return value, found
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def ws(self, i: int) -> int:
+        match = _WS.match(self.text, i)
+        assert match is not None  # the pattern matches the empty string
+        return match.end()
+
+    def scan(self, i: int) -> tuple[Any, int]:
+        try:
+            return _DECODER.raw_decode(self.text, i)
+        except json.JSONDecodeError:
+            raise
+        except ValueError as err:
+            raise json.JSONDecodeError(str(err), self.text, i) from None
+
+    def value(self, i: int, node: _Trie | Path) -> tuple[Any, int, dict[Path, list[str]]]:
+        char = self.text[i : i + 1]
+        if isinstance(node, dict) and char == "{":
+            return self.object(i, node)
+        if isinstance(node, tuple) and char == "[":
+            return self.array(i, node)
+        value, end = self.scan(i)
+        return value, end, {}
+
+    def object(self, i: int, node: _Trie) -> tuple[dict[str, Any], int, dict[Path, list[str]]]:
+        text = self.text
+        obj: dict[str, Any] = {}
+        found_by_key: dict[str, dict[Path, list[str]]] = {}
+        i = self.ws(i + 1)
+        if text[i : i + 1] == "}":
+            return obj, i + 1, {}
+        while True:
+            if text[i : i + 1] != '"':
+                raise json.JSONDecodeError(
+                    "Expecting property name enclosed in double quotes", text, i
+                )
+            key, i = scanstring(text, i + 1, True)
+            i = self.ws(i)
+            if text[i : i + 1] != ":":
+                raise json.JSONDecodeError("Expecting ':' delimiter", text, i)
+            i = self.ws(i + 1)
+            child = node.get(key)
+            if child is None:
+                value, i = self.scan(i)
+            else:
+                value, i, found = self.value(i, child)
+                # A repeated key replaces what an earlier occurrence found.
+                found_by_key[key] = found
+            obj[key] = value
+            i = self.ws(i)
+            char = text[i : i + 1]
+            if char == ",":
+                i = self.ws(i + 1)
+                continue
+            if char == "}":
+                merged: dict[Path, list[str]] = {}
+                for found in found_by_key.values():
+                    merged.update(found)
+                return obj, i + 1, merged
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
+
+    def array(self, i: int, path: Path) -> tuple[list[Any], int, dict[Path, list[str]]]:
+        text = self.text
+        items: list[Any] = []
+        raws: list[str] = []
+        i = self.ws(i + 1)
+        if text[i : i + 1] == "]":
+            return items, i + 1, {path: raws}
+        while True:
+            start = i
+            value, i = self.scan(i)
+            items.append(value)
+            raws.append(text[start:i])
+            i = self.ws(i)
+            char = text[i : i + 1]
+            if char == ",":
+                i = self.ws(i + 1)
+                continue
+            if char == "]":
+                return items, i + 1, {path: raws}
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
+
+
+# -- Go's encoding ---------------------------------------------------------------------
+
+# encoding/json escapes these inside strings (HTML safety and JavaScript line separators).
+_GO_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_GO_ESCAPED = re.compile("[<>&\u2028\u2029]")
+_NEGATIVE_EXPONENT_ZERO = re.compile(r"e-0(\d)$")
+
+
+def go_json(value: Any) -> str:
+    """``value`` encoded as Go's ``encoding/json`` (compact, HTML-escaped) would send it."""
+    return "".join(_go_parts(value))
+
+
+def _go_parts(value: Any) -> Iterable[str]:
+    if isinstance(value, dict):
+        yield "{"
+        for n, (key, item) in enumerate(value.items()):
+            if n:
+                yield ","
+            yield _go_string(str(key))
+            yield ":"
+            yield from _go_parts(item)
+        yield "}"
+    elif isinstance(value, list | tuple):
+        yield "["
+        for n, item in enumerate(value):
+            if n:
+                yield ","
+            yield from _go_parts(item)
+        yield "]"
+    elif isinstance(value, str):
+        yield _go_string(value)
+    elif value is True:
+        yield "true"
+    elif value is False:
+        yield "false"
+    elif value is None:
+        yield "null"
+    elif isinstance(value, int):
+        yield str(value)
+    elif isinstance(value, float):
+        yield go_float(value)
+    else:
+        raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+def _go_string(text: str) -> str:
+    encoded = json.dumps(text, ensure_ascii=False)
+    return _GO_ESCAPED.sub(lambda m: _GO_ESCAPES[m.group()], encoded)
+
+
+def go_float(number: float) -> str:
+    """A float as Go's encoding/json writes it (shortest digits; 'e' only far from 1)."""
+    if not math.isfinite(number):
+        raise ValueError(f"JSON cannot encode {number}")
+    if number == 0:
+        return "-0" if math.copysign(1.0, number) < 0 else "0"
+    magnitude = abs(number)
+    if magnitude < 1e-6 or magnitude >= 1e21:
+        # repr is the shortest round-trip form and uses an exponent in this range;
+        # Go writes e-07 as e-7 (positive exponents here have two digits anyway).
+        return _NEGATIVE_EXPONENT_ZERO.sub(r"e-\g<1>", repr(number))
+    # Plain notation with the same shortest digits: repr would write 1e-05 or
+    # 1e+16, and 1.0 where Go writes 1.
+    return format(decimal.Decimal(repr(number)).normalize(), "f")

@@ -1,0 +1,231 @@
+"""The two validated kinds, their webhook paths, and decoding their objects.
+
+Paths follow controller-runtime's convention
+``/validate-<group with dots as dashes>-<version>-<lowercase kind>`` (hub.md §4).
+
+Decoding mirrors what the Go webhook's typed decode would accept: the
+object's ``apiVersion``/``kind`` default to the webhook's type when absent
+and must match it otherwise; the fields the rules read must have their JSON
+types (JSON null reads as absent). The API server validated the object
+against the CRD before calling us, so these checks only guard against
+malformed requests; their messages follow Go's decoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from hubcontroller.webhook.admission import Errored, json_type
+from hubcontroller.webhook.manifests import Manifest, manifests_of
+
+# The Go decoder's words for an absent embedded object.
+NO_CONTENT: Final = "there is no content to decode"
+
+
+@dataclass(frozen=True)
+class WebhookResource:
+    """A kind the webhook validates."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    #: Where the manifests are inside the object.
+    manifests_path: tuple[str, ...]
+    #: Go type names along ``manifests_path`` (for decoder-style messages).
+    go_types: tuple[str, ...]
+
+    @property
+    def api_version(self) -> str:
+        """``group/version``."""
+        return f"{self.group}/{self.version}"
+
+    @property
+    def path(self) -> str:
+        """The webhook's URL path."""
+        return f"/validate-{self.group.replace('.', '-')}-{self.version}-{self.kind.lower()}"
+
+    @property
+    def raw_manifests_path(self) -> tuple[str, ...]:
+        """Where the new object's manifests are inside an AdmissionReview."""
+        return ("request", "object", *self.manifests_path)
+
+
+MANIFESTWORK: Final = WebhookResource(
+    group="work.open-cluster-management.io",
+    version="v1",
+    kind="ManifestWork",
+    plural="manifestworks",
+    manifests_path=("spec", "workload", "manifests"),
+    go_types=("v1.ManifestWorkSpec", "v1.ManifestsTemplate", "[]v1.Manifest"),
+)
+MANIFESTWORK_REPLICASET: Final = WebhookResource(
+    group="work.open-cluster-management.io",
+    version="v1alpha1",
+    kind="ManifestWorkReplicaSet",
+    plural="manifestworkreplicasets",
+    manifests_path=("spec", "manifestWorkTemplate", "workload", "manifests"),
+    go_types=(
+        "v1alpha1.ManifestWorkReplicaSetSpec",
+        "v1.ManifestWorkSpec",
+        "v1.ManifestsTemplate",
+        "[]v1.Manifest",
+    ),
+)
+RESOURCES: Final = (MANIFESTWORK, MANIFESTWORK_REPLICASET)
+
+
+def resource_for(group: str, kind: str) -> WebhookResource | None:
+    """The validated kind with this group and kind (any version), if any."""
+    for resource in RESOURCES:
+        if resource.group == group and resource.kind == kind:
+            return resource
+    return None
+
+
+@dataclass(frozen=True)
+class ServiceAccount:
+    """``spec.executor.subject.serviceAccount``."""
+
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Executor:
+    """``spec.executor``: compared by value, as OCM compares it with ``reflect.DeepEqual``."""
+
+    subject_type: str
+    service_account: ServiceAccount | None
+
+
+@dataclass(frozen=True)
+class WorkObject:
+    """What the rules read of a ManifestWork or ManifestWorkReplicaSet."""
+
+    name: str
+    namespace: str
+    manifests: tuple[Manifest, ...]
+    #: ManifestWork only; None when absent.
+    executor: Executor | None = None
+
+
+def decode(
+    resource: WebhookResource,
+    raw: Any,
+    *,
+    raw_manifests: Sequence[str] | None = None,
+    default_namespace: str = "",
+    with_manifests: bool = True,
+) -> WorkObject:
+    """Read an object under admission; raises :class:`Errored` (400) when it is malformed.
+
+    ``raw_manifests`` are the manifests' texts as received, when known.
+    ``with_manifests=False`` (an old object, whose executor is all the rules
+    read) checks the manifests' shape but leaves them out of the result.
+    """
+    if raw is None:
+        raise Errored(400, NO_CONTENT)
+    struct = resource.kind
+    if not isinstance(raw, Mapping):
+        raise Errored(
+            400,
+            f"couldn't decode the object as a {struct}: "
+            f"expected a JSON object, got {json_type(raw)}",
+        )
+    api_version = _typed(raw, "apiVersion", str, struct, "apiVersion", "string") or ""
+    kind = _typed(raw, "kind", str, struct, "kind", "string") or ""
+    # Go's decoder takes the missing parts of the type from the target type.
+    if (api_version or resource.api_version) != resource.api_version or (
+        kind or resource.kind
+    ) != resource.kind:
+        raise Errored(
+            400,
+            f"unable to decode {api_version or resource.api_version}, Kind={kind or resource.kind} "
+            f"into {resource.api_version}, Kind={resource.kind}",
+        )
+    metadata = _typed(raw, "metadata", Mapping, struct, "metadata", "v1.ObjectMeta") or {}
+    name = _typed(metadata, "name", str, struct, "metadata.name", "string") or ""
+    namespace = _typed(metadata, "namespace", str, struct, "metadata.namespace", "string") or ""
+
+    node: Mapping[str, Any] = raw
+    where: list[str] = []
+    values: list[Any] = []
+    *parents, leaf = resource.manifests_path
+    for key, go_type in zip(parents, resource.go_types[:-1], strict=True):
+        where.append(key)
+        child = _typed(node, key, Mapping, struct, ".".join(where), go_type)
+        if child is None:
+            break
+        node = child
+    else:
+        where.append(leaf)
+        values = _typed(node, leaf, list, struct, ".".join(where), resource.go_types[-1]) or []
+
+    executor = None
+    if resource.kind == MANIFESTWORK.kind:
+        spec = raw.get("spec")
+        if isinstance(spec, Mapping):
+            executor = _executor(spec.get("executor"), struct)
+    return WorkObject(
+        name=name,
+        namespace=namespace or default_namespace,
+        manifests=manifests_of(values, raw_manifests) if with_manifests else (),
+        executor=executor,
+    )
+
+
+def _executor(raw: Any, struct: str) -> Executor | None:
+    if raw is None:
+        return None
+    path = "spec.executor"
+    if not isinstance(raw, Mapping):
+        raise _type_error(raw, struct, path, "v1.ManifestWorkExecutor")
+    # `subject` is a struct, not a pointer, in Go: absent reads as the zero value.
+    subject = (
+        _typed(raw, "subject", Mapping, struct, f"{path}.subject", "v1.ManifestWorkExecutorSubject")
+        or {}
+    )
+    path += ".subject"
+    subject_type = (
+        _typed(subject, "type", str, struct, f"{path}.type", "v1.ManifestWorkExecutorSubjectType")
+        or ""
+    )
+    account = _typed(
+        subject,
+        "serviceAccount",
+        Mapping,
+        struct,
+        f"{path}.serviceAccount",
+        "v1.ManifestWorkSubjectServiceAccount",
+    )
+    service_account = None
+    if account is not None:
+        path += ".serviceAccount"
+        service_account = ServiceAccount(
+            namespace=_typed(account, "namespace", str, struct, f"{path}.namespace", "string")
+            or "",
+            name=_typed(account, "name", str, struct, f"{path}.name", "string") or "",
+        )
+    return Executor(subject_type, service_account)
+
+
+def _typed(
+    obj: Mapping[str, Any], key: str, expected: Any, struct: str, path: str, go_type: str
+) -> Any:
+    """``obj[key]`` if it has the expected JSON type, None if absent or null; else a 400."""
+    value = obj.get(key)
+    if value is None or isinstance(value, expected):
+        # bool is an int in Python but never expected here, so no special case.
+        return value
+    raise _type_error(value, struct, path, go_type)
+
+
+def _type_error(value: Any, struct: str, path: str, go_type: str) -> Errored:
+    return Errored(
+        400,
+        f"json: cannot unmarshal {json_type(value)} into Go struct field "
+        f"{struct}.{path} of type {go_type}",
+    )

@@ -1,0 +1,131 @@
+"""Settings of the ``hubcontroller webhook-server`` process (``flags.md`` §3).
+
+One frozen object, built by the CLI from OCM's flags and passed explicitly.
+Every field mirrors a flag of ``work webhook-server`` (same defaults), plus
+``host``, the listen address, which OCM does not expose (all interfaces).
+Invalid values raise ValueError at construction, so a bad flag stops the
+process before anything listens.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hubcontroller.webhook.tlsconfig import parse_cipher_suites, parse_tls_version
+from schemas import wire
+
+DEFAULT_PORT = 9443
+DEFAULT_METRICS_PORT = 8080
+DEFAULT_HEALTH_PROBE_PORT = 8000
+#: 500 KiB, OCM's default ``--manifestLimit``.
+DEFAULT_MANIFEST_LIMIT = 512000
+CERT_FILE = "tls.crt"
+KEY_FILE = "tls.key"
+
+#: Gates of the hub work components (api.md §6); any other name is a startup error.
+HUB_FEATURE_GATES = frozenset(
+    {
+        wire.GATE_NIL_EXECUTOR_VALIDATING,
+        wire.GATE_MANIFEST_WORK_REPLICA_SET,
+        wire.GATE_CLOUD_EVENTS_DRIVERS,
+        wire.GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
+    }
+)
+
+
+def default_cert_dir() -> Path:
+    """controller-runtime's default: ``<TMPDIR>/k8s-webhook-server/serving-certs``.
+
+    Go's ``os.TempDir()`` reads ``$TMPDIR`` and falls back to ``/tmp``; we do
+    the same rather than Python's ``gettempdir()``, which probes other variables.
+    """
+    return Path(os.environ.get("TMPDIR") or "/tmp") / "k8s-webhook-server" / "serving-certs"
+
+
+@dataclass(frozen=True)
+class ValidationOptions:
+    """What the admission rules depend on: the manifest size limit and the hub gates."""
+
+    manifest_limit: int = DEFAULT_MANIFEST_LIMIT
+    feature_gates: frozenset[str] = frozenset()
+
+    def enabled(self, gate: str) -> bool:
+        """Whether hub feature gate ``gate`` is on."""
+        return gate in self.feature_gates
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """Flags of ``work webhook-server``.
+
+    ``metrics_port`` <= 0 and ``health_probe_port`` == 0 disable those
+    servers; ``port`` 0 picks a free port (tests). ``certdir`` empty means
+    :func:`default_cert_dir`. ``tls_min_version`` is a Go name
+    (``VersionTLS12``), empty for TLS 1.2; ``tls_cipher_suites`` a
+    comma-separated list of IANA names as Go spells them, empty for the
+    defaults. ``feature_gates`` holds the *enabled* hub gates.
+    ``kubeconfig`` empty means ``$KUBECONFIG``, in-cluster, then
+    ``~/.kube/config`` (controller-runtime's order).
+    """
+
+    port: int = DEFAULT_PORT
+    metrics_port: int = DEFAULT_METRICS_PORT
+    health_probe_port: int = DEFAULT_HEALTH_PROBE_PORT
+    certdir: str = ""
+    tls_min_version: str = ""
+    tls_cipher_suites: str = ""
+    manifest_limit: int = DEFAULT_MANIFEST_LIMIT
+    feature_gates: frozenset[str] = field(default_factory=frozenset)
+    kubeconfig: str = ""
+    host: str = ""
+
+    def __post_init__(self) -> None:
+        for flag, value in (("--port", self.port), ("--health-probe-port", self.health_probe_port)):
+            if not 0 <= value <= 65535:
+                raise ValueError(f"{flag}={value}: must be a port number (0-65535)")
+        if self.metrics_port > 65535:
+            raise ValueError(f"--metrics-port={self.metrics_port}: must be a port number")
+        if self.manifest_limit < 0:
+            raise ValueError(f"--manifestLimit={self.manifest_limit}: must not be negative")
+        unknown = sorted(self.feature_gates - HUB_FEATURE_GATES)
+        if unknown:
+            raise ValueError(
+                f"--feature-gates: unrecognized feature gate: {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(HUB_FEATURE_GATES))})"
+            )
+        # Parsed here only to fail early; the TLS context parses them again.
+        parse_tls_version(self.tls_min_version)
+        parse_cipher_suites(self.tls_cipher_suites)
+
+    @property
+    def cert_dir(self) -> Path:
+        """The directory holding ``tls.crt`` and ``tls.key``."""
+        return Path(self.certdir) if self.certdir else default_cert_dir()
+
+    @property
+    def cert_file(self) -> Path:
+        """The serving certificate (PEM, chain allowed)."""
+        return self.cert_dir / CERT_FILE
+
+    @property
+    def key_file(self) -> Path:
+        """The serving certificate's private key (PEM)."""
+        return self.cert_dir / KEY_FILE
+
+    @property
+    def metrics_enabled(self) -> bool:
+        """``--metrics-port`` 0 or negative disables metrics."""
+        return self.metrics_port > 0
+
+    @property
+    def health_probes_enabled(self) -> bool:
+        """``--health-probe-port`` 0 disables the probes."""
+        return self.health_probe_port > 0
+
+    def validation_options(self) -> ValidationOptions:
+        """The part of the settings the admission rules use."""
+        return ValidationOptions(
+            manifest_limit=self.manifest_limit, feature_gates=frozenset(self.feature_gates)
+        )

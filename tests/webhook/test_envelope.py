@@ -1,0 +1,254 @@
+"""The AdmissionReview envelope: versions, uid echo, malformed input (never a crash)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hubcontroller.webhook import (
+    MANIFESTWORK,
+    MANIFESTWORK_REPLICASET,
+    AdmissionValidator,
+    ValidationOptions,
+    validate,
+    validate_json,
+)
+from schemas import wire
+from tests.webhook.helpers import (
+    RecordingAccess,
+    allowed,
+    configmap,
+    errored,
+    executor,
+    manifest_work,
+    response,
+    review,
+)
+
+ALL_GATES = ValidationOptions(
+    feature_gates=frozenset(
+        {wire.GATE_MANIFEST_WORK_REPLICA_SET, wire.GATE_NIL_EXECUTOR_VALIDATING}
+    )
+)
+
+
+async def _answer(rev: Any, **kwargs: Any) -> dict[str, Any]:
+    kwargs.setdefault("sar", RecordingAccess())
+    return await validate(rev, **kwargs)
+
+
+async def test_v1_answer_echoes_uid_and_version() -> None:
+    answer = await _answer(review("CREATE", manifest_work(), uid="abc-123"))
+    assert answer == {
+        "kind": "AdmissionReview",
+        "apiVersion": "admission.k8s.io/v1",
+        "response": {"uid": "abc-123", "allowed": True, "status": {"metadata": {}, "code": 200}},
+    }
+
+
+async def test_v1beta1_is_answered_in_v1beta1() -> None:
+    rev = review("CREATE", manifest_work(), api_version="admission.k8s.io/v1beta1", uid="b1")
+    answer = await _answer(rev)
+    assert answer["apiVersion"] == "admission.k8s.io/v1beta1"
+    assert response(answer)["uid"] == "b1"
+    denied = review("CREATE", manifest_work([]), api_version="admission.k8s.io/v1beta1")
+    answer = await _answer(denied)
+    assert answer["apiVersion"] == "admission.k8s.io/v1beta1"
+    assert not response(answer)["allowed"]
+
+
+async def test_missing_api_version_and_kind_read_as_v1() -> None:
+    rev = review("CREATE", manifest_work())
+    del rev["apiVersion"], rev["kind"]
+    answer = await _answer(rev)
+    assert answer["apiVersion"] == "admission.k8s.io/v1"
+    assert allowed(answer)
+
+
+async def test_malformed_reviews_get_a_400_answer() -> None:
+    cases: list[tuple[Any, str, str]] = [
+        ([], "", "couldn't decode the AdmissionReview: expected a JSON object, got array"),
+        ({"apiVersion": "admission.k8s.io/v2", "request": {"uid": "u"}}, "u",
+         'unsupported AdmissionReview apiVersion "admission.k8s.io/v2": '
+         "expected admission.k8s.io/v1 or admission.k8s.io/v1beta1"),
+        ({"kind": "ConfigMap", "request": {}}, "", 'expected an AdmissionReview, got kind "ConfigMap"'),
+        ({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}, "",
+         "the AdmissionReview has no request"),
+        ({"request": None}, "", "the AdmissionReview has no request"),
+        ({"request": "x"}, "", "request: expected an object, got string"),
+        ({"request": {"uid": "u", "operation": 5}}, "u", "request.operation: expected a string, got number"),
+        ({"request": {"uid": "u", "userInfo": {"groups": "g"}}}, "u",
+         "request.userInfo.groups: expected a list of strings"),
+        ({"request": {"uid": "u", "userInfo": {"extra": {"k": [1]}}}}, "u",
+         "request.userInfo.extra.k: expected a list of strings"),
+        ({"request": {"uid": "u", "operation": "CREATE"}}, "u",
+         "request.kind is missing: cannot tell which rules apply"),
+        ({"request": {"uid": "u", "operation": "CREATE",
+                      "kind": {"group": "", "version": "v1", "kind": "ConfigMap"}}}, "u",
+         "no validating webhook for v1 ConfigMap"),
+    ]  # fmt: skip
+    for rev, uid, message in cases:
+        answer = await _answer(rev)
+        assert answer["apiVersion"] == "admission.k8s.io/v1"
+        assert response(answer) == {"uid": uid, "allowed": False, "status": errored(message)}, rev
+
+
+async def test_unknown_operation() -> None:
+    answer = await _answer(review("PATCH", manifest_work(), uid="u9"))
+    assert response(answer) == {
+        "uid": "u9",
+        "allowed": False,
+        "status": errored('unknown operation "PATCH"'),
+    }
+
+
+async def test_missing_objects() -> None:
+    for rev in (review("CREATE"), review("UPDATE", manifest_work()), review("DELETE")):
+        answer = await _answer(rev, resource=MANIFESTWORK)
+        assert response(answer)["status"] == errored("there is no content to decode")
+
+
+async def test_object_of_another_kind() -> None:
+    answer = await _answer(review("CREATE", configmap()), resource=MANIFESTWORK)
+    assert response(answer)["status"] == errored(
+        "unable to decode v1, Kind=ConfigMap into work.open-cluster-management.io/v1, Kind=ManifestWork"
+    )
+    # A replica set sent to the ManifestWork path.
+    rev = review("CREATE", {"apiVersion": "work.open-cluster-management.io/v1alpha1",
+                            "kind": "ManifestWorkReplicaSet"})  # fmt: skip
+    answer = await _answer(rev, resource=MANIFESTWORK)
+    assert not response(answer)["allowed"]
+    assert response(answer)["status"]["code"] == 400
+
+
+async def test_missing_type_defaults_to_the_webhook_type() -> None:
+    work = manifest_work()
+    del work["apiVersion"], work["kind"]
+    assert allowed(await _answer(review("CREATE", work), resource=MANIFESTWORK))
+
+
+async def test_wrongly_typed_fields_are_decoder_errors() -> None:
+    def with_spec(spec: Any) -> dict[str, Any]:
+        work = manifest_work()
+        work["spec"] = spec
+        return work
+
+    cases = [
+        (with_spec("x"), "json: cannot unmarshal string into Go struct field "
+         "ManifestWork.spec of type v1.ManifestWorkSpec"),
+        (with_spec({"workload": {"manifests": {"a": 1}}}), "json: cannot unmarshal object into "
+         "Go struct field ManifestWork.spec.workload.manifests of type []v1.Manifest"),
+        (with_spec({"workload": [1]}), "json: cannot unmarshal array into Go struct field "
+         "ManifestWork.spec.workload of type v1.ManifestsTemplate"),
+        (with_spec({"workload": {"manifests": [configmap()]}, "executor": {"subject": {"type": 1}}}),
+         "json: cannot unmarshal number into Go struct field ManifestWork.spec.executor.subject.type "
+         "of type v1.ManifestWorkExecutorSubjectType"),
+        (with_spec({"workload": {"manifests": [configmap()]},
+                    "executor": {"subject": {"serviceAccount": {"name": False}}}}),
+         "json: cannot unmarshal bool into Go struct field "
+         "ManifestWork.spec.executor.subject.serviceAccount.name of type string"),
+        ({**manifest_work(), "metadata": []}, "json: cannot unmarshal array into Go struct field "
+         "ManifestWork.metadata of type v1.ObjectMeta"),
+        ("a string", "couldn't decode the object as a ManifestWork: expected a JSON object, got string"),
+    ]  # fmt: skip
+    for obj, message in cases:
+        answer = await _answer(review("CREATE", obj), resource=MANIFESTWORK)
+        assert response(answer)["status"] == errored(message), obj
+    # Nulls read as absent, as in Go.
+    nulls = with_spec({"workload": {"manifests": [configmap()]}, "executor": None})
+    assert allowed(await _answer(review("CREATE", nulls), resource=MANIFESTWORK))
+
+
+async def test_json_body_errors() -> None:
+    access = RecordingAccess()
+    for body, message in (
+        (b"", "couldn't decode the AdmissionReview: Expecting value: line 1 column 1 (char 0)"),
+        (b"{", "couldn't decode the AdmissionReview: Expecting property name enclosed in "
+         "double quotes: line 1 column 2 (char 1)"),
+        (b'{"a":1} x', "couldn't decode the AdmissionReview: Extra data: line 1 column 9 (char 8)"),
+        (b'{"a":NaN}', "couldn't decode the AdmissionReview: invalid JSON value NaN: "
+         "line 1 column 6 (char 5)"),
+        (b"\xff", "couldn't decode the AdmissionReview: 'utf-8' codec can't decode byte 0xff "
+         "in position 0: invalid start byte"),
+    ):  # fmt: skip
+        answer = await validate_json(body, sar=access)
+        assert response(answer) == {"uid": "", "allowed": False, "status": errored(message)}
+
+
+async def test_internal_errors_are_a_500_answer_not_a_crash() -> None:
+    class Exploding(Mapping[str, Any]):
+        def __getitem__(self, key: str) -> Any:
+            raise RuntimeError("boom")
+
+        def __iter__(self) -> Iterator[str]:
+            return iter(["request"])
+
+        def __len__(self) -> int:
+            return 1
+
+    answer = await validate(Exploding(), sar=RecordingAccess())
+    assert response(answer) == {
+        "uid": "",
+        "allowed": False,
+        "status": errored("internal error: RuntimeError('boom')", 500),
+    }
+
+
+async def test_validator_reports_the_verdict() -> None:
+    validator = AdmissionValidator(ValidationOptions(), RecordingAccess(allow=False))
+    verdict = await validator.review(review("CREATE", manifest_work(executor=executor()), uid="v1"))
+    assert (verdict.allowed, verdict.code, verdict.operation, verdict.uid) == (
+        False,
+        400,
+        "CREATE",
+        "v1",
+    )
+    assert verdict.message.startswith("user alice cannot manipulate")
+
+
+# -- never a crash, whatever arrives ------------------------------------------------------
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+_json = st.recursive(
+    _scalars,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+_keys = st.sampled_from(
+    ["request", "object", "oldObject", "spec", "workload", "manifests", "executor", "subject",
+     "serviceAccount", "metadata", "name", "namespace", "kind", "apiVersion", "operation", "uid",
+     "userInfo", "groups", "extra", "manifestWorkTemplate", "type", "generateName"]
+)  # fmt: skip
+_shaped = st.recursive(
+    _scalars | st.sampled_from(["CREATE", "UPDATE", "DELETE", "ServiceAccount", "ConfigMap"]),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(_keys, children, max_size=6),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(review=_json | _shaped)
+async def test_any_json_gets_an_answer(review: Any) -> None:
+    for resource in (None, MANIFESTWORK, MANIFESTWORK_REPLICASET):
+        answer = await validate(review, sar=RecordingAccess(), options=ALL_GATES, resource=resource)
+        resp = response(answer)
+        assert isinstance(resp["allowed"], bool)
+        assert resp["status"]["code"] != 500, resp
+        # And through the body path too, with the same verdict.
+        body = json.dumps(review).encode()
+        assert (
+            await validate_json(body, sar=RecordingAccess(), options=ALL_GATES, resource=resource)
+            == answer
+        )

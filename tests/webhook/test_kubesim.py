@@ -1,0 +1,180 @@
+"""``execute-as`` checks against kubesim's RBAC: the real SubjectAccessReview path."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubcontroller.webhook import (
+    MANIFESTWORK,
+    ExecuteAsRequest,
+    HubAccessReviewer,
+    UserInfo,
+    ValidationOptions,
+    validate,
+)
+from kubesim.sim import KubeSim
+from schemas import wire
+from tests.webhook.conftest import client_context, local_settings, post, running
+from tests.webhook.helpers import (
+    CLUSTER,
+    MW_PATH,
+    ServingCert,
+    bad_request,
+    executor,
+    manifest_work,
+    response,
+    review,
+)
+from workagent.kube import (
+    CLUSTER_ROLES,
+    NAMESPACES,
+    ROLE_BINDINGS,
+    KubeClient,
+    KubeError,
+)
+
+RBAC = "rbac.authorization.k8s.io/v1"
+
+
+def _execute_as_role(name: str, *service_accounts: str) -> dict[str, Any]:
+    rule: dict[str, Any] = {
+        "apiGroups": ["work.open-cluster-management.io"],
+        "resources": ["manifestworks"],
+        "verbs": ["execute-as"],
+    }
+    if service_accounts:
+        rule["resourceNames"] = [f"system:serviceaccount:{sa}" for sa in service_accounts]
+    return {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": name}, "rules": [rule]}
+
+
+def _binding(
+    name: str, role: str, subject: dict[str, Any], namespace: str = CLUSTER
+) -> dict[str, Any]:
+    return {
+        "apiVersion": RBAC,
+        "kind": "RoleBinding",
+        "metadata": {"name": name, "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [subject],
+    }
+
+
+def _user(name: str) -> dict[str, Any]:
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name}
+
+
+@pytest.fixture
+async def hub(sim: KubeSim, tmp_path: Path) -> AsyncIterator[KubeClient]:
+    """The webhook's hub client (kubesim's admin) with the RBAC of the scenario.
+
+    alice may run works as ns1/sa1 in cluster1; group team-a may use any
+    executor in cluster1; bob has nothing.
+    """
+    client = await KubeClient.from_kubeconfig(str(tmp_path / "kubeconfig"), qps=0, name="hub")
+    for namespace in (CLUSTER, "cluster2"):
+        await client.create(NAMESPACES, {"metadata": {"name": namespace}})
+    await client.create(CLUSTER_ROLES, _execute_as_role("execute-as-sa1", "ns1:sa1"))
+    await client.create(CLUSTER_ROLES, _execute_as_role("execute-as-any"))
+    await client.create(ROLE_BINDINGS, _binding("alice-sa1", "execute-as-sa1", _user("alice")))
+    team = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team-a"}
+    await client.create(ROLE_BINDINGS, _binding("team-a-any", "execute-as-any", team))
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+def _ask(
+    username: str, namespace: str = CLUSTER, sa: str = "ns1:sa1", groups: tuple[str, ...] = ()
+) -> ExecuteAsRequest:
+    sa_namespace, sa_name = sa.split(":")
+    return ExecuteAsRequest(
+        UserInfo(username=username, groups=groups), namespace, sa_namespace, sa_name
+    )
+
+
+async def test_reviewer_follows_rbac(hub: KubeClient) -> None:
+    reviewer = HubAccessReviewer(hub)
+    assert await reviewer(_ask("alice")) is True
+    assert await reviewer(_ask("alice", sa="ns1:sa2")) is False  # another executor
+    assert await reviewer(_ask("alice", namespace="cluster2")) is False  # another cluster
+    assert await reviewer(_ask("bob")) is False
+    assert await reviewer(_ask("carol", sa="ns9:other", groups=("team-a",))) is True
+
+
+async def test_refused_user_is_told_exactly_why(hub: KubeClient) -> None:
+    work = manifest_work(executor=executor("ns1", "sa1"))
+    answer = await validate(review("CREATE", work, username="bob"), sar=HubAccessReviewer(hub))
+    assert response(answer)["status"] == bad_request(
+        "user bob cannot manipulate the Manifestwork with executor ns1/sa1 in namespace cluster1"
+    )
+    answer = await validate(review("CREATE", work, username="alice"), sar=HubAccessReviewer(hub))
+    assert response(answer)["allowed"] is True
+
+
+async def test_nil_executor_gate_against_rbac(hub: KubeClient) -> None:
+    options = ValidationOptions(feature_gates=frozenset({wire.GATE_NIL_EXECUTOR_VALIDATING}))
+    answer = await validate(
+        review("CREATE", manifest_work(), username="alice"),
+        sar=HubAccessReviewer(hub),
+        options=options,
+        resource=MANIFESTWORK,
+    )
+    assert response(answer)["status"] == bad_request(
+        "user alice cannot manipulate the Manifestwork with executor /klusterlet-work-sa "
+        "in namespace cluster1"
+    )
+    answer = await validate(
+        review("CREATE", manifest_work(), username="carol", groups=["team-a"]),
+        sar=HubAccessReviewer(hub),
+        options=options,
+    )
+    assert response(answer)["allowed"] is True
+
+
+async def test_review_errors_are_reported(sim: KubeSim, hub: KubeClient) -> None:
+    reviewer = HubAccessReviewer(hub)
+    sim.inject(verb="create", resource="subjectaccessreviews", code=500, count=1)
+    with pytest.raises(KubeError) as caught:
+        await reviewer(_ask("alice"))
+    sim.inject(verb="create", resource="subjectaccessreviews", code=500, count=1)
+    work = manifest_work(executor=executor("ns1", "sa1"))
+    answer = await validate(review("CREATE", work), sar=reviewer)
+    assert response(answer)["status"] == bad_request(caught.value.message)
+
+
+async def test_webhook_identity_without_review_permission(tmp_path: Path) -> None:
+    async with KubeSim(enforce_rbac=True) as sim:
+        token = sim.add_user("webhook")
+        sim.write_kubeconfig(tmp_path / "webhook.kubeconfig", token=token)
+        client = await KubeClient.from_kubeconfig(str(tmp_path / "webhook.kubeconfig"), qps=0)
+        async with client:
+            work = manifest_work(executor=executor("ns1", "sa1"))
+            answer = await validate(review("CREATE", work), sar=HubAccessReviewer(client))
+    status = response(answer)["status"]
+    assert status["code"] == 400 and status["reason"] == "BadRequest"
+    assert status["message"].startswith("subjectaccessreviews.authorization.k8s.io is forbidden:")
+    assert 'User "webhook" cannot create resource "subjectaccessreviews"' in status["message"]
+
+
+async def test_https_webhook_with_kubesim_rbac(
+    hub: KubeClient, certdir: Path, serving_cert: ServingCert
+) -> None:
+    ctx = client_context(serving_cert)
+    work = manifest_work(executor=executor("ns1", "sa1"))
+    async with running(local_settings(certdir), HubAccessReviewer(hub)) as server:
+        url = f"https://127.0.0.1:{server.port}{MW_PATH}"
+        _, body = await post(url, review("CREATE", work, username="alice"), ctx)
+        assert body["response"]["allowed"] is True
+        _, body = await post(url, review("CREATE", work, username="bob", uid="bob-1"), ctx)
+        assert body["response"] == {
+            "uid": "bob-1",
+            "allowed": False,
+            "status": bad_request(
+                "user bob cannot manipulate the Manifestwork with executor ns1/sa1 in namespace cluster1"
+            ),
+        }

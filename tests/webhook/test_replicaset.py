@@ -1,0 +1,93 @@
+"""hub.md §5.3: the ManifestWorkReplicaSet rules, through the pure core."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hubcontroller.webhook import MANIFESTWORK_REPLICASET, ValidationOptions, validate
+from schemas import wire
+from tests.webhook.helpers import (
+    RecordingAccess,
+    allowed,
+    bad_request,
+    configmap,
+    executor,
+    forbidden,
+    replica_set,
+    response,
+    review,
+)
+
+ON = ValidationOptions(feature_gates=frozenset({wire.GATE_MANIFEST_WORK_REPLICA_SET}))
+OFF = ValidationOptions()
+
+
+def _review(operation: str, obj: Any = None, old: Any = None) -> dict[str, Any]:
+    return review(operation, obj, old, kind="ManifestWorkReplicaSet", version="v1alpha1")
+
+
+async def _answer(rev: dict[str, Any], options: ValidationOptions) -> dict[str, Any]:
+    # No resource given: the rules are chosen from request.kind.
+    return await validate(rev, sar=RecordingAccess(allow=False), options=options)
+
+
+async def test_gate_off_denies_every_operation() -> None:
+    for rev in (
+        _review("CREATE", replica_set()),
+        _review("UPDATE", replica_set(), replica_set()),
+        _review("DELETE", old=replica_set()),
+    ):
+        answer = await _answer(rev, OFF)
+        assert response(answer) == {
+            "uid": "uid-1",
+            "allowed": False,
+            "status": forbidden("ManifestWorkReplicaSet feature is disabled"),
+        }
+
+
+async def test_gate_on_allows_a_valid_template() -> None:
+    assert allowed(await _answer(_review("CREATE", replica_set()), ON))
+    assert allowed(await _answer(_review("UPDATE", replica_set(), replica_set()), ON))
+
+
+async def test_gate_on_allows_delete() -> None:
+    assert allowed(await _answer(_review("DELETE", old=replica_set([])), ON))
+
+
+async def test_template_manifests_are_validated() -> None:
+    answer = await _answer(_review("CREATE", replica_set([])), ON)
+    assert response(answer)["status"] == bad_request("Workload manifests should not be empty")
+    answer = await _answer(
+        _review("UPDATE", replica_set([configmap("x"), configmap("x")]), replica_set()), ON
+    )
+    assert response(answer)["status"] == bad_request(
+        "duplicate manifest for resource default/x with resource type v1.ConfigMap"
+    )
+    template_less = replica_set()
+    del template_less["spec"]["manifestWorkTemplate"]
+    answer = await _answer(_review("CREATE", template_less), ON)
+    assert response(answer)["status"] == bad_request("Workload manifests should not be empty")
+
+
+async def test_size_limit_applies_to_the_template() -> None:
+    options = ValidationOptions(manifest_limit=10, feature_gates=ON.feature_gates)
+    answer = await _answer(_review("CREATE", replica_set()), options)
+    assert "which exceeds the 10 limit" in response(answer)["status"]["message"]
+
+
+async def test_template_executor_is_not_checked_here() -> None:
+    access = RecordingAccess(allow=False)
+    mwrs = replica_set()
+    mwrs["spec"]["manifestWorkTemplate"]["executor"] = executor()
+    answer = await validate(_review("CREATE", mwrs), sar=access, options=ON)
+    assert allowed(answer)
+    assert access.asked == []
+
+
+async def test_explicit_resource_overrides_request_kind() -> None:
+    rev = _review("CREATE", replica_set())
+    rev["request"].pop("kind")
+    answer = await validate(
+        rev, sar=RecordingAccess(), options=ON, resource=MANIFESTWORK_REPLICASET
+    )
+    assert allowed(answer)
