@@ -1,12 +1,150 @@
-"""Entry point of the ``hubcontroller`` command (the agent lands in a later issue)."""
+"""Entry point of the ``hubcontroller`` command: parse the command line, then run a hub process.
 
+``hubcontroller manager`` runs the work manager (:mod:`hubcontroller.manager`);
+``hubcontroller webhook-server`` runs the admission webhook (:mod:`hubcontroller.webhook`,
+loaded only when asked for, so a build without it still runs the manager).
+
+Exit codes: 0 after a clean stop (or help/version), 1 when a process fails
+at run time or is not part of this build, 2 for a command line that cannot
+run; the last prints exactly one ``hubcontroller: <message>`` line on stderr,
+as the Go binary's flag errors do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
 import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO, cast
+
+from hubcontroller.cli import (
+    PROG,
+    ManagerCommand,
+    ShowText,
+    UsageError,
+    WebhookCommand,
+    parse_command_line,
+)
+from workagent.cli import FlagNotice
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+#: The webhook package (written separately), loaded only for ``webhook-server``.
+WEBHOOK_MODULE = "hubcontroller.webhook"
+#: Its async entry point, ``run_webhook_server(settings) -> int``.
+WEBHOOK_ENTRY_POINT = "run_webhook_server"
+#: Its settings object, built from the parsed flags (it checks ports and TLS names).
+WEBHOOK_SETTINGS_TYPE = "WebhookSettings"
+
+WebhookEntry = Callable[[Any], object]
+SettingsFactory = Callable[..., object]
 
 
-def main() -> None:
-    """Report that the hub controller is not built yet and exit with a usage error."""
-    print("hubcontroller: the hub controller is not implemented yet (see issue 7)", file=sys.stderr)
-    raise SystemExit(2)
+@dataclass(frozen=True)
+class WebhookServer:
+    """The webhook package's entry point and the settings type it takes."""
+
+    entry: WebhookEntry
+    settings_type: SettingsFactory
+
+
+def load_webhook_server() -> WebhookServer | None:
+    """The webhook server's entry point and settings type, or None if this build has none.
+
+    Imported only when the webhook is about to start, so the manager (and the
+    command line) work without it.
+    """
+    try:
+        module = importlib.import_module(WEBHOOK_MODULE)
+    except ModuleNotFoundError as err:
+        if err.name != WEBHOOK_MODULE:
+            raise  # the webhook exists but something it imports is missing: show that
+        return None
+    entry = getattr(module, WEBHOOK_ENTRY_POINT, None)
+    settings_type = getattr(module, WEBHOOK_SETTINGS_TYPE, None)
+    if not callable(entry) or not callable(settings_type):
+        return None
+    return WebhookServer(cast("WebhookEntry", entry), cast("SettingsFactory", settings_type))
+
+
+def _notify(notices: Sequence[FlagNotice]) -> None:
+    """Log the ignored-flag notices (after logging is configured)."""
+    import structlog  # noqa: PLC0415 (kept off the --help path)
+
+    log = structlog.get_logger(__name__)
+    for notice in notices:
+        log.warning(notice.message, flag=notice.flag)
+
+
+def run_manager_command(command: ManagerCommand) -> int:
+    """Set up logging, report ignored flags, and run the work manager until it stops."""
+    # Imported here, not at the top: the runtime loads the Kubernetes client,
+    # which help, --version and usage errors have no use for.
+    from hubcontroller.manager import run_manager  # noqa: PLC0415
+    from workagent.runtime import configure_logging  # noqa: PLC0415
+
+    settings = command.settings
+    configure_logging(settings.log_format, settings.log_level)
+    _notify(command.notices)
+    return int(asyncio.run(run_manager(settings)))
+
+
+def run_webhook_command(command: WebhookCommand, stderr: TextIO) -> int:
+    """Build the webhook's settings, set up logging, and run the webhook until it stops."""
+    server = load_webhook_server()
+    if server is None:
+        print(f"{PROG}: the webhook server is not available in this build", file=stderr)
+        return EXIT_FAILURE
+    try:
+        settings = server.settings_type(**command.flags.settings_fields())
+    except ValueError as error:
+        # A value only the webhook can judge (ports, TLS names): still a usage error.
+        print(f"{PROG}: {' '.join(str(error).split())}", file=stderr)
+        return EXIT_USAGE
+    from workagent.runtime import configure_logging  # noqa: PLC0415
+
+    configure_logging(command.flags.log_format, command.flags.log_level)
+    _notify(command.notices)
+    outcome = server.entry(settings)
+    if inspect.isawaitable(outcome):
+        outcome = asyncio.run(_awaited(outcome))
+    return int(outcome) if isinstance(outcome, int) else EXIT_OK
+
+
+async def _awaited(awaitable: object) -> object:
+    assert inspect.isawaitable(awaitable)
+    return await awaitable
+
+
+def execute(
+    argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Run ``hubcontroller`` with these arguments (no program name); returns the exit code."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    try:
+        command = parse_command_line(argv)
+    except UsageError as error:
+        # One line only: a crash-looping pod's last log line must say what is wrong.
+        message = " ".join(str(error).split())
+        print(f"{PROG}: {message}", file=err)
+        return EXIT_USAGE
+    if isinstance(command, ShowText):
+        out.write(command.text)
+        return EXIT_OK
+    if isinstance(command, WebhookCommand):
+        return run_webhook_command(command, err)
+    return run_manager_command(command)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The console script: exit with :func:`execute`'s code."""
+    raise SystemExit(execute(sys.argv[1:] if argv is None else argv))
 
 
 if __name__ == "__main__":

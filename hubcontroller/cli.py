@@ -1,0 +1,553 @@
+"""The ``hubcontroller`` command line: OCM's ``work manager`` and ``work webhook-server`` flags.
+
+The cluster-manager operator (and anyone with a Go hub's deployment) starts
+the hub processes with argument lists written for OCM's ``/work manager`` and
+``/work webhook-server``; ours take those lists unchanged. The flag machinery
+(pflag rules: ``--flag=value`` and ``--flag value``, ``_`` read as ``-``,
+repeatable maps and lists, Go durations, booleans and integers) is the
+agent's, from :mod:`workagent.cli`; this module only declares the hub's flags
+and turns them into :class:`~hubcontroller.settings.HubManagerSettings` and
+:class:`~hubcontroller.settings.WebhookFlags`.
+
+Flags of OCM that do not apply here are accepted and reported as ignored;
+anything unknown or malformed is a :class:`~workagent.cli.UsageError`, which
+the entry point prints as one ``hubcontroller: <message>`` line (exit code 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hubcontroller.settings import (
+    ALPHA_HUB_GATES,
+    BETA_HUB_GATES,
+    DEFAULT_HUB_NAMESPACE,
+    DEFAULT_LISTEN,
+    DEFAULT_MANIFEST_LIMIT,
+    DEFAULT_WEBHOOK_HEALTH_PROBE_PORT,
+    DEFAULT_WEBHOOK_METRICS_PORT,
+    DEFAULT_WEBHOOK_PORT,
+    GATE_CLOUD_EVENTS_DRIVERS,
+    KNOWN_HUB_GATES,
+    LOG_LEVELS,
+    MANAGER_LEASE_NAME,
+    WORK_DRIVER_KUBE,
+    HubManagerSettings,
+    WebhookFlags,
+    default_manager_leader_election,
+)
+from workagent import durations
+from workagent.cli import (
+    BOOL,
+    DURATION,
+    FLOAT32,
+    INT,
+    KLOG_LEVEL,
+    STRING,
+    STRING_ARRAY,
+    Flag,
+    FlagNotice,
+    FlagSet,
+    ParsedFlags,
+    ShowText,
+    UsageError,
+    feature_gates_type,
+    log_level_from,
+    notices_for,
+    version,
+)
+
+PROG = "hubcontroller"
+MANAGER_COMMAND = "manager"
+WEBHOOK_COMMAND = "webhook-server"
+SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+__all__ = [
+    "MANAGER_COMMAND",
+    "PROG",
+    "WEBHOOK_COMMAND",
+    "ManagerCommand",
+    "ShowText",
+    "UsageError",
+    "WebhookCommand",
+    "enabled_hub_gates",
+    "hub_component_namespace",
+    "manager_command",
+    "manager_flag_set",
+    "manager_flags",
+    "parse_command_line",
+    "webhook_command",
+    "webhook_flag_set",
+    "webhook_flags",
+]
+
+# -- flag groups (help sections) -----------------------------------------------------------
+
+MANAGER = "Work manager flags"
+WEBHOOK = "Webhook server flags"
+CLIENTS = "Cluster connection flags"
+ELECTION = "Leader election flags"
+SERVING = "Serving and lifecycle flags"
+LOGGING = "Logging flags"
+IGNORED = "Accepted for compatibility with OCM (no effect)"
+MANAGER_GROUPS = (MANAGER, CLIENTS, ELECTION, SERVING, LOGGING, IGNORED)
+WEBHOOK_GROUPS = (WEBHOOK, CLIENTS, LOGGING, IGNORED)
+
+_PLAIN_HTTP = "the metrics and probe server here serves plain HTTP"
+_CLOUDEVENTS = "it only applies to CloudEvents work drivers, which are not supported"
+
+
+def _gates_help() -> str:
+    return (
+        "Comma-separated Gate=bool pairs, repeatable. Gates (alpha, default false): "
+        + ", ".join(sorted(KNOWN_HUB_GATES))
+        + "; AllAlpha/AllBeta set every gate of that maturity not named."
+    )
+
+
+def _logging_flags() -> tuple[Flag, ...]:
+    """klog's flags, as both OCM hub commands accept them, plus our level and format."""
+    return (
+        Flag(
+            "v",
+            KLOG_LEVEL,
+            0,
+            "klog verbosity: 4 or more logs at debug level, less at info.",
+            shorthand="v",
+            group=LOGGING,
+        ),
+        Flag(
+            "log-level",
+            STRING,
+            "",
+            f"Log level ({', '.join(LOG_LEVELS)}); overrides -v (empty: from -v).",
+            group=LOGGING,
+        ),
+        Flag("log-format", STRING, "json", "Log line format: json or console.", group=LOGGING),
+        Flag(
+            "vmodule",
+            STRING,
+            "",
+            "klog per-file verbosity (pattern=N,...).",
+            group=IGNORED,
+            ignored="per-file verbosity is not supported; use -v or --log-level",
+        ),
+        Flag(
+            "log-flush-frequency",
+            DURATION,
+            5 * durations.SECOND,
+            "klog flush interval; every log line is written at once here.",
+            group=IGNORED,
+        ),
+    )
+
+
+def manager_flags() -> tuple[Flag, ...]:
+    """The flags of ``hubcontroller manager``: OCM's work-manager flags, same names and types."""
+    second = durations.SECOND
+    return (
+        Flag(
+            "work-driver",
+            STRING,
+            WORK_DRIVER_KUBE,
+            "Transport of ManifestWorks. Only kube (a Kubernetes API server) is supported; "
+            "OCM's grpc and mqtt drivers are refused.",
+            group=MANAGER,
+        ),
+        Flag(
+            "work-driver-config",
+            STRING,
+            "",
+            "Kubeconfig through which ManifestWorks are read and deleted, when they live "
+            "elsewhere than the hub of --kubeconfig (empty: that hub).",
+            group=MANAGER,
+        ),
+        Flag(
+            "feature-gates", feature_gates_type(KNOWN_HUB_GATES), {}, _gates_help(), group=MANAGER
+        ),
+        Flag(
+            "kubeconfig",
+            STRING,
+            "",
+            "Kubeconfig of the hub cluster (empty: in-cluster configuration).",
+            group=CLIENTS,
+        ),
+        Flag(
+            "kube-api-qps",
+            FLOAT32,
+            50.0,
+            "Requests per second to the hub's API server (<= 0: unlimited).",
+            group=CLIENTS,
+        ),
+        Flag("kube-api-burst", INT, 100, "Request burst to the hub's API server.", group=CLIENTS),
+        Flag(
+            "disable-leader-election",
+            BOOL,
+            False,
+            f"Run without the {MANAGER_LEASE_NAME} Lease (one replica only).",
+            group=ELECTION,
+        ),
+        Flag(
+            "leader-election-lease-duration",
+            DURATION,
+            137 * second,
+            "How long a standby waits after the last renewal before taking the Lease over.",
+            group=ELECTION,
+        ),
+        Flag(
+            "leader-election-renew-deadline",
+            DURATION,
+            107 * second,
+            "How long the leader keeps retrying a renewal before it stops leading.",
+            group=ELECTION,
+        ),
+        Flag(
+            "leader-election-retry-period",
+            DURATION,
+            26 * second,
+            "Time between attempts to acquire or renew the Lease.",
+            group=ELECTION,
+        ),
+        Flag(
+            "namespace",
+            STRING,
+            "",
+            "Namespace of the manager and its Lease (empty: the pod's namespace, else "
+            f"{DEFAULT_HUB_NAMESPACE}).",
+            group=ELECTION,
+        ),
+        Flag(
+            "listen",
+            STRING,
+            DEFAULT_LISTEN,
+            "host:port of the /metrics, /livez, /readyz and /healthz endpoints (plain HTTP).",
+            group=SERVING,
+        ),
+        Flag(
+            "terminate-on-files",
+            STRING_ARRAY,
+            (),
+            "Exit when this file changes (e.g. a rotated kubeconfig); repeatable.",
+            group=SERVING,
+        ),
+        *_logging_flags(),
+        Flag(
+            "cloudevents-client-id",
+            STRING,
+            "",
+            "CloudEvents client ID (non-kube work drivers only).",
+            group=IGNORED,
+            ignored=_CLOUDEVENTS,
+        ),
+        Flag(
+            "tls-min-version",
+            STRING,
+            "",
+            "Minimum TLS version of the metrics and probe endpoint.",
+            group=IGNORED,
+            ignored=_PLAIN_HTTP,
+        ),
+        Flag(
+            "tls-cipher-suites",
+            STRING,
+            "",
+            "TLS cipher suites of the metrics and probe endpoint.",
+            group=IGNORED,
+            ignored=_PLAIN_HTTP,
+        ),
+        Flag(
+            "config",
+            STRING,
+            "",
+            "library-go GenericOperatorConfig file.",
+            group=IGNORED,
+            ignored="configuration comes from flags only",
+        ),
+    )
+
+
+def webhook_flags() -> tuple[Flag, ...]:
+    """The flags of ``hubcontroller webhook-server``: OCM's webhook flags, same names."""
+    return (
+        Flag(
+            "port", INT, DEFAULT_WEBHOOK_PORT, "HTTPS port of the admission webhook.", group=WEBHOOK
+        ),
+        Flag(
+            "metrics-port",
+            INT,
+            DEFAULT_WEBHOOK_METRICS_PORT,
+            "Port of the /metrics endpoint (0 or negative: disabled).",
+            group=WEBHOOK,
+        ),
+        Flag(
+            "health-probe-port",
+            INT,
+            DEFAULT_WEBHOOK_HEALTH_PROBE_PORT,
+            "Port of the /healthz and /readyz endpoints (0: disabled).",
+            group=WEBHOOK,
+        ),
+        Flag(
+            "certdir",
+            STRING,
+            "",
+            "Directory holding the serving certificate tls.crt and key tls.key "
+            "(empty: <TMPDIR>/k8s-webhook-server/serving-certs).",
+            group=WEBHOOK,
+        ),
+        Flag(
+            "tls-min-version",
+            STRING,
+            "",
+            "Minimum TLS version of the webhook: VersionTLS10, VersionTLS11, VersionTLS12 or "
+            "VersionTLS13 (empty: VersionTLS12).",
+            group=WEBHOOK,
+        ),
+        Flag(
+            "tls-cipher-suites",
+            STRING,
+            "",
+            "Comma-separated cipher suites, Go names such as "
+            "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 (empty: the defaults).",
+            group=WEBHOOK,
+        ),
+        Flag(
+            "manifestLimit",
+            INT,
+            DEFAULT_MANIFEST_LIMIT,
+            "Maximum total size in bytes of a work's manifests.",
+            dest="manifest_limit",
+            group=WEBHOOK,
+        ),
+        Flag(
+            "feature-gates", feature_gates_type(KNOWN_HUB_GATES), {}, _gates_help(), group=WEBHOOK
+        ),
+        Flag(
+            "kubeconfig",
+            STRING,
+            "",
+            "Kubeconfig of the hub cluster (empty: in-cluster configuration).",
+            group=CLIENTS,
+        ),
+        *_logging_flags(),
+    )
+
+
+MANAGER_DESCRIPTION = """
+Start the hub work manager: the ManifestWorkReplicaSet controller (gate ManifestWorkReplicaSet)
+and the garbage collection of completed ManifestWorks after ttlSecondsAfterFinished (gate
+CleanUpCompletedManifestWork). The flags are those of OCM's `work manager`; durations use Go
+syntax (10s, 1m30s, 1h0m0s, 500ms).
+"""
+
+WEBHOOK_DESCRIPTION = """
+Start the validating admission webhook for ManifestWorks (and ManifestWorkReplicaSets with gate
+ManifestWorkReplicaSet). The flags are those of OCM's `work webhook-server`.
+"""
+
+
+def manager_flag_set() -> FlagSet:
+    """The parser of ``hubcontroller manager``."""
+    return FlagSet(
+        f"{PROG} {MANAGER_COMMAND} [flags]", MANAGER_DESCRIPTION, manager_flags(), MANAGER_GROUPS
+    )
+
+
+def webhook_flag_set() -> FlagSet:
+    """The parser of ``hubcontroller webhook-server``."""
+    return FlagSet(
+        f"{PROG} {WEBHOOK_COMMAND} [flags]", WEBHOOK_DESCRIPTION, webhook_flags(), WEBHOOK_GROUPS
+    )
+
+
+# -- from flags to settings ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ManagerCommand:
+    """``hubcontroller manager``: the settings to run with, and notices about ignored flags."""
+
+    settings: HubManagerSettings
+    notices: tuple[FlagNotice, ...] = ()
+
+
+@dataclass(frozen=True)
+class WebhookCommand:
+    """``hubcontroller webhook-server``: its flags, and notices about ignored ones.
+
+    The webhook's settings object is built from ``flags`` by the entry point,
+    once the webhook package is loaded (it checks ports and TLS names itself).
+    """
+
+    flags: WebhookFlags
+    notices: tuple[FlagNotice, ...] = ()
+
+
+def hub_component_namespace(flag_value: str, namespace_file: Path) -> str:
+    """``--namespace``, else the pod's namespace (service account file), else OCM's hub one."""
+    if flag_value:
+        return flag_value
+    try:
+        detected = namespace_file.read_text().strip()
+    except OSError:
+        detected = ""
+    return detected or DEFAULT_HUB_NAMESPACE
+
+
+def enabled_hub_gates(explicit: Mapping[str, bool]) -> frozenset[str]:
+    """The hub gates switched on by a merged ``--feature-gates`` map.
+
+    Gates named explicitly win; AllAlpha/AllBeta then set the gates of their
+    maturity that were not named.
+    """
+    enabled = {gate for gate, on in explicit.items() if on and gate in KNOWN_HUB_GATES}
+    for special, members in (("AllAlpha", ALPHA_HUB_GATES), ("AllBeta", BETA_HUB_GATES)):
+        if explicit.get(special):
+            enabled |= {gate for gate in members if gate not in explicit}
+    return frozenset(enabled)
+
+
+_VMODULE_ITEM = re.compile(r"[^=,]+=[0-9]+")
+
+
+def _check_common(flags: ParsedFlags, command: str) -> None:
+    """Refusals shared by both commands: stray arguments and a malformed --vmodule."""
+    if flags.positionals:
+        raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{PROG} {command}"')
+    vmodule = flags.string("vmodule")
+    if vmodule and not all(_VMODULE_ITEM.fullmatch(item) for item in vmodule.split(",")):
+        raise UsageError(
+            f'invalid argument "{vmodule}" for "--vmodule" flag: '
+            "expect comma-separated list of filename=N"
+        )
+
+
+def manager_command(
+    args: Sequence[str], *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
+) -> ManagerCommand | ShowText:
+    """Parse ``hubcontroller manager`` arguments into validated settings (or help)."""
+    flag_set = manager_flag_set()
+    flags = flag_set.parse(args)
+    if flags.help_requested:
+        return ShowText(flag_set.help())
+    _check_common(flags, MANAGER_COMMAND)
+    election = dataclasses.replace(
+        default_manager_leader_election(),  # its identity: <hostname>_<uuid>, as library-go's
+        namespace=hub_component_namespace(flags.string("namespace"), namespace_file),
+        disabled=flags.boolean("disable-leader-election"),
+        lease_duration=flags.seconds("leader-election-lease-duration"),
+        renew_deadline=flags.seconds("leader-election-renew-deadline"),
+        retry_period=flags.seconds("leader-election-retry-period"),
+    )
+    settings = HubManagerSettings(
+        kubeconfig=flags.string("kubeconfig"),
+        work_driver=flags.string("work-driver"),
+        work_driver_config=flags.string("work-driver-config"),
+        feature_gates=enabled_hub_gates(flags.gates("feature-gates")),
+        kube_api_qps=flags.number("kube-api-qps"),
+        kube_api_burst=flags.integer("kube-api-burst"),
+        leader_election=election,
+        listen=flags.string("listen"),
+        log_format=flags.string("log-format"),
+        log_level=log_level_from(flags),
+        terminate_on_files=flags.strings("terminate-on-files"),
+    )
+    try:
+        settings.validate()
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    notices = list(notices_for(flags, flag_set.flags))
+    if settings.gate(GATE_CLOUD_EVENTS_DRIVERS):
+        notices.append(
+            FlagNotice(
+                "--feature-gates",
+                f"feature gate {GATE_CLOUD_EVENTS_DRIVERS} has no effect: "
+                f"only the {WORK_DRIVER_KUBE} work driver is supported",
+            )
+        )
+    return ManagerCommand(settings, tuple(notices))
+
+
+def webhook_command(args: Sequence[str]) -> WebhookCommand | ShowText:
+    """Parse ``hubcontroller webhook-server`` arguments into its flags (or help)."""
+    flag_set = webhook_flag_set()
+    flags = flag_set.parse(args)
+    if flags.help_requested:
+        return ShowText(flag_set.help())
+    _check_common(flags, WEBHOOK_COMMAND)
+    given = WebhookFlags(
+        port=flags.integer("port"),
+        metrics_port=flags.integer("metrics-port"),
+        health_probe_port=flags.integer("health-probe-port"),
+        certdir=flags.string("certdir"),
+        tls_min_version=flags.string("tls-min-version"),
+        tls_cipher_suites=flags.string("tls-cipher-suites"),
+        manifest_limit=flags.integer("manifest_limit"),
+        feature_gates=enabled_hub_gates(flags.gates("feature-gates")),
+        kubeconfig=flags.string("kubeconfig"),
+        log_format=flags.string("log-format"),
+        log_level=log_level_from(flags),
+    )
+    try:
+        given.validate()
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return WebhookCommand(given, notices_for(flags, flag_set.flags))
+
+
+# -- the top-level command ----------------------------------------------------------------
+
+_ROOT_COMMANDS = (
+    (f"{MANAGER_COMMAND} [flags]", "run the hub work manager"),
+    (f"{WEBHOOK_COMMAND} [flags]", "run the validating admission webhook"),
+    ("--version", "print the version"),
+    ("--help", "show this help"),
+)
+ROOT_HELP = (
+    "Usage:\n"
+    + "".join(f"  {PROG} {usage:<24}{what}\n" for usage, what in _ROOT_COMMANDS)
+    + f'\nRun "{PROG} <command> --help" for a command\'s flags.\n'
+)
+
+
+def _is_go_binary_path(token: str) -> bool:
+    # The operator's templates start the containers with args "/work", "manager", ...:
+    # in OCM's image "/work" is the binary itself. Skipping it lets an image that
+    # runs `hubcontroller` as its entrypoint take the same args unchanged.
+    return not token.startswith("-") and os.path.basename(token) == "work"
+
+
+def parse_command_line(
+    argv: Sequence[str], *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
+) -> ManagerCommand | WebhookCommand | ShowText:
+    """Parse ``hubcontroller``'s arguments (without the program name)."""
+    args = list(argv)
+    if args and _is_go_binary_path(args[0]):
+        args = args[1:]
+    sets = (manager_flag_set(), webhook_flag_set())
+    # Flags may come before the command, as with cobra's persistent flags (`--v=2 manager`).
+    index = 0
+    while index < len(args) and args[index].startswith("-") and args[index] != "--":
+        token = args[index]
+        if token in ("--version", "--version=true"):
+            return ShowText(f"{PROG} version {version()}\n")
+        if token in ("-h", "--help", "--help=true"):
+            return ShowText(ROOT_HELP)
+        index += 2 if any(s.takes_separate_value(token) for s in sets) else 1
+    if index >= len(args) or args[index] == "--":
+        raise UsageError(f'no command given; run "{PROG} --help"')
+    command = args[index]
+    rest = args[:index] + args[index + 1 :]
+    if command == "help":
+        return ShowText(ROOT_HELP)
+    if command == MANAGER_COMMAND:
+        return manager_command(rest, namespace_file=namespace_file)
+    if command == WEBHOOK_COMMAND:
+        return webhook_command(rest)
+    raise UsageError(
+        f'unknown command "{command}"; the commands are "{MANAGER_COMMAND}" and "{WEBHOOK_COMMAND}"'
+    )

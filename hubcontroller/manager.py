@@ -1,0 +1,255 @@
+"""The hub work manager's composition root: clients, the shared cache, gated controllers.
+
+``run_manager(settings)`` is what ``hubcontroller manager`` runs (``run``
+wraps it in an event loop with logging configured). Everything the hub
+controllers share is built here once and handed to them as one frozen
+:class:`~hubcontroller.deps.HubDeps`:
+
+- the hub client from ``--kubeconfig`` (in-cluster when empty), which also
+  holds the ``work-manager-lock`` Lease in the component namespace;
+- the ManifestWork client: the hub client, or one from ``--work-driver-config``;
+- one informer of every ManifestWork (all namespaces, resync 30 min) on the
+  ManifestWork client, shared by the controllers;
+- the controllers whose gates are on: the ManifestWorkReplicaSet controller
+  (``ManifestWorkReplicaSet``, built by
+  ``hubcontroller.controllers.replicaset.build_replicaset_controller``) and
+  the TTL garbage collector (``CleanUpCompletedManifestWork``).
+
+The :class:`~workagent.runtime.Manager` serves ``/metrics`` and the probes,
+campaigns for the Lease, runs the informers and controllers while leading
+and shuts down gracefully on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+import structlog
+
+from hubcontroller.controllers.garbage_collection import garbage_collection_controller
+from hubcontroller.deps import HubDeps
+from hubcontroller.settings import (
+    GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
+    GATE_MANIFEST_WORK_REPLICA_SET,
+    HubManagerSettings,
+)
+from workagent.kube import MANIFESTWORKS, KubeClient, KubeConfigError
+from workagent.runtime import (
+    Controller,
+    Informer,
+    LeaderElector,
+    Manager,
+    ManagerSettings,
+    configure_logging,
+    run_main,
+)
+
+log = structlog.get_logger(__name__)
+
+#: The manager's name in logs, as OCM's component name.
+MANAGER_NAME = "work-manager"
+#: User-Agent of the hub clients; the apiserver names managedFields entries after it.
+HUB_USER_AGENT = "work-manager"
+#: How often ``--terminate-on-files`` files are checked for changes.
+FILE_CHECK_SECONDS = 5.0
+#: Where the ManifestWorkReplicaSet controller lives (written separately; loaded lazily).
+REPLICASET_MODULE = "hubcontroller.controllers.replicaset"
+REPLICASET_BUILDER = "build_replicaset_controller"
+
+ReplicaSetBuilder = Callable[[HubDeps], tuple[list[Informer], Controller]]
+
+
+@dataclass(frozen=True)
+class HubManager:
+    """A built hub manager: the runtime manager and the dependencies of its controllers."""
+
+    manager: Manager
+    deps: HubDeps
+
+
+OnBuilt = Callable[[HubManager], None]
+
+
+def load_replicaset_builder() -> ReplicaSetBuilder | None:
+    """``build_replicaset_controller``, or None if this build has no MWRS controller."""
+    try:
+        module = importlib.import_module(REPLICASET_MODULE)
+    except ModuleNotFoundError as err:
+        if err.name != REPLICASET_MODULE:
+            raise  # the controller exists but something it imports is missing: show that
+        return None
+    builder = getattr(module, REPLICASET_BUILDER, None)
+    return cast("ReplicaSetBuilder", builder) if callable(builder) else None
+
+
+async def _client(path: str, settings: HubManagerSettings, name: str) -> KubeClient:
+    """A hub client from ``path``, or in-cluster when it is empty."""
+    qps, burst = settings.kube_api_qps, settings.kube_api_burst
+    if path:
+        return await KubeClient.from_kubeconfig(
+            path, qps=qps, burst=burst, user_agent=HUB_USER_AGENT, name=name
+        )
+    return await KubeClient.in_cluster(qps=qps, burst=burst, user_agent=HUB_USER_AGENT, name=name)
+
+
+async def build_hub_manager(
+    settings: HubManagerSettings,
+    *,
+    handle_signals: bool = True,
+    replicaset_builder: ReplicaSetBuilder | None = None,
+) -> HubManager:
+    """Create clients, the shared informer and the gated controllers; nothing runs yet.
+
+    ``replicaset_builder`` replaces the lazily loaded MWRS controller builder
+    (tests, embedding). Raises KubeConfigError for an unusable kubeconfig and
+    ValueError for settings that cannot run (both become one log line and
+    exit code 2 under :func:`run_manager`).
+    """
+    settings.validate()
+    builder: ReplicaSetBuilder | None = None
+    if settings.gate(GATE_MANIFEST_WORK_REPLICA_SET):
+        builder = replicaset_builder or load_replicaset_builder()
+        if builder is None:
+            raise ValueError(
+                f"feature gate {GATE_MANIFEST_WORK_REPLICA_SET} is on, but this build has no "
+                "ManifestWorkReplicaSet controller"
+            )
+    try:
+        hub = await _client(settings.kubeconfig, settings, "hub")
+    except KubeConfigError as err:
+        raise KubeConfigError(f"--kubeconfig: {err}") from err
+    works_client = hub
+    if settings.work_driver_config:
+        try:
+            works_client = await _client(settings.work_driver_config, settings, "hub-works")
+        except BaseException as err:
+            await hub.close()
+            if isinstance(err, KubeConfigError):
+                raise KubeConfigError(f"--work-driver-config: {err}") from err
+            raise
+    try:
+        manager, deps = _compose(settings, hub, works_client, builder, handle_signals)
+    except BaseException:
+        await hub.close()
+        if works_client is not hub:
+            await works_client.close()
+        raise
+    return HubManager(manager=manager, deps=deps)
+
+
+def _compose(
+    settings: HubManagerSettings,
+    hub: KubeClient,
+    works_client: KubeClient,
+    builder: ReplicaSetBuilder | None,
+    handle_signals: bool,
+) -> tuple[Manager, HubDeps]:
+    """The manager with its informers and controllers, over clients already made."""
+    works = Informer(
+        works_client, MANIFESTWORKS, resync_seconds=settings.resync_seconds, name="manifestworks"
+    )
+    deps = HubDeps(hub=hub, works=works, gates=settings.feature_gates, workers=settings.workers)
+    manager = Manager(
+        MANAGER_NAME,
+        settings=ManagerSettings(bind_address=settings.listen, handle_signals=handle_signals),
+        leader_elector=LeaderElector(hub, settings.leader_election),
+    )
+    enabled: list[str] = []
+    if builder is not None:
+        informers, controller = builder(deps)
+        for informer in informers:
+            manager.add_informer(informer)
+        manager.add_controller(controller)
+        enabled.append(controller.name)
+    if settings.gate(GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK):
+        enabled.append(manager.add_controller(garbage_collection_controller(deps)).name)
+    if enabled:
+        manager.add_informer(works)
+    else:
+        # As OCM's manager: with both gates off it runs, leads and does nothing. Say so.
+        log.warning(
+            "no hub controller enabled",
+            hint=f"--feature-gates={GATE_MANIFEST_WORK_REPLICA_SET}=true and/or "
+            f"{GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK}=true",
+        )
+    if works_client is not hub:
+        manager.add_closer("manifestwork client", works_client.close)
+    manager.add_closer("hub client", hub.close)
+    log.info(
+        "work manager configured",
+        controllers=enabled,
+        gates=sorted(settings.feature_gates),
+        hub=hub.config.host,
+        manifestworks=works_client.config.host,
+        namespace=settings.namespace,
+        leader_election=not settings.leader_election.disabled,
+    )
+    return manager, deps
+
+
+def _fingerprint(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "<unreadable>"
+
+
+async def _watch_files(manager: Manager, paths: tuple[str, ...]) -> None:
+    """Stop when a ``--terminate-on-files`` file changes (e.g. a rotated kubeconfig), so
+    the pod restarts with the new content, as library-go does."""
+    seen = {p: _fingerprint(p) for p in paths}
+    while True:
+        await asyncio.sleep(FILE_CHECK_SECONDS)
+        for path, before in seen.items():
+            if _fingerprint(path) != before:
+                log.info("file changed, restarting", file=path)
+                manager.request_stop(f"{path} changed")
+                return
+
+
+async def run_manager(
+    settings: HubManagerSettings,
+    *,
+    handle_signals: bool = True,
+    on_built: OnBuilt | None = None,
+    replicaset_builder: ReplicaSetBuilder | None = None,
+) -> int:
+    """Run the hub work manager until SIGTERM (or cancellation); returns the exit code.
+
+    0 after a clean stop, 1 when leadership is lost or a controller crashes,
+    2 for a bad kubeconfig or settings (one clear log line). ``on_built`` is
+    called with the built manager before it starts (tests use it).
+    """
+    watcher: asyncio.Task[None] | None = None
+
+    async def build() -> Manager:
+        nonlocal watcher
+        built = await build_hub_manager(
+            settings, handle_signals=handle_signals, replicaset_builder=replicaset_builder
+        )
+        if on_built is not None:
+            on_built(built)
+        if settings.terminate_on_files:
+            watcher = asyncio.create_task(_watch_files(built.manager, settings.terminate_on_files))
+        return built.manager
+
+    try:
+        return await run_main(build)
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+
+def run(settings: HubManagerSettings) -> int:
+    """Configure logging and run the manager in a new event loop; returns the exit code."""
+    configure_logging(settings.log_format, settings.log_level)
+    return asyncio.run(run_manager(settings))

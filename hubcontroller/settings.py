@@ -1,0 +1,208 @@
+"""Settings of the hub processes, built from the command line.
+
+:mod:`hubcontroller.cli` builds a :class:`HubManagerSettings` from OCM's
+``work manager`` flags and a :class:`WebhookFlags` from its
+``work webhook-server`` flags, and calls ``validate()`` on them before
+anything starts; the manager then reads only its settings, and the webhook
+builds its own settings object from the flags. Durations are float seconds
+here; on the command line they are Go durations (``30s``).
+
+This module is imported by ``hubcontroller --help`` and by every refused
+command line, so it must stay light: the runtime (and with it the Kubernetes
+client) is imported only where a value needs it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workagent.runtime import LeaderElectionSettings
+
+# The gate names of schemas.wire, repeated here because importing schemas loads
+# every pydantic model (half a second), which `--help` and a refused flag must not
+# pay; tests/hub_manager/test_cli.py checks that both agree.
+GATE_MANIFEST_WORK_REPLICA_SET = "ManifestWorkReplicaSet"
+GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK = "CleanUpCompletedManifestWork"
+GATE_NIL_EXECUTOR_VALIDATING = "NilExecutorValidating"
+GATE_CLOUD_EVENTS_DRIVERS = "CloudEventsDrivers"
+
+#: Every hub gate (api feature/feature.go); all alpha and off by default.
+KNOWN_HUB_GATES = frozenset(
+    {
+        GATE_MANIFEST_WORK_REPLICA_SET,
+        GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
+        GATE_NIL_EXECUTOR_VALIDATING,
+        GATE_CLOUD_EVENTS_DRIVERS,
+    }
+)
+ALPHA_HUB_GATES = KNOWN_HUB_GATES
+BETA_HUB_GATES: frozenset[str] = frozenset()
+
+MANAGER_LEASE_NAME = "work-manager-lock"
+#: Where OCM's cluster-manager operator runs the work manager and its webhook.
+DEFAULT_HUB_NAMESPACE = "open-cluster-management-hub"
+DEFAULT_LISTEN = "0.0.0.0:8443"
+#: The only ManifestWork transport supported here (OCM also has mqtt and grpc).
+WORK_DRIVER_KUBE = "kube"
+#: OCM's shared informer resync period on the hub.
+HUB_RESYNC_SECONDS = 30 * 60.0
+#: Workers of each hub controller (OCM runs both with 5).
+HUB_WORKERS = 5
+
+DEFAULT_WEBHOOK_PORT = 9443
+DEFAULT_WEBHOOK_METRICS_PORT = 8080
+DEFAULT_WEBHOOK_HEALTH_PROBE_PORT = 8000
+#: OCM's default ``--manifestLimit``: 500 KiB of manifests per work.
+DEFAULT_MANIFEST_LIMIT = 512000
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("json", "console")
+
+
+def default_manager_leader_election() -> LeaderElectionSettings:
+    """OCM's leader election for the work manager: Lease work-manager-lock, 137s/107s/26s."""
+    # Imported on use: the runtime loads the Kubernetes client, which `--help`
+    # or a refused flag must not wait for.
+    from workagent.runtime import LeaderElectionSettings  # noqa: PLC0415
+
+    return LeaderElectionSettings(lease_name=MANAGER_LEASE_NAME, namespace=DEFAULT_HUB_NAMESPACE)
+
+
+def _check_logging(log_format: str, log_level: str) -> None:
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"--log-format {log_format!r} is not one of {', '.join(LOG_FORMATS)}")
+    if log_level not in LOG_LEVELS:
+        raise ValueError(f"--log-level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+
+
+def _check_gates(gates: frozenset[str]) -> None:
+    unknown = sorted(gates - KNOWN_HUB_GATES)
+    if unknown:
+        raise ValueError(f"unrecognized feature gate: {', '.join(unknown)}")
+
+
+@dataclass(frozen=True)
+class HubManagerSettings:
+    """Everything ``hubcontroller manager`` is configured with (OCM flag names in comments).
+
+    ``kubeconfig`` empty means in-cluster configuration. ManifestWorks are read
+    and written through ``work_driver_config`` when it is set (another
+    kubeconfig), through the hub client otherwise; the Lease always lives on
+    the ``kubeconfig`` cluster.
+    """
+
+    kubeconfig: str = ""  # --kubeconfig
+    work_driver: str = WORK_DRIVER_KUBE  # --work-driver (only kube)
+    work_driver_config: str = ""  # --work-driver-config
+    feature_gates: frozenset[str] = frozenset()  # --feature-gates (the enabled ones)
+    kube_api_qps: float = 50.0  # --kube-api-qps
+    kube_api_burst: int = 100  # --kube-api-burst
+    # --namespace, --disable-leader-election and --leader-election-* (Lease work-manager-lock)
+    leader_election: LeaderElectionSettings = field(default_factory=default_manager_leader_election)
+    listen: str = DEFAULT_LISTEN  # --listen (metrics and probes, plain HTTP)
+    log_format: str = "json"  # --log-format json|console
+    log_level: str = "info"  # -v / --log-level
+    terminate_on_files: tuple[str, ...] = ()  # --terminate-on-files
+    workers: int = HUB_WORKERS  # not a flag: OCM hard-codes 5 per controller
+    resync_seconds: float = HUB_RESYNC_SECONDS  # not a flag either
+
+    @property
+    def namespace(self) -> str:
+        """The component namespace (``--namespace``), where the Lease lives."""
+        return self.leader_election.namespace
+
+    @property
+    def works_kubeconfig(self) -> str:
+        """The kubeconfig ManifestWorks go through (empty: in-cluster)."""
+        return self.work_driver_config or self.kubeconfig
+
+    def gate(self, name: str) -> bool:
+        """Whether a feature gate is on."""
+        return name in self.feature_gates
+
+    def validate(self) -> None:
+        """Raise ValueError naming the flag at fault if these settings cannot run.
+
+        The command line calls this before anything starts, so a bad value is a
+        one-line usage error rather than a failure at run time.
+        """
+        if self.work_driver != WORK_DRIVER_KUBE:
+            raise ValueError(
+                f"--work-driver={self.work_driver} is not supported: only kube (ManifestWorks "
+                "in a Kubernetes API server) is; OCM's grpc and mqtt drivers are not"
+            )
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        if self.resync_seconds <= 0:
+            raise ValueError(f"resync period must be > 0, got {self.resync_seconds}s")
+        if not math.isfinite(self.kube_api_qps):
+            raise ValueError(f"--kube-api-qps must be a finite number, got {self.kube_api_qps}")
+        if self.kube_api_burst < 0:
+            raise ValueError(f"--kube-api-burst must be >= 0, got {self.kube_api_burst}")
+        _check_gates(self.feature_gates)
+        from workagent.runtime import parse_bind_address  # noqa: PLC0415 (see above)
+
+        try:
+            parse_bind_address(self.listen)
+        except ValueError as err:
+            raise ValueError(f"--listen: {err}") from None
+        _check_logging(self.log_format, self.log_level)
+        try:
+            self.leader_election.validate()
+        except ValueError as err:
+            raise ValueError(f"{err} (--leader-election-* flags)") from None
+
+
+@dataclass(frozen=True)
+class WebhookFlags:
+    """The flags of ``hubcontroller webhook-server`` as given (OCM's names and defaults).
+
+    The webhook package owns its settings object
+    (``hubcontroller.webhook.settings.WebhookSettings``, which checks ports, TLS
+    names and the limit); :meth:`settings_fields` are the keyword arguments it
+    is built from. Logging is set up by the entry point from ``log_format`` and
+    ``log_level``, which stay here.
+    """
+
+    port: int = DEFAULT_WEBHOOK_PORT  # --port
+    metrics_port: int = DEFAULT_WEBHOOK_METRICS_PORT  # --metrics-port (<= 0: off)
+    health_probe_port: int = DEFAULT_WEBHOOK_HEALTH_PROBE_PORT  # --health-probe-port (0: off)
+    certdir: str = ""  # --certdir (empty: <TMPDIR>/k8s-webhook-server/serving-certs)
+    tls_min_version: str = ""  # --tls-min-version (Go name; empty: TLS 1.2)
+    tls_cipher_suites: str = ""  # --tls-cipher-suites (comma-separated Go names)
+    manifest_limit: int = DEFAULT_MANIFEST_LIMIT  # --manifestLimit (bytes)
+    feature_gates: frozenset[str] = frozenset()  # --feature-gates (the enabled ones)
+    kubeconfig: str = ""  # --kubeconfig (empty: in-cluster)
+    log_format: str = "json"  # --log-format json|console
+    log_level: str = "info"  # -v / --log-level
+
+    def settings_fields(self) -> dict[str, object]:
+        """The webhook settings' keyword arguments: every flag but the logging ones."""
+        return {
+            "port": self.port,
+            "metrics_port": self.metrics_port,
+            "health_probe_port": self.health_probe_port,
+            "certdir": self.certdir,
+            "tls_min_version": self.tls_min_version,
+            "tls_cipher_suites": self.tls_cipher_suites,
+            "manifest_limit": self.manifest_limit,
+            "feature_gates": self.feature_gates,
+            "kubeconfig": self.kubeconfig,
+        }
+
+    def gate(self, name: str) -> bool:
+        """Whether a feature gate is on."""
+        return name in self.feature_gates
+
+    def validate(self) -> None:
+        """Raise ValueError for what the command line itself can tell is wrong.
+
+        Ports, TLS names and the limit are checked by the webhook's own
+        settings when they are built; here only what is ours: gate names and
+        logging.
+        """
+        _check_gates(self.feature_gates)
+        _check_logging(self.log_format, self.log_level)

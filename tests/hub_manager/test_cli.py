@@ -1,0 +1,400 @@
+"""The ``hubcontroller`` command line: OCM's work-manager and webhook-server flags."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import hubcontroller.__main__ as entry
+from hubcontroller import settings as hub_settings
+from hubcontroller.cli import (
+    ManagerCommand,
+    ShowText,
+    UsageError,
+    WebhookCommand,
+    manager_flags,
+    parse_command_line,
+    webhook_flags,
+)
+from hubcontroller.settings import (
+    GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
+    GATE_CLOUD_EVENTS_DRIVERS,
+    GATE_MANIFEST_WORK_REPLICA_SET,
+    GATE_NIL_EXECUTOR_VALIDATING,
+    KNOWN_HUB_GATES,
+    HubManagerSettings,
+    WebhookFlags,
+)
+from schemas import wire
+from tests.hub_manager.conftest import REPO, hubcontroller_command
+
+NO_FILE = Path("/nonexistent/serviceaccount/namespace")
+
+
+def manager(*args: str, namespace_file: Path = NO_FILE) -> ManagerCommand:
+    """Parse ``hubcontroller manager <args>``."""
+    command = parse_command_line(["manager", *args], namespace_file=namespace_file)
+    assert isinstance(command, ManagerCommand), command
+    return command
+
+
+def webhook(*args: str) -> WebhookFlags:
+    """Flags of ``hubcontroller webhook-server <args>``."""
+    command = parse_command_line(["webhook-server", *args], namespace_file=NO_FILE)
+    assert isinstance(command, WebhookCommand), command
+    return command.flags
+
+
+def usage_error(*args: str) -> str:
+    """The message of a command line that must be refused."""
+    with pytest.raises(UsageError) as caught:
+        parse_command_line(list(args), namespace_file=NO_FILE)
+    return str(caught.value)
+
+
+def run(argv: Sequence[str]) -> tuple[int, str, str]:
+    """``execute(argv)`` with captured output: (code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    code = entry.execute(argv, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+# -- manager ------------------------------------------------------------------------------
+
+
+def test_manager_defaults_are_ocm_defaults() -> None:
+    settings = manager().settings
+    assert settings.kubeconfig == ""
+    assert settings.work_driver == "kube"
+    assert settings.work_driver_config == ""
+    assert settings.works_kubeconfig == ""
+    assert settings.feature_gates == frozenset()
+    assert (settings.kube_api_qps, settings.kube_api_burst) == (50.0, 100)
+    assert settings.listen == "0.0.0.0:8443"
+    assert settings.workers == 5
+    assert settings.resync_seconds == 1800.0
+    election = settings.leader_election
+    assert (election.lease_name, election.namespace) == (
+        "work-manager-lock",
+        "open-cluster-management-hub",
+    )
+    assert not election.disabled
+    assert (election.lease_duration, election.renew_deadline, election.retry_period) == (
+        137.0,
+        107.0,
+        26.0,
+    )
+    assert (settings.log_format, settings.log_level) == ("json", "info")
+
+
+def test_manager_takes_the_operator_argument_list() -> None:
+    """As the cluster-manager operator starts OCM's binary: "/work", "manager", ..."""
+    command = parse_command_line(
+        [
+            "/work",
+            "manager",
+            "--kubeconfig=/var/run/secrets/hub/kubeconfig",
+            "--feature-gates=ManifestWorkReplicaSet=true",
+            "--feature-gates=CleanUpCompletedManifestWork=true",
+            "--disable-leader-election",
+            "--work-driver=kube",
+        ],
+        namespace_file=NO_FILE,
+    )
+    assert isinstance(command, ManagerCommand)
+    settings = command.settings
+    assert settings.kubeconfig == "/var/run/secrets/hub/kubeconfig"
+    assert settings.feature_gates == {
+        GATE_MANIFEST_WORK_REPLICA_SET,
+        GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
+    }
+    assert settings.leader_election.disabled
+    assert command.notices == ()
+
+
+def test_manager_flag_forms() -> None:
+    settings = manager(
+        "--kubeconfig",
+        "/hub.kubeconfig",
+        "--work_driver_config=/works.kubeconfig",
+        "--kube-api-qps=20.5",
+        "--kube-api-burst",
+        "0x20",
+        "--leader-election-lease-duration=1m",
+        "--leader-election-renew-deadline=40s",
+        "--leader-election-retry-period=10s",
+        "--namespace=hub-ns",
+        "--listen=127.0.0.1:9443",
+        "--terminate-on-files=/a",
+        "--terminate-on-files",
+        "/b",
+        "-v4",
+    ).settings
+    assert settings.kubeconfig == "/hub.kubeconfig"
+    assert settings.works_kubeconfig == "/works.kubeconfig"
+    assert (settings.kube_api_qps, settings.kube_api_burst) == (20.5, 32)
+    election = settings.leader_election
+    assert (election.lease_duration, election.renew_deadline, election.retry_period) == (
+        60.0,
+        40.0,
+        10.0,
+    )
+    assert settings.namespace == "hub-ns"
+    assert settings.listen == "127.0.0.1:9443"
+    assert settings.terminate_on_files == ("/a", "/b")
+    assert settings.log_level == "debug"
+
+
+def test_flags_may_come_before_the_command() -> None:
+    command = parse_command_line(["--v", "4", "manager"], namespace_file=NO_FILE)
+    assert isinstance(command, ManagerCommand)
+    assert command.settings.log_level == "debug"
+
+
+def test_namespace_comes_from_the_pod_when_not_given(tmp_path: Path) -> None:
+    namespace_file = tmp_path / "namespace"
+    namespace_file.write_text("cluster-manager-ns\n")
+    assert manager(namespace_file=namespace_file).settings.namespace == "cluster-manager-ns"
+    assert manager("--namespace=x", namespace_file=namespace_file).settings.namespace == "x"
+
+
+def test_feature_gates_all_alpha_and_explicit_false() -> None:
+    gates = manager("--feature-gates=AllAlpha=true,NilExecutorValidating=false").settings
+    assert gates.feature_gates == KNOWN_HUB_GATES - {GATE_NIL_EXECUTOR_VALIDATING}
+    gates = manager("--feature-gates=CleanUpCompletedManifestWork=true").settings
+    assert gates.gate(GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK)
+    assert not gates.gate(GATE_MANIFEST_WORK_REPLICA_SET)
+
+
+def test_gate_names_are_the_wire_names() -> None:
+    assert hub_settings.GATE_MANIFEST_WORK_REPLICA_SET == wire.GATE_MANIFEST_WORK_REPLICA_SET
+    assert (
+        hub_settings.GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK
+        == wire.GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK
+    )
+    assert hub_settings.GATE_NIL_EXECUTOR_VALIDATING == wire.GATE_NIL_EXECUTOR_VALIDATING
+    assert hub_settings.GATE_CLOUD_EVENTS_DRIVERS == wire.GATE_CLOUD_EVENTS_DRIVERS
+
+
+def test_ignored_flags_are_reported() -> None:
+    command = manager(
+        "--cloudevents-client-id=abc",
+        "--tls-min-version=VersionTLS12",
+        "--config=/x",
+        "--vmodule=foo=2",
+        "--log-flush-frequency=10s",
+        "--feature-gates=CloudEventsDrivers=true",
+    )
+    flags = [notice.flag for notice in command.notices]
+    assert flags == [
+        "--vmodule",
+        "--cloudevents-client-id",
+        "--tls-min-version",
+        "--config",
+        "--feature-gates",
+    ]
+    assert GATE_CLOUD_EVENTS_DRIVERS in command.notices[-1].message
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--bogus"], "unknown flag: --bogus"),
+        (["--kube-api-burst=lots"], 'invalid argument "lots" for "--kube-api-burst" flag'),
+        (["--leader-election-lease-duration=5"], "missing unit in duration"),
+        (["--feature-gates=Nope=true"], "unrecognized feature gate: Nope"),
+        (["--feature-gates=ManifestWorkReplicaSet=yes"], "invalid value of"),
+        (["--work-driver=grpc"], "--work-driver=grpc is not supported"),
+        (["--listen=nowhere"], "--listen"),
+        (["--leader-election-lease-duration=100s"], "must be greater than the renew deadline"),
+        (["--vmodule=bad"], 'invalid argument "bad" for "--vmodule" flag'),
+        (["--log-level=loud"], "--log-level 'loud' is not one of"),
+        (["--log-format=xml"], "--log-format 'xml' is not one of"),
+        (["extra"], 'unexpected argument "extra" for "hubcontroller manager"'),
+        (["--kubeconfig"], "flag needs an argument: --kubeconfig"),
+    ],
+)
+def test_manager_refuses(args: list[str], expected: str) -> None:
+    assert expected in usage_error("manager", *args)
+
+
+def test_commands_are_checked() -> None:
+    assert "no command given" in usage_error()
+    assert "no command given" in usage_error("--v=2")
+    assert 'unknown command "agent"' in usage_error("agent")
+
+
+def test_help_and_version() -> None:
+    for args in (["--help"], ["-h"], ["help"]):
+        root = parse_command_line(args)
+        assert isinstance(root, ShowText)
+        assert "manager [flags]" in root.text and "webhook-server [flags]" in root.text
+    text = parse_command_line(["manager", "--help"])
+    assert isinstance(text, ShowText)
+    for flag in manager_flags():
+        assert f"--{flag.name}" in text.text
+    text = parse_command_line(["webhook-server", "--bogus", "--help"])
+    assert isinstance(text, ShowText)
+    for flag in webhook_flags():
+        assert f"--{flag.name}" in text.text
+    version = parse_command_line(["--version"])
+    assert isinstance(version, ShowText) and version.text.startswith("hubcontroller version ")
+
+
+# -- webhook-server -----------------------------------------------------------------------
+
+
+def test_webhook_defaults_are_ocm_defaults() -> None:
+    flags = webhook()
+    assert (flags.port, flags.metrics_port, flags.health_probe_port) == (9443, 8080, 8000)
+    assert (flags.certdir, flags.tls_min_version, flags.tls_cipher_suites) == ("", "", "")
+    assert flags.manifest_limit == 512000
+    assert flags.feature_gates == frozenset()
+    assert flags.kubeconfig == ""
+    assert (flags.log_format, flags.log_level) == ("json", "info")
+
+
+def test_webhook_takes_the_operator_argument_list() -> None:
+    command = parse_command_line(
+        [
+            "/work",
+            "webhook-server",
+            "--port=9443",
+            "--feature-gates=ManifestWorkReplicaSet=true",
+            "--certdir=/tmp/certs",
+            "--manifestLimit=1024",
+            "--kubeconfig=/hub.kubeconfig",
+            "--tls-min-version=VersionTLS13",
+            "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256",
+            "--metrics-port=0",
+            "--health-probe-port=0",
+        ]
+    )
+    assert isinstance(command, WebhookCommand)
+    flags = command.flags
+    assert flags.gate(GATE_MANIFEST_WORK_REPLICA_SET)
+    assert flags.settings_fields() == {
+        "port": 9443,
+        "metrics_port": 0,
+        "health_probe_port": 0,
+        "certdir": "/tmp/certs",
+        "tls_min_version": "VersionTLS13",
+        "tls_cipher_suites": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256",
+        "manifest_limit": 1024,
+        "feature_gates": frozenset({GATE_MANIFEST_WORK_REPLICA_SET}),
+        "kubeconfig": "/hub.kubeconfig",
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--manifestLimit=big"], 'invalid argument "big" for "--manifestLimit" flag'),
+        (["--manifest-limit=10"], "unknown flag: --manifest-limit"),
+        (["--port=high"], 'invalid argument "high" for "--port" flag'),
+        (["--feature-gates=ExecutorValidatingCaches=true"], "unrecognized feature gate"),
+        (["--disable-leader-election"], "unknown flag: --disable-leader-election"),
+        (["--log-format=xml"], "--log-format 'xml' is not one of"),
+        (["extra"], 'unexpected argument "extra" for "hubcontroller webhook-server"'),
+    ],
+)
+def test_webhook_refuses(args: list[str], expected: str) -> None:
+    assert expected in usage_error("webhook-server", *args)
+
+
+# -- the entry point ----------------------------------------------------------------------
+
+
+def test_usage_errors_are_one_line_with_exit_code_2() -> None:
+    code, out, err = run(["manager", "--feature-gates=Nope=true"])
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith('hubcontroller: invalid argument "Nope=true"')
+    assert "unrecognized feature gate: Nope" in err
+
+
+def test_help_exits_0() -> None:
+    code, out, err = run(["webhook-server", "--help"])
+    assert (code, err) == (0, "")
+    assert "--manifestLimit int" in out
+
+
+def test_missing_webhook_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(entry, "load_webhook_server", lambda: None)
+    code, _, err = run(["webhook-server", "--port=9444"])
+    assert code == 1
+    assert err == "hubcontroller: the webhook server is not available in this build\n"
+
+
+@dataclass(frozen=True)
+class FakeWebhookSettings:
+    """Stands in for the webhook's settings: refuses port 1 as the real one refuses values."""
+
+    port: int
+    metrics_port: int
+    health_probe_port: int
+    certdir: str
+    tls_min_version: str
+    tls_cipher_suites: str
+    manifest_limit: int
+    feature_gates: frozenset[str]
+    kubeconfig: str
+
+    def __post_init__(self) -> None:
+        if self.port == 1:
+            raise ValueError("--port=1: not\nhere")
+
+
+def test_webhook_entry_point_gets_its_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    received: list[FakeWebhookSettings] = []
+
+    async def serve(settings: FakeWebhookSettings) -> int:
+        received.append(settings)
+        return 3
+
+    monkeypatch.setattr(
+        entry, "load_webhook_server", lambda: entry.WebhookServer(serve, FakeWebhookSettings)
+    )
+    code, _, _ = run(["webhook-server", "--port=9444", "--manifestLimit=10", "--log-level=error"])
+    assert code == 3
+    (settings,) = received
+    assert (settings.port, settings.manifest_limit) == (9444, 10)
+    # A value the webhook's settings refuse is a one-line usage error, exit code 2.
+    code, _, err = run(["webhook-server", "--port=1"])
+    assert (code, err) == (2, "hubcontroller: --port=1: not here\n")
+    assert len(received) == 1
+
+
+def test_webhook_settings_of_this_build_accept_the_flags() -> None:
+    """When the webhook is part of the build, its settings take every parsed flag."""
+    server = entry.load_webhook_server()
+    if server is None:
+        pytest.skip("this build has no webhook server")
+    settings = server.settings_type(**webhook("--manifestLimit=10").settings_fields())
+    assert getattr(settings, "manifest_limit", None) == 10
+    with pytest.raises(ValueError, match=r"TLS1\.2"):
+        server.settings_type(**webhook("--tls-min-version=TLS1.2").settings_fields())
+
+
+def test_manager_settings_validate_directly() -> None:
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        HubManagerSettings(workers=0).validate()
+    with pytest.raises(ValueError, match="unrecognized feature gate: Bogus"):
+        HubManagerSettings(feature_gates=frozenset({"Bogus"})).validate()
+
+
+def test_console_script_refuses_unknown_flags() -> None:
+    done = subprocess.run(
+        hubcontroller_command("manager", "--bogus"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "hubcontroller: unknown flag: --bogus\n"

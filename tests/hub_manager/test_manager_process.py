@@ -1,0 +1,82 @@
+"""``hubcontroller manager`` as a real process: probes, garbage collection, SIGTERM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aiohttp
+
+from schemas.meta import now as api_now
+from schemas.wire import CONDITION_COMPLETE
+from tests.conftest import eventually
+from tests.hub_manager.conftest import (
+    ManagerProcess,
+    condition,
+    start_manager_process,
+    wait_deleted,
+    work_body,
+    write_conditions,
+)
+from workagent.kube import MANIFESTWORKS, KubeClient
+
+PROBES_EVENT = "serving metrics and health probes"
+
+
+def probe_address(process: ManagerProcess) -> str | None:
+    """The host:port the process logged for its probe server, once it has."""
+    for line in process.log().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("event") == PROBES_EVENT:
+            return str(record["address"])
+    return None
+
+
+async def test_manager_process_serves_probes_collects_and_stops_on_sigterm(
+    hub_client: KubeClient, tmp_path: Path
+) -> None:
+    process = await start_manager_process(
+        tmp_path,
+        "--kubeconfig",
+        str(tmp_path / "kubeconfig"),
+        "--feature-gates=CleanUpCompletedManifestWork=true",
+        "--disable-leader-election",
+        "--listen",
+        "127.0.0.1:0",
+    )
+    try:
+
+        async def alive() -> bool:
+            if process.process.returncode is not None:
+                raise AssertionError(f"the manager exited early:\n{process.log()}")
+            return True
+
+        async def logged_address() -> bool:
+            return await alive() and probe_address(process) is not None
+
+        await eventually(logged_address, timeout=60, what="the manager to serve probes")
+        base = f"http://{probe_address(process)}"
+        async with aiohttp.ClientSession() as session:
+
+            async def ready() -> bool:
+                await alive()
+                async with session.get(f"{base}/readyz") as response:
+                    return response.status == 200
+
+            await eventually(ready, timeout=30, what="/readyz to pass")
+            async with session.get(f"{base}/metrics") as response:
+                metrics = await response.text()
+        assert 'workqueue_adds_total{name="ManifestWorkGarbageCollectionController"}' in metrics
+
+        await hub_client.create(MANIFESTWORKS, work_body("process-done", ttl=0))
+        await write_conditions(
+            hub_client, "process-done", condition(CONDITION_COMPLETE, "True", api_now())
+        )
+        await wait_deleted(hub_client, "process-done")
+    finally:
+        code = await process.terminate()
+    assert code == 0, process.log()
+    assert '"event": "stopped"' in process.log()
