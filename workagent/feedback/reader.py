@@ -1,0 +1,228 @@
+"""Status feedback values and the ``StatusFeedbackSynced`` condition of one manifest
+(spec/agent.md section 11; OCM ``statusfeedback/reader.go``).
+
+Pure and synchronous: given the feedback rules of the manifest's config and the
+live object, compute the wire-form ``statusFeedback.values`` and the condition.
+Nothing raises out of :func:`read_feedback`; every failure is a message in the
+condition, and the values that could be read are still reported, as OCM does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from schemas.wire import (
+    REASON_NO_STATUS_FEEDBACK_SYNCED,
+    REASON_STATUS_FEEDBACK_SYNC_FAILED,
+    REASON_STATUS_FEEDBACK_SYNCED,
+)
+from schemas.work_v1 import FeedbackRule, FeedbackRuleType
+from workagent.feedback.govalues import (
+    GoJSONError,
+    JSONTooLong,
+    go_marshal,
+    go_type_name,
+    is_go_int64,
+)
+from workagent.feedback.jsonpath import (
+    MAX_PATH_LENGTH,
+    JSONPathEvalError,
+    JSONPathParseError,
+    compile_path,
+)
+from workagent.feedback.wellknown import (
+    WELL_KNOWN_STATUS_PATHS,
+    GroupVersionKind,
+    group_version_kind,
+)
+
+__all__ = ["MAX_CONDITION_MESSAGE", "FeedbackResult", "read_feedback"]
+
+#: metav1.Condition's message limit; a longer one would make the hub reject the
+#: whole status patch, so it is cut (OCM does not cut it).
+MAX_CONDITION_MESSAGE: Final = 32768
+_TRUNCATED: Final = " ... (truncated)"
+#: How much of an over-long path is quoted back in its error message.
+_PATH_QUOTE: Final = 128
+
+FeedbackValue = dict[str, Any]
+Condition = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackResult:
+    """What the feedback rules of one manifest produced.
+
+    ``values`` are wire-form FeedbackValues (``{"name", "fieldValue": {"type",
+    "integer"|"string"|"boolean"|"jsonRaw"}}``) in rule order, then path order.
+    ``condition`` is ``(status, reason, message)`` of ``StatusFeedbackSynced``.
+    """
+
+    values: list[FeedbackValue]
+    condition: Condition
+
+
+class _FeedbackError(Exception):
+    """One rule or path failed; ``str()`` is the message OCM would report."""
+
+
+def read_feedback(
+    rules: Sequence[FeedbackRule] | None,
+    obj: Mapping[str, Any],
+    *,
+    raw_json: bool,
+    max_json_raw_length: int,
+) -> FeedbackResult:
+    """Read the status feedback values of ``obj`` (the live object) for ``rules``.
+
+    ``raw_json`` is the ``RawFeedbackJsonString`` feature gate: objects, arrays,
+    non-integer numbers and multiple matches become ``JsonRaw`` values instead
+    of errors. ``max_json_raw_length`` (``--max-json-raw-length``) bounds a
+    JsonRaw value in UTF-8 bytes.
+    """
+    if not rules:
+        return FeedbackResult([], ("True", REASON_NO_STATUS_FEEDBACK_SYNCED, ""))
+
+    values: list[FeedbackValue] = []
+    errors: list[str] = []
+    gvk: GroupVersionKind | None = None
+    for rule in rules:
+        try:
+            if gvk is None:
+                gvk = group_version_kind(obj)
+            _read_rule(rule, obj, gvk, raw_json, max_json_raw_length, values, errors)
+        except Exception as exc:  # a bug or an unforeseen input must not stop the status sync
+            errors.append(
+                f"failed to read status feedback: internal error: {type(exc).__name__}: {exc}"
+            )
+
+    if errors:
+        message = _truncate(f"Sync status feedback failed with error {_aggregate(errors)}")
+        return FeedbackResult(values, ("False", REASON_STATUS_FEEDBACK_SYNC_FAILED, message))
+    return FeedbackResult(values, ("True", REASON_STATUS_FEEDBACK_SYNCED, ""))
+
+
+def _read_rule(
+    rule: FeedbackRule,
+    obj: Mapping[str, Any],
+    gvk: GroupVersionKind,
+    raw_json: bool,
+    max_json_raw_length: int,
+    values: list[FeedbackValue],
+    errors: list[str],
+) -> None:
+    if rule.type == FeedbackRuleType.WELL_KNOWN_STATUS:
+        paths = WELL_KNOWN_STATUS_PATHS.get(gvk)
+        if paths is None:
+            errors.append(f"cannot find the wellknown statuses for resource with gvk {gvk}")
+            return
+        for name, path in paths:
+            _read_path(name, path, obj, raw_json, max_json_raw_length, values, errors)
+    elif rule.type == FeedbackRuleType.JSON_PATHS:
+        for json_path in rule.json_paths or ():
+            if json_path.version and json_path.version != gvk.version:
+                errors.append(
+                    f"version set in the path {json_path.name} is not matched "
+                    "for the related resource"
+                )
+                continue
+            _read_path(
+                json_path.name, json_path.path, obj, raw_json, max_json_raw_length, values, errors
+            )
+    # Any other type reads nothing, as in OCM (the CRD enum prevents it).
+
+
+def _read_path(
+    name: str,
+    path: str,
+    obj: Mapping[str, Any],
+    raw_json: bool,
+    max_json_raw_length: int,
+    values: list[FeedbackValue],
+    errors: list[str],
+) -> None:
+    try:
+        value = _value_by_path(name, path, obj, raw_json, max_json_raw_length)
+    except _FeedbackError as exc:
+        errors.append(str(exc))
+        return
+    except Exception as exc:  # a bug or an unforeseen input must not hide the other values
+        errors.append(
+            f"failed to find value for {name} with error: internal error: "
+            f"{type(exc).__name__}: {exc}"
+        )
+        return
+    if value is not None:
+        values.append(value)
+
+
+def _value_by_path(
+    name: str, path: str, obj: Mapping[str, Any], raw_json: bool, max_json_raw_length: int
+) -> FeedbackValue | None:
+    """OCM's ``getValueByJsonPath``: the typed value, None for no value, or an error."""
+    try:
+        template = compile_path(path)
+    except JSONPathParseError as exc:
+        quoted = path if len(path) <= MAX_PATH_LENGTH else path[:_PATH_QUOTE] + "..."
+        raise _FeedbackError(
+            f"failed to parse json path {quoted} of {name} with error: {exc}"
+        ) from None
+    try:
+        results = template.find_results(obj)
+    except JSONPathEvalError as exc:
+        raise _FeedbackError(f"failed to find value for {name} with error: {exc}") from None
+
+    if not results or not results[0]:
+        return None
+    first = results[0]
+    # Several matches become one JSON list only with the gate; otherwise the first wins.
+    value: Any = first[0] if len(first) == 1 or not raw_json else list(first)
+    if value is None:
+        return None
+
+    if isinstance(value, bool):
+        return {"name": name, "fieldValue": {"type": "Boolean", "boolean": value}}
+    if is_go_int64(value):
+        return {"name": name, "fieldValue": {"type": "Integer", "integer": int(value)}}
+    if isinstance(value, str):
+        return {"name": name, "fieldValue": {"type": "String", "string": str(value)}}
+
+    # Objects, arrays, floats (and Go-only types such as a path's int literal).
+    if not raw_json:
+        raise _FeedbackError(f"the type {go_type_name(value)} of the value for {name} is not found")
+    too_long = _FeedbackError(
+        f"the length of returned json raw string for name {name} is larger than "
+        f"the maximum length {max_json_raw_length}"
+    )
+    try:
+        raw = go_marshal(value, limit=max(max_json_raw_length, 0))
+    except JSONTooLong:
+        raise too_long from None
+    except GoJSONError as exc:
+        raise _FeedbackError(
+            f"failed to parse the resource to json string for name {name}: {exc}"
+        ) from None
+    # Go compares the byte length of the encoding.
+    if len(raw) > max_json_raw_length or (
+        not raw.isascii() and len(raw.encode("utf-8")) > max_json_raw_length
+    ):
+        raise too_long
+    return {"name": name, "fieldValue": {"type": "JsonRaw", "jsonRaw": raw}}
+
+
+def _aggregate(messages: list[str]) -> str:
+    """apimachinery's ``utilerrors.NewAggregate(errs).Error()``: nested aggregates are
+    flattened and duplicate messages dropped; one message is shown as is,
+    several as ``[m1, m2]``."""
+    unique = list(dict.fromkeys(messages))
+    if len(unique) == 1:
+        return unique[0]
+    return "[" + ", ".join(unique) + "]"
+
+
+def _truncate(message: str) -> str:
+    if len(message) <= MAX_CONDITION_MESSAGE:
+        return message
+    return message[: MAX_CONDITION_MESSAGE - len(_TRUNCATED)] + _TRUNCATED
