@@ -1,0 +1,344 @@
+"""The deploy step of the ManifestWorkReplicaSet controller (spec/hub.md section 2.3).
+
+For each placement reference, in spec order: find the clusters that already
+have an up-to-date ManifestWork and how far each got, run the rollout
+algorithm over the placement's decision groups, create or update the works
+of the clusters it hands out, and delete the works of clusters that left the
+placement. Works of placements no longer referenced are deleted first.
+
+Differences from OCM, in favour of the user:
+
+* Problems the user must fix (a missing Placement, an unusable rollout
+  strategy, a PlacementDecision without a group index, no selected cluster)
+  are reported with a message on ``PlacementVerified``; OCM writes empty
+  messages and overwrites the rollout-strategy error in the same pass, so it
+  was never visible. Such problems are not retried with backoff: the
+  Placement, PlacementDecision or replica set update that fixes them
+  triggers a new reconcile.
+* Works whose spec is outdated are deleted too when their cluster left the
+  placement (OCM only deletes up-to-date ones, so a cluster that left during
+  a template rollout kept its old work forever).
+* Duplicate works for one cluster and placement (possible only after a lost
+  race) are reduced to the oldest one.
+* Works are written with bounded concurrency instead of one at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+
+from hubcontroller.controllers.replicaset_cache import Template, WorkJudgements
+from hubcontroller.controllers.replicaset_index import DECISIONS_BY_PLACEMENT, placement_key
+from hubcontroller.controllers.replicaset_status import (
+    Counts,
+    PlacementProgress,
+    StatusDraft,
+    available_decision_groups,
+)
+from hubcontroller.controllers.replicaset_works import (
+    desired_work,
+    is_deleting,
+    label_value_problems,
+    meta,
+    owner_label_value,
+)
+from hubcontroller.controllers.replicaset_writes import WorkWriter, Write, run_writes
+from hubcontroller.rollout import (
+    DecisionGroups,
+    InvalidDecisionError,
+    RolloutConfigError,
+    RolloutPlan,
+    RolloutStatus,
+    compute_rollout,
+    strategy_from_wire,
+)
+from schemas.wire import (
+    CONDITION_MANIFESTWORK_APPLIED,
+    CONDITION_PLACEMENT_ROLLED_OUT,
+    CONDITION_PLACEMENT_VERIFIED,
+    PLACEMENT_NAME_LABEL,
+    REASON_AS_EXPECTED,
+    REASON_COMPLETE,
+    REASON_INVALID_MANIFEST_WORK_NAME,
+    REASON_NOT_AS_EXPECTED,
+    REASON_PLACEMENT_DECISION_EMPTY,
+    REASON_PLACEMENT_DECISION_NOT_FOUND,
+    REASON_PROGRESSING,
+)
+from workagent.kube import KubeError
+from workagent.runtime import Store
+
+log = structlog.get_logger(__name__)
+
+Work = Mapping[str, Any]
+
+#: Client errors that go away by themselves (stale cache, throttling).
+_TRANSIENT = frozenset({409, 429})
+
+
+@dataclass
+class DeployOutcome:
+    """What the deploy step leaves for the rest of the reconcile."""
+
+    stop: bool = False
+    """Skip the status step (the replica set cannot be deployed this round)."""
+    errors: list[KubeError] = field(default_factory=list)
+    """API errors to retry with backoff."""
+    failures: list[str] = field(default_factory=list)
+    """Writes the API server refused for good (4xx other than 409/429), described
+    for the user: a missing cluster namespace, a webhook denial, RBAC."""
+    requeue_after: timedelta | None = None
+    """When the rollout wants another look."""
+    placements: list[PlacementProgress] = field(default_factory=list)
+    """The placement summaries, counts filled by the status step."""
+
+    def recheck(self, after: timedelta | None) -> None:
+        """Ask for another look after ``after`` (the earliest request wins)."""
+        if after is not None and (self.requeue_after is None or after < self.requeue_after):
+            self.requeue_after = after
+
+
+@dataclass(frozen=True)
+class _Ref:
+    name: str
+    strategy: Mapping[str, Any] | None
+
+
+def _placement_refs(replica_set: Mapping[str, Any]) -> list[_Ref]:
+    refs = (replica_set.get("spec") or {}).get("placementRefs") or []
+    out: list[_Ref] = []
+    for ref in refs:
+        if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str):
+            continue
+        strategy = ref.get("rolloutStrategy")
+        out.append(_Ref(ref["name"], strategy if isinstance(strategy, Mapping) else None))
+    return out
+
+
+def _oldest_first(work: Work) -> tuple[bool, str, str]:
+    work_meta = meta(work)
+    return (
+        is_deleting(work),
+        str(work_meta.get("creationTimestamp", "")),
+        str(work_meta.get("name", "")),
+    )
+
+
+def _describe(verb: str, work: Work) -> str:
+    work_meta = meta(work)
+    return f'{verb} "{work_meta.get("namespace")}/{work_meta.get("name")}"'
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return ", ".join(f'"{n}"' for n in names)
+
+
+class DeployStep:
+    """Creates, updates and deletes a replica set's ManifestWorks."""
+
+    def __init__(
+        self,
+        writer: WorkWriter,
+        placements: Store,
+        decisions: Store,
+        judgements: WorkJudgements | None = None,
+    ) -> None:
+        self.writer = writer
+        self.placements = placements
+        self.decisions = decisions
+        self.judgements = judgements if judgements is not None else WorkJudgements()
+
+    async def run(
+        self,
+        replica_set: Mapping[str, Any],
+        works: Sequence[Work],
+        template: Template,
+        draft: StatusDraft,
+        now: datetime,
+    ) -> DeployOutcome:
+        """Deploy one replica set; ``works`` are its generated works as last seen."""
+        outcome = DeployOutcome()
+        rs_meta = meta(replica_set)
+        namespace, name = str(rs_meta.get("namespace", "")), str(rs_meta.get("name", ""))
+        owner = owner_label_value(namespace, name)
+        problems = label_value_problems(owner)
+        if problems:
+            draft.set_condition(
+                CONDITION_MANIFESTWORK_APPLIED,
+                False,
+                REASON_INVALID_MANIFEST_WORK_NAME,
+                f'ManifestWork owner reference "{owner}" (namespace.name) is not a valid label '
+                f"value: {'; '.join(problems)}; recreate the ManifestWorkReplicaSet with a "
+                "shorter namespace and/or name so the combined length is at most 63 characters",
+            )
+            outcome.stop = True
+            return outcome
+
+        refs = _placement_refs(replica_set)
+        referenced = {ref.name for ref in refs}
+        by_placement: dict[str, dict[str, list[Work]]] = {}
+        stray: list[Work] = []
+        for work in works:
+            placement = (meta(work).get("labels") or {}).get(PLACEMENT_NAME_LABEL)
+            if not placement or placement not in referenced:
+                stray.append(work)
+                continue
+            cluster = str(meta(work).get("namespace", ""))
+            by_placement.setdefault(placement, {}).setdefault(cluster, []).append(work)
+        await self._run_all(
+            outcome, [(_describe("deleting", w), self._delete(owner, w)) for w in stray]
+        )
+
+        user_problems: list[str] = []
+        selected_total = succeeded_total = existing_total = decided_total = 0
+        for ref in refs:
+            placement = self.placements.get(placement_key(namespace, ref.name))
+            if placement is None:
+                draft.set_condition(
+                    CONDITION_PLACEMENT_VERIFIED,
+                    False,
+                    REASON_PLACEMENT_DECISION_NOT_FOUND,
+                    f'Placement "{ref.name}" not found in namespace "{namespace}"',
+                )
+                outcome.stop = True
+                return outcome
+            result = await self._deploy_placement(
+                replica_set,
+                owner,
+                ref,
+                placement,
+                by_placement.get(ref.name, {}),
+                template,
+                now,
+                outcome,
+            )
+            if isinstance(result, str):
+                user_problems.append(f'placement "{ref.name}": {result}')
+                continue
+            existing, succeeded, decided = result
+            status = placement.get("status") or {}
+            selected = int(status.get("numberOfSelectedClusters") or 0)
+            groups = len(status.get("decisionGroups") or [])
+            outcome.placements.append(
+                PlacementProgress(
+                    ref.name,
+                    available_decision_groups(groups, existing, selected),
+                    Counts(total=existing),
+                )
+            )
+            selected_total += selected
+            succeeded_total += succeeded
+            existing_total += existing
+            decided_total += decided
+
+        if user_problems:
+            draft.set_condition(
+                CONDITION_PLACEMENT_VERIFIED,
+                False,
+                REASON_NOT_AS_EXPECTED,
+                "; ".join(user_problems),
+            )
+        elif existing_total == 0:
+            names = _quoted([ref.name for ref in refs])
+            message = (
+                f"no cluster is selected by placement(s) {names}"
+                if decided_total == 0
+                else "no ManifestWork has been created for the selected clusters yet"
+            )
+            draft.set_condition(
+                CONDITION_PLACEMENT_VERIFIED, False, REASON_PLACEMENT_DECISION_EMPTY, message
+            )
+        else:
+            draft.set_condition(CONDITION_PLACEMENT_VERIFIED, True, REASON_AS_EXPECTED)
+        # Succeeded works counted before this round's writes, as OCM does.
+        if selected_total == succeeded_total:
+            draft.set_condition(CONDITION_PLACEMENT_ROLLED_OUT, True, REASON_COMPLETE)
+        else:
+            draft.set_condition(CONDITION_PLACEMENT_ROLLED_OUT, False, REASON_PROGRESSING)
+        return outcome
+
+    async def _deploy_placement(
+        self,
+        replica_set: Mapping[str, Any],
+        owner: str,
+        ref: _Ref,
+        placement: Mapping[str, Any],
+        works: Mapping[str, list[Work]],
+        template: Template,
+        now: datetime,
+        outcome: DeployOutcome,
+    ) -> tuple[int, int, int] | str:
+        """Roll one placement forward: (existing, succeeded, decided) counts, or a problem."""
+        current: dict[str, Work] = {}
+        duplicates: list[Work] = []
+        for cluster, candidates in works.items():
+            if len(candidates) == 1:
+                current[cluster] = candidates[0]
+                continue
+            keep, *extra = sorted(candidates, key=_oldest_first)
+            current[cluster] = keep
+            duplicates.extend(w for w in extra if not is_deleting(w))
+        judge = self.judgements
+        up_to_date = {c: w for c, w in current.items() if judge.matches(w, template)}
+        statuses = [judge.rollout_status(c, w) for c, w in sorted(up_to_date.items())]
+        succeeded = sum(1 for s in statuses if s.status is RolloutStatus.SUCCEEDED)
+
+        decisions = self.decisions.by_index(
+            DECISIONS_BY_PLACEMENT,
+            placement_key(str(meta(placement).get("namespace", "")), ref.name),
+        )
+        try:
+            groups = DecisionGroups.from_decisions(decisions)
+            plan = RolloutPlan.from_strategy(strategy_from_wire(ref.strategy))
+        except (InvalidDecisionError, RolloutConfigError) as err:
+            return str(err)
+        result = compute_rollout(plan, groups, statuses, now)
+        outcome.recheck(result.recheck_after)
+
+        existing = set(up_to_date)
+        selected = groups.clusters
+
+        async def apply(cluster: str) -> None:
+            old = current.get(cluster)
+            name = str(meta(old).get("name", "")) if old is not None else None
+            await self.writer.apply(owner, desired_work(replica_set, cluster, ref.name, name), old)
+            existing.add(cluster)
+
+        async def remove(cluster: str, work: Work) -> None:
+            await self._delete(owner, work)
+            existing.discard(cluster)
+
+        jobs: list[Write] = [
+            (f'applying to cluster "{c}"', apply(c)) for c in result.clusters_to_apply()
+        ]
+        jobs += [
+            (_describe("deleting", up_to_date[s.cluster]), remove(s.cluster, up_to_date[s.cluster]))
+            for s in result.removed
+        ]
+        # Outdated works of clusters that left the placement go as well.
+        jobs += [
+            (_describe("deleting", w), remove(c, w))
+            for c, w in current.items()
+            if c not in selected and c not in up_to_date
+        ]
+        jobs += [(_describe("deleting", w), self._delete(owner, w)) for w in duplicates]
+        await self._run_all(outcome, jobs)
+        return len(existing), succeeded, len(selected)
+
+    async def _delete(self, owner: str, work: Work) -> None:
+        if is_deleting(work):
+            return  # already on its way out (the agent is cleaning up)
+        await self.writer.delete(owner, work)
+
+    @staticmethod
+    async def _run_all(outcome: DeployOutcome, writes: Sequence[Write]) -> None:
+        """Run writes; API errors are collected, the lasting ones described for the user."""
+        for what, err in await run_writes(writes):
+            outcome.errors.append(err)
+            if 400 <= err.code < 500 and err.code not in _TRANSIENT:
+                outcome.failures.append(f"{what}: {err.message or err}")

@@ -1,0 +1,285 @@
+"""Pure helpers about the ManifestWorks a ManifestWorkReplicaSet generates.
+
+What a generated work looks like (spec/hub.md section 2.3.1), when a work is
+up to date with the template (2.4.1), and how far a work's rollout has got
+(2.4). Nothing here does I/O; objects are the wire dicts the informers cache.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from hubcontroller.rollout import ClusterRolloutStatus, RolloutStatus
+from schemas.meta import parse_time
+from schemas.wire import (
+    CONDITION_APPLIED,
+    CONDITION_AVAILABLE,
+    CONDITION_DEGRADED,
+    CONDITION_PROGRESSING,
+    MANIFEST_WORK_REPLICA_SET_LABEL,
+    PLACEMENT_NAME_LABEL,
+)
+
+__all__ = [
+    "cluster_rollout_status",
+    "comparable_spec",
+    "desired_work",
+    "is_deleting",
+    "label_value_problems",
+    "normalized",
+    "owner_label_value",
+    "spec_written_at",
+    "template_of",
+    "true_conditions",
+]
+
+WORK_API_VERSION = "work.open-cluster-management.io/v1"
+WORK_KIND = "ManifestWork"
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_VALUE_MAX = 63
+
+
+def owner_label_value(namespace: str, name: str) -> str:
+    """The value of the owner label on generated works: ``<namespace>.<name>``."""
+    return f"{namespace}.{name}"
+
+
+def label_value_problems(value: str) -> list[str]:
+    """Why ``value`` is not a valid label value (Kubernetes' messages); empty if it is."""
+    problems = []
+    if len(value) > _LABEL_VALUE_MAX:
+        problems.append(f"must be no more than {_LABEL_VALUE_MAX} characters")
+    if not _LABEL_VALUE.match(value):
+        problems.append(
+            "a valid label must be an empty string or consist of alphanumeric characters, "
+            "'-', '_' or '.', and must start and end with an alphanumeric character "
+            "(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+            "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+        )
+    return problems
+
+
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``metadata`` of a wire object (empty when absent)."""
+    value = obj.get("metadata")
+    return value if isinstance(value, dict) else {}
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    """Whether the object has a deletionTimestamp."""
+    return bool(meta(obj).get("deletionTimestamp"))
+
+
+def template_of(replica_set: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec.manifestWorkTemplate`` of a replica set (an empty spec when absent)."""
+    template = (replica_set.get("spec") or {}).get("manifestWorkTemplate")
+    return dict(template) if isinstance(template, Mapping) else {}
+
+
+def desired_work(
+    replica_set: Mapping[str, Any],
+    cluster: str,
+    placement: str,
+    existing_name: str | None,
+) -> dict[str, Any]:
+    """The ManifestWork for ``cluster`` (spec/hub.md 2.3.1).
+
+    Labels: the replica set's own plus the owner and placement labels; no
+    annotations and no ownerReferences (the replica set's finalizer does the
+    cleanup); the spec is the template verbatim. A work that exists for this
+    cluster and placement keeps its name; a new one gets a generated name
+    prefixed with the replica set's name, so two replica sets of the same name
+    in different namespaces never collide in a cluster namespace.
+    """
+    rs_meta = meta(replica_set)
+    labels = dict(rs_meta.get("labels") or {})
+    labels[MANIFEST_WORK_REPLICA_SET_LABEL] = owner_label_value(
+        str(rs_meta.get("namespace", "")), str(rs_meta.get("name", ""))
+    )
+    labels[PLACEMENT_NAME_LABEL] = placement
+    metadata: dict[str, Any] = {"namespace": cluster, "labels": labels}
+    if existing_name:
+        metadata["name"] = existing_name
+    else:
+        metadata["generateName"] = str(rs_meta.get("name", ""))
+    return {
+        "apiVersion": WORK_API_VERSION,
+        "kind": WORK_KIND,
+        "metadata": metadata,
+        "spec": copy.deepcopy(template_of(replica_set)),
+    }
+
+
+# -- spec equality (2.4.1) ---------------------------------------------------------------
+
+
+def normalized(value: Any) -> Any:
+    """``value`` without null, empty-object and empty-list fields, recursively.
+
+    Go decodes both "absent" and "empty" into the same typed value, so
+    comparisons must not tell them apart.
+    """
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            norm = normalized(item)
+            if norm is None or norm in ({}, []):
+                continue
+            out[key] = norm
+        return out
+    if isinstance(value, list):
+        return [normalized(item) for item in value]
+    return value
+
+
+def _drop_creation_timestamp(obj: dict[str, Any]) -> None:
+    """Remove ``metadata.creationTimestamp`` (and ``metadata`` if that emptied it)."""
+    obj_meta = obj.get("metadata")
+    if isinstance(obj_meta, dict):
+        obj_meta.pop("creationTimestamp", None)
+        if not obj_meta:
+            del obj["metadata"]
+
+
+def comparable_spec(spec: Mapping[str, Any] | None) -> Any:
+    """A work spec ready for comparison: normalized, creation timestamps out of the manifests.
+
+    Tools that serialise typed objects write ``creationTimestamp: null`` into
+    manifests (and pod templates); it must not count as a difference. The
+    input is not modified.
+    """
+    out = normalized(spec or {})
+    workload = out.get("workload")
+    manifests = workload.get("manifests") if isinstance(workload, dict) else None
+    for manifest in manifests or []:
+        if isinstance(manifest, dict):
+            _drop_creation_timestamp(manifest)
+            pod_spec = manifest.get("spec")
+            if isinstance(pod_spec, dict) and isinstance(pod_spec.get("template"), dict):
+                _drop_creation_timestamp(pod_spec["template"])
+                if not pod_spec["template"]:
+                    del pod_spec["template"]
+                if not pod_spec:
+                    del manifest["spec"]
+    return out
+
+
+# -- rollout status (2.4) -----------------------------------------------------------------
+
+
+def _conditions(work: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    status = work.get("status") or {}
+    out: dict[str, Mapping[str, Any]] = {}
+    for cond in status.get("conditions") or []:
+        if isinstance(cond, dict) and isinstance(cond.get("type"), str):
+            out[cond["type"]] = cond
+    return out
+
+
+def true_conditions(work: Mapping[str, Any]) -> frozenset[str]:
+    """The types of the work's conditions whose status is True (generation ignored)."""
+    return frozenset(t for t, c in _conditions(work).items() if c.get("status") == "True")
+
+
+def _time(cond: Mapping[str, Any] | None) -> datetime | None:
+    raw = cond.get("lastTransitionTime") if cond is not None else None
+    if raw is None:
+        return None
+    try:
+        return parse_time(raw)
+    except ValueError:
+        return None
+
+
+def _latest(*times: datetime | None) -> datetime | None:
+    present = [t for t in times if t is not None]
+    return max(present) if present else None
+
+
+def spec_written_at(work: Mapping[str, Any]) -> datetime | None:
+    """When the work's spec was last written, as well as the object tells.
+
+    The newest ``managedFields`` entry (not of a subresource) that owns
+    ``spec`` fields; the creation time when there is none.
+    """
+    newest: datetime | None = None
+    for entry in meta(work).get("managedFields") or []:
+        if not isinstance(entry, dict) or entry.get("subresource"):
+            continue
+        fields = entry.get("fieldsV1")
+        if not isinstance(fields, dict) or "f:spec" not in fields:
+            continue
+        newest = _latest(newest, _time({"lastTransitionTime": entry.get("time")}))
+    if newest is not None:
+        return newest
+    return _time({"lastTransitionTime": meta(work).get("creationTimestamp")})
+
+
+def cluster_rollout_status(cluster: str, work: Mapping[str, Any]) -> ClusterRolloutStatus:
+    """How far the rollout of ``work`` has got on ``cluster``.
+
+    With a work-level ``Progressing`` condition for the current generation
+    (the agent writes one only when a condition rule named ``Progressing``
+    asks for it), OCM's rules apply unchanged (spec/hub.md 2.4):
+    ``Applied`` not True for this generation, or a stale ``Degraded`` ⇒
+    ToApply; Progressing True and Degraded True ⇒ Failed; Progressing True or
+    Unknown ⇒ Progressing; Progressing False ⇒ Succeeded.
+
+    **Deviation.** OCM calls every other work ToApply forever, so a
+    Progressive rollout of plain works never gets past its first batch. We
+    judge such works by ``Applied`` and ``Available`` instead:
+
+    * Applied and Available True for the current generation ⇒ Succeeded;
+    * Applied False for the current generation ⇒ Failed;
+    * otherwise (the agent has not reported this generation yet, or the
+      resources are not available yet) ⇒ Progressing.
+
+    Their time (from which minSuccessTime and progressDeadline count) is the
+    latest of the conditions' transition times and of the moment the spec was
+    last written (:func:`spec_written_at`): a condition that stayed True
+    across a template update must not let the new generation skip its soak,
+    and a cluster whose agent never answers times out after progressDeadline.
+    """
+    generation = meta(work).get("generation", 0)
+    conds = _conditions(work)
+
+    def current(cond: Mapping[str, Any] | None) -> bool:
+        return cond is not None and cond.get("observedGeneration") == generation
+
+    progressing = conds.get(CONDITION_PROGRESSING)
+    applied = conds.get(CONDITION_APPLIED)
+    if current(progressing):
+        assert progressing is not None
+        degraded = conds.get(CONDITION_DEGRADED)
+        if not current(applied) or (applied or {}).get("status") != "True":
+            return ClusterRolloutStatus(cluster, RolloutStatus.TO_APPLY)
+        if degraded is not None and not current(degraded):
+            return ClusterRolloutStatus(cluster, RolloutStatus.TO_APPLY)
+        state = progressing.get("status")
+        if state == "True" and degraded is not None and degraded.get("status") == "True":
+            return ClusterRolloutStatus(cluster, RolloutStatus.FAILED, _time(degraded))
+        if state == "False":
+            return ClusterRolloutStatus(cluster, RolloutStatus.SUCCEEDED, _time(progressing))
+        return ClusterRolloutStatus(cluster, RolloutStatus.PROGRESSING, _time(progressing))
+
+    written = spec_written_at(work)
+    if not current(applied):
+        return ClusterRolloutStatus(cluster, RolloutStatus.PROGRESSING, written)
+    assert applied is not None
+    available = conds.get(CONDITION_AVAILABLE)
+    available_now = available if current(available) else None
+    if applied.get("status") == "False":
+        return ClusterRolloutStatus(cluster, RolloutStatus.FAILED, _latest(_time(applied), written))
+    since = _latest(_time(applied), _time(available_now), written)
+    if (
+        applied.get("status") == "True"
+        and available_now is not None
+        and available_now.get("status") == "True"
+    ):
+        return ClusterRolloutStatus(cluster, RolloutStatus.SUCCEEDED, since)
+    return ClusterRolloutStatus(cluster, RolloutStatus.PROGRESSING, since)

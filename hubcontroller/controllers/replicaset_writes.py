@@ -1,0 +1,220 @@
+"""Writes of the ManifestWorkReplicaSet controller: generated works and its own object.
+
+Every write of an existing object is a JSON merge patch (RFC 7386) computed
+from the cached object, carrying ``metadata.uid`` and
+``metadata.resourceVersion`` as preconditions: a stale cache gets a 409 and a
+retry, never a blind overwrite, and an unchanged object costs no request.
+
+:class:`WorkWriter` remembers the works it wrote until the shared informer
+has caught up with them (:mod:`replicaset_recent`), so a reconcile that runs
+before the watch event arrives neither creates a second work for the same
+cluster (new works have generated names) nor re-patches a work it has just
+updated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from hubcontroller.controllers.replicaset_recent import RecentWrites
+from hubcontroller.controllers.replicaset_works import comparable_spec, meta
+from workagent.kube import (
+    MANIFESTWORK_REPLICASETS,
+    MANIFESTWORKS,
+    AlreadyExists,
+    Conflict,
+    KubeClient,
+    KubeError,
+    NotFound,
+)
+
+log = structlog.get_logger(__name__)
+
+_Absent = object()
+
+#: Writes one reconcile has in flight at once.
+WRITE_CONCURRENCY = 16
+
+#: A write and how to name it in a message.
+Write = tuple[str, Awaitable[None]]
+
+
+def merge_patch(old: Any, new: Any) -> Any:
+    """The RFC 7386 merge patch that turns ``old`` into ``new`` (lists are replaced whole)."""
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return new
+    patch: dict[str, Any] = {}
+    for key, value in new.items():
+        before = old.get(key, _Absent)
+        if before is _Absent:
+            patch[key] = value
+        elif before != value:
+            both_maps = isinstance(before, Mapping) and isinstance(value, Mapping)
+            patch[key] = merge_patch(before, value) if both_maps else value
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    return patch
+
+
+def with_preconditions(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """``patch`` plus the object's uid and resourceVersion as preconditions."""
+    body = dict(patch)
+    body["metadata"] = {
+        **(patch.get("metadata") or {}),
+        "uid": meta(obj).get("uid"),
+        "resourceVersion": meta(obj).get("resourceVersion"),
+    }
+    return body
+
+
+def _applied_fields(work: Mapping[str, Any]) -> dict[str, Any]:
+    """What the controller owns on a work: labels, annotations, ownerReferences, spec."""
+    work_meta = meta(work)
+    return {
+        "metadata": {
+            "labels": dict(work_meta.get("labels") or {}),
+            "annotations": dict(work_meta.get("annotations") or {}),
+            "ownerReferences": list(work_meta.get("ownerReferences") or []),
+        },
+        "spec": work.get("spec") or {},
+    }
+
+
+def work_matches(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+    """Whether ``existing`` already is ``desired`` (spec, labels, annotations, owners)."""
+    have, want = _applied_fields(existing), _applied_fields(desired)
+    if have["metadata"] != want["metadata"]:
+        return False
+    return bool(comparable_spec(have["spec"]) == comparable_spec(want["spec"]))
+
+
+class WorkWriter:
+    """Creates, patches and deletes generated ManifestWorks, remembering recent writes."""
+
+    def __init__(self, client: KubeClient, recent: RecentWrites | None = None) -> None:
+        self.client = client
+        self.recent = recent if recent is not None else RecentWrites()
+
+    def overlay(self, owner: str, cached: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The owner's works as the cache shows them, with this writer's newer writes."""
+        return self.recent.overlay(owner, cached)
+
+    def forget(self, owner: str) -> None:
+        """Drop everything remembered for one replica set (it is gone)."""
+        self.recent.forget(owner)
+
+    async def apply(
+        self, owner: str, desired: dict[str, Any], existing: Mapping[str, Any] | None
+    ) -> None:
+        """Create ``desired``, or merge-patch ``existing`` into it when they differ."""
+        if existing is None:
+            try:
+                created = await self.client.create(MANIFESTWORKS, desired)
+            except AlreadyExists:
+                return  # as OCM's applier: someone else made it
+            self.recent.remember(owner, created, None)
+            log.info(
+                "created manifestwork",
+                namespace=meta(created).get("namespace"),
+                name=meta(created).get("name"),
+            )
+            return
+        if work_matches(existing, desired):
+            return
+        patch = merge_patch(_applied_fields(existing), _applied_fields(desired))
+        work_meta = meta(existing)
+        patched = await self.client.patch(
+            MANIFESTWORKS,
+            str(work_meta.get("name")),
+            with_preconditions(existing, patch),
+            str(work_meta.get("namespace")),
+        )
+        self.recent.remember(owner, patched, str(work_meta.get("resourceVersion", "")))
+        log.info(
+            "updated manifestwork", namespace=work_meta.get("namespace"), name=work_meta.get("name")
+        )
+
+    async def delete(self, owner: str, work: Mapping[str, Any]) -> None:
+        """Delete a generated work (already gone is fine)."""
+        work_meta = meta(work)
+        uid = str(work_meta.get("uid", ""))
+        try:
+            answer = await self.client.delete(
+                MANIFESTWORKS,
+                str(work_meta.get("name")),
+                str(work_meta.get("namespace")),
+                preconditions={"uid": uid} if uid else None,
+            )
+        except NotFound:
+            self.recent.remember_deleted(owner, uid)
+            return
+        except Conflict:
+            return  # a newer object of that name (not ours to delete); the cache will show it
+        if answer is None:
+            self.recent.remember_deleted(owner, uid)
+        else:
+            # Finalizers hold it (the agent is cleaning up): it now has a deletionTimestamp.
+            self.recent.remember(owner, answer, str(work_meta.get("resourceVersion", "")))
+        log.info(
+            "deleted manifestwork",
+            namespace=work_meta.get("namespace"),
+            name=work_meta.get("name"),
+        )
+
+
+async def patch_finalizers(
+    client: KubeClient, replica_set: Mapping[str, Any], finalizers: list[str]
+) -> dict[str, Any]:
+    """Set the replica set's finalizers (merge patch with preconditions)."""
+    rs_meta = meta(replica_set)
+    body = with_preconditions(replica_set, {"metadata": {"finalizers": finalizers}})
+    return await client.patch(
+        MANIFESTWORK_REPLICASETS,
+        str(rs_meta.get("name")),
+        body,
+        str(rs_meta.get("namespace")),
+    )
+
+
+async def patch_status(
+    client: KubeClient, replica_set: Mapping[str, Any], old: Any, new: Any
+) -> dict[str, Any]:
+    """Send the merge patch from status ``old`` to ``new`` to the status subresource."""
+    rs_meta = meta(replica_set)
+    body = with_preconditions(replica_set, {"status": merge_patch(old or {}, new)})
+    return await client.patch(
+        MANIFESTWORK_REPLICASETS,
+        str(rs_meta.get("name")),
+        body,
+        str(rs_meta.get("namespace")),
+        subresource="status",
+    )
+
+
+async def run_writes(
+    writes: Sequence[Write], concurrency: int = WRITE_CONCURRENCY
+) -> list[tuple[str, KubeError]]:
+    """Run writes with bounded concurrency; the API errors are returned, not raised.
+
+    One failed write must not stop the others (a missing cluster namespace
+    would otherwise block every cluster after it).
+    """
+    if not writes:
+        return []
+    gate = asyncio.Semaphore(concurrency)
+    failed: list[tuple[str, KubeError]] = []
+
+    async def guarded(what: str, write: Awaitable[None]) -> None:
+        async with gate:
+            try:
+                await write
+            except KubeError as err:
+                failed.append((what, err))
+
+    await asyncio.gather(*(guarded(what, write) for what, write in writes))
+    return failed

@@ -1,0 +1,275 @@
+"""ManifestWorkReplicaSet fan-out: one replica set, strategy All, 1,000 clusters.
+
+A benchmark, not a test: it prints figures and never fails on a timing.
+kubesim runs as a separate ``kubesim serve`` process (its own core); the
+controller runs here, in-process, built with ``build_replicaset_controller``
+exactly as the composition root builds it, over loopback through the real
+client. Figures:
+
+1. fan-out: from creating the replica set until every ManifestWork exists
+   and ``status.summary.total`` is 1,000 with ``PlacementVerified`` True;
+2. status convergence: from writing Applied/Available on every work (as
+   1,000 agents would) until the summary counts them all and
+   ``ManifestworkApplied`` is True.
+
+``python tests/benchmarks/mwrs_bench.py [CLUSTERS] [QPS]``: QPS 0 (the
+default) means no client-side limit; OCM's default is 50.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hubcontroller.controllers.replicaset import build_replicaset_controller
+from hubcontroller.deps import HubDeps
+from schemas.meta import format_time, now
+from schemas.wire import (
+    DECISION_GROUP_INDEX_LABEL,
+    GATE_MANIFEST_WORK_REPLICA_SET,
+    MANIFEST_WORK_REPLICA_SET_LABEL,
+    PLACEMENT_LABEL,
+)
+from workagent.kube import (
+    CRDS,
+    MANIFESTWORK_REPLICASETS,
+    MANIFESTWORKS,
+    NAMESPACES,
+    PLACEMENT_DECISIONS,
+    PLACEMENTS,
+    KubeClient,
+)
+from workagent.runtime import Informer
+
+REPO = Path(__file__).resolve().parents[2]
+CRD_FILES = (
+    "work.open-cluster-management.io_manifestworks.yaml",
+    "work.open-cluster-management.io_manifestworkreplicasets.yaml",
+    "cluster.open-cluster-management.io_placements.yaml",
+    "cluster.open-cluster-management.io_placementdecisions.yaml",
+)
+NS = "bench"
+CONCURRENCY = 16
+PER_DECISION = 100  # the API's documented limit of decisions per PlacementDecision
+TEMPLATE = {
+    "workload": {
+        "manifests": [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "bench", "namespace": "default"},
+                "data": {"key": "value"},
+            }
+        ]
+    }
+}
+
+
+async def _wait_kubeconfig(path: Path, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 20
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("kubesim did not start")
+        await asyncio.sleep(0.05)
+
+
+async def _bounded(n: int, make: Callable[[int], Awaitable[Any]]) -> float:
+    """Run ``make(i)`` for i < n with CONCURRENCY in flight; returns the seconds taken."""
+    sem = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await make(i)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    return time.perf_counter() - t0
+
+
+async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 600) -> float:
+    """Poll ``check`` every 50 ms; returns the seconds until it held."""
+    t0 = time.perf_counter()
+    while not await check():
+        if time.perf_counter() - t0 > timeout:
+            raise SystemExit("timed out")
+        await asyncio.sleep(0.05)
+    return time.perf_counter() - t0
+
+
+async def _seed(client: KubeClient, clusters: list[str]) -> None:
+    for file in CRD_FILES:
+        for doc in yaml.safe_load_all((REPO / "charts" / "crds" / file).read_text()):
+            if doc:
+                await client.create(CRDS, doc)
+    await client.create(NAMESPACES, {"metadata": {"name": NS}})
+    took = await _bounded(
+        len(clusters), lambda i: client.create(NAMESPACES, {"metadata": {"name": clusters[i]}})
+    )
+    print(f"{'seed: cluster namespaces':<48} {len(clusters):>6}  in {took:.2f} s")
+    await client.create(PLACEMENTS, {"metadata": {"name": "all"}, "spec": {}}, NS)
+    chunks = [clusters[i : i + PER_DECISION] for i in range(0, len(clusters), PER_DECISION)]
+    for i, chunk in enumerate(chunks):
+        labels = {PLACEMENT_LABEL: "all", DECISION_GROUP_INDEX_LABEL: "0"}
+        name = f"all-decision-{i}"
+        await client.create(PLACEMENT_DECISIONS, {"metadata": {"name": name, "labels": labels}}, NS)
+        decisions = [{"clusterName": c, "reason": ""} for c in chunk]
+        await client.patch(
+            PLACEMENT_DECISIONS,
+            name,
+            {"status": {"decisions": decisions}},
+            NS,
+            subresource="status",
+        )
+    status = {
+        "numberOfSelectedClusters": len(clusters),
+        "decisionGroups": [
+            {
+                "decisionGroupIndex": 0,
+                "decisionGroupName": "",
+                "decisions": [f"all-decision-{i}" for i in range(len(chunks))],
+                "clusterCount": len(clusters),
+            }
+        ],
+    }
+    await client.patch(PLACEMENTS, "all", {"status": status}, NS, subresource="status")
+
+
+async def bench(kubeconfig: Path, clusters: list[str], qps: float) -> None:
+    client = await KubeClient.from_kubeconfig(str(kubeconfig), qps=0, name="bench")
+    hub = await KubeClient.from_kubeconfig(
+        str(kubeconfig), qps=qps, burst=max(int(qps * 2), 1), name="hub"
+    )
+    works = Informer(hub, MANIFESTWORKS)
+    deps = HubDeps(hub=hub, works=works, gates=frozenset({GATE_MANIFEST_WORK_REPLICA_SET}))
+    informers, controller = build_replicaset_controller(deps)
+    task: asyncio.Task[None] | None = None
+    try:
+        await _seed(client, clusters)
+        for informer in (works, *informers):
+            await informer.start()
+        task = asyncio.create_task(controller.run())
+        await controller.wait_started()
+
+        selector = f"{MANIFEST_WORK_REPLICA_SET_LABEL}={NS}.fanout"
+
+        async def all_works() -> bool:
+            items = (await client.list(MANIFESTWORKS, label_selector=selector))["items"]
+            return len(items) == len(clusters)
+
+        async def summary(**expected: int) -> bool:
+            rs = await client.get(MANIFESTWORK_REPLICASETS, "fanout", NS)
+            got = (rs.get("status") or {}).get("summary") or {}
+            return all(got.get(k) == v for k, v in expected.items())
+
+        async def condition(kind: str, status: str) -> bool:
+            rs = await client.get(MANIFESTWORK_REPLICASETS, "fanout", NS)
+            for c in (rs.get("status") or {}).get("conditions") or []:
+                if c["type"] == kind:
+                    return bool(c["status"] == status)
+            return False
+
+        body = {
+            "metadata": {"name": "fanout"},
+            "spec": {
+                "placementRefs": [{"name": "all", "rolloutStrategy": {"type": "All"}}],
+                "manifestWorkTemplate": TEMPLATE,
+            },
+        }
+        t0 = time.perf_counter()
+        await client.create(MANIFESTWORK_REPLICASETS, body, NS)
+        works_at = await _until(all_works)
+        total = len(clusters)
+
+        async def fanned_out() -> bool:
+            return await summary(total=total) and await condition("PlacementVerified", "True")
+
+        await _until(fanned_out)
+        summary_at = time.perf_counter() - t0
+        limit = "no QPS limit" if qps <= 0 else f"qps={qps:g}"
+        print(
+            f"{'fan-out: every ManifestWork exists':<48} {total:>6}  {works_at:>6.2f} s "
+            f"({total / works_at:,.0f} works/s, {limit})"
+        )
+        print(f"{'fan-out: summary total correct':<48} {total:>6}  {summary_at:>6.2f} s")
+
+        items = (await client.list(MANIFESTWORKS, label_selector=selector))["items"]
+        stamp = format_time(now())
+
+        async def report(i: int) -> None:
+            work = items[i]
+            generation = work["metadata"]["generation"]
+            conditions = [
+                {
+                    "type": kind,
+                    "status": "True",
+                    "reason": "Bench",
+                    "message": "",
+                    "lastTransitionTime": stamp,
+                    "observedGeneration": generation,
+                }
+                for kind in ("Applied", "Available")
+            ]
+            await client.patch(
+                MANIFESTWORKS,
+                work["metadata"]["name"],
+                {"status": {"conditions": conditions}},
+                work["metadata"]["namespace"],
+                subresource="status",
+            )
+
+        t1 = time.perf_counter()
+        writes = await _bounded(len(items), report)
+
+        async def converged() -> bool:
+            return await summary(total=total, applied=total, available=total) and await condition(
+                "ManifestworkApplied", "True"
+            )
+
+        await _until(converged)
+        settled = time.perf_counter() - t1
+        print(
+            f"{'status: agents report (the event source)':<48} {total:>6}  {writes:>6.2f} s "
+            f"({total / writes:,.0f} status writes/s)"
+        )
+        print(
+            f"{'status: summary counts every work, Applied True':<48} {total:>6}  {settled:>6.2f} s"
+        )
+    finally:
+        await controller.stop(deadline=10)
+        if task is not None:
+            await task
+        for informer in (works, *informers):
+            await informer.stop()
+        await hub.close()
+        await client.close()
+
+
+async def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    qps = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+    clusters = [f"cluster{i:04d}" for i in range(count)]
+    with tempfile.TemporaryDirectory() as tmp:
+        kc = Path(tmp) / "kc"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kubesim", "serve", "--port", "0", "--kubeconfig", str(kc)],
+            env=dict(os.environ),
+        )
+        try:
+            await _wait_kubeconfig(kc, proc)
+            await bench(kc, clusters, qps)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
