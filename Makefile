@@ -38,6 +38,9 @@ bench: setup
 	$(RUN) python tests/benchmarks/kubesim_bench.py
 	$(RUN) python tests/benchmarks/kube_client_bench.py
 	$(RUN) python tests/benchmarks/runtime_bench.py
+	$(RUN) python tests/benchmarks/feedback_bench.py
+	$(RUN) python tests/benchmarks/webhook_bench.py
+	$(RUN) python tests/benchmarks/mwrs_bench.py
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache
