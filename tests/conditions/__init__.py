@@ -1,0 +1,1 @@
+"""Tests of condition rules and CEL."""

@@ -1,0 +1,418 @@
+"""The CEL engine in-process: compile checks, runtime errors, types and Kubernetes functions.
+
+These run the engine the worker runs, without a worker, to keep them fast.
+(The test process may import celpy: it uses the same interpreted runner as
+kubesim's CRD validation.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from celpy.adapter import json_to_cel
+
+from workagent.conditions.celcheck import MAX_EXPRESSION_CHARS, MAX_SYNTAX_DEPTH
+from workagent.conditions.celengine import CelEngine, CompileFailure
+from workagent.conditions.protocol import ExpressionsOutcome, MessageOutcome
+
+OBJ: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web", "labels": {"app": "web", "tier": "Front"}},
+    "spec": {"replicas": 3},
+    "status": {
+        "readyReplicas": 2,
+        "replicas": 3,
+        "ratio": 0.5,
+        "conditions": [
+            {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+            {"type": "Progressing", "status": "True"},
+        ],
+        "capacity": "1536Mi",
+        "image": "registry.example.com/team/web:v1.2.3",
+        "empty": [],
+        "nothing": None,
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def engine() -> CelEngine:
+    return CelEngine()
+
+
+def run(engine: CelEngine, *expressions: str, obj: Any = None) -> ExpressionsOutcome:
+    activation = {"object": json_to_cel(OBJ if obj is None else obj)}
+    return engine.evaluate_expressions(list(expressions), activation)
+
+
+def value(engine: CelEngine, expression: str) -> Any:
+    """The result of one expression, via the message environment (returns any type)."""
+    program = engine.compile(expression, frozenset({"object", "result"}))
+    assert not isinstance(program, CompileFailure), program
+    return program.evaluate({"object": json_to_cel(OBJ)})
+
+
+def true(engine: CelEngine, expression: str) -> None:
+    outcome = run(engine, expression)
+    assert outcome == ExpressionsOutcome("True", "ConditionRuleEvaluated"), (expression, outcome)
+
+
+def error(engine: CelEngine, expression: str) -> str:
+    outcome = run(engine, expression)
+    assert outcome.status == "False" and outcome.reason == "ConditionRuleExpressionError", outcome
+    assert outcome.error is not None
+    return outcome.error
+
+
+# --------------------------------------------------------------------------
+# Evaluation order and results
+# --------------------------------------------------------------------------
+
+
+def test_all_true_and_no_expressions(engine: CelEngine) -> None:
+    assert run(engine) == ExpressionsOutcome("True", "ConditionRuleEvaluated")
+    assert run(engine, "true", "object.spec.replicas == 3") == ExpressionsOutcome(
+        "True", "ConditionRuleEvaluated"
+    )
+
+
+def test_first_false_stops_before_a_later_error(engine: CelEngine) -> None:
+    assert run(engine, "true", "false", "object.missing") == ExpressionsOutcome(
+        "False", "ConditionRuleEvaluated"
+    )
+
+
+def test_an_error_before_a_false_wins(engine: CelEngine) -> None:
+    assert error(engine, "object.missing") == "no such key: missing"
+    assert run(engine, "object.missing", "false").error == "no such key: missing"
+
+
+@pytest.mark.parametrize(
+    ("expression", "type_name"),
+    [
+        ("object.metadata.name", "string"),
+        ("'a' + 'b'", "string"),
+        ("object.spec.replicas", "int64"),
+        ("1u", "uint64"),
+        ("object.status.ratio", "float64"),
+        ("b'x'", "[]uint8"),
+        ("object.status.nothing", "structpb.NullValue"),
+        ("object.status.conditions", "[]interface {}"),
+        ("object.metadata", "map[string]interface {}"),
+        ("timestamp('2024-01-01T00:00:00Z')", "time.Time"),
+        ("duration('1s')", "time.Duration"),
+        ("quantity('1Gi')", "*resource.Quantity"),
+    ],
+)
+def test_non_bool_results(engine: CelEngine, expression: str, type_name: str) -> None:
+    assert error(engine, expression) == f"expected bool result, got {type_name}"
+
+
+# --------------------------------------------------------------------------
+# Compile errors (cel-go wording and display format)
+# --------------------------------------------------------------------------
+
+
+def test_undeclared_reference(engine: CelEngine) -> None:
+    assert error(engine, "badcel") == (
+        "ERROR: <input>:1:1: undeclared reference to 'badcel' (in container '')\n | badcel\n | ^"
+    )
+
+
+def test_undeclared_function_points_at_the_call(engine: CelEngine) -> None:
+    assert error(engine, "object.metadata.name.shout()") == (
+        "ERROR: <input>:1:27: undeclared reference to 'shout' (in container '')\n"
+        " | object.metadata.name.shout()\n"
+        " | ..........................^"
+    )
+    assert error(engine, "nope(1)").startswith(
+        "ERROR: <input>:1:5: undeclared reference to 'nope' (in container '')"
+    )
+
+
+def test_undeclared_even_where_short_circuit_would_skip_it(engine: CelEngine) -> None:
+    # cel-go rejects it at compile time, whatever the object.
+    assert "undeclared reference to 'nope'" in error(engine, "false && nope()")
+
+
+def test_result_is_not_a_rule_variable(engine: CelEngine) -> None:
+    assert "undeclared reference to 'result'" in error(engine, "result")
+
+
+def test_several_errors_in_source_order(engine: CelEngine) -> None:
+    text = error(engine, "a ||\n  b")
+    assert text == (
+        "ERROR: <input>:1:1: undeclared reference to 'a' (in container '')\n | a ||\n | ^\n"
+        "ERROR: <input>:2:3: undeclared reference to 'b' (in container '')\n |   b\n | ..^"
+    )
+
+
+def test_comprehension_variables_are_scoped(engine: CelEngine) -> None:
+    true(engine, "object.status.conditions.exists(c, c.type == 'Available')")
+    assert "undeclared reference to 'c'" in error(
+        engine, "object.status.conditions.exists(c, true) && c.type == 'x'"
+    )
+
+
+def test_macro_variable_must_be_a_name(engine: CelEngine) -> None:
+    assert "argument must be a simple name" in error(engine, "[1].all(1, true)")
+
+
+def test_has_needs_a_field_selection(engine: CelEngine) -> None:
+    assert "invalid argument to has() macro" in error(engine, "has(object)")
+    true(engine, "has(object.status.readyReplicas) && !has(object.status.missing)")
+
+
+def test_syntax_errors(engine: CelEngine) -> None:
+    assert error(engine, "1 +") == (
+        "ERROR: <input>:1:4: Syntax error: mismatched input '<EOF>'\n | 1 +\n | ...^"
+    )
+    assert error(engine, "object.spec ## 1").startswith(
+        "ERROR: <input>:1:13: Syntax error: token recognition error at: '#'"
+    )
+
+
+def test_unsupported_syntax_is_a_compile_error(engine: CelEngine) -> None:
+    assert "Syntax error" in error(engine, "object.?status")
+    assert "not supported by this agent" in error(engine, "[1, 2].map(x, x > 1, x * 2) == [4]")
+    assert "undeclared reference to 'reduce'" in error(engine, "[1].reduce(a, b, 0, a + b) == 1")
+    assert "unsupported syntax '.size(...)'" in error(engine, ".size([1]) == 1")
+
+
+def test_too_long(engine: CelEngine) -> None:
+    text = "true && " * 600 + "true"
+    assert len(text) > MAX_EXPRESSION_CHARS
+    assert error(engine, text) == (
+        f"ERROR: <input>:-1:0: expression code point size exceeds limit: size: {len(text)}, "
+        f"limit {MAX_EXPRESSION_CHARS}"
+    )
+
+
+def test_too_deep(engine: CelEngine) -> None:
+    text = "(" * 60 + "true" + ")" * 60
+    assert f"expression recursion limit exceeded: deeper than {MAX_SYNTAX_DEPTH}" in error(
+        engine, text
+    )
+    long_chain = " + ".join(["1"] * 300) + " > 0"
+    assert "expression recursion limit exceeded" in error(engine, long_chain)
+
+
+def test_reasonable_nesting_is_fine(engine: CelEngine) -> None:
+    true(engine, "(" * 30 + "true" + ")" * 30)
+    true(engine, " + ".join(["1"] * 150) + " == 150")
+
+
+def test_compiled_programs_are_cached(engine: CelEngine) -> None:
+    first = engine.compile("object.spec.replicas > 0", frozenset({"object"}))
+    assert engine.compile("object.spec.replicas > 0", frozenset({"object"})) is first
+    failure = engine.compile("nope", frozenset({"object"}))
+    assert engine.compile("nope", frozenset({"object"})) is failure
+
+
+def test_cache_is_bounded() -> None:
+    small = CelEngine(cache_size=2)
+    one = small.compile("1 == 1", frozenset({"object"}))
+    small.compile("2 == 2", frozenset({"object"}))
+    small.compile("3 == 3", frozenset({"object"}))
+    assert small.compile("1 == 1", frozenset({"object"})) is not one
+
+
+# --------------------------------------------------------------------------
+# Runtime errors (cel-go wording, never celpy's activation dump)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("object.status.missing == 1", "no such key: missing"),
+        ("object.status['missing'] == 1", "no such key: missing"),
+        ("object.status.conditions[5].type == 'x'", "index '5' out of range in list size '2'"),
+        ("1 / 0 == 1", "division by zero"),
+        ("1 % 0 == 1", "modulus by zero"),
+        ("9223372036854775807 + 1 > 0", "integer overflow"),
+        ("object.metadata.name + 1 == 'x'", "no such overload"),
+        ("object.metadata.name.size() > object.metadata", "no such overload"),
+        ("object.metadata.name.lowerAscii(1) == 'x'", "no such overload"),
+        ("int('x') == 1", 'strconv.ParseInt: parsing "x": invalid syntax'),
+        ("object.metadata.name.foo == 'x'", "no such overload"),
+        ("object.status.conditions.map(c, c.missing).size() == 2", "no such key: missing"),
+        ("!object.status.missing", "no such key: missing"),
+        ("object.status.missing ? true : false", "no such key: missing"),
+        ("-object.status.missing < 0", "no such key: missing"),
+        ("'abc'.indexOf(object.status.missing) == 0", "no such key: missing"),
+    ],
+)
+def test_runtime_errors(engine: CelEngine, expression: str, message: str) -> None:
+    text = error(engine, expression)
+    assert text == message
+    assert "activation" not in text
+
+
+def test_message_expression(engine: CelEngine) -> None:
+    activation = {"object": json_to_cel(OBJ)}
+    ok = engine.evaluate_message('"ready " + string(object.status.readyReplicas)', activation)
+    assert ok == MessageOutcome(message="ready 2")
+    assert engine.evaluate_message("''", activation) == MessageOutcome()
+    assert engine.evaluate_message("badcel", activation) == MessageOutcome(
+        error="ERROR: <input>:1:1: undeclared reference to 'badcel' (in container '')"
+    )
+    assert engine.evaluate_message("object.nope", activation) == MessageOutcome(
+        error="no such key: nope"
+    )
+    assert engine.evaluate_message("1", activation) == MessageOutcome(
+        error="expected message expression to have a string result, got int64"
+    )
+
+
+# --------------------------------------------------------------------------
+# Equality and ordering as cel-go (heterogeneous equality, cross-type numbers)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "1 == 1.0",
+        "1u == 1",
+        "1 != 'a'",
+        "!(true == 1)",
+        "null == null",
+        "object.status.nothing == null",
+        "[1, 2] == [1.0, 2u]",
+        "{'a': 1} == {'a': 1.0}",
+        "1 < 1.5 && 2.5 > 2 && 1u <= 1 && 3 >= 2.99",
+        "object.status.readyReplicas >= object.status.ratio * object.spec.replicas",
+        "1.0 in [1, 2]",
+        "'app' in object.metadata.labels",
+        "!('x' in object.metadata.labels)",
+        "type(1) == int && type('a') == string",
+    ],
+)
+def test_equality_and_ordering(engine: CelEngine, expression: str) -> None:
+    true(engine, expression)
+
+
+def test_ordering_across_kinds_is_an_error(engine: CelEngine) -> None:
+    assert error(engine, "1 < 'a'") == "no such overload"
+
+
+# --------------------------------------------------------------------------
+# OCM and Kubernetes functions
+# --------------------------------------------------------------------------
+
+
+def test_has_conditions(engine: CelEngine) -> None:
+    # OCM's own test case, verbatim.
+    true(
+        engine,
+        """hasConditions(object.status)
+            && !hasConditions({})
+            && !hasConditions("badtype")
+            && !hasConditions({"conditions": []})
+            && !hasConditions({"conditions": null})""",
+    )
+    assert error(engine, "hasConditions(object.nope)") == "no such key: nope"
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        # Strings.
+        ("'hello'.charAt(1)", "e"),
+        ("'hello'.charAt(5)", ""),
+        ("'hello'.indexOf('l')", 2),
+        ("'hello'.indexOf('l', 3)", 3),
+        ("'hello'.indexOf('')", 0),
+        ("'hello'.indexOf('z')", -1),
+        ("'hello'.lastIndexOf('l')", 3),
+        ("'hello'.lastIndexOf('l', 2)", 2),
+        ("'hello'.lastIndexOf('')", 5),
+        ("'héllo'.indexOf('l')", 2),
+        ("'TacoCat'.lowerAscii()", "tacocat"),
+        ("'TacoCÆt'.upperAscii()", "TACOCÆT"),
+        ("'a-b-c'.replace('-', '+')", "a+b+c"),
+        ("'a-b-c'.replace('-', '+', 1)", "a+b-c"),
+        ("'a,b,c'.split(',')", ["a", "b", "c"]),
+        ("'a,b,c'.split(',', 2)", ["a", "b,c"]),
+        ("'a,b,c'.split(',', 0)", []),
+        ("'abc'.split('')", ["a", "b", "c"]),
+        ("'tacocat'.substring(4)", "cat"),
+        ("'tacocat'.substring(0, 4)", "taco"),
+        ("'  \\t trim me\\n '.trim()", "trim me"),
+        ("'abc'.reverse()", "cba"),
+        ("['a', 'b'].join()", "ab"),
+        ("['a', 'b'].join(', ')", "a, b"),
+        ("'abc'.contains('b') && 'abc'.startsWith('a') && 'abc'.endsWith('c')", True),
+        ("'abc'.matches('^a.c$') && !'abc'.matches('^b')", True),
+        ("object.status.image.find('v[0-9.]+')", "v1.2.3"),
+        ("'a1b22c333'.findAll('[0-9]+')", ["1", "22", "333"]),
+        ("'a1b22c333'.findAll('[0-9]+', 2)", ["1", "22"]),
+        # Format.
+        ("'%s has %d of %d ready'.format([object.metadata.name, 2, 3])", "web has 2 of 3 ready"),
+        ("'%.2f%%'.format([66.666])", "66.67%"),
+        ("'%s %s %s'.format([true, null, [1, 'a']])", 'true null [1, "a"]'),
+        ("'%x %X %o %b'.format([255, 255, 8, 5])", "ff FF 10 101"),
+        ("'%e'.format([1234.5])", "1.234500e+03"),
+        # Lists.
+        ("[1, 2, 3].isSorted() && ![3, 1].isSorted()", True),
+        ("[1, 2, 3].sum()", 6),
+        ("[].sum()", 0),
+        ("[3, 1, 2].min()", 1),
+        ("[3, 1, 2].max()", 3),
+        ("['a', 'b', 'a'].indexOf('a')", 0),
+        ("['a', 'b', 'a'].lastIndexOf('a')", 2),
+        ("[1, 2, 3, 4].slice(1, 3)", [2, 3]),
+        ("[[1], [2, [3]]].flatten()", [1, 2, [3]]),
+        ("[1, 2, 1, 2.0].distinct()", [1, 2]),
+        ("[3, 1, 2].reverse()", [2, 1, 3]),
+        ("['b', 'a'].sort()", ["a", "b"]),
+        # Quantity.
+        ("quantity(object.status.capacity).isGreaterThan(quantity('1Gi'))", True),
+        ("quantity('1536Mi').compareTo(quantity('1.5Gi'))", 0),
+        ("quantity('500m').isLessThan(quantity('1'))", True),
+        ("quantity('1k') == quantity('1000')", True),
+        ("isQuantity('1Gi') && !isQuantity('1GiB')", True),
+        ("quantity('2Ki').asInteger()", 2048),
+        ("quantity('1.5').asApproximateFloat()", 1.5),
+        ("quantity('-3').sign()", -1),
+        ("quantity('1.5').isInteger()", False),
+        ("quantity('1Gi').add(quantity('1Gi')).compareTo(quantity('2Gi'))", 0),
+        ("quantity('1').sub(2).sign()", -1),
+    ],
+)
+def test_kubernetes_functions(engine: CelEngine, expression: str, expected: Any) -> None:
+    result = value(engine, expression)
+    if isinstance(expected, bool):
+        assert bool(result) is expected
+    else:
+        assert result == expected
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("'abc'.charAt(4) == ''", "index out of range: 4"),
+        ("'abc'.indexOf('a', 5) == 0", "index out of range: 5"),
+        ("'abc'.substring(2, 1) == ''", "invalid substring range. start: 2, end: 1"),
+        ("'abc'.substring(4) == ''", "index out of range: 4"),
+        ("'abc'.matches('(') ", "error parsing regexp: missing ): ("),
+        ("quantity('1GiB').sign() == 1", "quantities must match the regular expression"),
+        ("quantity('1.5').asInteger() == 1", "cannot convert value to integer"),
+        ("'%s %s'.format(['a']) == ''", "index 1 out of range"),
+        ("[1, 'a'].sort() == []", "no such overload"),
+        ("[].max() == 0", "max of empty list"),
+    ],
+)
+def test_function_errors(engine: CelEngine, expression: str, message: str) -> None:
+    assert error(engine, expression).startswith(message)
+
+
+def test_huge_string_results_count_as_over_budget(engine: CelEngine) -> None:
+    obj = {"data": "x" * 100_000}
+    outcome = run(engine, "object.data.replace('', object.data).size() > 0", obj=obj)
+    assert outcome == ExpressionsOutcome(
+        "False", "ConditionRuleExpressionError", "CEL evaluation budget exceeded"
+    )

@@ -1,0 +1,340 @@
+"""Compile-time checks cel-go does and celpy does not, worded as cel-go words them.
+
+celpy parses but does not type-check: an unknown variable or function only
+fails when evaluation reaches it (and then its error text embeds the whole
+activation, i.e. the object). OCM compiles with cel-go, where such mistakes
+are compile errors (``ERROR: <input>:1:1: undeclared reference to 'badcel'
+(in container '')``) and make the condition ``False`` /
+``ConditionRuleExpressionError`` whatever the object. This module walks the
+parse tree once per expression (the result is cached with the program) and
+reports:
+
+* undeclared identifiers and functions, comprehension variables in scope;
+* macros used with a non-identifier variable or a bad ``has()`` argument;
+* syntax the agent does not support (three-argument ``map``, ``.f(x)``);
+* expressions longer than :data:`MAX_EXPRESSION_CHARS` or nested deeper than
+  :data:`MAX_SYNTAX_DEPTH` syntax-tree levels: a hub user's expression must not
+  be able to exhaust the evaluator's recursion (celpy evaluates recursively,
+  a few Python frames per level, under a recursion limit of 2500).
+
+Messages use cel-go's display format: ``ERROR: <input>:<line>:<column>:
+<message>`` followed by the source line and a caret line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from lark import Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+#: Longest expression accepted (cel-go's own limit is 100,000 code points).
+MAX_EXPRESSION_CHARS: Final = 4096
+#: Deepest syntax tree accepted. A typical rule is ~30 deep; 32 nested brackets
+#: are ~350; celpy itself fails at ~600.
+MAX_SYNTAX_DEPTH: Final = 400
+
+#: Variables of the condition-rule environment.
+RULE_VARIABLES: Final = frozenset({"object"})
+#: Variables of the message-expression environment.
+MESSAGE_VARIABLES: Final = frozenset({"object", "result"})
+
+# Type names usable as values (``type(x) == string``).
+_TYPE_IDENTIFIERS: Final = frozenset(
+    {"bool", "bytes", "double", "int", "list", "map", "null_type", "string", "type", "uint"}
+)
+# Functions callable as ``f(x)``.
+_GLOBAL_FUNCTIONS: Final = frozenset(
+    {
+        "bool",
+        "bytes",
+        "double",
+        "duration",
+        "dyn",
+        "has",
+        "hasConditions",
+        "int",
+        "isQuantity",
+        "matches",
+        "quantity",
+        "size",
+        "string",
+        "timestamp",
+        "type",
+        "uint",
+    }
+)
+# Functions callable as ``x.f()``.
+_METHODS: Final = frozenset(
+    {
+        # Standard.
+        "contains",
+        "endsWith",
+        "matches",
+        "size",
+        "startsWith",
+        "getDate",
+        "getDayOfMonth",
+        "getDayOfWeek",
+        "getDayOfYear",
+        "getFullYear",
+        "getHours",
+        "getMilliseconds",
+        "getMinutes",
+        "getMonth",
+        "getSeconds",
+        # Strings and format.
+        "charAt",
+        "format",
+        "indexOf",
+        "join",
+        "lastIndexOf",
+        "lowerAscii",
+        "replace",
+        "reverse",
+        "split",
+        "substring",
+        "trim",
+        "upperAscii",
+        # Regex.
+        "find",
+        "findAll",
+        # Lists.
+        "distinct",
+        "flatten",
+        "isSorted",
+        "max",
+        "min",
+        "slice",
+        "sort",
+        "sum",
+        # Quantity.
+        "add",
+        "asApproximateFloat",
+        "asInteger",
+        "compareTo",
+        "isGreaterThan",
+        "isInteger",
+        "isLessThan",
+        "sign",
+        "sub",
+    }
+)
+_COMPREHENSIONS: Final = frozenset({"all", "exists", "exists_one", "filter", "map"})
+# Nodes that only wrap their single child on the way down to an identifier.
+_WRAPPERS: Final = frozenset(
+    {
+        "expr",
+        "conditionalor",
+        "conditionaland",
+        "relation",
+        "addition",
+        "multiplication",
+        "unary",
+        "member",
+        "primary",
+    }
+)
+
+
+def display_error(source: str, offset: int | None, message: str) -> str:
+    """One error in cel-go's display format; ``offset`` None for an error without location."""
+    if offset is None:
+        return f"ERROR: <input>:-1:0: {message}"
+    offset = max(0, min(offset, len(source)))
+    line_start = source.rfind("\n", 0, offset) + 1
+    line_end = source.find("\n", offset)
+    line_text = source[line_start : line_end if line_end >= 0 else len(source)]
+    line = source.count("\n", 0, offset) + 1
+    column = offset - line_start
+    snippet = line_text.replace("\t", " ")
+    return f"ERROR: <input>:{line}:{column + 1}: {message}\n | {snippet}\n | {'.' * column}^"
+
+
+def first_line(display: str) -> str:
+    """What OCM keeps of a compile error for a message expression (no source snippet)."""
+    return display.split("\n | ", maxsplit=1)[0]
+
+
+def length_error(source: str) -> str | None:
+    """The error for an over-long expression, or None."""
+    if len(source) <= MAX_EXPRESSION_CHARS:
+        return None
+    return display_error(
+        source,
+        None,
+        f"expression code point size exceeds limit: size: {len(source)}, "
+        f"limit {MAX_EXPRESSION_CHARS}",
+    )
+
+
+def syntax_error(source: str, exc: UnexpectedInput) -> str:
+    """A lark parse failure as cel-go's ``Syntax error`` (without ANTLR's expected-token list)."""
+    if isinstance(exc, UnexpectedToken):
+        token = exc.token
+        if token.type == "$END":
+            return display_error(source, len(source), "Syntax error: mismatched input '<EOF>'")
+        offset = token.start_pos if token.start_pos is not None else _offset(source, exc)
+        return display_error(source, offset, f"Syntax error: mismatched input '{token}'")
+    if isinstance(exc, UnexpectedCharacters):
+        offset = exc.pos_in_stream if exc.pos_in_stream is not None else _offset(source, exc)
+        char = source[offset : offset + 1] if offset < len(source) else "<EOF>"
+        return display_error(source, offset, f"Syntax error: token recognition error at: '{char}'")
+    return display_error(source, _offset(source, exc), "Syntax error: unexpected input")
+
+
+def _offset(source: str, exc: UnexpectedInput) -> int:
+    line, column = getattr(exc, "line", -1), getattr(exc, "column", -1)
+    if not isinstance(line, int) or not isinstance(column, int) or line < 1 or column < 1:
+        return len(source)
+    starts = [0] + [i + 1 for i, c in enumerate(source) if c == "\n"]
+    return starts[min(line, len(starts)) - 1] + column - 1
+
+
+def check(tree: Tree[Any], source: str, variables: frozenset[str]) -> list[str]:
+    """cel-go's compile errors for a parsed expression, in source order (none: it is fine)."""
+    errors: list[tuple[int, str]] = []
+    too_deep = False
+    # Iterative: the tree may be deep, and this check is what bounds that depth.
+    stack: list[tuple[Any, frozenset[str], int]] = [(tree, frozenset(), 1)]
+    while stack:
+        node, scope, depth = stack.pop()
+        if not isinstance(node, Tree):
+            continue
+        if depth > MAX_SYNTAX_DEPTH:
+            if not too_deep:
+                too_deep = True
+                errors.append(
+                    (
+                        _start(node),
+                        f"expression recursion limit exceeded: deeper than {MAX_SYNTAX_DEPTH} "
+                        "syntax levels",
+                    )
+                )
+            continue
+        children = _checked_children(node, scope, variables, source, errors)
+        stack.extend((child, child_scope, depth + 1) for child, child_scope in children)
+    errors.sort(key=lambda item: item[0])
+    return [display_error(source, offset, message) for offset, message in errors]
+
+
+def _checked_children(
+    node: Tree[Any],
+    scope: frozenset[str],
+    variables: frozenset[str],
+    source: str,
+    errors: list[tuple[int, str]],
+) -> Iterable[tuple[Any, frozenset[str]]]:
+    """Report what is wrong at ``node``; return the children to visit, with their scopes."""
+    kind = node.data
+    if kind == "ident":
+        token = node.children[0]
+        name = str(token)
+        if name not in scope and name not in variables and name not in _TYPE_IDENTIFIERS:
+            errors.append((_token_start(token), _undeclared(name)))
+        return ()
+    if kind == "dot_ident":
+        token = node.children[0]
+        if str(token) not in variables:
+            errors.append((_token_start(token), _undeclared(str(token))))
+        return ()
+    if kind in ("ident_arg", "dot_ident_arg"):
+        token = node.children[0]
+        args = _args(node.children[1] if len(node.children) > 1 else None)
+        if kind == "dot_ident_arg":
+            # ``.f(x)``: celpy evaluates it as a bare name, not as a call.
+            errors.append((_token_start(token), f"unsupported syntax '.{token}(...)'"))
+        else:
+            _check_global_call(str(token), args, _paren(source, token), errors)
+        return [(arg, scope) for arg in args]
+    if kind == "member_dot":
+        # The selected field is a name, not a reference: only the operand is checked.
+        return [(node.children[0], scope)]
+    if kind == "member_dot_arg":
+        member, token = node.children[0], node.children[1]
+        args = _args(node.children[2] if len(node.children) > 2 else None)
+        return _check_method(member, str(token), args, scope, _paren(source, token), errors)
+    return [(child, scope) for child in node.children]
+
+
+def _check_global_call(
+    name: str, args: list[Any], paren: int, errors: list[tuple[int, str]]
+) -> None:
+    if name == "has":
+        if len(args) != 1 or _unwrap(args[0]).data != "member_dot":
+            errors.append((paren, "invalid argument to has() macro"))
+    elif name not in _GLOBAL_FUNCTIONS:
+        errors.append((paren, _undeclared(name)))
+
+
+def _check_method(
+    member: Any,
+    name: str,
+    args: list[Any],
+    scope: frozenset[str],
+    paren: int,
+    errors: list[tuple[int, str]],
+) -> list[tuple[Any, frozenset[str]]]:
+    if name in _COMPREHENSIONS and len(args) == 2:
+        variable = _simple_name(args[0])
+        if variable is None:
+            errors.append((_start(args[0]), "argument must be a simple name"))
+            return [(member, scope), (args[1], scope)]
+        return [(member, scope), (args[1], scope | {variable})]
+    if name == "map" and len(args) == 3:
+        errors.append(
+            (paren, "map() with a filter (three arguments) is not supported by this agent")
+        )
+        return [(member, scope)]
+    if name not in _METHODS:
+        errors.append((paren, _undeclared(name)))
+    return [(member, scope), *((arg, scope) for arg in args)]
+
+
+def _undeclared(name: str) -> str:
+    return f"undeclared reference to '{name}' (in container '')"
+
+
+def _args(exprlist: Any) -> list[Any]:
+    if isinstance(exprlist, Tree) and exprlist.data == "exprlist":
+        return list(exprlist.children)
+    return []
+
+
+def _unwrap(node: Any) -> Tree[Any]:
+    """The first node below ``node`` that is more than a one-child wrapper."""
+    while (
+        isinstance(node, Tree)
+        and node.data in _WRAPPERS
+        and len(node.children) == 1
+        and isinstance(node.children[0], Tree)
+    ):
+        node = node.children[0]
+    return node if isinstance(node, Tree) else Tree("token", [node])
+
+
+def _simple_name(node: Any) -> str | None:
+    inner = _unwrap(node)
+    if inner.data == "ident":
+        return str(inner.children[0])
+    return None
+
+
+def _token_start(token: Any) -> int:
+    return int(token.start_pos) if isinstance(token, Token) and token.start_pos is not None else 0
+
+
+def _start(node: Any) -> int:
+    if isinstance(node, Token):
+        return _token_start(node)
+    meta = getattr(node, "meta", None)
+    start = getattr(meta, "start_pos", None) if meta is not None else None
+    return int(start) if isinstance(start, int) else 0
+
+
+def _paren(source: str, token: Any) -> int:
+    """Where the ``(`` after a function name is: cel-go places call errors there."""
+    end = token.end_pos if isinstance(token, Token) and token.end_pos is not None else 0
+    found = source.find("(", end)
+    return found if found >= 0 else _token_start(token)

@@ -1,0 +1,296 @@
+"""CEL evaluation of condition-rule programs with cel-python, inside a worker process.
+
+This is the only module (with :mod:`workagent.conditions.celfunctions`) that
+imports celpy, and it runs in the worker processes of
+:mod:`workagent.conditions.pool`, never in the agent's event-loop process:
+celpy has no cost limit, its regexes and big comprehensions run without
+yielding, and creating its ``Environment`` changes the interpreter's
+recursion limit.
+
+celpy facts this relies on (cel-python 0.5, see notes/dependencies.md):
+
+* one ``Environment`` per process, with the default interpreted runner (the
+  lark parser is a class-level singleton built for one runner type);
+* compiling (lark parse + our checks) costs ~1 ms for a typical rule, far
+  more than evaluating it again, so programs are compiled once and kept in a
+  bounded LRU keyed by (environment, expression);
+* celpy does not type-check, so :mod:`workagent.conditions.celcheck` supplies
+  cel-go's compile errors before a program is accepted;
+* celpy's runtime errors embed the whole activation (the object) in their
+  text; :func:`runtime_error_text` rewords them as cel-go does instead.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final, NamedTuple
+
+import celpy
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.celparser import CELParser
+from celpy.evaluation import CELEvalError
+from lark.exceptions import UnexpectedInput
+
+from workagent.conditions import celcheck
+from workagent.conditions.celfunctions import (
+    FUNCTIONS,
+    CelBudgetError,
+    CelFunctionError,
+    CelIndexError,
+    CelKeyError,
+    Quantity,
+    error_text,
+)
+from workagent.conditions.protocol import (
+    CelProgram,
+    ExpressionsOutcome,
+    MessageOutcome,
+    budget_exceeded,
+    encode_expressions,
+    encode_message,
+    expects_message_line,
+    internal_error,
+)
+from workagent.conditions.reasons import (
+    BUDGET_EXCEEDED_MESSAGE,
+    FALSE,
+    MAX_MESSAGE_CHARS,
+    REASON_EVALUATED,
+    REASON_EXPRESSION_ERROR,
+    TRUE,
+)
+
+#: Compiled programs kept per worker.
+DEFAULT_CACHE_SIZE: Final = 1024
+
+_RECURSION_MESSAGE: Final = "expression recursion limit exceeded"
+_OWN_ERRORS: Final = (CelFunctionError, CelKeyError, CelIndexError)
+
+
+class CompileFailure(NamedTuple):
+    """Why an expression has no program: the cel-go style error text.
+
+    ``internal`` marks a failure the user cannot fix (OCM's "program
+    construction" error: condition ``Unknown``, ``ConditionRuleInternalError``).
+    """
+
+    text: str
+    internal: bool = False
+
+
+class CelEngine:
+    """Compiles and evaluates condition-rule expressions; one per worker process."""
+
+    def __init__(self, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+        # Creating the Environment builds the parser singleton (interpreted
+        # runner) and sets the recursion limit to 2500; nothing else in this
+        # process may use another runner type.
+        self._env = celpy.Environment()
+        self._parser = CELParser.CEL_PARSER
+        self._cache: OrderedDict[tuple[frozenset[str], str], Any] = OrderedDict()
+        self._cache_size = cache_size
+
+    def compile(self, source: str, variables: frozenset[str]) -> Any:
+        """A celpy program for ``source``, or a :class:`CompileFailure` (both cached)."""
+        key = (variables, source)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        result = self._compile(source, variables)
+        self._cache[key] = result
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return result
+
+    def _compile(self, source: str, variables: frozenset[str]) -> Any:
+        too_long = celcheck.length_error(source)
+        if too_long is not None:
+            return CompileFailure(too_long)
+        if self._parser is None:  # pragma: no cover - the Environment builds it
+            return CompileFailure("CEL parser unavailable", internal=True)
+        try:
+            tree = self._parser.parse(source)
+        except UnexpectedInput as exc:
+            return CompileFailure(celcheck.syntax_error(source, exc))
+        except RecursionError:
+            return CompileFailure(celcheck.display_error(source, None, _RECURSION_MESSAGE))
+        except Exception as exc:  # lark's other parse errors
+            return CompileFailure(
+                celcheck.display_error(source, None, f"Syntax error: {_one_line(exc)}")
+            )
+        errors = celcheck.check(tree, source, variables)
+        if errors:
+            return CompileFailure("\n".join(errors))
+        try:
+            return self._env.program(tree, functions=FUNCTIONS)
+        except Exception as exc:  # celpy internals: not the user's fault
+            return CompileFailure(f"cannot build the CEL program: {_one_line(exc)}", internal=True)
+
+    def evaluate_expressions(
+        self, expressions: Sequence[str], activation: Mapping[str, Any]
+    ) -> ExpressionsOutcome:
+        """AND of ``expressions`` (spec 13.2): stop at the first false or error."""
+        for source in expressions:
+            program = self.compile(source, celcheck.RULE_VARIABLES)
+            if isinstance(program, CompileFailure):
+                if program.internal:
+                    return internal_error(_cap(program.text))
+                return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, _cap(program.text))
+            value, error = _run(program, activation)
+            if error is not None:
+                if error == BUDGET_EXCEEDED_MESSAGE:
+                    return budget_exceeded()
+                return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, error)
+            if not isinstance(value, celtypes.BoolType | bool):
+                return ExpressionsOutcome(
+                    FALSE,
+                    REASON_EXPRESSION_ERROR,
+                    f"expected bool result, got {go_type_name(value)}",
+                )
+            if not value:
+                return ExpressionsOutcome(FALSE, REASON_EVALUATED)
+        return ExpressionsOutcome(TRUE, REASON_EVALUATED)
+
+    def evaluate_message(self, source: str, activation: Mapping[str, Any]) -> MessageOutcome:
+        """A message expression (spec 13.3 step 1)."""
+        program = self.compile(source, celcheck.MESSAGE_VARIABLES)
+        if isinstance(program, CompileFailure):
+            # OCM keeps only the first line of the issue text, without the snippet.
+            text = program.text if program.internal else celcheck.first_line(program.text)
+            return MessageOutcome(error=_cap(text))
+        value, error = _run(program, activation)
+        if error is not None:
+            return MessageOutcome(error=error)
+        # celpy's ``+`` on strings returns a plain str, not a StringType.
+        if isinstance(value, str):
+            return MessageOutcome(message=_cap(str(value)) or None)
+        return MessageOutcome(
+            error=f"expected message expression to have a string result, got {go_type_name(value)}"
+        )
+
+    def run(self, obj: Any, programs: Sequence[CelProgram]) -> Iterator[bytes]:
+        """The protocol lines answering one request, each yielded as soon as it is known."""
+        cel_object: Any
+        try:
+            cel_object = json_to_cel(obj)
+        except RecursionError:
+            cel_object = _Failed("the object is nested too deeply for CEL evaluation")
+        except Exception as exc:
+            cel_object = _Failed(f"the object cannot be converted for CEL: {_one_line(exc)}")
+        for index, program in enumerate(programs):
+            if isinstance(cel_object, _Failed):
+                yield encode_expressions(index, internal_error(cel_object.message))
+                continue
+            outcome = self.evaluate_expressions(program.expressions, {"object": cel_object})
+            yield encode_expressions(index, outcome)
+            if expects_message_line(program, outcome):
+                activation = {
+                    "object": cel_object,
+                    "result": celtypes.BoolType(outcome.status == TRUE),
+                }
+                yield encode_message(
+                    index, self.evaluate_message(program.message_expression, activation)
+                )
+
+
+class _Failed(NamedTuple):
+    message: str
+
+
+def _run(program: Any, activation: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """Evaluate; the value, or None and the cel-go style error text."""
+    try:
+        value = program.evaluate(dict(activation))
+    except CELEvalError as exc:
+        return None, runtime_error_text(exc)
+    except CelBudgetError:
+        return None, BUDGET_EXCEEDED_MESSAGE
+    except _OWN_ERRORS as exc:
+        return None, _cap(error_text(exc))
+    except RecursionError:
+        return None, _RECURSION_MESSAGE
+    except MemoryError:
+        # The worker's address-space limit: as much a cost overrun as a slow loop.
+        return None, BUDGET_EXCEEDED_MESSAGE
+    except Exception as exc:  # celpy internals (unsupported features ...)
+        return None, _cap(f"evaluation failed: {_one_line(exc)}")
+    # celpy's map() keeps per-element errors inside the list; cel-go fails the call.
+    if isinstance(value, list):
+        for element in value:
+            if isinstance(element, CELEvalError):
+                return None, runtime_error_text(element)
+    return value, None
+
+
+def runtime_error_text(exc: CELEvalError) -> str:
+    """A celpy runtime error in cel-go's words (never celpy's dump of the activation)."""
+    args = exc.args
+    text = str(args[0]) if args else "evaluation error"
+    kind = args[1] if len(args) > 1 else None
+    detail = args[2] if len(args) > 2 else None
+    detail_text = str(detail[0]) if isinstance(detail, tuple) and detail else ""
+    if isinstance(kind, type):
+        if issubclass(kind, CelBudgetError) or issubclass(kind, MemoryError):
+            return BUDGET_EXCEEDED_MESSAGE
+        if issubclass(kind, _OWN_ERRORS) and detail_text:
+            return _cap(detail_text)
+        if issubclass(kind, RecursionError):
+            return _RECURSION_MESSAGE
+    if text.startswith("no such member in mapping: "):
+        return _cap("no such key: " + text.split(": ", 1)[1].strip("'"))
+    if text.startswith("undeclared reference to "):
+        return _cap(text.split(" (in activation", 1)[0] + " (in container '')")
+    if text.endswith("does not support field selection"):
+        return "no such overload"
+    if kind is TypeError or text.startswith("found no matching overload"):
+        return "no such overload"
+    if kind is ZeroDivisionError:
+        return "division by zero"
+    if text in ("return error for overflow", "overflow"):
+        return "integer overflow" if detail_text in ("", "overflow") else _cap(detail_text)
+    return _cap(text.split(" (in activation", 1)[0])
+
+
+def go_type_name(value: Any) -> str:
+    """The Go type cel-go's ``out.Value()`` would have for a result (``reflect.TypeOf``)."""
+    # Order matters: BoolType, IntType and UintType are all Python ints, and
+    # celpy sometimes returns plain Python values (``'a' + 'b'`` is a str).
+    if isinstance(value, celtypes.BoolType | bool):
+        return "bool"
+    if isinstance(value, celtypes.UintType):
+        return "uint64"
+    if isinstance(value, celtypes.TimestampType):
+        return "time.Time"
+    if isinstance(value, celtypes.DurationType):
+        return "time.Duration"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bytes):
+        return "[]uint8"
+    if value is None:
+        return "structpb.NullValue"
+    if isinstance(value, list):
+        return "[]interface {}"
+    if isinstance(value, dict):
+        return "map[string]interface {}"
+    if isinstance(value, Quantity):
+        return "*resource.Quantity"
+    if isinstance(value, type) or callable(value):
+        return "*types.Type"
+    return type(value).__name__
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:1000]
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS]

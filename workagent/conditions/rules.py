@@ -1,0 +1,224 @@
+"""Manifest conditions from condition rules (spec/agent.md 13.1-13.3).
+
+:meth:`ConditionRuleEvaluator.evaluate_rules` turns the ``conditionRules`` of a
+manifest's config and the live object into manifest condition dicts
+(``type``, ``status``, ``reason``, ``message``, ``observedGeneration``; the
+caller adds ``lastTransitionTime`` with standard condition semantics):
+
+* ``WellKnownConditions``: the built-in CEL for the object's exact GVK and the
+  rule's condition (:mod:`workagent.conditions.wellknown`); none ⇒ no
+  condition. A user ``message`` / ``messageExpression`` replaces the built-in
+  one, exactly as OCM does it: a user ``message`` alone does not win over the
+  built-in message expression (it yields a non-empty string).
+* ``CEL``: the rule's own expressions and messages.
+* any other type: ``Unknown`` / ``ConditionRuleInvalid`` /
+  ``unrecognized condition rule type <type>``.
+* a rule with an empty ``condition`` yields nothing (OCM drops such results).
+
+All CEL of one manifest runs in one request to a worker process
+(:mod:`workagent.conditions.pool`) under one wall-clock budget per sync
+(default :data:`DEFAULT_BUDGET_SECONDS`), the analogue of Kubernetes' cost
+budget shared by the rules of one manifest; expressions that are too long,
+too deep, slow or otherwise broken become conditions, never exceptions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from workagent.conditions.pool import DEFAULT_WORKERS, CelWorkerPool
+from workagent.conditions.protocol import CelProgram, ExpressionsOutcome, ProgramOutcome
+from workagent.conditions.reasons import (
+    MAX_MESSAGE_CHARS,
+    REASON_EVALUATED,
+    REASON_INVALID,
+    TRUE,
+    UNKNOWN,
+)
+from workagent.conditions.wellknown import well_known_rule
+
+if TYPE_CHECKING:
+    from schemas.work_v1 import ConditionRule
+
+#: Wall-clock seconds all CEL of one manifest may take in one sync.
+DEFAULT_BUDGET_SECONDS: Final = 1.0
+
+_WELL_KNOWN: Final = "WellKnownConditions"
+_CEL: Final = "CEL"
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A rule waiting for its CEL program's outcome."""
+
+    condition: str
+    program: CelProgram
+    message: str
+
+
+class ConditionRuleEvaluator:
+    """Evaluates condition rules; owns the CEL worker processes.
+
+    Build one per agent (or use :func:`evaluate_rules`, which keeps one per
+    event loop), ``await start()`` to start the workers ahead of the first
+    sync (optional) and ``await aclose()`` at shutdown.
+    """
+
+    def __init__(
+        self,
+        *,
+        budget: float = DEFAULT_BUDGET_SECONDS,
+        workers: int = DEFAULT_WORKERS,
+        pool: CelWorkerPool | None = None,
+    ) -> None:
+        if budget <= 0:
+            raise ValueError("the CEL evaluation budget must be positive")
+        self.budget = budget
+        self.pool = pool if pool is not None else CelWorkerPool(size=workers)
+
+    async def start(self) -> None:
+        """Start the worker processes now rather than on the first evaluation."""
+        await self.pool.start()
+
+    async def aclose(self) -> None:
+        """Stop the worker processes."""
+        await self.pool.aclose()
+
+    async def evaluate_rules(
+        self,
+        rules: Sequence[ConditionRule] | None,
+        obj: Mapping[str, Any],
+        *,
+        generation: int,
+    ) -> list[dict[str, Any]]:
+        """The manifest conditions of ``rules`` for the live object ``obj``, in rule order."""
+        if not rules:
+            return []
+        # Each entry is a finished condition or a rule waiting for its CEL.
+        slots: list[dict[str, Any] | _Pending] = []
+        for rule in rules:
+            slot = _resolve(rule, obj)
+            if slot is not None:
+                slots.append(slot)
+        pending = [s for s in slots if isinstance(s, _Pending) and _needs_cel(s.program)]
+        outcomes = iter(
+            await self.pool.evaluate(obj, [p.program for p in pending], budget=self.budget)
+        )
+        results: list[dict[str, Any]] = []
+        for slot in slots:
+            if isinstance(slot, dict):
+                condition = slot
+            else:
+                outcome = next(outcomes) if _needs_cel(slot.program) else _TRIVIAL
+                condition = _condition(slot, outcome)
+            condition["observedGeneration"] = generation
+            results.append(condition)
+        return results
+
+
+# A CEL rule without expressions or message expression is True with no evaluation.
+_TRIVIAL: Final = ProgramOutcome(ExpressionsOutcome(TRUE, REASON_EVALUATED))
+
+
+def _needs_cel(program: CelProgram) -> bool:
+    return bool(program.expressions or program.message_expression)
+
+
+def _resolve(rule: ConditionRule, obj: Mapping[str, Any]) -> dict[str, Any] | _Pending | None:
+    """What a rule stands for: a finished condition, CEL to run, or nothing."""
+    condition = rule.condition or ""
+    if not condition:
+        return None
+    rule_type = str(getattr(rule.type, "value", rule.type))
+    if rule_type == _WELL_KNOWN:
+        builtin = well_known_rule(obj, condition)
+        if builtin is None:
+            return None
+        program = CelProgram(
+            builtin.expressions, rule.message_expression or builtin.message_expression
+        )
+        return _Pending(condition, program, rule.message or "")
+    if rule_type == _CEL:
+        program = CelProgram(tuple(rule.cel_expressions or ()), rule.message_expression or "")
+        return _Pending(condition, program, rule.message or "")
+    return {
+        "type": condition,
+        "status": UNKNOWN,
+        "reason": REASON_INVALID,
+        "message": _cap(f"unrecognized condition rule type {rule_type}"),
+    }
+
+
+def _condition(pending: _Pending, outcome: ProgramOutcome) -> dict[str, Any]:
+    expressions = outcome.expressions
+    if expressions.error is not None:
+        message = expressions.error
+    else:
+        message = _message(pending, expressions.status, outcome)
+    return {
+        "type": pending.condition,
+        "status": expressions.status,
+        "reason": expressions.reason,
+        "message": _cap(message),
+    }
+
+
+def _message(pending: _Pending, status: str, outcome: ProgramOutcome) -> str:
+    """Spec 13.3: the message expression, else the static message, else the default."""
+    if outcome.message is not None:
+        if outcome.message.message:
+            return outcome.message.message
+        if outcome.message.error:
+            return outcome.message.error
+    if pending.message:
+        return pending.message
+    if status == TRUE:
+        return f"Manifest is {pending.condition}"
+    return f"Manifest is not {pending.condition}"
+
+
+def _cap(message: str) -> str:
+    return message[:MAX_MESSAGE_CHARS]
+
+
+# One evaluator per event loop for the module-level helpers: its worker pipes
+# belong to the loop that started them. A process-wide resource, like a
+# metrics registry, hence the module-level registry.
+_defaults: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ConditionRuleEvaluator] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def default_evaluator() -> ConditionRuleEvaluator:
+    """The evaluator :func:`evaluate_rules` uses on the running event loop."""
+    loop = asyncio.get_running_loop()
+    evaluator = _defaults.get(loop)
+    if evaluator is None:
+        evaluator = _defaults[loop] = ConditionRuleEvaluator()
+    return evaluator
+
+
+async def close_default_evaluator() -> None:
+    """Stop the running loop's default evaluator's workers (at shutdown)."""
+    evaluator = _defaults.pop(asyncio.get_running_loop(), None)
+    if evaluator is not None:
+        await evaluator.aclose()
+
+
+async def evaluate_rules(
+    rules: Sequence[ConditionRule] | None,
+    obj: Mapping[str, Any],
+    *,
+    generation: int,
+    evaluator: ConditionRuleEvaluator | None = None,
+) -> list[dict[str, Any]]:
+    """Manifest conditions from ``rules`` (see :meth:`ConditionRuleEvaluator.evaluate_rules`).
+
+    Without ``evaluator``, the running loop's :func:`default_evaluator` is used.
+    """
+    chosen = evaluator if evaluator is not None else default_evaluator()
+    return await chosen.evaluate_rules(rules, obj, generation=generation)

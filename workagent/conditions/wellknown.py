@@ -1,0 +1,62 @@
+"""The built-in rules behind ``type: WellKnownConditions`` (spec/agent.md 13.1).
+
+A rule is looked up by the live object's exact group/version/kind and the
+rule's ``condition``; only ``Complete`` for ``batch/v1 Job`` and ``v1 Pod``
+exist. No match means no condition at all. The expressions are OCM's,
+verbatim, so they fail the same way (a Pod without ``status.phase`` is a
+``no such key: phase`` error, as in OCM).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+
+@dataclass(frozen=True)
+class WellKnownRule:
+    """The CEL a well-known condition stands for."""
+
+    expressions: tuple[str, ...]
+    message_expression: str
+
+
+_JOB_COMPLETE: Final = WellKnownRule(
+    expressions=(
+        "hasConditions(object.status)"
+        " ? object.status.conditions.filter(c, c.type == 'Complete' || c.type == 'Failed')"
+        ".exists(c, c.status == 'True')"
+        " : false",
+    ),
+    message_expression='result ? "Job is finished" : "Job is not finished"',
+)
+
+_POD_COMPLETE: Final = WellKnownRule(
+    expressions=("object.status.phase in ['Succeeded', 'Failed']",),
+    message_expression='"Pod is in phase " + object.status.phase',
+)
+
+# (group, version, kind) -> condition -> rule.
+_RULES: Final[Mapping[tuple[str, str, str], Mapping[str, WellKnownRule]]] = {
+    ("batch", "v1", "Job"): {"Complete": _JOB_COMPLETE},
+    ("", "v1", "Pod"): {"Complete": _POD_COMPLETE},
+}
+
+
+def group_version_kind(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The object's (group, version, kind), as ``schema.ParseGroupVersion`` reads ``apiVersion``."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return "", "", ""
+    parts = api_version.split("/")
+    if len(parts) == 1:
+        return "", parts[0], kind
+    if len(parts) == 2:
+        return parts[0], parts[1], kind
+    return "", "", kind
+
+
+def well_known_rule(obj: Mapping[str, Any], condition: str) -> WellKnownRule | None:
+    """The built-in rule for this object's GVK and ``condition``, if any."""
+    return _RULES.get(group_version_kind(obj), {}).get(condition)
