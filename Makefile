@@ -39,6 +39,7 @@ bench: setup
 	$(RUN) python tests/benchmarks/kube_client_bench.py
 	$(RUN) python tests/benchmarks/runtime_bench.py
 	$(RUN) python tests/benchmarks/feedback_bench.py
+	$(RUN) python tests/benchmarks/cel_bench.py
 	$(RUN) python tests/benchmarks/webhook_bench.py
 	$(RUN) python tests/benchmarks/mwrs_bench.py
 
