@@ -7,7 +7,7 @@ UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: setup demo test lint typecheck imports unit bench clean
+.PHONY: setup setup-test demo test lint typecheck imports unit bench clean
 
 .tools/bin/uv:
 	python3 -m venv .tools
@@ -16,20 +16,24 @@ RUN := $(UV) run --frozen
 setup: $(UV)
 	$(UV) sync --frozen --quiet
 
+# The tests also render the Helm charts (helm-python-sdk, large: kept out of demo).
+setup-test: $(UV)
+	$(UV) sync --frozen --quiet --group charts
+
 demo: setup
 	$(RUN) python -m kubesim.demo
 
-lint: setup
+lint: setup-test
 	$(RUN) ruff check .
 	$(RUN) ruff format --check .
 
-typecheck: setup
+typecheck: setup-test
 	$(RUN) mypy
 
-imports: setup
+imports: setup-test
 	$(RUN) lint-imports
 
-unit: setup
+unit: setup-test
 	$(RUN) pytest -q -p no:cacheprovider
 
 test: lint typecheck imports unit
