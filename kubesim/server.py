@@ -16,6 +16,14 @@ import yaml
 from aiohttp import web
 
 from kubesim import discovery, errors, openapi, openapi_models, openapi_protobuf, tables
+from kubesim.admission import (
+    CREATE,
+    DELETE,
+    UPDATE,
+    Admission,
+    AdmissionRefused,
+    AdmissionRequest,
+)
 from kubesim.api import APPLY_PATCH, Api, Caller, ListOptions, now
 from kubesim.errors import ApiError
 from kubesim.faults import FaultRule, Faults, Stats
@@ -45,6 +53,9 @@ _SELF_REVIEWS = frozenset(
 )
 _FIELD_VALIDATION = ("", "Ignore", "Strict", "Warn")
 _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+# How often a write is admitted again when its object changed while webhooks were
+# asked (kube-apiserver's GuaranteedUpdate retries such conflicts, admission included).
+_ADMISSION_ATTEMPTS = 10
 
 
 @dataclass(frozen=True)
@@ -135,6 +146,7 @@ class Server:
         api.on_change.append(self._on_change)
         self._loading: asyncio.Task[bool] | None = None
         self.openapi = openapi.Documents(api.registry)
+        self.admission = Admission(api.store, api.registry)
         api.prune_unknown = self._prune_unknown
         if api.registry.get(_AUTHN_GROUP, "v1", "selfsubjectreviews") is None:
             # `kubectl auth whoami`; answered by _review like the other self reviews.
@@ -162,7 +174,11 @@ class Server:
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._middleware])
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         app.on_startup.append(self._load_models)
+        app.on_cleanup.append(self._close_admission)
         return app
+
+    async def _close_admission(self, app: web.Application) -> None:
+        await self.admission.close()
 
     async def _load_models(self, app: web.Application) -> None:
         """Start loading the schemas' models in a thread, so the first kubectl is quick."""
@@ -369,7 +385,7 @@ class Server:
         if method == "GET":
             return await self._read(request, t)
         if method == "DELETE":
-            return await self._delete(request, t)
+            return await self._delete(request, user, t)
         if method not in _OPTIONS_KIND or (method == "POST") == bool(t.name):
             raise errors.method_not_allowed(method)
         agent = request.headers.get("User-Agent", "")
@@ -384,10 +400,14 @@ class Server:
         if not openapi_models.loaded():
             await asyncio.to_thread(openapi_models.available)
         warnings: list[str] = []
-        resp = await self._write(request, t, caller, validation, warnings)
-        for text in warnings:
-            resp.headers.add("Warning", f"299 - {json.dumps(text)}")
-        return resp
+        try:
+            if self.admission.configured():
+                resp = await self._admitted_write(request, user, t, caller, validation, warnings)
+            else:
+                resp = await self._write(request, t, caller, validation, warnings)
+        except AdmissionRefused as refused:
+            resp, warnings = error_response(refused.error), refused.warnings
+        return _with_warnings(resp, warnings)
 
     async def _read(self, request: web.Request, t: Target) -> web.StreamResponse:
         q = request.query
@@ -421,23 +441,38 @@ class Server:
         warnings: list[str],
     ) -> web.Response:
         """POST, PUT and PATCH; unknown fields are checked as ``validation`` says."""
+        body = await _read_body(request, t.rt, patch=request.method == "PATCH")
+        obj, code = self._perform(request, t, caller, validation, warnings, body)
+        return json_response(obj, code)
+
+    def _perform(
+        self,
+        request: web.Request,
+        t: Target,
+        caller: Caller,
+        validation: str,
+        warnings: list[str],
+        body: Any,
+    ) -> tuple[dict[str, Any], int]:
+        """A decoded write against the api: (answered object, HTTP code).
+
+        Synchronous on purpose: admission runs it as a dry run and then for
+        real, and nothing else may run between the last check and the write.
+        """
         rt = t.rt
         if request.method == "POST":
-            body = await _read_body(request, rt)
             warnings += self._decoded_fields(t, body, validation)
-            return json_response(self.api.create(rt, t.namespace, body, caller), 201)
+            return self.api.create(rt, t.namespace, body, caller), 201
         if request.method == "PUT":
-            body = await _read_body(request, rt)
             if t.subresource == "scale":
                 body = _from_scale(self.api.get(rt, t.namespace, t.name), body)
                 obj, _ = self.api.update(rt, t.namespace, t.name, body, caller)
-                return json_response(_scale(rt, obj))
+                return _scale(rt, obj), 200
             warnings += self._decoded_fields(t, body, validation)
             obj, created = self.api.update(
                 rt, t.namespace, t.name, body, caller, subresource=t.subresource or None
             )
-            return json_response(obj, 201 if created else 200)
-        body = await _read_body(request, rt, patch=True)
+            return obj, 201 if created else 200
         media = request.content_type
         if t.subresource == "scale":
             current = _scale(rt, self.api.get(rt, t.namespace, t.name))
@@ -449,7 +484,7 @@ class Server:
                 _from_scale(self.api.get(rt, t.namespace, t.name), scaled),
                 caller,
             )
-            return json_response(_scale(rt, obj))
+            return _scale(rt, obj), 200
         if media == APPLY_PATCH:
             self._check_applied(t, body)
         else:
@@ -464,7 +499,120 @@ class Server:
             subresource=t.subresource or None,
             force=_bool(request.query.get("force")),
         )
-        return json_response(obj, 201 if created else 200)
+        return obj, 201 if created else 200
+
+    # -- admission webhooks ----------------------------------------------------------
+    def _stored(self, t: Target, name: str) -> dict[str, Any] | None:
+        return self.api.store.get(t.rt.key, (t.namespace if t.rt.namespaced else "", name))
+
+    @staticmethod
+    def _admission_namespace(t: Target, name: str) -> str:
+        """The request namespace admission sees: a Namespace's own name for namespaces."""
+        if (t.rt.group, t.rt.plural) == ("", "namespaces"):
+            return name
+        return t.namespace if t.rt.namespaced else ""
+
+    def _changed(self, t: Target, name: str, old: dict[str, Any] | None) -> bool:
+        """Whether the stored object is no longer ``old`` (created, replaced or gone)."""
+        current = self._stored(t, name) if name else None
+        if old is None or current is None:
+            return (old is None) != (current is None)
+        return bool(current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"])
+
+    def _admission_request(
+        self,
+        user: User,
+        t: Target,
+        operation: str,
+        name: str,
+        obj: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+        *,
+        dry_run: bool,
+        options: dict[str, Any],
+    ) -> AdmissionRequest:
+        """The attributes webhooks review; ``old`` is the stored object (a Scale for /scale)."""
+        if old is not None:
+            old = self.api.get(t.rt, t.namespace, old["metadata"]["name"])
+            if t.subresource == "scale":
+                old = _scale(t.rt, old)
+        return AdmissionRequest(
+            operation=operation,
+            rt=t.rt,
+            subresource=t.subresource,
+            namespace=self._admission_namespace(t, name),
+            name=name,
+            obj=obj,
+            old=old,
+            username=user.name,
+            groups=user.groups,
+            dry_run=dry_run,
+            options=options,
+        )
+
+    async def _admitted_write(
+        self,
+        request: web.Request,
+        user: User,
+        t: Target,
+        caller: Caller,
+        validation: str,
+        warnings: list[str],
+    ) -> web.Response:
+        """A write while validating webhooks are configured.
+
+        Without a matching webhook this is :meth:`_write`. With one, a dry run
+        computes the object as it would be stored, the webhooks review it, and
+        only then is it written, unless the stored object changed meanwhile:
+        admission then starts over, as kube-apiserver's GuaranteedUpdate
+        retries a conflicting write, admission included.
+        """
+        body = await _read_body(request, t.rt, patch=request.method == "PATCH")
+        apply = request.method == "PATCH" and request.content_type == APPLY_PATCH
+        name = t.name
+        if request.method == "POST" and isinstance(body, dict):
+            meta = body.get("metadata")
+            name = str(meta.get("name") or "") if isinstance(meta, dict) else ""
+        for _ in range(_ADMISSION_ATTEMPTS):
+            old = self._stored(t, t.name) if t.name else None
+            operation = CREATE if request.method == "POST" or (apply and old is None) else UPDATE
+            hooks = self.admission.matching(
+                operation, t.rt, t.subresource, self._admission_namespace(t, name)
+            )
+            if not hooks:
+                obj, code = self._perform(request, t, caller, validation, warnings, body)
+                return json_response(obj, code)
+            trial: list[str] = []
+            dry = Caller(manager=caller.manager, dry_run=True)
+            planned, code = self._perform(request, t, dry, validation, trial, body)
+            attrs = self._admission_request(
+                user,
+                t,
+                operation,
+                name,
+                planned,
+                old,
+                dry_run=caller.dry_run,
+                options=_write_options(request, operation),
+            )
+            verdict = await self.admission.review(attrs, hooks)
+            reviewed = trial + [w for w in verdict.warnings if w not in trial]
+            if verdict.error is not None:
+                raise AdmissionRefused(verdict.error, reviewed)
+            if self._changed(t, t.name, old):
+                continue
+            if caller.dry_run:
+                warnings += reviewed
+                return json_response(planned, code)
+            if request.method == "POST" and not name and isinstance(body, dict):
+                # Store the object under the name generated for the reviewed one.
+                meta = dict(body.get("metadata") or {})
+                meta["name"] = planned["metadata"]["name"]
+                body = {**body, "metadata": meta}
+            obj, code = self._perform(request, t, caller, validation, warnings, body)
+            warnings += [w for w in verdict.warnings if w not in warnings]
+            return json_response(obj, code)
+        raise errors.conflict(t.rt.plural, t.name, t.rt.group)
 
     # -- field validation ------------------------------------------------------------
     def _prune_unknown(self, rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -556,7 +704,7 @@ class Server:
             f"failed to create typed patch object ({t.namespace}/{t.name}; {gvk}): {detail}",
         )
 
-    async def _delete(self, request: web.Request, t: Target) -> web.Response:
+    async def _delete(self, request: web.Request, user: User, t: Target) -> web.Response:
         q = request.query
         rt = t.rt
         agent = request.headers.get("User-Agent", "")
@@ -564,12 +712,21 @@ class Server:
             manager=q.get("fieldManager") or _manager_from_agent(agent),
             dry_run="All" in q.getall("dryRun", []),
         )
-        options = await _delete_options(request)
+        raw = await _raw(request)
+        options = _delete_options(raw)
         propagation = q.get("propagationPolicy") or options.get("propagationPolicy")
         if _bool(q.get("orphanDependents")) or options.get("orphanDependents") is True:
             propagation = propagation or "Orphan"
         if options.get("dryRun") and "All" in options["dryRun"]:
             caller = Caller(manager=caller.manager, dry_run=True)
+        if self.admission.configured():
+            deletion = _Deletion(
+                user, caller, propagation, options.get("preconditions"), _admitted_options(q, raw)
+            )
+            try:
+                return await self._admitted_delete(request, t, deletion)
+            except AdmissionRefused as refused:
+                return _with_warnings(error_response(refused.error), refused.warnings)
         if not t.name:
             listed = self.api.delete_collection(
                 rt, t.namespace, _list_options(q), caller, propagation=propagation
@@ -585,6 +742,90 @@ class Server:
         )
         # 200 whether the object is gone or waits for finalizers, as the apiserver answers.
         return json_response(body)
+
+    async def _admitted_delete(
+        self, request: web.Request, t: Target, deletion: _Deletion
+    ) -> web.Response:
+        """DELETE of one object or a collection while validating webhooks are configured."""
+        rt = t.rt
+        warnings: list[str] = []
+        if t.name:
+            body, _ = await self._delete_one(t, t.name, t.name, deletion, warnings)
+            return _with_warnings(json_response(body), warnings)
+        # A collection is deleted item by item, each admitted on its own; the
+        # apiserver's requests name none of them. A refusal spares that item, the
+        # others are deleted, and the first refusal is the answer.
+        opts = _list_options(request.query)
+        listed = self.api.list(
+            rt, t.namespace, ListOptions(opts.label_selector, opts.field_selector)
+        )
+        deleted = []
+        refusal: AdmissionRefused | None = None
+        for obj in listed["items"]:
+            try:
+                body, done = await self._delete_one(
+                    t, obj["metadata"]["name"], "", deletion, warnings
+                )
+            except AdmissionRefused as exc:
+                refusal = refusal or exc
+                continue
+            except ApiError as exc:
+                if exc.code == 404:
+                    continue
+                refusal = refusal or AdmissionRefused(exc, [])
+                continue
+            deleted.append(obj if done else body)
+        if refusal is not None:
+            raise AdmissionRefused(
+                refusal.error, warnings + [w for w in refusal.warnings if w not in warnings]
+            )
+        listed["items"] = deleted
+        return _with_warnings(json_response(listed), warnings)
+
+    async def _delete_one(
+        self, t: Target, name: str, shown_name: str, deletion: _Deletion, warnings: list[str]
+    ) -> tuple[dict[str, Any], bool]:
+        """Admit and delete one object; ``shown_name`` is the name webhooks are told."""
+        rt = t.rt
+        for _ in range(_ADMISSION_ATTEMPTS):
+            hooks = self.admission.matching(DELETE, rt, "", self._admission_namespace(t, name))
+            if not hooks:
+                return self._delete_now(t, name, deletion, deletion.caller)
+            old = self._stored(t, name)
+            # The dry run raises what the delete would (404, failed preconditions)
+            # before any webhook is asked, as in kube-apiserver.
+            self._delete_now(t, name, deletion, Caller(deletion.caller.manager, dry_run=True))
+            attrs = self._admission_request(
+                deletion.user,
+                t,
+                DELETE,
+                shown_name,
+                None,
+                old,
+                dry_run=deletion.caller.dry_run,
+                options=deletion.options,
+            )
+            verdict = await self.admission.review(attrs, hooks)
+            if verdict.error is not None:
+                raise AdmissionRefused(verdict.error, verdict.warnings)
+            if self._changed(t, name, old):
+                continue
+            warnings += [w for w in verdict.warnings if w not in warnings]
+            return self._delete_now(t, name, deletion, deletion.caller)
+        raise errors.conflict(rt.plural, name, rt.group)
+
+    def _delete_now(
+        self, t: Target, name: str, deletion: _Deletion, caller: Caller
+    ) -> tuple[dict[str, Any], bool]:
+        namespace = t.namespace if t.rt.namespaced else ""
+        return self.api.delete(
+            t.rt,
+            namespace,
+            name,
+            caller,
+            propagation=deletion.propagation,
+            preconditions=deletion.preconditions,
+        )
 
     def _authorize(self, user: User, verb: str, t: Target) -> None:
         if verb == "create" and (t.rt.group, t.rt.plural) in _SELF_REVIEWS:
@@ -913,8 +1154,7 @@ async def _admin_body(request: web.Request) -> dict[str, Any]:
     return body
 
 
-async def _delete_options(request: web.Request) -> dict[str, Any]:
-    raw = await _raw(request)
+def _delete_options(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
@@ -922,6 +1162,71 @@ async def _delete_options(request: web.Request) -> dict[str, Any]:
     except ValueError as exc:
         raise errors.bad_request(f"invalid DeleteOptions: {exc}") from exc
     return body if isinstance(body, dict) else {}
+
+
+@dataclass(frozen=True)
+class _Deletion:
+    """What a DELETE request asks, for deleting its objects one by one."""
+
+    user: User
+    caller: Caller
+    propagation: str | None
+    preconditions: dict[str, Any] | None
+    options: dict[str, Any]
+
+
+def _with_warnings(resp: web.Response, warnings: list[str]) -> web.Response:
+    """``resp`` with one ``Warning`` header per text, as the apiserver's recorder adds them."""
+    for text in warnings:
+        resp.headers.add("Warning", f"299 - {json.dumps(text)}")
+    return resp
+
+
+def _write_options(request: web.Request, operation: str) -> dict[str, Any]:
+    """The options of a write as admission sees them.
+
+    Patches and updates are admitted with UpdateOptions, or CreateOptions when
+    they create the object (kube-apiserver converts PatchOptions, dropping force).
+    """
+    q = request.query
+    opts: dict[str, Any] = {
+        "kind": "CreateOptions" if operation == CREATE else "UpdateOptions",
+        "apiVersion": "meta.k8s.io/v1",
+    }
+    if q.getall("dryRun", []):
+        opts["dryRun"] = q.getall("dryRun")
+    for key in ("fieldManager", "fieldValidation"):
+        if q.get(key):
+            opts[key] = q[key]
+    return opts
+
+
+_DELETE_OPTION_FIELDS = (
+    "gracePeriodSeconds",
+    "preconditions",
+    "orphanDependents",
+    "propagationPolicy",
+    "dryRun",
+)
+
+
+def _admitted_options(q: Any, raw: bytes) -> dict[str, Any]:
+    """DeleteOptions as admission sees them: from the body when there is one, else the query."""
+    opts: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+    body = _delete_options(raw)
+    if raw.strip():
+        opts.update((k, body[k]) for k in _DELETE_OPTION_FIELDS if k in body)
+        return opts
+    if q.get("gracePeriodSeconds"):
+        with contextlib.suppress(ValueError):
+            opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+    if q.get("orphanDependents"):
+        opts["orphanDependents"] = _bool(q["orphanDependents"])
+    if q.get("propagationPolicy"):
+        opts["propagationPolicy"] = q["propagationPolicy"]
+    if q.getall("dryRun", []):
+        opts["dryRun"] = q.getall("dryRun")
+    return opts
 
 
 def _scale(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
