@@ -21,10 +21,12 @@ import yaml
 
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply import Applier, Appliers
+from workagent.conditions import ConditionRuleEvaluator
 from workagent.controllers.add_finalizer import add_finalizer_controller
 from workagent.controllers.cleanup import cleanup_controllers
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.manifestwork import manifestwork_controller
+from workagent.controllers.status import status_controller
 from workagent.executor import ExecutorValidator, build_executor_validator
 from workagent.identity import hub_hash
 from workagent.kube import (
@@ -47,6 +49,7 @@ from workagent.settings import (
     SPOKE_USER_AGENT,
     AgentSettings,
 )
+from workagent.watchpool import FeedbackWatchPool
 
 log = structlog.get_logger(__name__)
 
@@ -182,6 +185,17 @@ async def build_agent(
         name="appliedmanifestworks",
     )
     chosen = (collaborators or default_collaborators)(spoke, settings)
+    elector = LeaderElector(spoke, settings.leader_election)
+    manager = Manager(
+        MANAGER_NAME,
+        settings=ManagerSettings(bind_address=settings.listen, handle_signals=handle_signals),
+        leader_elector=elector,
+    )
+    # Watch-mode informers come and go while the manager runs: the pool starts
+    # them and adds their health checks itself.
+    watch_pool = FeedbackWatchPool(spoke, settings.max_feedback_watch, checks=manager.checks)
+    # CEL runs in worker processes, started on the first rule and stopped at shutdown.
+    rule_evaluator = ConditionRuleEvaluator()
     deps = AgentDeps(
         settings=settings,
         hub=hub,
@@ -193,12 +207,8 @@ async def build_agent(
         applied=applied,
         executor=chosen.executor,
         applier_for=chosen.applier_for,
-    )
-    elector = LeaderElector(spoke, settings.leader_election)
-    manager = Manager(
-        MANAGER_NAME,
-        settings=ManagerSettings(bind_address=settings.listen, handle_signals=handle_signals),
-        leader_elector=elector,
+        watch_pool=watch_pool,
+        rule_evaluator=rule_evaluator,
     )
     manager.add_informer(works)
     manager.add_informer(applied)
@@ -206,11 +216,15 @@ async def build_agent(
     manager.add_controller(manifestwork_controller(deps))
     for controller in cleanup_controllers(deps):
         manager.add_controller(controller)
+    manager.add_controller(status_controller(deps))
     # A caching executor check (ExecutorValidatingCaches) runs controllers of its own.
     extra = getattr(chosen.executor, "controllers", None)
     if callable(extra):
         for controller in extra():
             manager.add_controller(controller)
+    # Before the clients: the pool's informers use the spoke client.
+    manager.add_closer("feedback watch pool", watch_pool.stop)
+    manager.add_closer("condition rule evaluator", rule_evaluator.aclose)
     manager.add_closer("hub client", hub.close)
     manager.add_closer("spoke client", spoke.close)
     log.info(

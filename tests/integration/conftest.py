@@ -14,7 +14,7 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from workagent.kube import (
     CRDS,
     MANIFESTWORKS,
     NAMESPACES,
+    Conflict,
     KubeClient,
     NotFound,
 )
@@ -66,9 +67,16 @@ async def hub(tmp_path: Path) -> AsyncIterator[KubeSim]:
 
 
 @pytest.fixture
-async def spoke(tmp_path: Path) -> AsyncIterator[KubeSim]:
+def spoke_options() -> dict[str, Any]:
+    """Keyword arguments of the spoke's KubeSim; a test module overrides this fixture
+    (e.g. ``{"simulate_workloads": True}`` for Deployments that become available)."""
+    return {}
+
+
+@pytest.fixture
+async def spoke(tmp_path: Path, spoke_options: dict[str, Any]) -> AsyncIterator[KubeSim]:
     """The managed cluster: AppliedManifestWork CRD, namespace ``default``."""
-    sim = KubeSim()
+    sim = KubeSim(**spoke_options)
     await sim.start()
     sim.write_kubeconfig(tmp_path / "spoke.kubeconfig")
     try:
@@ -222,6 +230,28 @@ def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, A
 async def get_work(hub_client: KubeClient, name: str) -> dict[str, Any]:
     """The ManifestWork ``name`` of ``cluster1``."""
     return await hub_client.get(MANIFESTWORKS, name, CLUSTER)
+
+
+async def update_work(
+    hub_client: KubeClient,
+    name: str,
+    change: Callable[[dict[str, Any]], None],
+    *,
+    subresource: str | None = None,
+) -> dict[str, Any]:
+    """Read work ``name``, ``change`` it and write it back; returns the written object.
+
+    The agent writes the status concurrently (the status controller as well as
+    the apply loop), so a read-modify-write is retried on 409 Conflict.
+    """
+    for _ in range(50):
+        work = await get_work(hub_client, name)
+        change(work)
+        try:
+            return await hub_client.update(MANIFESTWORKS, work, subresource=subresource)
+        except Conflict:
+            continue
+    raise AssertionError(f"work {name}: could not be updated (conflicts)")
 
 
 def work_condition(work: dict[str, Any], ctype: str) -> dict[str, Any] | None:

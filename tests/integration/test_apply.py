@@ -28,6 +28,7 @@ from tests.integration.conftest import (
     manifest_condition,
     manifest_statuses,
     start_agent_process,
+    update_work,
     wait_applied,
     work_body,
     work_condition,
@@ -163,10 +164,11 @@ async def test_edit_updates_and_removal_deletes(
     await wait_applied(hub_client, "edits")
     assert (await spoke_client.get(CONFIGMAPS, "first", "default"))["data"] == {"key": "one"}
 
-    work = await get_work(hub_client, "edits")
-    work["spec"]["workload"]["manifests"] = [configmap("first", key="two")]
-    await hub_client.update(MANIFESTWORKS, work)
-    await wait_applied(hub_client, "edits", generation=work["metadata"]["generation"] + 1)
+    def edit(work: dict[str, Any]) -> None:
+        work["spec"]["workload"]["manifests"] = [configmap("first", key="two")]
+
+    written = await update_work(hub_client, "edits", edit)
+    await wait_applied(hub_client, "edits", generation=written["metadata"]["generation"])
 
     async def converged() -> bool:
         first = await spoke_client.get(CONFIGMAPS, "first", "default")
@@ -197,6 +199,13 @@ async def test_restart_writes_nothing(
     await hub_client.create(MANIFESTWORKS, work_body("quiet-deploy", [HELLO_DEPLOYMENT]))
     await wait_applied(hub_client, "quiet")
     await wait_applied(hub_client, "quiet-deploy")
+
+    async def status_reported() -> bool:
+        # The status controller's first write (Available) is part of converging.
+        works = [await get_work(hub_client, name) for name in ("quiet", "quiet-deploy")]
+        return all(work_condition(work, "Available") is not None for work in works)
+
+    await eventually(status_reported, what="both works to report Available")
     await agent.stop()
 
     hub.state.stats.reset()
@@ -311,10 +320,11 @@ async def test_bad_manifests_fail_alone_and_recover(
     assert await exists(spoke_client, DEPLOYMENTS, "hello", "default")
 
     # Fixing the work recovers it.
-    work = await get_work(hub_client, "mixed")
-    work["spec"]["workload"]["manifests"] = [configmap("good-first"), configmap("good-name")]
-    await hub_client.update(MANIFESTWORKS, work)
-    fixed = await wait_applied(hub_client, "mixed", generation=work["metadata"]["generation"] + 1)
+    def fix(work: dict[str, Any]) -> None:
+        work["spec"]["workload"]["manifests"] = [configmap("good-first"), configmap("good-name")]
+
+    written = await update_work(hub_client, "mixed", fix)
+    fixed = await wait_applied(hub_client, "mixed", generation=written["metadata"]["generation"])
     assert [applied_message(fixed, i) for i in (0, 1)] == [ok, ok]
     assert await exists(spoke_client, CONFIGMAPS, "good-name", "default")
 
@@ -546,9 +556,11 @@ async def test_removed_manifest_held_by_a_finalizer_stays_recorded(
     held["metadata"]["finalizers"] = ["example.com/hold"]
     await hub_client.create(MANIFESTWORKS, work_body("holding", [held, configmap("kept-cm")]))
     await wait_applied(hub_client, "holding")
-    work = await get_work(hub_client, "holding")
-    work["spec"]["workload"]["manifests"] = [configmap("kept-cm")]
-    await hub_client.update(MANIFESTWORKS, work)
+
+    def drop_held(work: dict[str, Any]) -> None:
+        work["spec"]["workload"]["manifests"] = [configmap("kept-cm")]
+
+    await update_work(hub_client, "holding", drop_held)
     the_hash = hub_hash_of(tmp_path)
 
     async def recorded_names() -> list[str]:
@@ -577,25 +589,31 @@ async def test_completed_manifest_is_not_touched_again(
 ) -> None:
     """A manifest whose Complete condition is True counts as applied and is left alone."""
     await hub_client.create(MANIFESTWORKS, work_body("finished", [configmap("done-cm", key="v1")]))
-    work = await wait_applied(hub_client, "finished")
-    # What the status controller writes when a condition rule says Complete.
-    manifests = manifest_statuses(work)
-    manifests[0]["conditions"].append(
-        {
-            "type": "Complete",
-            "status": "True",
-            "reason": "ConditionRuleEvaluated",
-            "message": "done",
-            "lastTransitionTime": "2024-01-01T00:00:00Z",
-        }
-    )
-    work["status"]["resourceStatus"]["manifests"] = manifests
-    await hub_client.update(MANIFESTWORKS, work, subresource="status")
+    await wait_applied(hub_client, "finished")
 
-    work = await get_work(hub_client, "finished")
-    work["spec"]["workload"]["manifests"] = [configmap("done-cm", key="v2")]
-    await hub_client.update(MANIFESTWORKS, work)
-    done = await wait_applied(hub_client, "finished", generation=work["metadata"]["generation"] + 1)
+    def complete(work: dict[str, Any]) -> None:
+        # A Complete condition as a rule would set it, but with a reason that is not
+        # a rule's: the status controller drops rule-made conditions of an older
+        # generation, and this test is about the apply loop alone (test_status.py
+        # covers real rules).
+        manifests = manifest_statuses(work)
+        manifests[0]["conditions"].append(
+            {
+                "type": "Complete",
+                "status": "True",
+                "reason": "Finished",
+                "message": "done",
+                "lastTransitionTime": "2024-01-01T00:00:00Z",
+            }
+        )
+        work["status"]["resourceStatus"]["manifests"] = manifests
+
+    def edit(work: dict[str, Any]) -> None:
+        work["spec"]["workload"]["manifests"] = [configmap("done-cm", key="v2")]
+
+    await update_work(hub_client, "finished", complete, subresource="status")
+    written = await update_work(hub_client, "finished", edit)
+    done = await wait_applied(hub_client, "finished", generation=written["metadata"]["generation"])
     assert applied_message(done, 0)[0] == "True"
     assert (await spoke_client.get(CONFIGMAPS, "done-cm", "default"))["data"] == {"key": "v1"}
     assert manifest_condition(done, 0, "Complete") is not None

@@ -22,6 +22,7 @@ from workagent.controllers.deletion import DeletionFailed, delete_applied_resour
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.ownership import applied_work_owner
 from workagent.controllers.patcher import patch_metadata_and_spec, patch_status
+from workagent.identity import applied_work_name
 from workagent.kube import APPLIED_MANIFESTWORKS, NotFound
 from workagent.runtime import (
     Controller,
@@ -78,12 +79,15 @@ class AppliedManifestWorkFinalizer:
             self._waits.forget(name)
             return None
 
-        # TODO(lead): release Watch-mode feedback registrations of these resources
-        # (section 12) once the watch pool exists.
         resources: list[dict[str, Any]] = list(
             (applied.get("status") or {}).get("appliedResources") or []
         )
         work_name = str((applied.get("spec") or {}).get("manifestWorkName") or name)
+        if deps.watch_pool is not None and name == applied_work_name(deps.hub_hash, work_name):
+            # Step 2: the work's Watch-mode registrations go (all of them, a superset
+            # of its appliedResources). Registrations belong to this hub's works, so
+            # the record of another hub's work of the same name releases nothing.
+            await deps.watch_pool.release_work(work_name)
         pending, errors = await delete_applied_resources(
             deps, resources, f"manifestwork {work_name} is terminating", applied_work_owner(applied)
         )

@@ -151,6 +151,12 @@ async def sync_applied_resources(
     current = {_identity(entry) for entry in applied}
     stale = [entry for entry in old if _identity(entry) not in current]
 
+    if stale and deps.watch_pool is not None:
+        # Step 6: a resource the work no longer maintains is no longer watched for it.
+        for entry in stale:
+            group, resource, namespace, obj_name = _identity(entry)
+            await deps.watch_pool.unregister(group, resource, namespace, obj_name, name)
+
     pending: list[dict[str, Any]] = []
     if stale:
         pending, errors = await _delete_stale(

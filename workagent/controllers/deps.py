@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply.base import Applier
+from workagent.conditions import ConditionRuleEvaluator
 from workagent.executor.base import ExecutorValidator
 from workagent.kube import KubeClient, RESTMapper
 from workagent.runtime import Informer
 from workagent.settings import AgentSettings
+from workagent.watchpool import FeedbackWatchPool
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,10 @@ class AgentDeps:
     ``works`` caches the hub ManifestWorks of the cluster namespace; ``applied``
     caches the spoke AppliedManifestWorks. ``applier_for`` returns the update
     strategy for a manifest's ``updateStrategy`` (None: the default Update).
+    ``watch_pool`` holds the informers of ``feedbackScrapeType: Watch`` resources
+    (None: everything is polled, e.g. for controllers that never read feedback);
+    ``rule_evaluator`` runs condition rules and owns their CEL worker processes
+    (None: the event loop's default evaluator).
     """
 
     settings: AgentSettings
@@ -32,3 +38,5 @@ class AgentDeps:
     applied: Informer
     executor: ExecutorValidator
     applier_for: Callable[[UpdateStrategy | None], Applier]
+    watch_pool: FeedbackWatchPool | None = None
+    rule_evaluator: ConditionRuleEvaluator | None = None

@@ -27,9 +27,9 @@ def rt(api: Api, group: str, plural: str) -> ResourceType:
 
 
 async def eventually(check: Callable[[], T | None], what: str) -> T:
-    """Poll ``check`` until it returns something truthy, for at most 5 s."""
+    """Poll ``check`` until it returns something truthy, for at most 30 s."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + 5.0
+    deadline = loop.time() + 30.0
     while True:
         got = check()
         if got:
