@@ -124,7 +124,7 @@ def kubectl(sim: KubeSim, tmp_path: Path) -> Kubectl:
 
 
 async def eventually(
-    check: Callable[[], Awaitable[bool]], *, timeout: float = 10.0, what: str = "condition"
+    check: Callable[[], Awaitable[bool]], *, timeout: float = 30.0, what: str = "condition"
 ) -> None:
     """Wait until ``check()`` is true, polling with a deadline."""
     loop = asyncio.get_running_loop()
