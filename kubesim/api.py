@@ -132,7 +132,8 @@ class Api:
         self.namespace_finalize_delay = namespace_finalize_delay
         self._ns_emptied: dict[str, float] = {}
         self.registry = registry or Registry()
-        self._ips = ClusterIPAllocator()
+        # A /16 like a small cluster's service range; the recorded apiserver used 10.0.0.0/24.
+        self._ips = ClusterIPAllocator("10.0.0.0/16")
         self._schemas: dict[tuple[str, str, str], CRDSchema] = {}
         self._gc_wake = asyncio.Event()
         self._gc_pending: set[tuple[tuple[str, str], tuple[str, str]]] = set()
@@ -349,8 +350,24 @@ class Api:
             spec.setdefault("clusterIP", old["spec"]["clusterIP"])
             spec.setdefault("clusterIPs", old["spec"].get("clusterIPs", [old["spec"]["clusterIP"]]))
             return
-        if not spec.get("clusterIP"):
-            ip = self._ips.allocate()
+        wanted = spec.get("clusterIP")
+        if isinstance(wanted, str) and wanted and wanted != "None":
+            # A chosen address is reserved too, so that no other Service gets it.
+            try:
+                self._ips.allocate(wanted)
+            except ValueError as exc:
+                raise errors.invalid(
+                    "Service",
+                    (obj.get("metadata") or {}).get("name", ""),
+                    [errors.field_invalid("spec.clusterIPs", [wanted], str(exc))],
+                ) from exc
+            spec.setdefault("clusterIPs", [wanted])
+            return
+        if not wanted:
+            try:
+                ip = self._ips.allocate()
+            except ValueError as exc:
+                raise errors.internal_error(f"failed to allocate a serviceIP: {exc}") from exc
             spec["clusterIP"] = ip
             spec["clusterIPs"] = [ip]
 
@@ -410,6 +427,31 @@ class Api:
             else:
                 obj.pop("status", None)
         obj = self._prepare(rt, obj, None)
+        try:
+            return self._store_new(
+                rt, namespace, name, obj, caller, managed, supplied_managed, submitted
+            )
+        except BaseException:
+            self._release_ip(rt, obj)
+            raise
+
+    def _release_ip(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        if rt.kind == "Service" and rt.builtin:
+            ip = (obj.get("spec") or {}).get("clusterIP")
+            if isinstance(ip, str) and ip and ip != "None":
+                self._ips.release(ip)
+
+    def _store_new(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        obj: dict[str, Any],
+        caller: Caller,
+        managed: ManagedFields | None,
+        supplied_managed: Any,
+        submitted: dict[str, Any],
+    ) -> dict[str, Any]:
         meta = _meta(obj)
         if self.store.get(rt.key, (namespace if rt.namespaced else "", name)) is not None:
             raise errors.already_exists(rt.plural, name, rt.group)
@@ -434,6 +476,7 @@ class Api:
             meta["managedFields"] = fields
         obj = _ordered_meta(obj)
         if caller.dry_run:
+            self._release_ip(rt, obj)
             return obj
         rv = self.store.next_rv()
         obj["metadata"]["resourceVersion"] = str(rv)
@@ -782,6 +825,7 @@ class Api:
 
     def _remove(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
+        self._release_ip(rt, obj)
         rv = self.store.next_rv()
         final = copy.deepcopy(obj)
         final["metadata"]["resourceVersion"] = str(rv)
