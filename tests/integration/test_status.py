@@ -1,0 +1,799 @@
+"""The status controller against two kubesims (spec/agent.md sections 9-14).
+
+The spoke simulates workload controllers (``simulate_workloads``): Deployments,
+DaemonSets and Pods become ready and Jobs complete shortly after they are
+applied, so availability, status feedback and condition rules have real
+status to read. Every wait is :func:`tests.conftest.eventually` on an
+observable state; nothing sleeps to synchronise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+
+from kubesim.sim import KubeSim
+from tests.conftest import eventually
+from tests.integration.conftest import (
+    CLUSTER,
+    AgentRunner,
+    agent_settings,
+    configmap,
+    exists,
+    get_work,
+    manifest_condition,
+    manifest_statuses,
+    update_work,
+    wait_applied,
+    work_body,
+    work_condition,
+)
+from workagent.kube import CONFIGMAPS, DEPLOYMENTS, JOBS, MANIFESTWORKS, NAMESPACES, KubeClient
+from workagent.settings import FEATURE_RAW_FEEDBACK_JSON_STRING
+from workagent.watchpool import FeedbackWatchPool
+
+#: Poll often: a status sync every 0.3 s x [1, 1.9).
+FAST = 0.3
+
+HELLO: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "hello", "namespace": "default"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "hello"}},
+        "template": {
+            "metadata": {"labels": {"app": "hello"}},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "hello",
+                        "image": "quay.io/asmacdo/busybox",
+                        "command": ["sh", "-c", 'echo "Hello, Kubernetes!" && sleep 3600'],
+                    }
+                ]
+            },
+        },
+    },
+}
+
+_POD_SPEC = {"containers": [{"name": "main", "image": "busybox"}], "restartPolicy": "Never"}
+
+DAEMONSET: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "DaemonSet",
+    "metadata": {"name": "agent", "namespace": "default"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "agent"}},
+        "template": {
+            "metadata": {"labels": {"app": "agent"}},
+            "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+        },
+    },
+}
+
+
+def job(name: str) -> dict[str, Any]:
+    """A Job manifest the simulator completes."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"template": {"spec": _POD_SPEC}},
+    }
+
+
+POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "runner", "namespace": "default"},
+    "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+}
+
+
+@pytest.fixture
+def spoke_options() -> dict[str, Any]:
+    """The spoke writes the status workload controllers would."""
+    return {"simulate_workloads": True}
+
+
+@contextlib.asynccontextmanager
+async def running_agent(tmp_path: Path, **overrides: Any) -> AsyncIterator[AgentRunner]:
+    """The real agent with these settings (a fast status sync unless overridden)."""
+    overrides.setdefault("status_sync_interval", FAST)
+    runner = AgentRunner(agent_settings(tmp_path, **overrides))
+    await runner.start()
+    try:
+        yield runner
+    finally:
+        await runner.stop()
+
+
+def config(
+    group: str,
+    resource: str,
+    name: str,
+    namespace: str = "default",
+    *,
+    feedback: list[dict[str, Any]] | None = None,
+    rules: list[dict[str, Any]] | None = None,
+    scrape: str | None = None,
+) -> dict[str, Any]:
+    """One ``manifestConfigs`` entry."""
+    option: dict[str, Any] = {
+        "resourceIdentifier": {
+            "group": group,
+            "resource": resource,
+            "namespace": namespace,
+            "name": name,
+        }
+    }
+    if feedback is not None:
+        option["feedbackRules"] = feedback
+    if rules is not None:
+        option["conditionRules"] = rules
+    if scrape is not None:
+        option["feedbackScrapeType"] = scrape
+    return option
+
+
+WELL_KNOWN = {"type": "WellKnownStatus"}
+
+
+def json_paths(*paths: tuple[str, str] | tuple[str, str, str]) -> dict[str, Any]:
+    """A JSONPaths feedback rule from (name, path[, version]) tuples."""
+    entries = []
+    for item in paths:
+        entry = {"name": item[0], "path": item[1]}
+        if len(item) == 3:
+            entry["version"] = item[2]
+        entries.append(entry)
+    return {"type": "JSONPaths", "jsonPaths": entries}
+
+
+def cel(condition: str, *expressions: str, **extra: str) -> dict[str, Any]:
+    """A CEL condition rule."""
+    return {"type": "CEL", "condition": condition, "celExpressions": list(expressions), **extra}
+
+
+def values_of(work: dict[str, Any], ordinal: int) -> list[tuple[str, dict[str, Any]]]:
+    """(name, fieldValue) of a manifest's status feedback, in order."""
+    for entry in manifest_statuses(work):
+        if entry["resourceMeta"]["ordinal"] == ordinal:
+            values = (entry.get("statusFeedback") or {}).get("values") or []
+            return [(v["name"], v["fieldValue"]) for v in values]
+    return []
+
+
+def integer(n: int) -> dict[str, Any]:
+    return {"type": "Integer", "integer": n}
+
+
+def string(s: str) -> dict[str, Any]:
+    return {"type": "String", "string": s}
+
+
+def brief(cond: dict[str, Any] | None) -> tuple[Any, ...] | None:
+    """(status, reason, message) of a condition."""
+    return None if cond is None else (cond["status"], cond["reason"], cond.get("message", ""))
+
+
+async def wait_work(
+    hub_client: KubeClient, name: str, check: Callable[[dict[str, Any]], bool], what: str
+) -> dict[str, Any]:
+    """Wait until ``check(work)`` holds; returns that work."""
+    found: dict[str, Any] = {}
+
+    async def ok() -> bool:
+        work = await get_work(hub_client, name)
+        if check(work):
+            found.clear()
+            found.update(work)
+            return True
+        return False
+
+    await eventually(ok, what=what)
+    return found
+
+
+def pool_of(runner: AgentRunner) -> FeedbackWatchPool:
+    assert runner.agent is not None and runner.agent.deps.watch_pool is not None
+    return runner.agent.deps.watch_pool
+
+
+def sample(name: str, labels: dict[str, str] | None = None) -> float:
+    return REGISTRY.get_sample_value(name, labels or {}) or 0.0
+
+
+def status_syncs() -> float:
+    """Successful status syncs so far (each one requeues itself after the interval)."""
+    return sample(
+        "controller_runtime_reconcile_total",
+        {"controller": "AvailableStatusController", "result": "requeue_after"},
+    )
+
+
+# -- tests --------------------------------------------------------------------------------
+
+
+async def test_seed_feedback_of_the_hello_deployment(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """The seeds' example: WellKnownStatus plus an ``isAvailable`` JSONPath, polled."""
+    manifests = [HELLO, configmap("plain")]
+    configs = [
+        config(
+            "apps",
+            "deployments",
+            "hello",
+            feedback=[
+                WELL_KNOWN,
+                json_paths(("isAvailable", '.status.conditions[?(@.type=="Available")].status')),
+            ],
+        )
+    ]
+    async with running_agent(tmp_path):
+        await hub_client.create(
+            MANIFESTWORKS, work_body("hello-work-demo", manifests, manifestConfigs=configs)
+        )
+        work = await wait_work(
+            hub_client,
+            "hello-work-demo",
+            lambda w: len(values_of(w, 0)) == 4,
+            "the hello deployment's feedback",
+        )
+    assert values_of(work, 0) == [
+        ("ReadyReplicas", integer(1)),
+        ("Replicas", integer(1)),
+        ("AvailableReplicas", integer(1)),
+        ("isAvailable", string("True")),
+    ]
+    generation = work["metadata"]["generation"]
+    for ordinal, synced_reason in ((0, "StatusFeedbackSynced"), (1, "NoStatusFeedbackSynced")):
+        entry = manifest_statuses(work)[ordinal]
+        assert [c["type"] for c in entry["conditions"]] == [
+            "Applied",
+            "Available",
+            "StatusFeedbackSynced",
+        ]
+        available = manifest_condition(work, ordinal, "Available")
+        assert brief(available) == ("True", "ResourceAvailable", "Resource is available")
+        assert available is not None and "observedGeneration" not in available
+        assert brief(manifest_condition(work, ordinal, "StatusFeedbackSynced")) == (
+            "True",
+            synced_reason,
+            "",
+        )
+    assert values_of(work, 1) == []
+    available = work_condition(work, "Available")
+    assert brief(available) == ("True", "ResourcesAvailable", "All resources are available")
+    assert available is not None and available["observedGeneration"] == generation
+
+
+async def test_converged_work_makes_no_hub_writes(
+    hub: KubeSim, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """Unchanged values and conditions cost no write, however often the status is synced."""
+    configs = [config("apps", "deployments", "hello", feedback=[WELL_KNOWN])]
+    async with running_agent(tmp_path, status_sync_interval=0.1):
+        await hub_client.create(MANIFESTWORKS, work_body("quiet", [HELLO], manifestConfigs=configs))
+        work = await wait_work(
+            hub_client,
+            "quiet",
+            lambda w: len(values_of(w, 0)) == 3 and work_condition(w, "Available") is not None,
+            "the feedback to converge",
+        )
+        hub.state.stats.reset()
+        before = status_syncs()
+
+        async def synced_again() -> bool:
+            return status_syncs() >= before + 5
+
+        await eventually(synced_again, what="five more status syncs")
+        writes = {"create", "update", "patch", "delete", "deletecollection"}
+        made = [
+            row
+            for row in hub.state.stats.to_json()["requests"]
+            if row["verb"] in writes and row["userAgent"] in ("work-agent", "workagent")
+        ]
+        assert made == [], made
+    assert (await get_work(hub_client, "quiet"))["metadata"]["resourceVersion"] == work["metadata"][
+        "resourceVersion"
+    ]
+
+
+async def test_well_known_status_of_each_kind(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """Deployment, DaemonSet, Job and Pod templates; any other kind is an error."""
+    manifests = [HELLO, DAEMONSET, job("batch"), POD, configmap("no-template")]
+    configs = [
+        config("apps", "deployments", "hello", feedback=[WELL_KNOWN]),
+        config("apps", "daemonsets", "agent", feedback=[WELL_KNOWN]),
+        config("batch", "jobs", "batch", feedback=[WELL_KNOWN]),
+        config("", "pods", "runner", feedback=[WELL_KNOWN]),
+        config("", "configmaps", "no-template", feedback=[WELL_KNOWN]),
+    ]
+    expected = {
+        0: [
+            ("ReadyReplicas", integer(1)),
+            ("Replicas", integer(1)),
+            ("AvailableReplicas", integer(1)),
+        ],
+        1: [
+            ("NumberReady", integer(1)),
+            ("DesiredNumberScheduled", integer(1)),
+            ("NumberAvailable", integer(1)),
+        ],
+        2: [("JobComplete", string("True")), ("JobSucceeded", integer(1))],
+        3: [("PodReady", string("True")), ("PodPhase", string("Running"))],
+    }
+    async with running_agent(tmp_path):
+        await hub_client.create(
+            MANIFESTWORKS, work_body("kinds", manifests, manifestConfigs=configs)
+        )
+        work = await wait_work(
+            hub_client,
+            "kinds",
+            lambda w: all(values_of(w, i) == v for i, v in expected.items()),
+            "well-known values of every kind",
+        )
+    for ordinal in expected:
+        assert brief(manifest_condition(work, ordinal, "StatusFeedbackSynced")) == (
+            "True",
+            "StatusFeedbackSynced",
+            "",
+        )
+    assert values_of(work, 4) == []
+    assert brief(manifest_condition(work, 4, "StatusFeedbackSynced")) == (
+        "False",
+        "StatusFeedbackSyncFailed",
+        "Sync status feedback failed with error "
+        "cannot find the wellknown statuses for resource with gvk /v1, Kind=ConfigMap",
+    )
+
+
+async def test_json_paths(hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path) -> None:
+    """Any field can be read; missing ones are skipped; a wrong version is an error, and
+    without RawFeedbackJsonString a list is one too, while the other values stay."""
+    manifests = [configmap("paths", test="some value"), HELLO]
+    configs = [
+        config(
+            "",
+            "configmaps",
+            "paths",
+            feedback=[
+                json_paths(
+                    ("test", ".data.test"),
+                    ("name", ".metadata.name"),
+                    ("missing", ".data.missing"),
+                )
+            ],
+        ),
+        config(
+            "apps",
+            "deployments",
+            "hello",
+            feedback=[
+                json_paths(
+                    ("replicas", ".status.replicas"),
+                    ("other-version", ".status.replicas", "v1beta1"),
+                    ("conds", ".status.conditions"),
+                )
+            ],
+        ),
+    ]
+    async with running_agent(tmp_path):
+        await hub_client.create(
+            MANIFESTWORKS, work_body("paths", manifests, manifestConfigs=configs)
+        )
+        work = await wait_work(
+            hub_client,
+            "paths",
+            lambda w: bool(values_of(w, 0)) and bool(values_of(w, 1)),
+            "values of both manifests",
+        )
+    assert values_of(work, 0) == [("test", string("some value")), ("name", string("paths"))]
+    assert brief(manifest_condition(work, 0, "StatusFeedbackSynced")) == (
+        "True",
+        "StatusFeedbackSynced",
+        "",
+    )
+    assert values_of(work, 1) == [("replicas", integer(1))]
+    assert brief(manifest_condition(work, 1, "StatusFeedbackSynced")) == (
+        "False",
+        "StatusFeedbackSyncFailed",
+        "Sync status feedback failed with error [version set in the path other-version is not "
+        "matched for the related resource, the type []interface {} of the value for conds is "
+        "not found]",
+    )
+
+
+async def test_json_raw_with_the_feature_gate(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """With RawFeedbackJsonString a list is reported as compact JSON text."""
+    configs = [
+        config(
+            "apps",
+            "deployments",
+            "hello",
+            feedback=[json_paths(("conds", ".status.conditions"))],
+        )
+    ]
+    gates = frozenset({FEATURE_RAW_FEEDBACK_JSON_STRING})
+    async with running_agent(tmp_path, feature_gates=gates):
+        await hub_client.create(MANIFESTWORKS, work_body("raw", [HELLO], manifestConfigs=configs))
+        work = await wait_work(
+            hub_client, "raw", lambda w: bool(values_of(w, 0)), "the raw conditions value"
+        )
+    [(name, value)] = values_of(work, 0)
+    assert (name, value["type"]) == ("conds", "JsonRaw")
+    live = await spoke_client.get(DEPLOYMENTS, "hello", "default")
+    # Go's encoding: keys sorted, no spaces.
+    assert value["jsonRaw"] == json.dumps(
+        live["status"]["conditions"], sort_keys=True, separators=(",", ":")
+    )
+    assert brief(manifest_condition(work, 0, "StatusFeedbackSynced"))[:2] == (  # type: ignore[index]
+        "True",
+        "StatusFeedbackSynced",
+    )
+
+
+async def test_watch_mode_reports_changes_without_waiting(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """With ``feedbackScrapeType: Watch`` a status change reaches the hub at once,
+    long before the (60 s) status sync interval."""
+    configs = [config("apps", "deployments", "hello", feedback=[WELL_KNOWN], scrape="Watch")]
+    async with running_agent(tmp_path, status_sync_interval=60) as runner:
+        await hub_client.create(
+            MANIFESTWORKS, work_body("watched", [HELLO], manifestConfigs=configs)
+        )
+        await wait_work(
+            hub_client,
+            "watched",
+            lambda w: ("ReadyReplicas", integer(1)) in values_of(w, 0),
+            "the first feedback",
+        )
+        pool = pool_of(runner)
+        assert pool.is_watched("apps", "deployments", "default", "hello", "watched")
+        assert sample("feedback_watch_pool_informers") == 1
+        assert sample("feedback_watch_pool_registrations") == 1
+
+        live = await spoke_client.get(DEPLOYMENTS, "hello", "default")
+        patch = {
+            "status": {"replicas": 3, "readyReplicas": 2, "availableReplicas": 2},
+            "metadata": {"resourceVersion": live["metadata"]["resourceVersion"]},
+        }
+        await spoke_client.patch(
+            DEPLOYMENTS, "hello", patch, "default", patch_type="merge", subresource="status"
+        )
+        work = await wait_work(
+            hub_client,
+            "watched",
+            lambda w: ("ReadyReplicas", integer(2)) in values_of(w, 0),
+            "the changed status on the hub",
+        )
+    assert values_of(work, 0) == [
+        ("ReadyReplicas", integer(2)),
+        ("Replicas", integer(3)),
+        ("AvailableReplicas", integer(2)),
+    ]
+    assert sample("feedback_watch_pool_informers") == 0  # stopped with the agent
+
+
+async def test_watch_limit_falls_back_to_poll_and_promotes(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """With room for two informers the third namespace is polled, and is watched once a
+    deleted work frees a slot."""
+    names = ("wa", "wb", "wc")
+    for name in names:
+        await spoke_client.create(NAMESPACES, {"metadata": {"name": f"ns-{name}"}})
+    before = sample("feedback_watch_fallbacks_total")
+    async with running_agent(tmp_path, max_feedback_watch=2) as runner:
+        pool = pool_of(runner)
+        for name in names:
+            configs = [
+                config(
+                    "",
+                    "configmaps",
+                    "cm",
+                    f"ns-{name}",
+                    feedback=[json_paths(("key", ".data.key"))],
+                    scrape="Watch",
+                )
+            ]
+            body = work_body(name, [configmap("cm", f"ns-{name}")], manifestConfigs=configs)
+            await hub_client.create(MANIFESTWORKS, body)
+        for name in names:
+            # The one left out is still polled.
+            await wait_work(
+                hub_client, name, lambda w: bool(values_of(w, 0)), f"feedback of work {name}"
+            )
+
+        def watched() -> list[str]:
+            return [n for n in names if pool.is_watched("", "configmaps", f"ns-{n}", "cm", n)]
+
+        async def two_watched() -> bool:
+            return len(watched()) == 2
+
+        await eventually(two_watched, what="two of the three resources watched")
+        assert len(pool.watched()) == 2
+        assert sample("feedback_watch_pool_informers") == 2
+        assert sample("feedback_watch_fallbacks_total") - before == 1
+        [polled] = [n for n in names if n not in watched()]
+
+        await hub_client.delete(MANIFESTWORKS, watched()[0], CLUSTER)
+
+        async def promoted() -> bool:
+            return polled in watched() and len(pool.watched()) == 2
+
+        await eventually(promoted, what=f"work {polled} promoted to a watch")
+        assert sample("feedback_watch_pool_registrations") == 2
+        assert sample("feedback_watch_fallbacks_total") - before == 1
+
+
+async def test_switching_to_poll_releases_the_watch(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """Scrape type Watch -> Poll: the registration goes, and with it the informer."""
+    feedback = [json_paths(("key", ".data.key"))]
+    configs = [config("", "configmaps", "switch", feedback=feedback, scrape="Watch")]
+    async with running_agent(tmp_path) as runner:
+        pool = pool_of(runner)
+        await hub_client.create(
+            MANIFESTWORKS, work_body("switch", [configmap("switch")], manifestConfigs=configs)
+        )
+
+        async def is_watched() -> bool:
+            return pool.is_watched("", "configmaps", "default", "switch", "switch")
+
+        await eventually(is_watched, what="the configmap to be watched")
+
+        def to_poll(work: dict[str, Any]) -> None:
+            work["spec"]["manifestConfigs"][0]["feedbackScrapeType"] = "Poll"
+
+        await update_work(hub_client, "switch", to_poll)
+
+        async def released() -> bool:
+            return not pool.registrations() and not pool.watched()
+
+        await eventually(released, what="the watch to be released")
+        assert sample("feedback_watch_pool_informers") == 0
+        assert sample("feedback_watch_pool_registrations") == 0
+        work = await get_work(hub_client, "switch")
+        assert values_of(work, 0) == [("key", string("value"))]
+
+
+async def test_job_completion_completes_and_freezes_the_work(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """A WellKnownConditions ``Complete`` rule on a Job: once it is True the work is
+    Complete and no longer applied, while its status is still reported."""
+    rules = [{"type": "WellKnownConditions", "condition": "Complete"}]
+    configs = [config("batch", "jobs", "once", rules=rules)]
+    async with running_agent(tmp_path) as runner:
+        await hub_client.create(
+            MANIFESTWORKS, work_body("batch", [job("once")], manifestConfigs=configs)
+        )
+        work = await wait_work(
+            hub_client,
+            "batch",
+            lambda w: (work_condition(w, "Complete") or {}).get("status") == "True",
+            "the work to complete",
+        )
+        generation = work["metadata"]["generation"]
+        cond = manifest_condition(work, 0, "Complete")
+        assert brief(cond) == ("True", "ConditionRuleEvaluated", "Job is finished")
+        assert cond is not None and cond["observedGeneration"] == generation
+        cond = work_condition(work, "Complete")
+        assert brief(cond) == ("True", "ConditionRulesAggregated", "Job is finished")
+        assert cond is not None and cond["observedGeneration"] == generation
+
+        assert runner.agent is not None
+        applies = {"controller": "manifestwork-controller", "result": "success"}
+        frozen_before = sample("controller_runtime_reconcile_total", applies)
+        await update_work(
+            hub_client,
+            "batch",
+            lambda w: w["spec"]["workload"]["manifests"].append(configmap("late")),
+        )
+
+        async def apply_loop_passed() -> bool:
+            # A frozen work's reconcile ends at once with "success" (no requeue).
+            return sample("controller_runtime_reconcile_total", applies) > frozen_before
+
+        await eventually(apply_loop_passed, what="the apply loop to see the new spec")
+        assert not await exists(spoke_client, CONFIGMAPS, "late", "default")
+        # Status syncing goes on: the work-level conditions follow the new generation.
+        work = await wait_work(
+            hub_client,
+            "batch",
+            lambda w: (
+                (work_condition(w, "Available") or {}).get("observedGeneration") == generation + 1
+            ),
+            "the status of the new generation",
+        )
+        assert (work_condition(work, "Applied") or {}).get("observedGeneration") == generation
+        assert (work_condition(work, "Complete") or {}).get("status") == "True"
+        assert len(manifest_statuses(work)) == 1
+
+
+async def test_completed_manifest_is_not_reapplied_after_a_spec_change(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """A manifest whose ``Complete`` is True is skipped by later applies; a CEL rule that
+    is literally ``false`` keeps the work itself from completing."""
+    configs = [
+        config(
+            "batch",
+            "jobs",
+            "first",
+            rules=[{"type": "WellKnownConditions", "condition": "Complete"}],
+        ),
+        config("", "configmaps", "never", rules=[cel("Complete", "false")]),
+    ]
+    manifests = [job("first"), configmap("never", key="v1")]
+    async with running_agent(tmp_path):
+        await hub_client.create(
+            MANIFESTWORKS, work_body("partly", manifests, manifestConfigs=configs)
+        )
+        work = await wait_work(
+            hub_client,
+            "partly",
+            lambda w: (
+                (manifest_condition(w, 0, "Complete") or {}).get("status") == "True"
+                and work_condition(w, "Complete") is not None
+            ),
+            "the job to complete",
+        )
+        assert brief(manifest_condition(work, 1, "Complete")) == (
+            "False",
+            "ConditionRuleEvaluated",
+            "Manifest is not Complete",
+        )
+        assert brief(work_condition(work, "Complete")) == (
+            "False",
+            "ConditionRulesAggregated",
+            "Aggregated from 2 manifest conditions",
+        )
+
+        changed = copy.deepcopy(job("first"))
+        changed["metadata"]["labels"] = {"edited": "yes"}
+
+        def edit(work: dict[str, Any]) -> None:
+            work["spec"]["workload"]["manifests"] = [changed, configmap("never", key="v2")]
+
+        written = await update_work(hub_client, "partly", edit)
+        done = await wait_applied(
+            hub_client, "partly", generation=written["metadata"]["generation"]
+        )
+        assert (await spoke_client.get(CONFIGMAPS, "never", "default"))["data"] == {"key": "v2"}
+        live = await spoke_client.get(JOBS, "first", "default")
+        assert "edited" not in (live["metadata"].get("labels") or {})
+        assert (manifest_condition(done, 0, "Applied") or {}).get("status") == "True"
+
+
+async def test_cel_rules_and_work_level_aggregation(
+    spoke: KubeSim, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """CEL rules with a messageExpression, their aggregation to the work, removal of a
+    rule's condition with the rule, and Available aggregation when a resource is gone."""
+    ready = cel(
+        "Ready",
+        "object.status.readyReplicas == 1",
+        messageExpression="result ? 'ready replicas: ' + string(object.status.readyReplicas) : 'no'",
+    )
+    configs = [
+        config("apps", "deployments", "hello", rules=[ready, cel("Degraded", "false")]),
+        config("", "configmaps", "side", rules=[cel("Degraded", "true")]),
+    ]
+    async with running_agent(tmp_path):
+        await hub_client.create(
+            MANIFESTWORKS, work_body("rules", [HELLO, configmap("side")], manifestConfigs=configs)
+        )
+        work = await wait_work(
+            hub_client,
+            "rules",
+            lambda w: (work_condition(w, "Ready") or {}).get("status") == "True",
+            "the deployment to be Ready",
+        )
+        generation = work["metadata"]["generation"]
+        assert brief(manifest_condition(work, 0, "Ready")) == (
+            "True",
+            "ConditionRuleEvaluated",
+            "ready replicas: 1",
+        )
+        assert brief(work_condition(work, "Ready")) == (
+            "True",
+            "ConditionRulesAggregated",
+            "ready replicas: 1",
+        )
+        assert brief(manifest_condition(work, 0, "Degraded")) == (
+            "False",
+            "ConditionRuleEvaluated",
+            "Manifest is not Degraded",
+        )
+        assert brief(manifest_condition(work, 1, "Degraded")) == (
+            "True",
+            "ConditionRuleEvaluated",
+            "Manifest is Degraded",
+        )
+        degraded = work_condition(work, "Degraded")
+        assert brief(degraded) == (
+            "False",
+            "ConditionRulesAggregated",
+            "Aggregated from 2 manifest conditions",
+        )
+        assert degraded is not None and degraded["observedGeneration"] == generation
+        work_types = [c["type"] for c in work["status"]["conditions"]]
+        assert sorted(work_types) == ["Applied", "Available", "Degraded", "Ready"]
+
+        # A resource gone from the spoke: the apply loop recreates it only on its
+        # next resync, the status shows it at once.
+        await spoke_client.delete(CONFIGMAPS, "side", "default")
+        work = await wait_work(
+            hub_client,
+            "rules",
+            lambda w: (work_condition(w, "Available") or {}).get("status") == "False",
+            "the work to be unavailable",
+        )
+        assert brief(manifest_condition(work, 1, "Available")) == (
+            "False",
+            "ResourceNotAvailable",
+            "Resource is not available",
+        )
+        assert brief(work_condition(work, "Available")) == (
+            "False",
+            "ResourcesNotAvailable",
+            "1 of 2 resources are not available",
+        )
+
+        # Unreadable: Unknown, with the API server's message.
+        fault = spoke.inject(verb="get", resource="deployments", code=500)
+        work = await wait_work(
+            hub_client,
+            "rules",
+            lambda w: (manifest_condition(w, 0, "Available") or {}).get("status") == "Unknown",
+            "the deployment to be unreadable",
+        )
+        status, reason, message = brief(manifest_condition(work, 0, "Available"))  # type: ignore[misc]
+        assert (status, reason) == ("Unknown", "FetchingResourceFailed")
+        assert message.startswith("Failed to fetch resource: ")
+        # The rule conditions of an unreadable resource keep their last value.
+        assert (manifest_condition(work, 0, "Ready") or {}).get("status") == "True"
+        spoke.state.faults.rules.remove(fault)
+
+        # The Degraded rules leave the spec: their conditions leave the status.
+        def without_degraded(work: dict[str, Any]) -> None:
+            work["spec"]["manifestConfigs"] = [
+                config("apps", "deployments", "hello", rules=[ready]),
+                config("", "configmaps", "side", feedback=[json_paths(("key", ".data.key"))]),
+            ]
+
+        await update_work(hub_client, "rules", without_degraded)
+        work = await wait_work(
+            hub_client,
+            "rules",
+            lambda w: (
+                work_condition(w, "Degraded") is None
+                and (work_condition(w, "Available") or {}).get("status") == "True"
+                and (work_condition(w, "Ready") or {}).get("observedGeneration") == generation + 1
+            ),
+            "the Degraded conditions to go",
+        )
+        assert manifest_condition(work, 0, "Degraded") is None
+        assert manifest_condition(work, 1, "Degraded") is None
+        assert brief(work_condition(work, "Available")) == (
+            "True",
+            "ResourcesAvailable",
+            "All resources are available",
+        )

@@ -1,0 +1,391 @@
+"""AvailableStatusController: status of the applied resources (spec/agent.md §10-§14).
+
+One sync of work ``W`` (only once ``W`` has the cleanup finalizer and a
+work-level ``Applied`` condition; a deleting work is still synced):
+
+1. for every entry of ``status.resourceStatus.manifests`` read the live object
+   (from the feedback watch pool's cache when it has a synced informer, else a
+   GET) and set the manifest's ``Available`` condition; when the read failed
+   the entry's other conditions, its values and its watch registration are
+   left as they are;
+2. register the object with the watch pool when its effective scrape type is
+   Watch, else release any registration;
+3. compute the status feedback values and ``StatusFeedbackSynced`` (a value
+   change re-adds the condition, so its transition time says when the values
+   last changed);
+4. evaluate the condition rules, then drop rule conditions of an older
+   generation (rules removed from the spec);
+5. aggregate ``Available`` and the rule conditions to the work level, drop
+   rule-made work conditions of an older generation;
+6. patch the status only when it changed, and come back after
+   ``--status-sync-interval`` x [1, 1.9).
+
+Triggers: every hub ManifestWork event, and add/update events of objects in
+the watch pool's informers, mapped to the works listing the object through
+the ``byWorkIndex`` index (``group/resource/version/namespace/name``).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from schemas.meta import now
+from schemas.wire import (
+    CONDITION_APPLIED,
+    CONDITION_AVAILABLE,
+    CONDITION_RULE_REASON_PREFIX,
+    CONDITION_STATUS_FEEDBACK_SYNCED,
+    REASON_FETCHING_RESOURCE_FAILED,
+    REASON_INCOMPLETE_RESOURCE_META,
+    REASON_RESOURCE_AVAILABLE,
+    REASON_RESOURCE_NOT_AVAILABLE,
+)
+from schemas.work_v1 import FeedbackScrapeType, ManifestConfigOption, ManifestWorkSpec
+from workagent.conditions import aggregate, aggregate_available, evaluate_rules
+from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
+from workagent.controllers.conditions import (
+    Condition,
+    find_condition,
+    new_condition,
+    remove_condition,
+    set_condition,
+)
+from workagent.controllers.deps import AgentDeps
+from workagent.controllers.manifestconfig import find_manifest_config
+from workagent.controllers.manifestwork import _log_fields, describe_error
+from workagent.controllers.patcher import RecentWrites, normalized, patch_status
+from workagent.feedback import read_feedback
+from workagent.kube import MANIFESTWORKS, Conflict, KubeError, NotFound, Resource
+from workagent.runtime import Controller, Object, Result, TerminalError, WorkQueue, bound_context
+from workagent.settings import FEATURE_RAW_FEEDBACK_JSON_STRING
+from workagent.watchpool import FeedbackWatchPool
+
+log = structlog.get_logger(__name__)
+
+QUEUE_NAME = "AvailableStatusController"
+#: Hub ManifestWork index: the objects a work lists in its status.
+BY_WORK_INDEX = "byWorkIndex"
+#: The status sync period is jittered by x [1, 1 + STATUS_JITTER).
+STATUS_JITTER = 0.9
+
+
+def resource_index_key(group: str, resource: str, version: str, namespace: str, name: str) -> str:
+    """The ``byWorkIndex`` value of one object: ``group/resource/version/namespace/name``."""
+    return f"{group}/{resource}/{version}/{namespace}/{name}"
+
+
+def _meta_str(meta: dict[str, Any], field: str) -> str:
+    return str(meta.get(field) or "")
+
+
+def index_by_resource(work: Object) -> list[str]:
+    """Index function: every object listed in ``status.resourceStatus.manifests``."""
+    keys = []
+    for entry in _manifests(work):
+        meta = entry.get("resourceMeta") or {}
+        keys.append(
+            resource_index_key(
+                _meta_str(meta, "group"),
+                _meta_str(meta, "resource"),
+                _meta_str(meta, "version"),
+                _meta_str(meta, "namespace"),
+                _meta_str(meta, "name"),
+            )
+        )
+    return keys
+
+
+def _manifests(work: Object) -> list[dict[str, Any]]:
+    return list(((work.get("status") or {}).get("resourceStatus") or {}).get("manifests") or [])
+
+
+@dataclass(frozen=True)
+class ReadOutcome:
+    """A live read: the object (None when it could not be read) and its ``Available``."""
+
+    obj: Object | None
+    available: Condition
+
+
+def _available(status: str, reason: str, message: str) -> Condition:
+    # Manifest-level Available carries no observedGeneration (section 9).
+    return new_condition(CONDITION_AVAILABLE, status, reason, message, None)
+
+
+def _is_rule_condition(cond: Condition) -> bool:
+    return str(cond.get("reason") or "").startswith(CONDITION_RULE_REASON_PREFIX)
+
+
+def drop_stale_rule_conditions(conditions: list[Condition], generation: int) -> None:
+    """Remove rule-made conditions of another generation (their rule left the spec)."""
+    conditions[:] = [
+        c
+        for c in conditions
+        if not (_is_rule_condition(c) and int(c.get("observedGeneration") or 0) != generation)
+    ]
+
+
+class AvailableStatusController:
+    """Reports availability, status feedback and condition rules of applied resources."""
+
+    def __init__(self, deps: AgentDeps) -> None:
+        self.deps = deps
+        self.pool: FeedbackWatchPool | None = deps.watch_pool
+        self.queue = WorkQueue(QUEUE_NAME)
+        self.controller = Controller(
+            QUEUE_NAME,
+            self.queue,
+            self.reconcile,
+            workers=deps.settings.workers,
+            depends_on=[deps.works],
+        )
+        self._written = RecentWrites()
+        deps.works.add_indexer(BY_WORK_INDEX, index_by_resource)
+        deps.works.add_handler(
+            on_add=self._enqueue,
+            on_update=lambda _old, new: self._enqueue(new),
+            on_delete=self._enqueue,
+        )
+        if self.pool is not None:
+            self.pool.add_listener(self._on_watched_object)
+
+    # -- triggers ----------------------------------------------------------------------
+    def _enqueue(self, work: Object) -> None:
+        self.queue.add(str(work["metadata"]["name"]))
+
+    def _on_watched_object(self, group: str, version: str, resource: str, obj: Object) -> None:
+        meta = obj.get("metadata") or {}
+        key = resource_index_key(
+            group,
+            resource,
+            version,
+            str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""),
+        )
+        for work in self.deps.works.store.by_index(BY_WORK_INDEX, key):
+            self._enqueue(work)
+
+    # -- reconcile ----------------------------------------------------------------------
+    async def reconcile(self, key: str) -> Result | None:
+        """Sync the status of work ``key``; see the module docstring."""
+        cached = self._written.latest(key, work_from_cache(self.deps, key))
+        if cached is None:
+            self._written.forget(key)
+            if self.pool is not None:
+                # Beyond OCM (which waits for the AMW finalizer): a work that is
+                # gone from the hub watches nothing any more.
+                await self.pool.release_work(key)
+            return None
+        if not has_finalizer(cached):
+            return None
+        if (
+            find_condition((cached.get("status") or {}).get("conditions"), CONDITION_APPLIED)
+            is None
+        ):
+            return None  # nothing to report before the work was applied once
+        with bound_context(**_log_fields(cached)):
+            return await self._sync(key, cached)
+
+    async def _sync(self, name: str, cached: Object) -> Result | None:
+        deps = self.deps
+        work = copy.deepcopy(cached)
+        generation = int(work["metadata"].get("generation") or 0)
+        raw_spec = dict(work.get("spec") or {})
+        raw_spec.pop("workload", None)
+        try:
+            spec = ManifestWorkSpec.model_validate(raw_spec)
+        except ValueError as err:
+            # The hub validated it with the same schema; only a foreign writer gets here.
+            raise TerminalError(f"unreadable spec: {err}") from err
+
+        status = work.setdefault("status", {})
+        manifests = _manifests(work)  # the entries themselves are updated in place
+        moment = now()
+        listed: set[tuple[str, str, str, str, str]] = set()
+        for entry in manifests:
+            listed.add(_identity(entry.get("resourceMeta") or {}))
+            await self._sync_manifest(work, entry, spec, generation, moment)
+        if self.pool is not None:
+            # Registrations of objects the work no longer lists (removed from the
+            # spec, or now served at another version) go at once.
+            await self.pool.retain(name, listed)
+
+        conditions: list[Condition] = status.setdefault("conditions", [])
+        per_manifest = [entry.get("conditions") or [] for entry in manifests]
+        set_condition(conditions, aggregate_available(per_manifest, generation=generation), moment)
+        for cond in aggregate(per_manifest, generation=generation):
+            set_condition(conditions, cond, moment)
+        drop_stale_rule_conditions(conditions, generation)
+
+        try:
+            written = await patch_status(deps.hub, MANIFESTWORKS, cached, status)
+        except NotFound:
+            return None  # deleted meanwhile: the next event says so
+        except Conflict:
+            # The apply loop (or someone else) wrote first: recompute on fresh data.
+            log.debug("status changed meanwhile, syncing again")
+            return Result(requeue=True)
+        if written is not None:
+            self._written.remember(name, cached, written)
+            log.info("updated status of applied resources")
+        interval = deps.settings.status_sync_interval
+        return Result(requeue_after=interval * (1 + random.random() * STATUS_JITTER))
+
+    async def _sync_manifest(
+        self,
+        work: Object,
+        entry: dict[str, Any],
+        spec: ManifestWorkSpec,
+        generation: int,
+        moment: datetime,
+    ) -> None:
+        deps = self.deps
+        work_name = str(work["metadata"]["name"])
+        meta = entry.get("resourceMeta") or {}
+        conditions: list[Condition] = entry.setdefault("conditions", [])
+        outcome = await self._read(meta)
+        set_condition(conditions, outcome.available, moment)
+        obj = outcome.obj
+        if obj is None:
+            return  # the rest stays as it was until the object can be read again
+
+        group, resource = _meta_str(meta, "group"), _meta_str(meta, "resource")
+        version = _meta_str(meta, "version")
+        namespace, obj_name = _meta_str(meta, "namespace"), _meta_str(meta, "name")
+        option = find_manifest_config(spec.manifest_configs, group, resource, namespace, obj_name)
+        await self._update_watch(work, meta, option)
+
+        feedback = read_feedback(
+            list(option.feedback_rules or []) if option is not None else [],
+            obj,
+            raw_json=deps.settings.gate(FEATURE_RAW_FEEDBACK_JSON_STRING),
+            max_json_raw_length=deps.settings.max_json_raw_length,
+        )
+        values = list(feedback.values)
+        old_values = (entry.get("statusFeedback") or {}).get("values") or []
+        if normalized(old_values) != normalized(values):
+            # New values: a fresh transition time tells when they last changed.
+            remove_condition(conditions, CONDITION_STATUS_FEEDBACK_SYNCED)
+        synced_status, synced_reason, synced_message = feedback.condition
+        set_condition(
+            conditions,
+            new_condition(
+                CONDITION_STATUS_FEEDBACK_SYNCED, synced_status, synced_reason, synced_message, None
+            ),
+            moment,
+        )
+        entry["statusFeedback"] = {"values": values} if values else {}
+
+        rules = list(option.condition_rules or []) if option is not None else []
+        evaluated = await evaluate_rules(
+            rules, obj, generation=generation, evaluator=deps.rule_evaluator
+        )
+        for cond in evaluated:
+            set_condition(conditions, cond, moment)
+        drop_stale_rule_conditions(conditions, generation)
+        log.debug(
+            "synced manifest status",
+            group=group,
+            version=version,
+            resource=resource,
+            namespace=namespace,
+            resource_name=obj_name,
+            work=work_name,
+        )
+
+    async def _update_watch(
+        self, work: Object, meta: dict[str, Any], option: ManifestConfigOption | None
+    ) -> None:
+        pool = self.pool
+        if pool is None:
+            return
+        work_name = str(work["metadata"]["name"])
+        group, resource = _meta_str(meta, "group"), _meta_str(meta, "resource")
+        namespace, obj_name = _meta_str(meta, "namespace"), _meta_str(meta, "name")
+        watch = option is not None and option.feedback_scrape_type == FeedbackScrapeType.WATCH
+        # Beyond OCM: a work being deleted starts no new watch (its AppliedManifestWork
+        # finalizer is releasing them), it is only polled until it is gone.
+        if watch and not is_deleting(work):
+            await pool.register(_resource_of(meta), namespace, obj_name, work_name)
+        else:
+            await pool.unregister(group, resource, namespace, obj_name, work_name)
+
+    async def _read(self, meta: dict[str, Any]) -> ReadOutcome:
+        """The live object of a resourceMeta and its ``Available`` condition (section 12)."""
+        if not (meta.get("resource") and meta.get("version") and meta.get("name")):
+            return ReadOutcome(
+                None,
+                _available(
+                    "Unknown", REASON_INCOMPLETE_RESOURCE_META, "Resource meta is incomplete"
+                ),
+            )
+        group, version = _meta_str(meta, "group"), _meta_str(meta, "version")
+        resource, namespace = _meta_str(meta, "resource"), _meta_str(meta, "namespace")
+        name = _meta_str(meta, "name")
+        obj: Object | None
+        cached = (
+            self.pool.lookup(group, version, resource, namespace, name)
+            if self.pool is not None
+            else None
+        )
+        if cached is not None:
+            obj = cached.obj
+        else:
+            try:
+                obj = await self.deps.spoke.get(_resource_of(meta), name, namespace or None)
+            except NotFound:
+                obj = None
+            except KubeError as err:
+                return ReadOutcome(
+                    None,
+                    _available(
+                        "Unknown",
+                        REASON_FETCHING_RESOURCE_FAILED,
+                        f"Failed to fetch resource: {describe_error(err)}",
+                    ),
+                )
+        if obj is None:
+            return ReadOutcome(
+                None,
+                _available("False", REASON_RESOURCE_NOT_AVAILABLE, "Resource is not available"),
+            )
+        return ReadOutcome(
+            obj, _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available")
+        )
+
+
+def _identity(meta: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    """(group, version, resource, namespace, name) of a resourceMeta."""
+    return (
+        _meta_str(meta, "group"),
+        _meta_str(meta, "version"),
+        _meta_str(meta, "resource"),
+        _meta_str(meta, "namespace"),
+        _meta_str(meta, "name"),
+    )
+
+
+def _resource_of(meta: dict[str, Any]) -> Resource:
+    """The API resource of a resourceMeta; the apply loop already cleared the
+    namespace of cluster-scoped ones, so a namespace means namespaced."""
+    return Resource(
+        group=_meta_str(meta, "group"),
+        version=_meta_str(meta, "version"),
+        plural=_meta_str(meta, "resource"),
+        kind=_meta_str(meta, "kind"),
+        namespaced=bool(meta.get("namespace")),
+    )
+
+
+def status_controller(deps: AgentDeps) -> Controller:
+    """Build the status controller and register its event handlers and index.
+
+    Call it once per ``deps``: it adds the ``byWorkIndex`` index to ``deps.works``.
+    """
+    return AvailableStatusController(deps).controller
