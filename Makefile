@@ -21,7 +21,7 @@ setup-test: $(UV)
 	$(UV) sync --frozen --quiet --group charts
 
 demo: setup
-	$(RUN) python -m kubesim.demo
+	$(RUN) python -m demo
 
 lint: setup-test
 	$(RUN) ruff check .

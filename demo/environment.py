@@ -1,0 +1,247 @@
+"""The demo's clusters and processes, all in this one process and event loop.
+
+- a hub kubesim with OCM's hub CRDs, the namespaces ``cluster1``..``cluster3``
+  (one per managed cluster, as OCM's registration would create them) and the
+  namespace of the ManifestWorkReplicaSet;
+- one kubesim per managed cluster, with simulated workloads (Deployments
+  become ready, Jobs complete) and the AppliedManifestWork CRD;
+- the hub controller (``run_manager``) with the ManifestWorkReplicaSet and
+  CleanUpCompletedManifestWork gates on;
+- one work agent per managed cluster (``run_agent``).
+
+The hub controller and the agents are the real ones, built from the same
+settings objects their command lines build, talking HTTP to the emulated API
+servers; only leader election is off (one replica each) and the probe
+servers listen on free loopback ports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from hubcontroller.manager import HubManager, run_manager
+from hubcontroller.settings import (
+    GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
+    GATE_MANIFEST_WORK_REPLICA_SET,
+    HubManagerSettings,
+    default_manager_leader_election,
+)
+from kubesim.sim import KubeSim
+from workagent.agent import Agent, run_agent
+from workagent.kube import CRDS, NAMESPACES, AlreadyExists, KubeClient
+from workagent.runtime import Manager
+from workagent.settings import AgentSettings, default_leader_election
+
+REPO = Path(__file__).resolve().parents[1]
+CRD_DIR = REPO / "charts" / "crds"
+CLUSTERS = ("cluster1", "cluster2", "cluster3")
+HUB_CRDS = (
+    "work.open-cluster-management.io_manifestworks.yaml",
+    "work.open-cluster-management.io_manifestworkreplicasets.yaml",
+    "cluster.open-cluster-management.io_placements.yaml",
+    "cluster.open-cluster-management.io_placementdecisions.yaml",
+)
+SPOKE_CRDS = ("work.open-cluster-management.io_appliedmanifestworks.yaml",)
+#: How long one component may take to start.
+COMPONENT_TIMEOUT = 30.0
+#: How long one component may take to stop (it drains its queues first).
+STOP_TIMEOUT = 15.0
+
+
+class StartupError(Exception):
+    """A cluster or component of the demo could not start."""
+
+
+@dataclass
+class Component:
+    """A hub controller or agent running as a task of this event loop."""
+
+    name: str
+    task: asyncio.Task[int]
+    manager: Manager | None = None
+
+    async def wait_running(self, timeout: float = COMPONENT_TIMEOUT) -> None:
+        """Wait until every controller runs (its informers have synced)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            if self.task.done():
+                raise StartupError(
+                    f"{self.name} exited with code {self.task.result()} while starting "
+                    "(its log says why)"
+                )
+            manager = self.manager
+            if manager is not None and all(c.started for c in manager.controllers):
+                return
+            if loop.time() > deadline:
+                raise StartupError(f"{self.name} did not start within {timeout:.0f}s")
+            await asyncio.sleep(0.05)
+
+    @property
+    def metrics_url(self) -> str:
+        """Where the component serves ``/metrics`` and its probes."""
+        if self.manager is None:
+            return "(not started)"
+        return f"{self.manager.observability.url}/metrics"
+
+    async def stop(self, timeout: float = STOP_TIMEOUT) -> str | None:
+        """Ask for a graceful stop (as SIGTERM would); returns what went wrong, if anything."""
+        if self.manager is not None and not self.task.done():
+            self.manager.request_stop("demo finished")
+        try:
+            code = await asyncio.wait_for(self.task, timeout=timeout)
+        except TimeoutError:
+            return f"{self.name} did not stop within {timeout:.0f}s"
+        except Exception as err:  # a crash is reported, the other components still stop
+            return f"{self.name} crashed: {type(err).__name__}: {err}"
+        return None if code == 0 else f"{self.name} exited with code {code}"
+
+
+class Environment:
+    """The hub, the managed clusters, the hub controller and the agents."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        clusters: tuple[str, ...] = CLUSTERS,
+        status_sync_interval: float = 2.0,
+        workload_delay: float = 1.0,
+    ) -> None:
+        """``status_sync_interval`` is short so that Poll-mode feedback and completion
+        show within seconds (the agent's default is 30s; OCM recommends at least 5s
+        on real clusters). ``workload_delay`` is how long the emulated clusters take
+        to make a workload ready or to run a Job."""
+        self.workdir = workdir
+        self.clusters = clusters
+        self.status_sync_interval = status_sync_interval
+        self.workload_delay = workload_delay
+        self.hub: KubeSim | None = None
+        self.spokes: dict[str, KubeSim] = {}
+        self.spoke_clients: dict[str, KubeClient] = {}
+        self.manager: Component | None = None
+        self.agents: dict[str, Component] = {}
+        self._hub_client: KubeClient | None = None
+        self._clients: list[KubeClient] = []
+
+    @property
+    def hub_client(self) -> KubeClient:
+        """The demo's own client of the hub (user agent ``ocm-demo``)."""
+        if self._hub_client is None:
+            raise RuntimeError("the hub is not started")
+        return self._hub_client
+
+    def kubeconfig(self, cluster: str) -> Path:
+        """The admin kubeconfig of ``hub`` or of a managed cluster."""
+        return self.workdir / f"{cluster}.kubeconfig"
+
+    async def start_clusters(self, say: Callable[[str], None]) -> None:
+        """Start the emulated API servers and install CRDs and namespaces."""
+        self.hub = KubeSim()
+        say(f"hub API server (kubesim)       {await self.hub.start()}")
+        self.hub.write_kubeconfig(self.kubeconfig("hub"))
+        self._hub_client = await self._client("hub")
+        await _install_crds(self._hub_client, HUB_CRDS)
+        for namespace in self.clusters:
+            await ensure_namespace(self._hub_client, namespace)
+        for cluster in self.clusters:
+            sim = KubeSim(simulate_workloads=True, workload_delay=self.workload_delay)
+            self.spokes[cluster] = sim
+            say(f"{cluster} API server (kubesim)  {await sim.start()}")
+            sim.write_kubeconfig(self.kubeconfig(cluster))
+            client = await self._client(cluster)
+            self.spoke_clients[cluster] = client
+            await _install_crds(client, SPOKE_CRDS)
+            await ensure_namespace(client, "default")
+
+    async def start_components(self, say: Callable[[str], None]) -> None:
+        """Start the hub controller and one agent per cluster; wait until they run."""
+        self.manager = self._start_manager()
+        for cluster in self.clusters:
+            self.agents[cluster] = self._start_agent(cluster)
+        for component in [self.manager, *self.agents.values()]:
+            await component.wait_running()
+            say(f"{component.name} running, metrics at {component.metrics_url}")
+
+    def _start_manager(self) -> Component:
+        settings = HubManagerSettings(
+            kubeconfig=str(self.kubeconfig("hub")),
+            feature_gates=frozenset(
+                {GATE_MANIFEST_WORK_REPLICA_SET, GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK}
+            ),
+            leader_election=dataclasses.replace(default_manager_leader_election(), disabled=True),
+            listen="127.0.0.1:0",
+            kube_api_qps=0,
+        )
+        settings.validate()
+        component: Component
+
+        def built(hub: HubManager) -> None:
+            component.manager = hub.manager
+
+        task = asyncio.create_task(run_manager(settings, handle_signals=False, on_built=built))
+        component = Component("hub controller", task)
+        return component
+
+    def _start_agent(self, cluster: str) -> Component:
+        settings = AgentSettings(
+            cluster_name=cluster,
+            hub_kubeconfig=str(self.kubeconfig("hub")),
+            spoke_kubeconfig=str(self.kubeconfig(cluster)),
+            status_sync_interval=self.status_sync_interval,
+            leader_election=dataclasses.replace(default_leader_election(), disabled=True),
+            listen="127.0.0.1:0",
+            workers=4,
+            kube_api_qps=0,
+            hub_kube_api_qps=0,
+        )
+        settings.validate()
+        component: Component
+
+        def built(agent: Agent) -> None:
+            component.manager = agent.manager
+
+        task = asyncio.create_task(run_agent(settings, handle_signals=False, on_built=built))
+        component = Component(f"work agent {cluster}", task)
+        return component
+
+    async def _client(self, cluster: str) -> KubeClient:
+        client = await KubeClient.from_kubeconfig(
+            str(self.kubeconfig(cluster)), user_agent="ocm-demo", qps=0, name=f"demo-{cluster}"
+        )
+        self._clients.append(client)
+        return client
+
+    async def stop(self) -> list[str]:
+        """Stop the agents, then the hub controller, then the clusters; returns what
+        went wrong (nothing after a clean stop)."""
+        agents = list(self.agents.values())
+        problems = [p for p in await asyncio.gather(*(a.stop() for a in agents)) if p]
+        if self.manager is not None and (problem := await self.manager.stop()):
+            problems.append(problem)
+        for client in self._clients:
+            await client.close()
+        for sim in [*self.spokes.values(), *([self.hub] if self.hub else [])]:
+            await sim.stop()
+        return problems
+
+
+async def _install_crds(client: KubeClient, files: tuple[str, ...]) -> None:
+    """Create the CRDs of ``charts/crds`` (kubesim serves them at once)."""
+    for name in files:
+        for doc in yaml.safe_load_all((CRD_DIR / name).read_text()):
+            if doc:
+                await client.create(CRDS, doc)
+
+
+async def ensure_namespace(client: KubeClient, name: str) -> None:
+    """Create namespace ``name`` unless it exists."""
+    with contextlib.suppress(AlreadyExists):
+        await client.create(NAMESPACES, {"metadata": {"name": name}})

@@ -1,0 +1,161 @@
+"""The YAML examples in ``docs/*.md`` are valid, and the work objects among them are too.
+
+Every fenced ```yaml block of every page must be valid YAML. Every document
+in it that is a ManifestWork or ManifestWorkReplicaSet must parse with
+:func:`schemas.parse_object`, i.e. an API server with our CRDs would store it
+as written. Examples of the user guide must moreover pass
+:func:`schemas.validate_object`, the hub webhook's rules, since readers copy
+them as they are.
+
+An example may leave out what it is not about with ``...``: a value ``...``
+(``metadata: ...``) or a list ``[...]`` (``manifests: [...]``) is filled in
+with the smallest valid content for that field before parsing, as a reader
+would fill it in. Only the fields listed in :data:`ELISION_FILLS` may be
+elided; anything else fails, so an elision never hides a mistake.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from schemas import SchemaValidationError, parse_object, validate_object
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs"
+WORK_KINDS = ("ManifestWork", "ManifestWorkReplicaSet")
+#: Pages whose examples must also pass the webhook's rules.
+STRICT_PAGES = ("user-guide.md",)
+ELIDED = "..."
+
+_SAMPLE_MANIFEST: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "elided", "namespace": "default"},
+}
+#: What an elided field stands for (the smallest content the schema accepts).
+ELISION_FILLS: dict[str, Any] = {
+    "metadata": {"name": "elided", "namespace": "cluster1"},
+    "manifests": [_SAMPLE_MANIFEST],
+    "workload": {"manifests": [_SAMPLE_MANIFEST]},
+    "spec": {"workload": {"manifests": [_SAMPLE_MANIFEST]}},
+    "manifestWorkTemplate": {"workload": {"manifests": [_SAMPLE_MANIFEST]}},
+}
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<info>[\w-]*)[ \t]*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced YAML block: page, first line (1-based), text."""
+
+    page: str
+    line: int
+    text: str
+
+    @property
+    def id(self) -> str:
+        """``page:line``, the test id."""
+        return f"{self.page}:{self.line}"
+
+
+def yaml_blocks(path: Path) -> list[Block]:
+    """The ```yaml / ```yml blocks of a Markdown page, dedented (blocks may sit in lists)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out: list[Block] = []
+    i = 0
+    while i < len(lines):
+        fence = _FENCE.match(lines[i])
+        i += 1
+        if fence is None:
+            continue
+        body: list[str] = []
+        start = i + 1
+        while i < len(lines) and not _FENCE.match(lines[i]):
+            body.append(lines[i])
+            i += 1
+        i += 1  # the closing fence
+        if fence["info"] in ("yaml", "yml"):
+            out.append(Block(path.name, start, textwrap.dedent("\n".join(body))))
+    return out
+
+
+BLOCKS = [block for page in sorted(DOCS.glob("*.md")) for block in yaml_blocks(page)]
+
+
+def fill_elisions(node: Any, path: str = "") -> Any:
+    """A copy of ``node`` with ``...`` and ``[...]`` values of known fields filled in."""
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if value in (ELIDED, [ELIDED]):
+                if key not in ELISION_FILLS:
+                    raise AssertionError(f"{path}{key}: only {sorted(ELISION_FILLS)} may be elided")
+                out[key] = copy.deepcopy(ELISION_FILLS[key])
+            else:
+                out[key] = fill_elisions(value, f"{path}{key}.")
+        return out
+    if isinstance(node, list):
+        return [fill_elisions(item, f"{path}[{i}].") for i, item in enumerate(node)]
+    return node
+
+
+def work_documents(block: Block) -> list[dict[str, Any]]:
+    """The ManifestWork and ManifestWorkReplicaSet documents of a block."""
+    docs = yaml.safe_load_all(block.text)
+    return [d for d in docs if isinstance(d, dict) and d.get("kind") in WORK_KINDS]
+
+
+def test_blocks_are_found() -> None:
+    pages = {b.page for b in BLOCKS}
+    assert {"user-guide.md", "hub.md", "kubesim.md"} <= pages
+    guide_works = [d for b in BLOCKS if b.page == "user-guide.md" for d in work_documents(b)]
+    assert len(guide_works) >= 15, "the user guide shows its concepts with examples"
+    kinds = {d["kind"] for d in guide_works}
+    assert kinds == set(WORK_KINDS)
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.id)
+def test_block_is_valid_yaml(block: Block) -> None:
+    try:
+        docs = list(yaml.safe_load_all(block.text))
+    except yaml.YAMLError as err:
+        pytest.fail(f"docs/{block.id}: not valid YAML: {err}")
+    assert any(d is not None for d in docs), f"docs/{block.id}: empty block"
+
+
+WORK_BLOCKS = [b for b in BLOCKS if work_documents(b)]
+
+
+@pytest.mark.parametrize("block", WORK_BLOCKS, ids=lambda b: b.id)
+def test_work_objects_parse(block: Block) -> None:
+    for doc in work_documents(block):
+        filled = fill_elisions(doc)
+        check = validate_object if block.page in STRICT_PAGES else parse_object
+        try:
+            check(filled)
+        except SchemaValidationError as err:
+            pytest.fail(f"docs/{block.id}: {doc['kind']} is invalid:\n" + "\n".join(err.lines()))
+
+
+def test_elisions_are_filled_and_checked() -> None:
+    work = {
+        "apiVersion": "work.open-cluster-management.io/v1",
+        "kind": "ManifestWork",
+        "metadata": ELIDED,
+        "spec": {"workload": {"manifests": [ELIDED]}},
+    }
+    parse_object(fill_elisions(work))
+    with pytest.raises(AssertionError, match="only"):
+        fill_elisions({"spec": {"deleteOption": ELIDED}})
+    bad = fill_elisions({**work, "spec": {"workload": {"manifests": [ELIDED]}, "bogus": 1}})
+    bad["spec"]["deleteOption"] = {"propagationPolicy": "Sometimes"}
+    with pytest.raises(SchemaValidationError):
+        parse_object(bad)
