@@ -46,6 +46,8 @@ bench: setup
 	$(RUN) python tests/benchmarks/cel_bench.py
 	$(RUN) python tests/benchmarks/webhook_bench.py
 	$(RUN) python tests/benchmarks/mwrs_bench.py
+	$(RUN) python tests/benchmarks/agent_bench.py
+	$(RUN) python tests/benchmarks/feedback_latency_bench.py
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache
