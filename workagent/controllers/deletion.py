@@ -8,9 +8,10 @@ The rules that keep it safe:
 - only objects that carry the AppliedManifestWork's owner reference (by UID)
   are touched, so orphaned, ReadOnly and foreign objects survive;
 - an object other AppliedManifestWorks also own is disowned, not deleted;
-- an object is deleted only if it is the instance that was recorded (UID
-  precondition), and it stays *pending* until a later GET says it is gone,
-  so an object held by a foreign finalizer keeps the work alive.
+- an object is deleted only if it is the instance that was recorded, unchanged
+  since it was judged deletable (UID and resourceVersion preconditions), and
+  it stays *pending* until a later GET says it is gone, so an object held by
+  a foreign finalizer keeps the work alive.
 """
 
 from __future__ import annotations
@@ -175,16 +176,22 @@ async def _delete_one(
         return True, None
 
     try:
+        # The resourceVersion too (OCM sends only the UID): the decision above holds
+        # only for the object as read. Another work may have adopted it meanwhile,
+        # and a UID-only delete would then delete an object that work now owns.
         await spoke.delete(
             res,
             name,
             namespace,
             propagation_policy="Background",
-            preconditions={"uid": live_uid},
+            preconditions={"uid": live_uid, "resourceVersion": meta.get("resourceVersion")},
         )
-    except (NotFound, Conflict):
-        # Gone, or the UID precondition failed: the recorded instance no longer exists.
+    except NotFound:
         return False, None
+    except Conflict:
+        # Replaced or changed since it was read: pending, decided again on a fresh read.
+        log.debug("changed since it was read, deciding again", resource=what)
+        return True, None
     except Exception as exc:
         return True, ResourceDeletionError(entry, "delete", exc)
     log.info("deleted resource", resource=what, reason=reason)

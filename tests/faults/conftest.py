@@ -1,0 +1,54 @@
+"""Fault-suite fixtures: the integration harness (hub and spoke kubesims over HTTP,
+the OCM CRDs, the real agent in-process), with a short status sync period.
+
+The status controller re-reads the applied objects every
+``--status-sync-interval``; after a fault that made a read fail (``Available``
+Unknown) that period is what brings ``Available`` back, so it is 2 s here
+instead of 30 s. Nothing else differs from the integration tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from kubesim.sim import KubeSim
+from tests.integration import conftest as integration
+from tests.integration.conftest import AgentRunner, agent_settings, hub_hash_of
+from workagent.kube import KubeClient
+from workagent.settings import AgentSettings
+
+STATUS_SYNC_SECONDS = 2.0
+
+# The integration fixtures, served to this directory too.
+hub = integration.hub
+spoke = integration.spoke
+spoke_options = integration.spoke_options
+hub_client = integration.hub_client
+spoke_client = integration.spoke_client
+
+
+def fault_agent_settings(tmp_path: Path) -> AgentSettings:
+    """The in-process agent's settings for fault tests."""
+    return agent_settings(tmp_path, status_sync_interval=STATUS_SYNC_SECONDS)
+
+
+@pytest.fixture
+async def agent(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> AsyncIterator[AgentRunner]:
+    """The real agent for ``cluster1``, running in-process and ready."""
+    runner = AgentRunner(fault_agent_settings(tmp_path))
+    await runner.start()
+    try:
+        yield runner
+    finally:
+        await runner.stop()
+
+
+@pytest.fixture
+def the_hash(hub: KubeSim, tmp_path: Path) -> str:
+    """The hub hash of the test hub kubeconfig (names the AppliedManifestWorks)."""
+    return hub_hash_of(tmp_path)
