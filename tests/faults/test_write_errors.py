@@ -156,14 +156,6 @@ async def test_throttling_and_server_errors_on_writes(
     assert created == {"configmaps": 14, "secrets": 2, "deployments": 1}, created
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Retry-After ignored: a manifest whose write got 429 only fails its manifest, "
-        "and the apply loop (manifestwork.py, _sync) requeues with Result(requeue=True), "
-        "i.e. the 5 ms exponential backoff, not the server's Retry-After"
-    ),
-)
 async def test_a_throttled_manifest_waits_for_retry_after(
     agent: AgentRunner,
     spoke: KubeSim,

@@ -312,7 +312,11 @@ class ManifestWorkController:
                 errors=[describe_error(e) for e in errors],
                 retries=self.queue.num_requeues(cached["metadata"]["name"]),
             )
-            return Result(requeue=True)
+            # A throttled write waits for the server's Retry-After, not just the backoff.
+            retry_after = max(
+                (float(getattr(e, "retry_after", None) or 0.0) for e in errors), default=0.0
+            )
+            return Result(requeue=True, at_least=retry_after)
         delays = [RESYNC_SECONDS * (1 + random.random() * RESYNC_JITTER), *requeues]
         if bookkeeping.requeue_after is not None:
             delays.append(bookkeeping.requeue_after)

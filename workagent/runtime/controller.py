@@ -37,11 +37,13 @@ class Result:
     """What a successful reconcile asks for next.
 
     ``requeue_after``: reconcile the key again after that many seconds (the
-    backoff is reset). ``requeue``: reconcile again with rate-limited backoff.
+    backoff is reset). ``requeue``: reconcile again with rate-limited backoff,
+    waiting at least ``at_least`` seconds (a server's Retry-After).
     """
 
     requeue_after: float | None = None
     requeue: bool = False
+    at_least: float = 0.0
 
 
 class TerminalError(Exception):
@@ -245,7 +247,7 @@ class Controller:
             self.queue.add_after(key, result.requeue_after)
             self._m_results["requeue_after"].inc()
         elif result is not None and result.requeue:
-            self.queue.add_rate_limited(key)
+            self.queue.add_rate_limited(key, at_least=result.at_least)
             self._m_results["requeue"].inc()
         else:
             self.queue.forget(key)
