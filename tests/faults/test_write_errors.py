@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from kubesim.faults import FaultRule
 from kubesim.sim import KubeSim
 from tests.conftest import eventually
