@@ -16,8 +16,12 @@ class GoJSONError(ValueError):
 
 
 def _char(c: str) -> str:
-    escapes = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "'": "\\'"}
-    return "'" + escapes.get(c, c) + "'"
+    """A character as Go's encoding/json quotes it in syntax errors."""
+    if c == "'":
+        return "'\\''"
+    if c == '"':
+        return "'\"'"
+    return "'" + json.dumps(c)[1:-1] + "'"
 
 
 def _container(doc: str, pos: int) -> str:
@@ -62,7 +66,7 @@ def go_message(exc: json.JSONDecodeError) -> str:
     if msg.startswith("Invalid control character"):
         return f"invalid character {c} in string literal"
     if msg.startswith("Invalid \\escape"):
-        return f"invalid character {c} in string escape code"
+        return f"invalid character {_char(doc[pos + 1 : pos + 2] or ' ')} in string escape code"
     return msg
 
 

@@ -27,6 +27,7 @@ from kubesim.admission import (
 from kubesim.api import APPLY_PATCH, Api, Caller, ListOptions, now
 from kubesim.errors import ApiError
 from kubesim.faults import FaultRule, Faults, Stats
+from kubesim.jsonerrors import go_message
 from kubesim.managedfields import update_managed_fields
 from kubesim.openapi_fields import apply_path, strict_path
 from kubesim.patch import apply_patch
@@ -1077,71 +1078,13 @@ async def _read_body(request: web.Request, rt: ResourceType, *, patch: bool = Fa
         return json.loads(text)
     except (ValueError, yaml.YAMLError) as exc:
         excerpt = text[:100]
-        reason = go_json_error(exc, text) if isinstance(exc, json.JSONDecodeError) else str(exc)
+        reason = go_message(exc) if isinstance(exc, json.JSONDecodeError) else str(exc)
         if patch:
             raise errors.bad_request(f"error decoding patch: {reason} ({excerpt})") from exc
         raise errors.bad_request(
             f"the object provided is unrecognized (must be of type {rt.kind}): couldn't get "
             f"version/kind; json parse error: {reason} ({excerpt})"
         ) from exc
-
-
-def _quote_char(c: str) -> str:
-    """A character as Go's encoding/json quotes it in syntax errors."""
-    if c == "'":
-        return "'\\''"
-    if c == '"':
-        return "'\"'"
-    return "'" + json.dumps(c)[1:-1] + "'"
-
-
-def _container_at(text: str, pos: int) -> str:
-    """``{`` or ``[``: the innermost container open at ``pos`` (strings skipped)."""
-    stack: list[str] = []
-    in_string = escaped = False
-    for c in text[:pos]:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-            continue
-        if c == '"':
-            in_string = True
-        elif c in "{[":
-            stack.append(c)
-        elif c in "}]" and stack:
-            stack.pop()
-    return stack[-1] if stack else ""
-
-
-def go_json_error(exc: json.JSONDecodeError, text: str) -> str:
-    """A JSON syntax error worded as Go's encoding/json words it (as the apiserver shows)."""
-    pos = exc.pos
-    if pos >= len(text) or exc.msg.startswith("Unterminated string"):
-        return "unexpected end of JSON input"
-    char = _quote_char(text[pos])
-    msg = exc.msg
-    if msg.startswith("Expecting property name"):
-        return f"invalid character {char} looking for beginning of object key string"
-    if msg.startswith("Expecting value"):
-        return f"invalid character {char} looking for beginning of value"
-    if msg.startswith("Expecting ':'"):
-        return f"invalid character {char} after object key"
-    if msg.startswith("Expecting ','"):
-        where = "object key:value pair" if _container_at(text, pos) == "{" else "array element"
-        return f"invalid character {char} after {where}"
-    if msg.startswith("Extra data"):
-        return f"invalid character {char} after top-level value"
-    if msg.startswith("Invalid control character"):
-        return f"invalid character {char} in string literal"
-    if msg.startswith("Invalid \\escape"):
-        return (
-            f"invalid character {_quote_char(text[pos + 1 : pos + 2] or ' ')} in string escape code"
-        )
-    return msg
 
 
 async def _admin_body(request: web.Request) -> dict[str, Any]:
