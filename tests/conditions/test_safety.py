@@ -76,7 +76,7 @@ class Ticker:
         loop = asyncio.get_running_loop()
         while True:
             before = loop.time()
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # sleep-ok: the ticker measuring event-loop lag
             self.worst = max(self.worst, loop.time() - before - 0.01)
 
     def __enter__(self) -> Ticker:
@@ -121,7 +121,9 @@ async def test_runaway_is_cut_at_the_budget_while_others_proceed(
         runaway = asyncio.create_task(
             timed(evaluator.evaluate_rules([cel("Complete", RUNAWAY)], OBJ, generation=1))
         )
-        await asyncio.sleep(0.1)  # the runaway now holds one worker
+        await asyncio.sleep(
+            0.1
+        )  # the runaway now holds one worker; sleep-ok: lets the runaway start
         cheap, cheap_seconds = await timed(
             evaluator.evaluate_rules([cel("Complete", CHEAP)], OBJ, generation=1)
         )
@@ -147,7 +149,7 @@ async def test_two_runaways_do_not_starve_later_evaluations(
         asyncio.create_task(evaluator.evaluate_rules([cel("Complete", RUNAWAY)], OBJ, generation=1))
         for _ in range(2)
     ]
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.1)  # sleep-ok: lets the runaways occupy the workers
     # Both workers are stuck: this one waits for a freed worker (the budget),
     # then for a replacement to start (~0.5 s, more on a loaded machine).
     cheap, seconds = await timed(
@@ -192,7 +194,7 @@ async def test_cancelled_caller_kills_its_worker(evaluator: ConditionRuleEvaluat
     task = asyncio.create_task(
         evaluator.evaluate_rules([cel("Complete", RUNAWAY)], OBJ, generation=1)
     )
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(0.2)  # sleep-ok: lets the runaway start
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -200,7 +202,7 @@ async def test_cancelled_caller_kills_its_worker(evaluator: ConditionRuleEvaluat
         OK_CONDITION
     ]
     # One of the original workers is gone for good; no runaway keeps burning CPU.
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(0.5)  # sleep-ok: a killed worker must have had time to burn CPU
     alive = set(worker_processes())
     assert len(before - alive) == 1
     assert len(alive) <= evaluator.pool.size
