@@ -121,9 +121,8 @@ async def test_runaway_is_cut_at_the_budget_while_others_proceed(
         runaway = asyncio.create_task(
             timed(evaluator.evaluate_rules([cel("Complete", RUNAWAY)], OBJ, generation=1))
         )
-        await asyncio.sleep(
-            0.1
-        )  # the runaway now holds one worker; sleep-ok: lets the runaway start
+        # The runaway now holds one worker.
+        await asyncio.sleep(0.1)  # sleep-ok: lets the runaway start
         cheap, cheap_seconds = await timed(
             evaluator.evaluate_rules([cel("Complete", CHEAP)], OBJ, generation=1)
         )
