@@ -28,7 +28,7 @@ async def _wait_kubeconfig(path: Path, proc: subprocess.Popen[bytes]) -> tuple[s
     while not path.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             raise SystemExit("kubesim did not start")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # sleep-ok: polling with a deadline
     cfg = yaml.safe_load(path.read_text())
     return cfg["clusters"][0]["cluster"]["server"], cfg["users"][0]["user"]["token"]
 
@@ -110,7 +110,9 @@ async def main() -> None:
                                 return
 
                 tasks = [asyncio.create_task(watcher(k)) for k in range(watchers)]
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(
+                    1.0
+                )  # sleep-ok: let the watchers connect before the first write
                 t0 = time.perf_counter()
                 await req("POST", cms, {"metadata": {"name": "hot"}, "data": {"n": "0"}})
                 for n in range(1, writes):

@@ -79,7 +79,7 @@ async def _wait_kubeconfig(path: Path, proc: subprocess.Popen[bytes]) -> None:
     while not path.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             raise SystemExit("kubesim did not start")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # sleep-ok: polling with a deadline
 
 
 async def _bounded(n: int, make: Callable[[int], Awaitable[Any]]) -> float:
@@ -101,7 +101,7 @@ async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 600) -> 
     while not await check():
         if time.perf_counter() - t0 > timeout:
             raise SystemExit("timed out")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # sleep-ok: polling with a deadline
     return time.perf_counter() - t0
 
 

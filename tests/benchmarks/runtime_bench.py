@@ -32,7 +32,7 @@ async def _wait_kubeconfig(path: Path, proc: subprocess.Popen[bytes]) -> None:
     while not path.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             raise SystemExit("kubesim did not start")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # sleep-ok: polling with a deadline
 
 
 async def _bounded(n: int, make: object) -> float:

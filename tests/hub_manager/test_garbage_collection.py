@@ -331,8 +331,7 @@ async def test_both_gates_run_both_controllers_on_one_work_cache(
     from hubcontroller.manager import load_replicaset_builder
     from hubcontroller.settings import GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK
 
-    if load_replicaset_builder() is None:
-        pytest.skip("this build has no ManifestWorkReplicaSet controller")
+    assert load_replicaset_builder() is not None, "the MWRS controller is part of this build"
     gates = frozenset({GATE_MANIFEST_WORK_REPLICA_SET, GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK})
     runner = ManagerRunner(manager_settings(tmp_path / "kubeconfig", feature_gates=gates))
     await runner.start()
