@@ -110,9 +110,8 @@ async def main() -> None:
                                 return
 
                 tasks = [asyncio.create_task(watcher(k)) for k in range(watchers)]
-                await asyncio.sleep(
-                    1.0
-                )  # sleep-ok: let the watchers connect before the first write
+                # Let the watchers connect before the first write.
+                await asyncio.sleep(1.0)  # sleep-ok: benchmark warm-up
                 t0 = time.perf_counter()
                 await req("POST", cms, {"metadata": {"name": "hot"}, "data": {"n": "0"}})
                 for n in range(1, writes):
