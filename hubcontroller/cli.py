@@ -43,7 +43,6 @@ from hubcontroller.settings import (
 )
 from workagent import durations
 from workagent.cli import (
-    BOOL,
     DURATION,
     FLOAT32,
     INT,
@@ -57,6 +56,7 @@ from workagent.cli import (
     ShowText,
     UsageError,
     feature_gates_type,
+    leader_election_flags,
     log_level_from,
     notices_for,
     version,
@@ -149,7 +149,6 @@ def _logging_flags() -> tuple[Flag, ...]:
 
 def manager_flags() -> tuple[Flag, ...]:
     """The flags of ``hubcontroller manager``: OCM's work-manager flags, same names and types."""
-    second = durations.SECOND
     return (
         Flag(
             "work-driver",
@@ -185,42 +184,7 @@ def manager_flags() -> tuple[Flag, ...]:
             group=CLIENTS,
         ),
         Flag("kube-api-burst", INT, 100, "Request burst to the hub's API server.", group=CLIENTS),
-        Flag(
-            "disable-leader-election",
-            BOOL,
-            False,
-            f"Run without the {MANAGER_LEASE_NAME} Lease (one replica only).",
-            group=ELECTION,
-        ),
-        Flag(
-            "leader-election-lease-duration",
-            DURATION,
-            137 * second,
-            "How long a standby waits after the last renewal before taking the Lease over.",
-            group=ELECTION,
-        ),
-        Flag(
-            "leader-election-renew-deadline",
-            DURATION,
-            107 * second,
-            "How long the leader keeps retrying a renewal before it stops leading.",
-            group=ELECTION,
-        ),
-        Flag(
-            "leader-election-retry-period",
-            DURATION,
-            26 * second,
-            "Time between attempts to acquire or renew the Lease.",
-            group=ELECTION,
-        ),
-        Flag(
-            "namespace",
-            STRING,
-            "",
-            "Namespace of the manager and its Lease (empty: the pod's namespace, else "
-            f"{DEFAULT_HUB_NAMESPACE}).",
-            group=ELECTION,
-        ),
+        *leader_election_flags(MANAGER_LEASE_NAME, "manager", DEFAULT_HUB_NAMESPACE),
         Flag(
             "listen",
             STRING,

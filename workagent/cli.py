@@ -538,6 +538,49 @@ AGENT_GROUPS = (WORK, CLIENTS, ELECTION, SERVING, LOGGING, IGNORED)
 _PLAIN_HTTP = "the metrics and probe server here serves plain HTTP"
 
 
+def leader_election_flags(lease: str, component: str, default_namespace: str) -> tuple[Flag, ...]:
+    """The library-go leader-election flags, shared by the agent and the hub manager."""
+    second = durations.SECOND
+    return (
+        Flag(
+            "disable-leader-election",
+            BOOL,
+            False,
+            f"Run without the {lease} Lease (one replica only).",
+            group=ELECTION,
+        ),
+        Flag(
+            "leader-election-lease-duration",
+            DURATION,
+            137 * second,
+            "How long a standby waits after the last renewal before taking the Lease over.",
+            group=ELECTION,
+        ),
+        Flag(
+            "leader-election-renew-deadline",
+            DURATION,
+            107 * second,
+            "How long the leader keeps retrying a renewal before it stops leading.",
+            group=ELECTION,
+        ),
+        Flag(
+            "leader-election-retry-period",
+            DURATION,
+            26 * second,
+            "Time between attempts to acquire or renew the Lease.",
+            group=ELECTION,
+        ),
+        Flag(
+            "namespace",
+            STRING,
+            "",
+            f"Namespace of the {component} and its Lease (empty: the pod's namespace, else "
+            f"{default_namespace}).",
+            group=ELECTION,
+        ),
+    )
+
+
 def agent_flags() -> tuple[Flag, ...]:
     """The flags of ``workagent agent``: OCM's work-agent flags, same names and types."""
     second = durations.SECOND
@@ -663,42 +706,7 @@ def agent_flags() -> tuple[Flag, ...]:
         Flag(
             "hub-kube-api-burst", INT, 100, "Request burst to the hub's API server.", group=CLIENTS
         ),
-        Flag(
-            "disable-leader-election",
-            BOOL,
-            False,
-            f"Run without the {LEASE_NAME} Lease (one replica only).",
-            group=ELECTION,
-        ),
-        Flag(
-            "leader-election-lease-duration",
-            DURATION,
-            137 * second,
-            "How long a standby waits after the last renewal before taking the Lease over.",
-            group=ELECTION,
-        ),
-        Flag(
-            "leader-election-renew-deadline",
-            DURATION,
-            107 * second,
-            "How long the leader keeps retrying a renewal before it stops leading.",
-            group=ELECTION,
-        ),
-        Flag(
-            "leader-election-retry-period",
-            DURATION,
-            26 * second,
-            "Time between attempts to acquire or renew the Lease.",
-            group=ELECTION,
-        ),
-        Flag(
-            "namespace",
-            STRING,
-            "",
-            "Namespace of the agent and its Lease (empty: the pod's namespace, else "
-            f"{DEFAULT_COMPONENT_NAMESPACE}).",
-            group=ELECTION,
-        ),
+        *leader_election_flags(LEASE_NAME, "agent", DEFAULT_COMPONENT_NAMESPACE),
         Flag(
             "listen",
             STRING,
