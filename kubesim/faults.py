@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,3 +178,68 @@ class Stats:
             "byCode": dict(by_code),
             "requests": rows,
         }
+
+
+#: Requests the journal keeps (the oldest are forgotten first).
+JOURNAL_SIZE = 100_000
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One answered API request: when it arrived, what it was, who sent it, its code.
+
+    ``at`` is ``time.monotonic()`` at arrival, so entries of several kubesims in
+    one process can be ordered against each other and against the test's clock.
+    ``user`` is the authenticated user ("" when the credentials were refused or
+    absent); telling two processes with the same User-Agent apart needs
+    different tokens.
+    """
+
+    at: float
+    verb: str
+    resource: str
+    user: str
+    user_agent: str
+    code: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as the admin API shows it."""
+        return {
+            "at": self.at,
+            "verb": self.verb,
+            "resource": self.resource,
+            "user": self.user,
+            "userAgent": self.user_agent,
+            "code": self.code,
+        }
+
+
+@dataclass
+class Journal:
+    """The most recent requests in arrival order (bounded by ``JOURNAL_SIZE``).
+
+    Stats only count; tests that must prove *who* did *what* *when* (a standby
+    agent that writes before it holds the Lease) read the journal.
+    """
+
+    entries: deque[JournalEntry] = field(default_factory=lambda: deque(maxlen=JOURNAL_SIZE))
+
+    def record(
+        self, at: float, verb: str, resource: str, user: str, user_agent: str, code: int
+    ) -> None:
+        """Remember one answered request."""
+        self.entries.append(JournalEntry(at, verb, resource, user, user_agent, code))
+
+    def select(
+        self, *, user: str | None = None, verbs: tuple[str, ...] | None = None
+    ) -> list[JournalEntry]:
+        """The entries of ``user`` (any when None) with one of ``verbs`` (any when None)."""
+        return [
+            e
+            for e in self.entries
+            if (user is None or e.user == user) and (verbs is None or e.verb in verbs)
+        ]
+
+    def reset(self) -> None:
+        """Forget every entry."""
+        self.entries.clear()

@@ -26,7 +26,7 @@ from kubesim.admission import (
 )
 from kubesim.api import APPLY_PATCH, Api, Caller, ListOptions, now
 from kubesim.errors import ApiError
-from kubesim.faults import FaultRule, Faults, Stats
+from kubesim.faults import FaultRule, Faults, Journal, Stats
 from kubesim.jsonerrors import go_message
 from kubesim.managedfields import update_managed_fields
 from kubesim.openapi_fields import apply_path, strict_path
@@ -85,6 +85,7 @@ class ServerState:
     enforce_rbac: bool = False
     faults: Faults = field(default_factory=Faults)
     stats: Stats = field(default_factory=Stats)
+    journal: Journal = field(default_factory=Journal)
     bookmark_interval: float = 60.0
     default_watch_timeout: float = 1800.0
     refuse: Callable[[float], Coroutine[Any, Any, None]] | None = None
@@ -197,6 +198,7 @@ class Server:
             raise ConnectionResetError("kubesim is refusing connections")
         verb, resource = self._classify(request)
         agent = request.headers.get("User-Agent", "")
+        arrived = time.monotonic()
         code = 500
         try:
             if not request.path.startswith("/kubesim/"):
@@ -218,6 +220,9 @@ class Server:
         finally:
             if resource:
                 self.state.stats.record(verb, resource, _manager_from_agent(agent), code)
+                self.state.journal.record(
+                    arrived, verb, resource, self._user_name(request), agent, code
+                )
 
     def _classify(self, request: web.Request) -> tuple[str, str]:
         """(verb, resource) of a request for stats and faults; resource "" if none."""
@@ -298,6 +303,15 @@ class Server:
         elif not header and self.state.anonymous is not None:
             return self.state.anonymous
         raise errors.unauthorized()
+
+    def _user_name(self, request: web.Request) -> str:
+        """Who sent a request, for the journal ("" if unauthenticated); never raises."""
+        header = request.headers.get("Authorization", "")
+        if header.startswith("Bearer "):
+            user = self.state.tokens.get(header[7:].strip())
+        else:
+            user = None if header else self.state.anonymous
+        return user.name if user is not None else ""
 
     def _discovery(self, parts: list[str]) -> dict[str, Any] | None:
         reg = self.api.registry
@@ -988,6 +1002,13 @@ class Server:
             if method == "POST":
                 body = await _admin_body(request)
                 return json_response(await self._apply_fault(body), 201)
+        if path == "/kubesim/requests":
+            if method == "GET":
+                entries = self.state.journal.select(user=request.query.get("user"))
+                return json_response({"requests": [e.to_json() for e in entries]})
+            if method == "DELETE":
+                self.state.journal.reset()
+                return json_response({"reset": True})
         if path == "/kubesim/watches" and method == "GET":
             return json_response({"open": self.api.store.watch_count()})
         raise errors.not_found_path()

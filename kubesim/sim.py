@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from kubesim.api import Api
-from kubesim.faults import FaultRule
+from kubesim.faults import FaultRule, Journal
 from kubesim.resources import Registry
 from kubesim.server import Server, ServerState, User
 from kubesim.store import Store
@@ -157,6 +157,14 @@ class KubeSim:
         self.state.tokens[token] = User(name, all_groups)
         return token
 
+    def revoke(self, token: str) -> None:
+        """Forget a bearer token: every later request carrying it is answered 401.
+
+        Watches opened with it stay open, as kube-apiserver authenticates a
+        request once, when it arrives.
+        """
+        self.state.tokens.pop(token, None)
+
     def kubeconfig(self, *, token: str | None = None, namespace: str = "default") -> dict[str, Any]:
         """A kubeconfig dict for this server (the admin's token unless another is given)."""
         cluster: dict[str, Any] = {"server": self.url}
@@ -202,6 +210,10 @@ class KubeSim:
     def clear_faults(self) -> None:
         """Remove every fault rule."""
         self.state.faults.clear()
+
+    def journal(self) -> Journal:
+        """The requests answered so far, with who sent them and when."""
+        return self.state.journal
 
     def close_watches(self) -> int:
         """End every open watch."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from typing import Any
 
@@ -177,3 +178,42 @@ async def test_stats_count_requests_and_reset(raw: Raw) -> None:
     assert stats["total"] == 3
     await raw.request("DELETE", "/kubesim/stats")
     assert (await raw.request("GET", "/kubesim/stats"))[1]["total"] == 0
+
+
+async def test_journal_names_the_user_of_each_request(sim: KubeSim, raw: Raw) -> None:
+    """Two clients with one User-Agent are told apart by their tokens; a revoked
+    token is answered 401 and journaled without a user."""
+    await raw.request("DELETE", "/kubesim/requests")
+    await _setup(raw)
+    alice = sim.add_user("alice", groups=("system:masters",))
+    bob = sim.add_user("bob", groups=("system:masters",))
+
+    async def create(token: str, name: str) -> int:
+        headers = {"Authorization": f"Bearer {token}", "User-Agent": "same-agent/1.0"}
+        async with (
+            aiohttp.ClientSession() as s,
+            s.post(sim.url + CMS, json={"metadata": {"name": name}}, headers=headers) as r,
+        ):
+            return r.status
+
+    assert await create(alice, "from-alice") == 201
+    assert await create(bob, "from-bob") == 201
+    sim.revoke(bob)
+    assert await create(bob, "after-revoke") == 401
+
+    rows = sim.journal().select(verbs=("create",))
+    assert [(e.resource, e.user, e.code) for e in rows] == [
+        ("namespaces", "kubesim-admin", 201),
+        ("configmaps", "alice", 201),
+        ("configmaps", "bob", 201),
+        ("configmaps", "", 401),
+    ]
+    assert all(a.at <= b.at for a, b in itertools.pairwise(rows))
+    assert rows[1].user_agent == "same-agent/1.0"
+    status, answer = await raw.request("GET", "/kubesim/requests?user=alice")
+    assert status == 200
+    assert [(r["verb"], r["resource"], r["code"]) for r in answer["requests"]] == [
+        ("create", "configmaps", 201)
+    ]
+    await raw.request("DELETE", "/kubesim/requests")
+    assert (await raw.request("GET", "/kubesim/requests"))[1]["requests"] == []
