@@ -7,7 +7,7 @@ UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: setup setup-test demo test lint typecheck imports unit bench clean
+.PHONY: setup setup-test demo test lint typecheck imports unit bench clean soak
 
 .tools/bin/uv:
 	python3 -m venv .tools
@@ -48,6 +48,12 @@ bench: setup
 	$(RUN) python tests/benchmarks/mwrs_bench.py
 	$(RUN) python tests/benchmarks/agent_bench.py
 	$(RUN) python tests/benchmarks/feedback_latency_bench.py
+
+# The soak test (not part of `make test`): random works, changes, deletions and
+# faults against the real agent process for 10 minutes; see docs/reliability.md.
+# Options: make soak SOAK_ARGS="--duration 30m --seed 7"
+soak: setup-test
+	$(RUN) --group charts python -m tests.soak $(SOAK_ARGS)
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache
