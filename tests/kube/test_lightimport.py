@@ -15,8 +15,8 @@ import yaml
 
 from kubesim.sim import KubeSim
 from tests.kube.test_config import EXEC_PLUGIN
-from workagent._lightimport import install
 from workagent.kube import NAMESPACES, KubeClient
+from workagent.kube._lightimport import install
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -90,3 +90,14 @@ async def test_kubeconfigs_load_without_the_models_and_the_full_client_loads_on_
 def test_nothing_changes_once_kubernetes_asyncio_is_imported() -> None:
     assert "kubernetes_asyncio" in sys.modules  # imported in full by tests/conftest.py
     assert install() is False
+
+
+async def test_cel_workers_import_no_kubernetes_client() -> None:
+    """Each agent runs CEL worker processes: they must stay small."""
+    code, out = await _run(
+        "-c",
+        "import sys, workagent.conditions.worker\n"
+        "assert 'kubernetes_asyncio' not in sys.modules, 'worker imports kubernetes_asyncio'\n"
+        "print('ok')",
+    )
+    assert (code, out.strip()) == (0, "ok"), out

@@ -4,6 +4,8 @@
 controllers build on it, never the other way round.
 """
 
+# First: makes the kubernetes_asyncio imports below light (see the module).
+from workagent.kube import _lightimport  # noqa: F401
 from workagent.kube.client import DEFAULT_TIMEOUT, KubeClient, PatchType, default_user_agent
 from workagent.kube.config import ClusterConfig, load_in_cluster, load_kubeconfig
 from workagent.kube.errors import (

@@ -4,8 +4,10 @@
 imports ``kubernetes_asyncio.client`` and with it every generated model and API
 class: about 65 MiB of resident memory and two seconds of start-up, for an
 agent that only needs the kubeconfig parsing (our requests go over aiohttp,
-see :mod:`workagent.kube.client`). ``workagent/__init__.py`` installs it, so
-it is in place before any module of ours imports kubernetes_asyncio.
+see :mod:`workagent.kube.client`). Importing this module installs it, and
+``workagent/kube/__init__.py`` imports it first, so it is in place before any
+module of ours imports kubernetes_asyncio (the CEL worker processes import
+none of them and pay for neither).
 
 :func:`install` registers both packages as empty shells with their real search
 paths, so their submodules import normally while their ``__init__`` code waits
@@ -117,3 +119,6 @@ class _LazyApiClient:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._load()
         return self._client.__dict__["ApiClient"](*args, **kwargs)
+
+
+install()
