@@ -52,6 +52,7 @@ from tests.faults.invariants import CHECKED_KINDS, CLUSTER, Expected, ObjectKey,
 from tests.integration.conftest import (
     HUB_CRDS,
     SPOKE_CRDS,
+    configmap,
     install_crds,
     update_work,
     work_condition,
@@ -115,6 +116,15 @@ class SoakConfig:
     #: Off by default: that reaches the known leak of tests/faults/test_agent_killed.py
     #: (objects created but not yet recorded whose manifests are then removed).
     changes_after_kill: bool = False
+    #: Go on past ``duration`` until every kind of operation and fault happened once.
+    cover_every_kind: bool = True
+    #: Put a ConfigMap no work lists on the spoke after the first check, as a broken
+    #: agent might: the soak's own test that its checks do report.
+    plant_stray: bool = False
+
+
+#: The ConfigMap ``plant_stray`` creates.
+STRAY = "soak-stray"
 
 
 def redact(line: str) -> str:
@@ -205,9 +215,11 @@ class Soak:
                 f"agent pid {self.agents.pid}, log {self.agents.log_path}"
             )
             await self._quiet("start")
+            if self.config.plant_stray:
+                await self.spoke_client.create(CONFIGMAPS, configmap(STRAY, NAMESPACE))
             extra = 0
             while self.now() < self.config.duration or (
-                self.uncovered() and extra < MAX_EXTRA_ROUNDS
+                self.config.cover_every_kind and self.uncovered() and extra < MAX_EXTRA_ROUNDS
             ):
                 if self.now() >= self.config.duration:
                     extra += 1
