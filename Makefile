@@ -57,3 +57,16 @@ soak: setup-test
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache
+
+# Known vulnerabilities in every locked dependency (all groups), from PyPI's
+# advisory data. It needs the network, so it is not part of `make test`.
+# --strict: a package that cannot be looked up fails the audit instead of
+# being skipped, so an unreachable advisory service never reads as "clean";
+# the hashes of the lock pin exactly the files uv installs.
+.PHONY: audit
+audit: $(UV)
+	mkdir -p .tools
+	$(UV) export --frozen --all-groups --no-emit-project --quiet \
+		--output-file .tools/audit-requirements.txt
+	$(UV) tool run --from pip-audit==2.10.1 pip-audit --strict --require-hashes --disable-pip \
+		--progress-spinner off --requirement .tools/audit-requirements.txt
