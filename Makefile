@@ -7,7 +7,7 @@ UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: setup setup-test demo test lint typecheck imports unit bench clean soak
+.PHONY: setup setup-test demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak
 
 .tools/bin/uv:
 	python3 -m venv .tools
@@ -38,7 +38,28 @@ unit: setup-test
 
 test: lint typecheck imports unit
 
-bench: setup
+# The benchmark suite (tests/benchmarks/bench_suite.py): results, Markdown and plots in
+# bench-results/. BENCH_ARGS passes options, e.g. BENCH_ARGS="--n 100 --runs 5" or
+# BENCH_ARGS="--agent-cmd '...'"; bench-full measures N = 100, 500, 1000.
+# --inexact: the plotting group is added without removing the test tools.
+BENCH_ARGS ?=
+BENCH := $(RUN) --group bench python tests/benchmarks/bench_suite.py
+
+setup-bench: $(UV)
+	$(UV) sync --frozen --quiet --inexact --group bench
+
+bench: setup-bench
+	$(BENCH) $(BENCH_ARGS)
+
+bench-full: setup-bench
+	$(BENCH) --full $(BENCH_ARGS)
+
+# docs/benchmarks.md's generated block, from the newest bench-results/*.json.
+bench-docs: $(UV)
+	$(RUN) python tests/benchmarks/bench_suite.py docs
+
+# The micro-benchmarks and the single-scenario scripts, each printing its figures.
+bench-micro: setup
 	$(RUN) python tests/benchmarks/kubesim_bench.py
 	$(RUN) python tests/benchmarks/kube_client_bench.py
 	$(RUN) python tests/benchmarks/runtime_bench.py

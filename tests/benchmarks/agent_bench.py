@@ -26,44 +26,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
+import benchkit
+from benchkit import StatsKey
 
 from workagent.kube import (
-    CRDS,
     MANIFESTWORKS,
     NAMESPACES,
     KubeClient,
 )
 from workagent.runtime import Informer
 
-REPO = Path(__file__).resolve().parents[2]
-CRD_DIR = REPO / "charts" / "crds"
 CLUSTER = "cluster1"
 MANIFESTS_PER_WORK = 5
 CONCURRENCY = 32
 BENCH_AGENT = "agent-bench"  # the benchmark's own User-Agent, left out of the counts
-WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
-
-StatsKey = tuple[str, str]  # (verb, resource); failed requests: (verb, "resource code")
-
-
-def _configmap(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default"},
-        "data": {"key": "value"},
-    }
 
 
 def _work(name: str, manifests: int) -> dict[str, Any]:
@@ -71,40 +55,13 @@ def _work(name: str, manifests: int) -> dict[str, Any]:
         "apiVersion": MANIFESTWORKS.api_version,
         "kind": MANIFESTWORKS.kind,
         "metadata": {"name": name, "namespace": CLUSTER},
-        "spec": {"workload": {"manifests": [_configmap(f"{name}-{j}") for j in range(manifests)]}},
+        "spec": {
+            "workload": {"manifests": [benchkit.configmap(f"{name}-{j}") for j in range(manifests)]}
+        },
     }
 
 
-def _condition(work: dict[str, Any], kind: str) -> bool:
-    generation = work["metadata"].get("generation")
-    for cond in (work.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
-            return bool(
-                cond.get("status") == "True" and cond.get("observedGeneration") == generation
-            )
-    return False
-
-
 # -- processes ----------------------------------------------------------------------------
-
-
-def _kubesim(kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kubesim",
-                "serve",
-                "--port",
-                "0",
-                "--kubeconfig",
-                str(kubeconfig),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=dict(os.environ),
-        )
 
 
 def _agent(tmp: Path, qps: float) -> subprocess.Popen[bytes]:
@@ -131,74 +88,7 @@ def _agent(tmp: Path, qps: float) -> subprocess.Popen[bytes]:
         )
 
 
-async def _wait_file(path: Path, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while not path.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"kubesim did not start ({path.name})")
-        await asyncio.sleep(0.05)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _memory(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM (peak) of a process, in KiB."""
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = int(value.split()[0])
-    return out
-
-
 # -- measuring ----------------------------------------------------------------------------
-
-
-async def _stats(client: KubeClient) -> Counter[StatsKey]:
-    """Requests answered so far, by (verb, resource), without the benchmark's own."""
-    body = await client.get_raw("/kubesim/stats")
-    counts: Counter[StatsKey] = Counter()
-    for row in body.get("requests") or []:
-        if row["userAgent"] == BENCH_AGENT:
-            continue
-        resource = row["resource"]
-        if row["code"] >= 400:
-            resource = f"{resource} ({row['code']})"
-        counts[(row["verb"], resource)] += row["count"]
-    return counts
-
-
-async def _until(
-    check: Callable[[], bool | Awaitable[bool]],
-    agent: subprocess.Popen[bytes],
-    timeout: float,
-    what: str,
-) -> float:
-    """Seconds until ``check`` holds (polled every 20 ms)."""
-    t0 = time.perf_counter()
-    while True:
-        result = check()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return time.perf_counter() - t0
-        if agent.poll() is not None:
-            raise SystemExit(f"the agent exited with {agent.returncode} while waiting for {what}")
-        if time.perf_counter() - t0 > timeout:
-            raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
-def _writes(counts: Counter[StatsKey]) -> int:
-    return sum(n for (verb, _), n in counts.items() if verb in WRITE_VERBS)
 
 
 def _print_requests(name: str, counts: Counter[StatsKey], works: int) -> None:
@@ -223,13 +113,8 @@ async def bench(tmp: Path, works: int, qps: float, window: float) -> None:
     agent: subprocess.Popen[bytes] | None = None
     informer = Informer(hub, MANIFESTWORKS, CLUSTER, name="bench-works")
     try:
-        for client, file in (
-            (hub, "work.open-cluster-management.io_manifestworks.yaml"),
-            (spoke, "work.open-cluster-management.io_appliedmanifestworks.yaml"),
-        ):
-            for doc in yaml.safe_load_all((CRD_DIR / file).read_text()):
-                if doc:
-                    await client.create(CRDS, doc)
+        await benchkit.install_crds(hub, benchkit.MANIFESTWORK_CRD)
+        await benchkit.install_crds(spoke, benchkit.APPLIED_MANIFESTWORK_CRD)
         await hub.create(NAMESPACES, {"metadata": {"name": CLUSTER}})
         await spoke.create(NAMESPACES, {"metadata": {"name": "default"}})
         await informer.start()
@@ -240,13 +125,16 @@ async def bench(tmp: Path, works: int, qps: float, window: float) -> None:
 
         def warm() -> bool:
             obj = informer.store.get(f"{CLUSTER}/warm-up")
-            return obj is not None and _condition(obj, "Applied")
+            return obj is not None and benchkit.condition_true(obj, "Applied")
 
-        started = await _until(warm, agent, 120, "the warm-up work")
+        started = await benchkit.until(warm, agent, 120, "the warm-up work")
         print(f"agent process ready (warm-up work applied) after {started:.2f} s")
 
         names = [f"work-{i:05d}" for i in range(works)]
-        hub_before, spoke_before = await _stats(hub), await _stats(spoke)
+        hub_before, spoke_before = (
+            await benchkit.kubesim_stats(hub, BENCH_AGENT),
+            await benchkit.kubesim_stats(spoke, BENCH_AGENT),
+        )
         sem = asyncio.Semaphore(CONCURRENCY)
 
         async def create(name: str) -> None:
@@ -261,33 +149,52 @@ async def bench(tmp: Path, works: int, qps: float, window: float) -> None:
             n = 0
             for name in names:
                 obj = informer.store.get(f"{CLUSTER}/{name}")
-                n += obj is not None and _condition(obj, kind)
+                n += obj is not None and benchkit.condition_true(obj, kind)
             return n
 
         timeout = max(300.0, works * 1.0)
-        await _until(lambda: count("Applied") == works, agent, timeout, "every work Applied")
+        await benchkit.until(
+            lambda: count("Applied") == works, agent, timeout, "every work Applied"
+        )
         applied = time.perf_counter() - t0
-        hub_applied, spoke_applied = await _stats(hub), await _stats(spoke)
-        await _until(lambda: count("Available") == works, agent, timeout, "every work Available")
+        hub_applied, spoke_applied = (
+            await benchkit.kubesim_stats(hub, BENCH_AGENT),
+            await benchkit.kubesim_stats(spoke, BENCH_AGENT),
+        )
+        await benchkit.until(
+            lambda: count("Available") == works, agent, timeout, "every work Available"
+        )
         available = time.perf_counter() - t0
 
         # Settled: wait until a 2 s stretch passes without any agent write.
         async def quiet() -> bool:
-            before = _writes(await _stats(hub)) + _writes(await _stats(spoke))
+            before = benchkit.writes(
+                await benchkit.kubesim_stats(hub, BENCH_AGENT)
+            ) + benchkit.writes(await benchkit.kubesim_stats(spoke, BENCH_AGENT))
             await asyncio.sleep(2)
-            return _writes(await _stats(hub)) + _writes(await _stats(spoke)) == before
+            return (
+                benchkit.writes(await benchkit.kubesim_stats(hub, BENCH_AGENT))
+                + benchkit.writes(await benchkit.kubesim_stats(spoke, BENCH_AGENT))
+                == before
+            )
 
-        await _until(quiet, agent, timeout, "the agent to stop writing")
-        hub_settled, spoke_settled = await _stats(hub), await _stats(spoke)
+        await benchkit.until(quiet, agent, timeout, "the agent to stop writing")
+        hub_settled, spoke_settled = (
+            await benchkit.kubesim_stats(hub, BENCH_AGENT),
+            await benchkit.kubesim_stats(spoke, BENCH_AGENT),
+        )
         hub_req = hub_settled - hub_before
         spoke_req = spoke_settled - spoke_before
 
         # Steady state.
         await asyncio.sleep(window)
-        hub_after, spoke_after = await _stats(hub), await _stats(spoke)
+        hub_after, spoke_after = (
+            await benchkit.kubesim_stats(hub, BENCH_AGENT),
+            await benchkit.kubesim_stats(spoke, BENCH_AGENT),
+        )
         hub_steady = hub_after - hub_settled
         spoke_steady = spoke_after - spoke_settled
-        memory = _memory(agent.pid)
+        memory = benchkit.memory(agent.pid)
 
         spoke_min = MANIFESTS_PER_WORK + 1
         hub_min = 2
@@ -303,24 +210,24 @@ async def bench(tmp: Path, works: int, qps: float, window: float) -> None:
         print(f"{'until every work is Available=True':<52} {available:>8.2f} s")
         print(
             f"{'spoke writes per work (applied / settled)':<52} "
-            f"{_writes(spoke_applied - spoke_before) / works:>8.2f} / {_writes(spoke_req) / works:.2f}"
+            f"{benchkit.writes(spoke_applied - spoke_before) / works:>8.2f} / {benchkit.writes(spoke_req) / works:.2f}"
             f"  (minimum {spoke_min}: {MANIFESTS_PER_WORK} manifests + the AMW;"
             f" AMW status patches {amw_status / works:.2f})"
         )
         print(
             f"{'hub writes per work (applied / settled)':<52} "
-            f"{_writes(hub_applied - hub_before) / works:>8.2f} / {_writes(hub_req) / works:.2f}"
+            f"{benchkit.writes(hub_applied - hub_before) / works:>8.2f} / {benchkit.writes(hub_req) / works:.2f}"
             f"  (minimum {hub_min}: finalizer + one status patch)"
         )
         print(
             f"{'steady-state writes per minute (hub / spoke)':<52} "
-            f"{_writes(hub_steady) * 60 / window:>8.1f} / {_writes(spoke_steady) * 60 / window:.1f}"
+            f"{benchkit.writes(hub_steady) * 60 / window:>8.1f} / {benchkit.writes(spoke_steady) * 60 / window:.1f}"
             f"  ({window:.0f} s window, goal 0)"
         )
         print(
             f"{'steady-state reads per minute (hub / spoke)':<52} "
-            f"{(sum(hub_steady.values()) - _writes(hub_steady)) * 60 / window:>8.1f} / "
-            f"{(sum(spoke_steady.values()) - _writes(spoke_steady)) * 60 / window:.1f}"
+            f"{(sum(hub_steady.values()) - benchkit.writes(hub_steady)) * 60 / window:>8.1f} / "
+            f"{(sum(spoke_steady.values()) - benchkit.writes(spoke_steady)) * 60 / window:.1f}"
         )
         print(
             f"{'agent RSS at the end (peak)':<52} {memory.get('VmRSS', 0) / 1024:>8.1f} MiB"
@@ -330,15 +237,15 @@ async def bench(tmp: Path, works: int, qps: float, window: float) -> None:
         print("requests per work, from the first create until settled (by verb, then detail):")
         _print_requests("hub", hub_req, works)
         _print_requests("spoke", spoke_req, works)
-        if _writes(hub_steady) or _writes(spoke_steady):
+        if benchkit.writes(hub_steady) or benchkit.writes(spoke_steady):
             print("steady-state writes:")
             for name, counts in (("hub", hub_steady), ("spoke", spoke_steady)):
                 for (verb, resource), n in sorted(counts.items()):
-                    if verb in WRITE_VERBS:
+                    if verb in benchkit.WRITE_VERBS:
                         print(f"    {name:<6} {verb:<8} {resource:<34} {n:>7}")
     finally:
         if agent is not None:
-            _stop(agent)
+            benchkit.stop(agent)
         await informer.stop()
         await hub.close()
         await spoke.close()
@@ -352,11 +259,11 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        hub = _kubesim(tmp / "hub.kubeconfig", tmp / "hub.log")
-        spoke = _kubesim(tmp / "spoke.kubeconfig", tmp / "spoke.log")
+        hub = benchkit.start_kubesim(tmp / "hub.kubeconfig", tmp / "hub.log")
+        spoke = benchkit.start_kubesim(tmp / "spoke.kubeconfig", tmp / "spoke.log")
         try:
-            await _wait_file(tmp / "hub.kubeconfig", hub)
-            await _wait_file(tmp / "spoke.kubeconfig", spoke)
+            await benchkit.wait_file(tmp / "hub.kubeconfig", hub)
+            await benchkit.wait_file(tmp / "spoke.kubeconfig", spoke)
             await bench(tmp, args.works, args.qps, args.window)
         except BaseException:
             log = tmp / "agent.log"
@@ -367,8 +274,8 @@ async def main() -> None:
                 )
             raise
         finally:
-            _stop(hub)
-            _stop(spoke)
+            benchkit.stop(hub)
+            benchkit.stop(spoke)
 
 
 if __name__ == "__main__":

@@ -77,24 +77,20 @@ import argparse
 import asyncio
 import os
 import random
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-import yaml
+import benchkit
+from benchkit import StatsKey
 
 from workagent.kube import (
-    CRDS,
     DEPLOYMENTS,
     MANIFESTWORKS,
     NAMESPACES,
@@ -102,13 +98,9 @@ from workagent.kube import (
 )
 from workagent.runtime import Informer, configure_logging
 
-REPO = Path(__file__).resolve().parents[2]
-CRD_DIR = REPO / "charts" / "crds"
 CLUSTER = "cluster1"
 CONCURRENCY = 32
 BENCH_AGENT = "feedback-latency-bench"  # our own User-Agent, left out of request counts
-WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 APPLY = "manifestwork-controller"  # controller names in the agent's metrics
 STATUS = "AvailableStatusController"
 WATCH_INTERVAL = "60s"
@@ -117,8 +109,6 @@ POLL_PERIOD = (5.0, 9.5)  # --status-sync-interval x [1, 1.9)
 WATCH_SAMPLE_TIMEOUT = 30.0
 POLL_SAMPLE_TIMEOUT = 60.0
 FIXED_TIME = "2025-01-01T00:00:00Z"
-
-StatsKey = tuple[str, str]
 
 
 # -- objects --------------------------------------------------------------------------------
@@ -201,16 +191,6 @@ def _status(value: int) -> dict[str, Any]:
     }
 
 
-def _condition(work: dict[str, Any], kind: str) -> bool:
-    generation = work["metadata"].get("generation")
-    for cond in (work.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
-            return bool(
-                cond.get("status") == "True" and cond.get("observedGeneration") == generation
-            )
-    return False
-
-
 def _feedback(work: dict[str, Any]) -> dict[str, Any]:
     """The feedback values of the work's (only) manifest, by name."""
     out: dict[str, Any] = {}
@@ -225,31 +205,6 @@ def _feedback(work: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- processes ------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _kubesim(kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kubesim",
-                "serve",
-                "--port",
-                "0",
-                "--kubeconfig",
-                str(kubeconfig),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=dict(os.environ),
-        )
 
 
 def _agent(
@@ -280,109 +235,7 @@ def _agent(
         )
 
 
-async def _wait_file(path: Path, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while not path.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"kubesim did not start ({path.name})")
-        await asyncio.sleep(0.05)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _memory(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM (peak) of a process, in KiB."""
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = int(value.split()[0])
-    return out
-
-
-def _cpu(pid: int) -> float:
-    """utime + stime of a process, in seconds."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()  # the name may hold spaces
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat(5)
-
-
 # -- measuring ------------------------------------------------------------------------------
-
-
-async def _stats(client: KubeClient) -> Counter[StatsKey]:
-    """Requests answered so far, by (verb, resource), without the benchmark's own."""
-    body = await client.get_raw("/kubesim/stats")
-    counts: Counter[StatsKey] = Counter()
-    for row in body.get("requests") or []:
-        if row["userAgent"] == BENCH_AGENT:
-            continue
-        counts[(row["verb"], row["resource"])] += row["count"]
-    return counts
-
-
-def _writes(counts: Counter[StatsKey]) -> int:
-    return sum(n for (verb, _), n in counts.items() if verb in WRITE_VERBS)
-
-
-async def _open_watches(client: KubeClient) -> int:
-    return int((await client.get_raw("/kubesim/watches")).get("open", 0))
-
-
-async def _metrics(port: int) -> dict[str, float]:
-    """The agent's /metrics, samples summed over labels: {"name": value, "name{labels}": value}."""
-    try:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(f"http://127.0.0.1:{port}/metrics") as resp,
-        ):
-            text = await resp.text()
-    except aiohttp.ClientConnectionError:
-        return {}  # not serving yet (a starting agent)
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        series, _, value = line.rpartition(" ")
-        name = series.split("{", 1)[0]
-        try:
-            number = float(value)
-        except ValueError:
-            continue
-        out[series] = number
-        if "{" in series:
-            out[name] = out.get(name, 0.0) + number
-    return out
-
-
-async def _until(
-    check: Callable[[], bool | Awaitable[bool]],
-    agent: subprocess.Popen[bytes],
-    timeout: float,
-    what: str,
-    period: float = 0.05,
-) -> float:
-    """Seconds until ``check`` holds."""
-    t0 = time.perf_counter()
-    while True:
-        result = check()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return time.perf_counter() - t0
-        if agent.poll() is not None:
-            raise SystemExit(f"the agent exited with {agent.returncode} while waiting for {what}")
-        if time.perf_counter() - t0 > timeout:
-            raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
-        await asyncio.sleep(period)
 
 
 def _reconciles(metrics: dict[str, float], controller: str) -> float:
@@ -393,13 +246,6 @@ def _reconciles(metrics: dict[str, float], controller: str) -> float:
         if series.startswith("controller_runtime_reconcile_total{")
         and f'controller="{controller}"' in series
     )
-
-
-def _percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100) of non-empty ``values``."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), -(-len(ordered) * q // 100)))
-    return ordered[int(rank) - 1]
 
 
 @dataclass
@@ -447,7 +293,7 @@ class Bench:
         self.hub = hub
         self.spoke = spoke
         self.args = args
-        self.port = _free_port()
+        self.port = benchkit.free_port()
         self.sampler = Sampler()
         self.value = 1  # the last replica count written; every sample writes a new one
         self.agent: subprocess.Popen[bytes] | None = None
@@ -470,13 +316,8 @@ class Bench:
 
     # -- setup ----------------------------------------------------------------------
     async def setup(self) -> None:
-        for client, file in (
-            (self.hub, "work.open-cluster-management.io_manifestworks.yaml"),
-            (self.spoke, "work.open-cluster-management.io_appliedmanifestworks.yaml"),
-        ):
-            for doc in yaml.safe_load_all((CRD_DIR / file).read_text()):
-                if doc:
-                    await client.create(CRDS, doc)
+        await benchkit.install_crds(self.hub, benchkit.MANIFESTWORK_CRD)
+        await benchkit.install_crds(self.spoke, benchkit.APPLIED_MANIFESTWORK_CRD)
         await self.hub.create(NAMESPACES, {"metadata": {"name": CLUSTER}})
         for ns in sorted(set(self.namespace.values())):
             await self.spoke.create(NAMESPACES, {"metadata": {"name": ns}})
@@ -485,7 +326,7 @@ class Bench:
 
     async def close(self) -> None:
         if self.agent is not None:
-            _stop(self.agent)
+            benchkit.stop(self.agent)
         await self.informer.stop()
 
     def start_agent(self, interval: str, log_name: str) -> subprocess.Popen[bytes]:
@@ -512,14 +353,20 @@ class Bench:
         n = 0
         for name in self.names:
             obj = self.informer.store.get(f"{CLUSTER}/{name}")
-            n += obj is not None and _condition(obj, kind)
+            n += obj is not None and benchkit.condition_true(obj, kind)
         return n
 
     async def quiet(self) -> bool:
         """No agent write on either cluster for 2 s."""
-        before = _writes(await _stats(self.hub)) + _writes(await _stats(self.spoke))
+        before = benchkit.writes(
+            await benchkit.kubesim_stats(self.hub, BENCH_AGENT)
+        ) + benchkit.writes(await benchkit.kubesim_stats(self.spoke, BENCH_AGENT))
         await asyncio.sleep(2)
-        return _writes(await _stats(self.hub)) + _writes(await _stats(self.spoke)) == before
+        return (
+            benchkit.writes(await benchkit.kubesim_stats(self.hub, BENCH_AGENT))
+            + benchkit.writes(await benchkit.kubesim_stats(self.spoke, BENCH_AGENT))
+            == before
+        )
 
     # -- one sample -----------------------------------------------------------------
     async def sample(self, name: str, timeout: float, out: Samples) -> None:
@@ -545,14 +392,14 @@ class Bench:
         """One at a time, on the Watch works in turn, with a small random pause between."""
         out = Samples()
         assert self.agent is not None
-        cpu0, t0 = _cpu(self.agent.pid), time.perf_counter()
+        cpu0, t0 = benchkit.cpu(self.agent.pid), time.perf_counter()
         for i in range(count):
             await self.sample(
                 self.watch_names[i % len(self.watch_names)], WATCH_SAMPLE_TIMEOUT, out
             )
             await asyncio.sleep(random.uniform(0.02, 0.1))
         out.window = time.perf_counter() - t0
-        out.cpu = _cpu(self.agent.pid) - cpu0
+        out.cpu = benchkit.cpu(self.agent.pid) - cpu0
         return out
 
     async def poll_samples(self, count: int) -> Samples:
@@ -568,10 +415,10 @@ class Bench:
             await asyncio.sleep(start)
             await self.sample(names[i % len(names)], POLL_SAMPLE_TIMEOUT, out)
 
-        cpu0, t0 = _cpu(self.agent.pid), time.perf_counter()
+        cpu0, t0 = benchkit.cpu(self.agent.pid), time.perf_counter()
         await asyncio.gather(*(one(i, s) for i, s in enumerate(starts)))
         out.window = time.perf_counter() - t0
-        out.cpu = _cpu(self.agent.pid) - cpu0
+        out.cpu = benchkit.cpu(self.agent.pid) - cpu0
         return out
 
     # -- the run --------------------------------------------------------------------
@@ -592,47 +439,55 @@ class Bench:
         created = await self.create_works()
         works = args.works
         timeout = max(300.0, works * 1.0)
-        await _until(lambda: self.count("Applied") == works, agent, timeout, "every work Applied")
+        await benchkit.until(
+            lambda: self.count("Applied") == works, agent, timeout, "every work Applied"
+        )
         applied = time.perf_counter() - t_start
-        await _until(
+        await benchkit.until(
             lambda: self.count("Available") == works, agent, timeout, "every work Available"
         )
         available = time.perf_counter() - t_start
 
         async def registered() -> bool:
-            m = await _metrics(self.port)
+            m = await benchkit.scrape(self.port)
             return m.get("feedback_watch_pool_registrations", 0) + m.get(
                 "feedback_watch_fallbacks_total", 0
             ) >= len(self.watch_names)
 
-        await _until(registered, agent, timeout, "every Watch work registered", period=0.5)
-        await _until(self.quiet, agent, timeout, "the agent to stop writing")
+        await benchkit.until(registered, agent, timeout, "every Watch work registered", period=0.5)
+        await benchkit.until(self.quiet, agent, timeout, "the agent to stop writing")
         converged = time.perf_counter() - t_start
-        cpu_converged = _cpu(agent.pid)
-        mem_converged = _memory(agent.pid)
+        cpu_converged = benchkit.cpu(agent.pid)
+        mem_converged = benchkit.memory(agent.pid)
         print(f"converged after {converged:.1f} s; idle window {args.window:.0f} s", flush=True)
         if args.idle_delay > 0:
             await asyncio.sleep(args.idle_delay)
 
-        hub0, spoke0 = await _stats(self.hub), await _stats(self.spoke)
-        metrics0 = await _metrics(self.port)
-        cpu0, w0 = _cpu(agent.pid), time.perf_counter()
+        hub0, spoke0 = (
+            await benchkit.kubesim_stats(self.hub, BENCH_AGENT),
+            await benchkit.kubesim_stats(self.spoke, BENCH_AGENT),
+        )
+        metrics0 = await benchkit.scrape(self.port)
+        cpu0, w0 = benchkit.cpu(agent.pid), time.perf_counter()
         await asyncio.sleep(args.window)
-        idle_cpu = _cpu(agent.pid) - cpu0
+        idle_cpu = benchkit.cpu(agent.pid) - cpu0
         idle_window = time.perf_counter() - w0
-        hub1, spoke1 = await _stats(self.hub), await _stats(self.spoke)
-        mem_idle = _memory(agent.pid)
-        metrics = await _metrics(self.port)
+        hub1, spoke1 = (
+            await benchkit.kubesim_stats(self.hub, BENCH_AGENT),
+            await benchkit.kubesim_stats(self.spoke, BENCH_AGENT),
+        )
+        mem_idle = benchkit.memory(agent.pid)
+        metrics = await benchkit.scrape(self.port)
         idle_syncs = {
             c: _reconciles(metrics, c) - _reconciles(metrics0, c) for c in (APPLY, STATUS)
         }
-        spoke_watches = await _open_watches(self.spoke)
-        hub_watches = await _open_watches(self.hub)
+        spoke_watches = await benchkit.open_watches(self.spoke)
+        hub_watches = await benchkit.open_watches(self.hub)
         hub_idle, spoke_idle = hub1 - hub0, spoke1 - spoke0
 
         print(f"Watch-mode samples ({args.samples}) ...", flush=True)
         watch = await self.watch_samples(args.samples)
-        _stop(agent)
+        benchkit.stop(agent)
 
         # ---- phase 2: Poll mode, --status-sync-interval=5s -----------------------
         print("restarting the agent with --status-sync-interval=5s ...", flush=True)
@@ -641,22 +496,30 @@ class Bench:
 
         async def caught_up() -> bool:
             # Every work went through the apply loop and the status controller once.
-            m = await _metrics(self.port)
+            m = await benchkit.scrape(self.port)
             return all(_reconciles(m, ctrl) >= works for ctrl in (APPLY, STATUS))
 
-        await _until(caught_up, agent, timeout, "the restarted agent to catch up", period=0.5)
+        await benchkit.until(
+            caught_up, agent, timeout, "the restarted agent to catch up", period=0.5
+        )
         restarted = time.perf_counter() - t_restart
         print(
             f"caught up after {restarted:.1f} s; Poll-mode samples ({args.samples}) ...", flush=True
         )
-        poll_hub0, poll_spoke0 = await _stats(self.hub), await _stats(self.spoke)
+        poll_hub0, poll_spoke0 = (
+            await benchkit.kubesim_stats(self.hub, BENCH_AGENT),
+            await benchkit.kubesim_stats(self.spoke, BENCH_AGENT),
+        )
         poll = await self.poll_samples(args.samples)
-        poll_hub, poll_spoke = await _stats(self.hub), await _stats(self.spoke)
+        poll_hub, poll_spoke = (
+            await benchkit.kubesim_stats(self.hub, BENCH_AGENT),
+            await benchkit.kubesim_stats(self.spoke, BENCH_AGENT),
+        )
         poll_hub, poll_spoke = poll_hub - poll_hub0, poll_spoke - poll_spoke0
-        poll_metrics = await _metrics(self.port)
-        poll_mem = _memory(agent.pid)
-        poll_spoke_watches = await _open_watches(self.spoke)
-        _stop(agent)
+        poll_metrics = await benchkit.scrape(self.port)
+        poll_mem = benchkit.memory(agent.pid)
+        poll_spoke_watches = await benchkit.open_watches(self.spoke)
+        benchkit.stop(agent)
 
         # ---- report --------------------------------------------------------------
         def row(label: str, value: str) -> None:
@@ -673,8 +536,8 @@ class Bench:
             )
             row(
                 "  p50 / p90 / p99 / max",
-                f"{_percentile(lat, 50) * 1e3:8.1f} / {_percentile(lat, 90) * 1e3:.1f} / "
-                f"{_percentile(lat, 99) * 1e3:.1f} / {max(lat) * 1e3:.1f} ms",
+                f"{benchkit.percentile(lat, 50) * 1e3:8.1f} / {benchkit.percentile(lat, 90) * 1e3:.1f} / "
+                f"{benchkit.percentile(lat, 99) * 1e3:.1f} / {max(lat) * 1e3:.1f} ms",
             )
             row(
                 "  mean / min",
@@ -682,7 +545,7 @@ class Bench:
             )
             row(
                 "  the /status PATCH alone (p50 / p99)",
-                f"{_percentile(s.writes, 50) * 1e3:8.1f} / {_percentile(s.writes, 99) * 1e3:.1f} ms",
+                f"{benchkit.percentile(s.writes, 50) * 1e3:8.1f} / {benchkit.percentile(s.writes, 99) * 1e3:.1f} ms",
             )
             row(
                 "  agent CPU while sampling",
@@ -690,8 +553,8 @@ class Bench:
             )
 
         def per_s(counts: Counter[StatsKey], window: float) -> str:
-            reads = sum(counts.values()) - _writes(counts)
-            return f"{reads / window:.2f} reads/s, {_writes(counts) / window:.2f} writes/s"
+            reads = sum(counts.values()) - benchkit.writes(counts)
+            return f"{reads / window:.2f} reads/s, {benchkit.writes(counts) / window:.2f} writes/s"
 
         print()
         print("=" * 92)
@@ -800,13 +663,13 @@ async def main() -> None:
         parser.error("--namespaces and --samples must be at least 1")
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        hub = _kubesim(tmp / "hub.kubeconfig", tmp / "hub.log")
-        spoke = _kubesim(tmp / "spoke.kubeconfig", tmp / "spoke.log")
+        hub = benchkit.start_kubesim(tmp / "hub.kubeconfig", tmp / "hub.log")
+        spoke = benchkit.start_kubesim(tmp / "spoke.kubeconfig", tmp / "spoke.log")
         bench: Bench | None = None
         clients: list[KubeClient] = []
         try:
-            await _wait_file(tmp / "hub.kubeconfig", hub)
-            await _wait_file(tmp / "spoke.kubeconfig", spoke)
+            await benchkit.wait_file(tmp / "hub.kubeconfig", hub)
+            await benchkit.wait_file(tmp / "spoke.kubeconfig", spoke)
             for which in ("hub", "spoke"):
                 clients.append(
                     await KubeClient.from_kubeconfig(
@@ -833,8 +696,8 @@ async def main() -> None:
                 await bench.close()
             for client in clients:
                 await client.close()
-            _stop(hub)
-            _stop(spoke)
+            benchkit.stop(hub)
+            benchkit.stop(spoke)
 
 
 if __name__ == "__main__":

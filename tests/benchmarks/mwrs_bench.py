@@ -143,7 +143,8 @@ async def _seed(client: KubeClient, clusters: list[str]) -> None:
     await client.patch(PLACEMENTS, "all", {"status": status}, NS, subresource="status")
 
 
-async def bench(kubeconfig: Path, clusters: list[str], qps: float) -> None:
+async def bench(kubeconfig: Path, clusters: list[str], qps: float) -> dict[str, float]:
+    """Fan out to ``clusters``, then converge their status; prints and returns the times (s)."""
     client = await KubeClient.from_kubeconfig(str(kubeconfig), qps=0, name="bench")
     hub = await KubeClient.from_kubeconfig(
         str(kubeconfig), qps=qps, burst=max(int(qps * 2), 1), name="hub"
@@ -243,6 +244,12 @@ async def bench(kubeconfig: Path, clusters: list[str], qps: float) -> None:
         print(
             f"{'status: summary counts every work, Applied True':<48} {total:>6}  {settled:>6.2f} s"
         )
+        return {
+            "works_exist_s": works_at,
+            "summary_s": summary_at,
+            "reports_s": writes,
+            "status_converged_s": settled,
+        }
     finally:
         await controller.stop(deadline=10)
         if task is not None:
@@ -253,9 +260,8 @@ async def bench(kubeconfig: Path, clusters: list[str], qps: float) -> None:
         await client.close()
 
 
-async def main() -> None:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    qps = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+async def measure(count: int, qps: float = 0.0) -> dict[str, float]:
+    """One fan-out to ``count`` clusters in a fresh ``kubesim serve``; the figures of ``bench``."""
     clusters = [f"cluster{i:04d}" for i in range(count)]
     with tempfile.TemporaryDirectory() as tmp:
         kc = Path(tmp) / "kc"
@@ -265,10 +271,16 @@ async def main() -> None:
         )
         try:
             await _wait_kubeconfig(kc, proc)
-            await bench(kc, clusters, qps)
+            return await bench(kc, clusters, qps)
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+async def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    qps = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+    await measure(count, qps)
 
 
 if __name__ == "__main__":

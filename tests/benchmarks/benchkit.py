@@ -1,0 +1,277 @@
+"""Pieces shared by the end-to-end benchmarks: processes, counters, waiting.
+
+The benchmarks run hub and spoke as ``kubesim serve`` processes and the
+agent as its own process, so each has its own core time; this module starts
+and stops them, reads what they cost (``/proc``), what they were asked
+(kubesim's ``/kubesim/stats``, or the agent's ``/metrics`` when the clusters
+are real), and waits for conditions with a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+
+from workagent.kube import CRDS, AlreadyExists, KubeClient
+
+REPO = Path(__file__).resolve().parents[2]
+CRD_DIR = REPO / "charts" / "crds"
+MANIFESTWORK_CRD = "work.open-cluster-management.io_manifestworks.yaml"
+APPLIED_MANIFESTWORK_CRD = "work.open-cluster-management.io_appliedmanifestworks.yaml"
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+StatsKey = tuple[str, str]  # (verb, resource)
+
+
+# -- objects --------------------------------------------------------------------------------
+
+
+def configmap(name: str, namespace: str = "default", value: str = "value") -> dict[str, Any]:
+    """A small ConfigMap manifest."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {"key": value},
+    }
+
+
+def condition_true(work: dict[str, Any], kind: str) -> bool:
+    """Whether ``kind`` is True on the work for its current generation."""
+    generation = work["metadata"].get("generation")
+    for cond in (work.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return bool(
+                cond.get("status") == "True" and cond.get("observedGeneration") == generation
+            )
+    return False
+
+
+async def install_crds(client: KubeClient, *files: str) -> None:
+    """Create the CRDs of ``files`` (from charts/crds); existing ones are kept."""
+    for file in files:
+        for doc in yaml.safe_load_all((CRD_DIR / file).read_text()):
+            if doc:
+                # A real cluster that already runs OCM keeps its CRDs.
+                with contextlib.suppress(AlreadyExists):
+                    await client.create(CRDS, doc)
+
+
+# -- processes ------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago (for an agent's /metrics)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_kubesim(kubeconfig: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    """``kubesim serve`` on a port the OS picks; it writes ``kubeconfig`` when ready."""
+    args = [sys.executable, "-m", "kubesim", "serve", "--port", "0", "--kubeconfig"]
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [*args, str(kubeconfig), *extra],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ),
+        )
+
+
+async def wait_file(path: Path, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """Wait until ``proc`` wrote ``path`` (kubesim's kubeconfig means it is serving)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"kubesim did not start ({path.name})")
+        await asyncio.sleep(0.05)  # sleep-ok: polling with a deadline
+
+
+def stop(proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """SIGTERM, then SIGKILL after ``timeout`` seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def log_tail(path: Path, lines: int = 40) -> str:
+    """The last lines of a log file (empty when there is none)."""
+    if not path.exists():
+        return ""
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+# -- what a process costs -------------------------------------------------------------------
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (an agent may run worker processes, or be a wrapper)."""
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+            except OSError:
+                continue  # the thread or process ended meanwhile
+    return out
+
+
+def memory(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (peak) of one process, in KiB (empty if it is gone)."""
+    out = {}
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(value.split()[0])
+    return out
+
+
+def tree_memory(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM summed over the process tree of ``pid``, in KiB."""
+    total: Counter[str] = Counter()
+    for each in process_tree(pid):
+        total.update(memory(each))
+    return dict(total)
+
+
+def cpu(pid: int) -> float:
+    """utime + stime of one process, in seconds (0 if it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()  # the name may hold spaces
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat(5)
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of the process tree of ``pid``."""
+    return sum(cpu(each) for each in process_tree(pid))
+
+
+# -- what the servers were asked ------------------------------------------------------------
+
+
+async def kubesim_stats(client: KubeClient, exclude_agent: str) -> Counter[StatsKey]:
+    """Requests kubesim answered so far, by (verb, resource), without ``exclude_agent``'s.
+
+    Failed requests count under ``"resource (code)"``.
+    """
+    body = await client.get_raw("/kubesim/stats")
+    counts: Counter[StatsKey] = Counter()
+    for row in body.get("requests") or []:
+        if row["userAgent"] == exclude_agent:
+            continue
+        resource = row["resource"]
+        if row["code"] >= 400:
+            resource = f"{resource} ({row['code']})"
+        counts[(row["verb"], resource)] += row["count"]
+    return counts
+
+
+async def open_watches(client: KubeClient) -> int:
+    """Watches kubesim holds open."""
+    return int((await client.get_raw("/kubesim/watches")).get("open", 0))
+
+
+def writes(counts: Counter[StatsKey]) -> int:
+    """The write requests among ``counts``."""
+    return sum(n for (verb, _), n in counts.items() if verb in WRITE_VERBS)
+
+
+async def scrape(port: int, host: str = "127.0.0.1") -> dict[str, float]:
+    """A process's Prometheus ``/metrics``: {"series{labels}": value, "name": sum over labels}.
+
+    Empty when nothing answers yet (a starting agent).
+    """
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://{host}:{port}/metrics") as resp,
+        ):
+            text = await resp.text()
+    except aiohttp.ClientError:
+        return {}
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        series, _, value = line.rpartition(" ")
+        name = series.split("{", 1)[0]
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        out[series] = number
+        if "{" in series:
+            out[name] = out.get(name, 0.0) + number
+    return out
+
+
+def labels(series: str) -> dict[str, str]:
+    """The labels of a Prometheus series name (values without quotes)."""
+    if "{" not in series:
+        return {}
+    body = series[series.index("{") + 1 : series.rindex("}")]
+    out = {}
+    for part in body.split('",'):
+        key, _, value = part.partition("=")
+        out[key.strip(", ")] = value.strip('"')
+    return out
+
+
+# -- waiting and statistics -----------------------------------------------------------------
+
+
+async def until(
+    check: Callable[[], bool | Awaitable[bool]],
+    proc: subprocess.Popen[bytes] | None,
+    timeout: float,
+    what: str,
+    period: float = 0.02,
+) -> float:
+    """Seconds until ``check`` holds, polled every ``period``; fails if ``proc`` exits."""
+    t0 = time.perf_counter()
+    while True:
+        result = check()
+        if not isinstance(result, bool):
+            result = await result
+        if result:
+            return time.perf_counter() - t0
+        if proc is not None and proc.poll() is not None:
+            raise SystemExit(f"the agent exited with {proc.returncode} while waiting for {what}")
+        if time.perf_counter() - t0 > timeout:
+            raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
+        await asyncio.sleep(period)  # sleep-ok: polling with a deadline
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of non-empty ``values``."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), -(-len(ordered) * q // 100)))
+    return ordered[int(rank) - 1]
