@@ -116,6 +116,9 @@ class Report:
     agent_starts: int = 0
     agent_exit_code: int | None = None
     agent_log: str = ""
+    #: Every operation and fault as (seconds into the soak, what), to set beside the
+    #: agent's log when a check fails.
+    timeline: list[tuple[float, str]] = field(default_factory=list)
 
     def violate(self, t: float, check: str, details: list[str]) -> Violation:
         """Record a violation."""
@@ -168,6 +171,7 @@ class Report:
             "agent_log": self.agent_log,
             "memory": self.memory(),
             "checkpoints": [asdict(c) for c in self.checkpoints],
+            "timeline": [[round(t, 2), what] for t, what in self.timeline],
             "samples": [
                 [round(s.t, 1), s.pid, s.rss_kib, round(s.cpu_seconds, 2)] for s in self.samples
             ],

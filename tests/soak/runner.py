@@ -308,20 +308,22 @@ class Soak:
             if labels:
                 self.hub_api.set_labels(name, labels)
 
-        await self._hub_write(
+        how = await self._hub_write(
             lambda: create_work(self.hub_client, name, manifests, **labels), local
         )
         self.workload.works[name] = Work(manifests, labels)
+        self._log(f"create {name} ({len(manifests)} manifests, {how})")
 
     async def _change(self) -> None:
         name = self.workload.pick()
         assert name is not None
         manifests = self.workload.manifests(name)
-        await self._hub_write(
+        how = await self._hub_write(
             lambda: set_manifests(self.hub_client, name, manifests),
             lambda: self.hub_api.set_manifests(name, manifests),
         )
         self.workload.works[name].manifests = manifests
+        self._log(f"change-manifests {name} ({len(manifests)} manifests, {how})")
 
     async def _relabel(self) -> None:
         name = self.workload.pick()
@@ -331,34 +333,37 @@ class Soak:
         def change(work: dict[str, Any]) -> None:
             work["metadata"]["labels"] = dict(labels)
 
-        await self._hub_write(
+        how = await self._hub_write(
             lambda: update_work(self.hub_client, name, change),
             lambda: self.hub_api.set_labels(name, labels),
         )
         self.workload.works[name].labels = labels
+        self._log(f"change-labels {name} ({how})")
 
     async def _delete(self) -> None:
         name = self.workload.pick()
         assert name is not None
-        await self._hub_write(
+        how = await self._hub_write(
             lambda: delete_work(self.hub_client, name), lambda: self.hub_api.delete(name)
         )
         del self.workload.works[name]
+        self._log(f"delete {name} ({how})")
 
     async def _hub_write(
         self, over_http: Callable[[], Awaitable[Any]], in_process: Callable[[], Any]
-    ) -> None:
+    ) -> str:
         """Write over HTTP; while the hub refuses connections, into its storage instead.
 
         Other clients of a hub go on writing while one agent cannot reach it: the
         agent must see those writes when it reconnects. A write whose answer was
         lost may have been done: doing it again in-process then finds the work
         already there (create) or gone (delete), which is the same outcome.
+        Returns which way it went.
         """
         if not self.hub_down():
             try:
                 await over_http()
-                return
+                return "http"
             except Unreachable:
                 pass
         try:
@@ -366,6 +371,7 @@ class Soak:
         except ApiError as err:
             if err.code not in (404, 409):
                 raise
+        return "in-process"
 
     # -- faults ----------------------------------------------------------------------
     def _choose_fault(self) -> str:
@@ -441,6 +447,10 @@ class Soak:
         else:
             raise ValueError(f"unknown fault {kind}")
         self.report.faults[kind] += 1
+        self._log(f"fault {kind}")
+
+    def _log(self, what: str) -> None:
+        self.report.timeline.append((self.now(), what))
 
     # -- checks ----------------------------------------------------------------------
     async def _quiet(self, what: str) -> None:
@@ -459,7 +469,7 @@ class Soak:
             self.report.violate(
                 self.now(),
                 f"not converged within {self.config.converge_timeout:g} s ({what})",
-                remaining,
+                remaining + self._diagnosis(),
             )
         else:
             self.report.converge_seconds.append(took)
@@ -473,6 +483,13 @@ class Soak:
             f"{len(self.workload.works)} works; agent RSS {rss}, CPU {cpu}; "
             f"violations {len(self.report.violations)}"
         )
+
+    def _diagnosis(self) -> list[str]:
+        """What the clusters can tell about a failed check: the watches open on each."""
+        return [
+            f"(open watches: hub {self.hub.store.watch_count()}, "
+            f"spoke {self.spoke.store.watch_count()})"
+        ]
 
     async def _hub_back(self) -> None:
         """Wait until the hub answers again after an outage."""
