@@ -163,14 +163,6 @@ async def test_killed_mid_apply_and_mid_delete(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "leak: objects the killed agent created are recorded in the AppliedManifestWork "
-        "only at the end of a reconcile, so if their manifests leave the work before a "
-        "reconcile completes, stale detection (applied.py) never sees them"
-    ),
-)
 async def test_manifests_removed_while_the_killed_agent_was_down(
     agents: Agents,
     spoke: KubeSim,

@@ -118,8 +118,10 @@ async def test_hello_work_demo(
     assert agent.hub_hash == the_hash
 
     async def recorded() -> bool:
+        # Listed once the live UID is known (an entry may be listed before its object exists).
         amw = await get_applied_work(spoke_client, the_hash, "hello-work-demo")
-        return bool(amw and (amw.get("status") or {}).get("appliedResources"))
+        entries = ((amw or {}).get("status") or {}).get("appliedResources") or []
+        return bool(entries) and all(e.get("uid") for e in entries)
 
     await eventually(recorded, what="the AMW to record the deployment")
     amw = await get_applied_work(spoke_client, the_hash, "hello-work-demo")
@@ -489,8 +491,9 @@ async def test_deleted_applied_work_is_recreated(
         amw = await get_applied_work(spoke_client, the_hash, "again")
         if amw is None or amw["metadata"]["uid"] == first["metadata"]["uid"]:
             return False
-        names = [r["name"] for r in (amw.get("status") or {}).get("appliedResources") or []]
-        return names == ["again-cm"]
+        entries = (amw.get("status") or {}).get("appliedResources") or []
+        # With its UID: an entry may be listed before its object is created.
+        return [(r["name"], bool(r.get("uid"))) for r in entries] == [("again-cm", True)]
 
     await eventually(recreated, what="a new AppliedManifestWork recording the configmap")
     assert await exists(spoke_client, CONFIGMAPS, "again-cm", "default")

@@ -79,6 +79,23 @@ async def test_unknown_kind_is_no_kind_match_a_not_found(client: KubeClient) -> 
         await mapper.resource_for("a/b/c", "X")
 
 
+async def test_a_lookup_without_rediscovery_uses_only_what_is_known(
+    client: KubeClient,
+) -> None:
+    mapper = RESTMapper(client, min_refresh_interval=0.0)
+    # The first lookup still loads discovery: there is nothing cached to go on.
+    assert await mapper.resource_for("v1", "ConfigMap", rediscover=False) == CONFIGMAPS
+    assert mapper.discoveries == 1
+    await client.create(CRDS, WIDGET_CRD)
+    with pytest.raises(NoKindMatch):
+        await mapper.resource_for("example.com/v1", "Widget", rediscover=False)
+    assert mapper.discoveries == 1
+    # A normal lookup finds it, and from then on it is known without rediscovery.
+    widgets = await mapper.resource_for("example.com/v1", "Widget")
+    assert await mapper.resource_for("example.com/v1", "Widget", rediscover=False) == widgets
+    assert mapper.discoveries == 2
+
+
 async def test_rediscovery_is_rate_limited_and_shared(client: KubeClient) -> None:
     t = FakeTime()
     mapper = RESTMapper(client, min_refresh_interval=5.0, clock=t.clock, sleep=t.sleep)

@@ -75,9 +75,16 @@ async def _live_uid(deps: AgentDeps, result: ManifestResult) -> str | None:
     return str((live.get("metadata") or {}).get("uid") or "")
 
 
-def _identity(entry: dict[str, Any]) -> tuple[str, str, str, str]:
-    # Stale detection ignores the version: the same object served at another
-    # version is still the same object.
+#: (group, resource, namespace, name) of an applied resource.
+Identity = tuple[str, str, str, str]
+
+
+def entry_identity(entry: dict[str, Any]) -> Identity:
+    """Which object an applied-resource entry names.
+
+    Stale detection ignores the version: the same object served at another
+    version is still the same object.
+    """
     return (
         str(entry.get("group") or ""),
         str(entry.get("resource") or ""),
@@ -88,6 +95,11 @@ def _identity(entry: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def _sort_key(entry: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(entry.get(f) or "") for f in _SORT_FIELDS)
+
+
+def sort_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sorted by group, version, resource, namespace, name (the order OCM writes)."""
+    return sorted(entries, key=_sort_key)
 
 
 async def _delete_stale(
@@ -141,20 +153,20 @@ async def sync_applied_resources(
         # superset: a manifest removed later is then found stale and deleted
         # instead of leaking.
         log.info("not deleting stale resources: a manifest is unresolved", error=str(unresolved))
-        fresh = {_identity(entry) for entry in applied}
-        kept = [entry for entry in old if _identity(entry) not in fresh]
+        fresh = {entry_identity(entry) for entry in applied}
+        kept = [entry for entry in old if entry_identity(entry) not in fresh]
         return Bookkeeping(
             applied_resources=_sorted_unique([*applied, *kept]),
             error=unresolved if isinstance(unresolved, KubeError) else None,
         )
 
-    current = {_identity(entry) for entry in applied}
-    stale = [entry for entry in old if _identity(entry) not in current]
+    current = {entry_identity(entry) for entry in applied}
+    stale = [entry for entry in old if entry_identity(entry) not in current]
 
     if stale and deps.watch_pool is not None:
         # Step 6: a resource the work no longer maintains is no longer watched for it.
         for entry in stale:
-            group, resource, namespace, obj_name = _identity(entry)
+            group, resource, namespace, obj_name = entry_identity(entry)
             await deps.watch_pool.unregister(group, resource, namespace, obj_name, name)
 
     pending: list[dict[str, Any]] = []
@@ -181,7 +193,7 @@ def _sorted_unique(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     unique: dict[tuple[str, ...], dict[str, Any]] = {}
     for entry in entries:
         unique.setdefault((*_sort_key(entry), str(entry.get("uid") or "")), entry)
-    return sorted(unique.values(), key=_sort_key)
+    return sort_entries(list(unique.values()))
 
 
 class StaleResourceDeletionError(Exception):

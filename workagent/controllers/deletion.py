@@ -8,10 +8,12 @@ The rules that keep it safe:
 - only objects that carry the AppliedManifestWork's owner reference (by UID)
   are touched, so orphaned, ReadOnly and foreign objects survive;
 - an object other AppliedManifestWorks also own is disowned, not deleted;
-- an object is deleted only if it is the instance that was recorded, unchanged
-  since it was judged deletable (UID and resourceVersion preconditions), and
-  it stays *pending* until a later GET says it is gone, so an object held by
-  a foreign finalizer keeps the work alive.
+- an object is deleted only if it is the instance that was recorded (for an
+  entry recorded before its object existed, hence without a UID: the instance
+  the AppliedManifestWork owns), unchanged since it was judged deletable (UID
+  and resourceVersion preconditions), and it stays *pending* until a later GET
+  says it is gone, so an object held by a foreign finalizer keeps the work
+  alive.
 """
 
 from __future__ import annotations
@@ -167,7 +169,10 @@ async def _delete_one(
         return False, None
 
     live_uid = str(meta.get("uid") or "")
-    if live_uid != str(entry.get("uid") or ""):
+    recorded_uid = str(entry.get("uid") or "")
+    # An entry without a UID was recorded before its object was created (an agent
+    # stopped mid-apply never learnt the UID): the instance this record owns is it.
+    if recorded_uid and live_uid != recorded_uid:
         # The recorded instance is gone; this one is another object of the same name.
         log.debug("recorded instance is gone", resource=what, live_uid=live_uid)
         return False, None

@@ -6,7 +6,10 @@ One reconcile of work ``W``:
    ``Complete``;
 2. ensure the AppliedManifestWork ``<hubHash>-W`` (4.3);
 3. apply every manifest in kind-rank order, results kept by spec index,
-   repeating the pass for 409 conflicts (4.4);
+   repeating the pass for 409 conflicts (4.4); beyond OCM, a resource is
+   recorded in the AppliedManifestWork before it is first created
+   (:mod:`workagent.controllers.recording`), so an agent killed mid-pass
+   leaks nothing;
 4. rebuild ``resourceStatus.manifests`` and the work-level ``Applied``
    condition (4.4 steps 5-7, 4.5);
 5. AppliedManifestWork bookkeeping and stale-resource deletion (4.6);
@@ -40,7 +43,7 @@ from schemas.wire import (
     REASON_APPLIED_MANIFEST_WORK_COMPLETE,
     REASON_APPLIED_MANIFEST_WORK_FAILED,
 )
-from schemas.work_v1 import ManifestWorkSpec
+from schemas.work_v1 import ManifestWorkSpec, UpdateStrategyType
 from workagent.apply import (
     ApplyRequest,
     IgnoreFieldsError,
@@ -67,6 +70,7 @@ from workagent.controllers.patcher import (
     patch_metadata_and_spec,
     patch_status,
 )
+from workagent.controllers.recording import AppliedRecord, RecordingFailed
 from workagent.executor.base import NOT_ALLOWED_REQUEUE_SECONDS, NotAllowedError
 from workagent.identity import applied_work_name, work_name_of
 from workagent.kube import (
@@ -186,6 +190,15 @@ def build_status(
     return status
 
 
+def _may_create(spec: ManifestWorkSpec, entry: dict[str, Any]) -> bool:
+    """Whether applying the manifest of an applied-resource entry may create its object."""
+    option = find_manifest_config(
+        spec.manifest_configs, entry["group"], entry["resource"], entry["namespace"], entry["name"]
+    )
+    strategy = option.update_strategy if option is not None else None
+    return strategy is None or strategy.type != UpdateStrategyType.READ_ONLY
+
+
 def _labels(obj: dict[str, Any]) -> dict[str, str]:
     return dict((obj.get("metadata") or {}).get("labels") or {})
 
@@ -274,8 +287,24 @@ class ManifestWorkController:
             raise TerminalError(f"unreadable spec: {err}") from err
         generation = int(work["metadata"].get("generation") or 0)
 
+        name = cached["metadata"]["name"]
         applied_work = await self._ensure_applied_work(work)
-        results = await self._apply_with_conflict_retry(work, spec, manifests, applied_work)
+        record = AppliedRecord(
+            applied_work,
+            deps.mapper,
+            deps.spoke,
+            creates=lambda entry: _may_create(spec, entry),
+            on_written=lambda before, after: self._applied_written.remember(name, before, after),
+        )
+        try:
+            results = await self._apply_with_conflict_retry(work, spec, manifests, record)
+        except RecordingFailed as err:
+            # Nothing unrecorded was created; report nothing half-done, retry with backoff.
+            log.warning(
+                "not applying, will retry", error=str(err), retries=self.queue.num_requeues(name)
+            )
+            return Result(requeue=True, at_least=float(err.retry_after or 0.0))
+        applied_work = record.applied_work
 
         work["status"] = build_status(work, results, generation)
         bookkeeping = await sync_applied_resources(
@@ -283,7 +312,6 @@ class ManifestWorkController:
         )
 
         # 4.7: hub status first, then the AppliedManifestWork status.
-        name = cached["metadata"]["name"]
         try:
             written = await patch_status(deps.hub, MANIFESTWORKS, cached, work["status"])
         except NotFound:
@@ -384,14 +412,14 @@ class ManifestWorkController:
         work: dict[str, Any],
         spec: ManifestWorkSpec,
         manifests: list[Any],
-        applied_work: dict[str, Any],
+        record: AppliedRecord,
     ) -> list[ManifestResult]:
         results = [parse_manifest(i, raw) for i, raw in enumerate(manifests)]
         todo = [r for r in results if r.required is not None]
         delay = CONFLICT_BACKOFF
         for attempt in range(CONFLICT_ATTEMPTS):
             for result in sorted(todo, key=lambda r: (r.rank, r.ordinal)):
-                await self._apply_one(work, spec, applied_work, result)
+                await self._apply_one(work, spec, record, result, results)
             todo = [
                 r
                 for r in results
@@ -409,8 +437,9 @@ class ManifestWorkController:
         self,
         work: dict[str, Any],
         spec: ManifestWorkSpec,
-        applied_work: dict[str, Any],
+        record: AppliedRecord,
         result: ManifestResult,
+        results: list[ManifestResult],
     ) -> None:
         deps = self.deps
         meta = result.meta
@@ -435,9 +464,11 @@ class ManifestWorkController:
                 work_namespace=work["metadata"].get("namespace", ""),
                 work_name=work["metadata"]["name"],
             )
-            owner = owner_for(applied_work_owner(applied_work), owned)
+            owner = owner_for(applied_work_owner(record.applied_work), owned)
             option = find_manifest_config(spec.manifest_configs, group, resource, namespace, name)
-            applier = deps.applier_for(option.update_strategy if option is not None else None)
+            strategy = option.update_strategy if option is not None else None
+            await record.ensure(result, results)
+            applier = deps.applier_for(strategy)
             result.obj = await applier.apply(
                 ApplyRequest(
                     resource=result.resource,
@@ -447,7 +478,7 @@ class ManifestWorkController:
                     work_name=work["metadata"]["name"],
                 )
             )
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, RecordingFailed):
             raise
         except (ManifestError, InvalidManifest, NotAllowedError, KubeError) as err:
             result.error = err

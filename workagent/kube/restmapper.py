@@ -93,10 +93,14 @@ class RESTMapper:
         self.discoveries = 0
         self._completed = 0
 
-    async def resource_for(self, api_version: str, kind: str) -> Resource:
+    async def resource_for(
+        self, api_version: str, kind: str, *, rediscover: bool = True
+    ) -> Resource:
         """The resource serving ``kind`` in ``api_version`` (e.g. ``"apps/v1"``, ``"Deployment"``).
 
         Raises NoKindMatch when discovery, refreshed once, does not know it.
+        With ``rediscover=False`` a miss in the cached discovery raises at once
+        (for callers that only want what is already known, at no cost).
         """
         try:
             group, version = split_api_version(api_version)
@@ -105,6 +109,7 @@ class RESTMapper:
         return await self._lookup(
             lambda t: t.by_kind.get((group, version, kind)),
             f'no matches for kind "{kind}" in version "{api_version}"',
+            rediscover=rediscover,
         )
 
     async def resource_for_plural(self, group: str, version: str, plural: str) -> Resource:
@@ -119,7 +124,13 @@ class RESTMapper:
         """Forget that discovery is current: the next lookup rediscovers first."""
         self._loaded = False
 
-    async def _lookup(self, find: Callable[[_Tables], Resource | None], missing: str) -> Resource:
+    async def _lookup(
+        self,
+        find: Callable[[_Tables], Resource | None],
+        missing: str,
+        *,
+        rediscover: bool = True,
+    ) -> Resource:
         entry = self.discoveries
         if not self._loaded:
             await self._discover(fresh=False)
@@ -127,7 +138,7 @@ class RESTMapper:
         if found is not None:
             return found
         # Unknown: rediscover unless a discovery that began after this call already ran.
-        if self._completed <= entry:
+        if rediscover and self._completed <= entry:
             await self._discover(fresh=True)
             found = find(self._tables)
             if found is not None:

@@ -1,0 +1,175 @@
+"""Recording a resource in the AppliedManifestWork before it is first created.
+
+OCM records ``status.appliedResources`` only after a whole apply pass. An
+agent killed mid-pass has then created objects nothing records; if their
+manifests leave the work before a pass completes, stale detection never sees
+them and they leak. So before a manifest is applied whose identity (group,
+resource, namespace, name) the AppliedManifestWork does not list yet, the
+AppliedManifestWork is written with that identity added, together with every
+other not yet recorded manifest of the work that can be resolved from cached
+discovery: one write for a new work or generation, none at steady state.
+
+A freshly recorded entry has no ``uid`` (the object may not exist yet). The
+bookkeeping after the pass (:mod:`workagent.controllers.applied`) fills in the
+live UIDs and drops entries whose objects do not exist, and deletion treats
+an entry without a UID as "whichever instance this AppliedManifestWork owns".
+The wire format is OCM's: ``uid`` is an optional field.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from workagent.controllers.applied import Identity, entry_identity, sort_entries
+from workagent.controllers.apply_results import ManifestResult
+from workagent.controllers.patcher import patch_status
+from workagent.kube import (
+    APPLIED_MANIFESTWORKS,
+    KubeClient,
+    KubeError,
+    NoKindMatch,
+    RESTMapper,
+    split_api_version,
+)
+from workagent.runtime import Object
+
+log = structlog.get_logger(__name__)
+
+
+class RecordingFailed(Exception):
+    """The AppliedManifestWork could not be written; nothing new may be created."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(f"cannot record resources in the AppliedManifestWork: {cause}")
+        self.cause = cause
+        # A throttled write waits for the server's Retry-After, not just the backoff.
+        self.retry_after: float | None = getattr(cause, "retry_after", None)
+
+
+async def _cached_entry(mapper: RESTMapper, result: ManifestResult) -> dict[str, Any] | None:
+    """The applied-resource entry of a manifest not mapped yet, from cached discovery only.
+
+    None when the kind is not known yet (a CR of a CRD this work is about to
+    create: it is recorded right before its own apply) or the manifest is
+    unusable (its apply reports why).
+    """
+    required = result.required
+    if required is None:
+        return None
+    meta = result.meta
+    try:
+        resource = await mapper.resource_for(
+            str(required.get("apiVersion") or ""), str(meta.get("kind") or ""), rediscover=False
+        )
+        group, version = split_api_version(str(required.get("apiVersion") or ""))
+    except (NoKindMatch, ValueError):
+        return None
+    namespace = str(meta.get("namespace") or "") if resource.namespaced else ""
+    name = str(meta.get("name") or "")
+    if not name or (resource.namespaced and not namespace):
+        return None
+    return {
+        "group": group,
+        "version": version,
+        "resource": resource.plural,
+        "namespace": namespace,
+        "name": name,
+    }
+
+
+def _mapped_entry(result: ManifestResult) -> dict[str, Any] | None:
+    """The applied-resource entry of a manifest the apply loop mapped (None: unusable)."""
+    meta, resource = result.meta, result.resource
+    name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
+    if resource is None or not name or (resource.namespaced and not namespace):
+        return None
+    return {
+        "group": str(meta.get("group") or ""),
+        "version": str(meta.get("version") or ""),
+        "resource": str(meta.get("resource") or ""),
+        "namespace": namespace,
+        "name": name,
+    }
+
+
+class AppliedRecord:
+    """The AppliedManifestWork of one reconcile, kept listing what is about to be created.
+
+    ``applied_work`` is the latest version this reconcile read or wrote (the
+    bookkeeping and the final status write start from it). ``creates`` says
+    whether applying the manifest of an entry may create its object (ReadOnly
+    never does: such a manifest needs no record beforehand); ``on_written`` is
+    told of every write as ``(before, after)``.
+    """
+
+    def __init__(
+        self,
+        applied_work: Object,
+        mapper: RESTMapper,
+        spoke: KubeClient,
+        *,
+        creates: Callable[[dict[str, Any]], bool],
+        on_written: Callable[[Object, Object], None],
+    ) -> None:
+        self.applied_work = applied_work
+        self._creates = creates
+        self._mapper = mapper
+        self._spoke = spoke
+        self._on_written = on_written
+        self._recorded = {
+            entry_identity(e)
+            for e in (applied_work.get("status") or {}).get("appliedResources") or []
+        }
+        # A deleting record is being torn down by its finalizer, which owns its status.
+        self._frozen = bool((applied_work.get("metadata") or {}).get("deletionTimestamp"))
+
+    async def ensure(self, result: ManifestResult, results: list[ManifestResult]) -> None:
+        """Make sure ``result`` (mapped, about to be applied) is recorded if it may create.
+
+        When it is not, records it together with every other unrecorded manifest
+        of ``results`` that may create and that cached discovery can resolve.
+        Raises RecordingFailed when the write fails.
+        """
+        mine = _mapped_entry(result)
+        if (
+            mine is None
+            or self._frozen
+            or entry_identity(mine) in self._recorded
+            or not self._creates(mine)
+        ):
+            return
+        new: dict[Identity, dict[str, Any]] = {entry_identity(mine): mine}
+        for other in results:
+            if other is result:
+                continue
+            entry = (
+                _mapped_entry(other)
+                if other.resource is not None
+                else await _cached_entry(self._mapper, other)
+            )
+            if entry is None:
+                continue
+            key = entry_identity(entry)
+            if key not in self._recorded and self._creates(entry):
+                new.setdefault(key, entry)
+        await self._write(list(new.values()))
+        self._recorded.update(new)
+
+    async def _write(self, entries: list[dict[str, Any]]) -> None:
+        before = self.applied_work
+        status = copy.deepcopy(before.get("status") or {})
+        status["appliedResources"] = sort_entries(
+            [*(status.get("appliedResources") or []), *entries]
+        )
+        try:
+            written = await patch_status(self._spoke, APPLIED_MANIFESTWORKS, before, status)
+        except KubeError as err:
+            raise RecordingFailed(err) from err
+        if written is not None:
+            self.applied_work = written
+            self._on_written(before, written)
+            log.info("recorded resources before applying them", count=len(entries))
