@@ -282,6 +282,19 @@ class Api:
                 ],
             )
 
+    def _check_crd_not_terminating(self, rt: ResourceType) -> None:
+        """The apiextensions handler refuses creates while the resource's CRD is deleted."""
+        if not rt.crd_name:
+            return
+        crd = self.store.get(CRD_KEY, ("", rt.crd_name))
+        if crd is not None and crd["metadata"].get("deletionTimestamp"):
+            raise errors.ApiError(
+                405,
+                "MethodNotAllowed",
+                "create not allowed while custom resource definition is terminating",
+                {**({"group": rt.group} if rt.group else {}), "kind": rt.plural},
+            )
+
     def _check_kind(self, rt: ResourceType, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise errors.bad_request(
@@ -392,6 +405,7 @@ class Api:
         managed: ManagedFields | None = None,
     ) -> dict[str, Any]:
         """POST a new object; ``managed`` replaces the Update-operation managedFields (SSA)."""
+        self._check_crd_not_terminating(rt)
         obj = copy.deepcopy(self._check_kind(rt, body))
         submitted = copy.deepcopy(obj)
         obj["apiVersion"] = rt.api_version

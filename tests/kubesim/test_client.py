@@ -321,6 +321,38 @@ async def test_crd_registration_custom_objects_status_and_generation(
     await eventually(unserved, what="the widgets resource to disappear")
 
 
+async def test_no_custom_object_is_created_while_its_crd_is_terminating(
+    api_client: client.ApiClient,
+) -> None:
+    ext = client.ApiextensionsV1Api(api_client)
+    custom = client.CustomObjectsApi(api_client)
+    await _ns(api_client)
+    held = {**WIDGET_CRD, "metadata": {"name": "widgets.example.com", "finalizers": ["test/hold"]}}
+    await ext.create_custom_resource_definition(held)
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    await custom.create_namespaced_custom_object("example.com", "v1", "demo", "widgets", widget)
+    await ext.delete_custom_resource_definition("widgets.example.com")
+
+    async def emptied() -> bool:
+        listed = await custom.list_namespaced_custom_object("example.com", "v1", "demo", "widgets")
+        return not listed["items"]
+
+    await eventually(emptied, what="the terminating CRD's objects to be deleted")
+    # Still served (a finalizer holds the CRD), but creates are refused, as the
+    # apiextensions handler does.
+    with pytest.raises(ApiException) as exc:
+        await custom.create_namespaced_custom_object("example.com", "v1", "demo", "widgets", widget)
+    body = json.loads(exc.value.body)
+    assert exc.value.status == 405 and body["reason"] == "MethodNotAllowed"
+    assert body["message"] == "create not allowed while custom resource definition is terminating"
+    assert body["details"] == {"group": "example.com", "kind": "widgets"}
+    await ext.patch_custom_resource_definition(
+        "widgets.example.com",
+        {"metadata": {"finalizers": None}},
+        _content_type="application/merge-patch+json",
+    )
+
+
 async def test_deployment_generation_and_status_subresource(api_client: client.ApiClient) -> None:
     apps = client.AppsV1Api(api_client)
     await _ns(api_client)
