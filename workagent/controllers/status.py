@@ -27,7 +27,9 @@ the ``byWorkIndex`` index (``group/resource/version/namespace/name``).
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import functools
 import random
 from dataclasses import dataclass
 from datetime import datetime
@@ -60,7 +62,7 @@ from workagent.controllers.deps import AgentDeps
 from workagent.controllers.manifestconfig import find_manifest_config
 from workagent.controllers.manifestwork import _log_fields, describe_error
 from workagent.controllers.patcher import RecentWrites, normalized, patch_status
-from workagent.feedback import read_feedback
+from workagent.feedback import is_cheap, read_feedback
 from workagent.kube import MANIFESTWORKS, Conflict, KubeError, NotFound, Resource
 from workagent.runtime import Controller, Object, Result, TerminalError, WorkQueue, bound_context
 from workagent.settings import FEATURE_RAW_FEEDBACK_JSON_STRING
@@ -261,12 +263,18 @@ class AvailableStatusController:
         option = find_manifest_config(spec.manifest_configs, group, resource, namespace, obj_name)
         await self._update_watch(work, meta, option)
 
-        feedback = read_feedback(
-            list(option.feedback_rules or []) if option is not None else [],
+        feedback_rules = list(option.feedback_rules or []) if option is not None else []
+        read = functools.partial(
+            read_feedback,
+            feedback_rules,
             obj,
             raw_json=deps.settings.gate(FEATURE_RAW_FEEDBACK_JSON_STRING),
             max_json_raw_length=deps.settings.max_json_raw_length,
         )
+        # A path with recursive descent or filters may cost up to its work budget
+        # (about a second of CPU): in a thread, so that the event loop, and with
+        # it every other work, keeps going meanwhile.
+        feedback = read() if is_cheap(feedback_rules) else await asyncio.to_thread(read)
         values = list(feedback.values)
         old_values = (entry.get("statusFeedback") or {}).get("values") or []
         if normalized(old_values) != normalized(values):

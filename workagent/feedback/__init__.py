@@ -7,6 +7,6 @@ Kubernetes JSONPath, ``govalues`` renders values the way the Go agent does
 WellKnownStatus templates.
 """
 
-from workagent.feedback.reader import FeedbackResult, read_feedback
+from workagent.feedback.reader import FeedbackResult, is_cheap, read_feedback
 
-__all__ = ["FeedbackResult", "read_feedback"]
+__all__ = ["FeedbackResult", "is_cheap", "read_feedback"]

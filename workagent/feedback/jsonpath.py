@@ -24,7 +24,8 @@ that parser and evaluator, not a translation to jsonpath-ng. Why our own:
 Differences from client-go, all on hostile input only: paths longer than
 :data:`MAX_PATH_LENGTH` or nested deeper than :data:`MAX_NESTING` are parse
 errors, an evaluation that produces more than :data:`MAX_WORK` intermediate
-values stops with an error (Go would run out of time or memory), and map
+values stops with an error (Go would run out of time or memory; a
+:class:`WorkBudget` makes several evaluations share that limit), and map
 entries are visited in sorted key order where Go's order is random (so
 ``.*`` and ``..`` give stable feedback values instead of flapping ones).
 
@@ -61,6 +62,7 @@ __all__ = [
     "JSONPathEvalError",
     "JSONPathParseError",
     "Template",
+    "WorkBudget",
     "compile_path",
 ]
 
@@ -102,21 +104,38 @@ class _WorkLimitExceeded(Exception):
 _MISSING: Final = object()
 
 
+class WorkBudget:
+    """Intermediate values that several evaluations may produce together.
+
+    One hostile feedback rule may list many paths; with a limit per path its
+    cost would grow with their number. The paths of one resource therefore
+    share one budget: once it is spent, the remaining non-trivial paths fail
+    at once (plain field chains cost nothing and are always read).
+    """
+
+    __slots__ = ("remaining", "total")
+
+    def __init__(self, total: int = MAX_WORK) -> None:
+        self.total = total
+        self.remaining = total
+
+
 class _Run:
     """Mutable state of one evaluation: client-go's range counters and our work budget."""
 
-    __slots__ = ("begin_range", "end_range", "in_range", "last_end", "work")
+    __slots__ = ("begin_range", "end_range", "in_range", "last_end", "limit", "work")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_WORK) -> None:
         self.begin_range = 0
         self.in_range = 0
         self.end_range = 0
         self.last_end: int | None = None
         self.work = 0
+        self.limit = limit
 
     def charge(self, count: int) -> None:
         self.work += count
-        if self.work > MAX_WORK:
+        if self.work > self.limit:
             raise _WorkLimitExceeded
 
 
@@ -128,14 +147,22 @@ def _is_list(value: Any) -> bool:
     return isinstance(value, list | tuple)
 
 
-def _children(value: Any) -> list[Any]:
-    """What Go's wildcard iterates: map values, array items, a string's bytes."""
+def _children(run: _Run, value: Any) -> list[Any]:
+    """What Go's wildcard iterates: map values, array items, a string's bytes.
+
+    Charged to ``run`` before they are built: a long string's bytes would
+    otherwise cost their full price even when the budget is already spent.
+    """
     if _is_map(value):
+        run.charge(len(value))
         return [value[key] for key in sorted(value)]
     if _is_list(value):
+        run.charge(len(value))
         return list(value)
     if isinstance(value, str):
-        return [GoUint8(byte) for byte in value.encode("utf-8", "surrogatepass")]
+        encoded = value.encode("utf-8", "surrogatepass")
+        run.charge(len(encoded))
+        return [GoUint8(byte) for byte in encoded]
     return []
 
 
@@ -177,7 +204,7 @@ class _List(_Node):
             current = node.eval(run, current)
             # run.charge, inlined: this is the evaluator's innermost loop.
             run.work += len(current) + 1
-            if run.work > MAX_WORK:
+            if run.work > run.limit:
                 raise _WorkLimitExceeded
         return current
 
@@ -265,9 +292,7 @@ class _Wildcard(_Node):
         out: list[Any] = []
         for value in values:
             if value is not None:
-                children = _children(value)
-                run.charge(len(children))
-                out.extend(children)
+                out.extend(_children(run, value))
         return out
 
 
@@ -282,10 +307,9 @@ class _Recursive(_Node):
             value = stack.pop()
             if value is None:
                 continue
-            children = _children(value)
+            children = _children(run, value)
             if children:
                 out.append(value)
-                run.charge(len(children))
                 stack.extend(reversed(children))
         return out
 
@@ -883,22 +907,38 @@ class Template:
     #: by dictionary lookups without the general machinery.
     fields: tuple[str, ...] | None
 
-    def find_results(self, data: Any) -> list[list[Any]]:
+    def find_results(self, data: Any, budget: WorkBudget | None = None) -> list[list[Any]]:
         """The result sets, one per action (``{...}``) and text of the template.
 
-        Raises :class:`JSONPathEvalError` with client-go's message.
+        Raises :class:`JSONPathEvalError` with client-go's message. The
+        evaluation may produce :data:`MAX_WORK` intermediate values, or what is
+        left of ``budget`` (which it then draws from).
         """
         if self.fields is not None:
             value = _lookup(data, self.fields)
             return [[]] if value is _MISSING else [[value]]
+        run = _Run(MAX_WORK if budget is None else budget.remaining)
         try:
-            return _find_results(_Run(), self.nodes, 0, data)
+            return _find_results(run, self.nodes, 0, data)
         except _WorkLimitExceeded:
-            raise JSONPathEvalError(
-                f"the path produces more than {MAX_WORK} intermediate values"
-            ) from None
+            raise JSONPathEvalError(_over_budget(budget)) from None
         except RecursionError:
             raise JSONPathEvalError("the path nests too deeply for this object") from None
+        finally:
+            if budget is not None:
+                budget.remaining = max(0, budget.remaining - run.work)
+
+
+def _over_budget(budget: WorkBudget | None) -> str:
+    """The error of an evaluation stopped by its work limit."""
+    if budget is None or budget.remaining == budget.total:
+        limit = MAX_WORK if budget is None else budget.total
+        return f"the path produces more than {limit} intermediate values"
+    # Earlier paths of the same resource spent part of the shared budget.
+    return (
+        f"the paths of this resource produce more than {budget.total} intermediate values "
+        "together; this one was not evaluated to the end"
+    )
 
 
 def _field_chain(nodes: tuple[_Node, ...]) -> tuple[str, ...] | None:

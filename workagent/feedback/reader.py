@@ -30,6 +30,7 @@ from workagent.feedback.jsonpath import (
     MAX_PATH_LENGTH,
     JSONPathEvalError,
     JSONPathParseError,
+    WorkBudget,
     compile_path,
 )
 from workagent.feedback.wellknown import (
@@ -38,7 +39,7 @@ from workagent.feedback.wellknown import (
     group_version_kind,
 )
 
-__all__ = ["MAX_CONDITION_MESSAGE", "FeedbackResult", "read_feedback"]
+__all__ = ["MAX_CONDITION_MESSAGE", "FeedbackResult", "is_cheap", "read_feedback"]
 
 #: metav1.Condition's message limit; a longer one would make the hub reject the
 #: whole status patch, so it is cut (OCM does not cut it).
@@ -80,7 +81,9 @@ def read_feedback(
     ``raw_json`` is the ``RawFeedbackJsonString`` feature gate: objects, arrays,
     non-integer numbers and multiple matches become ``JsonRaw`` values instead
     of errors. ``max_json_raw_length`` (``--max-json-raw-length``) bounds a
-    JsonRaw value in UTF-8 bytes.
+    JsonRaw value in UTF-8 bytes. All paths share one JSONPath work budget, so
+    however many paths a rule lists, reading them costs at most about a second
+    of CPU.
     """
     if not rules:
         return FeedbackResult([], ("True", REASON_NO_STATUS_FEEDBACK_SYNCED, ""))
@@ -88,11 +91,12 @@ def read_feedback(
     values: list[FeedbackValue] = []
     errors: list[str] = []
     gvk: GroupVersionKind | None = None
+    budget = WorkBudget()
     for rule in rules:
         try:
             if gvk is None:
                 gvk = group_version_kind(obj)
-            _read_rule(rule, obj, gvk, raw_json, max_json_raw_length, values, errors)
+            _read_rule(rule, obj, gvk, raw_json, max_json_raw_length, budget, values, errors)
         except Exception as exc:  # a bug or an unforeseen input must not stop the status sync
             errors.append(
                 f"failed to read status feedback: internal error: {type(exc).__name__}: {exc}"
@@ -110,6 +114,7 @@ def _read_rule(
     gvk: GroupVersionKind,
     raw_json: bool,
     max_json_raw_length: int,
+    budget: WorkBudget,
     values: list[FeedbackValue],
     errors: list[str],
 ) -> None:
@@ -119,7 +124,7 @@ def _read_rule(
             errors.append(f"cannot find the wellknown statuses for resource with gvk {gvk}")
             return
         for name, path in paths:
-            _read_path(name, path, obj, raw_json, max_json_raw_length, values, errors)
+            _read_path(name, path, obj, raw_json, max_json_raw_length, budget, values, errors)
     elif rule.type == FeedbackRuleType.JSON_PATHS:
         for json_path in rule.json_paths or ():
             if json_path.version and json_path.version != gvk.version:
@@ -129,7 +134,14 @@ def _read_rule(
                 )
                 continue
             _read_path(
-                json_path.name, json_path.path, obj, raw_json, max_json_raw_length, values, errors
+                json_path.name,
+                json_path.path,
+                obj,
+                raw_json,
+                max_json_raw_length,
+                budget,
+                values,
+                errors,
             )
     # Any other type reads nothing, as in OCM (the CRD enum prevents it).
 
@@ -140,11 +152,12 @@ def _read_path(
     obj: Mapping[str, Any],
     raw_json: bool,
     max_json_raw_length: int,
+    budget: WorkBudget,
     values: list[FeedbackValue],
     errors: list[str],
 ) -> None:
     try:
-        value = _value_by_path(name, path, obj, raw_json, max_json_raw_length)
+        value = _value_by_path(name, path, obj, raw_json, max_json_raw_length, budget)
     except _FeedbackError as exc:
         errors.append(str(exc))
         return
@@ -159,7 +172,12 @@ def _read_path(
 
 
 def _value_by_path(
-    name: str, path: str, obj: Mapping[str, Any], raw_json: bool, max_json_raw_length: int
+    name: str,
+    path: str,
+    obj: Mapping[str, Any],
+    raw_json: bool,
+    max_json_raw_length: int,
+    budget: WorkBudget,
 ) -> FeedbackValue | None:
     """OCM's ``getValueByJsonPath``: the typed value, None for no value, or an error."""
     try:
@@ -170,7 +188,7 @@ def _value_by_path(
             f"failed to parse json path {quoted} of {name} with error: {exc}"
         ) from None
     try:
-        results = template.find_results(obj)
+        results = template.find_results(obj, budget)
     except JSONPathEvalError as exc:
         raise _FeedbackError(f"failed to find value for {name} with error: {exc}") from None
 
@@ -226,3 +244,24 @@ def _truncate(message: str) -> str:
     if len(message) <= MAX_CONDITION_MESSAGE:
         return message
     return message[: MAX_CONDITION_MESSAGE - len(_TRUNCATED)] + _TRUNCATED
+
+
+def is_cheap(rules: Sequence[FeedbackRule] | None) -> bool:
+    """Whether reading ``rules`` costs next to nothing: no rules, well-known
+    statuses, and JSONPaths that are plain field chains (or do not even parse).
+
+    Other paths (recursive descent, wildcards, filters, ranges) may take up to
+    the JSONPath work budget, about a second of CPU: callers on an event loop
+    run :func:`read_feedback` in a thread for those.
+    """
+    for rule in rules or ():
+        if rule.type != FeedbackRuleType.JSON_PATHS:
+            continue
+        for json_path in rule.json_paths or ():
+            try:
+                template = compile_path(json_path.path)
+            except JSONPathParseError:
+                continue
+            if template.fields is None:
+                return False
+    return True

@@ -1,0 +1,1 @@
+"""Hostile and malformed input: fuzzed works, slow expressions, oversized works (issue 9)."""

@@ -1,0 +1,165 @@
+"""Expressions built to be slow, through the real agent: they cost their own work only.
+
+``tests/conditions/test_safety.py`` covers the CEL evaluator itself (budget,
+kills, no starvation of the pool). Here the whole agent runs: a work whose
+condition rule is a runaway CEL comprehension and a work whose feedback rule
+has many JSONPaths with recursive descent over a large object must not stall
+the event loop, the apply loop or the status of other works; each gets a
+condition that says what went wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tests.conftest import eventually
+from tests.hostile.helpers import assert_alive, create_or_refusal
+from tests.integration.conftest import (
+    AgentRunner,
+    configmap,
+    get_work,
+    manifest_condition,
+    manifest_statuses,
+    wait_applied,
+    work_body,
+)
+from workagent.conditions import BUDGET_EXCEEDED_MESSAGE
+from workagent.kube import KubeClient
+
+#: 150**3 comprehension steps: minutes for celpy, cut at the 1 s budget.
+RUNAWAY_CEL = "object.data.all(a, object.data.all(b, object.data.all(c, a + b + c != '')))"
+#: Each path walks every node (and every byte of every string) of the object twice.
+SLOW_PATHS = ["..a..b", "..[?(@.b > 0)]", "..k..x", "..data..z"]
+#: How many slow paths the feedback rule repeats: tens of seconds of CPU together.
+SLOW_PATH_COUNT = 24
+
+
+def identifier(name: str) -> dict[str, str]:
+    """The resourceIdentifier of ConfigMap ``name`` in ``default``."""
+    return {"group": "", "resource": "configmaps", "namespace": "default", "name": name}
+
+
+def cel_rule(expression: str) -> dict[str, Any]:
+    """A CEL condition rule setting condition ``Checked``."""
+    return {"condition": "Checked", "type": "CEL", "celExpressions": [expression]}
+
+
+def json_paths(paths: list[tuple[str, str]]) -> dict[str, Any]:
+    """A JSONPaths feedback rule of (name, path) pairs."""
+    return {"type": "JSONPaths", "jsonPaths": [{"name": n, "path": p} for n, p in paths]}
+
+
+def feedback_value(work: dict[str, Any], name: str) -> Any:
+    """The value named ``name`` in the first manifest's status feedback, or None."""
+    for entry in manifest_statuses(work):
+        for value in (entry.get("statusFeedback") or {}).get("values") or []:
+            if value.get("name") == name:
+                return value.get("fieldValue")
+    return None
+
+
+class LoopLag:
+    """The worst delay of a 20 ms ticker: how long the event loop was held up."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            before = loop.time()
+            await asyncio.sleep(0.02)  # sleep-ok: the ticker measuring event-loop lag
+            self.worst = max(self.worst, loop.time() - before - 0.02)
+
+    def __enter__(self) -> LoopLag:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+
+async def test_slow_cel_and_jsonpath_hurt_no_other_work(
+    agent: AgentRunner, hub_client: KubeClient
+) -> None:
+    # 150 keys: the comprehension has 3.4 million steps.
+    keys = {f"k{i:03d}": "v" for i in range(150)}
+    slow_cel = work_body(
+        "slow-cel",
+        [configmap("slow-cel", **keys)],
+        manifestConfigs=[
+            {
+                "resourceIdentifier": identifier("slow-cel"),
+                "conditionRules": [cel_rule(RUNAWAY_CEL)],
+            }
+        ],
+    )
+    # One 400 KB value: recursive descent visits each of its bytes.
+    paths = [(f"p{i}", SLOW_PATHS[i % len(SLOW_PATHS)]) for i in range(SLOW_PATH_COUNT)]
+    slow_paths = work_body(
+        "slow-jsonpath",
+        [configmap("slow-jsonpath", k="x" * 400_000)],
+        manifestConfigs=[
+            {
+                "resourceIdentifier": identifier("slow-jsonpath"),
+                "feedbackRules": [json_paths(paths)],
+            }
+        ],
+    )
+    with LoopLag() as lag:
+        for body in (slow_cel, slow_paths):
+            assert await create_or_refusal(hub_client, body) is None
+        await wait_applied(hub_client, "slow-jsonpath")
+
+        # A work created after them: applied, its rule evaluated, its feedback read.
+        canary = work_body(
+            "canary",
+            [configmap("canary", key="ok")],
+            manifestConfigs=[
+                {
+                    "resourceIdentifier": identifier("canary"),
+                    "conditionRules": [cel_rule("object.data.key == 'ok'")],
+                    "feedbackRules": [json_paths([("key", ".data.key"), ("any", "..key")])],
+                }
+            ],
+        )
+        assert await create_or_refusal(hub_client, canary) is None
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await wait_applied(hub_client, "canary")
+
+        async def canary_reported() -> bool:
+            work = await get_work(hub_client, "canary")
+            checked = manifest_condition(work, 0, "Checked")
+            return (
+                checked is not None
+                and checked["status"] == "True"
+                and feedback_value(work, "key") == {"type": "String", "string": "ok"}
+                and feedback_value(work, "any") == {"type": "String", "string": "ok"}
+            )
+
+        await eventually(canary_reported, timeout=20, what="the canary's rule and feedback")
+        canary_seconds = loop.time() - start
+
+        async def slow_ones_reported() -> bool:
+            cel_work = await get_work(hub_client, "slow-cel")
+            checked = manifest_condition(cel_work, 0, "Checked")
+            path_work = await get_work(hub_client, "slow-jsonpath")
+            synced = manifest_condition(path_work, 0, "StatusFeedbackSynced")
+            return (
+                checked is not None
+                and checked["status"] == "False"
+                and checked["message"] == BUDGET_EXCEEDED_MESSAGE
+                and synced is not None
+                and synced["status"] == "False"
+                and "intermediate values" in synced["message"]
+            )
+
+        await eventually(slow_ones_reported, timeout=30, what="the slow works' conditions")
+    # Seconds, not the minutes the expressions would take; generous for a loaded CI box.
+    assert canary_seconds < 15, canary_seconds
+    assert lag.worst < 2.0, f"the event loop was held up for {lag.worst:.1f}s"
+    assert_alive(agent)
