@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import aiohttp
 
 from tests.faults.invariants import CLUSTER
 from tests.integration.conftest import REPO
@@ -52,6 +55,14 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def free_port() -> int:
+    """A loopback port free right now (the agent binds it a moment later)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 @dataclass(frozen=True)
 class Sample:
     """One reading of the running agent: seconds since the start of the soak."""
@@ -71,6 +82,7 @@ class AgentProcesses:
         self.log_path = workdir / "agent.log"
         self.process: asyncio.subprocess.Process | None = None
         self.starts = 0
+        self.port = 0
 
     @property
     def pid(self) -> int | None:
@@ -82,13 +94,15 @@ class AgentProcesses:
     async def start(self) -> int:
         """Start a new agent process (output appended to ``agent.log``); returns its pid."""
         self.starts += 1
+        # A known port, so the soak can ask /readyz whether the new agent is up.
+        self.port = free_port()
         args = (
             f"--spoke-cluster-name={CLUSTER}",
             f"--workload-source-config={self.workdir / 'hub.kubeconfig'}",
             f"--spoke-kubeconfig={self.workdir / 'spoke.kubeconfig'}",
             f"--status-sync-interval={self.status_sync_seconds:g}s",
             "--disable-leader-election",
-            "--listen=127.0.0.1:0",
+            f"--listen=127.0.0.1:{self.port}",
         )
         with self.log_path.open("ab") as out:
             out.write(f"--- agent process {self.starts}\n".encode())
@@ -105,6 +119,20 @@ class AgentProcesses:
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         return self.process.pid
+
+    async def ready(self) -> bool:
+        """Whether the running agent answers ``/readyz`` with 200 (informers synced)."""
+        if self.pid is None:
+            return False
+        timeout = aiohttp.ClientTimeout(total=2.0)
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as session,
+                session.get(f"http://127.0.0.1:{self.port}/readyz") as response,
+            ):
+                return response.status == 200
+        except (aiohttp.ClientError, TimeoutError):
+            return False
 
     async def kill(self) -> None:
         """SIGKILL the running agent and reap it."""

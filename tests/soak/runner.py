@@ -463,7 +463,9 @@ class Soak:
         await self._hub_back()
         started = time.monotonic()
         self.report.convergence_checks += 1
-        remaining = await self._converge(self.expected())
+        # A restarted agent must come up (and must not pass a check on its
+        # predecessor's work before it does).
+        remaining = await self._agent_ready() or await self._converge(self.expected())
         took = time.monotonic() - started
         if remaining:
             self.report.violate(
@@ -483,6 +485,18 @@ class Soak:
             f"{len(self.workload.works)} works; agent RSS {rss}, CPU {cpu}; "
             f"violations {len(self.report.violations)}"
         )
+
+    async def _agent_ready(self) -> list[str]:
+        """Wait until the agent reports ready; what is wrong if it does not in time."""
+        deadline = time.monotonic() + self.config.converge_timeout
+        while not await self.agents.ready():
+            await self._agent_alive()
+            if time.monotonic() > deadline:
+                return [
+                    f"the agent is not ready (/readyz) after {self.config.converge_timeout:g} s"
+                ]
+            await asyncio.sleep(0.2)  # sleep-ok: polling with a deadline
+        return []
 
     def _diagnosis(self) -> list[str]:
         """What the clusters can tell about a failed check: the watches open on each."""
