@@ -13,11 +13,13 @@ import asyncio
 import json
 import logging
 import re
+import signal
 import sys
 import time
 from pathlib import Path
 
 from tests.integration.conftest import REPO
+from tests.soak.report import Report
 from tests.soak.runner import Soak, SoakConfig
 
 RESULTS = REPO / "soak-results"
@@ -52,6 +54,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+async def run(soak: Soak) -> Report:
+    """Run the soak; SIGINT or SIGTERM ends it after the current round, with its report."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, soak.request_stop)
+    return await soak.run()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the soak; 0 without violations, 1 with."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
@@ -68,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     # Every injected outage drops connections mid-request, and aiohttp logs each
     # with a traceback from the in-process kubesims: noise, not findings.
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
-    report = asyncio.run(Soak(config, say=lambda line: print(line, flush=True)).run())
+    report = asyncio.run(run(Soak(config, say=lambda line: print(line, flush=True))))
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report.to_json(), indent=2) + "\n")
     # The kubeconfigs carry the (throwaway) admin tokens of the run's kubesims.

@@ -116,6 +116,8 @@ class Report:
     agent_starts: int = 0
     agent_exit_code: int | None = None
     agent_log: str = ""
+    #: Stopped early (SIGINT or SIGTERM): the figures cover a shorter run.
+    interrupted: bool = False
     #: Every operation and fault as (seconds into the soak, what), to set beside the
     #: agent's log when a check fails.
     timeline: list[tuple[float, str]] = field(default_factory=list)
@@ -154,6 +156,7 @@ class Report:
             "planned_seconds": self.planned_seconds,
             "started_at": self.started_at,
             "elapsed_seconds": round(self.elapsed_seconds, 1),
+            "interrupted": self.interrupted,
             "rounds": self.rounds,
             "operations": dict(sorted(self.operations.items())),
             "operations_total": sum(self.operations.values()),
@@ -186,7 +189,8 @@ class Report:
         slope_text = mem["rss_slope_mib_per_hour"]
         lines = [
             f"soak: seed {self.seed}, {self.elapsed_seconds:.0f} s "
-            f"(planned {self.planned_seconds:.0f} s), {self.rounds} rounds",
+            f"(planned {self.planned_seconds:.0f} s{', INTERRUPTED' if self.interrupted else ''}), "
+            f"{self.rounds} rounds",
             f"  operations: {data['operations_total']} ({ops})",
             f"  faults injected: {data['faults_total']} ({faults})",
             f"  convergence checks: {self.convergence_checks} "

@@ -177,6 +177,12 @@ class Soak:
         # one at a time, and never in the middle of a deliberate kill.
         self._agent_lock = asyncio.Lock()
         self._poison_deleted = False
+        self._stop_requested = False
+
+    def request_stop(self) -> None:
+        """End after the current round (then tear down and report as usual)."""
+        self._stop_requested = True
+        self.report.interrupted = True
 
     # -- time and state ----------------------------------------------------------------
     def now(self) -> float:
@@ -218,8 +224,9 @@ class Soak:
             if self.config.plant_stray:
                 await self.spoke_client.create(CONFIGMAPS, configmap(STRAY, NAMESPACE))
             extra = 0
-            while self.now() < self.config.duration or (
-                self.config.cover_every_kind and self.uncovered() and extra < MAX_EXTRA_ROUNDS
+            while not self._stop_requested and (
+                self.now() < self.config.duration
+                or (self.config.cover_every_kind and self.uncovered() and extra < MAX_EXTRA_ROUNDS)
             ):
                 if self.now() >= self.config.duration:
                     extra += 1
