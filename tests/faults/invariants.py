@@ -66,12 +66,20 @@ class Expected:
     ``works``: the work names that must exist on the hub (None: whatever is
     there); ``namespaces``: spoke namespaces scanned for leftovers;
     ``foreign``: objects in those namespaces the test created itself, as
-    (group, resource, namespace, name).
+    (group, resource, namespace, name); ``kinds``: resources the test's works
+    use beyond :data:`CHECKED_KINDS` (namespaced ones are scanned for
+    leftovers like those; of cluster-scoped ones, which the cluster itself
+    has plenty of, only objects owned by an AppliedManifestWork are).
     """
 
     works: Collection[str] | None = None
     namespaces: Collection[str] = ("default",)
     foreign: Collection[ObjectKey] = ()
+    kinds: Collection[Resource] = ()
+
+    def checked_kinds(self) -> dict[tuple[str, str], Resource]:
+        """Every checked kind by (group, kind)."""
+        return {**CHECKED_KINDS, **{(r.group, r.kind): r for r in self.kinds}}
 
 
 def _conditions(obj: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -80,9 +88,11 @@ def _conditions(obj: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _resource_of(manifest: Mapping[str, Any]) -> Resource | None:
+def _resource_of(
+    manifest: Mapping[str, Any], kinds: Mapping[tuple[str, str], Resource] = CHECKED_KINDS
+) -> Resource | None:
     group, _ = split_api_version(str(manifest.get("apiVersion") or ""))
-    return CHECKED_KINDS.get((group, str(manifest.get("kind") or "")))
+    return kinds.get((group, str(manifest.get("kind") or "")))
 
 
 def _key(res: Resource, namespace: str, name: str) -> ObjectKey:
@@ -133,7 +143,9 @@ def content_differences(manifest: Mapping[str, Any], live: Mapping[str, Any]) ->
     return out
 
 
-def _check_work_status(work: Mapping[str, Any]) -> list[str]:
+def _check_work_status(
+    work: Mapping[str, Any], kinds: Mapping[tuple[str, str], Resource] = CHECKED_KINDS
+) -> list[str]:
     name = work["metadata"]["name"]
     generation = work["metadata"].get("generation")
     status = work.get("status") or {}
@@ -164,7 +176,7 @@ def _check_work_status(work: Mapping[str, Any]) -> list[str]:
             continue
         meta = entry.get("resourceMeta") or {}
         group, version = split_api_version(str(manifest.get("apiVersion") or ""))
-        res = _resource_of(manifest)
+        res = _resource_of(manifest, kinds)
         want_meta = {
             "group": group,
             "version": version,
@@ -201,6 +213,7 @@ async def _check_spoke_work(
     hub_hash: str,
     work: Mapping[str, Any],
     applied: Mapping[str, Any] | None,
+    kinds: Mapping[tuple[str, str], Resource] = CHECKED_KINDS,
 ) -> list[str]:
     name = work["metadata"]["name"]
     amw_name = applied_work_name(hub_hash, name)
@@ -224,14 +237,14 @@ async def _check_spoke_work(
     want_applied: list[dict[str, str]] = []
     manifests = list(((work.get("spec") or {}).get("workload") or {}).get("manifests") or [])
     for ordinal, manifest in enumerate(manifests):
-        res = _resource_of(manifest)
+        res = _resource_of(manifest, kinds)
         if res is None:
             out.append(
                 f"work {name}: manifest {ordinal}: the checker knows no {manifest.get('kind')}"
             )
             continue
         obj_name = manifest["metadata"]["name"]
-        namespace = manifest["metadata"].get("namespace") or ""
+        namespace = (manifest["metadata"].get("namespace") or "") if res.namespaced else ""
         live = await _get(spoke, res, obj_name, namespace or None)
         what = f"work {name}: {res.plural} {namespace}/{obj_name}"
         if live is None:
@@ -286,6 +299,7 @@ async def problems(
 ) -> list[str]:
     """Every way the clusters differ from the converged state (empty: converged)."""
     expected = expected or Expected()
+    kinds = expected.checked_kinds()
     out: list[str] = []
     works = (await hub.list(MANIFESTWORKS, CLUSTER))["items"]
     names = {w["metadata"]["name"] for w in works}
@@ -303,14 +317,15 @@ async def problems(
             out.append(f"work {name}: still being deleted")
         if MANIFEST_WORK_FINALIZER not in (work["metadata"].get("finalizers") or []):
             out.append(f"work {name}: no cleanup finalizer")
-        out.extend(_check_work_status(work))
+        out.extend(_check_work_status(work, kinds))
         applied = applied_works.get(applied_work_name(hub_hash, name))
-        out.extend(await _check_spoke_work(spoke, hub_hash, work, applied))
+        out.extend(await _check_spoke_work(spoke, hub_hash, work, applied, kinds))
         for manifest in ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []:
-            res = _resource_of(manifest)
+            res = _resource_of(manifest, kinds)
             if res is not None:
                 meta = manifest["metadata"]
-                wanted.add(_key(res, meta.get("namespace") or "", meta["name"]))
+                namespace = (meta.get("namespace") or "") if res.namespaced else ""
+                wanted.add(_key(res, namespace, meta["name"]))
 
     ours = {applied_work_name(hub_hash, n) for n in names}
     recorded: dict[str, set[ObjectKey]] = {}
@@ -329,23 +344,45 @@ async def problems(
 
     foreign = set(expected.foreign)
     for namespace in expected.namespaces:
-        for res in CHECKED_KINDS.values():
+        for res in kinds.values():
+            if not res.namespaced:
+                continue
             for obj in (await spoke.list(res, namespace))["items"]:
-                meta = obj["metadata"]
-                key = _key(res, namespace, meta["name"])
-                if key not in wanted and key not in foreign:
-                    out.append(
-                        f"{res.plural} {namespace}/{meta['name']}: no work lists it (leaked)"
-                    )
-                for ref in meta.get("ownerReferences") or []:
-                    if ref.get("kind") != "AppliedManifestWork":
-                        continue
-                    if key not in recorded.get(str(ref.get("uid")), set()):
-                        out.append(
-                            f"{res.plural} {namespace}/{meta['name']}: owned by "
-                            f"AppliedManifestWork {ref.get('name')} ({ref.get('uid')}), "
-                            "which does not record it"
-                        )
+                key = _key(res, namespace, obj["metadata"]["name"])
+                out.extend(_leftover(res, obj, key, wanted, foreign, recorded))
+    for res in kinds.values():
+        if res.namespaced:
+            continue
+        for obj in (await spoke.list(res))["items"]:
+            refs = obj["metadata"].get("ownerReferences") or []
+            if any(ref.get("kind") == "AppliedManifestWork" for ref in refs):
+                key = _key(res, "", obj["metadata"]["name"])
+                out.extend(_leftover(res, obj, key, wanted, foreign, recorded))
+    return out
+
+
+def _leftover(
+    res: Resource,
+    obj: Mapping[str, Any],
+    key: ObjectKey,
+    wanted: set[ObjectKey],
+    foreign: set[ObjectKey],
+    recorded: Mapping[str, set[ObjectKey]],
+) -> list[str]:
+    """What is wrong with a live object: no work lists it, or an owner does not record it."""
+    meta = obj["metadata"]
+    what = f"{res.plural} {key[2] + '/' if key[2] else ''}{meta['name']}"
+    out: list[str] = []
+    if key not in wanted and key not in foreign:
+        out.append(f"{what}: no work lists it (leaked)")
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("kind") != "AppliedManifestWork":
+            continue
+        if key not in recorded.get(str(ref.get("uid")), set()):
+            out.append(
+                f"{what}: owned by AppliedManifestWork {ref.get('name')} ({ref.get('uid')}), "
+                "which does not record it"
+            )
     return out
 
 

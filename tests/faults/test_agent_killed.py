@@ -26,9 +26,23 @@ import pytest
 from kubesim.sim import KubeSim
 from tests.conftest import eventually
 from tests.faults.conftest import STATUS_SYNC_SECONDS
-from tests.faults.harness import AGENT_ON_SPOKE, configmaps, create_work, delete_work, set_manifests
+from tests.faults.harness import (
+    AGENT_ON_SPOKE,
+    agent_requests,
+    configmaps,
+    create_work,
+    delete_work,
+    set_manifests,
+    successes,
+)
 from tests.faults.invariants import Expected, converged, problems
-from tests.integration.conftest import REPO, AgentProcess, get_applied_work, wait_applied
+from tests.integration.conftest import (
+    REPO,
+    AgentProcess,
+    AgentRunner,
+    get_applied_work,
+    wait_applied,
+)
 from workagent.kube import CONFIGMAPS, KubeClient
 
 BIG = 50
@@ -198,3 +212,47 @@ async def test_manifests_removed_while_the_killed_agent_was_down(
     found = await problems(hub_client, spoke_client, the_hash, Expected(works={"shrunk"}))
     leaked = [p for p in found if "leaked" in p]
     assert leaked == [], leaked
+
+
+async def test_resources_are_recorded_before_they_are_created(
+    agent: AgentRunner,
+    spoke: KubeSim,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    the_hash: str,
+) -> None:
+    """What the kill tests rely on: the AppliedManifestWork lists a work's resources
+    before the agent creates them, at the cost of one write per new set of manifests
+    and none when nothing changes."""
+    spoke.inject(verb="create", resource="configmaps", latency=0.1, userAgent=AGENT_ON_SPOKE)
+    await create_work(hub_client, "early", configmaps("early", 6))
+    names = sorted(f"early-{i}" for i in range(6))
+
+    async def listed_while_creating() -> bool:
+        amw = await get_applied_work(spoke_client, the_hash, "early")
+        entries = ((amw or {}).get("status") or {}).get("appliedResources") or []
+        created = await count(spoke_client, "early-")
+        assert created < len(names) or sorted(e["name"] for e in entries) == names
+        return created >= 1 and sorted(e["name"] for e in entries) == names
+
+    await eventually(listed_while_creating, what="the manifests listed before all exist")
+    assert await count(spoke_client, "early-") < len(names), "listed only once all existed"
+    spoke.clear_faults()
+    await converged(hub_client, spoke_client, the_hash, Expected(works={"early"}))
+
+    async def amw_status_writes() -> int:
+        counts = await agent_requests(spoke, AGENT_ON_SPOKE)
+        return successes(counts, "patch", "appliedmanifestworks/status")
+
+    # A new generation adding manifests: one write to list them, one with their UIDs.
+    before = await amw_status_writes()
+    written = await set_manifests(hub_client, "early", configmaps("early", 8))
+    await wait_applied(hub_client, "early", generation=written["metadata"]["generation"])
+    await converged(hub_client, spoke_client, the_hash, Expected(works={"early"}))
+    assert await amw_status_writes() - before == 2
+    # A new generation that adds nothing: only the final write, dropping the removed ones.
+    before = await amw_status_writes()
+    written = await set_manifests(hub_client, "early", configmaps("early", 5))
+    await wait_applied(hub_client, "early", generation=written["metadata"]["generation"])
+    await converged(hub_client, spoke_client, the_hash, Expected(works={"early"}))
+    assert await amw_status_writes() - before == 1
