@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import json
 import random
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,6 +48,7 @@ from schemas.wire import (
     REASON_INCOMPLETE_RESOURCE_META,
     REASON_RESOURCE_AVAILABLE,
     REASON_RESOURCE_NOT_AVAILABLE,
+    REASON_STATUS_FEEDBACK_SYNC_FAILED,
 )
 from schemas.work_v1 import FeedbackScrapeType, ManifestConfigOption, ManifestWorkSpec
 from workagent.conditions import aggregate, aggregate_available, evaluate_rules
@@ -75,6 +77,13 @@ QUEUE_NAME = "AvailableStatusController"
 BY_WORK_INDEX = "byWorkIndex"
 #: The status sync period is jittered by x [1, 1 + STATUS_JITTER).
 STATUS_JITTER = 0.9
+#: Most bytes of status feedback values (as JSON) one work reports. A feedback
+#: path may select any field, e.g. a String of megabytes; without a bound the
+#: status patch would exceed the hub's request limit (3 MiB) or etcd's object
+#: limit (1.5 MiB by default) and fail on every sync, leaving the whole work's
+#: status stale with no word as to why. This leaves room for the spec (at most
+#: 500 KiB of manifests by default) and the conditions of 1,000 manifests.
+MAX_FEEDBACK_BYTES = 512 * 1024
 
 
 def resource_index_key(group: str, resource: str, version: str, namespace: str, name: str) -> str:
@@ -210,9 +219,10 @@ class AvailableStatusController:
         manifests = _manifests(work)  # the entries themselves are updated in place
         moment = now()
         listed: set[tuple[str, str, str, str, str]] = set()
+        room = _FeedbackRoom(MAX_FEEDBACK_BYTES)
         for entry in manifests:
             listed.add(_identity(entry.get("resourceMeta") or {}))
-            await self._sync_manifest(work, entry, spec, generation, moment)
+            await self._sync_manifest(work, entry, spec, generation, moment, room)
         if self.pool is not None:
             # Registrations of objects the work no longer lists (removed from the
             # spec, or now served at another version) go at once.
@@ -246,6 +256,7 @@ class AvailableStatusController:
         spec: ManifestWorkSpec,
         generation: int,
         moment: datetime,
+        room: _FeedbackRoom,
     ) -> None:
         deps = self.deps
         work_name = str(work["metadata"]["name"])
@@ -255,7 +266,9 @@ class AvailableStatusController:
         set_condition(conditions, outcome.available, moment)
         obj = outcome.obj
         if obj is None:
-            return  # the rest stays as it was until the object can be read again
+            # The rest stays as it was until the object can be read again.
+            room.take(_json_size((entry.get("statusFeedback") or {}).get("values") or []))
+            return
 
         group, resource = _meta_str(meta, "group"), _meta_str(meta, "resource")
         version = _meta_str(meta, "version")
@@ -276,11 +289,21 @@ class AvailableStatusController:
         # it every other work, keeps going meanwhile.
         feedback = read() if is_cheap(feedback_rules) else await asyncio.to_thread(read)
         values = list(feedback.values)
+        synced_status, synced_reason, synced_message = feedback.condition
+        size = _json_size(values)
+        left = room.left
+        if values and not room.take(size):
+            values = []
+            synced_status, synced_reason = "False", REASON_STATUS_FEEDBACK_SYNC_FAILED
+            synced_message = (
+                "Sync status feedback failed with error the status feedback values of this "
+                f"manifest take {size} bytes, more than the {left} of {room.total} bytes left "
+                "for the status feedback of the work; they are not reported"
+            )
         old_values = (entry.get("statusFeedback") or {}).get("values") or []
         if normalized(old_values) != normalized(values):
             # New values: a fresh transition time tells when they last changed.
             remove_condition(conditions, CONDITION_STATUS_FEEDBACK_SYNCED)
-        synced_status, synced_reason, synced_message = feedback.condition
         set_condition(
             conditions,
             new_condition(
@@ -366,6 +389,33 @@ class AvailableStatusController:
         return ReadOutcome(
             obj, _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available")
         )
+
+
+class _FeedbackRoom:
+    """What is left of a work's :data:`MAX_FEEDBACK_BYTES` during one sync."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.used = 0
+
+    @property
+    def left(self) -> int:
+        """Bytes not yet reserved."""
+        return self.total - self.used
+
+    def take(self, size: int) -> bool:
+        """Reserve ``size`` bytes; False (and nothing reserved) if they do not fit."""
+        if self.used + size > self.total:
+            return False
+        self.used += size
+        return True
+
+
+def _json_size(values: list[Any]) -> int:
+    """Bytes of ``values`` as compact JSON, roughly what they add to the status."""
+    if not values:
+        return 0
+    return len(json.dumps(values, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 def _identity(meta: dict[str, Any]) -> tuple[str, str, str, str, str]:
