@@ -47,9 +47,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--max-works", type=int, default=12, help="works at most (default 12)")
     parser.add_argument(
-        "--changes-after-kill",
+        "--quiet-after-kill",
         action="store_true",
-        help="keep changing works while a killed agent restarts (reaches a known leak)",
+        help="end a round when the agent is killed (default: keep changing works meanwhile)",
     )
     return parser.parse_args(argv)
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=seed,
         converge_timeout=args.converge_timeout,
         max_works=args.max_works,
-        changes_after_kill=args.changes_after_kill,
+        changes_after_kill=not args.quiet_after_kill,
     )
     # Every injected outage drops connections mid-request, and aiohttp logs each
     # with a traceback from the in-process kubesims: noise, not findings.

@@ -112,10 +112,11 @@ class SoakConfig:
     sample_interval: float = 1.0
     check_interval: float = 2.0
     status_sync_seconds: float = 2.0
-    #: Keep changing works right after the agent is killed, before it converged again.
-    #: Off by default: that reaches the known leak of tests/faults/test_agent_killed.py
-    #: (objects created but not yet recorded whose manifests are then removed).
-    changes_after_kill: bool = False
+    #: Keep changing works right after the agent is killed, while the new one starts:
+    #: manifests may leave a work before the restarted agent finished the reconcile
+    #: its predecessor was killed in (tests/faults/test_agent_killed.py). Off: the
+    #: round ends at the kill and the restarted agent converges first.
+    changes_after_kill: bool = True
     #: Go on past ``duration`` until every kind of operation and fault happened once.
     cover_every_kind: bool = True
     #: Put a ConfigMap no work lists on the spoke after the first check, as a broken
