@@ -12,17 +12,29 @@ HTTP endpoint (:func:`admin_fault`, for ``refuse-connections``).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
+import os
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from kubesim.api import Caller
+from kubesim.faults import JournalEntry
 from kubesim.resources import ResourceType
 from kubesim.sim import KubeSim
-from tests.integration.conftest import CLUSTER, configmap, update_work, work_body
+from tests.integration.conftest import (
+    CLUSTER,
+    REPO,
+    AgentProcess,
+    configmap,
+    update_work,
+    work_body,
+)
 from workagent.kube import MANIFESTWORKS, KubeClient, NotFound
 
 #: User-Agent prefixes of the agent's clients, so faults spare the tests' own clients
@@ -143,3 +155,64 @@ def successes(counts: Counter[tuple[str, str, int]], verb: str, resource: str) -
     return sum(
         n for (v, r, code), n in counts.items() if v == verb and r == resource and code < 300
     )
+
+
+# -- agents as real processes, each with its own identity -----------------------------------
+
+
+def agent_identity(hub: KubeSim, spoke: KubeSim, tmp_path: Path, user: str) -> tuple[Path, Path]:
+    """Kubeconfigs ``<user>-hub.kubeconfig`` and ``<user>-spoke.kubeconfig`` with a token of
+    their own on each cluster, so kubesim's journal tells this agent's requests from
+    another process's with the same User-Agent. Returns (hub, spoke) paths."""
+    hub_token = hub.add_user(user, groups=("system:masters",))
+    spoke_token = spoke.add_user(user, groups=("system:masters",))
+    return (
+        hub.write_kubeconfig(tmp_path / f"{user}-hub.kubeconfig", token=hub_token),
+        spoke.write_kubeconfig(tmp_path / f"{user}-spoke.kubeconfig", token=spoke_token),
+    )
+
+
+async def spawn_agent(tmp_path: Path, name: str, *args: str) -> AgentProcess:
+    """Start ``python -m workagent agent ARGS`` with this interpreter; output goes to
+    ``agent-<name>.log``.
+
+    Not ``uv run``: uv keeps the agent as its child, so a SIGKILL sent to the
+    process it returns would kill uv and orphan the agent.
+    """
+    log_path = tmp_path / f"agent-{name}.log"
+    with log_path.open("ab") as out:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "workagent",
+            "agent",
+            *args,
+            cwd=str(REPO),
+            stdout=out,
+            stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    return AgentProcess(process, log_path)
+
+
+def agent_args(hub_kubeconfig: Path, spoke_kubeconfig: Path, *extra: str) -> tuple[str, ...]:
+    """The flags of an agent process for cluster1, unthrottled, probes on a free port."""
+    return (
+        f"--spoke-cluster-name={CLUSTER}",
+        f"--workload-source-config={hub_kubeconfig}",
+        f"--spoke-kubeconfig={spoke_kubeconfig}",
+        "--status-sync-interval=2s",
+        "--listen=127.0.0.1:0",
+        "--kube-api-qps=0",
+        "--hub-kube-api-qps=0",
+        *extra,
+    )
+
+
+def writes_of(sim: KubeSim, user: str, *, exclude: tuple[str, ...] = ()) -> list[JournalEntry]:
+    """The successful writes ``user`` sent to ``sim``, except on resources ``exclude``."""
+    return [
+        e
+        for e in sim.journal().select(user=user, verbs=WRITE_VERBS)
+        if e.code < 300 and e.resource not in exclude
+    ]
