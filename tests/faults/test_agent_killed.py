@@ -41,9 +41,11 @@ from tests.integration.conftest import (
     AgentProcess,
     AgentRunner,
     get_applied_work,
+    get_work,
+    manifest_statuses,
     wait_applied,
 )
-from workagent.kube import CONFIGMAPS, KubeClient
+from workagent.kube import CONFIGMAPS, NAMESPACES, KubeClient
 
 BIG = 50
 
@@ -256,3 +258,39 @@ async def test_resources_are_recorded_before_they_are_created(
     await wait_applied(hub_client, "early", generation=written["metadata"]["generation"])
     await converged(hub_client, spoke_client, the_hash, Expected(works={"early"}))
     assert await amw_status_writes() - before == 1
+
+
+async def test_a_failed_create_is_not_left_recorded(
+    agent: AgentRunner,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    the_hash: str,
+) -> None:
+    """A resource listed before a create that failed is dropped from the record once
+    the agent sees it does not exist, even while another manifest cannot be resolved
+    (which holds back all stale deletion)."""
+    unknown = {
+        "apiVersion": "example.com/v1",
+        "kind": "Gadget",
+        "metadata": {"name": "g", "namespace": "default"},
+    }
+    await create_work(hub_client, "failing", [unknown, *configmaps("lost", 1, namespace="nowhere")])
+
+    async def reported_and_unrecorded() -> bool:
+        work = await get_work(hub_client, "failing")
+        failed = [
+            c.get("message")
+            for entry in manifest_statuses(work)
+            for c in entry.get("conditions") or []
+            if c.get("type") == "Applied" and c.get("status") == "False"
+        ]
+        amw = await get_applied_work(spoke_client, the_hash, "failing")
+        entries = ((amw or {}).get("status") or {}).get("appliedResources") or []
+        return len(failed) == 2 and amw is not None and entries == []
+
+    await eventually(reported_and_unrecorded, what="both failures reported, nothing recorded")
+    await spoke_client.create(NAMESPACES, {"metadata": {"name": "nowhere"}})
+    await set_manifests(hub_client, "failing", configmaps("lost", 1, namespace="nowhere"))
+    await converged(
+        hub_client, spoke_client, the_hash, Expected(works={"failing"}, namespaces=("nowhere",))
+    )

@@ -125,6 +125,7 @@ async def sync_applied_resources(
         return Bookkeeping()
 
     applied: list[dict[str, Any]] = []
+    absent: set[Identity] = set()
     unresolved: Exception | None = None
     for result in results:
         try:
@@ -132,9 +133,10 @@ async def sync_applied_resources(
         except (UnresolvedManifestError, KubeError) as err:
             unresolved = unresolved or err
             continue
-        if uid is None:
-            continue
         meta = result.meta
+        if uid is None:
+            absent.add(entry_identity(meta))
+            continue
         applied.append(
             {
                 "group": meta.get("group") or "",
@@ -151,9 +153,10 @@ async def sync_applied_resources(
         # Nothing is deleted while a manifest is unresolved (OCM skips the whole
         # step). Recording what did resolve, on top of the old list, is a safe
         # superset: a manifest removed later is then found stale and deleted
-        # instead of leaking.
+        # instead of leaking. Entries of objects just found absent (recorded
+        # before a create that failed) go: there is nothing to delete.
         log.info("not deleting stale resources: a manifest is unresolved", error=str(unresolved))
-        fresh = {entry_identity(entry) for entry in applied}
+        fresh = {entry_identity(entry) for entry in applied} | absent
         kept = [entry for entry in old if entry_identity(entry) not in fresh]
         return Bookkeeping(
             applied_resources=_sorted_unique([*applied, *kept]),
