@@ -12,6 +12,8 @@ Exported API:
   (``budget`` seconds per manifest sync, ``workers``) and lifecycle
   (``start()``, ``aclose()``); :func:`close_default_evaluator` stops the
   default one.
+* :func:`is_condition_type` -- whether a rule's ``condition`` can be written
+  as a status condition type (rules whose condition cannot yield nothing).
 * :func:`aggregate` -- the work-level ``ConditionRulesAggregated`` conditions
   (13.4), sorted by type; :func:`aggregate_available` -- the work-level
   ``Available`` condition (9, 13.4).
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
         close_default_evaluator,
         default_evaluator,
         evaluate_rules,
+        is_condition_type,
     )
 
 __all__ = [
@@ -66,6 +69,7 @@ __all__ = [
     "close_default_evaluator",
     "default_evaluator",
     "evaluate_rules",
+    "is_condition_type",
 ]
 
 _HOMES: Final = {
@@ -83,6 +87,7 @@ _HOMES: Final = {
     "close_default_evaluator": "rules",
     "default_evaluator": "rules",
     "evaluate_rules": "rules",
+    "is_condition_type": "rules",
 }
 
 

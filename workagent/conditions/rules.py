@@ -13,7 +13,11 @@ caller adds ``lastTransitionTime`` with standard condition semantics):
 * ``CEL``: the rule's own expressions and messages.
 * any other type: ``Unknown`` / ``ConditionRuleInvalid`` /
   ``unrecognized condition rule type <type>``.
-* a rule with an empty ``condition`` yields nothing (OCM drops such results).
+* a rule with an empty ``condition`` yields nothing (OCM drops such results);
+  nor does one whose ``condition`` is no valid condition type (at most 316
+  characters, an optionally prefixed qualified name): the CRD accepts any
+  string there, but a status condition of that type would make the hub
+  refuse the work's whole status, on every sync (OCM writes it and does so).
 
 All CEL of one manifest runs in one request to a worker process
 (:mod:`workagent.conditions.pool`) under one wall-clock budget per sync
@@ -25,11 +29,13 @@ too deep, slow or otherwise broken become conditions, never exceptions.
 from __future__ import annotations
 
 import asyncio
+import re
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from schemas.meta import CONDITION_TYPE_PATTERN
 from workagent.conditions.pool import DEFAULT_WORKERS, CelWorkerPool
 from workagent.conditions.protocol import CelProgram, ExpressionsOutcome, ProgramOutcome
 from workagent.conditions.reasons import (
@@ -49,6 +55,16 @@ DEFAULT_BUDGET_SECONDS: Final = 1.0
 
 _WELL_KNOWN: Final = "WellKnownConditions"
 _CEL: Final = "CEL"
+#: metav1.Condition's limits on a type, which the CRD's status schema enforces.
+MAX_CONDITION_TYPE_LENGTH: Final = 316
+_CONDITION_TYPE: Final = re.compile(CONDITION_TYPE_PATTERN)
+
+
+def is_condition_type(condition: str) -> bool:
+    """Whether ``condition`` may be the type of a status condition."""
+    return len(condition) <= MAX_CONDITION_TYPE_LENGTH and bool(
+        _CONDITION_TYPE.fullmatch(condition)
+    )
 
 
 @dataclass(frozen=True)
@@ -131,7 +147,7 @@ def _needs_cel(program: CelProgram) -> bool:
 def _resolve(rule: ConditionRule, obj: Mapping[str, Any]) -> dict[str, Any] | _Pending | None:
     """What a rule stands for: a finished condition, CEL to run, or nothing."""
     condition = rule.condition or ""
-    if not condition:
+    if not condition or not is_condition_type(condition):
         return None
     rule_type = str(getattr(rule.type, "value", rule.type))
     if rule_type == _WELL_KNOWN:

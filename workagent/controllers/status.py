@@ -51,7 +51,12 @@ from schemas.wire import (
     REASON_STATUS_FEEDBACK_SYNC_FAILED,
 )
 from schemas.work_v1 import FeedbackScrapeType, ManifestConfigOption, ManifestWorkSpec
-from workagent.conditions import aggregate, aggregate_available, evaluate_rules
+from workagent.conditions import (
+    aggregate,
+    aggregate_available,
+    evaluate_rules,
+    is_condition_type,
+)
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
 from workagent.controllers.conditions import (
     Condition,
@@ -314,6 +319,15 @@ class AvailableStatusController:
         entry["statusFeedback"] = {"values": values} if values else {}
 
         rules = list(option.condition_rules or []) if option is not None else []
+        for rule in rules:
+            if rule.condition and not is_condition_type(rule.condition):
+                # Dropped by the evaluator: as a status condition it would get every
+                # status patch of the work refused. Nowhere else to say so.
+                log.warning(
+                    "condition rule ignored: its condition is not a valid condition type",
+                    condition=rule.condition[:64],
+                    resource_name=obj_name,
+                )
         evaluated = await evaluate_rules(
             rules, obj, generation=generation, evaluator=deps.rule_evaluator
         )
