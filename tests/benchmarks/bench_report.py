@@ -89,7 +89,7 @@ METRICS: dict[str, list[tuple[str, str, str]]] = {
     "fanout": [
         ("works_exist_s", "every ManifestWork exists", "s"),
         ("summary_s", "summary total correct", "s"),
-        ("reports_s", "1,000-agent status writes (the load)", "s"),
+        ("reports_s", "status writes of every cluster's agent (the load)", "s"),
         ("status_converged_s", "summary counts every status", "s"),
     ],
 }

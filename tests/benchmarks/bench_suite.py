@@ -273,6 +273,7 @@ def write(results: dict[str, Any], directory: Path) -> Path:
     stamp = results["timestamp"].replace("-", "").replace(":", "")
     path = directory / f"{stamp}.json"
     path.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"wrote {path}")
     report(path)
     return path
 
@@ -290,7 +291,7 @@ def report(path: Path) -> None:
         for p in drawn:
             print(f"wrote {p}")
     path.with_suffix(".md").write_text(text)
-    print(f"wrote {path}\nwrote {path.with_suffix('.md')}")
+    print(f"wrote {path.with_suffix('.md')}")
 
 
 def main(argv: list[str]) -> None:
