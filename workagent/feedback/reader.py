@@ -102,6 +102,7 @@ def read_feedback(
                 f"failed to read status feedback: internal error: {type(exc).__name__}: {exc}"
             )
 
+    values = _first_of_each_name(values, errors)
     if errors:
         message = _truncate(f"Sync status feedback failed with error {_aggregate(errors)}")
         return FeedbackResult(values, ("False", REASON_STATUS_FEEDBACK_SYNC_FAILED, message))
@@ -228,6 +229,29 @@ def _value_by_path(
     ):
         raise too_long
     return {"name": name, "fieldValue": {"type": "JsonRaw", "jsonRaw": raw}}
+
+
+def _first_of_each_name(values: list[FeedbackValue], errors: list[str]) -> list[FeedbackValue]:
+    """``values`` without repeated names, an error for each name read twice.
+
+    ``statusFeedback.values`` is a list map keyed by name: the hub refuses a
+    status listing a name twice (OCM sends it and gets every status patch of
+    the work refused). Two rules may read the same name, e.g. WellKnownStatus
+    and JSONPaths, or two JSONPaths rules.
+    """
+    seen: set[str] = set()
+    unique: list[FeedbackValue] = []
+    for value in values:
+        name = value["name"]
+        if name in seen:
+            errors.append(
+                f"the value name {name} is read by more than one feedback rule; "
+                "only the first value is reported"
+            )
+            continue
+        seen.add(name)
+        unique.append(value)
+    return unique
 
 
 def _aggregate(messages: list[str]) -> str:
