@@ -342,7 +342,7 @@ async def test_no_custom_object_is_created_while_its_crd_is_terminating(
     # apiextensions handler does.
     with pytest.raises(ApiException) as exc:
         await custom.create_namespaced_custom_object("example.com", "v1", "demo", "widgets", widget)
-    body = json.loads(exc.value.body)
+    body = json.loads(exc.value.body or b"")
     assert exc.value.status == 405 and body["reason"] == "MethodNotAllowed"
     assert body["message"] == "create not allowed while custom resource definition is terminating"
     assert body["details"] == {"group": "example.com", "kind": "widgets"}
