@@ -26,7 +26,7 @@ from tests.integration.conftest import (
 )
 from workagent.kube import KubeClient
 
-BATCH = 6
+BATCH = 8
 _names = itertools.count()
 
 
@@ -38,7 +38,7 @@ async def canary_applied(hub_client: KubeClient, tag: int) -> None:
     await wait_applied(hub_client, name)
 
 
-@settings(settings.get_profile("hostile"), max_examples=5)
+@settings(settings.get_profile("hostile"), max_examples=2)
 @given(
     shaped=st.lists(hostile_specs(loose=False), min_size=BATCH - 1, max_size=BATCH - 1),
     loose=hostile_specs(),
