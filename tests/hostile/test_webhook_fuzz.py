@@ -85,7 +85,7 @@ async def _check(rev: dict[str, Any], resource: Any) -> dict[str, Any]:
     return resp
 
 
-@settings(settings.get_profile("hostile"), max_examples=150)
+@settings(settings.get_profile("hostile"), max_examples=100)
 @given(
     spec=hostile_specs(max_manifests=6),
     old_spec=hostile_specs(max_manifests=2),
