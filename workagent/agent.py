@@ -246,7 +246,13 @@ def _fingerprint(path: str) -> str:
 
 async def _watch_files(manager: Manager, paths: tuple[str, ...]) -> None:
     """Stop the agent when a ``--terminate-on-files`` file changes (e.g. a rotated hub
-    kubeconfig), so the pod restarts with the new content."""
+    kubeconfig), so the pod restarts with the new content.
+
+    The shutdown is the graceful one of SIGTERM and the exit code is 0
+    (``EXIT_OK``): a restart was asked for, nothing failed, and the pod's
+    ``restartPolicy: Always`` starts the agent again, as library-go's
+    ``--terminate-on-files`` does. Changes are noticed within ``FILE_CHECK_SECONDS``.
+    """
     seen = {p: _fingerprint(p) for p in paths}
     while True:
         await asyncio.sleep(FILE_CHECK_SECONDS)
@@ -268,7 +274,8 @@ async def run_agent(
 
     ``on_built`` is called with the built agent before it starts (tests use
     it to reach the manager). A bad kubeconfig or bad settings end it with
-    code 2 and one clear log line.
+    code 2 and one clear log line; a changed ``--terminate-on-files`` file
+    ends it with code 0.
     """
     watcher: asyncio.Task[None] | None = None
 

@@ -40,6 +40,7 @@ from workagent.kube import (
     KubeError,
     Resource,
     TooManyRequests,
+    Unauthorized,
     Unreachable,
     WatchEvent,
 )
@@ -346,7 +347,19 @@ class Informer:
                     limit_seconds=round(self._stall_limit, 1),
                 )
             except KubeError as err:
+                refused = isinstance(err, Unauthorized) and not isinstance(
+                    self._last_error, Unauthorized
+                )
                 self._record_failure(verb, err)
+                if refused:
+                    # Unlike an outage, retrying cannot help until the credentials
+                    # change (a rotated kubeconfig or token file): say so once, loudly.
+                    self._log.error(
+                        "the API server refused the credentials (401 Unauthorized); "
+                        "retrying with backoff until they are rotated",
+                        cluster=self.client.name,
+                        resource=str(self.resource),
+                    )
                 # client-go retries the watch itself only when the apiserver was
                 # unreachable or throttling; anything else may mean the watch
                 # cannot resume, so relist.
