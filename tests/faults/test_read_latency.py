@@ -1,0 +1,137 @@
+"""Slow reads: latency on the agent's gets, lists and watches, on the hub and the spoke.
+
+Write latency is covered elsewhere; here kubesim delays only what the agent
+reads (its User-Agent, so the tests' own clients stay fast):
+
+- every read slowed a little on both clusters, from before the agent starts
+  (its initial lists too) and through a 410 storm that forces relists: the
+  works still converge;
+- one resource type very slow (the first read of a Secret takes seconds):
+  works that only hold ConfigMaps converge meanwhile, the slow one after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from kubesim.faults import FaultRule
+from kubesim.sim import KubeSim
+from tests.conftest import eventually
+from tests.faults.conftest import fault_agent_settings
+from tests.faults.harness import AGENT_ON_HUB, AGENT_ON_SPOKE, configmaps, create_work
+from tests.faults.invariants import Expected, converged, problems
+from tests.integration.conftest import AgentRunner, work_condition
+from workagent.kube import MANIFESTWORKS, KubeClient
+
+READS = ("get", "list", "watch")
+#: How long the first read of a Secret takes in the slow-type test.
+SLOW_SECONDS = 8.0
+
+
+@pytest.fixture
+async def runner(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> AsyncIterator[AgentRunner]:
+    """The in-process agent, not started: the test injects faults first."""
+    agent = AgentRunner(fault_agent_settings(tmp_path))
+    try:
+        yield agent
+    finally:
+        await agent.stop()
+
+
+def slow_reads(sim: KubeSim, user_agent: str, latency: float) -> list[FaultRule]:
+    """Delay every get, list and watch of ``user_agent`` on ``sim``."""
+    return [sim.inject(verb=verb, latency=latency, userAgent=user_agent) for verb in READS]
+
+
+async def test_slow_reads_everywhere_still_converge(
+    runner: AgentRunner,
+    hub: KubeSim,
+    spoke: KubeSim,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    the_hash: str,
+) -> None:
+    """Reads slowed by 0.3 s (hub) and 0.2 s (spoke), initial lists and relists
+    included: works created before and after the start converge."""
+    hub_rules = slow_reads(hub, AGENT_ON_HUB, 0.3)
+    spoke_rules = slow_reads(spoke, AGENT_ON_SPOKE, 0.2)
+    await create_work(hub_client, "early", configmaps("early", 3))
+    await runner.start()
+    for i in range(3):
+        await create_work(hub_client, f"slow-{i}", configmaps(f"slow-{i}", 2))
+    await converged(
+        hub_client,
+        spoke_client,
+        the_hash,
+        Expected(works={"early", "slow-0", "slow-1", "slow-2"}),
+        what="convergence with slow reads",
+    )
+    # A 410 storm makes the informers relist, slowly, while the hub moves on.
+    hub.expire_watches()
+    spoke.expire_watches()
+    await create_work(hub_client, "after-410", configmaps("after-410", 2))
+    await converged(
+        hub_client,
+        spoke_client,
+        the_hash,
+        Expected(works={"early", "slow-0", "slow-1", "slow-2", "after-410"}),
+        what="convergence after relists with slow reads",
+    )
+    # The agent reads works only through its informer: no GETs on the hub.
+    used = [r for r in hub_rules if r.verb != "get"] + spoke_rules
+    idle = [(r.verb, r.user_agent) for r in used if r.hits == 0]
+    assert idle == [], f"latency rules never applied: {idle}"
+
+
+async def test_one_slow_resource_type_does_not_stop_other_works(
+    runner: AgentRunner,
+    hub: KubeSim,
+    spoke: KubeSim,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    the_hash: str,
+) -> None:
+    """The first read of a Secret takes seconds: ConfigMap works converge meanwhile."""
+    await runner.start()
+    slow = spoke.inject(
+        verb="get", resource="secrets", latency=SLOW_SECONDS, count=1, userAgent=AGENT_ON_SPOKE
+    )
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "slow-secret", "namespace": "default"},
+        "data": {"k": "dg=="},  # "v"
+    }
+    await create_work(hub_client, "slow", [secret])
+
+    async def slow_read_started() -> bool:
+        return slow.hits == 1
+
+    await eventually(slow_read_started, what="the agent to read the Secret")
+    fast = {f"fast-{i}" for i in range(4)}
+    for name in sorted(fast):
+        await create_work(hub_client, name, configmaps(name, 2))
+
+    async def fast_converged() -> bool:
+        found = await problems(hub_client, spoke_client, the_hash)
+        slow_work = ("work slow:", f"AppliedManifestWork {the_hash}-slow:")
+        return not [p for p in found if not p.startswith(slow_work)]
+
+    await eventually(
+        fast_converged, timeout=SLOW_SECONDS, what="the ConfigMap works while a Secret read hangs"
+    )
+    slow_work = await hub_client.get(MANIFESTWORKS, "slow", "cluster1")
+    applied = work_condition(slow_work, "Applied")
+    assert applied is None or applied["status"] != "True", "the Secret read was not slow"
+    await converged(
+        hub_client,
+        spoke_client,
+        the_hash,
+        Expected(works={"slow", *fast}),
+        what="the slow work once its read returned",
+    )
