@@ -117,11 +117,20 @@ class SoakConfig:
     #: its predecessor was killed in (tests/faults/test_agent_killed.py). Off: the
     #: round ends at the kill and the restarted agent converges first.
     changes_after_kill: bool = True
+    #: Least time between two SIGKILLs of the agent (None: a quarter of ``duration``,
+    #: at least a minute): each restart resets the RSS a leak would grow.
+    min_kill_interval: float | None = None
     #: Go on past ``duration`` until every kind of operation and fault happened once.
     cover_every_kind: bool = True
     #: Put a ConfigMap no work lists on the spoke after the first check, as a broken
     #: agent might: the soak's own test that its checks do report.
     plant_stray: bool = False
+
+    def kill_interval(self) -> float:
+        """Least seconds between two kills of the agent."""
+        if self.min_kill_interval is not None:
+            return self.min_kill_interval
+        return max(60.0, self.duration / 4)
 
 
 #: The ConfigMap ``plant_stray`` creates.
@@ -179,6 +188,7 @@ class Soak:
         self._agent_lock = asyncio.Lock()
         self._poison_deleted = False
         self._stop_requested = False
+        self._next_kill = 0.0
 
     def request_stop(self) -> None:
         """End after the current round (then tear down and report as usual)."""
@@ -390,6 +400,8 @@ class Soak:
                 continue
             if kind == "spoke-restart" and any(not t.done() for t in self._restarts):
                 continue
+            if kind == "agent-kill" and self.now() < self._next_kill:
+                continue
             return kind
 
     def _sides(self) -> list[KubeSim]:
@@ -447,6 +459,8 @@ class Soak:
             downtime = rng.uniform(0.5, 2.5)
             self._restarts.append(asyncio.create_task(self.spoke.restart(downtime=downtime)))
         elif kind == "agent-kill":
+            # Spaced out, so some agent processes live long enough to show their memory.
+            self._next_kill = self.now() + self.config.kill_interval()
             async with self._agent_lock:
                 await self.agents.kill()
                 await asyncio.sleep(rng.uniform(0.0, 2.0))  # sleep-ok: the agent stays down a while
