@@ -21,6 +21,13 @@ class ApplyRequest:
     informer cache). ``option`` is the manifest's effective config (section 6);
     ServerSideApply reads ``updateStrategy.serverSideApply`` from it.
     ``work_name`` scopes what the Update strategy remembers between applies.
+
+    ``create_first`` says the agent has never seen the object exist (the
+    AppliedManifestWork lists no UID for it): Update and CreateOnly then send
+    the create without a GET before it, and fall back to reading the object
+    when the create answers AlreadyExists (or Forbidden: an identity may be
+    allowed to update an object it may not create). Only a hint for saving a
+    request; the outcome is the same either way.
     """
 
     resource: Resource
@@ -28,6 +35,7 @@ class ApplyRequest:
     owner: dict[str, Any]
     option: ManifestConfigOption | None
     work_name: str
+    create_first: bool = False
 
 
 class ServerSideApplyConflict(Exception):

@@ -9,6 +9,7 @@ that existed before the work, and deleting the work deletes it.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import structlog
@@ -16,8 +17,8 @@ import structlog
 from workagent.apply.base import ApplyRequest
 from workagent.apply.merge import for_create
 from workagent.apply.owners import ensure_owner
-from workagent.apply.prepare import prepare
-from workagent.kube import KubeClient, NotFound
+from workagent.apply.prepare import Target, prepare
+from workagent.kube import AlreadyExists, Forbidden, KubeClient, NotFound
 
 log = structlog.get_logger(__name__)
 
@@ -33,18 +34,30 @@ class CreateOnlyApplier:
     async def apply(self, request: ApplyRequest) -> dict[str, Any]:
         """Apply ``request`` and return the live object."""
         target = prepare(request)
-        try:
-            obj = await self.client.get(target.resource, target.name, target.namespace)
-        except NotFound:
-            target.required["metadata"]["ownerReferences"] = [dict(request.owner)]
-            obj = await self.client.create(
-                target.resource, for_create(target.required), target.namespace
-            )
-            log.info(
-                "resource created",
-                strategy=self.strategy,
-                resource=str(target.resource),
-                namespace=target.namespace or "",
-                name=target.name,
-            )
+        obj: dict[str, Any] | None = None
+        if request.create_first:
+            # Never seen to exist: skip the GET; AlreadyExists (or Forbidden, when
+            # only creating is not allowed) falls back to reading it.
+            with contextlib.suppress(AlreadyExists, Forbidden):
+                obj = await self._create(target, request.owner)
+        if obj is None:
+            try:
+                obj = await self.client.get(target.resource, target.name, target.namespace)
+            except NotFound:
+                obj = await self._create(target, request.owner)
         return await ensure_owner(self.client, target.resource, obj, request.owner)
+
+    async def _create(self, target: Target, owner: dict[str, Any]) -> dict[str, Any]:
+        """Create the object with the work's owner reference (a removal marker is dropped)."""
+        target.required["metadata"]["ownerReferences"] = [dict(owner)]
+        obj = await self.client.create(
+            target.resource, for_create(target.required), target.namespace
+        )
+        log.info(
+            "resource created",
+            strategy=self.strategy,
+            resource=str(target.resource),
+            namespace=target.namespace or "",
+            name=target.name,
+        )
+        return obj

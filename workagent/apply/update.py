@@ -1,6 +1,8 @@
 """The ``Update`` strategy, the default (spec/agent.md 5.1).
 
-GET the object; create it when missing; otherwise merge and compare per the
+GET the object; create it when missing (or, when the agent has never seen
+it exist, create it straight away and GET only if that answers
+AlreadyExists); otherwise merge and compare per the
 kind's rules (:mod:`workagent.apply.kinds`) and PUT only when something the
 manifest sets differs, with the live resourceVersion as a guard. A steady
 state therefore sends no writes, even right after a restart: defaulted
@@ -26,7 +28,7 @@ from workagent.apply.cache import ApplyCache, CacheEntry, CacheKey, digest
 from workagent.apply.kinds import Plan, rules_for
 from workagent.apply.merge import MISSING, for_create
 from workagent.apply.prepare import Target, prepare
-from workagent.kube import Invalid, KubeClient, NotFound
+from workagent.kube import AlreadyExists, Forbidden, Invalid, KubeClient, NotFound
 
 log = structlog.get_logger(__name__)
 
@@ -77,6 +79,11 @@ class UpdateApplier:
         )
         required_hash = digest(required)
 
+        if request.create_first:
+            created = await self._try_create(target, required)
+            if created is not None:
+                self.cache.put(key, CacheEntry(required_hash, _rv(created), required))
+                return created
         try:
             existing = await self.client.get(res, target.name, target.namespace)
         except NotFound:
@@ -109,6 +116,23 @@ class UpdateApplier:
             raise
         self.cache.put(key, CacheEntry(required_hash, _rv(result), required))
         return result
+
+    async def _try_create(self, target: Target, required: dict[str, Any]) -> dict[str, Any] | None:
+        """Create an object believed absent; None when it must be read first after all.
+
+        AlreadyExists (it existed before the work, or an earlier run created it
+        without recording its UID) and Forbidden (one may update what one may
+        not create, e.g. in a terminating namespace) send the caller down the
+        GET path, which decides as if no create had been tried.
+        """
+        try:
+            created = await self.client.create(
+                target.resource, for_create(required), target.namespace
+            )
+        except (AlreadyExists, Forbidden):
+            return None
+        self._log("created", target)
+        return created
 
     async def _write(self, target: Target, existing: dict[str, Any], plan: Plan) -> dict[str, Any]:
         if plan.recreate:

@@ -476,6 +476,7 @@ class ManifestWorkController:
                     owner=owner,
                     option=option,
                     work_name=work["metadata"]["name"],
+                    create_first=not record.seen_existing(result),
                 )
             )
         except (asyncio.CancelledError, RecordingFailed):

@@ -120,12 +120,21 @@ class AppliedRecord:
         self._mapper = mapper
         self._spoke = spoke
         self._on_written = on_written
-        self._recorded = {
-            entry_identity(e)
-            for e in (applied_work.get("status") or {}).get("appliedResources") or []
-        }
+        entries = (applied_work.get("status") or {}).get("appliedResources") or []
+        self._recorded = {entry_identity(e) for e in entries}
+        # Entries with a UID were seen to exist by an earlier pass's bookkeeping.
+        self._seen = {entry_identity(e) for e in entries if e.get("uid")}
         # A deleting record is being torn down by its finalizer, which owns its status.
         self._frozen = bool((applied_work.get("metadata") or {}).get("deletionTimestamp"))
+
+    def seen_existing(self, result: ManifestResult) -> bool:
+        """Whether the object of ``result`` (mapped) has been seen to exist.
+
+        False means no pass has ever recorded its UID, so it most likely does not
+        exist yet and the applier may create it without a GET first.
+        """
+        mine = _mapped_entry(result)
+        return mine is None or entry_identity(mine) in self._seen
 
     async def ensure(self, result: ManifestResult, results: list[ManifestResult]) -> None:
         """Make sure ``result`` (mapped, about to be applied) is recorded if it may create.
