@@ -191,6 +191,9 @@ async def test_standby_takes_over_from_a_killed_leader(
     assert writes_of(spoke, "agent-b", exclude=("leases",)), "the new leader applied nothing"
     assert_writes_only_while_leading(hub, spoke, "agent-a", since=0.0, until=killed_at)
     assert_writes_only_while_leading(hub, spoke, "agent-b", since=took.at)
+    # A standby does not even read the hub: its informers start once it leads.
+    early = [(e.verb, e.resource) for e in hub.journal().select(user="agent-b") if e.at < took.at]
+    assert early == [], f"the standby talked to the hub before leading: {early}"
 
 
 async def test_graceful_leader_releases_the_lease(
