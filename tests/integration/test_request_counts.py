@@ -8,15 +8,22 @@ observable state.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from prometheus_client import REGISTRY
+
 from kubesim.sim import KubeSim
+from tests.conftest import eventually
 from tests.integration.conftest import (
     AgentRunner,
+    agent_settings,
     configmap,
     get_applied_work,
+    get_work,
     wait_applied,
     work_body,
+    work_condition,
 )
 from workagent.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 
@@ -76,3 +83,131 @@ async def test_new_objects_are_created_without_a_get_first(
         obj = await spoke_client.get(CONFIGMAPS, name, "default")
         assert applied["metadata"]["uid"] in owner_uids(obj), name
     assert (await spoke_client.get(CONFIGMAPS, "existing", "default"))["data"] == {"key": "after"}
+
+
+#: Poll often, so that a short test sees many status syncs.
+FAST_SYNC = 0.4
+#: Works x ConfigMaps of the idle test: 20 objects of one namespace, enough to list.
+IDLE_WORKS, IDLE_OBJECTS = 4, 5
+
+
+def status_syncs() -> float:
+    """Successful status syncs so far (each one requeues itself after the interval)."""
+    return (
+        REGISTRY.get_sample_value(
+            "controller_runtime_reconcile_total",
+            {"controller": "AvailableStatusController", "result": "requeue_after"},
+        )
+        or 0.0
+    )
+
+
+def feedback_of(work: dict[str, Any], name: str) -> list[Any]:
+    """Status feedback values of the manifest named ``name``."""
+    for entry in (work.get("status") or {}).get("resourceStatus", {}).get("manifests") or []:
+        if entry["resourceMeta"].get("name") == name:
+            return list((entry.get("statusFeedback") or {}).get("values") or [])
+    return []
+
+
+def idle_work(index: int) -> dict[str, Any]:
+    """Work ``idle-<index>``: five ConfigMaps, the first one's ``data.key`` fed back (Poll)."""
+    names = [f"idle-{index}-{n}" for n in range(IDLE_OBJECTS)]
+    configs = [
+        {
+            "resourceIdentifier": {
+                "resource": "configmaps",
+                "namespace": "default",
+                "name": names[0],
+            },
+            "feedbackRules": [
+                {"type": "JSONPaths", "jsonPaths": [{"name": "key", "path": ".data.key"}]}
+            ],
+        }
+    ]
+    return work_body(f"idle-{index}", [configmap(name) for name in names], manifestConfigs=configs)
+
+
+async def converge_idle_works(hub_client: KubeClient) -> None:
+    """Create the idle works and wait until each reports Available and its feedback."""
+    for index in range(IDLE_WORKS):
+        await hub_client.create(MANIFESTWORKS, idle_work(index))
+
+    async def reported() -> bool:
+        for index in range(IDLE_WORKS):
+            work = await get_work(hub_client, f"idle-{index}")
+            if work_condition(work, "Available") is None or not feedback_of(
+                work, f"idle-{index}-0"
+            ):
+                return False
+        return True
+
+    await eventually(reported, what="every idle work to report Available and feedback")
+
+
+async def test_idle_status_syncs_list_instead_of_getting_each_object(
+    hub_client: KubeClient, spoke_client: KubeClient, spoke: KubeSim, tmp_path: Path
+) -> None:
+    """Idle, Poll-mode status syncs of 20 ConfigMaps of one namespace cost at most one
+    LIST per sync and no GET, and a change of an object still reaches the hub."""
+    runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
+    await runner.start()
+    try:
+        await converge_idle_works(hub_client)
+        spoke.state.stats.reset()
+        before = status_syncs()
+
+        async def synced() -> bool:
+            return status_syncs() >= before + 4 * IDLE_WORKS
+
+        await eventually(synced, what="four rounds of status syncs")
+        lists = agent_requests(spoke, "list", "configmaps")
+        gets = agent_requests(spoke, "get", "configmaps")
+        syncs = status_syncs() - before
+        reads = syncs * IDLE_OBJECTS  # one GET per object and sync without coalescing
+        assert gets == 0
+        assert 1 <= lists <= syncs + 1, (lists, syncs, reads)
+
+        cm = await spoke_client.get(CONFIGMAPS, "idle-2-0", "default")
+        cm["data"] = {"key": "changed"}
+        await spoke_client.update(CONFIGMAPS, cm, "default")
+
+        async def fed_back() -> bool:
+            work = await get_work(hub_client, "idle-2")
+            return bool(
+                feedback_of(work, "idle-2-0")
+                == [{"name": "key", "fieldValue": {"type": "String", "string": "changed"}}]
+            )
+
+        await eventually(fed_back, what="the changed value in the work's status feedback")
+    finally:
+        await runner.stop()
+
+
+async def test_a_failing_list_falls_back_to_one_get_per_object(
+    hub_client: KubeClient, spoke_client: KubeClient, spoke: KubeSim, tmp_path: Path
+) -> None:
+    """When the spoke refuses the LIST, status syncs read each object and still report."""
+    spoke.inject(verb="list", resource="configmaps", code=500, userAgent="work")
+    runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
+    await runner.start()
+    try:
+        await converge_idle_works(hub_client)
+        spoke.state.stats.reset()
+        before = status_syncs()
+
+        async def synced() -> bool:
+            return status_syncs() >= before + 2 * IDLE_WORKS
+
+        await eventually(synced, what="two rounds of status syncs")
+        # A failed list is tried again after an interval, not at every read.
+        failed_lists = agent_requests(spoke, "list", "configmaps", 500)
+        assert failed_lists <= status_syncs() - before
+        assert agent_requests(spoke, "list", "configmaps", 200) == 0
+        # Every object was read with a GET of its own.
+        assert agent_requests(spoke, "get", "configmaps") >= IDLE_WORKS * IDLE_OBJECTS
+        work = await get_work(hub_client, "idle-1")
+        assert (work_condition(work, "Available") or {}).get("status") == "True"
+    finally:
+        await runner.stop()
+

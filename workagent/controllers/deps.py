@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply.base import Applier
 from workagent.conditions import ConditionRuleEvaluator
 from workagent.executor.base import ExecutorValidator
 from workagent.kube import KubeClient, RESTMapper
+from workagent.polledreads import PolledReads
 from workagent.runtime import Informer
 from workagent.settings import AgentSettings
 from workagent.watchpool import FeedbackWatchPool
@@ -25,7 +26,9 @@ class AgentDeps:
     ``watch_pool`` holds the informers of ``feedbackScrapeType: Watch`` resources
     (None: everything is polled, e.g. for controllers that never read feedback);
     ``rule_evaluator`` runs condition rules and owns their CEL worker processes
-    (None: the event loop's default evaluator).
+    (None: the event loop's default evaluator). ``polled_reads`` serves the
+    status controller's Poll-mode reads (coalesced LISTs) and is told by the
+    apply loop of the objects it got from the server.
     """
 
     settings: AgentSettings
@@ -40,3 +43,4 @@ class AgentDeps:
     applier_for: Callable[[UpdateStrategy | None], Applier]
     watch_pool: FeedbackWatchPool | None = None
     rule_evaluator: ConditionRuleEvaluator | None = None
+    polled_reads: PolledReads = field(default_factory=PolledReads)

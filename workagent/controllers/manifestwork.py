@@ -479,6 +479,8 @@ class ManifestWorkController:
                     create_first=not record.seen_existing(result),
                 )
             )
+            # The status controller's next read of it need not be older than this.
+            deps.polled_reads.note_applied(result.resource, namespace, result.obj)
         except (asyncio.CancelledError, RecordingFailed):
             raise
         except (ManifestError, InvalidManifest, NotAllowedError, KubeError) as err:

@@ -5,9 +5,10 @@ work-level ``Applied`` condition; a deleting work is still synced):
 
 1. for every entry of ``status.resourceStatus.manifests`` read the live object
    (from the feedback watch pool's cache when it has a synced informer, else a
-   GET) and set the manifest's ``Available`` condition; when the read failed
-   the entry's other conditions, its values and its watch registration are
-   left as they are;
+   GET, or a LIST shared by the objects of one resource type and namespace:
+   :mod:`workagent.polledreads`) and set the manifest's ``Available``
+   condition; when the read failed the entry's other conditions, its values
+   and its watch registration are left as they are;
 2. register the object with the watch pool when its effective scrape type is
    Watch, else release any registration;
 3. compute the status feedback values and ``StatusFeedbackSynced`` (a value
@@ -383,9 +384,13 @@ class AvailableStatusController:
             obj = cached.obj
         else:
             try:
-                obj = await self.deps.spoke.get(_resource_of(meta), name, namespace or None)
-            except NotFound:
-                obj = None
+                obj = await self.deps.polled_reads.read(
+                    self.deps.spoke,
+                    _resource_of(meta),
+                    namespace,
+                    name,
+                    interval=self.deps.settings.status_sync_interval,
+                )
             except KubeError as err:
                 return ReadOutcome(
                     None,

@@ -1,0 +1,223 @@
+"""Poll-mode reads of applied objects, coalesced per resource type and namespace.
+
+OCM's status controller GETs every applied object on every status sync, so
+an idle agent with N objects sends about N / ``--status-sync-interval`` GETs
+a second forever (2,500 objects at 10 s: 250/s, more than its QPS budget).
+Here a status sync that needs one of many objects of the same (resource,
+namespace) reads them all with one paginated LIST, and the following syncs
+are served from that list for a while:
+
+- only where the agent reads at least :data:`LIST_THRESHOLD` objects, so a
+  LIST never covers a namespace (or a cluster-scoped resource) it has no
+  business in, and only in that namespace, never cluster-wide for a
+  namespaced resource;
+- a list serves reads for at most half the status-sync interval, so a status
+  reflects an object at most that much later than with a GET per sync;
+- an object the apply loop wrote (or read) after the list was sent is served
+  as the apply loop got it, and one the list does not show is read with a GET
+  (just created, or really gone), so a fresh apply never reports a missing or
+  outdated object;
+- a LIST that fails (say, the agent may ``get`` but not ``list`` the
+  resource) or that returns far more objects than the agent reads there
+  (a namespace full of foreign objects) turns that (resource, namespace) back
+  to one GET per object for a while.
+
+Watch-mode objects never come here: the feedback watch pool serves them.
+Objects from a list are shared between readers and must not be modified.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import structlog
+from prometheus_client import Counter
+
+from workagent.kube import Forbidden, KubeClient, KubeError, NotFound, Resource
+from workagent.runtime import Object
+
+log = structlog.get_logger(__name__)
+
+#: Objects of one (resource, namespace) the agent must read before a LIST pays.
+LIST_THRESHOLD = 8
+#: Page size of a coalesced LIST.
+LIST_PAGE_SIZE = 500
+#: A list serves reads for this fraction of the status-sync interval.
+MAX_AGE_FRACTION = 0.5
+#: An object not asked for within this many intervals no longer counts as read.
+DEMAND_INTERVALS = 2.0
+#: A list returning more than this many objects per object read is wasteful.
+WASTE_FACTOR = 4
+#: After a refused (403) or wasteful list: GETs for this many intervals (at least a
+#: minute). Any other failure (a timeout, a 5xx) costs GETs for one interval.
+BACKOFF_INTERVALS = 30.0
+MIN_BACKOFF_SECONDS = 60.0
+
+LISTS = Counter(
+    "polled_reads_lists",
+    "Coalesced LISTs sent for Poll-mode status syncs, by outcome.",
+    ["outcome"],
+)
+SERVED = Counter(
+    "polled_reads_served_from_list",
+    "Poll-mode reads answered from a coalesced LIST instead of a GET.",
+)
+
+#: (group, version, plural, namespace)
+BucketKey = tuple[str, str, str, str]
+
+
+def _rv(obj: Object) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+@dataclass
+class _Bucket:
+    """What is known of the objects of one (resource, namespace)."""
+
+    #: when the first read came: demand needs a demand window to be complete
+    since: float = 0.0
+    #: name -> when a status sync last asked for it
+    demand: dict[str, float] = field(default_factory=dict)
+    pruned_at: float = 0.0
+    #: name -> object, from the last list (None: no usable list)
+    listed: dict[str, Object] | None = None
+    #: when the last list was sent (its objects are at least this fresh)
+    listed_at: float = 0.0
+    #: name -> (when, object) the apply loop got from the server
+    applied: dict[str, tuple[float, Object]] = field(default_factory=dict)
+    #: a list being sent; readers share it
+    inflight: asyncio.Task[dict[str, Object] | None] | None = None
+    #: no lists before this time (failed or wasteful)
+    lists_from: float = 0.0
+
+
+class PolledReads:
+    """Live reads for Poll-mode status syncs; one per agent, shared by its controllers."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._buckets: dict[BucketKey, _Bucket] = {}
+
+    async def read(
+        self, client: KubeClient, res: Resource, namespace: str, name: str, *, interval: float
+    ) -> Object | None:
+        """The live object (None: it does not exist), as fresh as ``interval`` allows.
+
+        ``interval`` is the status-sync interval. Raises the GET's KubeError
+        when the object could not be read.
+        """
+        key = (res.group, res.version, res.plural, namespace)
+        now = self._clock()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _Bucket(since=now)
+        bucket.demand[name] = now
+        self._prune(bucket, now, interval)
+        listed = await self._snapshot(client, res, namespace, bucket, now, interval)
+        if listed is not None:
+            applied = bucket.applied.get(name)
+            if applied is not None and applied[0] >= bucket.listed_at:
+                SERVED.inc()
+                return applied[1]
+            obj = listed.get(name)
+            if obj is not None:
+                SERVED.inc()
+                return obj
+        try:
+            return await client.get(res, name, namespace or None)
+        except NotFound:
+            return None
+
+    def note_applied(self, res: Resource, namespace: str, obj: Object) -> None:
+        """The apply loop got ``obj`` from the server: newer than any earlier list."""
+        bucket = self._buckets.get((res.group, res.version, res.plural, namespace))
+        if bucket is None or (bucket.listed is None and bucket.inflight is None):
+            return  # no list it could be newer than
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        listed = bucket.listed.get(name) if bucket.listed is not None else None
+        if listed is not None and _rv(listed) == _rv(obj):
+            return  # the list has this very version
+        bucket.applied[name] = (self._clock(), obj)
+
+    # -- internals ------------------------------------------------------------------------
+    def _prune(self, bucket: _Bucket, now: float, interval: float) -> None:
+        """Forget demand older than the window, at most once per max age (cheap per read)."""
+        max_age = interval * MAX_AGE_FRACTION
+        if now - bucket.pruned_at < max_age:
+            return
+        bucket.pruned_at = now
+        horizon = now - interval * DEMAND_INTERVALS
+        for name in [n for n, at in bucket.demand.items() if at < horizon]:
+            del bucket.demand[name]
+
+    async def _snapshot(
+        self,
+        client: KubeClient,
+        res: Resource,
+        namespace: str,
+        bucket: _Bucket,
+        now: float,
+        interval: float,
+    ) -> dict[str, Object] | None:
+        """A list of the bucket at most max age old, listing it if due; None: use GETs."""
+        max_age = interval * MAX_AGE_FRACTION
+        if bucket.listed is not None and now - bucket.listed_at < max_age:
+            return bucket.listed
+        bucket.listed = None  # expired: never served, and its memory goes
+        if bucket.inflight is None:
+            if len(bucket.demand) < LIST_THRESHOLD or now < bucket.lists_from:
+                return None
+            bucket.inflight = asyncio.ensure_future(
+                self._list(client, res, namespace, bucket, interval)
+            )
+        # Shielded: a cancelled reader must not cancel the list the others wait for.
+        return await asyncio.shield(bucket.inflight)
+
+    async def _list(
+        self, client: KubeClient, res: Resource, namespace: str, bucket: _Bucket, interval: float
+    ) -> dict[str, Object] | None:
+        started = self._clock()
+        backoff = max(MIN_BACKOFF_SECONDS, interval * BACKOFF_INTERVALS)
+        try:
+            answer = await client.list(res, namespace or None, page_size=LIST_PAGE_SIZE)
+        except (TimeoutError, KubeError) as err:
+            if not isinstance(err, Forbidden):
+                backoff = interval  # likely transient: try again next period
+            bucket.lists_from = started + backoff
+            LISTS.labels("forbidden" if isinstance(err, Forbidden) else "failed").inc()
+            log.info(
+                "cannot list for status syncs, reading objects one by one",
+                resource=str(res),
+                namespace=namespace,
+                error=str(err),
+                for_seconds=backoff,
+            )
+            return None
+        finally:
+            bucket.inflight = None
+        items = answer.get("items") or []
+        # While works are still being applied, what they will read is not known yet.
+        settled = started - bucket.since >= interval * DEMAND_INTERVALS
+        if settled and len(items) > WASTE_FACTOR * len(bucket.demand):
+            # Mostly objects of others: GETs cost the server less.
+            bucket.lists_from = started + backoff
+            LISTS.labels("wasteful").inc()
+            log.info(
+                "listing for status syncs returns mostly other objects, reading one by one",
+                resource=str(res),
+                namespace=namespace,
+                listed=len(items),
+                read=len(bucket.demand),
+                for_seconds=backoff,
+            )
+            return None
+        LISTS.labels("served").inc()
+        listed = {str((o.get("metadata") or {}).get("name") or ""): o for o in items}
+        bucket.listed, bucket.listed_at = listed, started
+        # What the apply loop got before this list was sent is in the list, or older.
+        bucket.applied = {n: e for n, e in bucket.applied.items() if e[0] >= started}
+        return listed
