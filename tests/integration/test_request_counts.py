@@ -211,3 +211,25 @@ async def test_a_failing_list_falls_back_to_one_get_per_object(
     finally:
         await runner.stop()
 
+
+def reconciles(controller: str, result: str) -> float:
+    """Reconciles of ``controller`` that ended with ``result`` so far."""
+    labels = {"controller": controller, "result": result}
+    return REGISTRY.get_sample_value("controller_runtime_reconcile_total", labels) or 0.0
+
+
+async def test_a_conflicting_status_write_is_retried_on_fresh_data_not_failed(
+    agent: AgentRunner, hub: KubeSim, hub_client: KubeClient
+) -> None:
+    """A 409 on the apply loop's status write costs a GET and a second patch, not a failed
+    reconcile waiting out its backoff."""
+    failed_before = reconciles("manifestwork-controller", "error")
+    hub.state.stats.reset()
+    hub.inject(verb="patch", resource="manifestworks/status", code=409, count=1, userAgent="work")
+    await hub_client.create(MANIFESTWORKS, work_body("raced", [configmap("raced-cm")]))
+    work = await wait_applied(hub_client, "raced")
+
+    assert agent_requests(hub, "patch", "manifestworks/status", 409) == 1
+    assert agent_requests(hub, "get", "manifestworks") == 1
+    assert reconciles("manifestwork-controller", "error") == failed_before
+    assert work_condition(work, "Applied") is not None

@@ -102,6 +102,9 @@ CONFLICT_BACKOFF = 0.01
 CONFLICT_FACTOR = 5
 
 
+#: Writes of the work's status, each after a 409 on fresh data (a GET).
+STATUS_CONFLICT_ATTEMPTS = 3
+
 #: The CRD's maxLength of a condition message: a longer one would fail the whole patch.
 MAX_MESSAGE_LENGTH = 32768
 
@@ -313,11 +316,10 @@ class ManifestWorkController:
 
         # 4.7: hub status first, then the AppliedManifestWork status.
         try:
-            written = await patch_status(deps.hub, MANIFESTWORKS, cached, work["status"])
+            written = await self._write_work_status(cached, work["status"], results, generation)
         except NotFound:
             return None  # deleted meanwhile; the finalizer controllers take over
         if written is not None:
-            self._works_written.remember(name, cached, written)
             log.info("updated status")
         if bookkeeping.applied_resources is not None:
             amw_status = copy.deepcopy(applied_work.get("status") or {})
@@ -349,6 +351,43 @@ class ManifestWorkController:
         if bookkeeping.requeue_after is not None:
             delays.append(bookkeeping.requeue_after)
         return Result(requeue_after=min(delays))
+
+    async def _write_work_status(
+        self,
+        cached: dict[str, Any],
+        status: dict[str, Any],
+        results: list[ManifestResult],
+        generation: int,
+    ) -> dict[str, Any] | None:
+        """Patch the work's status; on a 409, rebuild it on the work as it is now and retry.
+
+        The status controller writes the same status (``Available``, feedback)
+        whenever a work changes, so our write often loses the race by a few
+        milliseconds. The outcome of the apply pass does not depend on what it
+        wrote: a GET and a second patch beat failing the reconcile and waiting
+        out its backoff. A new generation is not ours to report: its own
+        reconcile does.
+        """
+        name = cached["metadata"]["name"]
+        base = cached
+        for attempt in range(STATUS_CONFLICT_ATTEMPTS):
+            try:
+                written = await patch_status(self.deps.hub, MANIFESTWORKS, base, status)
+            except Conflict:
+                if attempt + 1 == STATUS_CONFLICT_ATTEMPTS:
+                    raise
+                fresh = await self.deps.hub.get(
+                    MANIFESTWORKS, name, base["metadata"].get("namespace")
+                )
+                if int(fresh["metadata"].get("generation") or 0) != generation:
+                    raise
+                log.debug("status written meanwhile, merging the apply results into it")
+                base, status = fresh, build_status(fresh, results, generation)
+                continue
+            if written is not None:
+                self._works_written.remember(name, base, written)
+            return written
+        return None  # not reached: the last attempt returns or raises
 
     @staticmethod
     def _classify(results: list[ManifestResult]) -> tuple[list[Exception], list[float]]:
