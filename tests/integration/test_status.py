@@ -467,24 +467,21 @@ async def test_watch_mode_reports_changes_without_waiting(
         assert sample("feedback_watch_pool_informers") == 1
         assert sample("feedback_watch_pool_registrations") == 1
 
-        live = await spoke_client.get(DEPLOYMENTS, "hello", "default")
-        patch = {
-            "status": {"replicas": 3, "readyReplicas": 2, "availableReplicas": 2},
-            "metadata": {"resourceVersion": live["metadata"]["resourceVersion"]},
-        }
+        # Scaled by hand (a foreign change to a field the manifest does not set): the
+        # workload simulator then reports 3 ready replicas, and keeps reporting them.
         await spoke_client.patch(
-            DEPLOYMENTS, "hello", patch, "default", patch_type="merge", subresource="status"
+            DEPLOYMENTS, "hello", {"spec": {"replicas": 3}}, "default", patch_type="merge"
         )
         work = await wait_work(
             hub_client,
             "watched",
-            lambda w: ("ReadyReplicas", integer(2)) in values_of(w, 0),
+            lambda w: ("ReadyReplicas", integer(3)) in values_of(w, 0),
             "the changed status on the hub",
         )
     assert values_of(work, 0) == [
-        ("ReadyReplicas", integer(2)),
+        ("ReadyReplicas", integer(3)),
         ("Replicas", integer(3)),
-        ("AvailableReplicas", integer(2)),
+        ("AvailableReplicas", integer(3)),
     ]
     assert sample("feedback_watch_pool_informers") == 0  # stopped with the agent
 
