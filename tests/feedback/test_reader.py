@@ -643,3 +643,17 @@ def test_read_feedback_never_raises(path: str, body: Any, gate: bool, limit: int
     assert "internal error" not in message
     for value in result.values:
         FeedbackValue.model_validate(value)
+
+
+def test_json_raw_length_is_capped_at_the_hub_limit() -> None:
+    """A --max-json-raw-length above the CRD's 1024 would get every status patch refused:
+    the longer value is this value's error instead."""
+    obj = deployment({"x": ["a" * 1100]})
+    rule = [paths(("big", ".status.x"))]
+    result = read_feedback(rule, obj, raw_json=True, max_json_raw_length=4096)
+    assert result.values == []
+    assert result.condition == failed(
+        "the length of returned json raw string for name big is larger than the maximum length 1024"
+    )
+    fits = deployment({"x": ["a" * 1020]})  # 1024 bytes encoded
+    assert read_feedback(rule, fits, raw_json=True, max_json_raw_length=4096).condition == SYNCED

@@ -69,6 +69,10 @@ class _FeedbackError(Exception):
     """One rule or path failed; ``str()`` is the message OCM would report."""
 
 
+#: ``jsonRaw``'s maxLength in the ManifestWork CRD: the hub refuses longer values.
+HUB_JSON_RAW_LIMIT: Final = 1024
+
+
 def read_feedback(
     rules: Sequence[FeedbackRule] | None,
     obj: Mapping[str, Any],
@@ -81,12 +85,16 @@ def read_feedback(
     ``raw_json`` is the ``RawFeedbackJsonString`` feature gate: objects, arrays,
     non-integer numbers and multiple matches become ``JsonRaw`` values instead
     of errors. ``max_json_raw_length`` (``--max-json-raw-length``) bounds a
-    JsonRaw value in UTF-8 bytes. All paths share one JSONPath work budget, so
+    JsonRaw value in UTF-8 bytes, capped at the hub CRD's own limit
+    (:data:`HUB_JSON_RAW_LIMIT`). All paths share one JSONPath work budget, so
     however many paths a rule lists, reading them costs at most about a second
     of CPU.
     """
     if not rules:
         return FeedbackResult([], ("True", REASON_NO_STATUS_FEEDBACK_SYNCED, ""))
+    # A longer value would make the hub refuse the whole status patch on every sync
+    # (OCM's agent wedges so); beyond the cap it is this value's error instead.
+    max_json_raw_length = min(max_json_raw_length, HUB_JSON_RAW_LIMIT)
 
     values: list[FeedbackValue] = []
     errors: list[str] = []
