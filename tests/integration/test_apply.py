@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+import structlog.testing
 import yaml
 
 from kubesim.sim import KubeSim
@@ -640,3 +641,21 @@ async def test_deleting_the_work_cleans_up_both_clusters(
         )
 
     await eventually(all_gone, what="the configmap, the AMW and the work to be gone")
+
+
+async def test_expected_apply_failures_log_no_traceback(
+    agent: AgentRunner, hub_client: KubeClient
+) -> None:
+    """An executor naming no service account fails its manifests on every retry: that
+    is the work's error, reported on it, not an agent fault worth a warning each time."""
+    with structlog.testing.capture_logs() as logs:
+        await hub_client.create(
+            MANIFESTWORKS, work_body("no-subject", [configmap("x")], executor={})
+        )
+        work = await wait_applied(hub_client, "no-subject", status="False")
+    status, reason, message = applied_message(work, 0)
+    assert (status, reason) == ("False", "AppliedManifestFailed")
+    assert message.startswith("Failed to apply manifest: "), message
+    mine = [e for e in logs if e.get("manifest_name") == "x"]
+    assert [e["event"] for e in mine][:1] == ["manifest not applied"], mine
+    assert not [e for e in mine if e.get("exc_info") or e["log_level"] == "warning"], mine

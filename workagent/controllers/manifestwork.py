@@ -71,7 +71,11 @@ from workagent.controllers.patcher import (
     patch_status,
 )
 from workagent.controllers.recording import AppliedRecord, RecordingFailed
-from workagent.executor.base import NOT_ALLOWED_REQUEUE_SECONDS, NotAllowedError
+from workagent.executor.base import (
+    NOT_ALLOWED_REQUEUE_SECONDS,
+    InvalidExecutorError,
+    NotAllowedError,
+)
 from workagent.identity import applied_work_name, work_name_of
 from workagent.kube import (
     APPLIED_MANIFESTWORKS,
@@ -522,7 +526,16 @@ class ManifestWorkController:
             deps.polled_reads.note_applied(result.resource, namespace, result.obj)
         except (asyncio.CancelledError, RecordingFailed):
             raise
-        except (ManifestError, InvalidManifest, NotAllowedError, KubeError) as err:
+        except (
+            ManifestError,
+            InvalidManifest,
+            NotAllowedError,
+            InvalidExecutorError,
+            ServerSideApplyConflict,
+            IgnoreFieldsError,
+            KubeError,
+        ) as err:
+            # Expected outcomes, reported on the manifest: no warning, no traceback.
             result.error = err
             log.info(
                 "manifest not applied",
@@ -540,7 +553,7 @@ class ManifestWorkController:
                 manifest_kind=meta.get("kind"),
                 manifest_name=meta.get("name"),
                 error=describe_error(err),
-                exc_info=not isinstance(err, IgnoreFieldsError | ServerSideApplyConflict),
+                exc_info=True,
             )
 
 
