@@ -121,18 +121,25 @@ class AgentProcesses:
         return self.process.pid
 
     async def ready(self) -> bool:
-        """Whether the running agent answers ``/readyz`` with 200 (informers synced)."""
+        """Whether the running agent answers ``/readyz`` with 200 (informers synced).
+
+        The probes are served over HTTPS with a self-signed certificate unless
+        the agent runs with ``--insecure-serving``; either is accepted (the soak
+        reads readiness, it does not authenticate the agent).
+        """
         if self.pid is None:
             return False
         timeout = aiohttp.ClientTimeout(total=2.0)
-        try:
-            async with (
-                aiohttp.ClientSession(timeout=timeout) as session,
-                session.get(f"http://127.0.0.1:{self.port}/readyz") as response,
-            ):
-                return response.status == 200
-        except (aiohttp.ClientError, TimeoutError):
-            return False
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            for scheme in ("https", "http"):
+                try:
+                    async with session.get(
+                        f"{scheme}://127.0.0.1:{self.port}/readyz", ssl=False
+                    ) as response:
+                        return response.status == 200
+                except (aiohttp.ClientError, TimeoutError):
+                    continue
+        return False
 
     async def kill(self) -> None:
         """SIGKILL the running agent and reap it."""
