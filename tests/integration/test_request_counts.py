@@ -19,13 +19,14 @@ from tests.integration.conftest import (
     AgentRunner,
     agent_settings,
     configmap,
+    exists,
     get_applied_work,
     get_work,
     wait_applied,
     work_body,
     work_condition,
 )
-from workagent.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
+from workagent.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 
 #: User-Agents of the agent's clients (the in-process agent, and as a process).
 AGENT_USER_AGENTS = ("work-agent", "workagent")
@@ -233,3 +234,38 @@ async def test_a_conflicting_status_write_is_retried_on_fresh_data_not_failed(
     assert agent_requests(hub, "get", "manifestworks") == 1
     assert reconciles("manifestwork-controller", "error") == failed_before
     assert work_condition(work, "Applied") is not None
+
+
+async def test_deleting_a_work_costs_one_delete_per_object_and_no_bookkeeping_reads(
+    agent: AgentRunner,
+    hub: KubeSim,
+    spoke: KubeSim,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+) -> None:
+    """Objects the DELETE reports gone are not read again, the AppliedManifestWork loses
+    its finalizer without an empty status written first, and its delete event is
+    trusted without a GET before the hub finalizer goes."""
+    names = [f"doomed-{n}" for n in range(4)]
+    await hub_client.create(MANIFESTWORKS, work_body("doomed", [configmap(n) for n in names]))
+    await wait_applied(hub_client, "doomed")
+    hub.state.stats.reset()
+    spoke.state.stats.reset()
+    await hub_client.delete(MANIFESTWORKS, "doomed", "cluster1")
+
+    async def gone() -> bool:
+        try:
+            await get_work(hub_client, "doomed")
+        except NotFound:
+            return True
+        return False
+
+    await eventually(gone, what="the work gone from the hub")
+    assert agent_requests(spoke, "delete", "configmaps", 200) == len(names)
+    assert agent_requests(spoke, "delete", "appliedmanifestworks") == 1
+    assert agent_requests(spoke, "patch", "appliedmanifestworks") == 1  # the finalizer
+    assert agent_requests(spoke, "patch", "appliedmanifestworks/status") == 0
+    assert agent_requests(spoke, "get", "appliedmanifestworks") == 0
+    assert agent_requests(hub, "patch", "manifestworks") == 1  # the finalizer
+    for name in names:
+        assert not await exists(spoke_client, CONFIGMAPS, name, "default")

@@ -92,7 +92,7 @@ class AppliedManifestWorkFinalizer:
             deps, resources, f"manifestwork {work_name} is terminating", applied_work_owner(applied)
         )
         changed = pending != resources
-        if changed:
+        if changed and pending:
             status = {**(applied.get("status") or {}), "appliedResources": pending}
             try:
                 await patch_status(deps.spoke, APPLIED_MANIFESTWORKS, applied, status)
@@ -100,12 +100,14 @@ class AppliedManifestWorkFinalizer:
                 return None  # gone already: nothing left to hold
         if errors:
             raise DeletionFailed(errors)
-        if changed:
+        if changed and pending:
             # The status update comes back as an event and triggers the next pass.
             return None
         if pending:
             return Result(requeue_after=self._waits.when(name))
 
+        # Nothing left: the finalizer goes at once, without first writing the
+        # empty list (the object is about to disappear with its status).
         self._waits.forget(name)
         remaining = [
             f for f in applied["metadata"]["finalizers"] if f != APPLIED_MANIFEST_WORK_FINALIZER

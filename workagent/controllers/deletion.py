@@ -11,9 +11,10 @@ The rules that keep it safe:
 - an object is deleted only if it is the instance that was recorded (for an
   entry recorded before its object existed, hence without a UID: the instance
   the AppliedManifestWork owns), unchanged since it was judged deletable (UID
-  and resourceVersion preconditions), and it stays *pending* until a later GET
-  says it is gone, so an object held by a foreign finalizer keeps the work
-  alive.
+  and resourceVersion preconditions), and it stays *pending* until it is known
+  to be gone (the DELETE answered with a success Status rather than the
+  object, or a later GET answered 404), so an object held by a foreign
+  finalizer keeps the work alive.
 """
 
 from __future__ import annotations
@@ -184,7 +185,7 @@ async def _delete_one(
         # The resourceVersion too (OCM sends only the UID): the decision above holds
         # only for the object as read. Another work may have adopted it meanwhile,
         # and a UID-only delete would then delete an object that work now owns.
-        await spoke.delete(
+        answer = await spoke.delete(
             res,
             name,
             namespace,
@@ -200,5 +201,7 @@ async def _delete_one(
     except Exception as exc:
         return True, ResourceDeletionError(entry, "delete", exc)
     log.info("deleted resource", resource=what, reason=reason)
-    # Listed until a later GET says it is gone (finalizers may hold it).
-    return True, None
+    # A success Status (not the object) is the API server's word that the object
+    # is gone; an object in the answer is still there (finalizers, a grace
+    # period) and stays listed until a later GET says it is gone.
+    return answer is not None, None

@@ -25,9 +25,9 @@ from schemas.wire import (
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
 from workagent.controllers.conditions import new_condition, set_condition
 from workagent.controllers.deps import AgentDeps
-from workagent.controllers.patcher import patch_metadata_and_spec, patch_status
+from workagent.controllers.patcher import RecentWrites, patch_metadata_and_spec, patch_status
 from workagent.identity import applied_work_name, work_name_of
-from workagent.kube import APPLIED_MANIFESTWORKS, MANIFESTWORKS, NotFound
+from workagent.kube import APPLIED_MANIFESTWORKS, MANIFESTWORKS, Conflict, NotFound
 from workagent.runtime import (
     Controller,
     ItemExponentialFailureRateLimiter,
@@ -40,8 +40,9 @@ log = structlog.get_logger(__name__)
 
 NAME = "ManifestWorkFinalizer"
 DELETING_MESSAGE = "ManifestWork is being deleted"
-# Wait for the AppliedManifestWork to go: 5 ms doubling, at most 1000 s, per work.
-WAIT_BASE_SECONDS = 0.005
+# Wait for the AppliedManifestWork to go. Its update and delete events drive the
+# next pass; the timer is only a safety net: 1 s doubling, at most 1000 s, per work.
+WAIT_BASE_SECONDS = 1.0
 WAIT_MAX_SECONDS = 1000.0
 
 
@@ -51,6 +52,13 @@ class ManifestWorkFinalizer:
     def __init__(self, deps: AgentDeps) -> None:
         self._deps = deps
         self._waits = ItemExponentialFailureRateLimiter(WAIT_BASE_SECONDS, WAIT_MAX_SECONDS)
+        # AppliedManifestWorks the informer saw deleted (and not created since).
+        self._seen_deleted: set[str] = set()
+        # AppliedManifestWork name -> uid of the instance we sent a DELETE for: until
+        # the informer shows its deletionTimestamp, the next pass sends nothing again.
+        self._delete_sent: dict[str, str] = {}
+        # Our status writes the works informer may not have delivered yet.
+        self._written = RecentWrites()
 
     def controller(self) -> Controller:
         """A controller fed by hub ManifestWork and spoke AppliedManifestWork events."""
@@ -64,8 +72,15 @@ class ManifestWorkFinalizer:
 
         def on_applied(obj: Object) -> None:
             # The AppliedManifestWork of work W on this hub is "<hubHash>-W".
+            self._seen_deleted.discard(_name(obj))
             work = work_name_of(deps.hub_hash, _name(obj))
             if work:
+                queue.add(work)
+
+        def on_applied_deleted(obj: Object) -> None:
+            work = work_name_of(deps.hub_hash, _name(obj))
+            if work:
+                self._seen_deleted.add(_name(obj))
                 queue.add(work)
 
         deps.works.add_handler(
@@ -75,7 +90,7 @@ class ManifestWorkFinalizer:
         deps.applied.add_handler(
             on_add=on_applied,
             on_update=lambda _old, new: on_applied(new),
-            on_delete=on_applied,
+            on_delete=on_applied_deleted,
         )
         return Controller(
             NAME,
@@ -88,42 +103,84 @@ class ManifestWorkFinalizer:
     async def reconcile(self, work_name: str) -> Result | None:
         """One pass for ManifestWork ``work_name``."""
         deps = self._deps
-        work = work_from_cache(deps, work_name)
+        work = self._written.latest(work_name, work_from_cache(deps, work_name))
+        applied_name = applied_work_name(deps.hub_hash, work_name)
         if work is None or not is_deleting(work):
             # Gone: eviction (section 15) deals with anything left behind.
-            self._waits.forget(work_name)
+            self._forget(work_name, applied_name)
             return None
 
-        applied_name = applied_work_name(deps.hub_hash, work_name)
         applied = deps.applied.store.get(applied_name)
         if applied is not None:
-            if not is_deleting(applied):
+            uid = str(applied["metadata"].get("uid") or "")
+            if not is_deleting(applied) and self._delete_sent.get(applied_name) != uid:
                 # NotFound: the hub object went meanwhile (its finalizer removed by
                 # hand); it was being deleted, so cleaning up is still what is wanted.
                 with contextlib.suppress(NotFound):
                     await self._mark_deleting(work)
                 with contextlib.suppress(NotFound):
                     await deps.spoke.delete(APPLIED_MANIFESTWORKS, applied_name)
+                self._delete_sent[applied_name] = uid
                 log.info("deleting the applied manifest work", applied_work=applied_name)
             return Result(requeue_after=self._waits.when(work_name))
 
-        # The cache may lag behind the spoke: confirm before letting the hub object go.
-        try:
-            await deps.spoke.get(APPLIED_MANIFESTWORKS, applied_name)
-        except NotFound:
-            pass
-        else:
-            return Result(requeue_after=self._waits.when(work_name))
+        if applied_name not in self._seen_deleted and applied_name not in self._delete_sent:
+            # The cache may lag behind the spoke (an AppliedManifestWork created a
+            # moment ago): confirm before letting the hub object go. Once the
+            # informer has shown it (we deleted what it showed) or its delete
+            # event, its word that it is gone is enough.
+            try:
+                await deps.spoke.get(APPLIED_MANIFESTWORKS, applied_name)
+            except NotFound:
+                pass
+            else:
+                return Result(requeue_after=self._waits.when(work_name))
 
         self._waits.forget(work_name)
         if has_finalizer(work, MANIFEST_WORK_FINALIZER):
-            remaining = [f for f in work["metadata"]["finalizers"] if f != MANIFEST_WORK_FINALIZER]
             try:
-                await patch_metadata_and_spec(deps.hub, MANIFESTWORKS, work, finalizers=remaining)
+                await self._remove_finalizer(work)
             except NotFound:
                 return None
             log.info("cleanup done, removed the manifest work finalizer")
+        self._forget(work_name, applied_name)
         return None
+
+    async def _remove_finalizer(self, work: Object) -> None:
+        """Remove the cleanup finalizer; after a 409 once more, on the work read afresh.
+
+        The status controller keeps writing the status of a deleting work (its
+        resources disappear), so the cached version is often just outdated; a
+        GET costs less than a failed pass and its backoff.
+        """
+        name = _name(work)
+        latest = self._written.latest(name, work) or work
+        for attempt in range(2):
+            remaining = [
+                f
+                for f in latest["metadata"].get("finalizers") or []
+                if f != MANIFEST_WORK_FINALIZER
+            ]
+            try:
+                await patch_metadata_and_spec(
+                    self._deps.hub, MANIFESTWORKS, latest, finalizers=remaining
+                )
+                return
+            except Conflict:
+                if attempt:
+                    raise
+                latest = await self._deps.hub.get(
+                    MANIFESTWORKS, name, work["metadata"]["namespace"]
+                )
+                if not has_finalizer(latest, MANIFEST_WORK_FINALIZER):
+                    return
+
+    def _forget(self, work_name: str, applied_name: str) -> None:
+        """Drop what is remembered of a work whose clean-up is over."""
+        self._waits.forget(work_name)
+        self._seen_deleted.discard(applied_name)
+        self._delete_sent.pop(applied_name, None)
+        self._written.forget(work_name)
 
     async def _mark_deleting(self, work: Object) -> None:
         """Set the work condition ``Deleting`` (a status patch, sent only if it changes)."""
@@ -137,7 +194,9 @@ class ManifestWorkFinalizer:
             ),
             now(),
         )
-        await patch_status(self._deps.hub, MANIFESTWORKS, work, status)
+        written = await patch_status(self._deps.hub, MANIFESTWORKS, work, status)
+        if written is not None:
+            self._written.remember(_name(work), work, written)
 
 
 def _name(obj: Object) -> str:
