@@ -97,7 +97,8 @@ ENV PATH="/app/.venv/bin:${PATH}" \
 # that runAsNonRoot can verify it without a passwd entry.
 USER 65532:65532
 
-# Probes and metrics of the agent and the manager (plain HTTP), the webhook (HTTPS).
+# Probes and metrics of the agent (HTTPS, self-signed unless --tls-cert-file) and the
+# manager (plain HTTP); the webhook (HTTPS).
 EXPOSE 8443 9443
 
 ENTRYPOINT ["/work"]

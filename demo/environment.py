@@ -89,7 +89,9 @@ class Component:
         """Where the component serves ``/metrics`` and its probes."""
         if self.manager is None:
             return "(not started)"
-        return f"{self.manager.observability.url}/metrics"
+        url = f"{self.manager.observability.url}/metrics"
+        # The agent serves HTTPS with a self-signed certificate, as in a cluster.
+        return f"{url} (self-signed: curl -k)" if url.startswith("https:") else url
 
     async def stop(self, timeout: float = STOP_TIMEOUT) -> str | None:
         """Ask for a graceful stop (as SIGTERM would); returns what went wrong, if anything."""

@@ -152,6 +152,8 @@ async def build_agent(
         raise ValueError("--spoke-cluster-name is required")
     if settings.workers < 1:
         raise ValueError(f"workload-agent-workers must be >= 1, got {settings.workers}")
+    # Before any client exists: a certificate that does not load leaves nothing to close.
+    serving_tls = settings.serving_tls()
     server = kubeconfig_server(settings.hub_kubeconfig)
     try:
         hub = await KubeClient.from_kubeconfig(
@@ -188,7 +190,9 @@ async def build_agent(
     elector = LeaderElector(spoke, settings.leader_election)
     manager = Manager(
         MANAGER_NAME,
-        settings=ManagerSettings(bind_address=settings.listen, handle_signals=handle_signals),
+        settings=ManagerSettings(
+            bind_address=settings.listen, ssl_context=serving_tls, handle_signals=handle_signals
+        ),
         leader_elector=elector,
     )
     # Watch-mode informers come and go while the manager runs: the pool starts

@@ -535,8 +535,6 @@ LOGGING = "Logging flags"
 IGNORED = "Accepted for compatibility with OCM's agent (no effect)"
 AGENT_GROUPS = (WORK, CLIENTS, ELECTION, SERVING, LOGGING, IGNORED)
 
-_PLAIN_HTTP = "the metrics and probe server here serves plain HTTP"
-
 
 def leader_election_flags(lease: str, component: str, default_namespace: str) -> tuple[Flag, ...]:
     """The library-go leader-election flags, shared by the agent and the hub manager."""
@@ -711,7 +709,47 @@ def agent_flags() -> tuple[Flag, ...]:
             "listen",
             STRING,
             DEFAULT_LISTEN,
-            "host:port of the /metrics, /livez, /readyz and /healthz endpoints (plain HTTP).",
+            "host:port of the /metrics, /livez, /readyz and /healthz endpoints (HTTPS unless "
+            "--insecure-serving).",
+            group=SERVING,
+        ),
+        Flag(
+            "insecure-serving",
+            BOOL,
+            False,
+            "Serve the metrics and probe endpoints over plain HTTP (not in OCM's agent; "
+            "for local runs and tests).",
+            group=SERVING,
+        ),
+        Flag(
+            "tls-cert-file",
+            STRING,
+            "",
+            "PEM certificate (with any intermediates) of the metrics and probe endpoint "
+            "(not in OCM's agent; empty: a self-signed certificate made at start-up).",
+            group=SERVING,
+        ),
+        Flag(
+            "tls-private-key-file",
+            STRING,
+            "",
+            "PEM private key matching --tls-cert-file (not in OCM's agent).",
+            group=SERVING,
+        ),
+        Flag(
+            "tls-min-version",
+            STRING,
+            "",
+            "Minimum TLS version of the metrics and probe endpoint: VersionTLS12 or "
+            "VersionTLS13 (empty: VersionTLS12).",
+            group=SERVING,
+        ),
+        Flag(
+            "tls-cipher-suites",
+            STRING,
+            "",
+            "Comma-separated TLS 1.2 cipher suites of the metrics and probe endpoint, Go names "
+            "such as TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 (empty: OpenSSL's defaults).",
             group=SERVING,
         ),
         Flag(
@@ -783,22 +821,6 @@ def agent_flags() -> tuple[Flag, ...]:
             "Mount directory of the hub kubeconfig secret (used by OCM's registration agent).",
             group=IGNORED,
             ignored="the hub kubeconfig is read from --workload-source-config",
-        ),
-        Flag(
-            "tls-min-version",
-            STRING,
-            "",
-            "Minimum TLS version of the metrics and probe endpoint.",
-            group=IGNORED,
-            ignored=_PLAIN_HTTP,
-        ),
-        Flag(
-            "tls-cipher-suites",
-            STRING,
-            "",
-            "TLS cipher suites of the metrics and probe endpoint.",
-            group=IGNORED,
-            ignored=_PLAIN_HTTP,
         ),
         Flag(
             "config",
@@ -912,6 +934,22 @@ def notices_for(flags: ParsedFlags, flag_table: Sequence[Flag]) -> tuple[FlagNot
     return tuple(notices)
 
 
+def plain_http_notices(flags: ParsedFlags) -> tuple[FlagNotice, ...]:
+    """Warnings for TLS settings that ``--insecure-serving`` leaves without effect."""
+    if not flags.boolean("insecure-serving"):
+        return ()
+    notices = []
+    for key in ("tls-min-version", "tls-cipher-suites"):
+        if flags.was_given(key):
+            spelled = flags.given[key]
+            notices.append(
+                FlagNotice(
+                    spelled, f"{spelled} has no effect: --insecure-serving serves plain HTTP"
+                )
+            )
+    return tuple(notices)
+
+
 def agent_command(
     args: Sequence[str], *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
 ) -> AgentCommand | ShowText:
@@ -962,6 +1000,11 @@ def agent_command(
         hub_kube_api_burst=flags.integer("hub-kube-api-burst"),
         leader_election=election,
         listen=listen_address(flags),
+        insecure_serving=flags.boolean("insecure-serving"),
+        tls_cert_file=flags.string("tls-cert-file"),
+        tls_private_key_file=flags.string("tls-private-key-file"),
+        tls_min_version=flags.string("tls-min-version"),
+        tls_cipher_suites=flags.string("tls-cipher-suites"),
         log_format=flags.string("log-format"),
         log_level=log_level_from(flags),
         terminate_on_files=flags.strings("terminate-on-files"),
@@ -970,7 +1013,7 @@ def agent_command(
         settings.validate()
     except ValueError as err:
         raise UsageError(str(err)) from None
-    return AgentCommand(settings, notices_for(flags, flag_set.flags))
+    return AgentCommand(settings, notices_for(flags, flag_set.flags) + plain_http_notices(flags))
 
 
 # -- the top-level command ----------------------------------------------------------------

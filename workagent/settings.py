@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import re
+import ssl
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -76,7 +78,13 @@ class AgentSettings:
     hub_kube_api_burst: int = 100  # --hub-kube-api-burst
     # --namespace, --disable-leader-election and --leader-election-* (Lease work-agent-lock)
     leader_election: LeaderElectionSettings = field(default_factory=default_leader_election)
-    listen: str = DEFAULT_LISTEN  # --listen / --health-port (metrics and probes, plain HTTP)
+    listen: str = DEFAULT_LISTEN  # --listen / --health-port (metrics and probes, HTTPS)
+    # Ours: plain HTTP on --listen (local runs, tests); OCM's agent always serves HTTPS.
+    insecure_serving: bool = False  # --insecure-serving
+    tls_cert_file: str = ""  # --tls-cert-file (ours; empty: a self-signed certificate)
+    tls_private_key_file: str = ""  # --tls-private-key-file (ours)
+    tls_min_version: str = ""  # --tls-min-version (Go name; empty: TLS 1.2)
+    tls_cipher_suites: str = ""  # --tls-cipher-suites (comma-separated Go names)
     log_format: str = "json"  # --log-format json|console
     log_level: str = "info"  # -v / --log-level: debug, info, warning or error
     terminate_on_files: tuple[str, ...] = ()  # --terminate-on-files
@@ -99,6 +107,40 @@ class AgentSettings:
     def gate(self, name: str) -> bool:
         """Whether a feature gate is on."""
         return name in self.feature_gates
+
+    def serving_tls(self) -> ssl.SSLContext | None:
+        """The context of the /metrics and probe endpoint; None for plain HTTP.
+
+        Without ``--tls-cert-file`` every call makes a new self-signed certificate.
+        Raises ValueError naming the flag at fault (a certificate or key that
+        cannot be read or does not load).
+        """
+        if self.insecure_serving:
+            return None
+        from workagent.runtime.tls import serving_context  # noqa: PLC0415 (see above)
+
+        return serving_context(
+            cert_file=self.tls_cert_file,
+            key_file=self.tls_private_key_file,
+            min_version=self.tls_min_version,
+            cipher_suites=self.tls_cipher_suites,
+            common_name=f"{SPOKE_USER_AGENT}@{int(time.time())}",
+        )
+
+    def _validate_serving(self) -> None:
+        """Refuse TLS settings that cannot serve, before anything starts."""
+        if self.insecure_serving and (self.tls_cert_file or self.tls_private_key_file):
+            raise ValueError(
+                "--insecure-serving serves plain HTTP: it cannot be combined with "
+                "--tls-cert-file/--tls-private-key-file"
+            )
+        if bool(self.tls_cert_file) != bool(self.tls_private_key_file):
+            raise ValueError("--tls-cert-file and --tls-private-key-file must be given together")
+        from workagent.runtime.tls import server_context  # noqa: PLC0415 (see above)
+
+        # The names only: the files are read when the agent starts (as kubeconfigs
+        # are), where a pair that does not load is still exit code 2.
+        server_context(self.tls_min_version, self.tls_cipher_suites)
 
     def validate(self) -> None:
         """Raise ValueError naming the flag at fault if these settings cannot run.
@@ -150,6 +192,7 @@ class AgentSettings:
             parse_bind_address(self.listen)
         except ValueError as err:
             raise ValueError(f"--listen: {err}") from None
+        self._validate_serving()
         if self.log_format not in LOG_FORMATS:
             raise ValueError(
                 f"--log-format {self.log_format!r} is not one of {', '.join(LOG_FORMATS)}"

@@ -204,18 +204,27 @@ def writes(counts: Counter[StatsKey]) -> int:
     return sum(n for (verb, _), n in counts.items() if verb in WRITE_VERBS)
 
 
+async def _metrics_text(host: str, port: int) -> str | None:
+    """The body of ``/metrics`` over HTTPS, else plain HTTP; None when neither answers."""
+    async with aiohttp.ClientSession() as session:
+        for scheme in ("https", "http"):
+            try:
+                async with session.get(f"{scheme}://{host}:{port}/metrics", ssl=False) as resp:
+                    return await resp.text()
+            except aiohttp.ClientError:
+                continue
+    return None
+
+
 async def scrape(port: int, host: str = "127.0.0.1") -> dict[str, float]:
     """A process's Prometheus ``/metrics``: {"series{labels}": value, "name": sum over labels}.
 
-    Empty when nothing answers yet (a starting agent).
+    Empty when nothing answers yet (a starting agent). Agents serve HTTPS with a
+    self-signed certificate (ours by default, as OCM's Go agent), or plain HTTP
+    with ``--insecure-serving``: both are read, without verifying the certificate.
     """
-    try:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(f"http://{host}:{port}/metrics") as resp,
-        ):
-            text = await resp.text()
-    except aiohttp.ClientError:
+    text = await _metrics_text(host, port)
+    if text is None:
         return {}
     out: dict[str, float] = {}
     for line in text.splitlines():

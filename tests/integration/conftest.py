@@ -177,6 +177,8 @@ def agent_settings(tmp_path: Path, **overrides: Any) -> AgentSettings:
         hub_kubeconfig=str(tmp_path / "hub.kubeconfig"),
         spoke_kubeconfig=str(tmp_path / "spoke.kubeconfig"),
         listen="127.0.0.1:0",
+        # The tests read /readyz and /metrics over plain HTTP; TLS has its own tests.
+        insecure_serving=True,
         workers=4,
         leader_election=LeaderElectionSettings(disabled=True),
         kube_api_qps=0,

@@ -148,11 +148,12 @@ def test_operator_hosted_mode_args_start_the_agent_unchanged() -> None:
         status_sync_interval=90.0,
         eviction_grace_period=876000 * 3600.0,
         listen="0.0.0.0:9443",
+        tls_min_version="VersionTLS13",
+        tls_cipher_suites="TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384",
     )
     assert settings.eviction_disabled
     assert settings.spoke_config_path == "/spoke/config/kubeconfig"
-    assert [n.flag for n in command.notices] == ["--tls-min-version", "--tls-cipher-suites"]
-    assert all("plain HTTP" in n.message for n in command.notices)
+    assert command.notices == ()  # the TLS flags configure the HTTPS endpoint
 
 
 # The arguments of the issue: a hand-written deployment of the Go agent, with
@@ -244,6 +245,9 @@ VALUE_FLAGS = [
     ("--listen", "127.0.0.1:9000", "listen", "127.0.0.1:9000"),
     ("--listen", ":9000", "listen", ":9000"),
     ("--health-port", "8080", "listen", "0.0.0.0:8080"),
+    ("--tls-min-version", "VersionTLS13", "tls_min_version", "VersionTLS13"),
+    ("--tls-cipher-suites", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "tls_cipher_suites",
+     "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"),
     ("--log-format", "console", "log_format", "console"),
     ("--log-level", "WARNING", "log_level", "warning"),
     ("--terminate-on-files", "/a,b", "terminate_on_files", ("/a,b",)),
@@ -474,6 +478,12 @@ def test_bad_feature_gates_name_the_gate(value: str, message: str) -> None:
         (["agent", "--spoke-cluster-name=c1", "--log-level=loud"], "--log-level 'loud' is not one of"),
         (["agent", "--spoke-cluster-name=c1", "--listen=8443"], "--listen: bind address '8443' must be host:port"),
         (["agent", "--spoke-cluster-name=c1", "--health-port=70000"], "invalid --health-port value 70000"),
+        (["agent", "--spoke-cluster-name=c1", "--tls-min-version=TLS1.3"], "--tls-min-version: unknown tls version 'TLS1.3' (one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13)"),
+        (["agent", "--spoke-cluster-name=c1", "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,ECDHE-RSA-AES128-GCM-SHA256"], "--tls-cipher-suites: Cipher suite ECDHE-RSA-AES128-GCM-SHA256 not supported or doesn't exist"),
+        (["agent", "--spoke-cluster-name=c1", "--tls-cert-file=/etc/tls/tls.crt"], "--tls-cert-file and --tls-private-key-file must be given together"),
+        (["agent", "--spoke-cluster-name=c1", "--tls-private-key-file=/etc/tls/tls.key"], "--tls-cert-file and --tls-private-key-file must be given together"),
+        (["agent", "--spoke-cluster-name=c1", "--insecure-serving", "--tls-cert-file=/a", "--tls-private-key-file=/b"], "--insecure-serving serves plain HTTP: it cannot be combined with"),
+        (["agent", "--spoke-cluster-name=c1", "--insecure-serving=maybe"], 'invalid argument "maybe" for "--insecure-serving" flag'),
         (["agent", "--spoke-cluster-name=c1", "--vmodule=foo"], 'invalid argument "foo" for "--vmodule" flag'),
         (["agent", "--spoke-cluster-name=c1", "--log-flush-frequency=often"], 'invalid argument "often" for "--log-flush-frequency" flag'),
         (["agent", "--spoke-cluster-name=c1", "--leader-election-lease-duration=10s"], "lease duration (10.0s) must be greater than the renew deadline (107.0s)"),
@@ -504,8 +514,6 @@ def test_ignored_flags_warn_and_change_nothing() -> None:
         "--cloudevents-client-id=cluster1-work-agent",
         "--cloudevents-client-codecs=manifest,manifestbundle",
         "--hub-kubeconfig-dir=/spoke/hub-kubeconfig",
-        "--tls-min-version=VersionTLS12",
-        "--tls-cipher-suites=TLS_AES_128_GCM_SHA256",
         "--config=/tmp/config.yaml",
         "--vmodule=controller*=4",
         "--log-flush-frequency=5s",
@@ -517,12 +525,28 @@ def test_ignored_flags_warn_and_change_nothing() -> None:
         "--cloudevents-client-id",
         "--cloudevents-client-codecs",
         "--hub-kubeconfig-dir",
-        "--tls-min-version",
-        "--tls-cipher-suites",
         "--config",
     ]
     for notice in command.notices:
         assert notice.message.startswith(f"{notice.flag} is ignored: ")
+
+
+def test_serving_is_https_unless_insecure_serving() -> None:
+    assert settings_of().insecure_serving is False
+    assert settings_of("--insecure-serving").insecure_serving is True
+    assert settings_of("--insecure-serving=false").insecure_serving is False
+
+
+def test_tls_flags_under_insecure_serving_warn_that_they_change_nothing() -> None:
+    command = parse(
+        "agent",
+        "--spoke-cluster-name=cluster1",
+        "--insecure-serving",
+        "--tls-min-version=VersionTLS13",
+        "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    )
+    assert [n.flag for n in command.notices] == ["--tls-min-version", "--tls-cipher-suites"]
+    assert all("--insecure-serving serves plain HTTP" in n.message for n in command.notices)
 
 
 # -- help and version -----------------------------------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,8 @@ class ManagerSettings:
     """How the manager serves probes and shuts down."""
 
     bind_address: str = "0.0.0.0:8443"  # OCM default of --listen
+    # HTTPS for /metrics and the probes when set (the agent's default); None: plain HTTP.
+    ssl_context: ssl.SSLContext | None = None
     shutdown_deadline: float = 30.0
     handle_signals: bool = True
 
@@ -66,7 +69,9 @@ class Manager:
         self.name = name
         self.settings = settings or ManagerSettings()
         self.leader_elector = leader_elector
-        self.observability = observability or ObservabilityServer(self.settings.bind_address)
+        self.observability = observability or ObservabilityServer(
+            self.settings.bind_address, ssl_context=self.settings.ssl_context
+        )
         self.informers: list[Informer] = []
         self.controllers: list[Controller] = []
         self._closers: list[tuple[str, Callable[[], Awaitable[None]]]] = []

@@ -1,4 +1,7 @@
-"""The HTTP endpoint for probes and scrapes: /metrics, /livez, /readyz, /healthz.
+"""The endpoint for probes and scrapes: /metrics, /livez, /readyz, /healthz.
+
+HTTPS when given an ``ssl_context`` (the agent's default, as OCM's: see
+:mod:`workagent.runtime.tls`), else plain HTTP.
 
 Served by aiohttp on the process's own event loop (no thread): answering at
 all proves the loop is alive. Probe answers are 200 or 500 with a
@@ -88,7 +91,11 @@ class ObservabilityServer:
         sockets = getattr(server, "sockets", None) or []
         if sockets:
             self.port = sockets[0].getsockname()[1]
-        log.info("serving metrics and health probes", address=f"{self.host}:{self.port}")
+        log.info(
+            "serving metrics and health probes",
+            address=f"{self.host}:{self.port}",
+            scheme="https" if self._ssl is not None else "http",
+        )
 
     async def stop(self) -> None:
         """Stop listening."""

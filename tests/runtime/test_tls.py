@@ -1,0 +1,115 @@
+"""Serving contexts of ``workagent.runtime.tls`` behind a real ObservabilityServer."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import AsyncIterator
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+from workagent.runtime import ObservabilityServer
+from workagent.runtime.tls import TLSConfigError, default_hostnames, serving_context
+
+
+@contextlib.asynccontextmanager
+async def served(context: ssl.SSLContext) -> AsyncIterator[ObservabilityServer]:
+    """An ObservabilityServer on a free loopback port with this context."""
+    server = ObservabilityServer("127.0.0.1:0", ssl_context=context)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def tls12_client(openssl_cipher: str) -> ssl.SSLContext:
+    """A TLS 1.2-only client offering one suite, verifying nothing."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_ciphers(openssl_cipher)
+    return ctx
+
+
+async def negotiate(server: ObservabilityServer, client: ssl.SSLContext) -> tuple[str, bytes]:
+    """(cipher, server certificate DER) of one handshake."""
+    _reader, writer = await asyncio.open_connection(server.host, server.port, ssl=client)
+    try:
+        tls = writer.get_extra_info("ssl_object")
+        cipher = tls.cipher()
+        der = tls.getpeercert(binary_form=True)
+        assert cipher is not None and der is not None
+        return cipher[0], der
+    finally:
+        writer.close()
+        await writer.wait_closed()
+
+
+@pytest.mark.parametrize(
+    ("go_suite", "openssl_suite", "key_type"),
+    [
+        ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA-AES128-GCM-SHA256", rsa.RSAPublicKey),
+        (
+            "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+            "ECDHE-ECDSA-AES128-GCM-SHA256",
+            ec.EllipticCurvePublicKey,
+        ),
+    ],
+)
+async def test_self_signed_key_fits_the_chosen_suites(
+    go_suite: str, openssl_suite: str, key_type: type
+) -> None:
+    """With only RSA-authenticated suites an ECDSA key could serve no TLS 1.2 client."""
+    context = serving_context(cipher_suites=go_suite, common_name="test")
+    async with served(context) as server:
+        cipher, der = await negotiate(server, tls12_client(openssl_suite))
+        assert cipher == openssl_suite
+        assert isinstance(x509.load_der_x509_certificate(der).public_key(), key_type)
+
+
+async def test_suites_outside_the_list_are_refused() -> None:
+    context = serving_context(
+        cipher_suites="TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", common_name="test"
+    )
+    async with served(context) as server:
+        with pytest.raises((ssl.SSLError, ConnectionResetError)):
+            await negotiate(server, tls12_client("ECDHE-ECDSA-AES128-GCM-SHA256"))
+        cipher, _ = await negotiate(server, tls12_client("ECDHE-ECDSA-AES256-GCM-SHA384"))
+        assert cipher == "ECDHE-ECDSA-AES256-GCM-SHA384"
+
+
+def test_tls13_suites_are_accepted_and_leave_tls12_at_its_defaults() -> None:
+    """As Go: TLS 1.3 suites cannot be chosen, so naming them changes nothing."""
+    context = serving_context(
+        cipher_suites="TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384", hostnames=("localhost",)
+    )
+    assert context.minimum_version == ssl.TLSVersion.TLSv1_2
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"min_version": "VersionTLS14"}, "--tls-min-version: unknown tls version"),
+        ({"cipher_suites": "AES128-SHA"}, "--tls-cipher-suites: Cipher suite AES128-SHA"),
+        ({"cipher_suites": "TLS_RSA_WITH_RC4_128_SHA"}, "none of TLS_RSA_WITH_RC4_128_SHA"),
+        ({"cert_file": "/tls.crt"}, "must be given together"),
+        (
+            {"cert_file": "/nonexistent/tls.crt", "key_file": "/nonexistent/tls.key"},
+            "cannot load /nonexistent/tls.crt with /nonexistent/tls.key: No such file",
+        ),
+    ],
+)
+def test_unusable_settings_name_the_flag(kwargs: dict[str, str], message: str) -> None:
+    with pytest.raises(TLSConfigError, match=message):
+        serving_context(**kwargs)
+
+
+def test_self_signed_names_cover_loopback_and_the_hostname() -> None:
+    names = default_hostnames()
+    assert {"localhost", "127.0.0.1", "::1"} <= set(names)
+    assert len(names) == len(set(names))
