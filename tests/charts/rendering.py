@@ -174,7 +174,20 @@ AGENT_ALL_OPTIONS: Values = {
     "featureGates": {"ExecutorValidatingCaches": True, "RawFeedbackJsonString": True},
     "clients": {"spoke": {"qps": 100.5, "burst": 200}, "hub": {"qps": 75, "burst": 150}},
     "log": {"format": "console", "level": "debug"},
-    "listen": {"address": "::", "port": 9443},
+    "listen": {
+        "address": "::",
+        "port": 9443,
+        "https": True,
+        "tls": {
+            "secretName": "work-agent-serving-cert",
+            "restartOnChange": True,
+            "minVersion": "VersionTLS13",
+            "cipherSuites": [
+                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+            ],
+        },
+    },
     "serviceAccount": {"name": "klusterlet-work-sa", "annotations": {"example.com/team": "ocm"}},
     "rbac": {
         "executionClusterRole": "cluster-admin",
@@ -212,6 +225,9 @@ AGENT_VALUE_SETS: dict[str, Values] = {
         "hubKubeconfigSecret": {"name": "hub-kubeconfig-secret", "key": "kubeconfig"},
     },
     "service-monitor": merged(AGENT_MINIMAL, {"serviceMonitor": {"enabled": True}}),
+    "plain-http": merged(
+        AGENT_MINIMAL, {"listen": {"https": False}, "serviceMonitor": {"enabled": True}}
+    ),
 }
 
 # Any valid base64 will do for rendering and the dry run; the webhook never runs here.

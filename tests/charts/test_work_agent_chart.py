@@ -123,6 +123,14 @@ BAD_VALUES: dict[str, Values] = {
     "unknown log level": {"log": {"level": "verbose"}},
     "unknown log format": {"log": {"format": "text"}},
     "port out of range": {"listen": {"port": 70000}},
+    "https as a string": {"listen": {"https": "true"}},
+    "unknown TLS version": {"listen": {"tls": {"minVersion": "VersionTLS14"}}},
+    "cipher suite by its OpenSSL name": {
+        "listen": {"tls": {"cipherSuites": ["ECDHE-RSA-AES128-GCM-SHA256"]}}
+    },
+    "cipher suites as one string": {"listen": {"tls": {"cipherSuites": "TLS_AES_128_GCM_SHA256"}}},
+    "invalid serving certificate Secret name": {"listen": {"tls": {"secretName": "Agent_TLS"}}},
+    "unknown TLS key": {"listen": {"tls": {"certFile": "/tls.crt"}}},
     "root user": {"securityContext": {"runAsUser": 0}},
     "replicas zero": {"replicas": 0},
     "replicas as a string": {"replicas": "2"},
@@ -148,6 +156,10 @@ def test_schema_rejects_bad_values(case: str) -> None:
         (
             merged(AGENT_MINIMAL, {"hubKubeconfigSecret": {"name": "existing"}}),
             "not both",
+        ),
+        (
+            merged(AGENT_MINIMAL, {"listen": {"https": False, "tls": {"secretName": "agent-tls"}}}),
+            "listen.tls.secretName needs listen.https",
         ),
     ],
 )
@@ -184,6 +196,10 @@ def test_default_flags_keep_the_agent_defaults(tmp_path: Path) -> None:
     assert (settings.kube_api_qps, settings.kube_api_burst) == (50, 100)
     assert (settings.hub_kube_api_qps, settings.hub_kube_api_burst) == (50, 100)
     assert settings.listen == "0.0.0.0:8443"
+    # HTTPS with a certificate the agent makes itself, TLS 1.2 and up, OpenSSL's suites.
+    assert not settings.insecure_serving
+    assert (settings.tls_cert_file, settings.tls_private_key_file) == ("", "")
+    assert (settings.tls_min_version, settings.tls_cipher_suites) == ("", "")
     assert (settings.log_format, settings.log_level) == ("json", "info")
 
 
@@ -192,7 +208,10 @@ def test_every_option_reaches_the_agent(tmp_path: Path) -> None:
     assert settings.cluster_name == "cluster-east-1"
     assert settings.agent_id == "2c8a4a63-5d2e-4d1e-9f7e-0b2c0f1f2a3b"
     assert settings.hub_kubeconfig == "/spoke/hub-kubeconfig/hub.kubeconfig"
-    assert settings.terminate_on_files == ("/spoke/hub-kubeconfig/hub.kubeconfig",)
+    assert settings.terminate_on_files == (
+        "/spoke/hub-kubeconfig/hub.kubeconfig",
+        "/etc/work-agent/serving-cert/tls.crt",  # a renewed certificate restarts the agent
+    )
     assert settings.status_sync_interval == 90
     assert settings.eviction_grace_period == 876000 * 3600
     assert (settings.max_feedback_watch, settings.max_json_raw_length) == (200, 4096)
@@ -201,6 +220,13 @@ def test_every_option_reaches_the_agent(tmp_path: Path) -> None:
     assert (settings.kube_api_qps, settings.kube_api_burst) == (100.5, 200)
     assert (settings.hub_kube_api_qps, settings.hub_kube_api_burst) == (75, 150)
     assert settings.listen == "[::]:9443"
+    assert not settings.insecure_serving
+    assert settings.tls_cert_file == "/etc/work-agent/serving-cert/tls.crt"
+    assert settings.tls_private_key_file == "/etc/work-agent/serving-cert/tls.key"
+    assert settings.tls_min_version == "VersionTLS13"
+    assert settings.tls_cipher_suites == (
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
+    )
     assert (settings.log_format, settings.log_level) == ("console", "debug")
     election = settings.leader_election
     assert not election.disabled
@@ -295,15 +321,41 @@ def test_pod_meets_the_restricted_pod_security_standard(value_set: str) -> None:
     assert all("hostPath" not in v for v in pod["volumes"])
 
 
-def test_probes_use_plain_http_on_the_listen_port() -> None:
-    for values, port in ((AGENT_MINIMAL, 8443), (AGENT_ALL_OPTIONS, 9443)):
+def test_probes_use_https_on_the_listen_port_unless_plain_http_is_chosen() -> None:
+    plain = AGENT_VALUE_SETS["plain-http"]
+    for values, port, scheme in (
+        (AGENT_MINIMAL, 8443, "HTTPS"),
+        (AGENT_ALL_OPTIONS, 9443, "HTTPS"),
+        (plain, 8443, "HTTP"),
+    ):
         rendered = render_agent(values)
         box = container(rendered.one("Deployment"))
         assert box["ports"] == [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
         for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
-            assert box[probe]["httpGet"] == {"path": path, "port": "metrics", "scheme": "HTTP"}
+            assert box[probe]["httpGet"] == {"path": path, "port": "metrics", "scheme": scheme}
         service = rendered.one("Service")
         assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+
+
+def test_plain_http_passes_insecure_serving(tmp_path: Path) -> None:
+    deployment = render_agent(AGENT_VALUE_SETS["plain-http"]).one("Deployment")
+    assert "--insecure-serving" in args_of(deployment)
+    assert "--insecure-serving" not in args_of(render_agent(AGENT_MINIMAL).one("Deployment"))
+    assert agent_command(AGENT_VALUE_SETS["plain-http"], tmp_path).settings.insecure_serving
+
+
+def test_serving_certificate_secret_is_mounted_read_only() -> None:
+    pod = render_agent(AGENT_ALL_OPTIONS).one("Deployment")["spec"]["template"]["spec"]
+    assert {"name": "serving-cert", "secret": {"secretName": "work-agent-serving-cert"}} in pod[
+        "volumes"
+    ]
+    assert {
+        "name": "serving-cert",
+        "mountPath": "/etc/work-agent/serving-cert",
+        "readOnly": True,
+    } in container({"spec": {"template": {"spec": pod}}})["volumeMounts"]
+    minimal = render_agent(AGENT_MINIMAL).one("Deployment")["spec"]["template"]["spec"]
+    assert "serving-cert" not in {v["name"] for v in minimal["volumes"]}
 
 
 def test_service_monitor_is_off_by_default_and_scrapes_the_metrics_service() -> None:
@@ -314,16 +366,42 @@ def test_service_monitor_is_off_by_default_and_scrapes_the_metrics_service() -> 
     selector = monitor["spec"]["selector"]["matchLabels"]
     assert selector.items() <= service["metadata"]["labels"].items()
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    # A real certificate is verified against its Secret's CA, for the Service's name.
     assert monitor["spec"]["endpoints"] == [
         {
             "port": "metrics",
             "path": "/metrics",
-            "scheme": "http",
+            "scheme": "https",
             "interval": "15s",
             "scrapeTimeout": "5s",
+            "tlsConfig": {
+                "ca": {"secret": {"name": "work-agent-serving-cert", "key": "ca.crt"}},
+                "serverName": f"{service['metadata']['name']}.{AGENT_NAMESPACE}.svc",
+            },
         }
     ]
     assert service["spec"]["ports"][0]["port"] == 9090
+
+
+def test_service_monitor_tls_follows_the_endpoint() -> None:
+    def endpoint(values: Values) -> dict[str, Any]:
+        monitor = render_agent(values).one("ServiceMonitor")
+        (only,) = monitor["spec"]["endpoints"]
+        return dict(only)
+
+    self_signed = endpoint(AGENT_VALUE_SETS["service-monitor"])
+    assert (self_signed["scheme"], self_signed["tlsConfig"]) == (
+        "https",
+        {"insecureSkipVerify": True},
+    )
+    plain = endpoint(AGENT_VALUE_SETS["plain-http"])
+    assert plain["scheme"] == "http"
+    assert "tlsConfig" not in plain
+    own = {"ca": {"configMap": {"name": "agent-ca", "key": "ca.crt"}}, "serverName": "agent"}
+    chosen = endpoint(
+        merged(AGENT_MINIMAL, {"serviceMonitor": {"enabled": True, "tlsConfig": own}})
+    )
+    assert chosen["tlsConfig"] == own
 
 
 def test_all_options_reach_the_pod() -> None:

@@ -57,6 +57,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s/%s" (include "work-agent.hubKubeconfigDir" .) .Values.hubKubeconfigSecret.key }}
 {{- end }}
 
+{{/* Mount directory of listen.tls.secretName (the endpoint's serving certificate). */}}
+{{- define "work-agent.servingCertDir" -}}
+/etc/work-agent/serving-cert
+{{- end }}
+
 {{/* host:port for --listen; an IPv6 host needs brackets. */}}
 {{- define "work-agent.listen" -}}
 {{- if contains ":" .Values.listen.address }}
