@@ -449,6 +449,24 @@ class Api:
             self._release_ip(rt, obj)
             raise
 
+    def _encode_for_etcd(self, rt: ResourceType, obj: dict[str, Any]) -> bytes:
+        """Set the next resourceVersion and encode ``obj`` as stored; refuse it over etcd's limit.
+
+        The check happens where etcd would refuse the write: after admission
+        and validation, never for dry runs, and the refused write uses up no
+        resourceVersion. The size is that of kubesim's JSON encoding, which is
+        also what GETs and the write's answer send, so it costs no extra
+        encoding. Custom resources are stored as JSON, so for them the size is
+        close to etcd's; built-in kinds are stored as protobuf, which keeps
+        []byte values unencoded: their base64 excess is not counted.
+        """
+        obj["metadata"]["resourceVersion"] = str(self.store.rv + 1)
+        encoded = json.dumps(obj, separators=(",", ":")).encode()
+        limit = errors.ETCD_MAX_REQUEST_BYTES
+        if len(encoded) > limit and len(encoded) - _base64_excess(rt, obj) > limit:
+            raise errors.etcd_too_large()
+        return encoded
+
     def _release_ip(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         if rt.kind == "Service" and rt.builtin:
             ip = (obj.get("spec") or {}).get("clusterIP")
@@ -473,7 +491,7 @@ class Api:
             self._validate_new_crd(obj)
         if managed is not None:
             fields = managed
-        elif supplied_managed:
+        elif supplied_managed and not _resets_managed_fields(supplied_managed):
             fields = supplied_managed
         else:
             fields = update_managed_fields(
@@ -492,9 +510,9 @@ class Api:
         if caller.dry_run:
             self._release_ip(rt, obj)
             return obj
+        encoded = self._encode_for_etcd(rt, obj)
         rv = self.store.next_rv()
-        obj["metadata"]["resourceVersion"] = str(rv)
-        self.store.put(rt.key, obj, rv, "ADDED")
+        self.store.put(rt.key, obj, rv, "ADDED", encoded=encoded)
         if rt.kind == "CustomResourceDefinition":
             self._establish_crd(obj)
         return obj
@@ -696,8 +714,14 @@ class Api:
         if rt.generation and _spec_part(new) != _spec_part(old):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         if managed is None:
-            if supplied_managed is not None and supplied_managed != old_meta.get("managedFields"):
+            if _resets_managed_fields(supplied_managed):
+                fields = []
+            elif supplied_managed is not None and supplied_managed != old_meta.get("managedFields"):
                 fields = supplied_managed
+            elif not old_meta.get("managedFields"):
+                # The apiserver tracks no fields in updates of an object that has
+                # none tracked (its skipNonAppliedManager): it stays without them.
+                fields = []
             else:
                 fields = update_managed_fields(
                     old,
@@ -722,11 +746,14 @@ class Api:
         if caller.dry_run:
             return new
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            self._remove(rt, new)
+            # The apiserver deletes the stored object instead of writing this one:
+            # watchers see the last stored state (finalizers and all) as DELETED,
+            # while the writer gets the object it asked for.
+            self._remove(rt, old)
             return new
+        encoded = self._encode_for_etcd(rt, new)
         rv = self.store.next_rv()
-        new["metadata"]["resourceVersion"] = str(rv)
-        self.store.put(rt.key, new, rv, "MODIFIED")
+        self.store.put(rt.key, new, rv, "MODIFIED", encoded=encoded)
         if rt.kind == "CustomResourceDefinition" and subresource is None:
             self._serve_crd(new)
         if rt.key in (("rbac.authorization.k8s.io", "clusterroles"),):
@@ -1414,6 +1441,28 @@ _OMIT_EMPTY = frozenset(
 )
 
 
+def _resets_managed_fields(supplied: Any) -> bool:
+    """``managedFields: [{}]``: the documented way to strip an object's managedFields.
+
+    On an update the object is then left without any; on a create the fields
+    are tracked afresh, as if none had been sent.
+    """
+    return isinstance(supplied, list) and len(supplied) == 1 and supplied[0] == {}
+
+
+def _base64_excess(rt: ResourceType, obj: dict[str, Any]) -> int:
+    """How much longer the base64 []byte values of a Secret or ConfigMap are than their bytes."""
+    if not rt.builtin or rt.group or rt.kind not in ("Secret", "ConfigMap"):
+        return 0
+    excess = 0
+    values = obj.get("data" if rt.kind == "Secret" else "binaryData")
+    for value in values.values() if isinstance(values, dict) else ():
+        if isinstance(value, str):
+            padding = len(value[-2:]) - len(value[-2:].rstrip("="))
+            excess += len(value) - (len(value) // 4 * 3 - padding)
+    return excess
+
+
 def _fold_string_data(secret: dict[str, Any]) -> None:
     """Move ``stringData`` into base64 ``data`` (overriding keys), as the apiserver does."""
     string_data = secret.pop("stringData", None)
@@ -1487,7 +1536,7 @@ def _set_condition(obj: dict[str, Any], ctype: str, status: str, reason: str, me
     )
 
 
-_META_ORDER = (
+META_ORDER = (
     "name",
     "generateName",
     "namespace",
@@ -1508,7 +1557,7 @@ _META_ORDER = (
 def _ordered_meta(obj: dict[str, Any]) -> dict[str, Any]:
     """Objects laid out as the apiserver lays them out (kind, apiVersion, metadata, ...)."""
     meta = obj.get("metadata") or {}
-    ordered_meta = {k: meta[k] for k in _META_ORDER if k in meta}
+    ordered_meta = {k: meta[k] for k in META_ORDER if k in meta}
     ordered_meta.update({k: v for k, v in meta.items() if k not in ordered_meta})
     out: dict[str, Any] = {"kind": obj.get("kind"), "apiVersion": obj.get("apiVersion")}
     out["metadata"] = ordered_meta

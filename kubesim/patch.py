@@ -88,7 +88,7 @@ def _json_kind(value: Any) -> str:
     return "object"
 
 
-def _go(value: Any) -> str:
+def go_value(value: Any) -> str:
     """Render a decoded JSON value as Go's ``%v`` does, for error messages."""
     if value is None:
         return "<nil>"
@@ -97,9 +97,9 @@ def _go(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return str(int(value))
     if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{_go(value[k])}" for k in sorted(value)) + "]"
+        return "map[" + " ".join(f"{k}:{go_value(value[k])}" for k in sorted(value)) + "]"
     if isinstance(value, list):
-        return "[" + " ".join(_go(v) for v in value) + "]"
+        return "[" + " ".join(go_value(v) for v in value) + "]"
     return str(value)
 
 
@@ -425,7 +425,7 @@ def _merge_strategy(spec: ListSpec) -> str | None:
 
 
 def _no_merge_key(item: dict[str, Any], key: str) -> ApiError:
-    return bad_request(f"map: {_go(item)} does not contain declared merge key: {key}")
+    return bad_request(f"map: {go_value(item)} does not contain declared merge key: {key}")
 
 
 def _ident(item: Any, key: str) -> Any:
@@ -509,7 +509,7 @@ def _check_elements(*lists: list[Any]) -> bool:
             kinds.add(isinstance(item, dict))
     if len(kinds) > 1:
         raise bad_request(
-            "list element types are not identical: " + " ".join(_go(items) for items in lists)
+            "list element types are not identical: " + " ".join(go_value(items) for items in lists)
         )
     return kinds == {True}
 
@@ -531,7 +531,9 @@ class _StrategicMerger:
                 return self.merge_map({}, rest, path)
             if directive == "delete":
                 return _DELETED
-            raise bad_request(f"unknown patch type: {_go(directive)} in map: {_go(patch)}")
+            raise bad_request(
+                f"unknown patch type: {go_value(directive)} in map: {go_value(patch)}"
+            )
 
         retain = self._retain_keys(patch)
         ordered = self._apply_element_orders(original, patch, path)
@@ -644,8 +646,8 @@ class _StrategicMerger:
                 i += 1
         if i < len(kept):
             raise bad_request(
-                f"The order in patch list:\n{_go(patch_items)}\n doesn't match "
-                f"$setElementOrder list:\n{_go(order)}\n"
+                f"The order in patch list:\n{go_value(patch_items)}\n doesn't match "
+                f"$setElementOrder list:\n{go_value(order)}\n"
             )
 
     def merge_list(self, original: list[Any], patch: list[Any], path: Path) -> list[Any]:
@@ -691,7 +693,9 @@ class _StrategicMerger:
             elif directive == "merge":
                 raise bad_request("merging lists cannot yet be specified in the patch")
             else:
-                raise bad_request(f"unknown patch type: {_go(directive)} in map: {_go(item)}")
+                raise bad_request(
+                    f"unknown patch type: {go_value(directive)} in map: {go_value(item)}"
+                )
         if replace:
             # ``{"$patch": "replace"}``: the other items are the whole list.
             return [self._fresh(item, path) for item in plain]

@@ -15,7 +15,15 @@ from typing import Any, cast
 import yaml
 from aiohttp import web
 
-from kubesim import discovery, errors, openapi, openapi_models, openapi_protobuf, tables
+from kubesim import (
+    bytesfields,
+    discovery,
+    errors,
+    openapi,
+    openapi_models,
+    openapi_protobuf,
+    tables,
+)
 from kubesim.admission import (
     CREATE,
     DELETE,
@@ -25,12 +33,12 @@ from kubesim.admission import (
     AdmissionRequest,
 )
 from kubesim.api import APPLY_PATCH, Api, Caller, ListOptions, now
-from kubesim.errors import ApiError
+from kubesim.errors import ApiError, UntypedError
 from kubesim.faults import FaultRule, Faults, Journal, Stats
 from kubesim.jsonerrors import go_message
 from kubesim.managedfields import update_managed_fields
 from kubesim.openapi_fields import apply_path, strict_path
-from kubesim.patch import apply_patch
+from kubesim.patch import apply_patch, go_value
 from kubesim.rbac import Attributes, RbacAuthorizer, describe_denial, subject_access_review
 from kubesim.resources import CREATE_ONLY, ResourceType
 from kubesim.selectors import parse_field_selector, parse_label_selector
@@ -121,21 +129,6 @@ def _manager_from_agent(agent: str) -> str:
 
 def _bool(value: str | None) -> bool:
     return value in _TRUE
-
-
-class UntypedError(ApiError):
-    """An error the apiserver answers as a bare Status: no reason, only code and message.
-
-    That is how kube-apiserver reports plain Go errors, e.g. server-side apply's
-    "failed to create typed patch object" as a 500.
-    """
-
-    def status(self) -> dict[str, Any]:
-        """The Status body, without ``reason`` and ``details``."""
-        body = super().status()
-        body.pop("reason", None)
-        body.pop("details", None)
-        return body
 
 
 class Server:
@@ -458,6 +451,14 @@ class Server:
         """POST, PUT and PATCH; unknown fields are checked as ``validation`` says."""
         body = await _read_body(request, t.rt, patch=request.method == "PATCH")
         obj, code = self._perform(request, t, caller, validation, warnings, body)
+        return self._object_response(t, obj, code)
+
+    def _object_response(self, t: Target, obj: dict[str, Any], code: int) -> web.Response:
+        """The answer to a write: the stored object's JSON, encoded once when it was stored."""
+        meta = obj.get("metadata") or {}
+        okey = (meta.get("namespace", "") if t.rt.namespaced else "", meta.get("name", ""))
+        if self.api.store.get(t.rt.key, okey) is obj:
+            return web.Response(body=self.api.encoded(t.rt, obj), status=code, content_type=JSON)
         return json_response(obj, code)
 
     def _perform(
@@ -476,6 +477,7 @@ class Server:
         """
         rt = t.rt
         if request.method == "POST":
+            self._check_decodable(t, body)
             warnings += self._decoded_fields(t, body, validation)
             return self.api.create(rt, t.namespace, body, caller), 201
         if request.method == "PUT":
@@ -483,6 +485,7 @@ class Server:
                 body = _from_scale(self.api.get(rt, t.namespace, t.name), body)
                 obj, _ = self.api.update(rt, t.namespace, t.name, body, caller)
                 return _scale(rt, obj), 200
+            self._check_decodable(t, body)
             warnings += self._decoded_fields(t, body, validation)
             obj, created = self.api.update(
                 rt, t.namespace, t.name, body, caller, subresource=t.subresource or None
@@ -502,7 +505,9 @@ class Server:
             return _scale(rt, obj), 200
         if media == APPLY_PATCH:
             self._check_applied(t, body)
+            self._check_applied_bytes(t, body)
         else:
+            self._check_patched_bytes(t, media, body)
             warnings += self._patched_fields(t, media, body, validation)
         obj, created = self.api.patch(
             rt,
@@ -596,7 +601,7 @@ class Server:
             )
             if not hooks:
                 obj, code = self._perform(request, t, caller, validation, warnings, body)
-                return json_response(obj, code)
+                return self._object_response(t, obj, code)
             trial: list[str] = []
             dry = Caller(manager=caller.manager, dry_run=True)
             planned, code = self._perform(request, t, dry, validation, trial, body)
@@ -626,8 +631,59 @@ class Server:
                 body = {**body, "metadata": meta}
             obj, code = self._perform(request, t, caller, validation, warnings, body)
             warnings += [w for w in verdict.warnings if w not in warnings]
-            return json_response(obj, code)
+            return self._object_response(t, obj, code)
         raise errors.conflict(t.rt.plural, t.name, t.rt.group)
+
+    # -- []byte fields that are not base64 ------------------------------------------
+    def _check_decodable(self, t: Target, body: Any) -> None:
+        """A create or update body must decode: bad base64 is the decoder's 400."""
+        if (t.rt.group, t.rt.kind) not in bytesfields.BYTES_FIELDS:
+            return
+        found = bytesfields.first_error(t.rt.group, t.rt.kind, body)
+        if found is not None:
+            raise errors.bad_request(self._decode_prefix(t, body) + found)
+
+    @staticmethod
+    def _decode_prefix(t: Target, body: Any) -> str:
+        """The decoder's ``Kind in version "v" cannot be handled as a Kind: `` prefix."""
+        doc = body if isinstance(body, dict) else {}
+        api_version = str(doc.get("apiVersion") or t.rt.api_version)
+        kind = str(doc.get("kind") or t.rt.kind)
+        version = api_version.rsplit("/", 1)[-1]
+        return f'{kind} in version "{version}" cannot be handled as a {t.rt.kind}: '
+
+    def _check_patched_bytes(self, t: Target, media: str, body: Any) -> None:
+        """A JSON, merge or strategic merge patch whose result does not decode: 422."""
+        if (t.rt.group, t.rt.kind) not in bytesfields.BYTES_FIELDS:
+            return
+        current = self.api.get(t.rt, t.namespace, t.name)
+        patched = apply_patch(
+            media, copy.deepcopy(current), body, t.rt.list_types, builtin=t.rt.builtin
+        )
+        found = bytesfields.first_error(t.rt.group, t.rt.kind, patched)
+        if found is None:
+            return
+        if media == "application/strategic-merge-patch+json":
+            # The patched map is converted to the Go type; the error shows the patch map.
+            raise bytesfields.patch_invalid(go_value(body), f"error decoding from json: {found}")
+        raise bytesfields.patch_invalid(
+            bytesfields.patched_json(media, current, body, patched), found
+        )
+
+    def _check_applied_bytes(self, t: Target, body: Any) -> None:
+        """Server-side apply converts the merged object to its Go type: a plain 500."""
+        if (t.rt.group, t.rt.kind) not in bytesfields.BYTES_FIELDS:
+            return
+        found = bytesfields.first_error(t.rt.group, t.rt.kind, body)
+        if found is None:
+            return
+        gvk = f"{t.rt.group}/{t.rt.version}, Kind={t.rt.kind}"
+        raise UntypedError(
+            500,
+            "",
+            f"failed to convert new object ({t.namespace}/{t.name}; {gvk}) to proper version: "
+            f"unable to convert unstructured object to {gvk}: error decoding from json: {found}",
+        )
 
     # -- field validation ------------------------------------------------------------
     def _prune_unknown(self, rt: ResourceType, obj: dict[str, Any]) -> None:

@@ -93,8 +93,19 @@ class Store:
         self.rv += 1
         return self.rv
 
-    def put(self, key: ResKey, obj: dict[str, Any], rv: int, event: str) -> None:
-        """Store ``obj`` (its metadata.resourceVersion already set to ``rv``)."""
+    def put(
+        self,
+        key: ResKey,
+        obj: dict[str, Any],
+        rv: int,
+        event: str,
+        *,
+        encoded: bytes | None = None,
+    ) -> None:
+        """Store ``obj`` (its metadata.resourceVersion already set to ``rv``).
+
+        ``encoded`` is its JSON when the writer already made it: reads reuse it.
+        """
         meta = obj["metadata"]
         okey = (meta.get("namespace", ""), meta["name"])
         table = self._objects.setdefault(key, {})
@@ -103,6 +114,8 @@ class Store:
             self._encoded.pop(id(old), None)
             self._index_owners(old, (key, okey), add=False)
         table[okey] = obj
+        if encoded is not None:
+            self._encoded[id(obj)] = encoded
         self.by_uid[meta["uid"]] = (key, okey)
         self._index_owners(obj, (key, okey), add=True)
         self._emit(Event(rv, key, event, obj, old))

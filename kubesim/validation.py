@@ -1431,7 +1431,9 @@ def _config_data(causes: list[Cause], obj: Obj, *, secret: bool) -> None:
             {
                 "reason": "FieldValueTooLong",
                 "message": f"Too long: must have at most {_MAX_DATA_SIZE} bytes",
-                "field": "data" if secret else "",
+                # A ConfigMap's total is checked on field.NewPath(""), which the
+                # apiserver prints as "[]" (a root step without a name is an index).
+                "field": "data" if secret else "[]",
             }
         )
 

@@ -5,10 +5,13 @@ answers. Each request is sent to kubesim in order (resourceVersions and uids
 in later requests translated to kubesim's own), and the answer must match:
 the status code always, and the body once volatile values (uids,
 resourceVersions, timestamps, allocated IPs, continue tokens) are masked.
+Every recorded exchange is replayed, the watch streams of watch.json included
+(their events compared one by one).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import urllib.parse
@@ -33,11 +36,6 @@ VOLATILE = {
 }
 # Answers whose exact wording dumps Go structs; only code and reason are compared.
 LOOSE_MESSAGES = ("spec.template: Invalid value: core.PodTemplateSpec",)
-# Exchanges outside what kubesim emulates on purpose, with the reason.
-SKIP = {
-    # The recording ran against a live watch cache; watches are tested in test_watch.py.
-    "watch.json",
-}
 
 
 # Objects the recording session made without recording the request: their
@@ -228,3 +226,61 @@ async def _send(raw: Raw, ex: dict[str, Any], mapping: dict[str, str]) -> tuple[
     )
     _learn(ex["response"].get("body"), answer, mapping)
     return status, answer
+
+
+def _watch_events(text: Any) -> list[dict[str, Any]]:
+    """The events of a finished watch response (one JSON document per line)."""
+    assert isinstance(text, str), text
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+async def test_watch_replay_matches_recorded_apiserver(raw: Raw) -> None:
+    mapping: dict[str, str] = {}
+    for setup in (
+        "crud-and-errors.json",
+        "server-side-apply.json",
+        "defaulting-and-generation.json",
+        "crd-lifecycle.json",
+        "authorization.json",
+    ):
+        for ex in _exchanges(setup):
+            await _send(raw, ex, mapping)
+    live, history, compacted = _exchanges("watch.json")
+    # The first watch starts from the then current resourceVersion; while it was
+    # open the recording session created w1, set its data and deleted it,
+    # without recording those requests. The watches' timeouts are shortened
+    # (the answers do not depend on them).
+    cms = "/api/v1/namespaces/capture-1795328638/configmaps"
+    _, listed = await raw.request("GET", cms)
+    start = re.search(r"resourceVersion=(\d+)", live["request"]["path"])
+    assert start is not None
+    mapping[start.group(1)] = listed["metadata"]["resourceVersion"]
+
+    async def watch(ex: dict[str, Any]) -> list[dict[str, Any]]:
+        path = re.sub(r"timeoutSeconds=\d+", "timeoutSeconds=1", ex["request"]["path"])
+        status, text = await raw.request("GET", _translate_path(path, mapping))
+        assert status == ex["response"]["status"], text
+        return _watch_events(text)
+
+    watching = asyncio.ensure_future(watch(live))
+    w1 = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w1"}}
+    for method, path, body, ctype in [
+        ("POST", cms, w1, "application/json"),
+        ("PATCH", f"{cms}/w1", {"data": {"a": "1"}}, "application/merge-patch+json"),
+        ("DELETE", f"{cms}/w1", None, "application/json"),
+    ]:
+        status, answer = await raw.request(
+            method, path, body, content_type=ctype, headers={"User-Agent": "capture"}
+        )
+        assert status in (200, 201), answer
+    for ex, events in ((live, await watching), (history, await watch(history))):
+        expected = ex["response"]["events"]
+        assert [e["type"] for e in events] == [e["type"] for e in expected]
+        diffs = _diff(_mask(expected), _mask(events))
+        assert not diffs, f"watch {ex['request']['path']}:\n" + "\n".join(diffs)
+    # By then the recorded etcd had compacted resourceVersion 2 away (its watch
+    # cache still replayed it): compact kubesim's history likewise.
+    status, answer = await raw.request("POST", "/kubesim/faults", {"action": "expire-watches"})
+    assert status == 201, answer
+    status, body = await _send(raw, compacted, mapping)
+    _compare("watch.json", 2, compacted, status, body)
