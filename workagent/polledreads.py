@@ -132,6 +132,20 @@ class PolledReads:
         except NotFound:
             return None
 
+    def peek(self, res: Resource, namespace: str, name: str) -> Object | None:
+        """The newest version of an object seen in a list or an apply, however old.
+
+        None when there is none. Only for decisions that a precondition on the
+        object's resourceVersion makes the API server check again (a DELETE).
+        """
+        bucket = self._buckets.get((res.group, res.version, res.plural, namespace))
+        if bucket is None:
+            return None
+        applied = bucket.applied.get(name)
+        if applied is not None and applied[0] >= bucket.listed_at:
+            return applied[1]
+        return bucket.listed.get(name) if bucket.listed is not None else None
+
     def note_applied(self, res: Resource, namespace: str, obj: Object) -> None:
         """The apply loop got ``obj`` from the server: newer than any earlier list."""
         bucket = self._buckets.get((res.group, res.version, res.plural, namespace))
@@ -167,9 +181,10 @@ class PolledReads:
         max_age = interval * MAX_AGE_FRACTION
         if bucket.listed is not None and now - bucket.listed_at < max_age:
             return bucket.listed
-        bucket.listed = None  # expired: never served, and its memory goes
+        # Expired: never served again, only peeked at until a new list replaces it.
         if bucket.inflight is None:
             if len(bucket.demand) < LIST_THRESHOLD or now < bucket.lists_from:
+                bucket.listed = None  # no list will replace it: its memory goes
                 return None
             bucket.inflight = asyncio.ensure_future(
                 self._list(client, res, namespace, bucket, interval)
@@ -188,6 +203,7 @@ class PolledReads:
             if not isinstance(err, Forbidden):
                 backoff = interval  # likely transient: try again next period
             bucket.lists_from = started + backoff
+            bucket.listed = None
             LISTS.labels("forbidden" if isinstance(err, Forbidden) else "failed").inc()
             log.info(
                 "cannot list for status syncs, reading objects one by one",
@@ -205,6 +221,7 @@ class PolledReads:
         if settled and len(items) > WASTE_FACTOR * len(bucket.demand):
             # Mostly objects of others: GETs cost the server less.
             bucket.lists_from = started + backoff
+            bucket.listed = None
             LISTS.labels("wasteful").inc()
             log.info(
                 "listing for status syncs returns mostly other objects, reading one by one",

@@ -26,6 +26,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from workagent.identity import applied_work_name
 from workagent.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 
 #: User-Agents of the agent's clients (the in-process agent, and as a process).
@@ -249,6 +250,16 @@ async def test_deleting_a_work_costs_one_delete_per_object_and_no_bookkeeping_re
     names = [f"doomed-{n}" for n in range(4)]
     await hub_client.create(MANIFESTWORKS, work_body("doomed", [configmap(n) for n in names]))
     await wait_applied(hub_client, "doomed")
+    assert agent.agent is not None
+    applied_cache = agent.agent.deps.applied.store
+
+    async def cached() -> bool:
+        # Until the agent's informer shows it, a GET rightly confirms its absence.
+        record = applied_cache.get(applied_work_name(agent.hub_hash, "doomed"))
+        entries = ((record or {}).get("status") or {}).get("appliedResources") or []
+        return len(entries) == len(names) and all(e.get("uid") for e in entries)
+
+    await eventually(cached, what="the AppliedManifestWork in the agent's cache")
     hub.state.stats.reset()
     spoke.state.stats.reset()
     await hub_client.delete(MANIFESTWORKS, "doomed", "cluster1")
@@ -265,7 +276,41 @@ async def test_deleting_a_work_costs_one_delete_per_object_and_no_bookkeeping_re
     assert agent_requests(spoke, "delete", "appliedmanifestworks") == 1
     assert agent_requests(spoke, "patch", "appliedmanifestworks") == 1  # the finalizer
     assert agent_requests(spoke, "patch", "appliedmanifestworks/status") == 0
+    # No GET confirms that the AppliedManifestWork is gone.
     assert agent_requests(spoke, "get", "appliedmanifestworks") == 0
-    assert agent_requests(hub, "patch", "manifestworks") == 1  # the finalizer
+    # The finalizer (a 409 when the status controller wrote just before is retried).
+    assert agent_requests(hub, "patch", "manifestworks", 200) == 1
     for name in names:
         assert not await exists(spoke_client, CONFIGMAPS, name, "default")
+
+
+async def test_objects_seen_in_a_status_list_are_deleted_without_a_get(
+    hub_client: KubeClient, spoke_client: KubeClient, spoke: KubeSim, tmp_path: Path
+) -> None:
+    """Deleting works whose objects the status syncs listed: each object is deleted on the
+    listed version (its resourceVersion as precondition), none is read first."""
+    runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
+    await runner.start()
+    try:
+        await converge_idle_works(hub_client)
+        spoke.state.stats.reset()
+
+        async def listed() -> bool:
+            return agent_requests(spoke, "list", "configmaps", 200) >= 1
+
+        await eventually(listed, what="a status sync served by a LIST")
+        spoke.state.stats.reset()
+        for index in range(IDLE_WORKS):
+            await hub_client.delete(MANIFESTWORKS, f"idle-{index}", "cluster1")
+
+        async def all_gone() -> bool:
+            listed = await hub_client.list(MANIFESTWORKS, "cluster1")
+            return not listed["items"]
+
+        await eventually(all_gone, what="every work gone from the hub")
+        assert agent_requests(spoke, "delete", "configmaps", 200) == IDLE_WORKS * IDLE_OBJECTS
+        assert agent_requests(spoke, "get", "configmaps", 200) == 0
+        remaining = await spoke_client.list(CONFIGMAPS, "default")
+        assert not [o for o in remaining["items"] if o["metadata"]["name"].startswith("idle-")]
+    finally:
+        await runner.stop()

@@ -15,6 +15,11 @@ The rules that keep it safe:
   to be gone (the DELETE answered with a success Status rather than the
   object, or a later GET answered 404), so an object held by a foreign
   finalizer keeps the work alive.
+
+The object is read with a GET before it is judged, unless the status syncs'
+coalesced lists (:mod:`workagent.polledreads`) show a version that is ours
+to delete: then that version is deleted directly, its resourceVersion as a
+precondition, and a 409 sends it down the GET path.
 """
 
 from __future__ import annotations
@@ -115,6 +120,13 @@ async def delete_applied_resources(
 
     async def one(entry: dict[str, Any]) -> tuple[bool, Exception | None]:
         async with limit:
+            known = deps.polled_reads.peek(
+                resource_of(entry), str(entry.get("namespace") or ""), str(entry.get("name") or "")
+            )
+            if known is not None:
+                outcome = await _delete_known(deps.spoke, entry, known, owner_uid, reason)
+                if outcome is not None:
+                    return outcome
             return await _delete_one(deps.spoke, entry, owner_uid, reason)
 
     outcomes = await asyncio.gather(*(one(entry) for entry in resources))
@@ -126,6 +138,50 @@ async def delete_applied_resources(
         if error is not None:
             errors.append(error)
     return pending, errors
+
+
+def _solely_ours(obj: dict[str, Any], entry: dict[str, Any], owner_uid: str) -> bool:
+    """Whether ``obj`` is the recorded instance, owned by this AppliedManifestWork alone."""
+    meta = obj.get("metadata") or {}
+    refs: list[dict[str, Any]] = list(meta.get("ownerReferences") or [])
+    if not any(ref.get("uid") == owner_uid for ref in refs):
+        return False
+    if any(is_applied_work_reference(r) and r.get("uid") != owner_uid for r in refs):
+        return False
+    recorded_uid = str(entry.get("uid") or "")
+    return not recorded_uid or str(meta.get("uid") or "") == recorded_uid
+
+
+async def _delete_known(
+    spoke: KubeClient, entry: dict[str, Any], known: dict[str, Any], owner_uid: str, reason: str
+) -> tuple[bool, Exception | None] | None:
+    """Delete the object as the status syncs last saw it, without reading it first.
+
+    Only when that version is the recorded instance, ours alone and not being
+    deleted; its UID and resourceVersion go along as preconditions, so the API
+    server deletes exactly the version judged here. None: decide on a fresh
+    read instead (any other case, or the object changed since).
+    """
+    meta = known.get("metadata") or {}
+    if meta.get("deletionTimestamp") or not _solely_ours(known, entry, owner_uid):
+        return None
+    what = describe_entry(entry)
+    try:
+        answer = await spoke.delete(
+            resource_of(entry),
+            str(entry.get("name") or ""),
+            str(entry.get("namespace") or "") or None,
+            propagation_policy="Background",
+            preconditions={"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},
+        )
+    except NotFound:
+        return False, None
+    except Conflict:
+        return None  # changed since it was seen
+    except Exception as exc:
+        return True, ResourceDeletionError(entry, "delete", exc)
+    log.info("deleted resource", resource=what, reason=reason)
+    return answer is not None, None
 
 
 async def _delete_one(

@@ -86,6 +86,8 @@ class ManifestWorkFinalizer:
         deps.works.add_handler(
             on_add=on_work,
             on_update=lambda _old, new: on_work(new),
+            # A pass after the work is gone forgets what was remembered for it.
+            on_delete=lambda obj: queue.add(_name(obj)),
         )
         deps.applied.add_handler(
             on_add=on_applied,
@@ -143,7 +145,8 @@ class ManifestWorkFinalizer:
             except NotFound:
                 return None
             log.info("cleanup done, removed the manifest work finalizer")
-        self._forget(work_name, applied_name)
+        # What is remembered goes with the work from the cache: a pass until then
+        # must not take the AppliedManifestWork for unknown again.
         return None
 
     async def _remove_finalizer(self, work: Object) -> None:
@@ -162,9 +165,11 @@ class ManifestWorkFinalizer:
                 if f != MANIFEST_WORK_FINALIZER
             ]
             try:
-                await patch_metadata_and_spec(
+                written = await patch_metadata_and_spec(
                     self._deps.hub, MANIFESTWORKS, latest, finalizers=remaining
                 )
+                if written is not None:
+                    self._written.remember(name, latest, written)
                 return
             except Conflict:
                 if attempt:
