@@ -14,9 +14,8 @@ are served from that list for a while:
 - a list serves reads for at most half the status-sync interval, so a status
   reflects an object at most that much later than with a GET per sync;
 - an object the apply loop wrote (or read) after the list was sent is served
-  as the apply loop got it, and one the list does not show is read with a GET
-  (just created, or really gone), so a fresh apply never reports a missing or
-  outdated object;
+  as the apply loop got it, so a fresh apply never reports a missing or
+  outdated object; one neither shows does not exist (as of the list);
 - a LIST that fails (say, the agent may ``get`` but not ``list`` the
   resource) or that returns far more objects than the agent reads there
   (a namespace full of foreign objects) turns that (resource, namespace) back
@@ -123,10 +122,10 @@ class PolledReads:
             if applied is not None and applied[0] >= bucket.listed_at:
                 SERVED.inc()
                 return applied[1]
-            obj = listed.get(name)
-            if obj is not None:
-                SERVED.inc()
-                return obj
+            # Absent from a list sent after anything the apply loop created there
+            # (that is in ``applied``): not found, as a GET then would have said.
+            SERVED.inc()
+            return listed.get(name)
         try:
             return await client.get(res, name, namespace or None)
         except NotFound:

@@ -22,6 +22,7 @@ from tests.integration.conftest import (
     exists,
     get_applied_work,
     get_work,
+    manifest_condition,
     wait_applied,
     work_body,
     work_condition,
@@ -182,6 +183,15 @@ async def test_idle_status_syncs_list_instead_of_getting_each_object(
             )
 
         await eventually(fed_back, what="the changed value in the work's status feedback")
+
+        await spoke_client.delete(CONFIGMAPS, "idle-3-4", "default")
+
+        async def reported_missing() -> bool:
+            work = await get_work(hub_client, "idle-3")
+            cond = manifest_condition(work, 4, "Available") or {}
+            return cond.get("status") == "False" and cond.get("reason") == "ResourceNotAvailable"
+
+        await eventually(reported_missing, what="the deleted ConfigMap reported not available")
     finally:
         await runner.stop()
 
