@@ -26,6 +26,11 @@ created it is deleting it (the cleanup's DELETE is held 2 s). The cleanup
 decided on the object as it read it, owned by the old work alone; by the time
 the DELETE lands, the new work owns it too, so it must be disowned, not
 deleted.
+
+Lost status writes. While every status write of the agent fails with 409, its
+passes still delete stale objects and re-create returning ones; the
+AppliedManifestWork must follow each pass, or a re-created object (a new UID)
+would later look like someone else's and leak when its manifest leaves again.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ from tests.integration.conftest import (
 )
 from workagent.controllers import manifestwork
 from workagent.identity import applied_work_name
-from workagent.kube import CONFIGMAPS, DEPLOYMENTS, KubeClient
+from workagent.kube import CONFIGMAPS, DEPLOYMENTS, KubeClient, NotFound
 
 APP: dict[str, Any] = {
     "apiVersion": "apps/v1",
@@ -207,3 +212,41 @@ async def test_object_taken_over_while_its_old_work_is_deleted(
     # delete removed the adopted object, and nothing restored it before the new
     # work's periodic resync (4 min): converging at all is the regression test.
     await converged(hub_client, spoke_client, the_hash, Expected(works={"handover-new"}))
+
+
+async def _uid(spoke_client: KubeClient, name: str) -> str | None:
+    try:
+        return str((await spoke_client.get(CONFIGMAPS, name, "default"))["metadata"]["uid"])
+    except NotFound:
+        return None
+
+
+async def test_stale_deletions_are_recorded_while_status_writes_fail(
+    agent: AgentRunner,
+    hub: KubeSim,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    the_hash: str,
+) -> None:
+    """Found by the soak: a manifest removed, re-added and removed again while the
+    agent's hub status writes all fail must not leave its object behind."""
+    await create_work(hub_client, "churn", [configmap("churn-a"), configmap("churn-b")])
+    await converged(hub_client, spoke_client, the_hash, Expected(works={"churn"}))
+    first = await _uid(spoke_client, "churn-b")
+    hub.inject(verb="patch", resource="manifestworks/status", code=409, userAgent=AGENT_ON_HUB)
+    await set_manifests(hub_client, "churn", [configmap("churn-a")])
+
+    async def removed() -> bool:
+        return await _uid(spoke_client, "churn-b") is None
+
+    await eventually(removed, what="churn-b deleted as stale")
+    await set_manifests(hub_client, "churn", [configmap("churn-a"), configmap("churn-b")])
+
+    async def recreated() -> bool:
+        uid = await _uid(spoke_client, "churn-b")
+        return uid is not None and uid != first
+
+    await eventually(recreated, what="churn-b created again")
+    await set_manifests(hub_client, "churn", [configmap("churn-a")])
+    hub.clear_faults()
+    await converged(hub_client, spoke_client, the_hash, Expected(works={"churn"}), timeout=20)

@@ -318,22 +318,26 @@ class ManifestWorkController:
             deps, work, applied_work, results, self._pending_backoff
         )
 
-        # 4.7: hub status first, then the AppliedManifestWork status.
+        # 4.7: hub status first, then the AppliedManifestWork status. The latter is
+        # written even when the former fails: it records what this pass did on the
+        # spoke (objects deleted as stale, new UIDs), and a record left behind would
+        # let the next pass mistake an object it re-creates for someone else's.
         try:
             written = await self._write_work_status(cached, work["status"], results, generation)
         except NotFound:
+            await self._write_applied_resources(name, applied_work, bookkeeping.applied_resources)
             return None  # deleted meanwhile; the finalizer controllers take over
+        except Exception:
+            try:
+                await self._write_applied_resources(
+                    name, applied_work, bookkeeping.applied_resources
+                )
+            except KubeError as err:  # the status write's error is the one to report
+                log.warning("cannot record applied resources", error=describe_error(err))
+            raise
         if written is not None:
             log.info("updated status")
-        if bookkeeping.applied_resources is not None:
-            amw_status = copy.deepcopy(applied_work.get("status") or {})
-            amw_status["appliedResources"] = bookkeeping.applied_resources
-            written = await patch_status(
-                deps.spoke, APPLIED_MANIFESTWORKS, applied_work, amw_status
-            )
-            if written is not None:
-                self._applied_written.remember(name, applied_work, written)
-                log.info("updated applied resources", count=len(bookkeeping.applied_resources))
+        await self._write_applied_resources(name, applied_work, bookkeeping.applied_resources)
 
         errors, requeues = self._classify(results)
         if bookkeeping.error is not None:
@@ -355,6 +359,21 @@ class ManifestWorkController:
         if bookkeeping.requeue_after is not None:
             delays.append(bookkeeping.requeue_after)
         return Result(requeue_after=min(delays))
+
+    async def _write_applied_resources(
+        self, name: str, applied_work: dict[str, Any], resources: list[dict[str, Any]] | None
+    ) -> None:
+        """Record the pass's applied resources in the AppliedManifestWork (None: no change)."""
+        if resources is None:
+            return
+        amw_status = copy.deepcopy(applied_work.get("status") or {})
+        amw_status["appliedResources"] = resources
+        written = await patch_status(
+            self.deps.spoke, APPLIED_MANIFESTWORKS, applied_work, amw_status
+        )
+        if written is not None:
+            self._applied_written.remember(name, applied_work, written)
+            log.info("updated applied resources", count=len(resources))
 
     async def _write_work_status(
         self,
