@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 
 import pytest
@@ -113,3 +115,19 @@ def test_self_signed_names_cover_loopback_and_the_hostname() -> None:
     names = default_hostnames()
     assert {"localhost", "127.0.0.1", "::1"} <= set(names)
     assert len(names) == len(set(names))
+
+
+def test_the_certificate_is_made_out_of_process() -> None:
+    """``cryptography`` (about 10 MiB resident) never loads into the agent."""
+    script = (
+        "import sys, workagent.agent\n"
+        "from workagent.runtime.tls import serving_context\n"
+        "serving_context()\n"
+        "assert not [m for m in sys.modules if m.startswith('cryptography')], 'loaded'\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, timeout=120, check=False
+    )
+    lines = done.stdout.decode().strip().splitlines()
+    assert (done.returncode, lines[-1:]) == (0, ["ok"]), done.stderr.decode()

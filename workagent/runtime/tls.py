@@ -17,21 +17,18 @@ The hub's webhook server shares the name tables.
 from __future__ import annotations
 
 import contextlib
-import datetime
-import ipaddress
+import json
 import os
 import socket
 import ssl
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
 import structlog
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 log = structlog.get_logger(__name__)
 
@@ -79,10 +76,8 @@ CIPHER_SUITES: Final[dict[str, str | None]] = {
     "TLS_CHACHA20_POLY1305_SHA256": None,
 }
 
-#: How long the start-up certificate is valid (the agent restarts long before).
-SELF_SIGNED_VALIDITY = datetime.timedelta(days=365)
-# Tolerated clock skew between the agent and a client that checks dates.
-_BACKDATE = datetime.timedelta(minutes=5)
+# Run as a script (not ``-m``): the process imports nothing of ours but it.
+_GENERATOR: Final = Path(__file__).with_name("selfsigned.py")
 
 
 class TLSConfigError(ValueError):
@@ -166,52 +161,26 @@ def default_hostnames() -> tuple[str, ...]:
     return tuple(names)
 
 
-def _subject_alt_names(hostnames: Iterable[str]) -> list[x509.GeneralName]:
-    """DNS names and IP addresses, each once, in order."""
-    alt: list[x509.GeneralName] = []
-    for name in dict.fromkeys(hostnames):
-        try:
-            alt.append(x509.IPAddress(ipaddress.ip_address(name)))
-        except ValueError:
-            alt.append(x509.DNSName(name))
-    return alt
-
-
 def self_signed_certificate(
     common_name: str, hostnames: Iterable[str], *, rsa_key: bool = False
 ) -> tuple[bytes, bytes]:
     """A new key and a self-signed serving certificate for ``hostnames``, both PEM.
 
-    ECDSA P-256 unless ``rsa_key`` (RSA 2048, for suites that authenticate
-    with RSA); valid for :data:`SELF_SIGNED_VALIDITY`. Returns (cert, key).
+    Made by :mod:`workagent.runtime.selfsigned` in a short-lived process of its
+    own: ``cryptography`` would otherwise stay in the agent's memory (about
+    10 MiB) for a certificate made once. Returns (cert, key).
     """
-    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey = (
-        rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        if rsa_key
-        else ec.generate_private_key(ec.SECP256R1())
-    )
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + SELF_SIGNED_VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(_subject_alt_names(hostnames)), critical=False)
-        # Its own CA, so that a client may pin it (verify against it) if it wants to.
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+    options = ["--rsa"] if rsa_key else []
+    command = [sys.executable, str(_GENERATOR), *options, "--", common_name, *hostnames]
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise TLSConfigError(f"cannot make a self-signed certificate: {err}") from None
+    if done.returncode != 0:
+        problem = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+        raise TLSConfigError(f"cannot make a self-signed certificate: {problem[0]}")
+    pair = json.loads(done.stdout)
+    return pair["cert"].encode(), pair["key"].encode()
 
 
 @contextlib.contextmanager
