@@ -113,18 +113,17 @@ async def test_a_work_over_the_request_limit_is_refused_by_the_hub(
 async def test_a_manifest_too_large_for_the_managed_cluster_fails_clearly(
     agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
 ) -> None:
-    # 1.5 MiB of data: within the hub's request limit, over a ConfigMap's 1 MiB.
-    big = configmap("too-big", blob="x" * (3 * 512 * 1024))
+    # Just over a ConfigMap's 1 MiB, and the work within etcd's 1.5 MiB object limit.
+    big = configmap("too-big", blob="x" * (1024 * 1024 + 1024))
     small = configmap("next-to-big")
     assert await create_or_refusal(hub_client, work_body("big", [big, small])) is None
     work = await wait_applied(hub_client, "big", status="False")
     failed = manifest_condition(work, 0, "Applied")
     assert failed is not None and failed["status"] == "False"
-    # The API server's own words, without the data (the field is the root,
-    # which the real apiserver prints as "[]" and kubesim as "").
+    # The API server's own words, without the data (the field is the root, "[]").
     message = failed["message"]
     assert message.startswith('Failed to apply manifest: ConfigMap "too-big" is invalid: ')
-    assert message.endswith(": Too long: must have at most 1048576 bytes")
+    assert message.endswith(" is invalid: []: Too long: must have at most 1048576 bytes")
     assert len(message) < 200
     # The manifest next to it is applied, and so is a work created afterwards.
     ok = manifest_condition(work, 1, "Applied")
