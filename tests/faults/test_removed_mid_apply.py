@@ -28,7 +28,13 @@ from kubesim.sim import KubeSim
 from tests.conftest import eventually
 from tests.faults.harness import AGENT_ON_SPOKE, configmaps, create_work
 from tests.faults.invariants import Expected, converged
-from tests.integration.conftest import AgentRunner, get_work, manifest_statuses, work_condition
+from tests.integration.conftest import (
+    WIDGET_CRD,
+    AgentRunner,
+    get_work,
+    manifest_statuses,
+    work_condition,
+)
 from workagent.kube import CONFIGMAPS, CRDS, NAMESPACES, KubeClient, NotFound, Resource
 
 #: A finalizer of "someone else" that keeps a deleted object terminating.
@@ -37,34 +43,6 @@ HOLD = "fault-test.example.com/hold"
 CREATE_LATENCY = 0.2
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
-WIDGET_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {"size": {"type": "integer"}},
-                            }
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
 
 
 def widget(name: str, size: int) -> dict[str, Any]:

@@ -219,6 +219,38 @@ def work_body(name: str, manifests: list[dict[str, Any]], **spec: Any) -> dict[s
     }
 
 
+#: A namespaced CRD, ``widgets.example.com/v1`` (``spec.size``: integer), for works
+#: that ship a CRD with its custom resources.
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {"size": {"type": "integer"}},
+                            }
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
 def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
     """A ConfigMap manifest."""
     return {

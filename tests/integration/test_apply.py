@@ -18,6 +18,7 @@ from kubesim.sim import KubeSim
 from tests.conftest import eventually
 from tests.integration.conftest import (
     CLUSTER,
+    WIDGET_CRD,
     AgentRunner,
     agent_settings,
     configmap,
@@ -376,36 +377,6 @@ async def test_manifest_without_kind_on_a_permissive_hub(
     )
     assert applied_message(work, 2)[0] == "True"
     assert await exists(spoke_client, CONFIGMAPS, "fine", "default")
-
-
-WIDGET_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {"size": {"type": "integer"}},
-                            }
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
 
 
 async def test_crd_and_custom_resources_in_one_work(
