@@ -8,6 +8,7 @@ positive and consistent with each other.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import subprocess
@@ -17,6 +18,9 @@ from typing import Any
 
 import pytest
 from bench_report import NO_MATPLOTLIB
+from benchkit import start_kubesim, stop, wait_file
+
+from workagent.kube import MANIFESTWORKS, KubeClient
 
 SUITE = Path(__file__).with_name("bench_suite.py")
 AGENT_SCENARIOS = {
@@ -136,3 +140,55 @@ def test_markdown_and_plots(suite: tuple[dict[str, Any], str, str, Path]) -> Non
     else:
         assert pngs == ["cost.png", "latency.png", "requests.png", "throughput.png"]
         assert NO_MATPLOTLIB not in md
+
+
+@pytest.mark.timeout(600)
+def test_existing_clusters_are_measured_through_the_agents_metrics(tmp_path: Path) -> None:
+    """``--kubeconfig``/``--hub-kubeconfig``: clusters the suite did not start (two
+    ``kubesim serve`` processes stand in for real ones), request counts from the
+    agent's /metrics instead of kubesim's journal, and the clusters left clean."""
+    sims = [
+        start_kubesim(tmp_path / f"{which}.kubeconfig", tmp_path / f"{which}.log")
+        for which in ("hub", "spoke")
+    ]
+    try:
+        for which, proc in zip(("hub", "spoke"), sims, strict=True):
+            asyncio.run(wait_file(tmp_path / f"{which}.kubeconfig", proc))
+        out = tmp_path / "results"
+        args = [
+            *("--n", "2", "--runs", "1", "--samples", str(SAMPLES), "--window", "1"),
+            *("--status-sync-interval", "1", "--out", str(out)),
+            *("--kubeconfig", str(tmp_path / "spoke.kubeconfig")),
+            *("--hub-kubeconfig", str(tmp_path / "hub.kubeconfig")),
+        ]
+        done = subprocess.run(
+            [sys.executable, str(SUITE), *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        (json_path,) = out.glob("*.json")
+        results = json.loads(json_path.read_text())
+        assert results["parameters"]["target"] == "clusters"
+        assert any("kubesim only" in note for note in results["notes"])
+        (run,) = results["runs"]  # no fan-out: it needs kubesim
+        s = run["scenarios"]
+        assert "feedback_watch" not in s and "feedback_poll" not in s
+        req = s["requests"]
+        # From the agent's own counters: at least the protocol's writes were seen.
+        assert req["writes_per_work"] >= req["minimum_writes"] == 8
+        assert s["throughput"]["applied_s"] > 0
+        left = asyncio.run(_leftover_works(tmp_path / "hub.kubeconfig"))
+        assert left == [], "the suite left ManifestWorks on the cluster"
+    finally:
+        for proc in sims:
+            stop(proc)
+
+
+async def _leftover_works(kubeconfig: Path) -> list[str]:
+    """Names of the ManifestWorks in any namespace of the cluster."""
+    async with await KubeClient.from_kubeconfig(str(kubeconfig), qps=0) as client:
+        listed = await client.list(MANIFESTWORKS)
+    return [w["metadata"]["name"] for w in listed.get("items") or []]
