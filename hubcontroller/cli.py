@@ -59,6 +59,8 @@ from workagent.cli import (
     leader_election_flags,
     log_level_from,
     notices_for,
+    plain_http_notices,
+    serving_tls_flags,
     version,
 )
 
@@ -98,7 +100,6 @@ IGNORED = "Accepted for compatibility with OCM (no effect)"
 MANAGER_GROUPS = (MANAGER, CLIENTS, ELECTION, SERVING, LOGGING, IGNORED)
 WEBHOOK_GROUPS = (WEBHOOK, CLIENTS, LOGGING, IGNORED)
 
-_PLAIN_HTTP = "the metrics and probe server here serves plain HTTP"
 _CLOUDEVENTS = "it only applies to CloudEvents work drivers, which are not supported"
 
 
@@ -189,9 +190,11 @@ def manager_flags() -> tuple[Flag, ...]:
             "listen",
             STRING,
             DEFAULT_LISTEN,
-            "host:port of the /metrics, /livez, /readyz and /healthz endpoints (plain HTTP).",
+            "host:port of the /metrics, /livez, /readyz and /healthz endpoints (HTTPS unless "
+            "--insecure-serving).",
             group=SERVING,
         ),
+        *serving_tls_flags("manager", SERVING),
         Flag(
             "terminate-on-files",
             STRING_ARRAY,
@@ -207,22 +210,6 @@ def manager_flags() -> tuple[Flag, ...]:
             "CloudEvents client ID (non-kube work drivers only).",
             group=IGNORED,
             ignored=_CLOUDEVENTS,
-        ),
-        Flag(
-            "tls-min-version",
-            STRING,
-            "",
-            "Minimum TLS version of the metrics and probe endpoint.",
-            group=IGNORED,
-            ignored=_PLAIN_HTTP,
-        ),
-        Flag(
-            "tls-cipher-suites",
-            STRING,
-            "",
-            "TLS cipher suites of the metrics and probe endpoint.",
-            group=IGNORED,
-            ignored=_PLAIN_HTTP,
         ),
         Flag(
             "config",
@@ -416,6 +403,11 @@ def manager_command(
         kube_api_burst=flags.integer("kube-api-burst"),
         leader_election=election,
         listen=flags.string("listen"),
+        insecure_serving=flags.boolean("insecure-serving"),
+        tls_cert_file=flags.string("tls-cert-file"),
+        tls_private_key_file=flags.string("tls-private-key-file"),
+        tls_min_version=flags.string("tls-min-version"),
+        tls_cipher_suites=flags.string("tls-cipher-suites"),
         log_format=flags.string("log-format"),
         log_level=log_level_from(flags),
         terminate_on_files=flags.strings("terminate-on-files"),
@@ -424,7 +416,7 @@ def manager_command(
         settings.validate()
     except ValueError as err:
         raise UsageError(str(err)) from None
-    notices = list(notices_for(flags, flag_set.flags))
+    notices = [*notices_for(flags, flag_set.flags), *plain_http_notices(flags)]
     if settings.gate(GATE_CLOUD_EVENTS_DRIVERS):
         notices.append(
             FlagNotice(

@@ -15,9 +15,10 @@ controllers share is built here once and handed to them as one frozen
   ``hubcontroller.controllers.replicaset.build_replicaset_controller``) and
   the TTL garbage collector (``CleanUpCompletedManifestWork``).
 
-The :class:`~workagent.runtime.Manager` serves ``/metrics`` and the probes,
-campaigns for the Lease, runs the informers and controllers while leading
-and shuts down gracefully on SIGTERM.
+The :class:`~workagent.runtime.Manager` serves ``/metrics`` and the probes
+(over HTTPS with a self-signed certificate by default, as OCM's manager;
+plain HTTP with ``--insecure-serving``), campaigns for the Lease, runs the
+informers and controllers while leading and shuts down gracefully on SIGTERM.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import asyncio
 import contextlib
 import hashlib
 import importlib
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +115,8 @@ async def build_hub_manager(
     exit code 2 under :func:`run_manager`).
     """
     settings.validate()
+    # Before any client exists: a certificate that does not load leaves nothing to close.
+    serving_tls = settings.serving_tls()
     builder: ReplicaSetBuilder | None = None
     if settings.gate(GATE_MANIFEST_WORK_REPLICA_SET):
         builder = replicaset_builder or load_replicaset_builder()
@@ -135,7 +139,7 @@ async def build_hub_manager(
                 raise KubeConfigError(f"--work-driver-config: {err}") from err
             raise
     try:
-        manager, deps = _compose(settings, hub, works_client, builder, handle_signals)
+        manager, deps = _compose(settings, hub, works_client, builder, handle_signals, serving_tls)
     except BaseException:
         await hub.close()
         if works_client is not hub:
@@ -150,15 +154,21 @@ def _compose(
     works_client: KubeClient,
     builder: ReplicaSetBuilder | None,
     handle_signals: bool,
+    serving_tls: ssl.SSLContext | None,
 ) -> tuple[Manager, HubDeps]:
-    """The manager with its informers and controllers, over clients already made."""
+    """The manager with its informers and controllers, over clients already made.
+
+    ``serving_tls`` is the endpoint's HTTPS context (None: plain HTTP).
+    """
     works = Informer(
         works_client, MANIFESTWORKS, resync_seconds=settings.resync_seconds, name="manifestworks"
     )
     deps = HubDeps(hub=hub, works=works, gates=settings.feature_gates, workers=settings.workers)
     manager = Manager(
         MANAGER_NAME,
-        settings=ManagerSettings(bind_address=settings.listen, handle_signals=handle_signals),
+        settings=ManagerSettings(
+            bind_address=settings.listen, ssl_context=serving_tls, handle_signals=handle_signals
+        ),
         leader_elector=LeaderElector(hub, settings.leader_election),
     )
     enabled: list[str] = []

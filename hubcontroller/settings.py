@@ -15,10 +15,13 @@ client) is imported only where a value needs it.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import ssl
+
     from workagent.runtime import LeaderElectionSettings
 
 # The gate names of schemas.wire, repeated here because importing schemas loads
@@ -45,6 +48,8 @@ MANAGER_LEASE_NAME = "work-manager-lock"
 #: Where OCM's cluster-manager operator runs the work manager and its webhook.
 DEFAULT_HUB_NAMESPACE = "open-cluster-management-hub"
 DEFAULT_LISTEN = "0.0.0.0:8443"
+#: Common name of the self-signed serving certificate (``work-manager@<unix time>``).
+SERVING_CERT_NAME = "work-manager"
 #: The only ManifestWork transport supported here (OCM also has mqtt and grpc).
 WORK_DRIVER_KUBE = "kube"
 #: OCM's shared informer resync period on the hub.
@@ -102,7 +107,13 @@ class HubManagerSettings:
     kube_api_burst: int = 100  # --kube-api-burst
     # --namespace, --disable-leader-election and --leader-election-* (Lease work-manager-lock)
     leader_election: LeaderElectionSettings = field(default_factory=default_manager_leader_election)
-    listen: str = DEFAULT_LISTEN  # --listen (metrics and probes, plain HTTP)
+    listen: str = DEFAULT_LISTEN  # --listen (metrics and probes, HTTPS)
+    # Ours: plain HTTP on --listen (local runs, tests); OCM's manager always serves HTTPS.
+    insecure_serving: bool = False  # --insecure-serving
+    tls_cert_file: str = ""  # --tls-cert-file (ours; empty: a self-signed certificate)
+    tls_private_key_file: str = ""  # --tls-private-key-file (ours)
+    tls_min_version: str = ""  # --tls-min-version (Go name; empty: TLS 1.2)
+    tls_cipher_suites: str = ""  # --tls-cipher-suites (comma-separated Go names)
     log_format: str = "json"  # --log-format json|console
     log_level: str = "info"  # -v / --log-level
     terminate_on_files: tuple[str, ...] = ()  # --terminate-on-files
@@ -122,6 +133,26 @@ class HubManagerSettings:
     def gate(self, name: str) -> bool:
         """Whether a feature gate is on."""
         return name in self.feature_gates
+
+    def serving_tls(self) -> ssl.SSLContext | None:
+        """The context of the /metrics and probe endpoint; None for plain HTTP.
+
+        Without ``--tls-cert-file`` every call makes a new self-signed certificate
+        (in a short-lived process, so ``cryptography`` never loads here). Raises
+        ValueError naming the flag at fault (a certificate or key that cannot be
+        read or does not load).
+        """
+        if self.insecure_serving:
+            return None
+        from workagent.runtime.tls import serving_context  # noqa: PLC0415 (see above)
+
+        return serving_context(
+            cert_file=self.tls_cert_file,
+            key_file=self.tls_private_key_file,
+            min_version=self.tls_min_version,
+            cipher_suites=self.tls_cipher_suites,
+            common_name=f"{SERVING_CERT_NAME}@{int(time.time())}",
+        )
 
     def validate(self) -> None:
         """Raise ValueError naming the flag at fault if these settings cannot run.
@@ -149,6 +180,16 @@ class HubManagerSettings:
             parse_bind_address(self.listen)
         except ValueError as err:
             raise ValueError(f"--listen: {err}") from None
+        from workagent.runtime.tls import check_serving_flags  # noqa: PLC0415 (see above)
+
+        # The agent's rules and messages; the files are read when the manager starts.
+        check_serving_flags(
+            insecure=self.insecure_serving,
+            cert_file=self.tls_cert_file,
+            key_file=self.tls_private_key_file,
+            min_version=self.tls_min_version,
+            cipher_suites=self.tls_cipher_suites,
+        )
         _check_logging(self.log_format, self.log_level)
         try:
             self.leader_election.validate()

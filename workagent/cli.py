@@ -579,6 +579,55 @@ def leader_election_flags(lease: str, component: str, default_namespace: str) ->
     )
 
 
+def serving_tls_flags(component: str, group: str) -> tuple[Flag, ...]:
+    """The TLS flags of the metrics and probe endpoint, shared by the agent and the hub manager.
+
+    ``--tls-min-version`` and ``--tls-cipher-suites`` are library-go's; the
+    others are ours (OCM reads a certificate from ``--config``).
+    """
+    return (
+        Flag(
+            "insecure-serving",
+            BOOL,
+            False,
+            f"Serve the metrics and probe endpoints over plain HTTP (not in OCM's {component}; "
+            "for local runs and tests).",
+            group=group,
+        ),
+        Flag(
+            "tls-cert-file",
+            STRING,
+            "",
+            "PEM certificate (with any intermediates) of the metrics and probe endpoint "
+            f"(not in OCM's {component}; empty: a self-signed certificate made at start-up).",
+            group=group,
+        ),
+        Flag(
+            "tls-private-key-file",
+            STRING,
+            "",
+            f"PEM private key matching --tls-cert-file (not in OCM's {component}).",
+            group=group,
+        ),
+        Flag(
+            "tls-min-version",
+            STRING,
+            "",
+            "Minimum TLS version of the metrics and probe endpoint: VersionTLS12 or "
+            "VersionTLS13 (empty: VersionTLS12).",
+            group=group,
+        ),
+        Flag(
+            "tls-cipher-suites",
+            STRING,
+            "",
+            "Comma-separated TLS 1.2 cipher suites of the metrics and probe endpoint, Go names "
+            "such as TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 (empty: OpenSSL's defaults).",
+            group=group,
+        ),
+    )
+
+
 def agent_flags() -> tuple[Flag, ...]:
     """The flags of ``workagent agent``: OCM's work-agent flags, same names and types."""
     second = durations.SECOND
@@ -713,45 +762,7 @@ def agent_flags() -> tuple[Flag, ...]:
             "--insecure-serving).",
             group=SERVING,
         ),
-        Flag(
-            "insecure-serving",
-            BOOL,
-            False,
-            "Serve the metrics and probe endpoints over plain HTTP (not in OCM's agent; "
-            "for local runs and tests).",
-            group=SERVING,
-        ),
-        Flag(
-            "tls-cert-file",
-            STRING,
-            "",
-            "PEM certificate (with any intermediates) of the metrics and probe endpoint "
-            "(not in OCM's agent; empty: a self-signed certificate made at start-up).",
-            group=SERVING,
-        ),
-        Flag(
-            "tls-private-key-file",
-            STRING,
-            "",
-            "PEM private key matching --tls-cert-file (not in OCM's agent).",
-            group=SERVING,
-        ),
-        Flag(
-            "tls-min-version",
-            STRING,
-            "",
-            "Minimum TLS version of the metrics and probe endpoint: VersionTLS12 or "
-            "VersionTLS13 (empty: VersionTLS12).",
-            group=SERVING,
-        ),
-        Flag(
-            "tls-cipher-suites",
-            STRING,
-            "",
-            "Comma-separated TLS 1.2 cipher suites of the metrics and probe endpoint, Go names "
-            "such as TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 (empty: OpenSSL's defaults).",
-            group=SERVING,
-        ),
+        *serving_tls_flags("agent", SERVING),
         Flag(
             "health-port",
             INT32,

@@ -129,18 +129,15 @@ class AgentSettings:
 
     def _validate_serving(self) -> None:
         """Refuse TLS settings that cannot serve, before anything starts."""
-        if self.insecure_serving and (self.tls_cert_file or self.tls_private_key_file):
-            raise ValueError(
-                "--insecure-serving serves plain HTTP: it cannot be combined with "
-                "--tls-cert-file/--tls-private-key-file"
-            )
-        if bool(self.tls_cert_file) != bool(self.tls_private_key_file):
-            raise ValueError("--tls-cert-file and --tls-private-key-file must be given together")
-        from workagent.runtime.tls import server_context  # noqa: PLC0415 (see above)
+        from workagent.runtime.tls import check_serving_flags  # noqa: PLC0415 (see above)
 
-        # The names only: the files are read when the agent starts (as kubeconfigs
-        # are), where a pair that does not load is still exit code 2.
-        server_context(self.tls_min_version, self.tls_cipher_suites)
+        check_serving_flags(
+            insecure=self.insecure_serving,
+            cert_file=self.tls_cert_file,
+            key_file=self.tls_private_key_file,
+            min_version=self.tls_min_version,
+            cipher_suites=self.tls_cipher_suites,
+        )
 
     def validate(self) -> None:
         """Raise ValueError naming the flag at fault if these settings cannot run.

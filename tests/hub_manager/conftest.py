@@ -77,6 +77,8 @@ def manager_settings(kubeconfig: Path, **overrides: Any) -> HubManagerSettings:
         feature_gates=frozenset({GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK}),
         leader_election=dataclasses.replace(default_manager_leader_election(), disabled=True),
         listen="127.0.0.1:0",
+        # No certificate to make for each test: TLS has tests of its own (test_serving_tls.py).
+        insecure_serving=True,
         kube_api_qps=0,
     )
     return dataclasses.replace(settings, **overrides)

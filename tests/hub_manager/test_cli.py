@@ -76,6 +76,10 @@ def test_manager_defaults_are_ocm_defaults() -> None:
     assert settings.feature_gates == frozenset()
     assert (settings.kube_api_qps, settings.kube_api_burst) == (50.0, 100)
     assert settings.listen == "0.0.0.0:8443"
+    # HTTPS with a certificate the manager makes itself, TLS 1.2 and up, OpenSSL's suites.
+    assert not settings.insecure_serving
+    assert (settings.tls_cert_file, settings.tls_private_key_file) == ("", "")
+    assert (settings.tls_min_version, settings.tls_cipher_suites) == ("", "")
     assert settings.workers == 5
     assert settings.resync_seconds == 1800.0
     election = settings.leader_election
@@ -130,6 +134,11 @@ def test_manager_flag_forms() -> None:
         "--leader-election-retry-period=10s",
         "--namespace=hub-ns",
         "--listen=127.0.0.1:9443",
+        "--tls-cert-file=/tls/tls.crt",
+        "--tls-private-key-file",
+        "/tls/tls.key",
+        "--tls-min-version=VersionTLS13",
+        "--tls_cipher_suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256",
         "--terminate-on-files=/a",
         "--terminate-on-files",
         "/b",
@@ -146,6 +155,14 @@ def test_manager_flag_forms() -> None:
     )
     assert settings.namespace == "hub-ns"
     assert settings.listen == "127.0.0.1:9443"
+    assert (settings.tls_cert_file, settings.tls_private_key_file) == (
+        "/tls/tls.crt",
+        "/tls/tls.key",
+    )
+    assert settings.tls_min_version == "VersionTLS13"
+    assert settings.tls_cipher_suites == (
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256"
+    )
     assert settings.terminate_on_files == ("/a", "/b")
     assert settings.log_level == "debug"
 
@@ -184,7 +201,6 @@ def test_gate_names_are_the_wire_names() -> None:
 def test_ignored_flags_are_reported() -> None:
     command = manager(
         "--cloudevents-client-id=abc",
-        "--tls-min-version=VersionTLS12",
         "--config=/x",
         "--vmodule=foo=2",
         "--log-flush-frequency=10s",
@@ -194,11 +210,36 @@ def test_ignored_flags_are_reported() -> None:
     assert flags == [
         "--vmodule",
         "--cloudevents-client-id",
-        "--tls-min-version",
         "--config",
         "--feature-gates",
     ]
     assert GATE_CLOUD_EVENTS_DRIVERS in command.notices[-1].message
+
+
+def test_tls_flags_configure_the_endpoint_as_the_operator_passes_them() -> None:
+    """OCM's operator may pass library-go's TLS flags: they take effect, no notice."""
+    command = manager(
+        "--tls-min-version=VersionTLS12",
+        "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    )
+    assert command.notices == ()
+    assert command.settings.tls_min_version == "VersionTLS12"
+
+
+def test_serving_is_https_unless_insecure_serving() -> None:
+    assert manager().settings.insecure_serving is False
+    assert manager("--insecure-serving").settings.insecure_serving is True
+    assert manager("--insecure-serving=false").settings.insecure_serving is False
+
+
+def test_tls_flags_under_insecure_serving_warn_that_they_change_nothing() -> None:
+    command = manager(
+        "--insecure-serving",
+        "--tls-min-version=VersionTLS13",
+        "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    )
+    assert [n.flag for n in command.notices] == ["--tls-min-version", "--tls-cipher-suites"]
+    assert all("--insecure-serving serves plain HTTP" in n.message for n in command.notices)
 
 
 @pytest.mark.parametrize(
@@ -215,6 +256,28 @@ def test_ignored_flags_are_reported() -> None:
         (["--vmodule=bad"], 'invalid argument "bad" for "--vmodule" flag'),
         (["--log-level=loud"], "--log-level 'loud' is not one of"),
         (["--log-format=xml"], "--log-format 'xml' is not one of"),
+        (
+            ["--tls-min-version=TLS1.3"],
+            "--tls-min-version: unknown tls version 'TLS1.3' "
+            "(one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13)",
+        ),
+        (
+            ["--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,AES128-GCM-SHA256"],
+            "--tls-cipher-suites: Cipher suite AES128-GCM-SHA256 not supported or doesn't exist",
+        ),
+        (
+            ["--tls-cert-file=/tls/tls.crt"],
+            "--tls-cert-file and --tls-private-key-file must be given together",
+        ),
+        (
+            ["--tls-private-key-file=/tls/tls.key"],
+            "--tls-cert-file and --tls-private-key-file must be given together",
+        ),
+        (
+            ["--insecure-serving", "--tls-cert-file=/a", "--tls-private-key-file=/b"],
+            "--insecure-serving serves plain HTTP: it cannot be combined with",
+        ),
+        (["--insecure-serving=maybe"], 'invalid argument "maybe" for "--insecure-serving" flag'),
         (["extra"], 'unexpected argument "extra" for "hubcontroller manager"'),
         (["--kubeconfig"], "flag needs an argument: --kubeconfig"),
     ],
@@ -315,6 +378,15 @@ def test_usage_errors_are_one_line_with_exit_code_2() -> None:
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith('hubcontroller: invalid argument "Nope=true"')
     assert "unrecognized feature gate: Nope" in err
+
+
+def test_bad_tls_version_is_one_line_with_exit_code_2() -> None:
+    code, out, err = run(["manager", "--tls-min-version=VersionTLS14"])
+    assert (code, out) == (2, "")
+    assert err == (
+        "hubcontroller: --tls-min-version: unknown tls version 'VersionTLS14' "
+        "(one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13)\n"
+    )
 
 
 def test_help_exits_0() -> None:

@@ -1,4 +1,4 @@
-"""``hubcontroller manager`` as a real process: probes, garbage collection, SIGTERM."""
+"""``hubcontroller manager`` as a real process: HTTPS probes, garbage collection, SIGTERM."""
 
 from __future__ import annotations
 
@@ -58,16 +58,17 @@ async def test_manager_process_serves_probes_collects_and_stops_on_sigterm(
             return await alive() and probe_address(process) is not None
 
         await eventually(logged_address, timeout=60, what="the manager to serve probes")
-        base = f"http://{probe_address(process)}"
+        # HTTPS by default, with a self-signed certificate: unverified, as kubelet probes.
+        base = f"https://{probe_address(process)}"
         async with aiohttp.ClientSession() as session:
 
             async def ready() -> bool:
                 await alive()
-                async with session.get(f"{base}/readyz") as response:
+                async with session.get(f"{base}/readyz", ssl=False) as response:
                     return response.status == 200
 
             await eventually(ready, timeout=30, what="/readyz to pass")
-            async with session.get(f"{base}/metrics") as response:
+            async with session.get(f"{base}/metrics", ssl=False) as response:
                 metrics = await response.text()
         assert 'workqueue_adds_total{name="ManifestWorkGarbageCollectionController"}' in metrics
 

@@ -6,11 +6,12 @@ suites differently, so the table below translates. TLS 1.3 suites are
 accepted and ignored, as Go ignores them: neither Go nor Python's ``ssl``
 lets a server choose them.
 
-The agent's ``/metrics`` and probe endpoint serves HTTPS as library-go's
-does: with ``--tls-cert-file``/``--tls-private-key-file`` when given, else
-with a self-signed certificate made at start-up that never touches the disk
-(library-go writes its own into a temporary directory; ours goes through an
-anonymous in-memory file, so a read-only root filesystem is no obstacle).
+The agent's and the hub manager's ``/metrics`` and probe endpoint serves
+HTTPS as library-go's does: with ``--tls-cert-file``/``--tls-private-key-file``
+when given, else with a self-signed certificate made at start-up that never
+touches the disk (library-go writes its own into a temporary directory; ours
+goes through an anonymous in-memory file, so a read-only root filesystem is
+no obstacle).
 The hub's webhook server shares the name tables.
 """
 
@@ -137,6 +138,30 @@ def server_context(min_version: str = "", cipher_suites: str = "") -> ssl.SSLCon
     # Both servers speak HTTP/1.1 only; say so during the handshake.
     ctx.set_alpn_protocols(["http/1.1"])
     return ctx
+
+
+def check_serving_flags(
+    *,
+    insecure: bool,
+    cert_file: str,
+    key_file: str,
+    min_version: str,
+    cipher_suites: str,
+) -> None:
+    """Refuse serving flags that cannot work together, before anything starts.
+
+    Shared by the agent and the hub manager (same flags, same messages). Only
+    the names are checked: the files are read when the process starts (as
+    kubeconfigs are), where a pair that does not load is still exit code 2.
+    """
+    if insecure and (cert_file or key_file):
+        raise TLSConfigError(
+            "--insecure-serving serves plain HTTP: it cannot be combined with "
+            "--tls-cert-file/--tls-private-key-file"
+        )
+    if bool(cert_file) != bool(key_file):
+        raise TLSConfigError("--tls-cert-file and --tls-private-key-file must be given together")
+    server_context(min_version, cipher_suites)
 
 
 # -- serving certificates -------------------------------------------------------------
