@@ -247,7 +247,20 @@ HUB_ALL_OPTIONS: Values = {
         "leaderElection": {"leaseDuration": "60s", "renewDeadline": "40s", "retryPeriod": "10s"},
         "kubeAPIQPS": 100,
         "kubeAPIBurst": 200,
-        "listen": {"address": "0.0.0.0", "port": 9000},
+        "listen": {
+            "address": "0.0.0.0",
+            "port": 9000,
+            "https": True,
+            "tls": {
+                "secretName": "manager-serving-cert",
+                "restartOnChange": True,
+                "minVersion": "VersionTLS13",
+                "cipherSuites": [
+                    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+                    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                ],
+            },
+        },
         "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
         "podAnnotations": {"example.com/scrape": "true"},
         "podLabels": {"example.com/tier": "manager"},
@@ -302,6 +315,7 @@ HUB_VALUE_SETS: dict[str, Values] = {
         }
     },
     "service-monitor": {"serviceMonitor": {"enabled": True}},
+    "plain-http": {"manager": {"listen": {"https": False}}, "serviceMonitor": {"enabled": True}},
 }
 
 

@@ -162,6 +162,19 @@ BAD_VALUES: dict[str, Values] = {
     "root user": {"securityContext": {"runAsUser": 0}},
     "unknown log level": {"log": {"level": "trace"}},
     "service monitor flag as a string": {"serviceMonitor": {"enabled": "yes"}},
+    "manager https as a string": {"manager": {"listen": {"https": "true"}}},
+    "unknown manager TLS version": {"manager": {"listen": {"tls": {"minVersion": "VersionTLS14"}}}},
+    "manager cipher suite by its OpenSSL name": {
+        "manager": {"listen": {"tls": {"cipherSuites": ["ECDHE-RSA-AES128-GCM-SHA256"]}}}
+    },
+    "manager cipher suites as one string": {
+        "manager": {"listen": {"tls": {"cipherSuites": "TLS_AES_128_GCM_SHA256"}}}
+    },
+    "invalid serving certificate Secret name": {
+        "manager": {"listen": {"tls": {"secretName": "Manager_TLS"}}}
+    },
+    "unknown manager TLS key": {"manager": {"listen": {"tls": {"certFile": "/tls.crt"}}}},
+    "service monitor tlsConfig not an object": {"serviceMonitor": {"tlsConfig": "insecure"}},
 }
 
 
@@ -174,6 +187,12 @@ def test_schema_rejects_bad_values(case: str) -> None:
 def test_existing_certificate_needs_its_ca_bundle() -> None:
     with pytest.raises(helm.HelmRenderError, match="caBundle is required"):
         render_hub({"webhook": {"certificate": {"existingSecret": "webhook-serving-cert"}}})
+
+
+def test_manager_serving_certificate_needs_https() -> None:
+    plain_with_cert = {"manager": {"listen": {"https": False, "tls": {"secretName": "mgr-tls"}}}}
+    with pytest.raises(helm.HelmRenderError, match=r"secretName needs manager\.listen\.https"):
+        render_hub(plain_with_cert)
 
 
 # -- flags --------------------------------------------------------------------------------
@@ -199,6 +218,11 @@ def test_manager_defaults(tmp_path: Path) -> None:
     assert settings.feature_gates == frozenset()
     assert (settings.kube_api_qps, settings.kube_api_burst) == (50, 100)
     assert settings.listen == "0.0.0.0:8443"
+    # HTTPS with a certificate the manager makes itself, TLS 1.2 and up, OpenSSL's suites.
+    assert not settings.insecure_serving
+    assert (settings.tls_cert_file, settings.tls_private_key_file) == ("", "")
+    assert (settings.tls_min_version, settings.tls_cipher_suites) == ("", "")
+    assert settings.terminate_on_files == ()
     assert (settings.log_format, settings.log_level) == ("json", "info")
     assert settings.leader_election.disabled
     deployment = render_hub({}).one("Deployment", MANAGER)
@@ -210,6 +234,15 @@ def test_manager_options(tmp_path: Path) -> None:
     assert settings.feature_gates == ALL_GATES
     assert (settings.kube_api_qps, settings.kube_api_burst) == (100, 200)
     assert settings.listen == "0.0.0.0:9000"
+    assert not settings.insecure_serving
+    assert settings.tls_cert_file == "/etc/hub-controller/serving-cert/tls.crt"
+    assert settings.tls_private_key_file == "/etc/hub-controller/serving-cert/tls.key"
+    # A renewed certificate restarts the manager, which then serves it.
+    assert settings.terminate_on_files == ("/etc/hub-controller/serving-cert/tls.crt",)
+    assert settings.tls_min_version == "VersionTLS13"
+    assert settings.tls_cipher_suites == (
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
+    )
     assert (settings.log_format, settings.log_level) == ("console", "debug")
     election = settings.leader_election
     assert not election.disabled
@@ -399,26 +432,52 @@ def test_pods_meet_the_restricted_pod_security_standard(value_set: str) -> None:
         assert {v["name"] for v in pod["volumes"] if "emptyDir" in v} == {"tmp"}
 
 
-def _http_get(box: dict[str, Any], probe: str) -> tuple[str, str]:
+def _http_get(box: dict[str, Any], probe: str) -> tuple[str, str, str]:
     get = box[probe]["httpGet"]
-    assert get["scheme"] == "HTTP"
-    return get["path"], get["port"]
+    return get["path"], get["port"], get["scheme"]
 
 
 def test_probes() -> None:
-    cases = ((HUB_VALUE_SETS["default"], 8443, 8000), (HUB_ALL_OPTIONS, 9000, 10080))
-    for values, manager_port, health_port in cases:
+    """The manager's probes are HTTPS unless plain HTTP is chosen; the webhook's are HTTP."""
+    cases = (
+        (HUB_VALUE_SETS["default"], 8443, 8000, "HTTPS"),
+        (HUB_ALL_OPTIONS, 9000, 10080, "HTTPS"),
+        (HUB_VALUE_SETS["plain-http"], 8443, 8000, "HTTP"),
+    )
+    for values, manager_port, health_port, scheme in cases:
         rendered = render_hub(values)
         manager = container(rendered.one("Deployment", MANAGER))
         ports = {p["name"]: p["containerPort"] for p in manager["ports"]}
         assert ports == {"metrics": manager_port}
-        assert _http_get(manager, "livenessProbe") == ("/livez", "metrics")
-        assert _http_get(manager, "readinessProbe") == ("/readyz", "metrics")
+        assert _http_get(manager, "livenessProbe") == ("/livez", "metrics", scheme)
+        assert _http_get(manager, "readinessProbe") == ("/readyz", "metrics", scheme)
         webhook = container(rendered.one("Deployment", WEBHOOK))
         ports = {p["name"]: p["containerPort"] for p in webhook["ports"]}
         assert ports["healthz"] == health_port
-        assert _http_get(webhook, "livenessProbe") == ("/healthz", "healthz")
-        assert _http_get(webhook, "readinessProbe") == ("/readyz", "healthz")
+        assert _http_get(webhook, "livenessProbe") == ("/healthz", "healthz", "HTTP")
+        assert _http_get(webhook, "readinessProbe") == ("/readyz", "healthz", "HTTP")
+
+
+def test_plain_http_passes_insecure_serving(tmp_path: Path) -> None:
+    plain = HUB_VALUE_SETS["plain-http"]
+    assert "--insecure-serving" in args_of(render_hub(plain).one("Deployment", MANAGER))
+    assert "--insecure-serving" not in args_of(render_hub({}).one("Deployment", MANAGER))
+    assert manager_command(plain, tmp_path).settings.insecure_serving
+
+
+def test_manager_serving_certificate_secret_is_mounted_read_only() -> None:
+    deployment = render_hub(HUB_ALL_OPTIONS).one("Deployment", MANAGER)
+    pod = deployment["spec"]["template"]["spec"]
+    assert {"name": "serving-cert", "secret": {"secretName": "manager-serving-cert"}} in pod[
+        "volumes"
+    ]
+    assert {
+        "name": "serving-cert",
+        "mountPath": "/etc/hub-controller/serving-cert",
+        "readOnly": True,
+    } in container(deployment)["volumeMounts"]
+    default = render_hub({}).one("Deployment", MANAGER)["spec"]["template"]["spec"]
+    assert "serving-cert" not in {v["name"] for v in default["volumes"]}
 
 
 def test_service_monitors_scrape_both_components() -> None:
@@ -434,6 +493,41 @@ def test_service_monitors_scrape_both_components() -> None:
         assert any(p["name"] == "metrics" for p in selected[0]["spec"]["ports"])
         assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
         assert monitor["metadata"]["labels"]["release"] == "prometheus"
+
+
+def _scrape(values: Values, name: str) -> dict[str, Any]:
+    """The one endpoint of a component's ServiceMonitor."""
+    (endpoint,) = render_hub(values).one("ServiceMonitor", name)["spec"]["endpoints"]
+    return dict(endpoint)
+
+
+def test_service_monitor_tls_follows_the_manager_endpoint() -> None:
+    # Self-signed: HTTPS, nothing to verify against.
+    self_signed = _scrape(HUB_VALUE_SETS["service-monitor"], MANAGER)
+    assert (self_signed["scheme"], self_signed["tlsConfig"]) == (
+        "https",
+        {"insecureSkipVerify": True},
+    )
+    # A real certificate is verified against its Secret's CA, for the Service's name.
+    verified = _scrape(HUB_ALL_OPTIONS, MANAGER)
+    assert verified["scheme"] == "https"
+    assert verified["tlsConfig"] == {
+        "ca": {"secret": {"name": "manager-serving-cert", "key": "ca.crt"}},
+        "serverName": f"{MANAGER}-metrics.{HUB_NAMESPACE}.svc",
+    }
+    plain = _scrape(HUB_VALUE_SETS["plain-http"], MANAGER)
+    assert plain["scheme"] == "http"
+    assert "tlsConfig" not in plain
+    own = {"ca": {"configMap": {"name": "hub-ca", "key": "ca.crt"}}, "serverName": "manager"}
+    chosen = _scrape({"serviceMonitor": {"enabled": True, "tlsConfig": own}}, MANAGER)
+    assert chosen["tlsConfig"] == own
+
+
+@pytest.mark.parametrize("value_set", ["service-monitor", "all-options", "plain-http"])
+def test_webhook_metrics_stay_plain_http(value_set: str) -> None:
+    endpoint = _scrape(HUB_VALUE_SETS[value_set], WEBHOOK)
+    assert endpoint["scheme"] == "http"
+    assert "tlsConfig" not in endpoint
 
 
 def test_all_options_reach_the_pods() -> None:

@@ -57,6 +57,11 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/* Mount directory of manager.listen.tls.secretName (the endpoint's serving certificate). */}}
+{{- define "hub-controller.managerServingCertDir" -}}
+/etc/hub-controller/serving-cert
+{{- end }}
+
 {{/* Pod securityContext of both Deployments: Pod Security "restricted". */}}
 {{- define "hub-controller.podSecurityContext" -}}
 runAsNonRoot: true
