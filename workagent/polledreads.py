@@ -21,6 +21,12 @@ are served from that list for a while:
   (a namespace full of foreign objects) turns that (resource, namespace) back
   to one GET per object for a while.
 
+Listed objects are kept without ``metadata.managedFields`` (for a small
+ConfigMap three quarters of its size), unless a reader of that (resource,
+namespace) said it reads them (a feedback path or CEL rule that may, see
+:mod:`workagent.controllers.managedfields`); such a reader of a list without
+them gets a GET, and the following lists keep them while it keeps reading.
+
 Watch-mode objects never come here: the feedback watch pool serves them.
 Objects from a list are shared between readers and must not be modified.
 """
@@ -36,7 +42,7 @@ import structlog
 from prometheus_client import Counter
 
 from workagent.kube import Forbidden, KubeClient, KubeError, NotFound, Resource
-from workagent.runtime import Object
+from workagent.runtime import Object, strip_managed_fields
 
 log = structlog.get_logger(__name__)
 
@@ -81,11 +87,15 @@ class _Bucket:
     since: float = 0.0
     #: name -> when a status sync last asked for it
     demand: dict[str, float] = field(default_factory=dict)
+    #: name -> when a status sync last asked for it with its managedFields
+    demand_managed: dict[str, float] = field(default_factory=dict)
     pruned_at: float = 0.0
     #: name -> object, from the last list (None: no usable list)
     listed: dict[str, Object] | None = None
     #: when the last list was sent (its objects are at least this fresh)
     listed_at: float = 0.0
+    #: whether the objects of the last list kept their managedFields
+    listed_managed: bool = False
     #: name -> (when, object) the apply loop got from the server
     applied: dict[str, tuple[float, Object]] = field(default_factory=dict)
     #: a list being sent; readers share it
@@ -102,12 +112,20 @@ class PolledReads:
         self._buckets: dict[BucketKey, _Bucket] = {}
 
     async def read(
-        self, client: KubeClient, res: Resource, namespace: str, name: str, *, interval: float
+        self,
+        client: KubeClient,
+        res: Resource,
+        namespace: str,
+        name: str,
+        *,
+        interval: float,
+        managed_fields: bool = False,
     ) -> Object | None:
         """The live object (None: it does not exist), as fresh as ``interval`` allows.
 
-        ``interval`` is the status-sync interval. Raises the GET's KubeError
-        when the object could not be read.
+        ``interval`` is the status-sync interval. Without ``managed_fields``
+        the object may lack ``metadata.managedFields``. Raises the GET's
+        KubeError when the object could not be read.
         """
         key = (res.group, res.version, res.plural, namespace)
         now = self._clock()
@@ -115,9 +133,11 @@ class PolledReads:
         if bucket is None:
             bucket = self._buckets[key] = _Bucket(since=now)
         bucket.demand[name] = now
+        if managed_fields:
+            bucket.demand_managed[name] = now
         self._prune(bucket, now, interval)
         listed = await self._snapshot(client, res, namespace, bucket, now, interval)
-        if listed is not None:
+        if listed is not None and (bucket.listed_managed or not managed_fields):
             applied = bucket.applied.get(name)
             if applied is not None and applied[0] >= bucket.listed_at:
                 SERVED.inc()
@@ -164,8 +184,9 @@ class PolledReads:
             return
         bucket.pruned_at = now
         horizon = now - interval * DEMAND_INTERVALS
-        for name in [n for n, at in bucket.demand.items() if at < horizon]:
-            del bucket.demand[name]
+        for demand in (bucket.demand, bucket.demand_managed):
+            for name in [n for n, at in demand.items() if at < horizon]:
+                del demand[name]
 
     async def _snapshot(
         self,
@@ -232,8 +253,12 @@ class PolledReads:
             )
             return None
         LISTS.labels("served").inc()
+        # Kept when any reader asked for them by now; one asking later GETs until the next list.
+        managed = bool(bucket.demand_managed)
+        if not managed:
+            items = [strip_managed_fields(o) for o in items]
         listed = {str((o.get("metadata") or {}).get("name") or ""): o for o in items}
-        bucket.listed, bucket.listed_at = listed, started
+        bucket.listed, bucket.listed_at, bucket.listed_managed = listed, started, managed
         # What the apply loop got before this list was sent is in the list, or older.
         bucket.applied = {n: e for n, e in bucket.applied.items() if e[0] >= started}
         return listed

@@ -235,10 +235,18 @@ class ManifestWorkController:
         # Per-work delay while deleted stale resources are still finalizing.
         self._pending_backoff = ItemExponentialFailureRateLimiter(0.005, 1000.0)
         # Our writes the informers may not have delivered yet (works; applied works).
-        self._works_written = RecentWrites()
-        self._applied_written = RecentWrites()
+        # Each entry is dropped when its informer shows the write: an idle work is
+        # not reconciled again, and would otherwise keep a whole object here.
+        self._works_written = RecentWrites(lambda name: work_from_cache(deps, name))
+        self._applied_written = RecentWrites(
+            lambda name: deps.applied.store.get(applied_work_name(deps.hub_hash, name))
+        )
         deps.works.add_handler(on_add=self._on_add, on_update=self._on_update)
-        deps.applied.add_handler(on_delete=self._on_applied_delete)
+        deps.applied.add_handler(
+            on_add=self._on_applied,
+            on_update=lambda _old, new: self._on_applied(new),
+            on_delete=self._on_applied_delete,
+        )
 
     # -- triggers (4.1) ---------------------------------------------------------------
     def _on_add(self, obj: dict[str, Any]) -> None:
@@ -246,9 +254,10 @@ class ManifestWorkController:
             self.queue.add(obj["metadata"]["name"])
 
     def _on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        name = new["metadata"]["name"]
+        self._works_written.settle(name)
         if not has_finalizer(new):
             return
-        name = new["metadata"]["name"]
         if not has_finalizer(old):
             self.queue.add(name)
             return
@@ -257,6 +266,11 @@ class ManifestWorkController:
             # A new spec must not wait out the backoff of failures of the old one.
             self.queue.forget(name)
             self.queue.add(name)
+
+    def _on_applied(self, obj: dict[str, Any]) -> None:
+        work_name = work_name_of(self.deps.hub_hash, obj["metadata"]["name"])
+        if work_name is not None:
+            self._applied_written.settle(work_name)
 
     def _on_applied_delete(self, obj: dict[str, Any]) -> None:
         # Beyond OCM, which waits for the periodic resync: a work whose

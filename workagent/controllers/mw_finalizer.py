@@ -58,7 +58,7 @@ class ManifestWorkFinalizer:
         # the informer shows its deletionTimestamp, the next pass sends nothing again.
         self._delete_sent: dict[str, str] = {}
         # Our status writes the works informer may not have delivered yet.
-        self._written = RecentWrites()
+        self._written = RecentWrites(lambda name: work_from_cache(deps, name))
 
     def controller(self) -> Controller:
         """A controller fed by hub ManifestWork and spoke AppliedManifestWork events."""
@@ -69,6 +69,10 @@ class ManifestWorkFinalizer:
             # Only works being deleted have anything to do here.
             if is_deleting(obj):
                 queue.add(_name(obj))
+
+        def on_work_update(_old: Object, new: Object) -> None:
+            self._written.settle(_name(new))
+            on_work(new)
 
         def on_applied(obj: Object) -> None:
             # The AppliedManifestWork of work W on this hub is "<hubHash>-W".
@@ -85,7 +89,7 @@ class ManifestWorkFinalizer:
 
         deps.works.add_handler(
             on_add=on_work,
-            on_update=lambda _old, new: on_work(new),
+            on_update=on_work_update,
             # A pass after the work is gone forgets what was remembered for it.
             on_delete=lambda obj: queue.add(_name(obj)),
         )

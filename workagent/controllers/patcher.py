@@ -10,6 +10,7 @@ blind overwrite, and an unchanged object costs no request at all.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from workagent.kube import KubeClient, Resource
@@ -142,11 +143,22 @@ class RecentWrites:
     resourceVersion precondition with a pointless 409. The written object is
     used instead only while the cache still shows a version it replaced, so
     no resourceVersion ordering is assumed.
+
+    ``cached`` (when given) returns what the informer holds for a key: an
+    entry is then dropped as soon as the informer shows our write, by
+    :meth:`settle` from its event handler, or never stored when the event came
+    first. Without it an entry lives until the next :meth:`latest` of its key,
+    which for a work that is never reconciled again (idle) means for ever: a
+    whole object per work.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, cached: Callable[[str], dict[str, Any] | None] | None = None) -> None:
         # key -> (versions our write superseded, the object the server returned)
         self._writes: dict[str, tuple[frozenset[str | None], dict[str, Any]]] = {}
+        self._cached = cached
+
+    def __len__(self) -> int:
+        return len(self._writes)
 
     def latest(self, key: str, cached: dict[str, Any] | None) -> dict[str, Any] | None:
         """``cached``, or our newer write if the cache has not seen it yet."""
@@ -165,7 +177,16 @@ class RecentWrites:
         superseded = {_rv(based_on)}
         if entry is not None and entry[1] is based_on:
             superseded |= entry[0]
+        if self._cached is not None and _rv(self._cached(key)) not in superseded:
+            # The informer already shows our write (or a later one): nothing to bridge.
+            self._writes.pop(key, None)
+            return
         self._writes[key] = (frozenset(superseded), written)
+
+    def settle(self, key: str) -> None:
+        """Drop the entry of ``key`` if the informer caught up (call on its events)."""
+        if self._cached is not None and key in self._writes:
+            self.latest(key, self._cached(key))
 
     def forget(self, key: str) -> None:
         """Drop what is remembered for ``key``."""

@@ -67,6 +67,7 @@ from workagent.controllers.conditions import (
     set_condition,
 )
 from workagent.controllers.deps import AgentDeps
+from workagent.controllers.managedfields import reads_managed_fields
 from workagent.controllers.manifestconfig import find_manifest_config
 from workagent.controllers.manifestwork import _log_fields, describe_error
 from workagent.controllers.patcher import RecentWrites, normalized, patch_status
@@ -162,11 +163,11 @@ class AvailableStatusController:
             workers=deps.settings.workers,
             depends_on=[deps.works],
         )
-        self._written = RecentWrites()
+        self._written = RecentWrites(lambda name: work_from_cache(deps, name))
         deps.works.add_indexer(BY_WORK_INDEX, index_by_resource)
         deps.works.add_handler(
             on_add=self._enqueue,
-            on_update=lambda _old, new: self._enqueue(new),
+            on_update=lambda _old, new: self._on_update(new),
             on_delete=self._enqueue,
         )
         if self.pool is not None:
@@ -175,6 +176,10 @@ class AvailableStatusController:
     # -- triggers ----------------------------------------------------------------------
     def _enqueue(self, work: Object) -> None:
         self.queue.add(str(work["metadata"]["name"]))
+
+    def _on_update(self, work: Object) -> None:
+        self._written.settle(str(work["metadata"]["name"]))
+        self._enqueue(work)
 
     def _on_watched_object(self, group: str, version: str, resource: str, obj: Object) -> None:
         meta = obj.get("metadata") or {}
@@ -268,7 +273,11 @@ class AvailableStatusController:
         work_name = str(work["metadata"]["name"])
         meta = entry.get("resourceMeta") or {}
         conditions: list[Condition] = entry.setdefault("conditions", [])
-        outcome = await self._read(meta)
+        group, resource = _meta_str(meta, "group"), _meta_str(meta, "resource")
+        version = _meta_str(meta, "version")
+        namespace, obj_name = _meta_str(meta, "namespace"), _meta_str(meta, "name")
+        option = find_manifest_config(spec.manifest_configs, group, resource, namespace, obj_name)
+        outcome = await self._read(meta, managed_fields=reads_managed_fields(option))
         set_condition(conditions, outcome.available, moment)
         obj = outcome.obj
         if obj is None:
@@ -276,10 +285,6 @@ class AvailableStatusController:
             room.take(_json_size((entry.get("statusFeedback") or {}).get("values") or []))
             return
 
-        group, resource = _meta_str(meta, "group"), _meta_str(meta, "resource")
-        version = _meta_str(meta, "version")
-        namespace, obj_name = _meta_str(meta, "namespace"), _meta_str(meta, "name")
-        option = find_manifest_config(spec.manifest_configs, group, resource, namespace, obj_name)
         await self._update_watch(work, meta, option)
 
         feedback_rules = list(option.feedback_rules or []) if option is not None else []
@@ -362,8 +367,11 @@ class AvailableStatusController:
         else:
             await pool.unregister(group, resource, namespace, obj_name, work_name)
 
-    async def _read(self, meta: dict[str, Any]) -> ReadOutcome:
-        """The live object of a resourceMeta and its ``Available`` condition (section 12)."""
+    async def _read(self, meta: dict[str, Any], *, managed_fields: bool) -> ReadOutcome:
+        """The live object of a resourceMeta and its ``Available`` condition (section 12).
+
+        Without ``managed_fields`` the object may lack ``metadata.managedFields``.
+        """
         if not (meta.get("resource") and meta.get("version") and meta.get("name")):
             return ReadOutcome(
                 None,
@@ -390,6 +398,7 @@ class AvailableStatusController:
                     namespace,
                     name,
                     interval=self.deps.settings.status_sync_interval,
+                    managed_fields=managed_fields,
                 )
             except KubeError as err:
                 return ReadOutcome(

@@ -36,9 +36,11 @@ from workagent.runtime.store import (
     IndexFunc,
     Object,
     Store,
+    Transform,
     namespace_index,
     object_key,
     split_key,
+    strip_managed_fields,
 )
 from workagent.runtime.workqueue import QueueEmpty, ShutDown, WorkQueue
 
@@ -75,6 +77,7 @@ __all__ = [
     "ShutDown",
     "Store",
     "TerminalError",
+    "Transform",
     "WorkQueue",
     "bound_context",
     "configure_logging",
@@ -88,4 +91,5 @@ __all__ = [
     "reconcile_context",
     "run_main",
     "split_key",
+    "strip_managed_fields",
 ]

@@ -46,7 +46,7 @@ from workagent.kube import (
 )
 from workagent.runtime import metrics
 from workagent.runtime.backoff import Backoff
-from workagent.runtime.store import IndexFunc, Object, Store, object_key
+from workagent.runtime.store import IndexFunc, Object, Store, Transform, object_key
 
 log = structlog.get_logger(__name__)
 
@@ -145,7 +145,9 @@ class Informer:
     checks. ``watch_timeout_seconds`` is the server-side watch timeout (each
     watch asks for a random value between it and twice it, as client-go does);
     ``stall_grace_seconds`` is how much longer the watchdog waits before it
-    declares a silent watch stuck.
+    declares a silent watch stuck. ``transform`` (say
+    :func:`~workagent.runtime.store.strip_managed_fields`) is applied to every
+    listed or watched object before it is cached or handed to the handlers.
     """
 
     def __init__(
@@ -163,6 +165,7 @@ class Informer:
         backoff_initial: float = 0.8,
         backoff_max: float = 30.0,
         page_size: int = 500,
+        transform: Transform | None = None,
     ) -> None:
         if resync_seconds is not None and resync_seconds <= 0:
             raise ValueError(f"resync_seconds must be > 0 or None, got {resync_seconds}")
@@ -178,6 +181,7 @@ class Informer:
         self.watch_timeout_seconds = watch_timeout_seconds
         self.stall_grace_seconds = stall_grace_seconds
         self.page_size = page_size
+        self.transform = transform
         self.store = Store()
         self._backoff = Backoff(backoff_initial, backoff_max)
         self._listeners: list[_Listener] = []
@@ -423,6 +427,8 @@ class Informer:
             page_size=self.page_size,
         )
         items: list[Object] = answer.get("items") or []
+        if self.transform is not None:
+            items = [self.transform(obj) for obj in items]
         rv = str((answer.get("metadata") or {}).get("resourceVersion") or "")
         first = not self.has_synced()
         self._replace(items)
@@ -500,6 +506,8 @@ class Informer:
             if rv:
                 self._resource_version = rv
             return
+        if self.transform is not None:
+            obj = self.transform(obj)
         key = object_key(obj)
         if event.type == DELETED:
             self.store.delete(key)

@@ -17,6 +17,8 @@ log = structlog.get_logger(__name__)
 
 Object = dict[str, Any]
 IndexFunc = Callable[[Object], list[str]]
+#: What an informer does to each object it receives, before caching it.
+Transform = Callable[[Object], Object]
 # Aliases, because the Store.list method shadows the builtin inside the class.
 _Objects = list[Object]
 _Keys = list[str]
@@ -30,6 +32,21 @@ def object_key(obj: Object) -> str:
     name = meta.get("name", "")
     namespace = meta.get("namespace")
     return f"{namespace}/{name}" if namespace else str(name)
+
+
+def strip_managed_fields(obj: Object) -> Object:
+    """``obj`` without ``metadata.managedFields`` (a transform, as client-go's
+    ``TransformStripManagedFields``).
+
+    The field-ownership records are often the largest part of a small object
+    (a ConfigMap of one key: three quarters of it), and a cache whose readers
+    never look at them need not keep them. Changes ``obj`` in place: a transform
+    gets objects fresh from the decoder, which nobody else holds.
+    """
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
 
 
 def split_key(key: str) -> tuple[str, str]:
