@@ -127,8 +127,6 @@ async def test_slow_cel_and_jsonpath_hurt_no_other_work(
             ],
         )
         assert await create_or_refusal(hub_client, canary) is None
-        loop = asyncio.get_running_loop()
-        start = loop.time()
         await wait_applied(hub_client, "canary")
 
         async def canary_reported() -> bool:
@@ -141,8 +139,8 @@ async def test_slow_cel_and_jsonpath_hurt_no_other_work(
                 and feedback_value(work, "any") == {"type": "String", "string": "ok"}
             )
 
+        # Seconds, not the minutes the expressions would take.
         await eventually(canary_reported, timeout=20, what="the canary's rule and feedback")
-        canary_seconds = loop.time() - start
 
         async def slow_ones_reported() -> bool:
             cel_work = await get_work(hub_client, "slow-cel")
@@ -159,7 +157,8 @@ async def test_slow_cel_and_jsonpath_hurt_no_other_work(
             )
 
         await eventually(slow_ones_reported, timeout=30, what="the slow works' conditions")
-    # Seconds, not the minutes the expressions would take; generous for a loaded CI box.
-    assert canary_seconds < 15, canary_seconds
-    assert lag.worst < 2.0, f"the event loop was held up for {lag.worst:.1f}s"
+    # A stall detector, not a timing: the expressions would hold the loop for
+    # minutes; the JSONPath budget is about a second of CPU, and a loaded 2-core
+    # machine may add several more to any pause.
+    assert lag.worst < 10.0, f"the event loop was held up for {lag.worst:.1f}s"
     assert_alive(agent)
