@@ -27,8 +27,10 @@ from tests.integration.test_serving_tls import (
     get,
     handshake,
     issue,
+    log_records,
     log_records_of,
     plain_http_fails,
+    serving_address,
     unverified,
 )
 from workagent.kube import KubeClient
@@ -45,29 +47,6 @@ def base_args(tmp_path: Path) -> list[str]:
         "--disable-leader-election",
         "--listen=127.0.0.1:0",
     ]
-
-
-def log_records(process: ManagerProcess) -> list[dict[str, object]]:
-    """The process's JSON log records so far."""
-    return log_records_of(process.log())
-
-
-async def serving_address(process: ManagerProcess) -> tuple[str, int, str]:
-    """(host, port, scheme) of the endpoint, as the manager logs it once listening."""
-    found: dict[str, object] = {}
-
-    async def listening() -> bool:
-        if process.process.returncode is not None:
-            raise AssertionError(f"the manager exited:\n{process.log()}")
-        for record in log_records(process):
-            if record.get("event") == SERVING:
-                found.update(record)
-                return True
-        return False
-
-    await eventually(listening, timeout=60, what="the manager to serve its endpoint")
-    host, _, port = str(found["address"]).rpartition(":")
-    return host, int(port), str(found["scheme"])
 
 
 async def started(tmp_path: Path, *extra: str) -> tuple[ManagerProcess, str, int, str]:

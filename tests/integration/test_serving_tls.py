@@ -15,6 +15,7 @@ import json
 import socket
 import ssl
 from pathlib import Path
+from typing import Protocol
 
 import aiohttp
 import pytest
@@ -54,25 +55,35 @@ def log_records_of(output: str) -> list[dict[str, object]]:
     return records
 
 
-def log_records(process: AgentProcess) -> list[dict[str, object]]:
+class ServingProcess(Protocol):
+    """A component process that logs where it serves (the agent's, the manager's)."""
+
+    process: asyncio.subprocess.Process
+
+    def log(self) -> str:
+        """What the process wrote so far."""
+        ...
+
+
+def log_records(process: ServingProcess) -> list[dict[str, object]]:
     """The process's JSON log records so far."""
     return log_records_of(process.log())
 
 
-async def serving_address(process: AgentProcess) -> tuple[str, int, str]:
-    """(host, port, scheme) of the endpoint, as the agent logs it once listening."""
+async def serving_address(process: ServingProcess) -> tuple[str, int, str]:
+    """(host, port, scheme) of the endpoint, as the process logs it once listening."""
     found: dict[str, object] = {}
 
     async def listening() -> bool:
         if process.process.returncode is not None:
-            raise AssertionError(f"the agent exited:\n{process.log()}")
+            raise AssertionError(f"the process exited:\n{process.log()}")
         for record in log_records(process):
             if record.get("event") == SERVING:
                 found.update(record)
                 return True
         return False
 
-    await eventually(listening, timeout=60, what="the agent to serve its endpoint")
+    await eventually(listening, timeout=60, what="the process to serve its endpoint")
     host, _, port = str(found["address"]).rpartition(":")
     return host, int(port), str(found["scheme"])
 
