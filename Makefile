@@ -7,7 +7,7 @@ UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: setup setup-test demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak
+.PHONY: setup setup-test demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak realkube
 
 .tools/bin/uv:
 	python3 -m venv .tools
@@ -19,6 +19,29 @@ setup: $(UV)
 # The tests also render the Helm charts (helm-python-sdk, large: kept out of demo).
 setup-test: $(UV)
 	$(UV) sync --frozen --quiet --group charts
+
+# The real control plane (kube-apiserver, kube-controller-manager, etcd), built
+# from the Go module proxy by the module in tests/support/realkube-build into
+# .tools/kube/<version>/; rebuilt only when its go.mod or go.sum changes.
+KUBE_MOD := tests/support/realkube-build
+KUBE_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" {print $$2}' $(KUBE_MOD)/go.mod)
+KUBE_BIN := .tools/kube/$(KUBE_VERSION)
+KUBE_VERSION_PKG := k8s.io/component-base/version
+KUBE_LDFLAGS := -s -w -X $(KUBE_VERSION_PKG).gitVersion=$(KUBE_VERSION) \
+	-X $(KUBE_VERSION_PKG).gitMajor=$(word 2,$(subst ., ,$(KUBE_VERSION:v%=x.%))) \
+	-X $(KUBE_VERSION_PKG).gitMinor=$(word 3,$(subst ., ,$(KUBE_VERSION:v%=x.%))) \
+	-X $(KUBE_VERSION_PKG).gitTreeState=clean
+GO_BUILD := cd $(KUBE_MOD) && go build -trimpath
+
+$(KUBE_BIN)/kube-apiserver: $(KUBE_MOD)/go.mod $(KUBE_MOD)/go.sum
+	@command -v go >/dev/null || { echo "make realkube: the Go toolchain is required (go >= the version in $(KUBE_MOD)/go.mod)" >&2; exit 1; }
+	mkdir -p $(KUBE_BIN)
+	$(GO_BUILD) -ldflags "$(KUBE_LDFLAGS)" -o $(CURDIR)/$(KUBE_BIN)/ \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+	$(GO_BUILD) -ldflags "-s -w" -o $(CURDIR)/$(KUBE_BIN)/etcd go.etcd.io/etcd/server/v3
+	touch $@
+
+realkube: $(KUBE_BIN)/kube-apiserver
 
 demo: setup
 	$(RUN) python -m demo
@@ -33,7 +56,7 @@ typecheck: setup-test
 imports: setup-test
 	$(RUN) lint-imports
 
-unit: setup-test
+unit: setup-test realkube
 	$(RUN) pytest -q -p no:cacheprovider
 
 test: lint typecheck imports unit

@@ -7,7 +7,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +17,65 @@ import pytest
 from kubernetes_asyncio import client, config
 
 from kubesim.sim import KubeSim
+from tests.support.targets import KUBESIM, REAL, Cluster, PlanePool, open_cluster, plane_pool
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The marks of the two targets."""
+    config.addinivalue_line(
+        "markers", "realkube: runs against a real control plane (built by `make realkube`)"
+    )
+    config.addinivalue_line(
+        "markers",
+        "kubesim_only(reason): runs on kubesim only; the reason says what of kubesim it needs",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that uses ``target`` on kubesim and on the real control plane."""
+    if "target" not in metafunc.fixturenames:
+        return
+    only = metafunc.definition.get_closest_marker("kubesim_only")
+    if only is not None and not (only.args and str(only.args[0]).strip()):
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: kubesim_only needs a reason")
+    params = [pytest.param(KUBESIM, id=KUBESIM)]
+    if only is None:
+        params.append(pytest.param(REAL, id=REAL, marks=pytest.mark.realkube))
+    metafunc.parametrize("target", params, indirect=True)
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest) -> str:
+    """``kubesim`` or ``real`` (parametrized by :func:`pytest_generate_tests`)."""
+    return str(getattr(request, "param", KUBESIM))
+
+
+@pytest.fixture(scope="session")
+def realkube_pool() -> Iterator[PlanePool]:
+    """The real control planes of this run: one etcd, fresh API servers per test."""
+    with plane_pool() as pool:
+        yield pool
+
+
+def pool_for(request: pytest.FixtureRequest, target: str) -> PlanePool | None:
+    """The session's control-plane pool when ``target`` is real (started on first use)."""
+    if target != REAL:
+        return None
+    pool = request.getfixturevalue("realkube_pool")
+    assert isinstance(pool, PlanePool)
+    return pool
+
+
+@pytest.fixture
+async def cluster(
+    target: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Cluster]:
+    """One cluster of ``target``, its admin kubeconfig written to ``tmp_path/kubeconfig``."""
+    async with open_cluster(target, pool_for(request, target)) as running:
+        running.write_kubeconfig(tmp_path / "kubeconfig")
+        yield running
 
 
 @pytest.fixture

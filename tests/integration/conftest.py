@@ -24,7 +24,8 @@ import yaml
 
 from kubesim.sim import KubeSim
 from schemas.wire import MANIFEST_WORK_FINALIZER
-from tests.conftest import eventually
+from tests.conftest import eventually, pool_for
+from tests.support.targets import Cluster, open_cluster
 from workagent.agent import Agent, CollaboratorsFactory, run_agent
 from workagent.identity import applied_work_name, hub_hash
 from workagent.kube import (
@@ -55,15 +56,13 @@ async def install_crds(client: KubeClient, files: tuple[str, ...]) -> None:
 
 
 @pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[KubeSim]:
-    """The hub: ManifestWork CRD and the cluster namespace ``cluster1``."""
-    sim = KubeSim()
-    await sim.start()
-    sim.write_kubeconfig(tmp_path / "hub.kubeconfig")
-    try:
-        yield sim
-    finally:
-        await sim.stop()
+async def hub(
+    target: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Cluster]:
+    """The hub (kubesim or a real control plane); ``hub_client`` installs the CRDs."""
+    async with open_cluster(target, pool_for(request, target)) as cluster:
+        cluster.write_kubeconfig(tmp_path / "hub.kubeconfig")
+        yield cluster
 
 
 @pytest.fixture
@@ -74,15 +73,13 @@ def spoke_options() -> dict[str, Any]:
 
 
 @pytest.fixture
-async def spoke(tmp_path: Path, spoke_options: dict[str, Any]) -> AsyncIterator[KubeSim]:
-    """The managed cluster: AppliedManifestWork CRD, namespace ``default``."""
-    sim = KubeSim(**spoke_options)
-    await sim.start()
-    sim.write_kubeconfig(tmp_path / "spoke.kubeconfig")
-    try:
-        yield sim
-    finally:
-        await sim.stop()
+async def spoke(
+    target: str, request: pytest.FixtureRequest, tmp_path: Path, spoke_options: dict[str, Any]
+) -> AsyncIterator[Cluster]:
+    """The managed cluster (kubesim or a real control plane), namespace ``default``."""
+    async with open_cluster(target, pool_for(request, target), **spoke_options) as cluster:
+        cluster.write_kubeconfig(tmp_path / "spoke.kubeconfig")
+        yield cluster
 
 
 @pytest.fixture
