@@ -7,7 +7,7 @@ UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: setup setup-test demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak realkube
+.PHONY: setup setup-test demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak realkube unit-kubesim unit-realkube
 
 .tools/bin/uv:
 	python3 -m venv .tools
@@ -56,8 +56,18 @@ typecheck: setup-test
 imports: setup-test
 	$(RUN) lint-imports
 
-unit: setup-test realkube
-	$(RUN) pytest -q -p no:cacheprovider
+# The tests in two legs: everything on kubesim (and the tests that need no
+# cluster), then the end-to-end suites again on a real control plane (tests
+# marked realkube; fresh API servers per test over one etcd).
+PYTEST := $(RUN) pytest -q -p no:cacheprovider
+
+unit: unit-kubesim unit-realkube
+
+unit-kubesim: setup-test
+	time $(PYTEST) -m "not realkube"
+
+unit-realkube: setup-test realkube
+	time $(PYTEST) -m realkube
 
 test: lint typecheck imports unit
 
