@@ -772,6 +772,14 @@ def agent_flags() -> tuple[Flag, ...]:
             group=SERVING,
         ),
         Flag(
+            "metrics-work-labels",
+            BOOL,
+            False,
+            "Add a work label (the ManifestWork's name) to the per-work gauges of /metrics; "
+            "one series per work and condition, so for small fleets only.",
+            group=SERVING,
+        ),
+        Flag(
             "terminate-on-files",
             STRING_ARRAY,
             (),
@@ -1016,6 +1024,7 @@ def agent_command(
         tls_private_key_file=flags.string("tls-private-key-file"),
         tls_min_version=flags.string("tls-min-version"),
         tls_cipher_suites=flags.string("tls-cipher-suites"),
+        metrics_work_labels=flags.boolean("metrics-work-labels"),
         log_format=flags.string("log-format"),
         log_level=log_level_from(flags),
         terminate_on_files=flags.strings("terminate-on-files"),
