@@ -65,9 +65,17 @@ def test_renders_the_expected_objects(value_set: str) -> None:
         expected.add("Secret")
     if values.get("serviceMonitor", {}).get("enabled"):
         expected.add("ServiceMonitor")
+    if values.get("prometheusRule", {}).get("enabled"):
+        expected.add("PrometheusRule")
+    dashboard = values.get("grafanaDashboard", {})
+    if dashboard.get("enabled"):
+        expected.add("ConfigMap")
     assert rendered.kinds() == expected
     for obj in rendered.objects:
-        if obj["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+        if obj["kind"] == "ConfigMap":
+            namespace = dashboard.get("namespace") or AGENT_NAMESPACE
+            assert obj["metadata"]["namespace"] == namespace
+        elif obj["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
             assert obj["metadata"]["namespace"] == AGENT_NAMESPACE, obj["kind"]
         assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
     assert values["clusterName"] in rendered.notes
