@@ -1182,12 +1182,12 @@ async def _admin_body(request: web.Request) -> dict[str, Any]:
 
 
 #: Request key set when a DELETE asked for a dry run in its DeleteOptions body.
-_DRY_RUN_BODY = "kubesim.dry_run"
+_DRY_RUN_BODY = web.RequestKey("kubesim.dry_run", bool)
 
 
 def _is_dry_run(request: web.Request) -> bool:
     """Whether the request was a dry run (``dryRun=All`` in the query or DeleteOptions)."""
-    return "All" in request.query.getall("dryRun", []) or bool(request.get(_DRY_RUN_BODY))
+    return "All" in request.query.getall("dryRun", []) or request.get(_DRY_RUN_BODY, False)
 
 
 def _delete_options(raw: bytes) -> dict[str, Any]:
