@@ -173,6 +173,7 @@ AGENT_ALL_OPTIONS: Values = {
         "maxFeedbackWatch": 200,
         "maxJSONRawLength": 4096,
         "workers": 20,
+        "metricsWorkLabels": True,
     },
     "featureGates": {"ExecutorValidatingCaches": True, "RawFeedbackJsonString": True},
     "clients": {"spoke": {"qps": 100.5, "burst": 200}, "hub": {"qps": 75, "burst": 150}},
