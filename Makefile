@@ -7,7 +7,14 @@ UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: setup setup-test demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak realkube unit-kubesim unit-realkube
+.PHONY: setup setup-test setup-debian demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak realkube unit-kubesim unit-realkube
+
+# Debian packages the tests run for real (prometheus: `prometheus` and `promtool`).
+# One line, so that branches adding packages merge easily.
+DEBIAN_PACKAGES := prometheus
+# The binary each package provides: a package is installed when its binary is missing.
+DEBIAN_BINARY_prometheus := promtool
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .tools/bin/uv:
 	python3 -m venv .tools
@@ -43,6 +50,15 @@ $(KUBE_BIN)/kube-apiserver: $(KUBE_MOD)/go.mod $(KUBE_MOD)/go.sum
 
 realkube: $(KUBE_BIN)/kube-apiserver
 
+# Installs the DEBIAN_PACKAGES whose binary is missing, non-interactively.
+setup-debian:
+	@missing="$(strip $(foreach pkg,$(DEBIAN_PACKAGES),$(if $(shell command -v $(or $(DEBIAN_BINARY_$(pkg)),$(pkg)) 2>/dev/null),,$(pkg))))"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages: $$missing"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
 demo: setup
 	$(RUN) python -m demo
 
@@ -63,10 +79,10 @@ PYTEST := $(RUN) pytest -q -p no:cacheprovider
 
 unit: unit-kubesim unit-realkube
 
-unit-kubesim: setup-test
+unit-kubesim: setup-test setup-debian
 	time $(PYTEST) -m "not realkube"
 
-unit-realkube: setup-test realkube
+unit-realkube: setup-test setup-debian realkube
 	time $(PYTEST) -m realkube
 
 test: lint typecheck imports unit

@@ -37,12 +37,13 @@ import structlog
 
 from hubcontroller.controllers.garbage_collection import garbage_collection_controller
 from hubcontroller.deps import HubDeps
+from hubcontroller.metrics import ReplicaSetMetrics
 from hubcontroller.settings import (
     GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
     GATE_MANIFEST_WORK_REPLICA_SET,
     HubManagerSettings,
 )
-from workagent.kube import MANIFESTWORKS, KubeClient, KubeConfigError
+from workagent.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient, KubeConfigError
 from workagent.runtime import (
     Controller,
     Informer,
@@ -176,6 +177,10 @@ def _compose(
         informers, controller = builder(deps)
         for informer in informers:
             manager.add_informer(informer)
+            if informer.resource == MANIFESTWORK_REPLICASETS:
+                replica_set_metrics = ReplicaSetMetrics(informer)
+                replica_set_metrics.attach()
+                manager.add_closer("replica set metrics", replica_set_metrics.detach)
         manager.add_controller(controller)
         enabled.append(controller.name)
     if settings.gate(GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK):

@@ -192,7 +192,8 @@ class JournalEntry:
     one process can be ordered against each other and against the test's clock.
     ``user`` is the authenticated user ("" when the credentials were refused or
     absent); telling two processes with the same User-Agent apart needs
-    different tokens.
+    different tokens. ``dry_run`` is true for a write sent with ``dryRun=All``
+    (query parameter or DeleteOptions), which changed nothing.
     """
 
     at: float
@@ -201,6 +202,7 @@ class JournalEntry:
     user: str
     user_agent: str
     code: int
+    dry_run: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The entry as the admin API shows it."""
@@ -211,6 +213,7 @@ class JournalEntry:
             "user": self.user,
             "userAgent": self.user_agent,
             "code": self.code,
+            "dryRun": self.dry_run,
         }
 
 
@@ -225,10 +228,18 @@ class Journal:
     entries: deque[JournalEntry] = field(default_factory=lambda: deque(maxlen=JOURNAL_SIZE))
 
     def record(
-        self, at: float, verb: str, resource: str, user: str, user_agent: str, code: int
+        self,
+        at: float,
+        verb: str,
+        resource: str,
+        user: str,
+        user_agent: str,
+        code: int,
+        *,
+        dry_run: bool = False,
     ) -> None:
         """Remember one answered request."""
-        self.entries.append(JournalEntry(at, verb, resource, user, user_agent, code))
+        self.entries.append(JournalEntry(at, verb, resource, user, user_agent, code, dry_run))
 
     def select(
         self, *, user: str | None = None, verbs: tuple[str, ...] | None = None

@@ -214,7 +214,13 @@ class Server:
             if resource:
                 self.state.stats.record(verb, resource, _manager_from_agent(agent), code)
                 self.state.journal.record(
-                    arrived, verb, resource, self._user_name(request), agent, code
+                    arrived,
+                    verb,
+                    resource,
+                    self._user_name(request),
+                    agent,
+                    code,
+                    dry_run=_is_dry_run(request),
                 )
 
     def _classify(self, request: web.Request) -> tuple[str, str]:
@@ -790,6 +796,7 @@ class Server:
             propagation = propagation or "Orphan"
         if options.get("dryRun") and "All" in options["dryRun"]:
             caller = Caller(manager=caller.manager, dry_run=True)
+            request[_DRY_RUN_BODY] = True  # for the journal
         if self.admission.configured():
             deletion = _Deletion(
                 user, caller, propagation, options.get("preconditions"), _admitted_options(q, raw)
@@ -1172,6 +1179,15 @@ async def _admin_body(request: web.Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise errors.bad_request("the body must be a JSON object")
     return body
+
+
+#: Request key set when a DELETE asked for a dry run in its DeleteOptions body.
+_DRY_RUN_BODY = web.RequestKey("kubesim.dry_run", bool)
+
+
+def _is_dry_run(request: web.Request) -> bool:
+    """Whether the request was a dry run (``dryRun=All`` in the query or DeleteOptions)."""
+    return "All" in request.query.getall("dryRun", []) or request.get(_DRY_RUN_BODY, False)
 
 
 def _delete_options(raw: bytes) -> dict[str, Any]:

@@ -3,6 +3,8 @@
 Exit codes: 0 after a clean stop (or help/version), 1 when the agent fails
 at run time, 2 for a command line that cannot run; the last prints exactly
 one ``workagent: <message>`` line on stderr, as a Go agent's flag errors do.
+``workagent diff`` exits 0 (no changes), 1 (changes) or 2 (an error), as
+``kubectl diff``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO, cast
 
-from workagent.cli import PROG, AgentCommand, ShowText, UsageError, parse_command_line
+from workagent.cli import (
+    PROG,
+    AgentCommand,
+    DiffCommand,
+    ShowText,
+    UsageError,
+    parse_command_line,
+)
 from workagent.settings import AgentSettings
 
 EXIT_OK = 0
@@ -74,6 +83,11 @@ def execute(
     if isinstance(command, ShowText):
         out.write(command.text)
         return EXIT_OK
+    if isinstance(command, DiffCommand):
+        # Imported here: it loads the client and the appliers, as the agent does.
+        from workagent.diff import run_diff  # noqa: PLC0415
+
+        return run_diff(command, out, err)
     return run_agent(command, err)
 
 

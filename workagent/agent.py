@@ -26,6 +26,7 @@ from workagent.controllers.add_finalizer import add_finalizer_controller
 from workagent.controllers.cleanup import cleanup_controllers
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.manifestwork import manifestwork_controller
+from workagent.controllers.metrics import WorkMetrics
 from workagent.controllers.status import status_controller
 from workagent.executor import ExecutorValidator, build_executor_validator
 from workagent.identity import hub_hash
@@ -227,12 +228,15 @@ async def build_agent(
     for controller in cleanup_controllers(deps):
         manager.add_controller(controller)
     manager.add_controller(status_controller(deps))
+    work_metrics = WorkMetrics.for_agent(deps)
+    work_metrics.attach()
     # A caching executor check (ExecutorValidatingCaches) runs controllers of its own.
     extra = getattr(chosen.executor, "controllers", None)
     if callable(extra):
         for controller in extra():
             manager.add_controller(controller)
     # Before the clients: the pool's informers use the spoke client.
+    manager.add_closer("work metrics", work_metrics.detach)
     manager.add_closer("feedback watch pool", watch_pool.stop)
     manager.add_closer("condition rule evaluator", rule_evaluator.aclose)
     manager.add_closer("hub client", hub.close)

@@ -772,6 +772,14 @@ def agent_flags() -> tuple[Flag, ...]:
             group=SERVING,
         ),
         Flag(
+            "metrics-work-labels",
+            BOOL,
+            False,
+            "Add a work label (the ManifestWork's name) to the per-work gauges of /metrics; "
+            "one series per work and condition, so for small fleets only.",
+            group=SERVING,
+        ),
+        Flag(
             "terminate-on-files",
             STRING_ARRAY,
             (),
@@ -1016,6 +1024,7 @@ def agent_command(
         tls_private_key_file=flags.string("tls-private-key-file"),
         tls_min_version=flags.string("tls-min-version"),
         tls_cipher_suites=flags.string("tls-cipher-suites"),
+        metrics_work_labels=flags.boolean("metrics-work-labels"),
         log_format=flags.string("log-format"),
         log_level=log_level_from(flags),
         terminate_on_files=flags.strings("terminate-on-files"),
@@ -1027,14 +1036,111 @@ def agent_command(
     return AgentCommand(settings, notices_for(flags, flag_set.flags) + plain_http_notices(flags))
 
 
+# -- workagent diff ------------------------------------------------------------------------
+
+DIFF_INPUT = "Input flags"
+DIFF_CLUSTERS = "Cluster flags"
+DIFF_GROUPS = (DIFF_INPUT, DIFF_CLUSTERS)
+
+DIFF_DESCRIPTION = """
+Show what the agent would change on the managed cluster for one ManifestWork, without
+changing anything: for each manifest, under its update strategy, a unified diff of the live
+object against the server-side dry run (dryRun=All) of the agent's own apply, "would create"
+for a missing object, and what CreateOnly and ReadOnly leave alone. Exit code 0: no changes;
+1: changes; 2: an error (as kubectl diff).
+"""
+
+
+@dataclass(frozen=True)
+class DiffCommand:
+    """``workagent diff``: where the ManifestWork comes from and the managed cluster."""
+
+    filename: str  # -f (``-`` for stdin); empty with --work
+    work: str  # --work (read from the hub); empty with -f
+    hub_kubeconfig: str  # --hub-kubeconfig (also gives the hub hash with -f)
+    cluster_name: str  # --spoke-cluster-name: the hub namespace of --work
+    kubeconfig: str  # --kubeconfig of the managed cluster (empty: $KUBECONFIG, ~/.kube/config)
+
+
+def diff_flag_set() -> FlagSet:
+    """The parser of ``workagent diff``."""
+    flags = (
+        Flag(
+            "filename",
+            STRING,
+            "",
+            "File with the ManifestWork (YAML or JSON; - reads standard input).",
+            shorthand="f",
+            group=DIFF_INPUT,
+        ),
+        Flag(
+            "work",
+            STRING,
+            "",
+            "Name of a ManifestWork to read from the hub (with --hub-kubeconfig and "
+            "--spoke-cluster-name).",
+            group=DIFF_INPUT,
+        ),
+        Flag(
+            "spoke-cluster-name",
+            STRING,
+            "",
+            "The managed cluster's namespace on the hub, where --work is.",
+            dest="cluster_name",
+            aliases=("cluster-name",),
+            group=DIFF_INPUT,
+        ),
+        Flag(
+            "hub-kubeconfig",
+            STRING,
+            "",
+            "Kubeconfig of the hub: where --work is read, and whose server URL names the "
+            "agent's AppliedManifestWork (its owner references).",
+            aliases=("workload-source-config",),
+            group=DIFF_CLUSTERS,
+        ),
+        Flag(
+            "kubeconfig",
+            STRING,
+            "",
+            "Kubeconfig of the managed cluster (empty: $KUBECONFIG or ~/.kube/config).",
+            group=DIFF_CLUSTERS,
+        ),
+    )
+    return FlagSet(f"{PROG} diff [flags]", DIFF_DESCRIPTION, flags, DIFF_GROUPS)
+
+
+def diff_command(args: Sequence[str]) -> DiffCommand | ShowText:
+    """Parse ``workagent diff`` arguments."""
+    flag_set = diff_flag_set()
+    flags = flag_set.parse(args)
+    if flags.help_requested:
+        return ShowText(flag_set.help())
+    if flags.positionals:
+        raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{PROG} diff"')
+    command = DiffCommand(
+        filename=flags.string("filename"),
+        work=flags.string("work"),
+        hub_kubeconfig=flags.string("hub-kubeconfig"),
+        cluster_name=flags.string("cluster_name"),
+        kubeconfig=flags.string("kubeconfig"),
+    )
+    if bool(command.filename) == bool(command.work):
+        raise UsageError("diff needs exactly one of -f FILE and --work NAME")
+    if command.work and not (command.hub_kubeconfig and command.cluster_name):
+        raise UsageError("--work needs --hub-kubeconfig and --spoke-cluster-name")
+    return command
+
+
 # -- the top-level command ----------------------------------------------------------------
 
 ROOT_HELP = f"""Usage:
   {PROG} agent [flags]    run the work agent on a managed cluster
+  {PROG} diff [flags]     show what the agent would change for a ManifestWork
   {PROG} --version        print the version
   {PROG} --help           show this help
 
-Run "{PROG} agent --help" for the agent's flags.
+Run "{PROG} agent --help" or "{PROG} diff --help" for their flags.
 """
 
 
@@ -1055,7 +1161,7 @@ def _is_go_binary_path(token: str) -> bool:
 
 def parse_command_line(
     argv: Sequence[str], *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
-) -> AgentCommand | ShowText:
+) -> AgentCommand | DiffCommand | ShowText:
     """Parse ``workagent``'s arguments (without the program name)."""
     args = list(argv)
     if args and _is_go_binary_path(args[0]):
@@ -1075,6 +1181,10 @@ def parse_command_line(
     command = args[index]
     if command == "help":
         return ShowText(ROOT_HELP)
+    if command == "diff":
+        if index:
+            raise UsageError(f'the flags of "{PROG} diff" come after the command')
+        return diff_command(args[1:])
     if command != "agent":
-        raise UsageError(f'unknown command "{command}"; the only command is "agent"')
+        raise UsageError(f'unknown command "{command}"; the commands are "agent" and "diff"')
     return agent_command(args[:index] + args[index + 1 :], namespace_file=namespace_file)

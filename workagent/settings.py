@@ -85,6 +85,8 @@ class AgentSettings:
     tls_private_key_file: str = ""  # --tls-private-key-file (ours)
     tls_min_version: str = ""  # --tls-min-version (Go name; empty: TLS 1.2)
     tls_cipher_suites: str = ""  # --tls-cipher-suites (comma-separated Go names)
+    # Ours: label the per-work gauges with the work's name (small fleets only).
+    metrics_work_labels: bool = False  # --metrics-work-labels
     log_format: str = "json"  # --log-format json|console
     log_level: str = "info"  # -v / --log-level: debug, info, warning or error
     terminate_on_files: tuple[str, ...] = ()  # --terminate-on-files

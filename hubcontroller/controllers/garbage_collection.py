@@ -23,6 +23,7 @@ from typing import Any
 import structlog
 
 from hubcontroller.deps import HubDeps
+from hubcontroller.metrics import TTL_DELETIONS
 from schemas.meta import parse_time
 from schemas.wire import CONDITION_COMPLETE, MANIFEST_WORK_REPLICA_SET_LABEL
 from workagent.kube import MANIFESTWORKS, Conflict, KubeClient, NotFound
@@ -159,6 +160,8 @@ class ManifestWorkGarbageCollector:
         except Conflict:
             # Another object holds the name now; its own events bring it here.
             log.info("work was replaced before it could be deleted, leaving the new one")
+            return
+        TTL_DELETIONS.inc()
 
 
 def garbage_collection_controller(deps: HubDeps, *, now: Now = utc_now) -> Controller:

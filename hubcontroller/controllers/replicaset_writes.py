@@ -22,6 +22,7 @@ import structlog
 
 from hubcontroller.controllers.replicaset_recent import RecentWrites
 from hubcontroller.controllers.replicaset_works import comparable_spec, meta
+from hubcontroller.metrics import WORKS_CREATED, WORKS_DELETED
 from workagent.kube import (
     MANIFESTWORK_REPLICASETS,
     MANIFESTWORKS,
@@ -117,6 +118,7 @@ class WorkWriter:
                 created = await self.client.create(MANIFESTWORKS, desired)
             except AlreadyExists:
                 return  # as OCM's applier: someone else made it
+            WORKS_CREATED.inc()
             self.recent.remember(owner, created, None)
             log.info(
                 "created manifestwork",
@@ -155,6 +157,7 @@ class WorkWriter:
             return
         except Conflict:
             return  # a newer object of that name (not ours to delete); the cache will show it
+        WORKS_DELETED.inc()
         if answer is None:
             self.recent.remember_deleted(owner, uid)
         else:

@@ -153,6 +153,9 @@ TOLERATIONS = [
 ]
 IMAGE = {"repository": "registry.example.com/ocm/ocm-work", "tag": "v0.1.0", "pullPolicy": "Always"}
 
+#: The alerts and the dashboard, with their defaults (both charts).
+MONITORING: Values = {"prometheusRule": {"enabled": True}, "grafanaDashboard": {"enabled": True}}
+
 AGENT_MINIMAL: Values = {"clusterName": "cluster1", "hubKubeconfig": HUB_KUBECONFIG}
 
 AGENT_ALL_OPTIONS: Values = {
@@ -170,6 +173,7 @@ AGENT_ALL_OPTIONS: Values = {
         "maxFeedbackWatch": 200,
         "maxJSONRawLength": 4096,
         "workers": 20,
+        "metricsWorkLabels": True,
     },
     "featureGates": {"ExecutorValidatingCaches": True, "RawFeedbackJsonString": True},
     "clients": {"spoke": {"qps": 100.5, "burst": 200}, "hub": {"qps": 75, "burst": 150}},
@@ -208,6 +212,22 @@ AGENT_ALL_OPTIONS: Values = {
         "scrapeTimeout": "5s",
         "labels": {"release": "prometheus"},
     },
+    "prometheusRule": {
+        "enabled": True,
+        "labels": {"release": "prometheus"},
+        "severity": "critical",
+        "for": {
+            "failingToApply": "5m",
+            "notAvailable": "30m",
+            "feedbackStale": "1h",
+            "noLeader": "2m",
+        },
+    },
+    "grafanaDashboard": {
+        "enabled": True,
+        "labels": {"example.com/team": "ocm"},
+        "namespace": "monitoring",
+    },
     "podAnnotations": {"example.com/scrape": "true"},
     "podLabels": {"example.com/tier": "agent"},
     "priorityClassName": "system-cluster-critical",
@@ -228,6 +248,7 @@ AGENT_VALUE_SETS: dict[str, Values] = {
     "plain-http": merged(
         AGENT_MINIMAL, {"listen": {"https": False}, "serviceMonitor": {"enabled": True}}
     ),
+    "monitoring": merged(AGENT_MINIMAL, MONITORING),
 }
 
 # Any valid base64 will do for rendering and the dry run; the webhook never runs here.
@@ -300,6 +321,18 @@ HUB_ALL_OPTIONS: Values = {
         "scrapeTimeout": "5s",
         "labels": {"release": "prometheus"},
     },
+    "prometheusRule": {
+        "enabled": True,
+        "labels": {"release": "prometheus"},
+        "severity": "critical",
+        "certificateExpiryDays": 30,
+        "for": {"noLeader": "2m", "certificateExpiry": "30m"},
+    },
+    "grafanaDashboard": {
+        "enabled": True,
+        "labels": {"example.com/team": "ocm"},
+        "namespace": "monitoring",
+    },
 }
 
 HUB_VALUE_SETS: dict[str, Values] = {
@@ -316,6 +349,7 @@ HUB_VALUE_SETS: dict[str, Values] = {
     },
     "service-monitor": {"serviceMonitor": {"enabled": True}},
     "plain-http": {"manager": {"listen": {"https": False}}, "serviceMonitor": {"enabled": True}},
+    "monitoring": MONITORING,
 }
 
 

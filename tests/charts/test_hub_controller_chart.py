@@ -102,10 +102,17 @@ def test_renders_the_expected_objects(value_set: str) -> None:
         expected.add(("Secret", f"{WEBHOOK}-serving-cert"))
     if values.get("serviceMonitor", {}).get("enabled"):
         expected |= {("ServiceMonitor", MANAGER), ("ServiceMonitor", WEBHOOK)}
+    if values.get("prometheusRule", {}).get("enabled"):
+        expected.add(("PrometheusRule", "hub-controller"))
+    dashboard = values.get("grafanaDashboard", {})
+    if dashboard.get("enabled"):
+        expected.add(("ConfigMap", "hub-controller-dashboard"))
     assert names == expected
     cluster_scoped = {"ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration"}
     for obj in rendered.objects:
-        if obj["kind"] not in cluster_scoped:
+        if obj["kind"] == "ConfigMap":
+            assert obj["metadata"]["namespace"] == (dashboard.get("namespace") or HUB_NAMESPACE)
+        elif obj["kind"] not in cluster_scoped:
             assert obj["metadata"]["namespace"] == HUB_NAMESPACE, obj["kind"]
     assert MW_WEBHOOK in rendered.notes
 

@@ -38,44 +38,56 @@ from tests.webhook.helpers import RecordingAccess, configmap, manifest_work, rep
 
 pytestmark = pytest.mark.kubectl
 
-# prometheus-operator's CRD is not ours to ship: a minimal stand-in that serves the
-# kind, so the ServiceMonitors go through the same dry run as everything else.
-SERVICE_MONITOR_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
-    "spec": {
-        "group": "monitoring.coreos.com",
-        "names": {
-            "kind": "ServiceMonitor",
-            "listKind": "ServiceMonitorList",
-            "plural": "servicemonitors",
-            "singular": "servicemonitor",
+
+# prometheus-operator's CRDs are not ours to ship: minimal stand-ins that serve the
+# kinds, so the ServiceMonitors and PrometheusRules go through the same dry run as
+# everything else.
+def stand_in_crd(kind: str, plural: str) -> dict[str, Any]:
+    """A CRD of ``monitoring.coreos.com/v1`` ``kind`` that accepts any content."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
         },
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+    }
+
+
+MONITORING_CRDS = (
+    stand_in_crd("ServiceMonitor", "servicemonitors"),
+    stand_in_crd("PrometheusRule", "prometheusrules"),
+)
 
 
 async def prepare(kubectl: Kubectl, namespace: str, chart: Path) -> None:
     """What `helm install` needs first: the namespace, and the chart's CRDs installed."""
     await kubectl("create", "namespace", namespace)
+    # Where the all-options value sets put the dashboards' ConfigMaps.
+    await kubectl("create", "namespace", "monitoring")
     crds = sorted((chart / "crds").glob("*.yaml"))
     await kubectl("apply", *(f"--filename={p}" for p in crds))
-    await kubectl("apply", "-f", "-", stdin=yaml.safe_dump(SERVICE_MONITOR_CRD))
+    await kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(MONITORING_CRDS))
 
 
 async def dry_run(kubectl: Kubectl, rendered: Rendered) -> list[str]:

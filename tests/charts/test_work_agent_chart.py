@@ -65,9 +65,17 @@ def test_renders_the_expected_objects(value_set: str) -> None:
         expected.add("Secret")
     if values.get("serviceMonitor", {}).get("enabled"):
         expected.add("ServiceMonitor")
+    if values.get("prometheusRule", {}).get("enabled"):
+        expected.add("PrometheusRule")
+    dashboard = values.get("grafanaDashboard", {})
+    if dashboard.get("enabled"):
+        expected.add("ConfigMap")
     assert rendered.kinds() == expected
     for obj in rendered.objects:
-        if obj["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+        if obj["kind"] == "ConfigMap":
+            namespace = dashboard.get("namespace") or AGENT_NAMESPACE
+            assert obj["metadata"]["namespace"] == namespace
+        elif obj["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
             assert obj["metadata"]["namespace"] == AGENT_NAMESPACE, obj["kind"]
         assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
     assert values["clusterName"] in rendered.notes
@@ -201,6 +209,7 @@ def test_default_flags_keep_the_agent_defaults(tmp_path: Path) -> None:
     assert (settings.tls_cert_file, settings.tls_private_key_file) == ("", "")
     assert (settings.tls_min_version, settings.tls_cipher_suites) == ("", "")
     assert (settings.log_format, settings.log_level) == ("json", "info")
+    assert not settings.metrics_work_labels
 
 
 def test_every_option_reaches_the_agent(tmp_path: Path) -> None:
@@ -216,6 +225,7 @@ def test_every_option_reaches_the_agent(tmp_path: Path) -> None:
     assert settings.eviction_grace_period == 876000 * 3600
     assert (settings.max_feedback_watch, settings.max_json_raw_length) == (200, 4096)
     assert settings.workers == 20
+    assert settings.metrics_work_labels
     assert settings.feature_gates == {"ExecutorValidatingCaches", "RawFeedbackJsonString"}
     assert (settings.kube_api_qps, settings.kube_api_burst) == (100.5, 200)
     assert (settings.hub_kube_api_qps, settings.hub_kube_api_burst) == (75, 150)

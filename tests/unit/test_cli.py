@@ -770,3 +770,36 @@ def test_operations_doc_covers_every_flag() -> None:
     for flag in agent_flag_set().flags:
         for spelling in flag.spellings:
             assert f"`{spelling}" in doc, f"{spelling} is missing from docs/operations.md"
+
+
+# -- workagent diff -------------------------------------------------------------------------
+
+
+def test_diff_command_line() -> None:
+    from workagent.cli import DiffCommand, ShowText, parse_command_line
+
+    command = parse_command_line(["diff", "-f", "work.yaml", "--kubeconfig=spoke.kubeconfig"])
+    assert command == DiffCommand("work.yaml", "", "", "", "spoke.kubeconfig")
+    command = parse_command_line(
+        ["diff", "--work", "w", "--cluster-name", "c1", "--workload-source-config", "hub.kc"]
+    )
+    assert command == DiffCommand("", "w", "hub.kc", "c1", "")
+    shown = parse_command_line(["diff", "--help"])
+    assert isinstance(shown, ShowText) and "--filename" in shown.text and "-f" in shown.text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["diff"], "exactly one of -f FILE and --work NAME"),
+        (["diff", "-f", "a", "--work", "w"], "exactly one of -f FILE and --work NAME"),
+        (["diff", "--work", "w"], "--work needs --hub-kubeconfig and --spoke-cluster-name"),
+        (["diff", "-f", "a", "extra"], 'unexpected argument "extra"'),
+        (["diff", "--bogus"], "unknown flag: --bogus"),
+        (["--v=2", "diff", "-f", "a"], 'the flags of "workagent diff" come after the command'),
+    ],
+)
+def test_diff_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
+    err = io.StringIO()
+    assert entry.execute(args, stdout=io.StringIO(), stderr=err) == 2
+    assert err.getvalue().count("\n") == 1 and message in err.getvalue()

@@ -20,6 +20,7 @@ from schemas.wire import APPLIED_MANIFEST_WORK_FINALIZER
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting
 from workagent.controllers.deletion import DeletionFailed, delete_applied_resources
 from workagent.controllers.deps import AgentDeps
+from workagent.controllers.metrics import ORPHAN_WORK_DELETED
 from workagent.controllers.ownership import applied_work_owner
 from workagent.controllers.patcher import patch_metadata_and_spec, patch_status
 from workagent.identity import applied_work_name
@@ -89,7 +90,11 @@ class AppliedManifestWorkFinalizer:
             # the record of another hub's work of the same name releases nothing.
             await deps.watch_pool.release_work(work_name)
         pending, errors = await delete_applied_resources(
-            deps, resources, f"manifestwork {work_name} is terminating", applied_work_owner(applied)
+            deps,
+            resources,
+            f"manifestwork {work_name} is terminating",
+            applied_work_owner(applied),
+            cause=ORPHAN_WORK_DELETED,
         )
         changed = pending != resources
         if changed and pending:

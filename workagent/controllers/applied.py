@@ -20,6 +20,7 @@ from workagent.controllers.apply_results import ManifestResult
 from workagent.controllers.conditions import find_condition
 from workagent.controllers.deletion import delete_applied_resources
 from workagent.controllers.deps import AgentDeps
+from workagent.controllers.metrics import ORPHAN_REMOVED_FROM_WORK
 from workagent.controllers.ownership import applied_work_owner
 from workagent.kube import KubeError, NotFound
 from workagent.runtime import ItemExponentialFailureRateLimiter
@@ -105,7 +106,9 @@ def sort_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 async def _delete_stale(
     deps: AgentDeps, stale: list[dict[str, Any]], reason: str, applied_work: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], list[Exception]]:
-    return await delete_applied_resources(deps, stale, reason, applied_work_owner(applied_work))
+    return await delete_applied_resources(
+        deps, stale, reason, applied_work_owner(applied_work), cause=ORPHAN_REMOVED_FROM_WORK
+    )
 
 
 async def sync_applied_resources(

@@ -29,8 +29,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import structlog
+from prometheus_client import Counter
 
 from workagent.controllers.deps import AgentDeps
+from workagent.controllers.metrics import ORPHAN_DELETIONS, ORPHAN_WORK_DELETED
 from workagent.controllers.ownership import is_applied_work_reference
 from workagent.controllers.patcher import with_preconditions
 from workagent.kube import Conflict, KubeClient, NotFound, Resource
@@ -100,12 +102,15 @@ async def delete_applied_resources(
     resources: list[dict[str, Any]],
     reason: str,
     owner: dict[str, Any],
+    *,
+    cause: str = ORPHAN_WORK_DELETED,
 ) -> tuple[list[dict[str, Any]], list[Exception]]:
     """Delete (or disown) ``resources``, the entries of an AppliedManifestWork's status.
 
     ``resources`` are ``{group, version, resource, namespace, name, uid}``
     dicts; ``owner`` is the owner reference to the AppliedManifestWork (its
-    ``uid`` decides ownership); ``reason`` goes into the log lines.
+    ``uid`` decides ownership); ``reason`` goes into the log lines, ``cause``
+    labels ``work_agent_orphan_deletions_total`` (one per DELETE accepted).
 
     Returns ``(pending, errors)``. ``pending`` holds, in input order, the
     entries whose objects still exist and are being deleted, *and* the entries
@@ -117,6 +122,7 @@ async def delete_applied_resources(
     """
     limit = asyncio.Semaphore(DELETE_CONCURRENCY)
     owner_uid = str(owner.get("uid") or "")
+    deleted = ORPHAN_DELETIONS.labels(cause)
 
     async def one(entry: dict[str, Any]) -> tuple[bool, Exception | None]:
         async with limit:
@@ -124,10 +130,10 @@ async def delete_applied_resources(
                 resource_of(entry), str(entry.get("namespace") or ""), str(entry.get("name") or "")
             )
             if known is not None:
-                outcome = await _delete_known(deps.spoke, entry, known, owner_uid, reason)
+                outcome = await _delete_known(deps.spoke, entry, known, owner_uid, reason, deleted)
                 if outcome is not None:
                     return outcome
-            return await _delete_one(deps.spoke, entry, owner_uid, reason)
+            return await _delete_one(deps.spoke, entry, owner_uid, reason, deleted)
 
     outcomes = await asyncio.gather(*(one(entry) for entry in resources))
     pending: list[dict[str, Any]] = []
@@ -153,7 +159,12 @@ def _solely_ours(obj: dict[str, Any], entry: dict[str, Any], owner_uid: str) -> 
 
 
 async def _delete_known(
-    spoke: KubeClient, entry: dict[str, Any], known: dict[str, Any], owner_uid: str, reason: str
+    spoke: KubeClient,
+    entry: dict[str, Any],
+    known: dict[str, Any],
+    owner_uid: str,
+    reason: str,
+    deleted: Counter,
 ) -> tuple[bool, Exception | None] | None:
     """Delete the object as the status syncs last saw it, without reading it first.
 
@@ -180,12 +191,13 @@ async def _delete_known(
         return None  # changed since it was seen
     except Exception as exc:
         return True, ResourceDeletionError(entry, "delete", exc)
+    deleted.inc()
     log.info("deleted resource", resource=what, reason=reason)
     return answer is not None, None
 
 
 async def _delete_one(
-    spoke: KubeClient, entry: dict[str, Any], owner_uid: str, reason: str
+    spoke: KubeClient, entry: dict[str, Any], owner_uid: str, reason: str, deleted: Counter
 ) -> tuple[bool, Exception | None]:
     """One entry of the algorithm: (still pending, error)."""
     what = describe_entry(entry)
@@ -256,6 +268,7 @@ async def _delete_one(
         return True, None
     except Exception as exc:
         return True, ResourceDeletionError(entry, "delete", exc)
+    deleted.inc()
     log.info("deleted resource", resource=what, reason=reason)
     # A success Status (not the object) is the API server's word that the object
     # is gone; an object in the answer is still there (finalizers, a grace

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply.base import Applier
 from workagent.conditions import ConditionRuleEvaluator
+from workagent.controllers.metrics import StatusSyncs
 from workagent.executor.base import ExecutorValidator
 from workagent.kube import KubeClient, RESTMapper
 from workagent.polledreads import PolledReads
@@ -28,7 +29,8 @@ class AgentDeps:
     ``rule_evaluator`` runs condition rules and owns their CEL worker processes
     (None: the event loop's default evaluator). ``polled_reads`` serves the
     status controller's Poll-mode reads (coalesced LISTs) and is told by the
-    apply loop of the objects it got from the server.
+    apply loop of the objects it got from the server. ``status_syncs`` records
+    when each work's status was last synced, for ``/metrics``.
     """
 
     settings: AgentSettings
@@ -44,3 +46,4 @@ class AgentDeps:
     watch_pool: FeedbackWatchPool | None = None
     rule_evaluator: ConditionRuleEvaluator | None = None
     polled_reads: PolledReads = field(default_factory=PolledReads)
+    status_syncs: StatusSyncs = field(default_factory=StatusSyncs)

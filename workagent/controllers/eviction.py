@@ -23,6 +23,7 @@ import structlog
 from schemas.meta import format_time, now, parse_time
 from workagent.controllers.add_finalizer import is_deleting, work_from_cache
 from workagent.controllers.deps import AgentDeps
+from workagent.controllers.metrics import EVICTIONS
 from workagent.controllers.patcher import patch_status
 from workagent.identity import applied_work_name, work_name_of
 from workagent.kube import APPLIED_MANIFESTWORKS, NotFound
@@ -161,8 +162,11 @@ class UnmanagedAppliedWorkEvictor:
                 return Result(requeue_after=decision.remaining)
             case Action.EVICT:
                 log.info("evicting unmanaged applied manifest work", manifest_work=work_name)
-                with contextlib.suppress(NotFound):
+                try:
                     await deps.spoke.delete(APPLIED_MANIFESTWORKS, name)
+                except NotFound:
+                    return None  # gone meanwhile: not evicted by us
+                EVICTIONS.inc()
                 return None
 
     async def _set_start(self, applied: Object, value: str | None) -> None:

@@ -64,6 +64,10 @@ class ManifestError(Exception):
     """A manifest is unusable as written (no kind, no name, unknown type, ...)."""
 
 
+class UnknownResourceType(ManifestError):
+    """The managed cluster serves no resource for the manifest's apiVersion and kind."""
+
+
 def kind_rank(kind: str) -> int:
     """Apply order of a kind: dependencies (namespaces, CRDs, RBAC) before their users."""
     return _RANKS.get(kind, OTHER_KIND_RANK)
@@ -122,7 +126,9 @@ async def map_resource(mapper: RESTMapper, result: ManifestResult) -> None:
     try:
         resource = await mapper.resource_for(api_version, meta["kind"])
     except NoKindMatch:
-        raise ManifestError(f'the server doesn\'t have a resource type "{meta["kind"]}"') from None
+        raise UnknownResourceType(
+            f'the server doesn\'t have a resource type "{meta["kind"]}"'
+        ) from None
     result.resource = resource
     meta["resource"] = resource.plural
     if not resource.namespaced:

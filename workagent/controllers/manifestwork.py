@@ -63,6 +63,7 @@ from workagent.controllers.conditions import (
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.manifestconfig import find_manifest_config
 from workagent.controllers.manifests import ManifestError, map_resource, parse_manifest
+from workagent.controllers.metrics import count_apply_failure
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
 from workagent.controllers.patcher import (
     RecentWrites,
@@ -326,6 +327,9 @@ class ManifestWorkController:
             )
             return Result(requeue=True, at_least=float(err.retry_after or 0.0))
         applied_work = record.applied_work
+        for result in results:
+            if result.error is not None:
+                count_apply_failure(result.error)
 
         work["status"] = build_status(work, results, generation)
         bookkeeping = await sync_applied_resources(

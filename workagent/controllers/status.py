@@ -33,6 +33,7 @@ import copy
 import functools
 import json
 import random
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -70,6 +71,7 @@ from workagent.controllers.deps import AgentDeps
 from workagent.controllers.managedfields import reads_managed_fields
 from workagent.controllers.manifestconfig import find_manifest_config
 from workagent.controllers.manifestwork import _log_fields, describe_error
+from workagent.controllers.metrics import MODE_POLL, MODE_WATCH
 from workagent.controllers.patcher import RecentWrites, normalized, patch_status
 from workagent.feedback import is_cheap, read_feedback
 from workagent.kube import MANIFESTWORKS, Conflict, KubeError, NotFound, Resource
@@ -125,10 +127,15 @@ def _manifests(work: Object) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class ReadOutcome:
-    """A live read: the object (None when it could not be read) and its ``Available``."""
+    """A live read: the object (None when it could not be read) and its ``Available``.
+
+    ``mode`` says how it was read: ``watch`` (the watch pool's cache), ``poll``
+    (a GET or a coalesced LIST), or None when nothing could be asked.
+    """
 
     obj: Object | None
     available: Condition
+    mode: str | None = None
 
 
 def _available(status: str, reason: str, message: str) -> Condition:
@@ -197,20 +204,22 @@ class AvailableStatusController:
     async def reconcile(self, key: str) -> Result | None:
         """Sync the status of work ``key``; see the module docstring."""
         cached = self._written.latest(key, work_from_cache(self.deps, key))
+        syncs = self.deps.status_syncs
         if cached is None:
             self._written.forget(key)
+            syncs.forget(key)
             if self.pool is not None:
                 # Beyond OCM (which waits for the AMW finalizer): a work that is
                 # gone from the hub watches nothing any more.
                 await self.pool.release_work(key)
             return None
-        if not has_finalizer(cached):
-            return None
-        if (
+        if not has_finalizer(cached) or (
             find_condition((cached.get("status") or {}).get("conditions"), CONDITION_APPLIED)
             is None
         ):
+            syncs.forget(key)
             return None  # nothing to report before the work was applied once
+        syncs.due(key)
         with bound_context(**_log_fields(cached)):
             return await self._sync(key, cached)
 
@@ -231,9 +240,12 @@ class AvailableStatusController:
         moment = now()
         listed: set[tuple[str, str, str, str, str]] = set()
         room = _FeedbackRoom(MAX_FEEDBACK_BYTES)
+        modes: Counter[str] = Counter()
         for entry in manifests:
             listed.add(_identity(entry.get("resourceMeta") or {}))
-            await self._sync_manifest(work, entry, spec, generation, moment, room)
+            mode = await self._sync_manifest(work, entry, spec, generation, moment, room)
+            if mode is not None:
+                modes[mode] += 1
         if self.pool is not None:
             # Registrations of objects the work no longer lists (removed from the
             # spec, or now served at another version) go at once.
@@ -249,11 +261,13 @@ class AvailableStatusController:
         try:
             written = await patch_status(deps.hub, MANIFESTWORKS, cached, status)
         except NotFound:
+            deps.status_syncs.forget(name)
             return None  # deleted meanwhile: the next event says so
         except Conflict:
             # The apply loop (or someone else) wrote first: recompute on fresh data.
             log.debug("status changed meanwhile, syncing again")
             return Result(requeue=True)
+        deps.status_syncs.synced(name, modes)
         if written is not None:
             self._written.remember(name, cached, written)
             log.info("updated status of applied resources")
@@ -268,7 +282,8 @@ class AvailableStatusController:
         generation: int,
         moment: datetime,
         room: _FeedbackRoom,
-    ) -> None:
+    ) -> str | None:
+        """Sync one manifest's entry in place; returns how its object was read (if at all)."""
         deps = self.deps
         work_name = str(work["metadata"]["name"])
         meta = entry.get("resourceMeta") or {}
@@ -283,7 +298,7 @@ class AvailableStatusController:
         if obj is None:
             # The rest stays as it was until the object can be read again.
             room.take(_json_size((entry.get("statusFeedback") or {}).get("values") or []))
-            return
+            return outcome.mode
 
         await self._update_watch(work, meta, option)
 
@@ -349,6 +364,7 @@ class AvailableStatusController:
             resource_name=obj_name,
             work=work_name,
         )
+        return outcome.mode
 
     async def _update_watch(
         self, work: Object, meta: dict[str, Any], option: ManifestConfigOption | None
@@ -388,6 +404,7 @@ class AvailableStatusController:
             if self.pool is not None
             else None
         )
+        mode = MODE_WATCH if cached is not None else MODE_POLL
         if cached is not None:
             obj = cached.obj
         else:
@@ -408,14 +425,16 @@ class AvailableStatusController:
                         REASON_FETCHING_RESOURCE_FAILED,
                         f"Failed to fetch resource: {describe_error(err)}",
                     ),
+                    mode,
                 )
         if obj is None:
             return ReadOutcome(
                 None,
                 _available("False", REASON_RESOURCE_NOT_AVAILABLE, "Resource is not available"),
+                mode,
             )
         return ReadOutcome(
-            obj, _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available")
+            obj, _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available"), mode
         )
 
 

@@ -64,6 +64,7 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 _JSON = "application/json"
 _TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 Params = list[tuple[str, str]]
 
@@ -84,6 +85,9 @@ class KubeClient:
     (``hub``, ``spoke``) labels its metrics. Every request, watch starts
     included, first takes a token from the client's QPS/burst bucket.
 
+    With ``dry_run=True`` every write is sent with ``dryRun=All``, whatever the
+    caller asks for, so such a client cannot change a cluster.
+
     Object bodies are plain dicts as the API server sends them. For a
     cluster-scoped resource the ``namespace`` argument is ignored; for a
     namespaced one, object verbs need it (or ``metadata.namespace`` in the body
@@ -101,9 +105,13 @@ class KubeClient:
         timeout: float = DEFAULT_TIMEOUT,
         name: str = "kube",
         rate_limiter: TokenBucket | None = None,
+        dry_run: bool = False,
     ) -> None:
         self.config = config
         self.name = name
+        #: Every write (POST, PUT, PATCH, DELETE) is sent with ``dryRun=All``: the
+        #: server answers as if it wrote, and stores nothing.
+        self.dry_run = dry_run
         self.user_agent = user_agent or default_user_agent()
         self.timeout = timeout
         self.rate_limiter = rate_limiter if rate_limiter is not None else TokenBucket(qps, burst)
@@ -123,13 +131,22 @@ class KubeClient:
         user_agent: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         name: str = "kube",
-    ) -> KubeClient:
+        dry_run: bool = False,
+    ) -> Self:
         """A client from a kubeconfig (default ``$KUBECONFIG`` or ``~/.kube/config``).
 
         Raises KubeConfigError when the file is missing or unusable.
         """
         config = await load_kubeconfig(path, context=context)
-        return cls(config, qps=qps, burst=burst, user_agent=user_agent, timeout=timeout, name=name)
+        return cls(
+            config,
+            qps=qps,
+            burst=burst,
+            user_agent=user_agent,
+            timeout=timeout,
+            name=name,
+            dry_run=dry_run,
+        )
 
     @classmethod
     async def in_cluster(
@@ -442,6 +459,9 @@ class KubeClient:
     ) -> Any:
         """One request with the client's timeout; returns the decoded JSON answer."""
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        if self.dry_run and method in _WRITE_METHODS:
+            params = [*(params or []), ("dryRun", "All")]
+            params = list(dict.fromkeys(params))  # once, if the caller asked too
         timeout = aiohttp.ClientTimeout(total=self.timeout)
         await self._throttle()
         start = time.perf_counter()

@@ -10,7 +10,14 @@ house style allows.
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from collections.abc import Callable, Iterable
+
+import structlog
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+_log = structlog.get_logger(__name__)
 
 # client-go: prometheus.ExponentialBuckets(10e-9, 10, 10), i.e. 10 ns .. 10 s.
 _WORKQUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(10))
@@ -139,3 +146,61 @@ LEADER_SLOWPATH = Counter(
     "'name' is the string used to identify the lease.",
     ["name"],
 )
+
+
+# -- gauges computed at scrape time ---------------------------------------------------
+
+#: One sample: its labels and its value.
+Sample = tuple[dict[str, str], float]
+#: Computes the samples of a :class:`ScrapeGauge` when it is scraped.
+SampleSource = Callable[[], Iterable[Sample]]
+
+
+class ScrapeGauge(Collector):
+    """A gauge family whose samples are computed when ``/metrics`` is read.
+
+    For counts that are a view of a cache (works by condition, replica sets by
+    rollout state): computing them from the cache at scrape time keeps them
+    right by construction, and a deleted object leaves no stale series
+    behind. The source is set by the component that owns the cache; as with
+    the informer gauges, the last one set wins (tests run several agents in
+    one process, one after another), and :meth:`clear_source` only removes
+    the source it is given. Without a source the family has no samples.
+    """
+
+    def __init__(
+        self, name: str, documentation: str, *, registry: CollectorRegistry | None = REGISTRY
+    ) -> None:
+        self.name = name
+        self.documentation = documentation
+        self._source: SampleSource | None = None
+        if registry is not None:
+            registry.register(self)
+
+    def set_source(self, source: SampleSource) -> None:
+        """Compute the samples with ``source`` from now on."""
+        self._source = source
+
+    def clear_source(self, source: SampleSource) -> None:
+        """Stop using ``source`` (a newer source set meanwhile stays)."""
+        if self._source is source:
+            self._source = None
+
+    def describe(self) -> Iterable[Metric]:
+        """The family without samples (the registry checks names with it)."""
+        return [Metric(self.name, self.documentation, "gauge")]
+
+    def collect(self) -> Iterable[Metric]:
+        """The family with the source's current samples."""
+        family = Metric(self.name, self.documentation, "gauge")
+        source = self._source
+        if source is not None:
+            try:
+                samples = list(source())
+            except Exception:
+                # A scrape must still answer with every other family.
+                _log.exception("computing a metric failed", metric=self.name)
+                samples = []
+            for labels, value in samples:
+                family.add_sample(self.name, labels, value)
+        yield family

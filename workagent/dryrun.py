@@ -1,0 +1,212 @@
+"""A client that only dry-runs writes, and remembers their results for the next request.
+
+``workagent diff`` runs the agent's own appliers against it. An applier may
+send several writes for one manifest (ServerSideApply applies, then patches
+the owner reference; Update may delete and re-create): each is a server-side
+dry run (``dryRun=All``, so the API server validates and defaults it and
+stores nothing), and the object it would have produced is kept in an
+overlay, so that a later read sees it and a later write builds on it, as
+they would against a cluster that had taken the first write:
+
+- a GET of an object written in this dry run answers the overlay's version
+  (NotFound after a dry-run delete);
+- a merge patch of such an object is merged into the overlay's version
+  locally (RFC 7386) and sent as a dry-run update of the object, or as a
+  dry-run create when only the dry run created it;
+- a create after a dry-run delete (Update's re-create of an object with a
+  changed immutable field) cannot be dry-run, as the object still exists: the
+  body is taken as it would be created, and the name is recorded in
+  :attr:`DryRunClient.recreated`.
+
+Every write the base client sends carries ``dryRun=All`` (``dry_run=True``),
+so nothing here can change the cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from workagent.kube import KubeClient, NotFound, PatchType, Resource
+
+#: (group, plural, namespace, name) of an object.
+ObjectKey = tuple[str, str, str, str]
+#: Metadata the API server sets; not part of a body that creates the object again.
+_SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
+
+
+def apply_merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: ``patch`` merged into ``target`` (null deletes, lists are replaced)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = apply_merge_patch(merged.get(key), value)
+    return merged
+
+
+class DryRunClient(KubeClient):
+    """A :class:`KubeClient` whose writes are dry runs seen by its own later requests."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["dry_run"] = True
+        super().__init__(*args, **kwargs)
+        #: The object each dry-run write produced (None: deleted).
+        self._overlay: dict[ObjectKey, dict[str, Any] | None] = {}
+        #: Objects present before the dry run, as first read or written over.
+        self._existed: dict[ObjectKey, bool] = {}
+        #: Objects the dry run deleted and then created again.
+        self.recreated: set[ObjectKey] = set()
+
+    @staticmethod
+    def _key(res: Resource, name: str, namespace: str | None) -> ObjectKey:
+        return (res.group, res.plural, (namespace or "") if res.namespaced else "", name)
+
+    def reset(self) -> None:
+        """Forget every dry-run result (before the next manifest of another work)."""
+        self._overlay.clear()
+        self._existed.clear()
+        self.recreated.clear()
+
+    async def get(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """The overlay's version of an object this dry run wrote, else the server's."""
+        key = self._key(res, name, namespace)
+        if subresource is None and key in self._overlay:
+            obj = self._overlay[key]
+            if obj is None:
+                raise NotFound(404, "NotFound", f'{res.plural} "{name}" not found (dry run)')
+            return copy.deepcopy(obj)
+        try:
+            found = await super().get(res, name, namespace, subresource=subresource)
+        except NotFound:
+            if subresource is None:
+                self._existed.setdefault(key, False)
+            raise
+        if subresource is None:
+            self._existed.setdefault(key, True)
+        return found
+
+    async def create(
+        self,
+        res: Resource,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """A dry-run create; after a dry-run delete of the same object, the body itself."""
+        meta = body.get("metadata") or {}
+        ns = namespace or meta.get("namespace")
+        key = self._key(res, str(meta.get("name") or ""), ns)
+        if subresource is None and key in self._overlay and self._overlay[key] is None:
+            self.recreated.add(key)
+            created = copy.deepcopy(body)
+            for field in _SERVER_FIELDS:
+                created.setdefault("metadata", {}).pop(field, None)
+            self._overlay[key] = created
+            return copy.deepcopy(created)
+        created = await super().create(
+            res, body, namespace, field_manager=field_manager, subresource=subresource
+        )
+        if subresource is None:
+            self._existed.setdefault(key, False)
+            self._overlay[key] = created
+        return created
+
+    async def update(
+        self,
+        res: Resource,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        field_manager: str | None = None,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """A dry-run update (a dry-run create of an object only this dry run created)."""
+        meta = body.get("metadata") or {}
+        key = self._key(res, str(meta.get("name") or ""), namespace or meta.get("namespace"))
+        if subresource is None and self._existed.get(key) is False:
+            fresh = copy.deepcopy(body)
+            for field in _SERVER_FIELDS:
+                fresh.setdefault("metadata", {}).pop(field, None)
+            self._overlay.pop(key, None)
+            return await self.create(res, fresh, namespace, field_manager=field_manager)
+        updated = await super().update(
+            res, body, namespace, field_manager=field_manager, subresource=subresource
+        )
+        if subresource is None:
+            self._overlay[key] = updated
+        return updated
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        body: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        field_manager: str | None = None,
+        force: bool | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """A dry-run patch; a merge patch of an object this dry run wrote builds on that."""
+        key = self._key(res, name, namespace)
+        current = self._overlay.get(key) if subresource is None else None
+        if current is not None and patch_type == "merge":
+            patched = apply_merge_patch(current, body)
+            if self._existed.get(key) is False:
+                self._overlay.pop(key, None)
+                for field in _SERVER_FIELDS:
+                    patched.setdefault("metadata", {}).pop(field, None)
+                return await self.create(res, patched, namespace, field_manager=field_manager)
+            return await self.update(res, patched, namespace, field_manager=field_manager)
+        answer = await super().patch(
+            res,
+            name,
+            body,
+            namespace,
+            patch_type=patch_type,
+            field_manager=field_manager,
+            force=force,
+            subresource=subresource,
+        )
+        if subresource is None:
+            self._existed.setdefault(key, bool(answer.get("metadata", {}).get("resourceVersion")))
+            self._overlay[key] = answer
+        return answer
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+        preconditions: dict[str, Any] | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> dict[str, Any] | None:
+        """A dry-run delete; later reads of the object answer NotFound."""
+        answer = await super().delete(
+            res,
+            name,
+            namespace,
+            propagation_policy=propagation_policy,
+            preconditions=preconditions,
+            grace_period_seconds=grace_period_seconds,
+        )
+        self._overlay[self._key(res, name, namespace)] = None
+        return answer
