@@ -84,6 +84,9 @@ async def test_every_documented_series_with_the_scenario_values(
     await spoke_client.create(
         APPLIED_MANIFESTWORKS,
         {
+            # A real apiserver refuses a custom resource without its apiVersion and kind.
+            "apiVersion": APPLIED_MANIFESTWORKS.api_version,
+            "kind": APPLIED_MANIFESTWORKS.kind,
             "metadata": {"name": applied_work_name(the_hash, "ghost")},
             "spec": {"hubHash": the_hash, "manifestWorkName": "ghost", "agentID": the_hash},
         },
