@@ -47,7 +47,7 @@ from schemas.wire import (
     PLACEMENT_NAME_LABEL,
 )
 from tests.conftest import eventually
-from tests.support.prepare import install_crds
+from tests.support.prepare import install_crds, typed
 from tests.support.targets import Cluster
 from workagent.kube import (
     MANIFESTWORK_REPLICASETS,
@@ -57,7 +57,6 @@ from workagent.kube import (
     PLACEMENTS,
     KubeClient,
     NotFound,
-    Resource,
 )
 from workagent.runtime import Controller, Informer
 
@@ -286,12 +285,6 @@ TEMPLATE: dict[str, Any] = {
 }
 
 Group = tuple[str, Sequence[str]]  # (group name, clusters); the index is the position
-
-
-def typed(res: Resource, **fields: Any) -> dict[str, Any]:
-    """An object of ``res`` with its apiVersion and kind: a real apiserver refuses a custom
-    resource without them (400 "Object 'Kind' is missing")."""
-    return {"apiVersion": res.api_version, "kind": res.kind, **fields}
 
 
 @dataclass

@@ -12,6 +12,7 @@ Where the two targets differ, the difference is handled here, once:
 - an aggregated ClusterRole is filled by kube-controller-manager on a real
   control plane and by nobody on kubesim: :func:`aggregate_cluster_roles`
   waits for kcm, or plays it on kubesim;
+- a custom resource must be sent with its apiVersion and kind (:func:`typed`);
 - a webhook Service: kubesim routes to its Endpoints (127.0.0.1 allowed), a
   real apiserver to the ClusterIP, which nothing routes here, and refuses
   loopback endpoints: :func:`local_webhook_service` gives an ExternalName
@@ -49,6 +50,12 @@ from workagent.kube import (
 def is_kubesim(cluster: Cluster) -> bool:
     """Whether ``cluster`` is the emulator (else a real control plane)."""
     return isinstance(cluster, KubeSim)
+
+
+def typed(res: Resource, **fields: Any) -> dict[str, Any]:
+    """An object of ``res`` with its apiVersion and kind: a real apiserver refuses a custom
+    resource without them (400 "Object 'Kind' is missing"), kubesim takes it."""
+    return {"apiVersion": res.api_version, "kind": res.kind, **fields}
 
 
 # -- CRDs --------------------------------------------------------------------------------
