@@ -37,7 +37,7 @@ from schemas.wire import (
 )
 from tests.conftest import eventually, pool_for
 from tests.security.processes import REPO, ChildProcess, free_port, start_module
-from tests.support.prepare import ensure_namespace, install_crds, typed
+from tests.support.prepare import ensure_namespace, install_crds, typed, wait_admission
 from tests.support.targets import Cluster, open_cluster
 from tests.webhook.helpers import install_cert, make_cert
 from workagent.kube import (
@@ -352,17 +352,8 @@ async def start_webhook(
     async def register() -> None:
         await eventually(ready, timeout=PATIENCE, what="the webhook to be ready")
         await clusters.hub.create(WEBHOOKS, webhook_registration(port, cert.cert_pem))
-
-        # A real apiserver's admission sees a new registration a moment later.
-        async def admitted() -> bool:
-            probe = work("probe", [configmap("twice"), configmap("twice")])
-            try:
-                await clusters.hub.create(MANIFESTWORKS, probe, dry_run=True)
-            except KubeError as err:
-                return "denied the request" in str(err)
-            return False
-
-        await eventually(admitted, timeout=PATIENCE, what="admission to call the webhook")
+        probe = work("probe", [configmap("twice"), configmap("twice")])
+        await wait_admission(clusters.hub, MANIFESTWORKS, probe, MW_HOOK)
 
     return process, register
 

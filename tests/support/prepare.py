@@ -42,6 +42,7 @@ from workagent.kube import (
     AlreadyExists,
     Conflict,
     KubeClient,
+    KubeError,
     NotFound,
     Resource,
 )
@@ -303,3 +304,20 @@ def local_webhook_service(
             ],
         },
     ]
+
+
+async def wait_admission(
+    client: KubeClient, resource: Resource, obj: dict[str, Any], hook: str
+) -> None:
+    """Wait until webhook ``hook`` denies a server-side dry run of ``obj``: a real
+    apiserver's admission sees a new registration through its informer, a moment later."""
+    namespace = obj["metadata"].get("namespace")
+
+    async def denied() -> bool:
+        try:
+            await client.create(resource, obj, namespace, dry_run=True)
+        except KubeError as err:
+            return f'admission webhook "{hook}" denied the request' in str(err)
+        return False
+
+    await eventually(denied, timeout=60, what=f"admission to call webhook {hook}")

@@ -52,10 +52,15 @@ from cryptography.x509.oid import NameOID
 from hubcontroller.controllers.replicaset_writes import merge_patch
 from hubcontroller.webhook import WebhookServer, WebhookSettings, run_webhook_server
 from schemas.wire import GATE_MANIFEST_WORK_REPLICA_SET, GATE_NIL_EXECUTOR_VALIDATING
-from tests.conftest import Kubectl, eventually, pool_for
-from tests.support.prepare import local_webhook_service, service_account_user, wait_allowed
+from tests.conftest import Kubectl, pool_for
+from tests.support.prepare import (
+    local_webhook_service,
+    service_account_user,
+    wait_admission,
+    wait_allowed,
+)
 from tests.support.targets import KUBESIM, Cluster, PlanePool, open_cluster
-from workagent.kube import KubeClient
+from workagent.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module")]
 
@@ -372,22 +377,6 @@ class Hub:
         )
 
 
-async def wait_admission(admin: Kubectl) -> None:
-    """Wait until the API server's admission calls the webhooks just registered (a real
-    apiserver sees a new registration through its informer, a moment later)."""
-    probes = [
-        (MW_HOOK, work([configmap(), configmap()], name="admission-probe")),
-        (MWRS_HOOK, replica_set([configmap(), configmap()], name="admission-probe")),
-    ]
-    for hook, obj in probes:
-
-        async def denied(hook: str = hook, obj: dict[str, Any] = obj) -> bool:
-            result = await apply(admin, obj, "--dry-run=server")
-            return f'admission webhook "{hook}" denied the request' in result.stderr
-
-        await eventually(denied, what=f"admission to call {hook}")
-
-
 @contextlib.asynccontextmanager
 async def running_hub(
     base: Path, gates: frozenset[str], target: str, pool: PlanePool | None
@@ -458,7 +447,11 @@ async def running_hub(
                 await wait_allowed(
                     client, ALICE, verb, resource, group=WORK_GROUP, namespace=CLUSTER
                 )
-            await wait_admission(admin)
+            for res, obj, hook in (
+                (MANIFESTWORKS, work([configmap(), configmap()], name="probe"), MW_HOOK),
+                (MANIFESTWORK_REPLICASETS, replica_set([configmap(), configmap()]), MWRS_HOOK),
+            ):
+                await wait_admission(client, res, obj, hook)
             yield hub
         finally:
             stop.set()
