@@ -268,14 +268,14 @@ async def spoke_with_chart_rbac(
             agent = await service_account_user(cluster, admin, AGENT_NAMESPACE, "work-agent")
             assert agent.name == AGENT_USER
             # One right from each binding: RBAC is in force for the agent.
-            for verb, resource, group, namespace in (
+            for verb, plural, group, namespace in (
                 ("create", "subjectaccessreviews", "authorization.k8s.io", ""),
                 ("list", "clusterroles", RBAC, ""),
                 ("create", "configmaps", "", "default"),
                 ("update", "leases", "coordination.k8s.io", AGENT_NAMESPACE),
             ):
                 await wait_allowed(
-                    admin, AGENT_USER, verb, resource, group=group, namespace=namespace
+                    admin, AGENT_USER, verb, plural, group=group, namespace=namespace
                 )
             cluster.write_kubeconfig(tmp_path / "spoke.kubeconfig", token=agent.token)
             yield admin
