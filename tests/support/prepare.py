@@ -152,30 +152,6 @@ async def service_account_user(
 # -- RBAC ----------------------------------------------------------------------------------
 
 
-async def allowed(
-    admin: KubeClient,
-    user: str,
-    verb: str,
-    resource: str,
-    *,
-    group: str = "",
-    namespace: str = "",
-    name: str = "",
-    groups: tuple[str, ...] = (),
-) -> bool:
-    """Whether the server's authorizer allows ``user`` ``verb`` on ``resource`` now."""
-    attributes = {"verb": verb, "group": group, "resource": resource, "namespace": namespace}
-    if name:
-        attributes["name"] = name
-    review = {
-        "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
-        "kind": SUBJECT_ACCESS_REVIEWS.kind,
-        "spec": {"user": user, "groups": list(groups), "resourceAttributes": attributes},
-    }
-    answer = await admin.create(SUBJECT_ACCESS_REVIEWS, review)
-    return bool((answer.get("status") or {}).get("allowed"))
-
-
 async def wait_allowed(
     admin: KubeClient,
     user: str,
@@ -192,11 +168,18 @@ async def wait_allowed(
     real apiserver's authorizer sees roles and bindings through its informers, a
     moment after they are written."""
 
+    attributes = {"verb": verb, "group": group, "resource": resource, "namespace": namespace}
+    if name:
+        attributes["name"] = name
+    review = {
+        "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
+        "kind": SUBJECT_ACCESS_REVIEWS.kind,
+        "spec": {"user": user, "groups": list(groups), "resourceAttributes": attributes},
+    }
+
     async def check() -> bool:
-        answer = await allowed(
-            admin, user, verb, resource, group=group, namespace=namespace, name=name, groups=groups
-        )
-        return answer is allow
+        answer = await admin.create(SUBJECT_ACCESS_REVIEWS, review)
+        return bool((answer.get("status") or {}).get("allowed")) is allow
 
     what = f"RBAC to {'allow' if allow else 'deny'} {user} to {verb} {resource}"
     await eventually(check, timeout=30, what=what)
