@@ -10,8 +10,9 @@ Where the two targets differ, the difference is handled here, once:
 - RBAC takes effect on a real apiserver when its informers catch up:
   :func:`wait_allowed` asks a SubjectAccessReview until it is allowed;
 - an aggregated ClusterRole is filled by kube-controller-manager on a real
-  control plane and by nobody on kubesim: :func:`aggregate_cluster_roles`
-  waits for kcm, or plays it on kubesim;
+  control plane; kubesim's authorizer resolves aggregation as it checks, but
+  nothing writes the role's rules: :func:`aggregate_cluster_roles` waits for
+  kcm, or writes what kcm would on kubesim;
 - a custom resource must be sent with its apiVersion and kind (:func:`typed`);
 - a webhook Service: kubesim routes to its Endpoints (127.0.0.1 allowed), a
   real apiserver to the ClusterIP, which nothing routes here, and refuses
