@@ -1,17 +1,21 @@
-"""The rendered charts against an API server: kubesim, driven by the real kubectl.
+"""The rendered charts against an API server, driven by the real kubectl.
 
-A server-side dry run (``kubectl apply --dry-run=server --validate=strict``)
+Each test runs against kubesim and against a real kube-apiserver. A
+server-side dry run (``kubectl apply --dry-run=server --validate=strict``)
 sends every object through the API server's decoding, defaulting and
 validation without storing it, so the charts are proved to be valid
 Kubernetes objects, not merely valid YAML. The hub chart's webhook
 registration is then exercised for real: the API server calls our webhook
-server with the chart's generated certificate, Service and paths.
+server with the chart's generated certificate, Service and paths (on a real
+apiserver the Service is an ExternalName of 127.0.0.1 on the server's port,
+as nothing routes a ClusterIP here; see ``tests.support.prepare``).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -34,9 +38,20 @@ from tests.charts.rendering import (
     render_hub,
 )
 from tests.conftest import Kubectl
+from tests.support.prepare import is_kubesim, local_webhook_service, wait_admission
+from tests.support.targets import Cluster
 from tests.webhook.helpers import RecordingAccess, configmap, manifest_work, replica_set
+from workagent.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient
 
 pytestmark = pytest.mark.kubectl
+
+
+@pytest.fixture
+def kubectl(cluster: Cluster, tmp_path: Path) -> Kubectl:
+    """kubectl as the admin of ``cluster`` (kubesim or a real apiserver)."""
+    if shutil.which("kubectl") is None:
+        pytest.fail("the kubectl binary is required for these tests and is not on PATH")
+    return Kubectl(tmp_path / "kubeconfig")
 
 
 # prometheus-operator's CRDs are not ours to ship: minimal stand-ins that serve the
@@ -88,6 +103,8 @@ async def prepare(kubectl: Kubectl, namespace: str, chart: Path) -> None:
     crds = sorted((chart / "crds").glob("*.yaml"))
     await kubectl("apply", *(f"--filename={p}" for p in crds))
     await kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(MONITORING_CRDS))
+    # A real apiserver serves a new CRD once it is Established.
+    await kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd", "--all")
 
 
 async def dry_run(kubectl: Kubectl, rendered: Rendered) -> list[str]:
@@ -112,7 +129,11 @@ def _resource(obj: dict[str, Any]) -> str:
 
 
 async def stored(kubectl: Kubectl, namespace: str) -> list[str]:
-    """Names of the chart's kinds actually stored (a dry run must store none)."""
+    """Names of the chart's kinds actually stored (a dry run must store none).
+
+    The namespace's own ``default`` ServiceAccount is not the chart's: on a real
+    cluster kube-controller-manager makes one in every namespace.
+    """
     result = await kubectl(
         "get",
         "deployments,services,secrets,serviceaccounts,roles,rolebindings",
@@ -121,7 +142,7 @@ async def stored(kubectl: Kubectl, namespace: str) -> list[str]:
         "-o",
         "name",
     )
-    return result.stdout.split()
+    return [name for name in result.stdout.split() if name != "serviceaccount/default"]
 
 
 async def test_agent_chart_objects_pass_a_server_side_dry_run(kubectl: Kubectl) -> None:
@@ -166,7 +187,7 @@ async def test_the_dry_run_catches_invalid_objects(kubectl: Kubectl) -> None:
 
 
 async def test_generated_webhook_registration_reaches_the_webhook(
-    kubectl: Kubectl, tmp_path: Path
+    kubectl: Kubectl, cluster: Cluster, tmp_path: Path
 ) -> None:
     """Install the registration for real and let the API server call our webhook.
 
@@ -194,23 +215,42 @@ async def test_generated_webhook_registration_reaches_the_webhook(
     server = WebhookServer(settings, access=RecordingAccess())
     await server.start()
     try:
-        service = rendered.one("Service", "hub-controller-webhook")
-        # No pods here: point the Service's endpoints at the in-test server.
-        endpoints = {
-            "apiVersion": "v1",
-            "kind": "Endpoints",
-            "metadata": {"name": "hub-controller-webhook", "namespace": HUB_NAMESPACE},
-            "subsets": [
-                {
-                    "addresses": [{"ip": "127.0.0.1"}],
-                    "ports": [{"name": "https", "port": server.port}],
-                }
-            ],
-        }
         registration = rendered.one("ValidatingWebhookConfiguration")
-        await kubectl(
-            "apply", "-f", "-", stdin=yaml.safe_dump_all([service, endpoints, registration])
-        )
+        if is_kubesim(cluster):
+            service = rendered.one("Service", "hub-controller-webhook")
+            # No pods here: point the Service's endpoints at the in-test server.
+            endpoints = {
+                "apiVersion": "v1",
+                "kind": "Endpoints",
+                "metadata": {"name": "hub-controller-webhook", "namespace": HUB_NAMESPACE},
+                "subsets": [
+                    {
+                        "addresses": [{"ip": "127.0.0.1"}],
+                        "ports": [{"name": "https", "port": server.port}],
+                    }
+                ],
+            }
+            routing = [service, endpoints]
+        else:
+            # An ExternalName Service of 127.0.0.1 is dialled on the registration's port.
+            routing = local_webhook_service(
+                cluster, HUB_NAMESPACE, "hub-controller-webhook", server.port
+            )
+            for hook in registration["webhooks"]:
+                hook["clientConfig"]["service"]["port"] = server.port
+        await kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([*routing, registration]))
+        async with await KubeClient.from_kubeconfig(
+            str(tmp_path / "kubeconfig"), qps=0, name="admin"
+        ) as client:
+            probes = (
+                (MANIFESTWORKS, manifest_work([configmap("cm1"), configmap("cm1")], name="p")),
+                (
+                    MANIFESTWORK_REPLICASETS,
+                    replica_set([configmap("cm1"), configmap("cm1")], namespace="cluster1"),
+                ),
+            )
+            for (resource, probe), hook in zip(probes, registration["webhooks"], strict=True):
+                await wait_admission(client, resource, probe, hook["name"])
 
         duplicated = manifest_work([configmap("cm1"), configmap("cm1")], name="dup")
         refused = await kubectl("create", "-f", "-", stdin=json.dumps(duplicated), check=False)

@@ -1,9 +1,9 @@
 """A ManifestWorkReplicaSet rolled out by our hub controller to clusters run by real agents.
 
-One kubesim hub (OCM CRDs, a Placement selecting ``cluster1``..``cluster3``)
-runs the ManifestWorkReplicaSet controller in-process, built as the
-composition root builds it. Each cluster is a kubesim of its own with the
-real work agent (``run_agent``) in-process: leader election off, probes on a
+One hub (OCM CRDs, a Placement selecting ``cluster1``..``cluster3``) runs the
+ManifestWorkReplicaSet controller in-process, built as the composition root
+builds it. Each cluster is an API server of its own with the real work agent
+(``run_agent``) in-process: leader election off, probes on a
 free port, a short status sync interval. Nobody plays the agent: every
 ``Applied`` and ``Available`` condition the controller judges was written by
 an agent that applied the ConfigMap to its cluster.
@@ -14,6 +14,8 @@ The strategy is ``Progressive`` with ``maxConcurrency: 1`` and works without a
 (and, for the update, one is stopped) so that each step of the rollout is a
 state the controller must hold until an agent answers: the next cluster's
 work may only appear once the previous cluster's agent has reported.
+
+The test runs on kubesim and on real kube-apiservers (a hub and three spokes).
 """
 
 from __future__ import annotations
@@ -30,22 +32,22 @@ import pytest
 from hubcontroller.controllers.replicaset import build_replicaset_controller
 from hubcontroller.controllers.replicaset_works import comparable_spec
 from hubcontroller.deps import HubDeps
-from kubesim.sim import KubeSim
 from schemas.wire import (
     CONDITION_MANIFESTWORK_APPLIED,
     CONDITION_PLACEMENT_ROLLED_OUT,
     CONDITION_PLACEMENT_VERIFIED,
     GATE_MANIFEST_WORK_REPLICA_SET,
 )
-from tests.conftest import eventually
-from tests.hub.test_replicaset import CRD_FILES, NS, Hub
-from tests.integration.conftest import SPOKE_CRDS, AgentRunner, agent_settings, install_crds
+from tests.conftest import eventually, pool_for
+from tests.hub.test_replicaset import NS, Hub, hub_client
+from tests.integration.conftest import CRD_DIR, SPOKE_CRDS, AgentRunner, agent_settings
+from tests.support.prepare import ensure_namespace, install_crds
+from tests.support.targets import Cluster, PlanePool, open_cluster
 from workagent.kube import (
     APPLIED_MANIFESTWORKS,
     CONFIGMAPS,
     MANIFESTWORK_REPLICASETS,
     MANIFESTWORKS,
-    NAMESPACES,
     KubeClient,
     NotFound,
 )
@@ -77,7 +79,7 @@ class Spoke:
     """One managed cluster: its API server, a client for it, and its agent."""
 
     name: str
-    sim: KubeSim
+    cluster: Cluster
     client: KubeClient
     agent: AgentRunner
 
@@ -147,20 +149,19 @@ def on_template(work: dict[str, Any], version: str) -> bool:
     return bool(comparable_spec(work["spec"]) == comparable_spec(template(version)))
 
 
-async def start_spoke(stack: contextlib.AsyncExitStack, tmp_path: Path, name: str) -> Spoke:
+async def start_spoke(
+    stack: contextlib.AsyncExitStack, tmp_path: Path, name: str, target: str, pool: PlanePool | None
+) -> Spoke:
     """A managed cluster (AppliedManifestWork CRD, namespace ``default``) and its agent, not
     yet started."""
-    sim = KubeSim()
-    await sim.start()
-    stack.push_async_callback(sim.stop)
-    kubeconfig = sim.write_kubeconfig(tmp_path / name / "spoke.kubeconfig")
+    cluster = await stack.enter_async_context(open_cluster(target, pool))
+    kubeconfig = cluster.write_kubeconfig(tmp_path / name / "spoke.kubeconfig")
     client = await KubeClient.from_kubeconfig(
         str(kubeconfig), user_agent="integration-test", qps=0, name=f"test-{name}"
     )
     stack.push_async_callback(client.close)
-    await install_crds(client, SPOKE_CRDS)
-    with contextlib.suppress(Exception):
-        await client.create(NAMESPACES, {"metadata": {"name": "default"}})
+    await install_crds(client, [CRD_DIR / file for file in SPOKE_CRDS])
+    await ensure_namespace(client, "default")
     settings = replace(
         agent_settings(tmp_path),
         cluster_name=name,
@@ -172,24 +173,18 @@ async def start_spoke(stack: contextlib.AsyncExitStack, tmp_path: Path, name: st
     )
     runner = AgentRunner(settings)
     stack.push_async_callback(runner.stop)
-    return Spoke(name, sim, client, runner)
+    return Spoke(name, cluster, client, runner)
 
 
 @pytest.fixture
-async def clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
+async def clusters(
+    cluster: Cluster, tmp_path: Path, target: str, request: pytest.FixtureRequest
+) -> AsyncIterator[Clusters]:
     """The hub with its controller running, and three spokes whose agents are not started."""
     async with contextlib.AsyncExitStack() as stack:
-        sim = KubeSim()
-        await sim.start()
-        stack.push_async_callback(sim.stop)
-        kubeconfig = sim.write_kubeconfig(tmp_path / "hub.kubeconfig")
-        client = await KubeClient.from_kubeconfig(
-            str(kubeconfig), user_agent="integration-test", qps=0, name="test-hub"
-        )
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "hub.kubeconfig")
+        client = await hub_client(kubeconfig, CLUSTERS)
         stack.push_async_callback(client.close)
-        await install_crds(client, CRD_FILES)
-        for namespace in (NS, *CLUSTERS):
-            await client.create(NAMESPACES, {"metadata": {"name": namespace}})
 
         # The controller, as the composition root builds it.
         controller_client = await KubeClient.from_kubeconfig(
@@ -213,7 +208,8 @@ async def clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
         stack.push_async_callback(stop_controller)
         await controller.wait_started()
 
-        spokes = {name: await start_spoke(stack, tmp_path, name) for name in CLUSTERS}
+        pool = pool_for(request, target)
+        spokes = {name: await start_spoke(stack, tmp_path, name, target, pool) for name in CLUSTERS}
         yield Clusters(Hub(client, kubeconfig, [controller]), spokes)
 
 

@@ -1,4 +1,4 @@
-"""The ManifestWorkReplicaSet controller against one kubesim hub.
+"""The ManifestWorkReplicaSet controller against one hub: kubesim, and a real kube-apiserver.
 
 No scheduler and no agent run: each test creates Placements and
 PlacementDecisions itself, and plays the agent by writing conditions on the
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from hubcontroller.controllers.replicaset import build_replicaset_controller
 from hubcontroller.controllers.replicaset_recent import RecentWrites
@@ -34,7 +33,6 @@ from hubcontroller.controllers.replicaset_works import (
 from hubcontroller.controllers.replicaset_writes import merge_patch
 from hubcontroller.deps import HubDeps
 from hubcontroller.rollout import RolloutStatus
-from kubesim.sim import KubeSim
 from schemas.meta import format_time
 from schemas.wire import (
     CONDITION_MANIFESTWORK_APPLIED,
@@ -49,8 +47,9 @@ from schemas.wire import (
     PLACEMENT_NAME_LABEL,
 )
 from tests.conftest import eventually
+from tests.support.prepare import install_crds, typed
+from tests.support.targets import Cluster
 from workagent.kube import (
-    CRDS,
     MANIFESTWORK_REPLICASETS,
     MANIFESTWORKS,
     NAMESPACES,
@@ -260,7 +259,7 @@ def test_recent_writes_hide_a_stale_cache_until_it_catches_up() -> None:
 
 
 # =========================================================================================
-# Against kubesim
+# Against a hub (each test on kubesim and on a real kube-apiserver)
 # =========================================================================================
 
 REPO = Path(__file__).resolve().parents[2]
@@ -299,7 +298,9 @@ class Hub:
     # -- placements ---------------------------------------------------------------------
     async def placement(self, name: str, groups: Sequence[Group] | None = None) -> None:
         """A Placement with one PlacementDecision per group (status filled as a scheduler would)."""
-        await self.client.create(PLACEMENTS, {"metadata": {"name": name}, "spec": {}}, NS)
+        await self.client.create(
+            PLACEMENTS, typed(PLACEMENTS, metadata={"name": name}, spec={}), NS
+        )
         await self.decide(name, groups or [])
 
     async def decide(self, name: str, groups: Sequence[Group]) -> None:
@@ -320,9 +321,8 @@ class Hub:
                 DECISION_GROUP_NAME_LABEL: group,
             }
             if decision not in names:
-                await self.client.create(
-                    PLACEMENT_DECISIONS, {"metadata": {"name": decision, "labels": labels}}, NS
-                )
+                body = typed(PLACEMENT_DECISIONS, metadata={"name": decision, "labels": labels})
+                await self.client.create(PLACEMENT_DECISIONS, body, NS)
             decisions = [{"clusterName": c, "reason": ""} for c in members]
             await self.client.patch(
                 PLACEMENT_DECISIONS,
@@ -356,10 +356,11 @@ class Hub:
         template: Mapping[str, Any] = TEMPLATE,
         **spec: Any,
     ) -> dict[str, Any]:
-        body = {
-            "metadata": {"name": name, "labels": {"app": "demo"}},
-            "spec": {"placementRefs": list(refs), "manifestWorkTemplate": dict(template), **spec},
-        }
+        body = typed(
+            MANIFESTWORK_REPLICASETS,
+            metadata={"name": name, "labels": {"app": "demo"}},
+            spec={"placementRefs": list(refs), "manifestWorkTemplate": dict(template), **spec},
+        )
         return await self.client.create(MANIFESTWORK_REPLICASETS, body, NS)
 
     async def get_rs(self, name: str) -> dict[str, Any]:
@@ -446,27 +447,31 @@ class Hub:
         await eventually(check, timeout=15, what=f"summary {expected} on {name}")
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    """A kubesim hub with the OCM CRDs, the namespace ``ocm-ns`` and 10 cluster namespaces."""
-    sim = KubeSim()
-    await sim.start()
-    kubeconfig = tmp_path / "hub.kubeconfig"
-    sim.write_kubeconfig(kubeconfig)
+async def hub_client(kubeconfig: Path, clusters: Sequence[str]) -> KubeClient:
+    """A test client of the hub with the CRDs served and namespaces ``ocm-ns`` and ``clusters``."""
     client = await KubeClient.from_kubeconfig(
         str(kubeconfig), user_agent="integration-test", qps=0, name="test-hub"
     )
     try:
-        for file in CRD_FILES:
-            for doc in yaml.safe_load_all((REPO / "charts" / "crds" / file).read_text()):
-                if doc:
-                    await client.create(CRDS, doc)
-        for ns in (NS, *CLUSTERS):
+        await install_crds(client, [REPO / "charts" / "crds" / file for file in CRD_FILES])
+        for ns in (NS, *clusters):
             await client.create(NAMESPACES, {"metadata": {"name": ns}})
+    except BaseException:
+        await client.close()
+        raise
+    return client
+
+
+@pytest.fixture
+async def hub(cluster: Cluster, tmp_path: Path) -> AsyncIterator[Hub]:
+    """A hub (kubesim or a real apiserver) with the OCM CRDs, the namespace ``ocm-ns`` and
+    10 cluster namespaces."""
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "hub.kubeconfig")
+    client = await hub_client(kubeconfig, CLUSTERS)
+    try:
         yield Hub(client, kubeconfig)
     finally:
         await client.close()
-        await sim.stop()
 
 
 @pytest.fixture
@@ -861,10 +866,11 @@ async def test_invalid_strategy_is_reported_and_others_are_served(running: Hub) 
 
 async def test_decision_without_group_index_is_reported(running: Hub) -> None:
     hub = running
-    await hub.client.create(PLACEMENTS, {"metadata": {"name": "p"}, "spec": {}}, NS)
-    await hub.client.create(
-        PLACEMENT_DECISIONS, {"metadata": {"name": "p-1", "labels": {PLACEMENT_LABEL: "p"}}}, NS
+    await hub.client.create(PLACEMENTS, typed(PLACEMENTS, metadata={"name": "p"}, spec={}), NS)
+    decision = typed(
+        PLACEMENT_DECISIONS, metadata={"name": "p-1", "labels": {PLACEMENT_LABEL: "p"}}
     )
+    await hub.client.create(PLACEMENT_DECISIONS, decision, NS)
     await hub.replica_set("mwrs", [all_ref("p")])
     verified = await hub.wait_condition(
         "mwrs", CONDITION_PLACEMENT_VERIFIED, "False", "NotAsExpected"

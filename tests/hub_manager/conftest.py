@@ -1,8 +1,8 @@
-"""Hub manager fixtures: a hub kubesim with the OCM CRDs, and the real manager in-process.
+"""Hub manager fixtures: a hub with the OCM CRDs, and the real manager in-process.
 
 Everything goes through real HTTP: the manager runs ``run_manager(settings)``
 in-process (or ``uv run hubcontroller manager ...`` as a subprocess) against
-an emulated hub. Tests observe the hub with their own client and wait on
+the hub, kubesim or a real kube-apiserver (each test runs on both). Tests observe the hub with their own client and wait on
 conditions with :func:`tests.conftest.eventually`, never on time.
 """
 
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from hubcontroller.controllers.garbage_collection import CONTROLLER_NAME
 from hubcontroller.manager import HubManager, ReplicaSetBuilder, run_manager
@@ -29,10 +28,11 @@ from hubcontroller.settings import (
     HubManagerSettings,
     default_manager_leader_election,
 )
-from kubesim.sim import KubeSim
 from schemas.meta import format_time
 from tests.conftest import eventually
-from workagent.kube import CRDS, MANIFESTWORKS, NAMESPACES, KubeClient, NotFound
+from tests.support.prepare import install_crds
+from tests.support.targets import Cluster
+from workagent.kube import MANIFESTWORKS, NAMESPACES, KubeClient, NotFound
 from workagent.runtime import Controller, object_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,28 +41,22 @@ CLUSTER = "cluster1"
 HUB_NAMESPACE = "open-cluster-management-hub"
 
 
-async def install_crds(client: KubeClient) -> None:
-    """Create every CRD of ``charts/crds`` (kubesim serves them at once)."""
-    for path in sorted(CRD_DIR.glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc:
-                await client.create(CRDS, doc)
-
-
 async def hub_test_client(kubeconfig: Path) -> KubeClient:
-    """A test client (user agent ``hub-test``) with the CRDs and namespaces installed."""
+    """A test client (user agent ``hub-test``) with every CRD of ``charts/crds`` served and
+    the namespaces installed."""
     client = await KubeClient.from_kubeconfig(
         str(kubeconfig), user_agent="hub-test", qps=0, name="test-hub"
     )
-    await install_crds(client)
+    await install_crds(client, sorted(CRD_DIR.glob("*.yaml")))
     for namespace in (CLUSTER, HUB_NAMESPACE):
         await client.create(NAMESPACES, {"metadata": {"name": namespace}})
     return client
 
 
 @pytest.fixture
-async def hub_client(sim: KubeSim, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    """A client of the ``sim`` hub (kubeconfig ``tmp_path/kubeconfig``), CRDs installed."""
+async def hub_client(cluster: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
+    """A client of the hub (kubesim or a real apiserver; kubeconfig ``tmp_path/kubeconfig``),
+    CRDs installed."""
     client = await hub_test_client(tmp_path / "kubeconfig")
     try:
         yield client

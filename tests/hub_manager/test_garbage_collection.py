@@ -1,8 +1,9 @@
 """ManifestWork garbage collection after ttlSecondsAfterFinished (hub spec section 3).
 
 The decision itself is tested as a pure function of the work and a given
-time; the controller is tested through the real manager against kubesim, with
-works whose ``Complete`` condition the test writes as an agent would.
+time; the controller is tested through the real manager against a hub (kubesim
+and a real kube-apiserver), with works whose ``Complete`` condition the test
+writes as an agent would.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ from hubcontroller.controllers.garbage_collection import (
     collection_verdict,
 )
 from hubcontroller.settings import GATE_MANIFEST_WORK_REPLICA_SET
-from kubesim.sim import KubeSim
 from schemas.meta import now as api_now
 from schemas.wire import CONDITION_APPLIED, CONDITION_COMPLETE, MANIFEST_WORK_REPLICA_SET_LABEL
-from tests.conftest import eventually
+from tests.conftest import eventually, pool_for
 from tests.hub_manager.conftest import (
     CLUSTER,
     ManagerRunner,
@@ -35,6 +35,7 @@ from tests.hub_manager.conftest import (
     work_body,
     write_conditions,
 )
+from tests.support.targets import open_cluster
 from workagent.kube import MANIFESTWORKS, KubeClient
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -121,7 +122,7 @@ def test_unreadable_transition_time_counts_as_long_ago() -> None:
     assert collection_verdict(work, NOW).action is Action.DELETE
 
 
-# -- the controller, through the manager against kubesim ---------------------------------
+# -- the controller, through the manager against a hub ------------------------------------
 
 
 async def test_completed_work_past_its_ttl_is_deleted(
@@ -266,11 +267,11 @@ async def test_replicaset_gate_without_the_controller_is_a_config_error(
 
 
 async def test_work_driver_config_collects_works_in_that_cluster(
-    hub_client: KubeClient, tmp_path: Path
+    hub_client: KubeClient, tmp_path: Path, target: str, request: pytest.FixtureRequest
 ) -> None:
     """--work-driver-config: works are watched and deleted there; the hub keeps the rest."""
-    async with KubeSim() as works_sim:
-        works_sim.write_kubeconfig(tmp_path / "works.kubeconfig")
+    async with open_cluster(target, pool_for(request, target)) as works_cluster:
+        works_cluster.write_kubeconfig(tmp_path / "works.kubeconfig")
         works_client = await hub_test_client(tmp_path / "works.kubeconfig")
         try:
             settings = manager_settings(

@@ -35,6 +35,12 @@ from tests.integration.test_serving_tls import (
 )
 from workagent.kube import KubeClient
 
+# The subject is the manager's own endpoint; which API server it watches changes nothing.
+pytestmark = pytest.mark.kubesim_only(
+    "the manager's TLS endpoint is the same against any hub: covered on a real apiserver by "
+    "test_manager_process.py (HTTPS probes of a manager process); 4-5 s a test there"
+)
+
 SERVING = "serving metrics and health probes"
 SELF_SIGNED = "Using insecure, self-signed certificates"
 

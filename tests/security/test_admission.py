@@ -6,7 +6,9 @@ ManifestWork CRD's schema (charts/crds, generated from schemas/): enums,
 required fields, patterns and CEL rules of the executor, the delete options
 and the manifest configs. Each case here is one field a work author could set
 wrongly, or to gain something (an executor that is not a service account, a
-field manager posing as another one), created on a hub serving our CRD.
+field manager posing as another one), created on a hub serving our CRD:
+kubesim, and a real kube-apiserver (the ground truth for what the schema
+refuses).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from kubesim.sim import KubeSim
-from tests.integration.conftest import CLUSTER, HUB_CRDS, install_crds, work_body
+from tests.integration.conftest import CLUSTER, CRD_DIR, HUB_CRDS, work_body
+from tests.support.prepare import install_crds
+from tests.support.targets import Cluster
 from workagent.kube import MANIFESTWORKS, NAMESPACES, Invalid, KubeClient
 
 CONFIGMAP = {
@@ -152,20 +155,16 @@ SSA_WITHOUT_TYPE = config(
 
 
 @pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[KubeClient]:
-    """A hub serving the ManifestWork CRD, with the cluster namespace."""
-    sim = KubeSim()
-    await sim.start()
-    client = await KubeClient.from_kubeconfig(
-        str(sim.write_kubeconfig(tmp_path / "hub.kubeconfig")), qps=0, name="hub"
-    )
+async def hub(cluster: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
+    """A hub (kubesim or a real apiserver) serving the ManifestWork CRD, with the cluster
+    namespace."""
+    client = await KubeClient.from_kubeconfig(str(tmp_path / "kubeconfig"), qps=0, name="hub")
     try:
-        await install_crds(client, HUB_CRDS)
+        await install_crds(client, [CRD_DIR / name for name in HUB_CRDS])
         await client.create(NAMESPACES, {"metadata": {"name": CLUSTER}})
         yield client
     finally:
         await client.close()
-        await sim.stop()
 
 
 async def test_malformed_works_are_refused(hub: KubeClient) -> None:

@@ -4,8 +4,10 @@ Every rule of every Role and ClusterRole either chart renders, for every value
 set the chart tests use, is compared with an explicit allow-list below; an
 extra verb, resource, group, role or binding fails. Each allowed rule names
 the part of ../shared/spec/ that needs it. Then the agent runs on exactly the
-rights its chart grants (an API server enforcing RBAC), proving the
-allow-list is also enough.
+rights its chart grants (an API server enforcing RBAC: kubesim, and a real
+kube-apiserver whose controller manager aggregates the chart's aggregated
+role and the built-in ``admin`` it binds), proving the allow-list is also
+enough.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from kubesim.sim import KubeSim
 from schemas.wire import GATE_EXECUTOR_VALIDATING_CACHES
 from tests.charts.rendering import (
     AGENT_NAMESPACE,
@@ -27,17 +28,26 @@ from tests.charts.rendering import (
     render_agent,
     render_hub,
 )
-from tests.conftest import eventually
+from tests.conftest import eventually, pool_for
 from tests.integration.conftest import (
     CLUSTER,
+    CRD_DIR,
     SPOKE_CRDS,
     AgentRunner,
     agent_settings,
     exists,
-    install_crds,
     wait_applied,
     work_body,
 )
+from tests.support.prepare import (
+    aggregate_cluster_roles,
+    ensure_namespace,
+    install_crds,
+    is_kubesim,
+    service_account_user,
+    wait_allowed,
+)
+from tests.support.targets import open_cluster
 from workagent.kube import (
     APPLIED_MANIFESTWORKS,
     CLUSTER_ROLE_BINDINGS,
@@ -45,9 +55,9 @@ from workagent.kube import (
     CONFIGMAPS,
     LEASES,
     MANIFESTWORKS,
-    NAMESPACES,
     ROLE_BINDINGS,
     ROLES,
+    SERVICE_ACCOUNTS,
     KubeClient,
 )
 from workagent.runtime import LeaderElectionSettings
@@ -206,8 +216,8 @@ def test_hub_chart_grants_only_the_allow_list(value_set: str) -> None:
 # -- the allow-list is enough: the agent on exactly its chart's rights ---------------------
 
 AGENT_USER = f"system:serviceaccount:{AGENT_NAMESPACE}:work-agent"
-# Stands in for the built-in `admin` the chart binds (kubesim ships no default roles):
-# the rights over what the test's work applies.
+# Stands in on kubesim for the built-in `admin` the chart binds (kubesim ships no default
+# roles): the rights over what the test's work applies. A real apiserver has its own.
 CONTENT_ROLE = {
     "apiVersion": f"{RBAC}/v1",
     "kind": "ClusterRole",
@@ -223,38 +233,54 @@ CONTENT_ROLE = {
 
 
 @pytest.fixture
-async def spoke_with_chart_rbac(tmp_path: Path) -> AsyncIterator[KubeClient]:
-    """A spoke enforcing RBAC whose only grants to the agent are its chart's.
+async def spoke_with_chart_rbac(
+    tmp_path: Path, target: str, request: pytest.FixtureRequest
+) -> AsyncIterator[KubeClient]:
+    """A spoke enforcing RBAC (kubesim, or a real apiserver) whose only grants to the
+    agent are its chart's.
 
     Writes ``tmp_path/spoke.kubeconfig`` with the agent's service-account identity
-    and yields an admin client.
+    and yields an admin client. The chart's aggregated ClusterRole (and, on a real
+    apiserver, the built-in ``admin``) are waited for until aggregated.
     """
-    sim = KubeSim()
-    await sim.start()
-    admin = await KubeClient.from_kubeconfig(
-        str(sim.write_kubeconfig(tmp_path / "spoke-admin.kubeconfig")), qps=0, name="admin"
-    )
-    try:
-        await install_crds(admin, SPOKE_CRDS)
-        for namespace in ("default", AGENT_NAMESPACE):
-            await admin.create(NAMESPACES, {"metadata": {"name": namespace}})
-        await admin.create(CLUSTER_ROLES, CONTENT_ROLE)
-        rendered = render_agent(AGENT_VALUE_SETS["default"])
-        for kind, resource in (
-            ("ClusterRole", CLUSTER_ROLES),
-            ("Role", ROLES),
-            ("ClusterRoleBinding", CLUSTER_ROLE_BINDINGS),
-            ("RoleBinding", ROLE_BINDINGS),
-        ):
-            for obj in rendered.of_kind(kind):
-                await admin.create(resource, obj, obj["metadata"].get("namespace"))
-        groups = ("system:serviceaccounts", f"system:serviceaccounts:{AGENT_NAMESPACE}")
-        token = sim.add_user(AGENT_USER, groups)
-        sim.write_kubeconfig(tmp_path / "spoke.kubeconfig", token=token)
-        yield admin
-    finally:
-        await admin.close()
-        await sim.stop()
+    async with open_cluster(target, pool_for(request, target), enforce_rbac=True) as cluster:
+        admin = await KubeClient.from_kubeconfig(
+            str(cluster.write_kubeconfig(tmp_path / "spoke-admin.kubeconfig")), qps=0, name="admin"
+        )
+        try:
+            await install_crds(admin, [CRD_DIR / name for name in SPOKE_CRDS])
+            for namespace in ("default", AGENT_NAMESPACE):
+                await ensure_namespace(admin, namespace)
+            if is_kubesim(cluster):
+                await admin.create(CLUSTER_ROLES, CONTENT_ROLE)
+            rendered = render_agent(AGENT_VALUE_SETS["default"])
+            for kind, resource in (
+                ("ServiceAccount", SERVICE_ACCOUNTS),
+                ("ClusterRole", CLUSTER_ROLES),
+                ("Role", ROLES),
+                ("ClusterRoleBinding", CLUSTER_ROLE_BINDINGS),
+                ("RoleBinding", ROLE_BINDINGS),
+            ):
+                for obj in rendered.of_kind(kind):
+                    await admin.create(resource, obj, obj["metadata"].get("namespace"))
+            bound = [b["roleRef"]["name"] for b in rendered.of_kind("ClusterRoleBinding")]
+            await aggregate_cluster_roles(cluster, admin, bound)
+            agent = await service_account_user(cluster, admin, AGENT_NAMESPACE, "work-agent")
+            assert agent.name == AGENT_USER
+            # One right from each binding: RBAC is in force for the agent.
+            for verb, plural, group, namespace in (
+                ("create", "subjectaccessreviews", "authorization.k8s.io", ""),
+                ("list", "clusterroles", RBAC, ""),
+                ("create", "configmaps", "", "default"),
+                ("update", "leases", "coordination.k8s.io", AGENT_NAMESPACE),
+            ):
+                await wait_allowed(
+                    admin, AGENT_USER, verb, plural, group=group, namespace=namespace
+                )
+            cluster.write_kubeconfig(tmp_path / "spoke.kubeconfig", token=agent.token)
+            yield admin
+        finally:
+            await admin.close()
 
 
 async def test_agent_runs_on_exactly_its_chart_rbac(

@@ -3,14 +3,15 @@
 The agent, the hub manager and the admission webhook run as the commands an
 operator starts (``python -m workagent agent``, ``python -m hubcontroller
 manager`` and ``webhook-server``), each at debug level, against a hub and a
-managed cluster emulated by kubesim. Every value in the works is a sentinel
+managed cluster: kubesim, and real kube-apiservers. Every value in the works is a sentinel
 token; the works go through every path that handles them: creation through
 the webhook, a ManifestWorkReplicaSet fanned out by the manager, apply
 (Update and ServerSideApply), status feedback (JSONPaths, JSON raw, a Secret
 field), manifests that fail (an API error, a Secret the agent refuses, an SSA
 field conflict), webhook denials, an update with stale-resource deletion, and
 deletion. Then every line any process printed, and every record logged in
-this process (kubesim), is searched for the token, plain and base64-encoded.
+this process (kubesim, on its leg), is searched for the token, plain and
+base64-encoded.
 """
 
 from __future__ import annotations
@@ -25,9 +26,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-import yaml
 
-from kubesim.sim import KubeSim
 from schemas.wire import (
     DECISION_GROUP_INDEX_LABEL,
     DECISION_GROUP_NAME_LABEL,
@@ -36,13 +35,14 @@ from schemas.wire import (
     GATE_RAW_FEEDBACK_JSON_STRING,
     PLACEMENT_LABEL,
 )
-from tests.conftest import eventually
+from tests.conftest import eventually, pool_for
 from tests.security.processes import REPO, ChildProcess, free_port, start_module
+from tests.support.prepare import ensure_namespace, install_crds, typed, wait_admission
+from tests.support.targets import Cluster, open_cluster
 from tests.webhook.helpers import install_cert, make_cert
 from workagent.kube import (
     APPLIED_MANIFESTWORKS,
     CONFIGMAPS,
-    CRDS,
     MANIFESTWORK_REPLICASETS,
     MANIFESTWORKS,
     NAMESPACES,
@@ -215,6 +215,8 @@ def ssa_work() -> dict[str, Any]:
 def replica_set() -> dict[str, Any]:
     """A ManifestWorkReplicaSet placing a Secret on every cluster of placement ``p``."""
     return {
+        "apiVersion": MANIFESTWORK_REPLICASETS.api_version,
+        "kind": MANIFESTWORK_REPLICASETS.kind,
         "metadata": {"name": "fanout", "namespace": CLUSTER},
         "spec": {
             "placementRefs": [{"name": "p", "rolloutStrategy": {"type": "All"}}],
@@ -232,23 +234,12 @@ def replica_set() -> dict[str, Any]:
 # -- fixtures -----------------------------------------------------------------------------
 
 
-async def simulated(tmp_path: Path, name: str) -> tuple[KubeSim, KubeClient, Path]:
-    """A started kubesim, its kubeconfig and a test client of it."""
-    sim = KubeSim()
-    await sim.start()
-    kubeconfig = sim.write_kubeconfig(tmp_path / f"{name}.kubeconfig")
-    client = await KubeClient.from_kubeconfig(
+async def client_of(cluster: Cluster, tmp_path: Path, name: str) -> KubeClient:
+    """A test client of ``cluster``, its kubeconfig written to ``tmp_path/<name>.kubeconfig``."""
+    kubeconfig = cluster.write_kubeconfig(tmp_path / f"{name}.kubeconfig")
+    return await KubeClient.from_kubeconfig(
         str(kubeconfig), user_agent="security-test", qps=0, name=f"test-{name}"
     )
-    return sim, client, kubeconfig
-
-
-async def install_crds(client: KubeClient, names: Iterable[str]) -> None:
-    """Create CRDs from ``charts/crds``."""
-    for name in names:
-        for doc in yaml.safe_load_all((CRD_DIR / name).read_text()):
-            if doc:
-                await client.create(CRDS, doc)
 
 
 class Clusters:
@@ -263,21 +254,27 @@ class Clusters:
 
 
 @pytest.fixture
-async def clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
-    """Hub (every OCM CRD, namespace cluster1) and spoke (AMW CRD, namespace default)."""
-    hub_sim, hub, _ = await simulated(tmp_path, "hub")
-    spoke_sim, spoke, _ = await simulated(tmp_path, "spoke")
-    try:
-        await install_crds(hub, sorted(p.name for p in CRD_DIR.glob("*.yaml")))
-        await hub.create(NAMESPACES, {"metadata": {"name": CLUSTER}})
-        await install_crds(spoke, SPOKE_CRDS)
-        await spoke.create(NAMESPACES, {"metadata": {"name": "default"}})
-        yield Clusters(hub, spoke, tmp_path)
-    finally:
-        await hub.close()
-        await spoke.close()
-        await hub_sim.stop()
-        await spoke_sim.stop()
+async def clusters(
+    tmp_path: Path, target: str, request: pytest.FixtureRequest
+) -> AsyncIterator[Clusters]:
+    """Hub (every OCM CRD, namespace cluster1) and spoke (AMW CRD, namespace default),
+    kubesim or real kube-apiservers."""
+    pool = pool_for(request, target)
+    async with (
+        open_cluster(target, pool) as hub_cluster,
+        open_cluster(target, pool) as spoke_cluster,
+    ):
+        hub = await client_of(hub_cluster, tmp_path, "hub")
+        spoke = await client_of(spoke_cluster, tmp_path, "spoke")
+        try:
+            await install_crds(hub, sorted(CRD_DIR.glob("*.yaml")))
+            await hub.create(NAMESPACES, {"metadata": {"name": CLUSTER}})
+            await install_crds(spoke, [CRD_DIR / name for name in SPOKE_CRDS])
+            await ensure_namespace(spoke, "default")
+            yield Clusters(hub, spoke, tmp_path)
+        finally:
+            await hub.close()
+            await spoke.close()
 
 
 MW_HOOK = "manifestworkvalidators.admission.work.open-cluster-management.io"
@@ -355,6 +352,8 @@ async def start_webhook(
     async def register() -> None:
         await eventually(ready, timeout=PATIENCE, what="the webhook to be ready")
         await clusters.hub.create(WEBHOOKS, webhook_registration(port, cert.cert_pem))
+        probe = work("probe", [configmap("twice"), configmap("twice")])
+        await wait_admission(clusters.hub, MANIFESTWORKS, probe, MW_HOOK)
 
     return process, register
 
@@ -514,10 +513,12 @@ async def run_scenario(clusters: Clusters, processes: list[ChildProcess]) -> Non
     await hub.create(MANIFESTWORKS, secrets_work(1))
     await hub.create(MANIFESTWORKS, failing_work())
     await hub.create(MANIFESTWORKS, ssa_work())
-    await hub.create(PLACEMENTS, {"metadata": {"name": "p"}, "spec": {}}, CLUSTER)
+    await hub.create(PLACEMENTS, typed(PLACEMENTS, metadata={"name": "p"}, spec={}), CLUSTER)
     await hub.create(
         PLACEMENT_DECISIONS,
         {
+            "apiVersion": PLACEMENT_DECISIONS.api_version,
+            "kind": PLACEMENT_DECISIONS.kind,
             "metadata": {
                 "name": "p-decision-0",
                 "labels": {
@@ -525,7 +526,7 @@ async def run_scenario(clusters: Clusters, processes: list[ChildProcess]) -> Non
                     DECISION_GROUP_INDEX_LABEL: "0",
                     DECISION_GROUP_NAME_LABEL: "",
                 },
-            }
+            },
         },
         CLUSTER,
     )

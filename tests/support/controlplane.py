@@ -105,6 +105,17 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+#: A folder without an owner file younger than this is being made, not abandoned.
+FRESH_SECONDS = 60.0
+
+
+def _younger_than(folder: Path, seconds: float) -> bool:
+    try:
+        return time.time() - folder.stat().st_mtime < seconds
+    except OSError:
+        return False
+
+
 def sweep_stale(root: Path | None = None) -> list[Path]:
     """Remove data folders of earlier runs whose owning process is gone; returns them."""
     base = root or Path(tempfile.gettempdir())
@@ -116,6 +127,8 @@ def sweep_stale(root: Path | None = None) -> list[Path]:
             owner = 0
         if owner and _pid_alive(owner):
             continue
+        if not owner and _younger_than(folder, FRESH_SECONDS):
+            continue  # being made: another run's make_run_dir has not written its owner yet
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed

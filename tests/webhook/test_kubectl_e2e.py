@@ -1,15 +1,20 @@
 """Every admission rule of hub.md §5, as a user meets it: ``kubectl apply`` against a hub.
 
-The hub is a kubesim in TLS mode with RBAC enforced. The webhook runs as
-``hubcontroller webhook-server`` does (:func:`run_webhook_server`, HTTPS with
-a serving certificate from a CA generated here, the ``execute-as`` checks
-made as its own limited identity), and the hub reaches it through OCM's
-registration: the ValidatingWebhookConfiguration
+The hub is a kubesim in TLS mode with RBAC enforced, or a real kube-apiserver
+(each test runs on both). The webhook runs as ``hubcontroller webhook-server``
+does (:func:`run_webhook_server`, HTTPS with a serving certificate from a CA
+generated here, the ``execute-as`` checks made as its own limited identity,
+the ServiceAccount ``work-webhook``), and the hub's admission reaches it
+through OCM's registration: the ValidatingWebhookConfiguration
 ``manifestworkvalidators.admission.work.open-cluster-management.io`` naming
-the Service ``cluster-manager-work-webhook``, whose Endpoints point at the
-in-test server. Every rule is one ``kubectl apply`` (or ``delete``) whose
-exact output is checked, by the cluster admin or by ``alice``, a user who may
-write works in ``cluster1`` and run them as ``ns1/sa1`` only.
+the Service ``cluster-manager-work-webhook``, with the CA as its caBundle.
+The Service leads to the in-test server on 127.0.0.1
+(:func:`tests.support.prepare.local_webhook_service`: Endpoints on kubesim, an
+ExternalName on a real apiserver, which routes a ClusterIP Service nowhere
+here). Every rule is one ``kubectl apply`` (or ``delete``) whose exact output
+is checked, by the cluster admin or by ``alice`` (the ServiceAccount
+``users/alice``), who may write works in ``cluster1`` and run them as
+``ns1/sa1`` only.
 
 The registration adds DELETE to OCM's CREATE and UPDATE, so that "DELETE is
 always allowed" is the webhook's answer rather than the registration's. Rules
@@ -46,9 +51,16 @@ from cryptography.x509.oid import NameOID
 
 from hubcontroller.controllers.replicaset_writes import merge_patch
 from hubcontroller.webhook import WebhookServer, WebhookSettings, run_webhook_server
-from kubesim.sim import KubeSim
 from schemas.wire import GATE_MANIFEST_WORK_REPLICA_SET, GATE_NIL_EXECUTOR_VALIDATING
-from tests.conftest import Kubectl
+from tests.conftest import Kubectl, pool_for
+from tests.support.prepare import (
+    local_webhook_service,
+    service_account_user,
+    wait_admission,
+    wait_allowed,
+)
+from tests.support.targets import KUBESIM, Cluster, PlanePool, open_cluster
+from workagent.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module")]
 
@@ -62,9 +74,12 @@ MWRS_PATH = "/validate-work-open-cluster-management-io-v1alpha1-manifestworkrepl
 MW = "manifestwork.work.open-cluster-management.io"
 MWRS = "manifestworkreplicaset.work.open-cluster-management.io"
 CLUSTER = "cluster1"
-WEBHOOK_USER = "work-webhook"
+USERS_NS = "users"
+ALICE = f"system:serviceaccount:{USERS_NS}:alice"
+WEBHOOK_USER = f"system:serviceaccount:{HUB_NS}:work-webhook"
 LIMIT = 512000  # --manifestLimit's default
 RBAC = "rbac.authorization.k8s.io"
+WORK_GROUP = "work.open-cluster-management.io"
 
 
 # -- certificates ----------------------------------------------------------------------
@@ -278,7 +293,7 @@ def rbac() -> list[dict[str, Any]]:
                 "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
             },
         ),
-        binding("RoleBinding", "alice-edits", "work-editor", "alice"),
+        binding("RoleBinding", "alice-edits", "work-editor", ALICE),
         role(
             "execute-as-sa1",
             {
@@ -288,15 +303,16 @@ def rbac() -> list[dict[str, Any]]:
                 "resourceNames": ["system:serviceaccount:ns1:sa1"],
             },
         ),
-        binding("RoleBinding", "alice-runs-as-sa1", "execute-as-sa1", "alice"),
+        binding("RoleBinding", "alice-runs-as-sa1", "execute-as-sa1", ALICE),
     ]
 
 
-def registration(pki: Pki, port: int) -> list[dict[str, Any]]:
-    """The Service, its Endpoints (the in-test server) and OCM's webhook registration.
+def registration(cluster: Cluster, pki: Pki, port: int) -> list[dict[str, Any]]:
+    """The Service leading to the in-test server on ``port``, and OCM's webhook registration.
 
     As the operator registers it, plus DELETE, so that the rules' "DELETE is
-    always allowed" is asked of the webhook rather than assumed.
+    always allowed" is asked of the webhook rather than assumed. The Service
+    port is the server's own, as an ExternalName Service is dialled on it.
     """
     ca_bundle = base64.b64encode(pki.ca_pem).decode()
 
@@ -304,7 +320,7 @@ def registration(pki: Pki, port: int) -> list[dict[str, Any]]:
         return {
             "name": name,
             "clientConfig": {
-                "service": {"namespace": HUB_NS, "name": SERVICE, "port": 443, "path": path},
+                "service": {"namespace": HUB_NS, "name": SERVICE, "port": port, "path": path},
                 "caBundle": ca_bundle,
             },
             "rules": [
@@ -322,20 +338,7 @@ def registration(pki: Pki, port: int) -> list[dict[str, Any]]:
         }
 
     return [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": SERVICE, "namespace": HUB_NS},
-            "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]},
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Endpoints",
-            "metadata": {"name": SERVICE, "namespace": HUB_NS},
-            "subsets": [
-                {"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "https", "port": port}]}
-            ],
-        },
+        *local_webhook_service(cluster, HUB_NS, SERVICE, port),
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingWebhookConfiguration",
@@ -350,92 +353,136 @@ def registration(pki: Pki, port: int) -> list[dict[str, Any]]:
 
 @dataclass
 class Hub:
-    """The running hub: kubectl as the admin and as alice, and the webhook server."""
+    """The running hub: kubectl as the admin and as alice, an admin client, the webhook."""
 
-    sim: KubeSim
+    cluster: Cluster
     admin: Kubectl
     alice: Kubectl
+    client: KubeClient
     webhook: WebhookServer
 
     def kubectl(self, who: str, admin: Kubectl) -> Kubectl:
         """kubectl for ``alice``, or ``admin`` for the admin."""
         return admin if who == "admin" else self.alice
 
+    async def wait_webhook_rbac(self, *, allow: bool = True) -> None:
+        """Wait until the webhook's SubjectAccessReviews are allowed (or denied)."""
+        await wait_allowed(
+            self.client,
+            WEBHOOK_USER,
+            "create",
+            "subjectaccessreviews",
+            group="authorization.k8s.io",
+            allow=allow,
+        )
+
 
 @contextlib.asynccontextmanager
-async def running_hub(base: Path, gates: frozenset[str]) -> AsyncIterator[Hub]:
-    """A TLS kubesim enforcing RBAC, with CRDs, RBAC, the webhook server and its registration."""
+async def running_hub(
+    base: Path, gates: frozenset[str], target: str, pool: PlanePool | None
+) -> AsyncIterator[Hub]:
+    """A TLS hub enforcing RBAC, with CRDs, RBAC, the webhook server and its registration."""
     if shutil.which("kubectl") is None:
         pytest.fail("the kubectl binary is required for these tests and is not on PATH")
-    sim = KubeSim(tls=True, enforce_rbac=True)
-    await sim.start()
     stop = asyncio.Event()
     task: asyncio.Task[int] | None = None
-    try:
-        admin = Kubectl(sim.write_kubeconfig(base / "admin" / "kubeconfig"))
-        alice = Kubectl(
-            sim.write_kubeconfig(base / "alice" / "kubeconfig", token=sim.add_user("alice"))
-        )
-        webhook_kubeconfig = sim.write_kubeconfig(
-            base / "webhook" / "kubeconfig", token=sim.add_user(WEBHOOK_USER)
-        )
-        crds = [
-            CRD_DIR / f"work.open-cluster-management.io_{plural}.yaml"
-            for plural in ("manifestworks", "manifestworkreplicasets")
-        ]
-        await admin("apply", *(f"--filename={crd}" for crd in crds))
-        await admin("apply", "-f", "-", stdin=yaml.safe_dump_all(rbac()))
-
-        pki = make_pki(f"{SERVICE}.{HUB_NS}.svc")
-        certdir = base / "certs"
-        certdir.mkdir()
-        (certdir / "tls.crt").write_bytes(pki.cert_pem)
-        (certdir / "tls.key").write_bytes(pki.key_pem)
-        settings = WebhookSettings(
-            host="127.0.0.1",
-            port=0,
-            metrics_port=0,
-            health_probe_port=0,
-            certdir=str(certdir),
-            feature_gates=gates,
-            kubeconfig=str(webhook_kubeconfig),
-        )
-        started: asyncio.Future[WebhookServer] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(
-            run_webhook_server(settings, stop=stop, on_started=started.set_result)
-        )
-        waiting: set[asyncio.Future[Any]] = {started, task}
-        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-        if task in done:
-            raise AssertionError(f"the webhook server exited with {task.result()}")
-        server = started.result()
-        await admin("apply", "-f", "-", stdin=yaml.safe_dump_all(registration(pki, server.port)))
-        yield Hub(sim, admin, alice, server)
-    finally:
-        stop.set()
+    async with (
+        open_cluster(target, pool, tls=True, enforce_rbac=True) as cluster,
+        await KubeClient.from_kubeconfig(
+            str(cluster.write_kubeconfig(base / "admin" / "kubeconfig")), qps=0, name="admin"
+        ) as client,
+    ):
         try:
+            admin = Kubectl(base / "admin" / "kubeconfig")
+            alice = await service_account_user(cluster, client, USERS_NS, "alice")
+            alice_kubectl = Kubectl(
+                cluster.write_kubeconfig(base / "alice" / "kubeconfig", token=alice.token)
+            )
+            webhook_user = await service_account_user(cluster, client, HUB_NS, "work-webhook")
+            assert (alice.name, webhook_user.name) == (ALICE, WEBHOOK_USER)
+            webhook_kubeconfig = cluster.write_kubeconfig(
+                base / "webhook" / "kubeconfig", token=webhook_user.token
+            )
+            crds = [
+                CRD_DIR / f"work.open-cluster-management.io_{plural}.yaml"
+                for plural in ("manifestworks", "manifestworkreplicasets")
+            ]
+            await admin("apply", *(f"--filename={crd}" for crd in crds))
+            await admin(
+                "wait",
+                "--for=condition=Established",
+                "--timeout=30s",
+                *(f"--filename={crd}" for crd in crds),
+            )
+            await admin("apply", "-f", "-", stdin=yaml.safe_dump_all(rbac()))
+
+            pki = make_pki(f"{SERVICE}.{HUB_NS}.svc")
+            certdir = base / "certs"
+            certdir.mkdir()
+            (certdir / "tls.crt").write_bytes(pki.cert_pem)
+            (certdir / "tls.key").write_bytes(pki.key_pem)
+            settings = WebhookSettings(
+                host="127.0.0.1",
+                port=0,
+                metrics_port=0,
+                health_probe_port=0,
+                certdir=str(certdir),
+                feature_gates=gates,
+                kubeconfig=str(webhook_kubeconfig),
+            )
+            started: asyncio.Future[WebhookServer] = asyncio.get_running_loop().create_future()
+            task = asyncio.create_task(
+                run_webhook_server(settings, stop=stop, on_started=started.set_result)
+            )
+            waiting: set[asyncio.Future[Any]] = {started, task}
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if task in done:
+                raise AssertionError(f"the webhook server exited with {task.result()}")
+            server = started.result()
+            objects = registration(cluster, pki, server.port)
+            await admin("apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+            hub = Hub(cluster, admin, alice_kubectl, client, server)
+            await hub.wait_webhook_rbac()
+            for verb, resource in (("create", "manifestworks"), ("patch", "manifestworks")):
+                await wait_allowed(
+                    client, ALICE, verb, resource, group=WORK_GROUP, namespace=CLUSTER
+                )
+            for res, obj, hook in (
+                (MANIFESTWORKS, work([configmap(), configmap()], name="probe"), MW_HOOK),
+                (MANIFESTWORK_REPLICASETS, replica_set([configmap(), configmap()]), MWRS_HOOK),
+            ):
+                await wait_admission(client, res, obj, hook)
+            yield hub
+        finally:
+            stop.set()
             if task is not None:
                 assert await asyncio.wait_for(task, timeout=30) == 0
-        finally:
-            await sim.stop()
+
+
+@pytest.fixture(scope="module")
+def target(request: pytest.FixtureRequest) -> str:
+    """The target of the module's shared hub (parametrized by tests/conftest.py)."""
+    return str(request.param)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def hub(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hub]:
+async def hub(
+    tmp_path_factory: pytest.TempPathFactory, target: str, request: pytest.FixtureRequest
+) -> AsyncIterator[Hub]:
     """The hub of most tests: webhook gate ManifestWorkReplicaSet on, shared by the module.
 
     Every test writes objects of its own names, so they do not meet.
     """
     gates = frozenset({GATE_MANIFEST_WORK_REPLICA_SET})
-    async with running_hub(tmp_path_factory.mktemp("hub"), gates) as running:
+    pool = pool_for(request, target)
+    async with running_hub(tmp_path_factory.mktemp("hub"), gates, target, pool) as running:
         yield running
 
 
 @pytest.fixture
-def sim(hub: Hub, tmp_path: Path) -> KubeSim:
-    """The shared hub's API server, so that the ``kubectl`` fixture is its admin."""
-    hub.sim.write_kubeconfig(tmp_path / "kubeconfig")
-    return hub.sim
+def kubectl(hub: Hub) -> Kubectl:
+    """kubectl as the shared hub's admin."""
+    return hub.admin
 
 
 async def apply(
@@ -509,7 +556,7 @@ _SIZE = f"the size of manifests is {LIMIT + 1} bytes which exceeds the {LIMIT} l
 # 256 KiB for annotations: big objects go with server-side apply.
 _SERVER_SIDE = ("--server-side",)
 _ALICE_SA2 = (
-    "user alice cannot manipulate the Manifestwork with executor ns1/sa2 in namespace cluster1"
+    f"user {ALICE} cannot manipulate the Manifestwork with executor ns1/sa2 in namespace cluster1"
 )
 
 MW_CREATES: dict[str, Create] = {
@@ -695,9 +742,15 @@ async def test_delete_is_always_allowed(hub: Hub, kubectl: Kubectl, obj: dict[st
 
 # -- what the API server refuses before any webhook is asked -------------------------------------
 _SKIPPED_CEL = (
-    '* <nil>: Invalid value: "null": some validation rules were not checked because the object '
+    "* <nil>: Invalid value: null: some validation rules were not checked because the object "
     "was invalid; correct the existing errors to complete validation"
 )
+# kube-apiserver v1.35 (the ground truth) says "Required value" and ``null``; kubesim still
+# answers as older servers did. Reported to kubesim; until it follows, its leg expects these.
+_KUBESIM_FORMS = {
+    "kind: Required value\n": "kind: Required value: must not be empty\n",
+    "Invalid value: null:": 'Invalid value: "null":',
+}
 
 
 @pytest.mark.parametrize(
@@ -705,7 +758,7 @@ _SKIPPED_CEL = (
     [
         (
             {"apiVersion": "v1", "metadata": {"name": "cm1"}},
-            "spec.workload.manifests[0].kind: Required value: must not be empty",
+            "spec.workload.manifests[0].kind: Required value",
         ),
         (
             "cm1",
@@ -715,11 +768,16 @@ _SKIPPED_CEL = (
     ],
     ids=["manifest without kind", "manifest that is not an object"],
 )
-async def test_refused_by_the_schema_first(kubectl: Kubectl, manifest: Any, cause: str) -> None:
+async def test_refused_by_the_schema_first(
+    kubectl: Kubectl, target: str, manifest: Any, cause: str
+) -> None:
     """§5.1's decoding rules never get to speak: the CRD's schema refuses such works first."""
     obj = work(name="schema")
     obj["spec"]["workload"]["manifests"] = [manifest]
     stderr = f'The ManifestWork "schema" is invalid: \n* {cause}\n{_SKIPPED_CEL}\n'
+    if target == KUBESIM:
+        for real, emulated in _KUBESIM_FORMS.items():
+            stderr = stderr.replace(real, emulated)
     assert printed(await apply(kubectl, obj)) == (1, "", stderr)
 
 
@@ -729,11 +787,13 @@ async def test_failed_access_review_denies_with_its_error(hub: Hub, kubectl: Kub
     obj = work(name="no-review", executor=_SA1)
     await kubectl("delete", "clusterrolebinding", "work-webhook")
     try:
+        await hub.wait_webhook_rbac(allow=False)
         refused = await apply(hub.alice, obj)
     finally:
         await kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(rbac()))
+        await hub.wait_webhook_rbac()
     message = (
-        'subjectaccessreviews.authorization.k8s.io is forbidden: User "work-webhook" cannot '
+        f'subjectaccessreviews.authorization.k8s.io is forbidden: User "{WEBHOOK_USER}" cannot '
         'create resource "subjectaccessreviews" in API group "authorization.k8s.io" at the '
         "cluster scope"
     )
@@ -743,14 +803,16 @@ async def test_failed_access_review_denies_with_its_error(hub: Hub, kubectl: Kub
 
 
 # -- gate NilExecutorValidating ---------------------------------------------------------------------
-async def test_nil_executor_validating(tmp_path: Path) -> None:
+async def test_nil_executor_validating(
+    tmp_path: Path, target: str, request: pytest.FixtureRequest
+) -> None:
     """With the gate, a work without executor needs execute-as for the agent's account."""
     gates = frozenset({GATE_MANIFEST_WORK_REPLICA_SET, GATE_NIL_EXECUTOR_VALIDATING})
-    async with running_hub(tmp_path, gates) as hub:
+    async with running_hub(tmp_path, gates, target, pool_for(request, target)) as hub:
         agent_sa = "system:serviceaccount::klusterlet-work-sa"
         refused = await apply(hub.alice, work(name="plain"))
         message = (
-            "user alice cannot manipulate the Manifestwork with executor /klusterlet-work-sa "
+            f"user {ALICE} cannot manipulate the Manifestwork with executor /klusterlet-work-sa "
             "in namespace cluster1"
         )
         assert printed(refused) == (1, "", denied_create(MW_HOOK, message))
@@ -784,8 +846,17 @@ async def test_nil_executor_validating(tmp_path: Path) -> None:
             "kind": "RoleBinding",
             "metadata": {"name": "alice-runs-as-agent", "namespace": CLUSTER},
             "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "execute-as-agent"},
-            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": "alice"}],
+            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": ALICE}],
         }
         await hub.admin("apply", "-f", "-", stdin=yaml.safe_dump_all([grant, binding]))
+        await wait_allowed(
+            hub.client,
+            ALICE,
+            "execute-as",
+            "manifestworks",
+            group=WORK_GROUP,
+            namespace=CLUSTER,
+            name=agent_sa,
+        )
         allowed = await apply(hub.alice, work(name="plain2"))
         assert printed(allowed) == (0, f"{MW}/plain2 created\n", "")

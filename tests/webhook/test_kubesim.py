@@ -1,4 +1,7 @@
-"""``execute-as`` checks against kubesim's RBAC: the real SubjectAccessReview path."""
+"""``execute-as`` checks against an API server's RBAC: the real SubjectAccessReview path.
+
+Each test runs against kubesim and against a real kube-apiserver.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +21,9 @@ from hubcontroller.webhook import (
 )
 from kubesim.sim import KubeSim
 from schemas import wire
+from tests.conftest import pool_for
+from tests.support.prepare import service_account_user, wait_allowed
+from tests.support.targets import Cluster, open_cluster
 from tests.webhook.conftest import client_context, local_settings, post, running
 from tests.webhook.helpers import (
     CLUSTER,
@@ -68,21 +74,33 @@ def _user(name: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def hub(sim: KubeSim, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    """The webhook's hub client (kubesim's admin) with the RBAC of the scenario.
+async def hub(cluster: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
+    """The webhook's hub client (the cluster's admin) with the RBAC of the scenario.
 
     alice may run works as ns1/sa1 in cluster1; group team-a may use any
     executor in cluster1; bob has nothing.
     """
     client = await KubeClient.from_kubeconfig(str(tmp_path / "kubeconfig"), qps=0, name="hub")
-    for namespace in (CLUSTER, "cluster2"):
-        await client.create(NAMESPACES, {"metadata": {"name": namespace}})
-    await client.create(CLUSTER_ROLES, _execute_as_role("execute-as-sa1", "ns1:sa1"))
-    await client.create(CLUSTER_ROLES, _execute_as_role("execute-as-any"))
-    await client.create(ROLE_BINDINGS, _binding("alice-sa1", "execute-as-sa1", _user("alice")))
-    team = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team-a"}
-    await client.create(ROLE_BINDINGS, _binding("team-a-any", "execute-as-any", team))
     try:
+        for namespace in (CLUSTER, "cluster2"):
+            await client.create(NAMESPACES, {"metadata": {"name": namespace}})
+        await client.create(CLUSTER_ROLES, _execute_as_role("execute-as-sa1", "ns1:sa1"))
+        await client.create(CLUSTER_ROLES, _execute_as_role("execute-as-any"))
+        await client.create(ROLE_BINDINGS, _binding("alice-sa1", "execute-as-sa1", _user("alice")))
+        team = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team-a"}
+        await client.create(ROLE_BINDINGS, _binding("team-a-any", "execute-as-any", team))
+        # A real apiserver's authorizer sees new bindings a moment later.
+        for user, groups in (("alice", ()), ("carol", ("team-a",))):
+            await wait_allowed(
+                client,
+                user,
+                "execute-as",
+                "manifestworks",
+                group="work.open-cluster-management.io",
+                namespace=CLUSTER,
+                name="system:serviceaccount:ns1:sa1",
+                groups=groups,
+            )
         yield client
     finally:
         await client.close()
@@ -136,7 +154,10 @@ async def test_nil_executor_gate_against_rbac(hub: KubeClient) -> None:
     assert response(answer)["allowed"] is True
 
 
-async def test_review_errors_are_reported(sim: KubeSim, hub: KubeClient) -> None:
+@pytest.mark.kubesim_only("fault injection: a 500 answer to the SubjectAccessReview create")
+async def test_review_errors_are_reported(cluster: Cluster, hub: KubeClient) -> None:
+    assert isinstance(cluster, KubeSim)
+    sim = cluster
     reviewer = HubAccessReviewer(hub)
     sim.inject(verb="create", resource="subjectaccessreviews", code=500, count=1)
     with pytest.raises(KubeError) as caught:
@@ -147,10 +168,17 @@ async def test_review_errors_are_reported(sim: KubeSim, hub: KubeClient) -> None
     assert response(answer)["status"] == bad_request(caught.value.message)
 
 
-async def test_webhook_identity_without_review_permission(tmp_path: Path) -> None:
-    async with KubeSim(enforce_rbac=True) as sim:
-        token = sim.add_user("webhook")
-        sim.write_kubeconfig(tmp_path / "webhook.kubeconfig", token=token)
+async def test_webhook_identity_without_review_permission(
+    tmp_path: Path, target: str, request: pytest.FixtureRequest
+) -> None:
+    async with (
+        open_cluster(target, pool_for(request, target), enforce_rbac=True) as cluster,
+        await KubeClient.from_kubeconfig(
+            str(cluster.write_kubeconfig(tmp_path / "admin.kubeconfig")), qps=0, name="admin"
+        ) as admin,
+    ):
+        webhook = await service_account_user(cluster, admin, "hub", "webhook")
+        cluster.write_kubeconfig(tmp_path / "webhook.kubeconfig", token=webhook.token)
         client = await KubeClient.from_kubeconfig(str(tmp_path / "webhook.kubeconfig"), qps=0)
         async with client:
             work = manifest_work(executor=executor("ns1", "sa1"))
@@ -158,7 +186,8 @@ async def test_webhook_identity_without_review_permission(tmp_path: Path) -> Non
     status = response(answer)["status"]
     assert status["code"] == 400 and status["reason"] == "BadRequest"
     assert status["message"].startswith("subjectaccessreviews.authorization.k8s.io is forbidden:")
-    assert 'User "webhook" cannot create resource "subjectaccessreviews"' in status["message"]
+    refusal = f'User "{webhook.name}" cannot create resource "subjectaccessreviews"'
+    assert refusal in status["message"]
 
 
 async def test_https_webhook_with_kubesim_rbac(
