@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from conformance.seeds import SEEDS, Example, work_examples, work_lines_not_extracted
+from conformance.seeds import Example, work_examples, work_lines_not_extracted
+from conformance.shared import SEEDS
 from schemas import ManifestWork, ManifestWorkReplicaSet, SchemaValidationError, validate_object
 from schemas.cluster_v1alpha1 import RolloutType
 

@@ -18,7 +18,8 @@ from kubernetes_asyncio import client, config
 
 from kubesim.sim import KubeSim
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+# No test may read the reference folder beside the repository (tests/readguard.py).
+pytest_plugins = ["tests.readguard"]
 
 
 @pytest.fixture
