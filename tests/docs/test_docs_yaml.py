@@ -2,8 +2,9 @@
 
 Every fenced ```yaml block of every page must be valid YAML. Every document
 in it that is a ManifestWork or ManifestWorkReplicaSet must parse with
-:func:`schemas.parse_object`, i.e. an API server with our CRDs would store it
-as written. Examples of the user guide must moreover pass
+:func:`schemas.parse_object` and be stored, without an error, through our
+generated CRD and OCM's (kubesim's CRD schema engine, as an API server stores
+a custom object; OCM's CRDs from tests/fixtures/crds/). Examples of the user guide must moreover pass
 :func:`schemas.validate_object`, the hub webhook's rules, since readers copy
 them as they are.
 
@@ -27,6 +28,7 @@ import pytest
 import yaml
 
 from schemas import SchemaValidationError, parse_object, validate_object
+from tests.schemas.test_crd_agreement import same_outcome
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -143,6 +145,8 @@ def test_work_objects_parse(block: Block) -> None:
             check(filled)
         except SchemaValidationError as err:
             pytest.fail(f"docs/{block.id}: {doc['kind']} is invalid:\n" + "\n".join(err.lines()))
+        causes = same_outcome(filled)  # also asserts both CRDs agree
+        assert not causes, f"docs/{block.id}: the CRDs refuse the {doc['kind']}: {causes}"
 
 
 def test_elisions_are_filled_and_checked() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from tests.fixtures.crds.regenerate import (
     structural,
     without_descriptions,
 )
+from tests.integration.conftest import WIDGET_CRD
 
 FILES = upstream_crd_files()
 
@@ -92,33 +94,17 @@ def test_descriptions_go_and_fields_called_description_stay() -> None:
 
 
 def _upstream_like() -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "names": {"kind": "Widget", "plural": "widgets"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "additionalPrinterColumns": [
-                        {
-                            "jsonPath": ".spec.size",
-                            "name": "Size",
-                            "type": "integer",
-                            "description": "x",
-                        }
-                    ],
-                    "schema": {"openAPIV3Schema": {"type": "object", "description": "A widget."}},
-                }
-            ],
-        },
-        "status": {"storedVersions": []},
-    }
+    """A CRD as upstream files hold it: descriptions, a printer column, a status."""
+    crd = copy.deepcopy(WIDGET_CRD)
+    version = crd["spec"]["versions"][0]
+    version["additionalPrinterColumns"] = [
+        {"jsonPath": ".spec.size", "name": "Size", "type": "integer", "description": "x"}
+    ]
+    schema = version["schema"]["openAPIV3Schema"]
+    schema["description"] = "A widget."
+    schema["properties"]["spec"]["properties"]["size"]["description"] = "How big."
+    crd["status"] = {"storedVersions": []}
+    return crd
 
 
 def test_command_line_writes_the_fixture(tmp_path: Path) -> None:
@@ -137,7 +123,7 @@ def test_command_line_writes_the_fixture(tmp_path: Path) -> None:
     assert version["additionalPrinterColumns"] == [
         {"jsonPath": ".spec.size", "name": "Size", "type": "integer"}
     ]
-    assert version["schema"] == {"openAPIV3Schema": {"type": "object"}}
+    assert version["schema"] == WIDGET_CRD["spec"]["versions"][0]["schema"]
 
 
 def test_command_line_rejects_what_is_not_a_crd(
