@@ -17,7 +17,8 @@ RUN := $(UV) run --frozen
 # One environment for every target: the locked dependencies, the dev tools and
 # the chart renderer the tests use (helm-python-sdk). --inexact: what another
 # target added (the bench group) stays, so no target uninstalls what another
-# installed and running them in any order installs nothing the second time.
+# installed and running them in any order installs nothing the second time
+# (`make clean` starts afresh, e.g. after a dependency left the lock).
 SYNC := $(UV) sync --frozen --quiet --inexact --group charts
 
 setup: $(UV)
