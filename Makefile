@@ -1,13 +1,14 @@
 # Two commands for a newcomer: `make demo` and `make test`. Both install what
 # they need: uv (into .tools/ when it is not on PATH), then the locked
-# dependencies into .venv/.
+# dependencies into .venv/. `make conformance` compares the project with the
+# reference documents kept beside the repository (../shared).
 
 SHELL := /bin/bash
 UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: setup setup-test setup-debian demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak realkube unit-kubesim unit-realkube
+.PHONY: setup setup-test setup-debian demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak realkube unit-kubesim unit-realkube conformance conformance-folder
 
 # Debian packages the tests run for real (prometheus: `prometheus` and `promtool`).
 # One line, so that branches adding packages merge easily.
@@ -20,12 +21,18 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 	python3 -m venv .tools
 	.tools/bin/pip install --quiet "uv==$(UV_VERSION)"
 
-setup: $(UV)
-	$(UV) sync --frozen --quiet
+# One environment for every target: the locked dependencies, the dev tools and
+# the chart renderer the tests use (helm-python-sdk). --inexact: what another
+# target added (the bench group) stays, so no target uninstalls what another
+# installed and running them in any order installs nothing the second time
+# (`make clean` starts afresh, e.g. after a dependency left the lock).
+SYNC := $(UV) sync --frozen --quiet --inexact --group charts
 
-# The tests also render the Helm charts (helm-python-sdk, large: kept out of demo).
-setup-test: $(UV)
-	$(UV) sync --frozen --quiet --group charts
+setup: $(UV)
+	$(SYNC)
+
+# The same environment (kept as a name for scripts that call it).
+setup-test: setup
 
 # The real control plane (kube-apiserver, kube-controller-manager, etcd), built
 # from the Go module proxy by the module in tests/support/realkube-build into
@@ -75,7 +82,10 @@ imports: setup-test
 # The tests in two legs: everything on kubesim (and the tests that need no
 # cluster), then the end-to-end suites again on a real control plane (tests
 # marked realkube; fresh API servers per test over one etcd).
-PYTEST := $(RUN) pytest -q -p no:cacheprovider
+# OCM_SHARED points at a folder that does not exist: no test of `make test` may
+# need the reference documents, and tests/readguard.py fails the run if one
+# reads them (../shared, or where OCM_SHARED says).
+PYTEST := OCM_SHARED=$(CURDIR)/.no-reference-documents $(RUN) pytest -q -p no:cacheprovider
 
 unit: unit-kubesim unit-realkube
 
@@ -87,15 +97,31 @@ unit-realkube: setup-test setup-debian realkube
 
 test: lint typecheck imports unit
 
+# The project against the reference documents (not in the repository): the user
+# documentation's examples, the specification's wire strings, and the test
+# fixtures against the reference data they were taken from (conformance/).
+# They are ../shared beside the repository, or OCM_SHARED=/path/to/them.
+OCM_SHARED ?= $(abspath $(CURDIR)/../shared)
+
+conformance-folder:
+	@test -d "$(OCM_SHARED)" || { \
+		echo "make conformance: no reference documents at $(OCM_SHARED)." >&2; \
+		echo "  It compares the project with the specification, user documentation and" >&2; \
+		echo "  reference data kept beside the repository (../shared); put them there or" >&2; \
+		echo "  run make conformance OCM_SHARED=/path/to/shared." >&2; \
+		exit 1; }
+
+conformance: conformance-folder setup
+	OCM_SHARED="$(OCM_SHARED)" $(RUN) pytest -q -p no:cacheprovider conformance
+
 # The benchmark suite (tests/benchmarks/bench_suite.py): results, Markdown and plots in
 # bench-results/. BENCH_ARGS passes options, e.g. BENCH_ARGS="--n 100 --runs 5" or
 # BENCH_ARGS="--agent-cmd '...'"; bench-full measures N = 100, 500, 1000.
-# --inexact: the plotting group is added without removing the test tools.
 BENCH_ARGS ?=
 BENCH := $(RUN) --group bench python tests/benchmarks/bench_suite.py
 
 setup-bench: $(UV)
-	$(UV) sync --frozen --quiet --inexact --group bench
+	$(SYNC) --group bench
 
 bench: setup-bench
 	$(BENCH) $(BENCH_ARGS)
@@ -123,7 +149,7 @@ bench-micro: setup
 # faults against the real agent process for 10 minutes; see docs/reliability.md.
 # Options: make soak SOAK_ARGS="--duration 30m --seed 7"
 soak: setup-test
-	$(RUN) --group charts python -m tests.soak $(SOAK_ARGS)
+	$(RUN) python -m tests.soak $(SOAK_ARGS)
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache

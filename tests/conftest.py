@@ -19,7 +19,8 @@ from kubernetes_asyncio import client, config
 from kubesim.sim import KubeSim
 from tests.support.targets import KUBESIM, REAL, Cluster, PlanePool, open_cluster, plane_pool
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+# No test may read the reference folder beside the repository (tests/readguard.py).
+pytest_plugins = ["tests.readguard"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,7 +1,7 @@
 """Bodies the apiserver cannot decode, and objects etcd cannot store, over HTTP.
 
 The expected answers are kube-apiserver 1.30's, worked out from its request
-handlers (the recordings in ../shared/reference/apiserver/ hold no such
+handlers (the recordings in tests/fixtures/apiserver/ hold no such
 exchange): each assertion names where the wording comes from.
 """
 

@@ -1,6 +1,6 @@
 """Replay the recorded kube-apiserver exchanges against kubesim and compare answers.
 
-The recordings in ../shared/reference/apiserver/ hold a real apiserver's
+The recordings in tests/fixtures/apiserver/ hold a real apiserver's
 answers. Each request is sent to kubesim in order (resourceVersions and uids
 in later requests translated to kubesim's own), and the answer must match:
 the status code always, and the body once volatile values (uids,
@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SHARED, Raw
+from tests.conftest import Raw
+from tests.fixtures import APISERVER_RECORDINGS
 
-REFERENCE = SHARED / "reference" / "apiserver"
+REFERENCE = APISERVER_RECORDINGS
 VOLATILE = {
     "uid",
     "resourceVersion",

@@ -1,5 +1,5 @@
-"""The upstream OCM CRDs (test data in ``../shared/reference/crds/``) and a
-path-by-path comparison of two CRDs."""
+"""The upstream OCM CRDs (the fixtures in ``tests/fixtures/crds/``, descriptions
+removed) and a path-by-path comparison of two CRDs."""
 
 from __future__ import annotations
 
@@ -11,13 +11,7 @@ from typing import Any
 
 import yaml
 
-from tests.schemas.seeds import SHARED
-
-REFERENCE_CRDS = SHARED / "reference" / "crds"
-SKIP_REASON = (
-    f"upstream CRDs not found at {REFERENCE_CRDS}: they are test data kept outside the "
-    "repository (../shared), so the compatibility checks cannot run here"
-)
+from tests.fixtures import upstream_crd_files
 
 # Not part of the contract: free text, and what the API server fills in.
 _IGNORED_KEYS = frozenset({"description"})
@@ -35,11 +29,6 @@ class Difference:
         return f"{self.crd}: {self.path}: {self.detail}"
 
 
-def upstream_present() -> bool:
-    """Whether the upstream CRDs are available."""
-    return REFERENCE_CRDS.is_dir()
-
-
 def upstream_crds() -> dict[str, dict[str, Any]]:
     """Upstream CRDs by CRD name (a fresh copy: callers may change it)."""
     return copy.deepcopy(_load_upstream())
@@ -48,7 +37,7 @@ def upstream_crds() -> dict[str, dict[str, Any]]:
 @functools.cache
 def _load_upstream() -> dict[str, dict[str, Any]]:
     out = {}
-    for path in sorted(REFERENCE_CRDS.glob("*.yaml")):
+    for path in upstream_crd_files():
         crd = yaml.safe_load(path.read_text(encoding="utf-8"))
         out[crd["metadata"]["name"]] = crd
     return out

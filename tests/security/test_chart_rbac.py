@@ -3,7 +3,7 @@
 Every rule of every Role and ClusterRole either chart renders, for every value
 set the chart tests use, is compared with an explicit allow-list below; an
 extra verb, resource, group, role or binding fails. Each allowed rule names
-the part of ../shared/spec/ that needs it. Then the agent runs on exactly the
+the part of the specification that needs it. Then the agent runs on exactly the
 rights its chart grants (an API server enforcing RBAC: kubesim, and a real
 kube-apiserver whose controller manager aggregates the chart's aggregated
 role and the built-in ``admin`` it binds), proving the allow-list is also

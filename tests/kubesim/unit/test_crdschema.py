@@ -14,15 +14,15 @@ import yaml
 from kubesim import crdschema
 from kubesim.crdschema import CRDSchema, unsupported_rules, validate_crd_schema
 from kubesim.errors import ApiError
+from tests.fixtures import APISERVER_RECORDINGS, UPSTREAM_CRDS, upstream_crd_files
 
-REFERENCE = Path(__file__).resolve().parents[3].parent / "shared" / "reference"
-CRDS = REFERENCE / "crds"
+CRDS = upstream_crd_files()
 
 WORK_GROUP = "work.open-cluster-management.io"
 
 
 def _crd(name: str) -> dict[str, Any]:
-    (path,) = CRDS.glob(f"*_{name}.crd.yaml")
+    (path,) = UPSTREAM_CRDS.glob(f"{name}.*.yaml")
     loaded: dict[str, Any] = yaml.safe_load(path.read_text())
     return loaded
 
@@ -104,7 +104,7 @@ def _process_mw(obj: dict[str, Any], old: dict[str, Any] | None = None) -> dict[
 # ---------------------------------------------------------------- the OCM CRDs
 
 
-@pytest.mark.parametrize("path", sorted(CRDS.glob("*.yaml")), ids=lambda p: p.name.split("_")[-1])
+@pytest.mark.parametrize("path", CRDS, ids=lambda p: p.name.split(".")[0])
 def test_ocm_schemas_are_structural(path: Path) -> None:
     crd = yaml.safe_load(path.read_text())
     for i, version in enumerate(crd["spec"]["versions"]):
@@ -271,7 +271,7 @@ def test_invalid_enum_and_missing_required_are_all_reported() -> None:
 
 def test_ocm_cel_rules_are_evaluated_or_recorded() -> None:
     found = []
-    for path in sorted(CRDS.glob("*.yaml")):
+    for path in CRDS:
         for version in yaml.safe_load(path.read_text())["spec"]["versions"]:
             raw = version["schema"]["openAPIV3Schema"]
             CRDSchema(raw)  # compiles every rule; must not raise
@@ -445,7 +445,7 @@ def test_additional_properties_and_preserve_unknown_fields() -> None:
 
 
 def test_root_preserving_schema_keeps_everything_from_crd_lifecycle() -> None:
-    recording = json.loads((REFERENCE / "apiserver" / "crd-lifecycle.json").read_text())
+    recording = json.loads((APISERVER_RECORDINGS / "crd-lifecycle.json").read_text())
     exchanges = recording["exchanges"]
     crd = exchanges[0]["request"]["body"]
     schema = CRDSchema(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])

@@ -16,9 +16,9 @@ from kubesim.defaults import (
     pod_qos_class,
 )
 from kubesim.errors import ApiError
-from tests.conftest import SHARED
+from tests.fixtures import APISERVER_RECORDINGS
 
-REFERENCE = SHARED / "reference" / "apiserver"
+REFERENCE = APISERVER_RECORDINGS
 
 
 def _exchanges(name: str) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """Unit tests for kubesim.managedfields: managedFields bookkeeping and server-side apply.
 
 The golden tests replay the managedFields that a real kube-apiserver v1.24
-recorded (``shared/reference/apiserver``); timestamps are the recorded ones,
+recorded (``tests/fixtures/apiserver``); timestamps are the recorded ones,
 so entries compare exactly, including the order of keys.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,8 +29,9 @@ from kubesim.managedfields import (
     to_fields_v1,
     update_managed_fields,
 )
+from tests.fixtures import APISERVER_RECORDINGS
 
-REFERENCE = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "apiserver"
+REFERENCE = APISERVER_RECORDINGS
 T0 = "2026-11-22T06:23:58Z"
 T1 = "2026-11-22T06:24:01Z"
 T2 = "2026-11-22T07:00:00Z"

@@ -17,10 +17,10 @@ from kubesim.rbac import (
     describe_denial,
     subject_access_review,
 )
-from tests.conftest import SHARED
+from tests.fixtures import APISERVER_RECORDINGS
 
 RBAC = "rbac.authorization.k8s.io"
-RECORDING = SHARED / "reference" / "apiserver" / "authorization.json"
+RECORDING = APISERVER_RECORDINGS / "authorization.json"
 
 Obj = dict[str, Any]
 

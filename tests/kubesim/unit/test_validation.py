@@ -17,9 +17,9 @@ from kubesim.validation import (
     validate_name,
     validate_update,
 )
-from tests.conftest import SHARED
+from tests.fixtures import APISERVER_RECORDINGS
 
-REFERENCE = SHARED / "reference" / "apiserver"
+REFERENCE = APISERVER_RECORDINGS
 
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "

@@ -1,4 +1,4 @@
-"""YAML examples from the user documentation in ``../shared/seeds/``.
+"""YAML examples from the user documentation the project implements (``seeds/``).
 
 The seeds are Markdown pages (fenced ```yaml blocks) and plain-text renders of
 them (no fences, examples start at ``apiVersion:`` in column 0). Examples elide
@@ -20,13 +20,11 @@ import itertools
 import re
 import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-SEEDS = SHARED / "seeds"
+from conformance.shared import SEEDS
 
 WORK_KINDS = ("ManifestWork", "ManifestWorkReplicaSet")
 
@@ -82,11 +80,6 @@ class Example:
     def id(self) -> str:
         """A stable test id: ``<seed file>:<line>``."""
         return f"{self.source}:{self.line}"
-
-
-def seeds_present() -> bool:
-    """Whether the shared seed documents are available."""
-    return SEEDS.is_dir()
 
 
 def all_examples() -> list[Example]:

@@ -7,22 +7,12 @@ from typing import Any
 
 import pytest
 
+from conformance.seeds import Example, work_examples, work_lines_not_extracted
+from conformance.shared import SEEDS
 from schemas import ManifestWork, ManifestWorkReplicaSet, SchemaValidationError, validate_object
 from schemas.cluster_v1alpha1 import RolloutType
-from tests.schemas.seeds import (
-    SEEDS,
-    Example,
-    seeds_present,
-    work_examples,
-    work_lines_not_extracted,
-)
 
-pytestmark = pytest.mark.skipif(
-    not seeds_present(),
-    reason=f"user docs not found at {SEEDS} (../shared is kept outside the repository)",
-)
-
-WORK = work_examples() if seeds_present() else []
+WORK = work_examples()
 
 #: Examples the API server rejects too, so our models must reject them: the
 #: documentation is wrong. Each maps to (reason, the problems we report).

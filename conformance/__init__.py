@@ -1,0 +1,1 @@
+"""``make conformance``: the project against the reference documents beside the repository."""
