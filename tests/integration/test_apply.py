@@ -35,6 +35,8 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.requests import RequestRecord
+from tests.support.targets import Cluster
 from workagent.agent import kubeconfig_server, run_agent
 from workagent.identity import hub_hash
 from workagent.kube import (
@@ -193,8 +195,8 @@ async def test_edit_updates_and_removal_deletes(
 
 async def test_restart_writes_nothing(
     agent: AgentRunner,
-    hub: KubeSim,
-    spoke: KubeSim,
+    hub: Cluster,
+    spoke: Cluster,
     hub_client: KubeClient,
     spoke_client: KubeClient,
 ) -> None:
@@ -212,8 +214,7 @@ async def test_restart_writes_nothing(
     await eventually(status_reported, what="both works to report Available")
     await agent.stop()
 
-    hub.state.stats.reset()
-    spoke.state.stats.reset()
+    records = [RequestRecord(hub), RequestRecord(spoke)]
     await agent.start()
     assert agent.agent is not None
     controller = next(
@@ -227,13 +228,8 @@ async def test_restart_writes_nothing(
         return all(waiting.get(name, 0) > 200 for name in ("quiet", "quiet-deploy"))
 
     await eventually(both_resynced, what="both works reconciled after the restart")
-    writes = {"create", "update", "patch", "delete", "deletecollection"}
-    for sim in (hub, spoke):
-        made = [
-            row
-            for row in sim.state.stats.to_json()["requests"]
-            if row["verb"] in writes and row["userAgent"] in ("work-agent", "workagent")
-        ]
+    for record in records:
+        made = record.writes()
         assert made == [], made
     work = await get_work(hub_client, "quiet")
     assert work["metadata"]["namespace"] == CLUSTER
