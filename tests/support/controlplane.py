@@ -105,6 +105,11 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+#: A folder without a readable owner file is only stale once this old: younger,
+#: it may be one that another thread or process has just made and not tagged yet.
+UNTAGGED_GRACE_SECONDS = 300.0
+
+
 def sweep_stale(root: Path | None = None) -> list[Path]:
     """Remove data folders of earlier runs whose owning process is gone; returns them."""
     base = root or Path(tempfile.gettempdir())
@@ -116,6 +121,13 @@ def sweep_stale(root: Path | None = None) -> list[Path]:
             owner = 0
         if owner and _pid_alive(owner):
             continue
+        if not owner:
+            try:
+                age = time.time() - folder.stat().st_mtime
+            except OSError:
+                continue  # removed meanwhile
+            if age < UNTAGGED_GRACE_SECONDS:
+                continue
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed
