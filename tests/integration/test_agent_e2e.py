@@ -1,4 +1,4 @@
-"""Issue #5's end-to-end list, through the real agent against a hub and a spoke kubesim.
+"""Issue #5's end-to-end list, through the real agent against a hub and a spoke.
 
 - Every ManifestWork example of the user docs (``../shared/seeds``) that creates a
   work is applied to the hub and reaches ``Applied=True`` and the outcome the docs
@@ -12,6 +12,9 @@
   ``force`` resolving it (the docs' hello / hello-work-replica-patch scenario).
 - The executor check: a work whose executor may not write its manifest is
   ``NotAllowed``; a RoleBinding later makes it apply.
+
+The docs' examples share one kubesim hub and spoke (the module's ``env``); the
+other tests run on both targets (kubesim and a real control plane).
 
 How the examples are completed (``tests.schemas.seeds`` extracts and parses them):
 

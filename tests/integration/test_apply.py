@@ -1,7 +1,7 @@
 """The apply loop end to end: hub ManifestWork -> spoke resources, AMW and status.
 
-Two kubesims (hub and spoke) and the real agent, over real HTTP. Every wait
-is on an observable condition.
+A hub and a spoke (kubesim or a real control plane each) and the real agent,
+over real HTTP. Every wait is on an observable condition.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import pytest
 import structlog.testing
 import yaml
 
-from kubesim.sim import KubeSim
 from tests.conftest import eventually
 from tests.integration.conftest import (
     CLUSTER,
@@ -500,7 +499,7 @@ async def test_leader_election_and_probes(
 
 
 async def test_hub_hash_uses_the_server_string_as_written(
-    hub: KubeSim, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+    hub: Cluster, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
     """A trailing slash in the hub kubeconfig's server changes the hub hash (as OCM)."""
     kubeconfig = hub.kubeconfig()
