@@ -228,6 +228,10 @@ async def test_restart_writes_nothing(
         return all(waiting.get(name, 0) > 200 for name in ("quiet", "quiet-deploy"))
 
     await eventually(both_resynced, what="both works reconciled after the restart")
+    hub_record, spoke_record = records
+    # The records do see the restarted agent: its informers listed on both clusters.
+    assert hub_record.count("list", "manifestworks", 200) >= 1
+    assert spoke_record.count("list", "appliedmanifestworks", 200) >= 1
     for record in records:
         made = record.writes()
         assert made == [], made
