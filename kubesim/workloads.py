@@ -22,6 +22,10 @@ controllers would have written once the rollout finished, through the
 
 The annotation ``kubesim.io/delay-seconds`` overrides the delay of one
 object. No ReplicaSets or Pods are created: only status is written.
+
+What the status becomes (:func:`desired_status`, :func:`status_patch`,
+:func:`delay_of`, :func:`restart_trigger`) is computed from plain objects, so
+a simulator outside kubesim can write the same status through an API server.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ class _Kind:
 
     version: str
     manager: str
-    desired: Callable[[WorkloadSimulator, Obj, Status], Status | None]
+    desired: Callable[[PodAddresses, Obj, Status], Status | None]
 
 
 # -- helpers -------------------------------------------------------------------------
@@ -171,7 +175,7 @@ def _annotations(obj: Obj) -> dict[str, Any]:
 
 
 # -- desired status per kind ------------------------------------------------------------
-def _deployment(sim: WorkloadSimulator, obj: Obj, current: Status) -> Status:
+def _deployment(addresses: PodAddresses, obj: Obj, current: Status) -> Status:
     spec = _spec(obj)
     replicas = max(_int(spec.get("replicas"), 1), 0)
     stamp = now()
@@ -222,7 +226,7 @@ def _deployment(sim: WorkloadSimulator, obj: Obj, current: Status) -> Status:
     return status
 
 
-def _replicaset(sim: WorkloadSimulator, obj: Obj, current: Status) -> Status:
+def _replicaset(addresses: PodAddresses, obj: Obj, current: Status) -> Status:
     n = max(_int(_spec(obj).get("replicas"), 1), 0)
     status = dict(current)
     # ReplicaSetStatus has no updatedReplicas; fullyLabeledReplicas is its counterpart.
@@ -235,7 +239,7 @@ def _replicaset(sim: WorkloadSimulator, obj: Obj, current: Status) -> Status:
     return status
 
 
-def _statefulset(sim: WorkloadSimulator, obj: Obj, current: Status) -> Status:
+def _statefulset(addresses: PodAddresses, obj: Obj, current: Status) -> Status:
     spec = _spec(obj)
     n = max(_int(spec.get("replicas"), 1), 0)
     status = dict(current)
@@ -258,7 +262,7 @@ def _statefulset(sim: WorkloadSimulator, obj: Obj, current: Status) -> Status:
     return status
 
 
-def _daemonset(sim: WorkloadSimulator, obj: Obj, current: Status) -> Status:
+def _daemonset(addresses: PodAddresses, obj: Obj, current: Status) -> Status:
     status = dict(current)
     _with_counts(
         status,
@@ -280,7 +284,7 @@ def _daemonset(sim: WorkloadSimulator, obj: Obj, current: Status) -> Status:
 _JOB_TIMES = ("lastProbeTime", "lastTransitionTime")
 
 
-def _job(sim: WorkloadSimulator, obj: Obj, current: Status) -> Status | None:
+def _job(addresses: PodAddresses, obj: Obj, current: Status) -> Status | None:
     if _true(current, "Complete") or _true(current, "Failed"):
         return None  # finished Jobs are final: never completed (or failed) twice
     spec = _spec(obj)
@@ -379,7 +383,7 @@ def _replace_condition(conds: list[Any], cond: dict[str, Any]) -> list[Any]:
 _TERMINAL = ("Succeeded", "Failed")
 
 
-def _pod(sim: WorkloadSimulator, obj: Obj, current: Status) -> Status | None:
+def _pod(addresses: PodAddresses, obj: Obj, current: Status) -> Status | None:
     if current.get("phase") in _TERMINAL:
         return None  # a finished Pod never runs again
     spec = _spec(obj)
@@ -396,7 +400,7 @@ def _pod(sim: WorkloadSimulator, obj: Obj, current: Status) -> Status | None:
     started = current.get("startTime") or stamp
     status["startTime"] = started
     if phase != "Pending":
-        ip = sim.pod_ip(meta.get("uid", ""), current.get("podIP"))
+        ip = addresses.address(meta.get("uid", ""), current.get("podIP"))
         status["podIP"] = ip
         status["podIPs"] = [{"ip": ip}]
     existing = _conditions(current)
@@ -521,8 +525,65 @@ _KINDS: dict[tuple[str, str], _Kind] = {
     ("", "pods"): _Kind("v1", KUBELET, _pod),
 }
 
+#: The simulated resources, ``(group, plural)``, with their version and the field
+#: manager that writes their status (``kube-controller-manager`` or ``kubelet``).
+SIMULATED: dict[tuple[str, str], tuple[str, str]] = {
+    key: (kind.version, kind.manager) for key, kind in _KINDS.items()
+}
 
-def _trigger(obj: Obj) -> tuple[Any, ...]:
+
+class PodAddresses:
+    """Pod IPs of the pretend node: stable per Pod UID, distinct while the Pods live."""
+
+    def __init__(self) -> None:
+        self._ips: dict[str, str] = {}
+        self._next = 2
+
+    def note(self, obj: Obj) -> None:
+        """Remember the address an existing Pod already has."""
+        ip = _dict(obj.get("status")).get("podIP")
+        uid = _dict(obj.get("metadata")).get("uid")
+        if ip and uid:
+            self._ips[uid] = ip
+
+    def forget(self, uid: str) -> None:
+        """Free a deleted Pod's address."""
+        self._ips.pop(uid, None)
+
+    def address(self, uid: str, current: Any) -> str:
+        """The Pod's address: the one it has, else the next free one of 10.244.0.0/24."""
+        if isinstance(current, str) and current:
+            self._ips.setdefault(uid, current)
+            return current
+        ip = self._ips.get(uid)
+        if ip is None:
+            used = set(self._ips.values())
+            size = POD_NETWORK.num_addresses - 3  # no network, gateway (.1), broadcast
+            for _ in range(size):
+                candidate = str(POD_NETWORK[self._next])
+                self._next = self._next + 1 if self._next < size + 1 else 2
+                if candidate not in used:
+                    ip = candidate
+                    break
+            else:
+                ip = str(POD_NETWORK[2])  # network full: reuse rather than fail
+            self._ips[uid] = ip
+        return ip
+
+
+def desired_status(
+    key: tuple[str, str], obj: Obj, current: Status, addresses: PodAddresses
+) -> Status | None:
+    """The status the controllers would write for ``obj`` of resource ``key``.
+
+    ``current`` is the object's status now (a copy: it may be changed); None
+    means "leave it" (a finished Job or Pod, or a resource that is not simulated).
+    """
+    kind = _KINDS.get(key)
+    return None if kind is None else kind.desired(addresses, obj, current)
+
+
+def restart_trigger(obj: Obj) -> tuple[Any, ...]:
     """What restarts an object's delay when it changes: its spec and our annotations."""
     meta = obj["metadata"]
     ann = _annotations(obj)
@@ -535,7 +596,21 @@ def _trigger(obj: Obj) -> tuple[Any, ...]:
     )
 
 
-def _status_patch(current: Status, desired: Status) -> dict[str, Any]:
+def delay_of(obj: Obj, default: float) -> float:
+    """The delay of ``obj``: its ``kubesim.io/delay-seconds`` annotation, else ``default``."""
+    raw = _annotations(obj).get(DELAY_ANNOTATION)
+    if raw is not None:
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            _log.warning("ignoring %s=%r: not a number", DELAY_ANNOTATION, raw)
+        else:
+            if value >= 0 and value != float("inf"):
+                return value
+    return default
+
+
+def status_patch(current: Status, desired: Status) -> dict[str, Any]:
     """The top-level merge patch turning ``current`` into ``desired`` (empty: no change)."""
     patch: dict[str, Any] = {}
     for key, value in desired.items():
@@ -567,8 +642,7 @@ class WorkloadSimulator:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._ips: dict[str, str] = {}
-        self._next_ip = 2
+        self.addresses = PodAddresses()
 
     @property
     def pending(self) -> int:
@@ -582,7 +656,7 @@ class WorkloadSimulator:
         self._loop = asyncio.get_running_loop()
         for key in _KINDS:
             for obj in self._api.store.items(key):
-                self._note_ip(obj)
+                self.addresses.note(obj)
                 self._schedule(_ref(key, obj), self.delay_for(obj))
         self._api.on_change.append(self._on_change)
         self._task = self._loop.create_task(self._run())
@@ -601,43 +675,9 @@ class WorkloadSimulator:
 
     def delay_for(self, obj: Obj) -> float:
         """The delay of ``obj``: its ``kubesim.io/delay-seconds`` annotation, else the default."""
-        raw = _annotations(obj).get(DELAY_ANNOTATION)
-        if raw is not None:
-            try:
-                value = float(raw)
-            except (TypeError, ValueError):
-                _log.warning("ignoring %s=%r: not a number", DELAY_ANNOTATION, raw)
-            else:
-                if value >= 0 and value != float("inf"):
-                    return value
-        return self._delay
-
-    def pod_ip(self, uid: str, current: Any) -> str:
-        """The Pod's address: the one it has, else the next free one of 10.244.0.0/24."""
-        if isinstance(current, str) and current:
-            self._ips.setdefault(uid, current)
-            return current
-        ip = self._ips.get(uid)
-        if ip is None:
-            used = set(self._ips.values())
-            size = POD_NETWORK.num_addresses - 3  # no network, gateway (.1), broadcast
-            for _ in range(size):
-                candidate = str(POD_NETWORK[self._next_ip])
-                self._next_ip = self._next_ip + 1 if self._next_ip < size + 1 else 2
-                if candidate not in used:
-                    ip = candidate
-                    break
-            else:
-                ip = str(POD_NETWORK[2])  # network full: reuse rather than fail
-            self._ips[uid] = ip
-        return ip
+        return delay_of(obj, self._delay)
 
     # -- events --------------------------------------------------------------------
-    def _note_ip(self, obj: Obj) -> None:
-        ip = _dict(obj.get("status")).get("podIP")
-        if ip and obj["metadata"].get("uid"):
-            self._ips[obj["metadata"]["uid"]] = ip
-
     def _on_change(self, ev: Event) -> None:
         # Called synchronously inside the apiserver's write: only bookkeeping here.
         if ev.key not in _KINDS:
@@ -645,9 +685,13 @@ class WorkloadSimulator:
         ref = _ref(ev.key, ev.obj)
         if ev.type == "DELETED":
             self._due.pop(ref, None)
-            self._ips.pop(ev.obj["metadata"].get("uid", ""), None)
+            self.addresses.forget(ev.obj["metadata"].get("uid", ""))
             return
-        if ref in self._due and ev.old is not None and _trigger(ev.old) == _trigger(ev.obj):
+        if (
+            ref in self._due
+            and ev.old is not None
+            and restart_trigger(ev.old) == restart_trigger(ev.obj)
+        ):
             return  # already scheduled and nothing that restarts the clock changed
         self._schedule(ref, self.delay_for(ev.obj))
 
@@ -698,10 +742,10 @@ class WorkloadSimulator:
             return
         raw = obj.get("status")
         current: Status = copy.deepcopy(raw) if isinstance(raw, dict) else {}
-        desired = kind.desired(self, obj, current)
+        desired = kind.desired(self.addresses, obj, current)
         if desired is None:
             return
-        patch = _status_patch(current, desired)
+        patch = status_patch(current, desired)
         if not patch:
             return
         rt = self._api.registry.get(key[0], kind.version, key[1])

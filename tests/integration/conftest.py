@@ -1,8 +1,9 @@
-"""Integration fixtures: a hub and a spoke kubesim, the OCM CRDs, and the real agent.
+"""Integration fixtures: a hub and a spoke, the OCM CRDs, and the real agent.
 
-Everything goes through real HTTP: the agent runs ``run_agent(settings)``
-in-process (or ``uv run workagent agent ...`` as a subprocess) against two
-emulated API servers. Tests observe the clusters with their own clients and
+The hub and the spoke are kubesims or real control planes (the ``target``
+fixture: every test runs on both unless marked ``kubesim_only``). Everything
+goes through real HTTP: the agent runs ``run_agent(settings)`` in-process (or
+``uv run workagent agent ...`` as a subprocess) against the two API servers. Tests observe the clusters with their own clients and
 wait on conditions with :func:`tests.conftest.eventually`, never on time.
 """
 
@@ -22,7 +23,6 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesim.sim import KubeSim
 from schemas.wire import MANIFEST_WORK_FINALIZER
 from tests.conftest import eventually, pool_for
 from tests.support.targets import Cluster, open_cluster
@@ -48,11 +48,26 @@ SPOKE_CRDS = ("work.open-cluster-management.io_appliedmanifestworks.yaml",)
 
 
 async def install_crds(client: KubeClient, files: tuple[str, ...]) -> None:
-    """Create the CRDs from ``charts/crds`` (kubesim serves them at once)."""
+    """Create the CRDs from ``charts/crds`` and wait until they are Established
+    (kubesim serves them at once, a real apiserver a moment later)."""
+    names = []
     for name in files:
         for doc in yaml.safe_load_all((CRD_DIR / name).read_text()):
             if doc:
-                await client.create(CRDS, doc)
+                created = await client.create(CRDS, doc)
+                names.append(created["metadata"]["name"])
+
+    async def established() -> bool:
+        for name in names:
+            crd = await client.get(CRDS, name)
+            conditions = (crd.get("status") or {}).get("conditions") or []
+            if not any(
+                c.get("type") == "Established" and c.get("status") == "True" for c in conditions
+            ):
+                return False
+        return True
+
+    await eventually(established, what=f"CRDs {', '.join(names)} to be established")
 
 
 @pytest.fixture
@@ -67,8 +82,9 @@ async def hub(
 
 @pytest.fixture
 def spoke_options() -> dict[str, Any]:
-    """Keyword arguments of the spoke's KubeSim; a test module overrides this fixture
-    (e.g. ``{"simulate_workloads": True}`` for Deployments that become available)."""
+    """Keyword arguments of the spoke's :func:`open_cluster` (kubesim's options); a test
+    module overrides this fixture, e.g. ``{"simulate_workloads": True}`` for Deployments
+    that become available (on a real control plane too: tests/support/workloads.py)."""
     return {}
 
 
@@ -83,7 +99,7 @@ async def spoke(
 
 
 @pytest.fixture
-async def hub_client(hub: KubeSim, tmp_path: Path) -> AsyncIterator[KubeClient]:
+async def hub_client(hub: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """A test client of the hub (user agent ``integration-test``), CRDs installed."""
     client = await KubeClient.from_kubeconfig(
         str(tmp_path / "hub.kubeconfig"), user_agent="integration-test", qps=0, name="test-hub"
@@ -97,7 +113,7 @@ async def hub_client(hub: KubeSim, tmp_path: Path) -> AsyncIterator[KubeClient]:
 
 
 @pytest.fixture
-async def spoke_client(spoke: KubeSim, tmp_path: Path) -> AsyncIterator[KubeClient]:
+async def spoke_client(spoke: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """A test client of the spoke (user agent ``integration-test``), CRDs installed."""
     client = await KubeClient.from_kubeconfig(
         str(tmp_path / "spoke.kubeconfig"), user_agent="integration-test", qps=0, name="test-spoke"

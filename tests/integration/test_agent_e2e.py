@@ -1,4 +1,5 @@
-"""Issue #5's end-to-end list, through the real agent against a hub and a spoke kubesim.
+"""Issue #5's end-to-end list, through the real agent against a hub and a spoke
+(kubesim and a real control plane).
 
 - The four update strategies through the agent, with the ``Applied`` messages.
 - A server-side-apply conflict between two works over the same field, and
@@ -41,6 +42,8 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.requests import RequestRecord
+from tests.support.targets import Cluster
 from workagent.controllers.manifestwork import QUEUE_NAME
 from workagent.kube import (
     CONFIGMAPS,
@@ -517,14 +520,18 @@ def executor_work() -> dict[str, Any]:
 
 @pytest.mark.parametrize("caching", [False, True], ids=["basic", "ExecutorValidatingCaches"])
 async def test_executor_denied_then_granted(
-    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path, caching: bool
+    spoke: Cluster, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path, caching: bool
 ) -> None:
     """Without a RoleBinding the manifest is NotAllowed (requeued after 60 s, not an
-    error); with it, the next reconcile applies the work."""
-    hub, spoke = hub_client, spoke_client
-    await spoke.create(SERVICE_ACCOUNTS, {"metadata": {"name": EXECUTOR, "namespace": EXECUTOR_NS}})
-    await spoke.create(ROLES, EXECUTOR_ROLE)
+    error); with it, the next reconcile applies the work. The spoke's authorizer
+    decides (SubjectAccessReviews), never the agent on its own."""
+    hub = hub_client
+    await spoke_client.create(
+        SERVICE_ACCOUNTS, {"metadata": {"name": EXECUTOR, "namespace": EXECUTOR_NS}}
+    )
+    await spoke_client.create(ROLES, EXECUTOR_ROLE)
     gates = frozenset({FEATURE_EXECUTOR_VALIDATING_CACHES}) if caching else frozenset()
+    requests = RequestRecord(spoke)
     runner = AgentRunner(agent_settings(tmp_path, feature_gates=gates))
     await runner.start()
     try:
@@ -545,13 +552,16 @@ async def test_executor_denied_then_granted(
             "AppliedManifestWorkFailed",
             "Failed to apply manifest work",
         )
-        assert not await exists(spoke, CONFIGMAPS, "test", "default")
+        assert not await exists(spoke_client, CONFIGMAPS, "test", "default")
+        # Asked of the spoke's authorizer; nothing was written for the denied manifest.
+        assert requests.count("create", "subjectaccessreviews", 201) >= 1
+        assert requests.count("create", "configmaps") == 0
         # Not an error: requeued after 60 s, without backoff.
         delay = await wait_idle(runner, "example-manifestwork")
         assert 30 < delay <= 60
         assert work_controller(runner).queue.num_requeues("example-manifestwork") == 0
 
-        await spoke.create(ROLE_BINDINGS, EXECUTOR_BINDING)
+        await spoke_client.create(ROLE_BINDINGS, EXECUTOR_BINDING)
         if caching:
             # The cached denial is dropped when the RBAC informer delivers the binding.
             assert runner.agent is not None
@@ -564,11 +574,11 @@ async def test_executor_denied_then_granted(
             await eventually(seen, what="the agent to see the RoleBinding")
             await bindings.wait_handlers_idle()
         # 60 s is too long for a test: a label change re-queues the work at once.
-        work = await touch_and_wait(hub, spoke, runner, "example-manifestwork")
+        work = await touch_and_wait(hub, spoke_client, runner, "example-manifestwork")
         assert_all_applied(work)
-        live = await spoke.get(CONFIGMAPS, "test", "default")
+        live = await spoke_client.get(CONFIGMAPS, "test", "default")
         assert live["data"] == {"a": "b"}
-        amw = await get_applied_work(spoke, runner.hub_hash, "example-manifestwork")
+        amw = await get_applied_work(spoke_client, runner.hub_hash, "example-manifestwork")
         assert amw is not None
         assert amw_owner_uids(live) == [amw["metadata"]["uid"]]
     finally:

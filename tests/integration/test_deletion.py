@@ -1,6 +1,7 @@
 """Deletion of applied resources, the finalizers and eviction (spec/agent.md sections 7, 8, 15).
 
-Two layers, both against kubesim through the real client and HTTP:
+Two layers, both against a hub and a spoke (kubesim, or real control planes)
+through the real client and HTTP:
 
 - ``delete_applied_resources`` called directly on a spoke, with objects
   owned (or not) the way the apply loop leaves them;
@@ -30,7 +31,7 @@ from schemas.wire import (
     REASON_WORK_DELETING,
 )
 from schemas.work_v1 import AppliedManifestWork, DeleteOption, ManifestWork
-from tests.conftest import eventually
+from tests.conftest import eventually, pool_for
 from tests.integration.conftest import (
     AgentRunner,
     agent_settings,
@@ -43,6 +44,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.targets import Cluster, open_cluster
 from workagent.apply.base import Applier, ApplyRequest
 from workagent.controllers.cleanup import cleanup_controllers
 from workagent.controllers.deletion import ResourceDeletionError, delete_applied_resources
@@ -92,10 +94,10 @@ def _no_applier(strategy: object) -> Applier:
 
 @dataclass
 class Clusters:
-    """A hub and a spoke kubesim with the work CRDs, and admin clients for them."""
+    """A hub and a spoke with the work CRDs, and admin clients for them."""
 
-    hub_sim: KubeSim
-    spoke_sim: KubeSim
+    hub_cluster: Cluster
+    spoke_cluster: Cluster
     hub: KubeClient
     spoke: KubeClient
     settings: AgentSettings
@@ -133,11 +135,17 @@ async def _install(client: KubeClient, model: type[AppliedManifestWork | Manifes
 
 
 @pytest.fixture
-async def clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
+async def clusters(
+    target: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Clusters]:
     """Hub (ManifestWork CRD, namespace ``cluster1``) and spoke (AMW CRD, namespace ``ns1``)."""
-    async with KubeSim() as hub_sim, KubeSim() as spoke_sim:
-        hub_kc = hub_sim.write_kubeconfig(tmp_path / "hub.kubeconfig")
-        spoke_kc = spoke_sim.write_kubeconfig(tmp_path / "spoke.kubeconfig")
+    pool = pool_for(request, target)
+    async with (
+        open_cluster(target, pool) as hub_cluster,
+        open_cluster(target, pool) as spoke_cluster,
+    ):
+        hub_kc = hub_cluster.write_kubeconfig(tmp_path / "hub.kubeconfig")
+        spoke_kc = spoke_cluster.write_kubeconfig(tmp_path / "spoke.kubeconfig")
         hub = await KubeClient.from_kubeconfig(str(hub_kc), qps=0, name="hub")
         spoke = await KubeClient.from_kubeconfig(
             str(spoke_kc), qps=0, user_agent="work-agent", name="spoke"
@@ -153,7 +161,9 @@ async def clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
                 spoke_kubeconfig=str(spoke_kc),
                 workers=2,
             )
-            yield Clusters(hub_sim, spoke_sim, hub, spoke, settings, hub_hash(hub_sim.url))
+            yield Clusters(
+                hub_cluster, spoke_cluster, hub, spoke, settings, hub_hash(hub_cluster.url)
+            )
         finally:
             await hub.close()
             await spoke.close()
@@ -429,12 +439,14 @@ async def test_cluster_scoped_resource_stays_pending_while_terminating(
     await eventually(finished, what="the namespace to be gone")
 
 
+@pytest.mark.kubesim_only("fault injection: the spoke answers one DELETE of a ConfigMap 500")
 async def test_errors_keep_the_entry_pending(clusters: Clusters) -> None:
     deps = clusters.deps()
     owner = applied_work_owner(await _applied_work(clusters, "work1"))
     failing = await _configmap(clusters.spoke, "failing", [owner])
     fine = await _configmap(clusters.spoke, "fine", [owner])
-    clusters.spoke_sim.inject(verb="delete", resource="configmaps", code=500, count=1)
+    assert isinstance(clusters.spoke_cluster, KubeSim)
+    clusters.spoke_cluster.inject(verb="delete", resource="configmaps", code=500, count=1)
 
     pending, errors = await delete_applied_resources(
         deps, [_entry(failing), _entry(fine)], "test", owner

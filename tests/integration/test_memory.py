@@ -1,4 +1,4 @@
-"""What the agent keeps in memory per work, against two kubesims (docs/agent.md, Memory).
+"""What the agent keeps in memory per work, on both targets (docs/agent.md, Memory).
 
 Structural facts only, never sizes: the caches of works and AppliedManifestWorks
 hold no ``managedFields``, no copy of a write outlives the informer catching up

@@ -1,9 +1,10 @@
-"""What the agent sends, counted by kubesim: no request the protocol does not need.
+"""What the agent sends, counted by the API servers: no request the protocol does not need.
 
-The counts come from the spoke's and the hub's request statistics (verb,
-resource, User-Agent, code), so they are what the servers answered. Times
-are never asserted; every wait is :func:`tests.conftest.eventually` on an
-observable state.
+The counts come from the spoke's and the hub's own record of the requests
+they answered (verb, resource, User-Agent, code): kubesim's statistics, or a
+real apiserver's audit log (:class:`tests.support.requests.RequestRecord`).
+Times are never asserted; every wait is :func:`tests.conftest.eventually` on
+an observable state.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import REGISTRY
 
 from kubesim.sim import KubeSim
@@ -27,23 +29,10 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.requests import RequestRecord
+from tests.support.targets import Cluster
 from workagent.identity import applied_work_name
 from workagent.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
-
-#: User-Agents of the agent's clients (the in-process agent, and as a process).
-AGENT_USER_AGENTS = ("work-agent", "workagent")
-
-
-def agent_requests(sim: KubeSim, verb: str, resource: str, code: int | None = None) -> int:
-    """How many ``verb`` requests on ``resource`` the agent sent (answered ``code``, if given)."""
-    return sum(
-        row["count"]
-        for row in sim.state.stats.to_json()["requests"]
-        if row["userAgent"] in AGENT_USER_AGENTS
-        and row["verb"] == verb
-        and row["resource"] == resource
-        and (code is None or row["code"] == code)
-    )
 
 
 def owner_uids(obj: dict[str, Any]) -> list[str]:
@@ -52,12 +41,12 @@ def owner_uids(obj: dict[str, Any]) -> list[str]:
 
 
 async def test_new_objects_are_created_without_a_get_first(
-    agent: AgentRunner, spoke: KubeSim, hub_client: KubeClient, spoke_client: KubeClient
+    agent: AgentRunner, spoke: Cluster, hub_client: KubeClient, spoke_client: KubeClient
 ) -> None:
     """Objects the agent never saw exist are created straight away (no GET answered 404);
     one that existed before the work answers AlreadyExists and is read and adopted."""
     await spoke_client.create(CONFIGMAPS, configmap("existing", key="before"), "default")
-    spoke.state.stats.reset()
+    requests = RequestRecord(spoke)
     manifests = [
         configmap("new-1"),
         configmap("new-2"),
@@ -77,9 +66,9 @@ async def test_new_objects_are_created_without_a_get_first(
     await hub_client.create(MANIFESTWORKS, work_body("fresh", manifests, manifestConfigs=configs))
     await wait_applied(hub_client, "fresh")
 
-    assert agent_requests(spoke, "get", "configmaps", 404) == 0
-    assert agent_requests(spoke, "create", "configmaps", 201) == 3
-    assert agent_requests(spoke, "create", "configmaps", 409) == 1
+    assert requests.count("get", "configmaps", 404) == 0
+    assert requests.count("create", "configmaps", 201) == 3
+    assert requests.count("create", "configmaps", 409) == 1
     applied = await get_applied_work(spoke_client, agent.hub_hash, "fresh")
     assert applied is not None
     for name in ("new-1", "new-2", "existing", "create-only"):
@@ -149,7 +138,7 @@ async def converge_idle_works(hub_client: KubeClient) -> None:
 
 
 async def test_idle_status_syncs_list_instead_of_getting_each_object(
-    hub_client: KubeClient, spoke_client: KubeClient, spoke: KubeSim, tmp_path: Path
+    hub_client: KubeClient, spoke_client: KubeClient, spoke: Cluster, tmp_path: Path
 ) -> None:
     """Idle, Poll-mode status syncs of 20 ConfigMaps of one namespace cost at most one
     LIST per sync and no GET, and a change of an object still reaches the hub."""
@@ -157,15 +146,15 @@ async def test_idle_status_syncs_list_instead_of_getting_each_object(
     await runner.start()
     try:
         await converge_idle_works(hub_client)
-        spoke.state.stats.reset()
+        requests = RequestRecord(spoke)
         before = status_syncs()
 
         async def synced() -> bool:
             return status_syncs() >= before + 4 * IDLE_WORKS
 
         await eventually(synced, what="four rounds of status syncs")
-        lists = agent_requests(spoke, "list", "configmaps")
-        gets = agent_requests(spoke, "get", "configmaps")
+        lists = requests.count("list", "configmaps")
+        gets = requests.count("get", "configmaps")
         syncs = status_syncs() - before
         reads = syncs * IDLE_OBJECTS  # one GET per object and sync without coalescing
         assert gets == 0
@@ -196,6 +185,7 @@ async def test_idle_status_syncs_list_instead_of_getting_each_object(
         await runner.stop()
 
 
+@pytest.mark.kubesim_only("fault injection: the spoke answers every LIST of ConfigMaps 500")
 async def test_a_failing_list_falls_back_to_one_get_per_object(
     hub_client: KubeClient, spoke_client: KubeClient, spoke: KubeSim, tmp_path: Path
 ) -> None:
@@ -205,7 +195,7 @@ async def test_a_failing_list_falls_back_to_one_get_per_object(
     await runner.start()
     try:
         await converge_idle_works(hub_client)
-        spoke.state.stats.reset()
+        requests = RequestRecord(spoke)
         before = status_syncs()
 
         async def synced() -> bool:
@@ -213,11 +203,11 @@ async def test_a_failing_list_falls_back_to_one_get_per_object(
 
         await eventually(synced, what="two rounds of status syncs")
         # A failed list is tried again after an interval, not at every read.
-        failed_lists = agent_requests(spoke, "list", "configmaps", 500)
+        failed_lists = requests.count("list", "configmaps", 500)
         assert failed_lists <= status_syncs() - before
-        assert agent_requests(spoke, "list", "configmaps", 200) == 0
+        assert requests.count("list", "configmaps", 200) == 0
         # Every object was read with a GET of its own.
-        assert agent_requests(spoke, "get", "configmaps") >= IDLE_WORKS * IDLE_OBJECTS
+        assert requests.count("get", "configmaps") >= IDLE_WORKS * IDLE_OBJECTS
         work = await get_work(hub_client, "idle-1")
         assert (work_condition(work, "Available") or {}).get("status") == "True"
     finally:
@@ -230,27 +220,28 @@ def reconciles(controller: str, result: str) -> float:
     return REGISTRY.get_sample_value("controller_runtime_reconcile_total", labels) or 0.0
 
 
+@pytest.mark.kubesim_only("fault injection: the hub answers one status patch 409")
 async def test_a_conflicting_status_write_is_retried_on_fresh_data_not_failed(
     agent: AgentRunner, hub: KubeSim, hub_client: KubeClient
 ) -> None:
     """A 409 on the apply loop's status write costs a GET and a second patch, not a failed
     reconcile waiting out its backoff."""
     failed_before = reconciles("manifestwork-controller", "error")
-    hub.state.stats.reset()
+    requests = RequestRecord(hub)
     hub.inject(verb="patch", resource="manifestworks/status", code=409, count=1, userAgent="work")
     await hub_client.create(MANIFESTWORKS, work_body("raced", [configmap("raced-cm")]))
     work = await wait_applied(hub_client, "raced")
 
-    assert agent_requests(hub, "patch", "manifestworks/status", 409) == 1
-    assert agent_requests(hub, "get", "manifestworks") == 1
+    assert requests.count("patch", "manifestworks/status", 409) == 1
+    assert requests.count("get", "manifestworks") == 1
     assert reconciles("manifestwork-controller", "error") == failed_before
     assert work_condition(work, "Applied") is not None
 
 
 async def test_deleting_a_work_costs_one_delete_per_object_and_no_bookkeeping_reads(
     agent: AgentRunner,
-    hub: KubeSim,
-    spoke: KubeSim,
+    hub: Cluster,
+    spoke: Cluster,
     hub_client: KubeClient,
     spoke_client: KubeClient,
 ) -> None:
@@ -270,8 +261,7 @@ async def test_deleting_a_work_costs_one_delete_per_object_and_no_bookkeeping_re
         return len(entries) == len(names) and all(e.get("uid") for e in entries)
 
     await eventually(cached, what="the AppliedManifestWork in the agent's cache")
-    hub.state.stats.reset()
-    spoke.state.stats.reset()
+    hub_requests, spoke_requests = RequestRecord(hub), RequestRecord(spoke)
     await hub_client.delete(MANIFESTWORKS, "doomed", "cluster1")
 
     async def gone() -> bool:
@@ -282,20 +272,20 @@ async def test_deleting_a_work_costs_one_delete_per_object_and_no_bookkeeping_re
         return False
 
     await eventually(gone, what="the work gone from the hub")
-    assert agent_requests(spoke, "delete", "configmaps", 200) == len(names)
-    assert agent_requests(spoke, "delete", "appliedmanifestworks") == 1
-    assert agent_requests(spoke, "patch", "appliedmanifestworks") == 1  # the finalizer
-    assert agent_requests(spoke, "patch", "appliedmanifestworks/status") == 0
+    assert spoke_requests.count("delete", "configmaps", 200) == len(names)
+    assert spoke_requests.count("delete", "appliedmanifestworks") == 1
+    assert spoke_requests.count("patch", "appliedmanifestworks") == 1  # the finalizer
+    assert spoke_requests.count("patch", "appliedmanifestworks/status") == 0
     # No GET confirms that the AppliedManifestWork is gone.
-    assert agent_requests(spoke, "get", "appliedmanifestworks") == 0
+    assert spoke_requests.count("get", "appliedmanifestworks") == 0
     # The finalizer (a 409 when the status controller wrote just before is retried).
-    assert agent_requests(hub, "patch", "manifestworks", 200) == 1
+    assert hub_requests.count("patch", "manifestworks", 200) == 1
     for name in names:
         assert not await exists(spoke_client, CONFIGMAPS, name, "default")
 
 
 async def test_objects_seen_in_a_status_list_are_deleted_without_a_get(
-    hub_client: KubeClient, spoke_client: KubeClient, spoke: KubeSim, tmp_path: Path
+    hub_client: KubeClient, spoke_client: KubeClient, spoke: Cluster, tmp_path: Path
 ) -> None:
     """Deleting works whose objects the status syncs listed: each object is deleted on the
     listed version (its resourceVersion as precondition), none is read first."""
@@ -303,13 +293,13 @@ async def test_objects_seen_in_a_status_list_are_deleted_without_a_get(
     await runner.start()
     try:
         await converge_idle_works(hub_client)
-        spoke.state.stats.reset()
+        requests = RequestRecord(spoke)
 
         async def listed() -> bool:
-            return agent_requests(spoke, "list", "configmaps", 200) >= 1
+            return requests.count("list", "configmaps", 200) >= 1
 
         await eventually(listed, what="a status sync served by a LIST")
-        spoke.state.stats.reset()
+        requests.mark()
         for index in range(IDLE_WORKS):
             await hub_client.delete(MANIFESTWORKS, f"idle-{index}", "cluster1")
 
@@ -318,8 +308,8 @@ async def test_objects_seen_in_a_status_list_are_deleted_without_a_get(
             return not listed["items"]
 
         await eventually(all_gone, what="every work gone from the hub")
-        assert agent_requests(spoke, "delete", "configmaps", 200) == IDLE_WORKS * IDLE_OBJECTS
-        assert agent_requests(spoke, "get", "configmaps", 200) == 0
+        assert requests.count("delete", "configmaps", 200) == IDLE_WORKS * IDLE_OBJECTS
+        assert requests.count("get", "configmaps", 200) == 0
         remaining = await spoke_client.list(CONFIGMAPS, "default")
         assert not [o for o in remaining["items"] if o["metadata"]["name"].startswith("idle-")]
     finally:

@@ -1,6 +1,6 @@
 """The agent process's /metrics and probe endpoint: HTTPS by default, as OCM's agent.
 
-Each agent here is a real ``workagent agent`` process against kubesim hub and
+Each agent here is a real ``workagent agent`` process against the test hub and
 spoke; clients connect over real TCP with Python's ``ssl``. The operator's
 probes (``httpGet``, ``scheme: HTTPS``, port 8443, no verification) are what
 the default must satisfy.
@@ -32,7 +32,7 @@ SERVING = "serving metrics and health probes"
 
 
 def base_args(tmp_path: Path) -> list[str]:
-    """An agent for cluster1 on the test kubesims, its endpoint on a free loopback port."""
+    """An agent for cluster1 on the test clusters, its endpoint on a free loopback port."""
     return [
         "--spoke-cluster-name=cluster1",
         f"--workload-source-config={tmp_path / 'hub.kubeconfig'}",

@@ -1,6 +1,7 @@
-"""The status controller against two kubesims (spec/agent.md sections 9-14).
+"""The status controller against a hub and a spoke (spec/agent.md sections 9-14).
 
-The spoke simulates workload controllers (``simulate_workloads``): Deployments,
+The spoke simulates workload controllers (``simulate_workloads``: kubesim's
+own, or :mod:`tests.support.workloads` on a real control plane): Deployments,
 DaemonSets and Pods become ready and Jobs complete shortly after they are
 applied, so availability, status feedback and condition rules have real
 status to read. Every wait is :func:`tests.conftest.eventually` on an
@@ -35,6 +36,8 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.requests import RequestRecord
+from tests.support.targets import Cluster
 from workagent.kube import CONFIGMAPS, DEPLOYMENTS, JOBS, MANIFESTWORKS, NAMESPACES, KubeClient
 from workagent.settings import FEATURE_RAW_FEEDBACK_JSON_STRING
 from workagent.watchpool import FeedbackWatchPool
@@ -277,7 +280,7 @@ async def test_seed_feedback_of_the_hello_deployment(
 
 
 async def test_converged_work_makes_no_hub_writes(
-    hub: KubeSim, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+    hub: Cluster, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
     """Unchanged values and conditions cost no write, however often the status is synced."""
     configs = [config("apps", "deployments", "hello", feedback=[WELL_KNOWN])]
@@ -289,19 +292,14 @@ async def test_converged_work_makes_no_hub_writes(
             lambda w: len(values_of(w, 0)) == 3 and work_condition(w, "Available") is not None,
             "the feedback to converge",
         )
-        hub.state.stats.reset()
+        requests = RequestRecord(hub)
         before = status_syncs()
 
         async def synced_again() -> bool:
             return status_syncs() >= before + 5
 
         await eventually(synced_again, what="five more status syncs")
-        writes = {"create", "update", "patch", "delete", "deletecollection"}
-        made = [
-            row
-            for row in hub.state.stats.to_json()["requests"]
-            if row["verb"] in writes and row["userAgent"] in ("work-agent", "workagent")
-        ]
+        made = requests.writes()
         assert made == [], made
     assert (await get_work(hub_client, "quiet"))["metadata"]["resourceVersion"] == work["metadata"][
         "resourceVersion"
@@ -680,7 +678,7 @@ async def test_completed_manifest_is_not_reapplied_after_a_spec_change(
 
 
 async def test_cel_rules_and_work_level_aggregation(
-    spoke: KubeSim, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
     """CEL rules with a messageExpression, their aggregation to the work, removal of a
     rule's condition with the rule, and Available aggregation when a resource is gone."""
@@ -754,21 +752,6 @@ async def test_cel_rules_and_work_level_aggregation(
             "1 of 2 resources are not available",
         )
 
-        # Unreadable: Unknown, with the API server's message.
-        fault = spoke.inject(verb="get", resource="deployments", code=500)
-        work = await wait_work(
-            hub_client,
-            "rules",
-            lambda w: (manifest_condition(w, 0, "Available") or {}).get("status") == "Unknown",
-            "the deployment to be unreadable",
-        )
-        status, reason, message = brief(manifest_condition(work, 0, "Available"))  # type: ignore[misc]
-        assert (status, reason) == ("Unknown", "FetchingResourceFailed")
-        assert message.startswith("Failed to fetch resource: ")
-        # The rule conditions of an unreadable resource keep their last value.
-        assert (manifest_condition(work, 0, "Ready") or {}).get("status") == "True"
-        spoke.state.faults.rules.remove(fault)
-
         # The Degraded rules leave the spec: their conditions leave the status.
         def without_degraded(work: dict[str, Any]) -> None:
             work["spec"]["manifestConfigs"] = [
@@ -793,4 +776,43 @@ async def test_cel_rules_and_work_level_aggregation(
             "True",
             "ResourcesAvailable",
             "All resources are available",
+        )
+
+
+@pytest.mark.kubesim_only("fault injection: the spoke answers GETs of Deployments 500")
+async def test_unreadable_resource_is_unknown_and_keeps_its_rule_conditions(
+    spoke: KubeSim, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """A resource the spoke will not serve is Available=Unknown with the API server's
+    message; the conditions of its rules keep their last value until it is readable."""
+    ready = cel("Ready", "object.status.readyReplicas == 1")
+    configs = [config("apps", "deployments", "hello", rules=[ready])]
+    async with running_agent(tmp_path):
+        await hub_client.create(
+            MANIFESTWORKS, work_body("unread", [HELLO], manifestConfigs=configs)
+        )
+        await wait_work(
+            hub_client,
+            "unread",
+            lambda w: (work_condition(w, "Ready") or {}).get("status") == "True",
+            "the deployment to be Ready",
+        )
+        fault = spoke.inject(verb="get", resource="deployments", code=500)
+        work = await wait_work(
+            hub_client,
+            "unread",
+            lambda w: (manifest_condition(w, 0, "Available") or {}).get("status") == "Unknown",
+            "the deployment to be unreadable",
+        )
+        status, reason, message = brief(manifest_condition(work, 0, "Available"))  # type: ignore[misc]
+        assert (status, reason) == ("Unknown", "FetchingResourceFailed")
+        assert message.startswith("Failed to fetch resource: ")
+        # The rule conditions of an unreadable resource keep their last value.
+        assert (manifest_condition(work, 0, "Ready") or {}).get("status") == "True"
+        spoke.state.faults.rules.remove(fault)
+        await wait_work(
+            hub_client,
+            "unread",
+            lambda w: (manifest_condition(w, 0, "Available") or {}).get("status") == "True",
+            "the deployment to be readable again",
         )

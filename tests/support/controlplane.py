@@ -105,17 +105,6 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-#: A folder without an owner file younger than this is being made, not abandoned.
-FRESH_SECONDS = 60.0
-
-
-def _younger_than(folder: Path, seconds: float) -> bool:
-    try:
-        return time.time() - folder.stat().st_mtime < seconds
-    except OSError:
-        return False
-
-
 def sweep_stale(root: Path | None = None) -> list[Path]:
     """Remove data folders of earlier runs whose owning process is gone; returns them."""
     base = root or Path(tempfile.gettempdir())
@@ -127,18 +116,22 @@ def sweep_stale(root: Path | None = None) -> list[Path]:
             owner = 0
         if owner and _pid_alive(owner):
             continue
-        if not owner and _younger_than(folder, FRESH_SECONDS):
-            continue  # being made: another run's make_run_dir has not written its owner yet
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed
 
 
 def make_run_dir(name: str) -> Path:
-    """A fresh data folder for one control plane, tagged with this process's pid."""
+    """A fresh data folder for one control plane, tagged with this process's pid.
+
+    The folder is made and tagged under a name the sweep does not match, then
+    renamed: a sweep (another thread's, another run's) never sees it untagged.
+    """
     sweep_stale()
-    folder = Path(tempfile.mkdtemp(prefix=f"{RUN_PREFIX}{name}-"))
-    (folder / OWNER_FILE).write_text(str(os.getpid()))
+    making = Path(tempfile.mkdtemp(prefix=f".{RUN_PREFIX}{name}-"))
+    (making / OWNER_FILE).write_text(str(os.getpid()))
+    folder = making.with_name(making.name[1:])
+    making.rename(folder)
     return folder
 
 

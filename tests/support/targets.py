@@ -30,6 +30,9 @@ from typing import Any, Protocol
 
 from kubesim.sim import KubeSim
 from tests.support.controlplane import ControlPlane, Etcd
+from tests.support.workloads import USER_AGENT as WORKLOADS_USER_AGENT
+from tests.support.workloads import ClusterWorkloads
+from workagent.kube import KubeClient
 
 KUBESIM = "kubesim"
 REAL = "real"
@@ -135,9 +138,11 @@ async def open_cluster(
 ) -> AsyncIterator[Cluster]:
     """A running cluster of ``target``, stopped on exit.
 
-    kubesim gets ``kubesim_options`` (``simulate_workloads``...); a real cluster
-    has no kubelet, scheduler or workload controllers (see
-    :data:`tests.support.controlplane.CONTROLLERS`).
+    kubesim gets ``kubesim_options``. A real cluster has no kubelet, scheduler
+    or workload controllers (see :data:`tests.support.controlplane.CONTROLLERS`):
+    with ``simulate_workloads=True`` a :class:`~tests.support.workloads.ClusterWorkloads`
+    writes workload status through its API as kubesim would (``workload_delay``
+    as on kubesim); the other kubesim options mean nothing there and are ignored.
     """
     if target == KUBESIM:
         sim = KubeSim(**kubesim_options)
@@ -151,6 +156,27 @@ async def open_cluster(
         raise ValueError("a real cluster needs the control-plane pool")
     plane = await asyncio.to_thread(pool.take)
     try:
-        yield plane
+        if kubesim_options.get("simulate_workloads"):
+            delay = float(kubesim_options.get("workload_delay", 0.2))
+            async with simulated_workloads(plane, delay=delay):
+                yield plane
+        else:
+            yield plane
     finally:
         pool.release(plane)
+
+
+@contextlib.asynccontextmanager
+async def simulated_workloads(plane: ControlPlane, *, delay: float) -> AsyncIterator[None]:
+    """Workload status written to ``plane`` (as the admin) until the block ends."""
+    path = plane.write_kubeconfig(plane.dir / "workload-simulator.kubeconfig")
+    client = await KubeClient.from_kubeconfig(
+        str(path), qps=0, user_agent=WORKLOADS_USER_AGENT, name="workload-simulator"
+    )
+    workloads = ClusterWorkloads(client, delay=delay)
+    try:
+        await workloads.start()
+        yield
+    finally:
+        await workloads.stop()
+        await client.close()
