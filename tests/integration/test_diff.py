@@ -1,7 +1,8 @@
-"""``workagent diff``, the real command, against kubesim hub and spoke.
+"""``workagent diff``, the real command, against a hub and a spoke (kubesim and real).
 
 One work covers every update strategy on objects that exist and objects that
-do not; the command's output, exit code and the spoke's request journal are
+do not; the command's output, exit code and the spoke's own request record
+(kubesim's journal, a real apiserver's audit log) are
 checked: every write it sent was a dry run (``dryRun=All``), the objects are
 unchanged, and the answer per strategy is what the agent would do. Bad input
 gets one line and exit code 2.
@@ -18,14 +19,13 @@ from typing import Any
 
 import yaml
 
-from kubesim.sim import KubeSim
 from tests.integration.conftest import CLUSTER, REPO, configmap, hub_hash_of, work_body
+from tests.support.requests import RequestRecord
+from tests.support.targets import Cluster
 from workagent.controllers.ownership import applied_work_owner
 from workagent.identity import applied_work_name
 from workagent.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient
 from workagent.settings import SPOKE_USER_AGENT
-
-WRITES = ("create", "update", "patch", "delete", "deletecollection")
 
 
 async def diff(*args: str) -> tuple[int, str, str]:
@@ -74,12 +74,14 @@ def section(out: str, header: str) -> str:
 
 
 async def test_each_strategy_and_no_write(
-    hub_client: KubeClient, spoke_client: KubeClient, spoke: KubeSim, tmp_path: Path
+    hub_client: KubeClient, spoke_client: KubeClient, spoke: Cluster, tmp_path: Path
 ) -> None:
     the_hash = hub_hash_of(tmp_path)
     amw = await spoke_client.create(
         APPLIED_MANIFESTWORKS,
         {
+            "apiVersion": APPLIED_MANIFESTWORKS.api_version,
+            "kind": APPLIED_MANIFESTWORKS.kind,
             "metadata": {"name": applied_work_name(the_hash, "w")},
             "spec": {"hubHash": the_hash, "manifestWorkName": "w", "agentID": the_hash},
         },
@@ -111,7 +113,7 @@ async def test_each_strategy_and_no_write(
     (tmp_path / "work.yaml").write_text(yaml.safe_dump(work))
     spoke_config = str(tmp_path / "spoke.kubeconfig")
     hub_config = str(tmp_path / "hub.kubeconfig")
-    spoke.journal().reset()
+    requests = RequestRecord(spoke)
 
     code, out, err = await diff(
         "-f",
@@ -147,9 +149,8 @@ async def test_each_strategy_and_no_write(
     assert err == ""
 
     # Nothing was written: every write the command sent was a dry run, and it sent some.
-    sent = [e for e in spoke.journal().entries if e.user_agent.startswith(SPOKE_USER_AGENT)]
-    writes = [e for e in sent if e.verb in WRITES]
-    assert len(writes) >= 6, sent
+    writes = requests.sent_writes(user_agents=(SPOKE_USER_AGENT,))
+    assert len(writes) >= 6, writes
     assert all(e.dry_run for e in writes), [e for e in writes if not e.dry_run]
     for name, value in (("upd", "old"), ("ssa", "old"), ("co", "old"), ("ro", "x")):
         assert (await spoke_client.get(CONFIGMAPS, name, "default"))["data"] == {"k": value}

@@ -16,9 +16,11 @@ which is also how the apiserver names field managers.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from kubesim.sim import KubeSim
 from tests.support.controlplane import ControlPlane
@@ -39,6 +41,16 @@ class Request:
     resource: str
     user_agent: str
     code: int
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write request, in arrival order, and whether it was a dry run (``dryRun=All``)."""
+
+    verb: str
+    resource: str
+    user_agent: str
+    dry_run: bool
 
 
 def program(user_agent: str) -> str:
@@ -65,6 +77,7 @@ class RequestRecord:
             raise TypeError(f"no request record for {type(cluster).__name__}")
         self.cluster = cluster
         self._stats_mark: Counter[tuple[str, str, str, int]] = Counter()
+        self._journal_mark = 0.0
         self._audit_mark = 0
         self.mark()
 
@@ -72,6 +85,7 @@ class RequestRecord:
         """Count from now on."""
         if isinstance(self.cluster, KubeSim):
             self._stats_mark = Counter(self.cluster.state.stats.counts)
+            self._journal_mark = time.monotonic()
         else:
             self._audit_mark = self.cluster.audit_offset()
 
@@ -115,3 +129,26 @@ class RequestRecord:
             (r for r in self.requests() if r.verb in WRITES and r.user_agent in user_agents),
             key=lambda r: (r.resource, r.verb, r.code),
         )
+
+    def sent_writes(self, *, user_agents: tuple[str, ...] = AGENT_USER_AGENTS) -> list[Write]:
+        """Every write from ``user_agents`` since the mark, in arrival order, with its dry-run
+        flag (kubesim's request journal; the audit log's request URI on a real server)."""
+        found: list[Write] = []
+        if isinstance(self.cluster, KubeSim):
+            for entry in self.cluster.state.journal.entries:
+                agent = program(entry.user_agent)
+                if entry.at >= self._journal_mark and entry.verb in WRITES and agent in user_agents:
+                    found.append(Write(entry.verb, entry.resource, agent, entry.dry_run))
+            return found
+        for event in self.cluster.audit_events(self._audit_mark):
+            request = _from_audit(event)
+            if (
+                request is None
+                or request.verb not in WRITES
+                or request.user_agent not in user_agents
+            ):
+                continue
+            query = parse_qs(urlsplit(str(event.get("requestURI", ""))).query)
+            found.append(Write(request.verb, request.resource, request.user_agent,
+                               "All" in query.get("dryRun", [])))  # fmt: skip
+        return found
