@@ -7,7 +7,7 @@ UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: setup setup-test demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak
+.PHONY: setup setup-test setup-debian demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak proto
 
 .tools/bin/uv:
 	python3 -m venv .tools
@@ -33,10 +33,32 @@ typecheck: setup-test
 imports: setup-test
 	$(RUN) lint-imports
 
-unit: setup-test
+unit: setup-test setup-debian
 	$(RUN) pytest -q -p no:cacheprovider
 
-test: lint typecheck imports unit
+test: setup-debian lint typecheck imports unit
+
+# Debian packages the tests run (a real MQTT broker for the mqtt driver's tests),
+# installed with apt-get when a binary is missing (CI runs as root).
+DEBIAN_PACKAGES := mosquitto
+setup-debian:
+	@missing=""; for pkg in $(DEBIAN_PACKAGES); do \
+		command -v $$pkg >/dev/null 2>&1 || [ -x /usr/sbin/$$pkg ] || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+# The CloudEvents gRPC modules generated from workagent/cloudevents/pb/cloudevent.proto
+# (committed; tests/unit/test_cloudevents_proto.py checks they match a fresh generation).
+PROTO := workagent/cloudevents/pb/cloudevent.proto
+proto: setup-test
+	$(RUN) python -m grpc_tools.protoc -I . --python_out=. --grpc_python_out=. \
+		--plugin=protoc-gen-mypy=.venv/bin/protoc-gen-mypy --mypy_out=. \
+		--plugin=protoc-gen-mypy_grpc=.venv/bin/protoc-gen-mypy_grpc --mypy_grpc_out=. $(PROTO)
 
 # The benchmark suite (tests/benchmarks/bench_suite.py): results, Markdown and plots in
 # bench-results/. BENCH_ARGS passes options, e.g. BENCH_ARGS="--n 100 --runs 5" or
