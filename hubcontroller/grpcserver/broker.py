@@ -165,9 +165,7 @@ class CloudEventBroker(CloudEventServiceServicer):
                 return
             yield message
 
-    async def Publish(
-        self, request: PublishRequest, context: Context
-    ) -> Empty:
+    async def Publish(self, request: PublishRequest, context: Context) -> Empty:
         """Take one agent event: a spec resync request or a status update."""
         pb = request.event
         try:

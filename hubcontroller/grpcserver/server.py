@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +198,9 @@ async def run_grpc_server(settings: GrpcServerSettings, *, handle_signals: bool 
     return await run_main(build)
 
 
-def run(settings: GrpcServerSettings) -> int:
-    """Configure logging and run the server in a new event loop."""
+def run(settings: GrpcServerSettings, *, notices: Sequence[str] = ()) -> int:
+    """Configure logging, log the ``notices`` (ignored flags) and run the server."""
     configure_logging(settings.log_format, settings.log_level)
+    for notice in notices:
+        log.warning(notice)
     return asyncio.run(run_grpc_server(settings))

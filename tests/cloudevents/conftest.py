@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from hubcontroller.grpcserver import GrpcServerSettings, build_grpc_server
-from hubcontroller.grpcserver.server import GrpcServerService
+from hubcontroller.grpcserver import GrpcServerSettings
+from hubcontroller.grpcserver.server import GrpcServerService, build_grpc_server
 from kubesim.sim import KubeSim
 from tests.cloudevents.pki import CertificateAuthority, Pair
 from tests.conftest import eventually
