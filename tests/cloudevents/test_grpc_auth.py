@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 import pytest
@@ -25,6 +26,9 @@ from workagent.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
 from workagent.cloudevents.protobuf import to_pb
 from workagent.cloudevents.works import SequenceIds, spec_resync_request, status_event
 from workagent.kube import KubeClient
+
+if TYPE_CHECKING:
+    from workagent.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceAsyncStub
 
 
 def channel(hub: GrpcHub, pki: Pki, *, token: str = "", cert: bool = True) -> grpc.aio.Channel:
@@ -57,7 +61,7 @@ def status_for(cluster: str) -> PublishRequest:
     return PublishRequest(event=to_pb(event))
 
 
-async def subscribe_code(stub: CloudEventServiceStub, cluster: str) -> grpc.StatusCode:
+async def subscribe_code(stub: CloudEventServiceAsyncStub, cluster: str) -> grpc.StatusCode:
     """The status a Subscribe for ``cluster`` ends with (OK if it was accepted)."""
     call = stub.Subscribe(
         SubscriptionRequest(source="", cluster_name=cluster, data_type=MANIFEST_BUNDLES)
