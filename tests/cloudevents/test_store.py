@@ -143,7 +143,8 @@ async def test_finalizer_patches_stay_local_and_signal_the_end(
         await store.get(MANIFESTWORKS, "w1")
 
 
-async def test_watch_resumes_from_a_resource_version(store: LocalWorkStore) -> None:
+async def test_watch_resumes_from_a_resource_version(publisher: Publisher) -> None:
+    store = LocalWorkStore("cluster1", publisher, history=8)
     listed = await store.list(MANIFESTWORKS, "cluster1")
     start = listed["metadata"]["resourceVersion"]
     store.apply_spec(work())
@@ -156,7 +157,7 @@ async def test_watch_resumes_from_a_resource_version(store: LocalWorkStore) -> N
         async for event in events:
             seen.append(event.type)
     assert seen == [ADDED, MODIFIED, DELETED]
-    for i in range(3000):
+    for i in range(10):
         store.apply_spec(work(uid=f"x{i}", name=f"x{i}"))
     with pytest.raises(Gone):
         async with store.watch(MANIFESTWORKS, resource_version=start):

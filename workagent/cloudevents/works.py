@@ -208,6 +208,7 @@ class StatusUpdate:
     sequence_id: str
     conditions: list[dict[str, Any]]
     resource_status: list[dict[str, Any]]
+    status_hash: str = ""
 
     @property
     def deleted(self) -> bool:
@@ -245,6 +246,7 @@ def decode_status_event(event: CloudEvent) -> StatusUpdate:
         sequence_id=event.ext_str(EXT_SEQUENCE_ID),
         conditions=[c for c in conditions if isinstance(c, dict)],
         resource_status=[r for r in resources if isinstance(r, dict)],
+        status_hash=event.ext_str(EXT_STATUS_HASH, ""),
     )
 
 

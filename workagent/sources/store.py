@@ -76,13 +76,15 @@ def _not_found(name: str) -> NotFound:
 class LocalWorkStore:
     """The in-memory ManifestWorks of one cluster namespace, served like an API."""
 
-    def __init__(self, namespace: str, publish_status: StatusPublisher) -> None:
+    def __init__(
+        self, namespace: str, publish_status: StatusPublisher, *, history: int = HISTORY
+    ) -> None:
         self.name = "cloudevents"  # labels logs like a client's name
         self.namespace = namespace
         self._publish_status = publish_status
         self._objects: dict[str, Object] = {}
         self._rv = 0
-        self._history: deque[tuple[int, WatchEvent]] = deque(maxlen=HISTORY)
+        self._history: deque[tuple[int, WatchEvent]] = deque(maxlen=history)
         self._watchers: set[asyncio.Queue[WatchEvent | None]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self._finalized_listeners: list[Callable[[], None]] = []
