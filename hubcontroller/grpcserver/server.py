@@ -96,7 +96,8 @@ def _options(config: GrpcServerConfig) -> list[tuple[str, Any]]:
         ("grpc.keepalive_permit_without_calls", int(config.permit_ping_without_stream)),
         ("grpc.so_reuseport", 0),
     ]
-    if math.isfinite(config.max_connection_age):
+    # Zero, as unset, means no limit (Go's keepalive semantics).
+    if math.isfinite(config.max_connection_age) and config.max_connection_age > 0:
         options.append(("grpc.max_connection_age_ms", int(config.max_connection_age * 1000)))
     return options
 
