@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,7 +148,7 @@ class CloudEventBroker(CloudEventServiceServicer):
         except (TimeoutError, KubeError) as err:
             log.warning("cannot serve the works of a cluster", cluster=cluster, error=str(err))
 
-    async def _stream(self, sub: Subscriber) -> AsyncIterator[PbCloudEvent]:
+    async def _stream(self, sub: Subscriber) -> AsyncGenerator[PbCloudEvent, None]:
         loop = asyncio.get_running_loop()
         interval = self.heartbeat_interval
         next_beat = loop.time() + interval if interval else None

@@ -93,6 +93,8 @@ class GrpcTransport:
         self._channel: grpc.aio.Channel | None = None
         self._stub: CloudEventServiceAsyncStub | None = None
         self._ready = False
+        self._cert_files: tuple[str, ...] = ()
+        self._cert_fingerprint = ""
 
     async def check(self) -> None:
         """The config was read at construction: nothing more can be checked before
@@ -122,6 +124,9 @@ class GrpcTransport:
             except ValueError as err:
                 raise SubscriptionFailed(str(err)) from None
             self.config = config
+        # What a rotation is measured against: the pair this channel uses.
+        self._cert_files = tuple(f for f in (config.tls.cert_file, config.tls.key_file) if f)
+        self._cert_fingerprint = _fingerprint(*self._cert_files) if self._cert_files else ""
         if not config.secure:
             return grpc.aio.insecure_channel(config.url, options=self._options())
         creds = grpc.ssl_channel_credentials(
@@ -168,39 +173,51 @@ class GrpcTransport:
                 self._channel = None
 
     async def _events(self, call: SubscribeCall) -> AsyncIterator[CloudEvent]:
-        files = (self.config.tls.cert_file, self.config.tls.key_file)
-        watched = tuple(f for f in files if f)
-        fingerprint = _fingerprint(*watched) if watched else ""
+        watched, fingerprint = self._cert_files, self._cert_fingerprint
         loop = asyncio.get_running_loop()
         next_check = loop.time() + self.cert_check_seconds
         silence = self.config.server_healthiness_timeout
-        reader = call.__aiter__()
-        while True:
-            timeout = silence
-            if watched:
-                until_check = max(next_check - loop.time(), 0.0)
-                timeout = until_check if timeout is None else min(timeout, until_check)
-            try:
-                message = await asyncio.wait_for(reader.__anext__(), timeout)
-            except StopAsyncIteration:
-                raise SubscriptionFailed("the server closed the subscription") from None
-            except grpc.aio.AioRpcError as err:
-                raise SubscriptionFailed(_describe(err)) from None
-            except TimeoutError:
-                if watched and loop.time() >= next_check:
-                    next_check = loop.time() + self.cert_check_seconds
-                    if _fingerprint(*watched) != fingerprint:
-                        raise SubscriptionFailed("the client certificate changed") from None
+        # A reader task feeds a queue: waiting on the queue with a timeout never
+        # cancels a read of the stream (which would end the call).
+        received: asyncio.Queue[PbCloudEvent | Exception | None] = asyncio.Queue()
+        pump = asyncio.create_task(_pump(call, received), name="grpc-subscription-reader")
+        last_message = loop.time()
+        try:
+            while True:
+                timeout = None if silence is None else max(last_message + silence - loop.time(), 0)
+                if watched:
+                    until_check = max(next_check - loop.time(), 0.0)
+                    timeout = until_check if timeout is None else min(timeout, until_check)
+                try:
+                    item = await asyncio.wait_for(received.get(), timeout)
+                except TimeoutError:
+                    if watched and loop.time() >= next_check:
+                        next_check = loop.time() + self.cert_check_seconds
+                        if _fingerprint(*watched) != fingerprint:
+                            raise SubscriptionFailed("the client certificate changed") from None
+                    if silence is not None and loop.time() - last_message >= silence:
+                        raise SubscriptionFailed(
+                            f"no heartbeat from the server for {silence}s "
+                            "(serverHealthinessTimeout)"
+                        ) from None
                     continue
-                raise SubscriptionFailed(
-                    f"no heartbeat from the server for {silence}s (serverHealthinessTimeout)"
-                ) from None
-            if is_heartbeat(message):
-                continue
-            try:
-                yield from_pb(message)
-            except EventDecodeError as err:
-                log.warning("dropping an undecodable event", error=str(err))
+                if item is None:
+                    raise SubscriptionFailed("the server closed the subscription")
+                if isinstance(item, grpc.aio.AioRpcError):
+                    raise SubscriptionFailed(_describe(item))
+                if isinstance(item, Exception):
+                    raise SubscriptionFailed(f"subscription stream failed: {item!r}")
+                last_message = loop.time()
+                if is_heartbeat(item):
+                    continue
+                try:
+                    yield from_pb(item)
+                except EventDecodeError as err:
+                    log.warning("dropping an undecodable event", error=str(err))
+        finally:
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
 
     async def publish(self, event: CloudEvent) -> None:
         """Publish one event (unary); raises NotReady while not subscribed."""
@@ -218,6 +235,21 @@ class GrpcTransport:
         self._ready = False
         if channel is not None:
             await channel.close()
+
+
+async def _pump(
+    call: SubscribeCall, received: asyncio.Queue[PbCloudEvent | Exception | None]
+) -> None:
+    """Move the stream's messages into ``received``; then None, or the error."""
+    try:
+        async for message in call:
+            received.put_nowait(message)
+    except asyncio.CancelledError:
+        raise
+    except Exception as err:
+        received.put_nowait(err)
+        return
+    received.put_nowait(None)
 
 
 def _describe(err: grpc.aio.AioRpcError) -> str:
