@@ -192,7 +192,9 @@ def test_structured_mode_is_accepted() -> None:
 
 def test_a_deletion_without_resourceversion_is_accepted() -> None:
     event = deleted_resync_response(UID, "cluster1")
-    assert event.source == "source" and "resourceversion" not in event.extensions
+    assert event.source == "source" and event.extensions["resourceversion"] == 0
+    # As OCM's server sends it: without resourceversion.
+    del event.extensions["resourceversion"]
     work = work_from_spec_event(from_pb(to_pb(event)), "cluster1")
     assert work["metadata"]["generation"] == 0
     assert work["metadata"]["deletionTimestamp"]

@@ -84,6 +84,18 @@ def test_merge_rules(store: LocalWorkStore) -> None:
     marked = store.by_uid("u1")
     assert marked is not None and marked["metadata"]["deletionTimestamp"]
     assert marked["spec"]["deleteOption"] == {"propagationPolicy": "Orphan"}  # spec kept
+    # A deletion that names the work by its UID only (a resync answer) is that work.
+    by_uid = work(name="u1", generation=0)
+    by_uid["metadata"]["deletionTimestamp"] = "2026-08-11T09:05:00Z"
+    by_uid["spec"] = {}
+    assert store.apply_spec(by_uid) == "unchanged"  # already deleting
+    assert [w["metadata"]["name"] for w in store.works()] == ["w1"]
+    fresh = LocalWorkStore("cluster1", Publisher())
+    fresh.apply_spec(work(generation=2))
+    assert fresh.apply_spec(by_uid) == "deleting"
+    marked_by_uid = fresh.by_uid("u1")
+    assert marked_by_uid is not None and marked_by_uid["metadata"]["name"] == "w1"
+    assert marked_by_uid["metadata"]["generation"] == 2
     # Same UID under a new name: the old one goes.
     assert store.apply_spec(work(name="renamed", generation=4)) == "added"
     assert [w["metadata"]["name"] for w in store.works()] == ["renamed"]

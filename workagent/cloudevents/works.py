@@ -45,6 +45,8 @@ from workagent.cloudevents.event import (
     EventType,
     ExtensionValue,
     format_time,
+    parse_time,
+    utcnow,
     work_event_type,
 )
 from workagent.feedback.govalues import go_marshal
@@ -170,7 +172,10 @@ def spec_event(work: dict[str, Any], action: str, source: str = KUBE_SOURCE) -> 
 def deleted_resync_response(uid: str, cluster: str, source: str = "source") -> CloudEvent:
     """The resync answer for a work the agent listed but the source no longer has.
 
-    OCM's server sends it with source ``source`` and no ``resourceversion``.
+    OCM's server sends it with source ``source`` and no ``resourceversion``,
+    which OCM's Go agent cannot decode (it drops the event and leaves the
+    orphan to eviction); ours adds ``resourceversion`` 0, which every agent
+    reads as "a deletion of whatever generation it has".
     """
     return CloudEvent.new(
         source,
@@ -179,6 +184,7 @@ def deleted_resync_response(uid: str, cluster: str, source: str = "source") -> C
             EXT_CLUSTER_NAME: cluster,
             EXT_ORIGINAL_SOURCE: "",
             EXT_RESOURCE_ID: uid,
+            EXT_RESOURCE_VERSION: 0,
             EXT_DELETION_TIMESTAMP: _time_value(None),
         },
     )
@@ -415,8 +421,6 @@ def _tracing_annotations(event: CloudEvent) -> dict[str, str]:
 
 
 def _time_value(value: Any) -> ExtensionValue:
-    from workagent.cloudevents.event import parse_time, utcnow  # noqa: PLC0415
-
     if isinstance(value, str) and value:
         return parse_time(value, what="deletionTimestamp")
     return utcnow()

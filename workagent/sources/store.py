@@ -125,13 +125,21 @@ class LocalWorkStore:
         """Merge a work decoded from a spec event; returns what happened (for logs).
 
         By UID: unknown -> added; known under another name -> replaced; a
-        deletion -> the cached work takes its deletionTimestamp and generation;
+        deletion -> the cached work of that UID (whatever the name) takes its
+        deletionTimestamp and generation;
         an older generation -> ignored; else spec and metadata replaced, the
         cached finalizers and status kept.
         """
         meta = _meta(work)
         uid = meta.get("uid")
         name = str(meta["name"])
+        if meta.get("deletionTimestamp"):
+            # A deletion names the work by UID alone when the source no longer has
+            # it (resync answers carry no metadata): it is the cached work of that UID.
+            for key, obj in self._objects.items():
+                if _meta(obj).get("uid") == uid:
+                    name = key
+                    break
         cached = None
         for key, obj in list(self._objects.items()):
             if _meta(obj).get("uid") != uid:
@@ -146,10 +154,11 @@ class LocalWorkStore:
         old_meta = _meta(cached)
         generation = int(meta.get("generation") or 0)
         if meta.get("deletionTimestamp"):
-            if old_meta.get("deletionTimestamp") and generation == old_meta.get("generation"):
-                return "unchanged"
+            already = old_meta.get("deletionTimestamp")
+            if already and generation in (0, old_meta.get("generation")):
+                return "unchanged"  # the source repeats it (later hub updates, resyncs)
             updated = copy.deepcopy(cached)
-            _meta(updated)["deletionTimestamp"] = meta["deletionTimestamp"]
+            _meta(updated)["deletionTimestamp"] = already or meta["deletionTimestamp"]
             if generation:
                 _meta(updated)["generation"] = generation
             self._store(name, updated, MODIFIED)
