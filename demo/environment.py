@@ -245,7 +245,7 @@ class Environment:
         assert self.hub is not None
         group = f"system:open-cluster-management:{cluster}"
         token = self.hub.add_user(f"{group}:work-agent", groups=(group,))
-        await _grant_agent(self.hub_client, cluster, group)
+        await grant_agent(self.hub_client, cluster, group)
         path = self.workdir / f"{cluster}-grpc.yaml"
         cert = (self.workdir / "grpc-tls.crt").read_bytes()
         path.write_text(
@@ -329,8 +329,10 @@ async def _wait_serving(component: Component, service: GrpcServerService) -> Non
         await asyncio.sleep(0.05)
 
 
-async def _grant_agent(client: KubeClient, cluster: str, group: str) -> None:
-    """The hub RBAC of a cluster's agent: watch its works, write their status."""
+async def grant_agent(client: KubeClient, cluster: str, group: str) -> None:
+    """The hub RBAC of a cluster's agent on the grpc driver (what registration grants):
+    watch its works, write their status (in its namespace, created if missing)."""
+    await ensure_namespace(client, cluster)
     rules = [
         {
             "apiGroups": ["work.open-cluster-management.io"],

@@ -10,7 +10,6 @@ client certificate of cluster1's agent (CN and O as OCM's registration issues).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from demo.environment import grant_agent
 from hubcontroller.grpcserver import GrpcServerSettings
 from hubcontroller.grpcserver.server import GrpcServerService, build_grpc_server
 from kubesim.sim import KubeSim
@@ -34,10 +34,10 @@ from tests.integration.conftest import (
     spoke_client,
     spoke_options,
 )
-from workagent.kube import NAMESPACES, ROLE_BINDINGS, ROLES, KubeClient
+from workagent.kube import KubeClient
 from workagent.runtime import Manager
 
-__all__ = ["hub", "hub_client", "spoke", "spoke_client", "spoke_options"]
+__all__ = ["grant_agent", "hub", "hub_client", "spoke", "spoke_client", "spoke_options"]
 
 CLIENT_ID = f"{CLUSTER}-work-agent"
 AGENT_USER = f"system:open-cluster-management:{CLUSTER}:agent1"
@@ -65,42 +65,6 @@ def pki(tmp_path: Path) -> Pki:
             common_name=AGENT_USER,
             organizations=(AGENT_GROUP, "system:open-cluster-management:managed-clusters"),
         ),
-    )
-
-
-async def grant_agent(client: KubeClient, cluster: str, group: str) -> None:
-    """What registration grants an agent: watch/list works, update their status."""
-    with contextlib.suppress(Exception):
-        await client.create(NAMESPACES, {"metadata": {"name": cluster}})
-    await client.create(
-        ROLES,
-        {
-            "metadata": {"name": "work-agent", "namespace": cluster},
-            "rules": [
-                {
-                    "apiGroups": ["work.open-cluster-management.io"],
-                    "resources": ["manifestworks"],
-                    "verbs": ["get", "list", "watch"],
-                },
-                {
-                    "apiGroups": ["work.open-cluster-management.io"],
-                    "resources": ["manifestworks/status"],
-                    "verbs": ["update", "patch"],
-                },
-            ],
-        },
-    )
-    await client.create(
-        ROLE_BINDINGS,
-        {
-            "metadata": {"name": "work-agent", "namespace": cluster},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": "work-agent",
-            },
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
-        },
     )
 
 
@@ -194,6 +158,21 @@ def write_agent_config(path: Path, url: str, pki: Pki, **extra: Any) -> Path:
     }
     path.write_text(yaml.safe_dump(doc))
     return path
+
+
+def klusterlet_args(driver: str, config: Path, tmp_path: Path) -> list[str]:
+    """The agent's arguments as the Klusterlet passes them for a CloudEvents driver,
+    plus what a test on one machine needs (spoke kubeconfig, one replica, loopback)."""
+    return [
+        f"--spoke-cluster-name={CLUSTER}",
+        f"--workload-source-driver={driver}",
+        f"--workload-source-config={config}",
+        f"--cloudevents-client-id={CLIENT_ID}",
+        f"--spoke-kubeconfig={tmp_path / 'spoke.kubeconfig'}",
+        "--disable-leader-election",
+        "--listen=127.0.0.1:0",
+        "--insecure-serving",
+    ]
 
 
 def grpc_agent_settings(tmp_path: Path, config: Path, **overrides: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.cloudevents.conftest import CLIENT_ID, GrpcHub, Pki, write_agent_config
+from tests.cloudevents.conftest import GrpcHub, Pki, klusterlet_args, write_agent_config
 from tests.integration.conftest import (
     CLUSTER,
     configmap,
@@ -24,17 +24,7 @@ async def test_klusterlet_style_command_line_converges(
 ) -> None:
     config = write_agent_config(tmp_path / "config.yaml", grpc_hub.url, pki)
     await hub_client.create(MANIFESTWORKS, work_body("klusterlet", [configmap("from-grpc")]))
-    process = await start_agent_process(
-        tmp_path,
-        f"--spoke-cluster-name={CLUSTER}",
-        "--workload-source-driver=grpc",
-        f"--workload-source-config={config}",
-        f"--cloudevents-client-id={CLIENT_ID}",
-        f"--spoke-kubeconfig={tmp_path / 'spoke.kubeconfig'}",
-        "--disable-leader-election",
-        "--listen=127.0.0.1:0",
-        "--insecure-serving",
-    )
+    process = await start_agent_process(tmp_path, *klusterlet_args("grpc", config, tmp_path))
     try:
         await wait_applied(hub_client, "klusterlet")
         cm = await spoke_client.get(CONFIGMAPS, "from-grpc", "default")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.cloudevents.conftest import CLIENT_ID, wait_subscribed
+from tests.cloudevents.conftest import CLIENT_ID, klusterlet_args, wait_subscribed
 from tests.cloudevents.mqttbroker import Mosquitto
 from tests.cloudevents.mqttsource import MqttWorkSource, topics
 from tests.conftest import eventually
@@ -107,17 +107,7 @@ async def test_klusterlet_style_mqtt_agent_applies_updates_and_deletes(
     tmp_path: Path,
 ) -> None:
     config = mqtt_config(tmp_path, broker)
-    process = await start_agent_process(
-        tmp_path,
-        f"--spoke-cluster-name={CLUSTER}",
-        "--workload-source-driver=mqtt",
-        f"--workload-source-config={config}",
-        f"--cloudevents-client-id={CLIENT_ID}",
-        f"--spoke-kubeconfig={tmp_path / 'spoke.kubeconfig'}",
-        "--disable-leader-election",
-        "--listen=127.0.0.1:0",
-        "--insecure-serving",
-    )
+    process = await start_agent_process(tmp_path, *klusterlet_args("mqtt", config, tmp_path))
     try:
         # Most likely published before the agent subscribed (it is still starting):
         # then the agent's spec resync request brings the work.

@@ -10,45 +10,16 @@ CloudEvents sources' is a :class:`~workagent.sources.store.LocalWorkStore`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from workagent.kube import Resource, WatchEvent
+from workagent.kube import Resource
+from workagent.runtime.informer import ListWatcher
 
 
-class WorkClient(Protocol):
-    """What the agent does with ManifestWorks: list, watch, get and merge-patch them."""
-
-    name: str
-
-    async def list(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        page_size: int = 500,
-        resource_version: str | None = None,
-    ) -> dict[str, Any]:
-        """All objects and the list's resourceVersion."""
-        ...
-
-    def watch(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        resource_version: str,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        timeout_seconds: int = 300,
-        allow_bookmarks: bool = True,
-    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
-        """Changes after ``resource_version``."""
-        ...
+class WorkClient(ListWatcher, Protocol):
+    """What the agent does with ManifestWorks: list and watch them (the works
+    informer), get and merge-patch them (the controllers)."""
 
     async def get(
         self,
