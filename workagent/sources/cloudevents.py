@@ -178,14 +178,13 @@ class CloudEventsWorkSource:
     async def _handle(self, event: CloudEvent) -> None:
         try:
             kind = EventType.parse(event.type)
+            cluster = event.ext_str(EXT_CLUSTER_NAME, "")
         except EventDecodeError as err:
+            # A bad event is dropped; it must not cost the connection.
             self._log.warning("dropping an event", event_id=event.id, error=str(err))
             return
         if kind.data_type != MANIFEST_BUNDLES:
             return
-        cluster = (
-            event.ext_str(EXT_CLUSTER_NAME, "") if EXT_CLUSTER_NAME in event.extensions else ""
-        )
         if kind.subresource == SPEC and kind.action != RESYNC_REQUEST:
             if cluster != self.cluster:
                 return
