@@ -128,6 +128,16 @@ def test_mqtt_config_and_topics(tmp_path: Path) -> None:
             },
             "pubQoS must be 0, 1 or 2",
         ),
+        (
+            {
+                "brokerHost": "b:1883",
+                "topics": {
+                    "sourceEvents": "sources/+/consumers/+/sourceevents",
+                    "agentEvents": "sources/+/consumers/+/agentevents",
+                },
+            },
+            "no concrete source segment",
+        ),
     ],
 )
 def test_mqtt_config_errors(tmp_path: Path, doc: dict[str, Any], message: str) -> None:

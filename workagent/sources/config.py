@@ -225,6 +225,11 @@ _SOURCE_BROADCAST = re.compile(r"^(\$share/[a-z0-9-]+/)?[a-z]+/([a-z0-9-]+|\+)/s
 _AGENT_BROADCAST = re.compile(r"^(\$share/[a-z0-9-]+/)?[a-z]+/([a-z0-9-]+|\+)/agentbroadcast$")
 
 
+def strip_share(topic: str) -> str:
+    """A topic without its `$share/<group>/` prefix."""
+    return topic.split("/", 2)[2] if topic.startswith("$share/") else topic
+
+
 def load_mqtt_config(path: str) -> MqttConfig:
     """Read and check an mqtt driver config file; raises SourceConfigError."""
     reader = _Reader(path)
@@ -256,6 +261,13 @@ def load_mqtt_config(path: str) -> MqttConfig:
             continue
         if not pattern.match(value):
             raise reader.fail(f"{key} {value!r} does not match {pattern.pattern}")
+    if strip_share(topics.agent_events).count("+") > 1 and not topics.agent_broadcast:
+        # The spec resync request is for every source: with no concrete source in
+        # agentEvents it can only go to agentBroadcast.
+        raise reader.fail(
+            f"topics.agentEvents {topics.agent_events!r} has no concrete source segment: "
+            "set it, or set topics.agentBroadcast"
+        )
     pub_qos = reader.integer("pubQoS", 1)
     sub_qos = reader.integer("subQoS", 1)
     for key, qos in (("pubQoS", pub_qos), ("subQoS", sub_qos)):

@@ -27,7 +27,13 @@ from workagent.cloudevents import CloudEvent, EventDecodeError
 from workagent.cloudevents.event import EXT_ORIGINAL_SOURCE
 from workagent.cloudevents.mqttcodec import from_mqtt, to_mqtt
 from workagent.kube import Unreachable
-from workagent.sources.config import MqttConfig, MqttTopics, TLSMaterial, load_mqtt_config
+from workagent.sources.config import (
+    MqttConfig,
+    MqttTopics,
+    TLSMaterial,
+    load_mqtt_config,
+    strip_share,
+)
 from workagent.sources.transport import NotReady, SubscriptionFailed
 
 log = structlog.get_logger(__name__)
@@ -36,12 +42,6 @@ log = structlog.get_logger(__name__)
 def _replace_last(topic: str, value: str) -> str:
     head, sep, tail = topic.rpartition("+")
     return head + value + tail if sep else topic
-
-
-def _strip_share(topic: str) -> str:
-    if topic.startswith("$share/"):
-        return topic.split("/", 2)[2]
-    return topic
 
 
 def subscribe_topics(topics: MqttTopics, cluster: str) -> list[str]:
@@ -55,8 +55,8 @@ def subscribe_topics(topics: MqttTopics, cluster: str) -> list[str]:
 def publish_topic(topics: MqttTopics, cluster: str, original_source: str) -> str:
     """Where the agent publishes an event for ``original_source`` ("" = all sources)."""
     if not original_source and topics.agent_broadcast:
-        return _strip_share(topics.agent_broadcast).replace("+", cluster, 1)
-    topic = _replace_last(_strip_share(topics.agent_events), cluster)
+        return strip_share(topics.agent_broadcast).replace("+", cluster, 1)
+    topic = _replace_last(strip_share(topics.agent_events), cluster)
     topic = _replace_last(topic, original_source)
     if "+" in topic or "//" in topic:
         raise EventDecodeError(
