@@ -94,18 +94,6 @@ OBJECT_SPEC_HASH_ANNOTATION: Final = "open-cluster-management.io/object-hash"
 #: ManifestWork annotations with this prefix go (minus it) into the agent's log context.
 LOGGING_ANNOTATION_PREFIX: Final = "logging.open-cluster-management.io/"
 
-# --- CloudEvents (workload source drivers grpc and mqtt) ---------------------------
-
-#: Annotation the agent puts on works that came as CloudEvents (value: the data type).
-CLOUDEVENTS_DATA_TYPE_ANNOTATION: Final = "cloudevents.open-cluster-management.io/datatype"
-#: Label naming the source that sent a work (the spec event's ``source``).
-CLOUDEVENTS_ORIGINAL_SOURCE_LABEL: Final = "cloudevents.open-cluster-management.io/originalsource"
-#: The condition a CloudEvents agent reports once a deleted work is cleaned up.
-CONDITION_DELETED: Final = "Deleted"
-REASON_MANIFESTS_DELETED: Final = "ManifestsDeleted"
-#: Message of that condition; ``{cluster}`` is the managed cluster's name.
-MANIFESTS_DELETED_MESSAGE: Final = "The manifests are deleted from the cluster {cluster}"
-
 #: Default server-side apply field manager.
 DEFAULT_FIELD_MANAGER: Final = "work-agent"
 

@@ -44,6 +44,16 @@ EXT_SEQUENCE_ID = "sequenceid"
 EXT_STATUS_HASH = "statushash"
 EXT_LOG_TRACING = "logtracing"
 
+#: Annotation the agent puts on works that came as CloudEvents (value: the data type).
+CLOUDEVENTS_DATA_TYPE_ANNOTATION = "cloudevents.open-cluster-management.io/datatype"
+#: Label naming the source that sent a work (the spec event's ``source``).
+CLOUDEVENTS_ORIGINAL_SOURCE_LABEL = "cloudevents.open-cluster-management.io/originalsource"
+#: The condition an agent reports once a deleted work is cleaned up (never on the hub).
+CONDITION_DELETED = "Deleted"
+REASON_MANIFESTS_DELETED = "ManifestsDeleted"
+#: Message of that condition; ``{cluster}`` is the managed cluster's name.
+MANIFESTS_DELETED_MESSAGE = "The manifests are deleted from the cluster {cluster}"
+
 #: The largest Integer a CloudEvents extension holds (Go senders drop larger ones).
 MAX_INTEGER = 2**31 - 1
 

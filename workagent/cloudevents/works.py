@@ -17,14 +17,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.wire import (
+from schemas.wire import LOGGING_ANNOTATION_PREFIX, MANIFEST_WORK_FINALIZER
+from workagent.cloudevents.event import (
     CLOUDEVENTS_DATA_TYPE_ANNOTATION,
     CLOUDEVENTS_ORIGINAL_SOURCE_LABEL,
     CONDITION_DELETED,
-    LOGGING_ANNOTATION_PREFIX,
-    MANIFEST_WORK_FINALIZER,
-)
-from workagent.cloudevents.event import (
     EXT_CLUSTER_NAME,
     EXT_DELETION_TIMESTAMP,
     EXT_LOG_TRACING,

@@ -19,16 +19,14 @@ from typing import Any
 
 import structlog
 
-from schemas.wire import (
-    CONDITION_DELETED,
-    MANIFESTS_DELETED_MESSAGE,
-    REASON_MANIFESTS_DELETED,
-)
 from workagent.cloudevents import CloudEvent, EventDecodeError, EventType
 from workagent.cloudevents.event import (
+    CONDITION_DELETED,
     EXT_CLUSTER_NAME,
     EXT_RESOURCE_ID,
     MANIFEST_BUNDLES,
+    MANIFESTS_DELETED_MESSAGE,
+    REASON_MANIFESTS_DELETED,
     RESYNC_REQUEST,
     RESYNC_RESPONSE,
     SPEC,
