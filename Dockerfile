@@ -75,13 +75,14 @@ esac
 for arg in "$@"; do
   case "$arg" in
     agent) exec workagent "$@" ;;
-    manager|webhook-server) exec hubcontroller "$@" ;;
+    manager|webhook-server|grpc-server|server) exec hubcontroller "$@" ;;
   esac
 done
 cat >&2 <<'USAGE'
 usage: /work agent [flags]            the work agent          (workagent agent --help)
        /work manager [flags]          the hub work manager    (hubcontroller manager --help)
        /work webhook-server [flags]   the admission webhook   (hubcontroller webhook-server --help)
+       /work grpc-server [flags]      the CloudEvents gRPC server (hubcontroller grpc-server --help)
 USAGE
 case "${1:-}" in
   ""|-h|--help|help) exit 0 ;;
@@ -98,8 +99,8 @@ ENV PATH="/app/.venv/bin:${PATH}" \
 USER 65532:65532
 
 # Probes and metrics of the agent (HTTPS, self-signed unless --tls-cert-file) and the
-# manager (plain HTTP); the webhook (HTTPS).
-EXPOSE 8443 9443
+# manager (plain HTTP); the webhook (HTTPS); the CloudEvents gRPC server (TLS).
+EXPOSE 8443 9443 8090
 
 ENTRYPOINT ["/work"]
 CMD ["--help"]

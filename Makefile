@@ -8,11 +8,11 @@ UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: setup setup-test setup-debian demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak realkube unit-kubesim unit-realkube conformance conformance-folder
+.PHONY: setup setup-test setup-debian demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak realkube unit-kubesim unit-realkube conformance conformance-folder proto
 
-# Debian packages the tests run for real (prometheus: `prometheus` and `promtool`).
-# One line, so that branches adding packages merge easily.
-DEBIAN_PACKAGES := prometheus
+# Debian packages the tests run for real (prometheus: `prometheus` and `promtool`;
+# mosquitto: an MQTT broker for the mqtt driver). One line, so branches merge easily.
+DEBIAN_PACKAGES := prometheus mosquitto
 # The binary each package provides: a package is installed when its binary is missing.
 DEBIAN_BINARY_prometheus := promtool
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -59,7 +59,7 @@ realkube: $(KUBE_BIN)/kube-apiserver
 
 # Installs the DEBIAN_PACKAGES whose binary is missing, non-interactively.
 setup-debian:
-	@missing="$(strip $(foreach pkg,$(DEBIAN_PACKAGES),$(if $(shell command -v $(or $(DEBIAN_BINARY_$(pkg)),$(pkg)) 2>/dev/null),,$(pkg))))"; \
+	@missing="$(strip $(foreach pkg,$(DEBIAN_PACKAGES),$(if $(shell command -v $(or $(DEBIAN_BINARY_$(pkg)),$(pkg)) 2>/dev/null || ls /usr/sbin/$(or $(DEBIAN_BINARY_$(pkg)),$(pkg)) 2>/dev/null),,$(pkg))))"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages: $$missing"; \
 		$(SUDO) apt-get update -qq && \
@@ -96,6 +96,14 @@ unit-realkube: setup-test setup-debian realkube
 	time $(PYTEST) -m realkube
 
 test: lint typecheck imports unit
+
+# The CloudEvents gRPC modules generated from workagent/cloudevents/pb/cloudevent.proto
+# (committed; tests/unit/test_cloudevents_proto.py checks they match a fresh generation).
+PROTO := workagent/cloudevents/pb/cloudevent.proto
+proto: setup-test
+	$(RUN) python -m grpc_tools.protoc -I . --python_out=. --grpc_python_out=. \
+		--plugin=protoc-gen-mypy=.venv/bin/protoc-gen-mypy --mypy_out=. \
+		--plugin=protoc-gen-mypy_grpc=.venv/bin/protoc-gen-mypy_grpc --mypy_grpc_out=. $(PROTO)
 
 # The project against the reference documents (not in the repository): the user
 # documentation's examples, the specification's wire strings, and the test

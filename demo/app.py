@@ -55,9 +55,10 @@ def parse_args(argv: Sequence[str]) -> Options:
     """The demo's options (``python -m demo --help``)."""
     parser = argparse.ArgumentParser(
         prog="python -m demo",
-        description="Run a hub, three managed clusters (kubesim), the hub controller and one "
-        "work agent per cluster in this process; apply the user guide's examples and show "
-        "the works' conditions and feedback as they change.",
+        description="Run a hub, four managed clusters (kubesim), the hub controller, the hub's "
+        "gRPC server and one work agent per cluster (cluster4's over gRPC) in this process; "
+        "apply the user guide's examples and show the works' conditions and feedback as they "
+        "change.",
     )
     parser.add_argument(
         "--timeout",
@@ -109,7 +110,8 @@ async def run_demo(options: Options, out: TextIO, workdir: Path) -> int:
     failure: str | None = None
     view.say(
         f"OCM work demo: a hub and {len(CLUSTERS)} managed clusters (kubesim), the hub "
-        "controller and one work agent per cluster, all in this process"
+        "controller, the hub's gRPC server and one work agent per cluster (cluster4's gets "
+        "its works over gRPC, as a Klusterlet in gRPC mode), all in this process"
     )
     view.say(f"component logs: {workdir / 'demo.log'}")
     try:
@@ -140,7 +142,7 @@ async def run_demo(options: Options, out: TextIO, workdir: Path) -> int:
         _show_log_problems(out, workdir / "demo.log")
         return EXIT_FAILED
     view.say(
-        f"demo finished: every expected state was reached; hub controller, "
+        f"demo finished: every expected state was reached; hub controller, gRPC server, "
         f"{len(CLUSTERS)} agents and {len(CLUSTERS) + 1} API servers stopped cleanly"
     )
     return EXIT_OK

@@ -1,13 +1,18 @@
 """The demo's clusters and processes, all in this one process and event loop.
 
-- a hub kubesim with OCM's hub CRDs, the namespaces ``cluster1``..``cluster3``
+- a hub kubesim with OCM's hub CRDs, the namespaces ``cluster1``..``cluster4``
   (one per managed cluster, as OCM's registration would create them) and the
   namespace of the ManifestWorkReplicaSet;
 - one kubesim per managed cluster, with simulated workloads (Deployments
   become ready, Jobs complete) and the AppliedManifestWork CRD;
 - the hub controller (``run_manager``) with the ManifestWorkReplicaSet and
   CleanUpCompletedManifestWork gates on;
-- one work agent per managed cluster (``run_agent``).
+- the hub's CloudEvents gRPC server (``hubcontroller grpc-server``) on a
+  loopback port, TLS with a self-signed certificate, agents authenticated by
+  bearer token (TokenReview) and authorized by SubjectAccessReview;
+- one work agent per managed cluster (``run_agent``): ``cluster1``..``cluster3``
+  watch the hub API server (driver kube), ``cluster4`` gets its works over gRPC
+  (driver grpc), as a Klusterlet in gRPC mode runs it.
 
 The hub controller and the agents are the real ones, built from the same
 settings objects their command lines build, talking HTTP to the emulated API
@@ -18,6 +23,7 @@ servers listen on free loopback ports.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import dataclasses
 from collections.abc import Callable
@@ -26,6 +32,8 @@ from pathlib import Path
 
 import yaml
 
+from hubcontroller.grpcserver import GrpcServerSettings
+from hubcontroller.grpcserver.server import GrpcServerService, build_grpc_server
 from hubcontroller.manager import HubManager, run_manager
 from hubcontroller.settings import (
     GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
@@ -35,13 +43,16 @@ from hubcontroller.settings import (
 )
 from kubesim.sim import KubeSim
 from workagent.agent import Agent, run_agent
-from workagent.kube import CRDS, NAMESPACES, AlreadyExists, KubeClient
+from workagent.kube import CRDS, NAMESPACES, ROLE_BINDINGS, ROLES, AlreadyExists, KubeClient
 from workagent.runtime import Manager
+from workagent.runtime.selfsigned import self_signed_certificate
 from workagent.settings import AgentSettings, default_leader_election
 
 REPO = Path(__file__).resolve().parents[1]
 CRD_DIR = REPO / "charts" / "crds"
-CLUSTERS = ("cluster1", "cluster2", "cluster3")
+CLUSTERS = ("cluster1", "cluster2", "cluster3", "cluster4")
+#: Managed clusters whose agent uses the grpc driver (through the hub's gRPC server).
+GRPC_CLUSTERS = frozenset({"cluster4"})
 HUB_CRDS = (
     "work.open-cluster-management.io_manifestworks.yaml",
     "work.open-cluster-management.io_manifestworkreplicasets.yaml",
@@ -130,6 +141,8 @@ class Environment:
         self.spokes: dict[str, KubeSim] = {}
         self.spoke_clients: dict[str, KubeClient] = {}
         self.manager: Component | None = None
+        self.grpc_server: Component | None = None
+        self.grpc_url = ""
         self.agents: dict[str, Component] = {}
         self._hub_client: KubeClient | None = None
         self._clients: list[KubeClient] = []
@@ -165,13 +178,46 @@ class Environment:
             await ensure_namespace(client, "default")
 
     async def start_components(self, say: Callable[[str], None]) -> None:
-        """Start the hub controller and one agent per cluster; wait until they run."""
+        """Start the hub controller, the gRPC server and one agent per cluster; wait
+        until they run."""
         self.manager = self._start_manager()
+        if GRPC_CLUSTERS & set(self.clusters):
+            self.grpc_server = await self._start_grpc_server()
+            say(f"{self.grpc_server.name} serving at {self.grpc_url}")
         for cluster in self.clusters:
-            self.agents[cluster] = self._start_agent(cluster)
+            self.agents[cluster] = await self._start_agent(cluster)
         for component in [self.manager, *self.agents.values()]:
             await component.wait_running()
             say(f"{component.name} running, metrics at {component.metrics_url}")
+
+    async def _start_grpc_server(self) -> Component:
+        """The gRPC server on a free loopback port: a self-signed certificate, tokens."""
+        cert, key = self_signed_certificate("grpc-server", ["127.0.0.1", "localhost"])
+        (self.workdir / "grpc-tls.crt").write_bytes(cert)
+        (self.workdir / "grpc-tls.key").write_bytes(key)
+        config = self.workdir / "grpc-server.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "tls_cert_file": str(self.workdir / "grpc-tls.crt"),
+                    "tls_key_file": str(self.workdir / "grpc-tls.key"),
+                    "client_ca_file": "",  # tokens only (TokenReview)
+                    "server_bind_port": "0",
+                }
+            )
+        )
+        settings = GrpcServerSettings(
+            kubeconfig=str(self.kubeconfig("hub")),
+            server_config=str(config),
+            bind_address="127.0.0.1",
+            listen="127.0.0.1:0",
+            kube_api_qps=0,
+        )
+        manager, service = await build_grpc_server(settings, handle_signals=False)
+        component = Component("gRPC server", asyncio.create_task(manager.run()), manager)
+        await _wait_serving(component, service)
+        self.grpc_url = f"127.0.0.1:{service.port}"
+        return component
 
     def _start_manager(self) -> Component:
         settings = HubManagerSettings(
@@ -193,10 +239,36 @@ class Environment:
         component = Component("hub controller", task)
         return component
 
-    def _start_agent(self, cluster: str) -> Component:
+    async def _grpc_agent_config(self, cluster: str) -> Path:
+        """What registration gives a gRPC agent: the server's url and CA, a token
+        of ``cluster``'s agent identity, which may watch its works and write their status."""
+        assert self.hub is not None
+        group = f"system:open-cluster-management:{cluster}"
+        token = self.hub.add_user(f"{group}:work-agent", groups=(group,))
+        await grant_agent(self.hub_client, cluster, group)
+        path = self.workdir / f"{cluster}-grpc.yaml"
+        cert = (self.workdir / "grpc-tls.crt").read_bytes()
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "url": self.grpc_url,
+                    "caData": base64.b64encode(cert).decode(),
+                    "token": token,
+                    "keepAliveConfig": {"enable": True, "time": "30s", "timeout": "10s"},
+                }
+            )
+        )
+        return path
+
+    async def _start_agent(self, cluster: str) -> Component:
+        grpc = cluster in GRPC_CLUSTERS
+        source = str(await self._grpc_agent_config(cluster)) if grpc else ""
         settings = AgentSettings(
             cluster_name=cluster,
-            hub_kubeconfig=str(self.kubeconfig("hub")),
+            hub_kubeconfig=source or str(self.kubeconfig("hub")),
+            workload_source_driver="grpc" if grpc else "kube",
+            cloudevents_client_id=f"{cluster}-work-agent" if grpc else "",
+            cloudevents_reconnect_seconds=0.5,
             spoke_kubeconfig=str(self.kubeconfig(cluster)),
             status_sync_interval=self.status_sync_interval,
             leader_election=dataclasses.replace(default_leader_election(), disabled=True),
@@ -212,7 +284,7 @@ class Environment:
             component.manager = agent.manager
 
         task = asyncio.create_task(run_agent(settings, handle_signals=False, on_built=built))
-        component = Component(f"work agent {cluster}", task)
+        component = Component(f"work agent {cluster}" + (" (over gRPC)" if grpc else ""), task)
         return component
 
     async def _client(self, cluster: str) -> KubeClient:
@@ -229,6 +301,8 @@ class Environment:
         problems = [p for p in await asyncio.gather(*(a.stop() for a in agents)) if p]
         if self.manager is not None and (problem := await self.manager.stop()):
             problems.append(problem)
+        if self.grpc_server is not None and (problem := await self.grpc_server.stop()):
+            problems.append(problem)
         for client in self._clients:
             await client.close()
         for sim in [*self.spokes.values(), *([self.hub] if self.hub else [])]:
@@ -242,6 +316,45 @@ async def _install_crds(client: KubeClient, files: tuple[str, ...]) -> None:
         for doc in yaml.safe_load_all((CRD_DIR / name).read_text()):
             if doc:
                 await client.create(CRDS, doc)
+
+
+async def _wait_serving(component: Component, service: GrpcServerService) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + COMPONENT_TIMEOUT
+    while service.readiness_failure() is not None:
+        if component.task.done():
+            raise StartupError(f"{component.name} exited with code {component.task.result()}")
+        if loop.time() > deadline:
+            raise StartupError(f"{component.name} did not start within {COMPONENT_TIMEOUT:.0f}s")
+        await asyncio.sleep(0.05)
+
+
+async def grant_agent(client: KubeClient, cluster: str, group: str) -> None:
+    """The hub RBAC of a cluster's agent on the grpc driver (what registration grants):
+    watch its works, write their status (in its namespace, created if missing)."""
+    await ensure_namespace(client, cluster)
+    rules = [
+        {
+            "apiGroups": ["work.open-cluster-management.io"],
+            "resources": ["manifestworks"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {
+            "apiGroups": ["work.open-cluster-management.io"],
+            "resources": ["manifestworks/status"],
+            "verbs": ["update", "patch"],
+        },
+    ]
+    meta = {"name": "work-agent", "namespace": cluster}
+    with contextlib.suppress(AlreadyExists):
+        await client.create(ROLES, {"metadata": meta, "rules": rules})
+    binding = {
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "work-agent"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
+    }
+    with contextlib.suppress(AlreadyExists):
+        await client.create(ROLE_BINDINGS, binding)
 
 
 async def ensure_namespace(client: KubeClient, name: str) -> None:

@@ -22,6 +22,7 @@ from typing import Any, TextIO, cast
 
 from hubcontroller.cli import (
     PROG,
+    GrpcServerCommand,
     ManagerCommand,
     ShowText,
     UsageError,
@@ -94,6 +95,13 @@ def run_manager_command(command: ManagerCommand) -> int:
     return int(asyncio.run(run_manager(settings)))
 
 
+def run_grpc_server_command(command: GrpcServerCommand) -> int:
+    """Set up logging, report ignored flags, and serve CloudEvents over gRPC until stopped."""
+    from hubcontroller.grpcserver.server import run  # noqa: PLC0415 (loads gRPC and the client)
+
+    return run(command.settings, notices=[n.message for n in command.notices])
+
+
 def run_webhook_command(command: WebhookCommand, stderr: TextIO) -> int:
     """Build the webhook's settings, set up logging, and run the webhook until it stops."""
     server = load_webhook_server()
@@ -139,6 +147,8 @@ def execute(
         return EXIT_OK
     if isinstance(command, WebhookCommand):
         return run_webhook_command(command, err)
+    if isinstance(command, GrpcServerCommand):
+        return run_grpc_server_command(command)
     return run_manager_command(command)
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hubcontroller.grpcserver.config import GrpcServerSettings
 from hubcontroller.settings import (
     ALPHA_HUB_GATES,
     BETA_HUB_GATES,
@@ -43,6 +44,7 @@ from hubcontroller.settings import (
 )
 from workagent import durations
 from workagent.cli import (
+    BOOL,
     DURATION,
     FLOAT32,
     INT,
@@ -70,9 +72,11 @@ WEBHOOK_COMMAND = "webhook-server"
 SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 __all__ = [
+    "GRPC_COMMAND",
     "MANAGER_COMMAND",
     "PROG",
     "WEBHOOK_COMMAND",
+    "GrpcServerCommand",
     "ManagerCommand",
     "ShowText",
     "UsageError",
@@ -91,6 +95,7 @@ __all__ = [
 # -- flag groups (help sections) -----------------------------------------------------------
 
 MANAGER = "Work manager flags"
+GRPC = "gRPC server flags"
 WEBHOOK = "Webhook server flags"
 CLIENTS = "Cluster connection flags"
 ELECTION = "Leader election flags"
@@ -99,6 +104,9 @@ LOGGING = "Logging flags"
 IGNORED = "Accepted for compatibility with OCM (no effect)"
 MANAGER_GROUPS = (MANAGER, CLIENTS, ELECTION, SERVING, LOGGING, IGNORED)
 WEBHOOK_GROUPS = (WEBHOOK, CLIENTS, LOGGING, IGNORED)
+GRPC_GROUPS = (GRPC, CLIENTS, SERVING, LOGGING, IGNORED)
+GRPC_COMMAND = "grpc-server"
+GRPC_SERVER_SUBCOMMAND = "grpc"
 
 _CLOUDEVENTS = "it only applies to CloudEvents work drivers, which are not supported"
 
@@ -301,6 +309,116 @@ ManifestWorkReplicaSet). The flags are those of OCM's `work webhook-server`.
 """
 
 
+def grpc_server_flags() -> tuple[Flag, ...]:
+    """The flags of ``hubcontroller grpc-server``: OCM's ``server grpc`` ones, plus ours."""
+    return (
+        Flag(
+            "server-config",
+            STRING,
+            "",
+            "The server configuration file (OCM's keys: tls_cert_file, tls_key_file, "
+            "client_ca_file, server_bind_port, ...); missing: the defaults.",
+            group=GRPC,
+        ),
+        Flag(
+            "broker-heartbeat-disabled",
+            BOOL,
+            False,
+            "Send no heartbeats on the Subscribe streams.",
+            group=GRPC,
+        ),
+        Flag(
+            "broker-heartbeat-interval",
+            DURATION,
+            10 * durations.SECOND,
+            "Interval of the heartbeats on the Subscribe streams (at least 10s).",
+            group=GRPC,
+        ),
+        Flag(
+            "bind-address",
+            STRING,
+            "",
+            "Address the gRPC port binds (ours; empty: every interface, as OCM).",
+            group=GRPC,
+        ),
+        Flag("kubeconfig", STRING, "", "Kubeconfig of the hub (empty: in-cluster).", group=CLIENTS),
+        Flag("kube-api-qps", FLOAT32, 50.0, "QPS of the hub client.", group=CLIENTS),
+        Flag("kube-api-burst", INT, 100, "Burst of the hub client.", group=CLIENTS),
+        Flag(
+            "listen",
+            STRING,
+            "0.0.0.0:8080",
+            "host:port of /metrics, /healthz and /readyz (plain HTTP).",
+            group=SERVING,
+        ),
+        *_logging_flags(),
+        Flag(
+            "namespace",
+            STRING,
+            "",
+            "Component namespace.",
+            group=IGNORED,
+            ignored="the gRPC server keeps no state in its namespace",
+        ),
+        Flag(
+            "disable-leader-election",
+            BOOL,
+            False,
+            "Leader election.",
+            group=IGNORED,
+            ignored="every replica serves: the gRPC server does not elect a leader",
+        ),
+    )
+
+
+GRPC_DESCRIPTION = """
+Serve ManifestWorks to work agents over OCM's CloudEvents gRPC service (agents started with
+--workload-source-driver=grpc), backed by the hub API server: spec events out, status events
+in. The flags are those of OCM's `server grpc`.
+"""
+
+
+def grpc_server_flag_set() -> FlagSet:
+    """The parser of ``hubcontroller grpc-server``."""
+    return FlagSet(
+        f"{PROG} {GRPC_COMMAND} [flags]", GRPC_DESCRIPTION, grpc_server_flags(), GRPC_GROUPS
+    )
+
+
+@dataclass(frozen=True)
+class GrpcServerCommand:
+    """``hubcontroller grpc-server``: its settings and notices about ignored flags."""
+
+    settings: GrpcServerSettings
+    notices: tuple[FlagNotice, ...] = ()
+
+
+def grpc_server_command(args: Sequence[str]) -> GrpcServerCommand | ShowText:
+    """Parse ``hubcontroller grpc-server`` arguments into validated settings (or help)."""
+    flag_set = grpc_server_flag_set()
+    flags = flag_set.parse(args)
+    if flags.help_requested:
+        return ShowText(flag_set.help())
+    _check_common(flags, GRPC_COMMAND)
+    settings = GrpcServerSettings(
+        kubeconfig=flags.string("kubeconfig"),
+        server_config=flags.string("server-config"),
+        heartbeat_disabled=flags.boolean("broker-heartbeat-disabled"),
+        heartbeat_interval=flags.seconds("broker-heartbeat-interval"),
+        bind_address=flags.string("bind-address"),
+        listen=flags.string("listen"),
+        log_format=flags.string("log-format"),
+        log_level=log_level_from(flags),
+        kube_api_qps=flags.number("kube-api-qps"),
+        kube_api_burst=flags.integer("kube-api-burst"),
+    )
+    try:
+        settings.validate()
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return GrpcServerCommand(settings, notices_for(flags, flag_set.flags))
+
+
 def manager_flag_set() -> FlagSet:
     """The parser of ``hubcontroller manager``."""
     return FlagSet(
@@ -460,6 +578,7 @@ def webhook_command(args: Sequence[str]) -> WebhookCommand | ShowText:
 _ROOT_COMMANDS = (
     (f"{MANAGER_COMMAND} [flags]", "run the hub work manager"),
     (f"{WEBHOOK_COMMAND} [flags]", "run the validating admission webhook"),
+    (f"{GRPC_COMMAND} [flags]", "serve ManifestWorks to agents over CloudEvents gRPC"),
     ("--version", "print the version"),
     ("--help", "show this help"),
 )
@@ -479,12 +598,12 @@ def _is_go_binary_path(token: str) -> bool:
 
 def parse_command_line(
     argv: Sequence[str], *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
-) -> ManagerCommand | WebhookCommand | ShowText:
+) -> ManagerCommand | WebhookCommand | GrpcServerCommand | ShowText:
     """Parse ``hubcontroller``'s arguments (without the program name)."""
     args = list(argv)
     if args and _is_go_binary_path(args[0]):
         args = args[1:]
-    sets = (manager_flag_set(), webhook_flag_set())
+    sets = (manager_flag_set(), webhook_flag_set(), grpc_server_flag_set())
     # Flags may come before the command, as with cobra's persistent flags (`--v=2 manager`).
     index = 0
     while index < len(args) and args[index].startswith("-") and args[index] != "--":
@@ -504,6 +623,12 @@ def parse_command_line(
         return manager_command(rest, namespace_file=namespace_file)
     if command == WEBHOOK_COMMAND:
         return webhook_command(rest)
+    if command == GRPC_COMMAND:
+        return grpc_server_command(rest)
+    if command == "server" and GRPC_SERVER_SUBCOMMAND in rest[index : index + 1]:
+        # OCM's own binary: `server grpc [flags]`.
+        return grpc_server_command(rest[:index] + rest[index + 1 :])
     raise UsageError(
-        f'unknown command "{command}"; the commands are "{MANAGER_COMMAND}" and "{WEBHOOK_COMMAND}"'
+        f'unknown command "{command}"; the commands are "{MANAGER_COMMAND}", '
+        f'"{WEBHOOK_COMMAND}" and "{GRPC_COMMAND}"'
     )

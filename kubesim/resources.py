@@ -270,6 +270,7 @@ def builtin_types() -> list[ResourceType]:
             storage_hash="Sqi0GUgDaX0=",
         ),
         _rt(authz, "v1", "subjectaccessreviews", "SubjectAccessReview", False, verbs=CREATE_ONLY),
+        _rt("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=CREATE_ONLY),
         _rt(
             authz,
             "v1",

@@ -923,6 +923,28 @@ class Server:
             resource = f"{t.rt.plural}/{t.subresource}" if t.subresource else t.rt.plural
             raise errors.forbidden(resource, t.name, describe_denial(attrs), t.rt.group)
 
+    def _token_review(self, body: dict[str, Any]) -> dict[str, Any]:
+        """authentication.k8s.io/v1 TokenReview against the tokens this server knows."""
+        token = (body.get("spec") or {}).get("token")
+        if not isinstance(token, str) or not token:
+            raise errors.bad_request("spec.token: Required value")
+        known = self.state.tokens.get(token)
+        status: dict[str, Any] = {"user": {}}
+        if known is None:
+            status["error"] = "invalid bearer token"
+        else:
+            status = {
+                "authenticated": True,
+                "user": {"username": known.name, "groups": list(known.groups)},
+            }
+        return {
+            "kind": "TokenReview",
+            "apiVersion": f"{_AUTHN_GROUP}/v1",
+            "metadata": {"creationTimestamp": None},
+            "spec": {"token": token},
+            "status": status,
+        }
+
     async def _review(self, request: web.Request, user: User, t: Target) -> web.Response:
         body = await _read_body(request, t.rt)
         if not isinstance(body, dict):
@@ -936,6 +958,8 @@ class Server:
                 "metadata": {"creationTimestamp": None},
                 "status": {"userInfo": {"username": user.name, "groups": list(user.groups)}},
             }
+        elif t.rt.kind == "TokenReview":
+            answer = self._token_review(body)
         elif t.rt.kind == "SelfSubjectRulesReview":
             ns = ((body.get("spec") or {}).get("namespace")) or ""
             rules = self.authorizer.rules_for(user.name, user.groups, ns)

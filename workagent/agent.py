@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-import yaml
 
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply import Applier, Appliers
@@ -29,7 +28,6 @@ from workagent.controllers.manifestwork import manifestwork_controller
 from workagent.controllers.metrics import WorkMetrics
 from workagent.controllers.status import status_controller
 from workagent.executor import ExecutorValidator, build_executor_validator
-from workagent.identity import hub_hash
 from workagent.kube import (
     APPLIED_MANIFESTWORKS,
     MANIFESTWORKS,
@@ -51,7 +49,20 @@ from workagent.settings import (
     SPOKE_USER_AGENT,
     AgentSettings,
 )
+from workagent.sources import build_work_source, kubeconfig_server
 from workagent.watchpool import FeedbackWatchPool
+
+__all__ = [
+    "Agent",
+    "AgentDeps",
+    "Collaborators",
+    "CollaboratorsFactory",
+    "build_agent",
+    "default_collaborators",
+    "kubeconfig_server",
+    "run",
+    "run_agent",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -86,34 +97,6 @@ class Agent:
 
 OnBuilt = Callable[[Agent], None]
 CollaboratorsFactory = Callable[[KubeClient, AgentSettings], Collaborators]
-
-
-def kubeconfig_server(path: str) -> str:
-    """The ``server`` of the current context's cluster, exactly as the file writes it.
-
-    The hub hash is taken from this string without any normalisation (a
-    trailing slash changes it), so it is read from the YAML, not from the
-    loaded client configuration. Raises KubeConfigError.
-    """
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise KubeConfigError(f"hub kubeconfig not found: {path}") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise KubeConfigError(f"cannot read hub kubeconfig {path}: {first}") from None
-    if not isinstance(doc, dict):
-        raise KubeConfigError(f"hub kubeconfig {path} is not a kubeconfig")
-    current = doc.get("current-context")
-    contexts = {c.get("name"): c.get("context") or {} for c in doc.get("contexts") or []}
-    clusters = {c.get("name"): c.get("cluster") or {} for c in doc.get("clusters") or []}
-    if not current or current not in contexts:
-        raise KubeConfigError(f"hub kubeconfig {path}: no usable current-context")
-    cluster = clusters.get(contexts[current].get("cluster"))
-    server = cluster.get("server") if isinstance(cluster, dict) else None
-    if not isinstance(server, str) or not server:
-        raise KubeConfigError(f"hub kubeconfig {path}: the current context's cluster has no server")
-    return server
 
 
 async def _spoke_client(settings: AgentSettings) -> KubeClient:
@@ -156,16 +139,8 @@ async def build_agent(
         raise ValueError(f"workload-agent-workers must be >= 1, got {settings.workers}")
     # Before any client exists: a certificate that does not load leaves nothing to close.
     serving_tls = settings.serving_tls()
-    server = kubeconfig_server(settings.hub_kubeconfig)
-    try:
-        hub = await KubeClient.from_kubeconfig(
-            settings.hub_kubeconfig,
-            qps=settings.hub_kube_api_qps,
-            burst=settings.hub_kube_api_burst,
-            name="hub",
-        )
-    except KubeConfigError as err:
-        raise KubeConfigError(f"hub: {err}") from err
+    source = await build_work_source(settings)
+    hub = source.client
     try:
         spoke = await _spoke_client(settings)
     except KubeConfigError as err:
@@ -174,12 +149,12 @@ async def build_agent(
     except BaseException:
         await hub.close()
         raise
-    the_hash = hub_hash(server)
+    the_hash = source.hub_hash
     # The agent never reads the managedFields of works or AppliedManifestWorks
     # (its writes are merge patches of spec, metadata and status): the caches
     # keep the objects without them, about a quarter of their size.
     works = Informer(
-        hub,
+        hub,  # the hub API server, or the CloudEvents source's local store
         MANIFESTWORKS,
         settings.cluster_name,
         resync_seconds=WORKS_RESYNC_SECONDS,
@@ -221,6 +196,8 @@ async def build_agent(
         watch_pool=watch_pool,
         rule_evaluator=rule_evaluator,
     )
+    if source.service is not None:
+        manager.add_service(source.service)
     manager.add_informer(works)
     manager.add_informer(applied)
     manager.add_controller(add_finalizer_controller(deps))
@@ -244,7 +221,8 @@ async def build_agent(
     log.info(
         "agent configured",
         cluster=settings.cluster_name,
-        hub=server,
+        driver=source.driver,
+        hub=source.endpoint,
         hub_hash=the_hash,
         agent_id=deps.agent_id,
     )

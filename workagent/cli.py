@@ -654,7 +654,9 @@ def agent_flags() -> tuple[Flag, ...]:
             "workload-source-config",
             STRING,
             DEFAULT_HUB_KUBECONFIG,
-            "Kubeconfig of the hub cluster; its server URL defines the hub hash.",
+            "With --workload-source-driver=kube, the kubeconfig of the hub cluster (its server "
+            "URL defines the hub hash); with grpc or mqtt, the driver's config file (url or "
+            "brokerHost defines the hub hash).",
             dest="hub_kubeconfig",
             aliases=("hub-kubeconfig",),
             group=WORK,
@@ -663,8 +665,8 @@ def agent_flags() -> tuple[Flag, ...]:
             "workload-source-driver",
             STRING,
             "kube",
-            "Where ManifestWorks come from. Only kube (a hub API server) is supported; "
-            "OCM's mqtt, grpc and kafka drivers are refused.",
+            "Where ManifestWorks come from: kube (the hub API server), grpc (OCM's hub gRPC "
+            "server) or mqtt (a broker), the last two as CloudEvents.",
             group=WORK,
         ),
         Flag(
@@ -821,17 +823,17 @@ def agent_flags() -> tuple[Flag, ...]:
             "cloudevents-client-id",
             STRING,
             "",
-            "CloudEvents client ID (non-kube drivers only).",
-            group=IGNORED,
-            ignored="it only applies to CloudEvents drivers, which are not supported",
+            "CloudEvents client ID: the source of the agent's events (grpc and mqtt; required "
+            "there, e.g. <cluster>-work-agent).",
+            group=WORK,
         ),
         Flag(
             "cloudevents-client-codecs",
             STRING_SLICE,
             (),
-            "CloudEvents codecs (non-kube drivers only).",
+            "CloudEvents codecs (accepted for OCM compatibility).",
             group=IGNORED,
-            ignored="it only applies to CloudEvents drivers, which are not supported",
+            ignored="the agent always uses the manifestbundle codec, as OCM's does",
         ),
         Flag(
             "hub-kubeconfig-dir",
@@ -969,6 +971,18 @@ def plain_http_notices(flags: ParsedFlags) -> tuple[FlagNotice, ...]:
     return tuple(notices)
 
 
+def driver_notices(flags: ParsedFlags) -> tuple[FlagNotice, ...]:
+    """A CloudEvents client id given to the kube driver changes nothing: say so."""
+    if flags.string("workload-source-driver") != "kube":
+        return ()
+    if not flags.was_given("cloudevents-client-id"):
+        return ()
+    spelled = flags.given["cloudevents-client-id"]
+    return (
+        FlagNotice(spelled, f"{spelled} is ignored: it only applies to the grpc and mqtt drivers"),
+    )
+
+
 def agent_command(
     args: Sequence[str], *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
 ) -> AgentCommand | ShowText:
@@ -981,11 +995,6 @@ def agent_command(
         raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{PROG} agent"')
 
     driver = flags.string("workload-source-driver")
-    if driver != "kube":
-        raise UsageError(
-            f"--workload-source-driver={driver} is not supported: this agent only reads "
-            "ManifestWorks from a hub API server (kube)"
-        )
     vmodule = flags.string("vmodule")
     if vmodule and not all(_VMODULE_ITEM.fullmatch(item) for item in vmodule.split(",")):
         raise UsageError(
@@ -1004,6 +1013,8 @@ def agent_command(
     settings = AgentSettings(
         cluster_name=flags.string("cluster_name"),
         hub_kubeconfig=flags.string("hub_kubeconfig"),
+        workload_source_driver=driver,
+        cloudevents_client_id=flags.string("cloudevents-client-id") if driver != "kube" else "",
         agent_id=flags.string("agent-id"),
         spoke_kubeconfig=flags.string("spoke-kubeconfig"),
         kubeconfig=flags.string("kubeconfig"),
@@ -1033,7 +1044,10 @@ def agent_command(
         settings.validate()
     except ValueError as err:
         raise UsageError(str(err)) from None
-    return AgentCommand(settings, notices_for(flags, flag_set.flags) + plain_http_notices(flags))
+    return AgentCommand(
+        settings,
+        notices_for(flags, flag_set.flags) + plain_http_notices(flags) + driver_notices(flags),
+    )
 
 
 # -- workagent diff ------------------------------------------------------------------------

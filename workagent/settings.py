@@ -29,6 +29,8 @@ ALPHA_AGENT_GATES = KNOWN_AGENT_GATES
 BETA_AGENT_GATES: frozenset[str] = frozenset()
 
 SPOKE_USER_AGENT = "work-agent"
+#: --workload-source-driver values: the hub API server, or CloudEvents over gRPC or MQTT.
+WORKLOAD_SOURCE_DRIVERS = ("kube", "grpc", "mqtt")
 LEASE_NAME = "work-agent-lock"
 DEFAULT_HUB_KUBECONFIG = "/spoke/hub-kubeconfig/kubeconfig"
 DEFAULT_COMPONENT_NAMESPACE = "open-cluster-management-agent"
@@ -62,7 +64,13 @@ class AgentSettings:
     """
 
     cluster_name: str  # --spoke-cluster-name / --cluster-name
-    hub_kubeconfig: str = DEFAULT_HUB_KUBECONFIG  # --workload-source-config / --hub-kubeconfig
+    # --workload-source-config / --hub-kubeconfig: the hub kubeconfig (kube driver) or
+    # the grpc/mqtt driver's config file
+    hub_kubeconfig: str = DEFAULT_HUB_KUBECONFIG
+    workload_source_driver: str = "kube"  # --workload-source-driver: kube, grpc or mqtt
+    cloudevents_client_id: str = ""  # --cloudevents-client-id (grpc and mqtt: required)
+    # Ours: the first reconnect delay of the grpc/mqtt drivers (OCM: 5 s, x5 per failure).
+    cloudevents_reconnect_seconds: float = 5.0
     agent_id: str = ""  # --agent-id (empty: the hub hash)
     spoke_kubeconfig: str = ""  # --spoke-kubeconfig
     kubeconfig: str = ""  # --kubeconfig
@@ -129,6 +137,21 @@ class AgentSettings:
             common_name=f"{SPOKE_USER_AGENT}@{int(time.time())}",
         )
 
+    def _validate_driver(self) -> None:
+        driver = self.workload_source_driver
+        if driver not in WORKLOAD_SOURCE_DRIVERS:
+            known = ", ".join(WORKLOAD_SOURCE_DRIVERS)
+            raise ValueError(
+                f"--workload-source-driver={driver} is not supported (supported: {known})"
+            )
+        if driver != "kube" and not self.cloudevents_client_id:
+            raise ValueError(
+                f"--cloudevents-client-id is required with --workload-source-driver={driver} "
+                f"(the Klusterlet passes <cluster>-work-agent)"
+            )
+        if self.cloudevents_reconnect_seconds <= 0:
+            raise ValueError("the CloudEvents reconnect delay must be > 0")
+
     def _validate_serving(self) -> None:
         """Refuse TLS settings that cannot serve, before anything starts."""
         from workagent.runtime.tls import check_serving_flags  # noqa: PLC0415 (see above)
@@ -159,6 +182,7 @@ class AgentSettings:
             )
         if not self.hub_kubeconfig:
             raise ValueError("--workload-source-config (the hub kubeconfig) must not be empty")
+        self._validate_driver()
         if self.workers < 1:
             raise ValueError(f"workload-agent-workers must be >= 1, got {self.workers}")
         if self.status_sync_interval <= 0:

@@ -126,7 +126,10 @@ class ManifestWorkGarbageCollector:
 
     def __init__(self, works: Informer, *, now: Now = utc_now) -> None:
         self._works = works
-        self._client: KubeClient = works.client
+        client = works.client
+        if not isinstance(client, KubeClient):
+            raise TypeError("the works informer must read through a KubeClient")
+        self._client: KubeClient = client
         self._now = now
 
     async def reconcile(self, key: str) -> Result | None:

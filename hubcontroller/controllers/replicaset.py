@@ -64,6 +64,7 @@ from workagent.kube import (
     MANIFESTWORK_REPLICASETS,
     PLACEMENT_DECISIONS,
     PLACEMENTS,
+    KubeClient,
     KubeError,
     NotFound,
 )
@@ -148,7 +149,10 @@ class ReplicaSetController:
         self.now = now
         # Works are written through the works informer's client: with
         # --work-driver-config ManifestWorks live behind a different kubeconfig.
-        self.writer = WorkWriter(deps.works.client, RecentWrites(clock=clock))
+        client = deps.works.client
+        if not isinstance(client, KubeClient):
+            raise TypeError("the works informer must read through a KubeClient")
+        self.writer = WorkWriter(client, RecentWrites(clock=clock))
         # Our own status and finalizer writes, until the replica set informer shows them.
         self.own_writes = RecentWrites(clock=clock)
         self.judgements = WorkJudgements()

@@ -1,7 +1,8 @@
 """``make demo``: the entry point run in-process, plus the view's pure parts.
 
-The end-to-end test runs exactly what ``python -m demo`` runs (hub and three
-managed clusters, the hub controller, three agents) with a budget well under
+The end-to-end test runs exactly what ``python -m demo`` runs (hub and four
+managed clusters, the hub controller, the gRPC server, four agents, cluster4's
+over gRPC) with a budget well under
 a minute, in plain mode as in CI, and checks the exit code and the lines a
 reader relies on. The failure test gives it no time at all and expects a
 clear message and exit code 1.
@@ -44,6 +45,8 @@ def test_demo_runs_end_to_end_and_exits_0(tmp_path: Path) -> None:
     expected = [
         "work agent cluster1 running",
         "work agent cluster3 running",
+        "gRPC server serving at 127.0.0.1:",
+        "work agent cluster4 (over gRPC) running",
         "hub controller running",
         "ok: cluster1/hello-work-demo Applied=True and Available=True",
         "ok: cluster1/hello-work-demo reports ReadyReplicas=1 and isAvailable=True",
@@ -51,10 +54,11 @@ def test_demo_runs_end_to_end_and_exits_0(tmp_path: Path) -> None:
         "ok: cluster2/pi-job Complete=True",
         "ok: cluster2/pi-job deleted from the hub by the TTL garbage collector",
         "ok: Job default/pi-calculation removed from cluster2",
-        "ok: a ManifestWork of web-rollout in each of cluster1, cluster2, cluster3",
+        "ok: a ManifestWork of web-rollout in each of cluster1, cluster2, cluster3, cluster4",
         "ok: demo/web-rollout PlacementRolledOut=True and ManifestworkApplied=True",
         "ok: every web-rollout work reports ReadyReplicas=2",
         "ok: no ManifestWork left on the hub",
+        "ok: Deployment web/web removed from cluster4",
         "demo finished: every expected state was reached",
     ]
     for line in expected:

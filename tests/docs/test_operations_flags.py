@@ -30,6 +30,7 @@ COMMANDS = {
     ("workagent", "agent"): "operations.md",
     ("hubcontroller", "manager"): "hub.md",
     ("hubcontroller", "webhook-server"): "hub.md",
+    ("hubcontroller", "grpc-server"): "hub.md",
 }
 
 # A flag entry: two spaces, an optional short form, the long form; aliases follow

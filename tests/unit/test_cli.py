@@ -472,7 +472,10 @@ def test_bad_feature_gates_name_the_gate(value: str, message: str) -> None:
         (["agent", "--spoke-cluster-name=c1", "--kube-api-qps=NaN"], "--kube-api-qps must be a finite number"),
         (["agent", "--spoke-cluster-name=c1", "--hub-kube-api-burst=-1"], "--hub-kube-api-burst must be >= 0"),
         (["agent", "--spoke-cluster-name=c1", "--disable-leader-election=yes"], 'invalid argument "yes" for "--disable-leader-election" flag: strconv.ParseBool: parsing "yes": invalid syntax'),
-        (["agent", "--spoke-cluster-name=c1", "--workload-source-driver=grpc"], "--workload-source-driver=grpc is not supported"),
+        (["agent", "--spoke-cluster-name=c1", "--workload-source-driver=grpc"], "--cloudevents-client-id is required with --workload-source-driver=grpc"),
+        (["agent", "--spoke-cluster-name=c1", "--workload-source-driver=mqtt"], "--cloudevents-client-id is required with --workload-source-driver=mqtt"),
+        (["agent", "--spoke-cluster-name=c1", "--workload-source-driver=kafka", "--cloudevents-client-id=c1-work-agent"], "--workload-source-driver=kafka is not supported (supported: kube, grpc, mqtt)"),
+        (["agent", "--spoke-cluster-name=c1", "--workload-source-driver=pubsub", "--cloudevents-client-id=c1-work-agent"], "--workload-source-driver=pubsub is not supported"),
         (["agent", "--spoke-cluster-name=c1", "--workload-source-config="], "--workload-source-config (the hub kubeconfig) must not be empty"),
         (["agent", "--spoke-cluster-name=c1", "--log-format=text"], "--log-format 'text' is not one of json, console"),
         (["agent", "--spoke-cluster-name=c1", "--log-level=loud"], "--log-level 'loud' is not one of"),
@@ -522,10 +525,10 @@ def test_ignored_flags_warn_and_change_nothing() -> None:
     assert comparable(command.settings) == expected()
     assert [n.flag for n in command.notices] == [
         "--vmodule",
-        "--cloudevents-client-id",
         "--cloudevents-client-codecs",
         "--hub-kubeconfig-dir",
         "--config",
+        "--cloudevents-client-id",
     ]
     for notice in command.notices:
         assert notice.message.startswith(f"{notice.flag} is ignored: ")
@@ -803,3 +806,21 @@ def test_diff_usage_errors_are_one_line_and_exit_2(args: list[str], message: str
     err = io.StringIO()
     assert entry.execute(args, stdout=io.StringIO(), stderr=err) == 2
     assert err.getvalue().count("\n") == 1 and message in err.getvalue()
+
+
+def test_klusterlet_grpc_command_line_selects_the_grpc_source() -> None:
+    """The argument list OCM's Klusterlet passes in gRPC mode parses as it means."""
+    command = parse(
+        "/work",
+        "agent",
+        "--spoke-cluster-name=cluster1",
+        "--workload-source-driver=grpc",
+        "--workload-source-config=/spoke/hub-kubeconfig/config.yaml",
+        "--cloudevents-client-id=cluster1-work-agent",
+        "--cloudevents-client-codecs=manifestbundle",
+    )
+    settings = command.settings
+    assert settings.workload_source_driver == "grpc"
+    assert settings.hub_kubeconfig == "/spoke/hub-kubeconfig/config.yaml"
+    assert settings.cloudevents_client_id == "cluster1-work-agent"
+    assert [n.flag for n in command.notices] == ["--cloudevents-client-codecs"]

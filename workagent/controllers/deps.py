@@ -14,6 +14,7 @@ from workagent.kube import KubeClient, RESTMapper
 from workagent.polledreads import PolledReads
 from workagent.runtime import Informer
 from workagent.settings import AgentSettings
+from workagent.sources.base import WorkClient
 from workagent.watchpool import FeedbackWatchPool
 
 
@@ -21,6 +22,8 @@ from workagent.watchpool import FeedbackWatchPool
 class AgentDeps:
     """Clients, caches and collaborators shared by the agent's controllers.
 
+    ``hub`` is where works are read and patched: the hub's API client, or a
+    CloudEvents source's local store (:mod:`workagent.sources`).
     ``works`` caches the hub ManifestWorks of the cluster namespace; ``applied``
     caches the spoke AppliedManifestWorks. ``applier_for`` returns the update
     strategy for a manifest's ``updateStrategy`` (None: the default Update).
@@ -34,7 +37,7 @@ class AgentDeps:
     """
 
     settings: AgentSettings
-    hub: KubeClient
+    hub: WorkClient
     spoke: KubeClient
     mapper: RESTMapper
     hub_hash: str

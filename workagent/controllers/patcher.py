@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from workagent.kube import KubeClient, Resource
+from workagent.sources.base import WorkClient
 
 _Absent = object()
 
@@ -80,7 +81,10 @@ def with_preconditions(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, 
 
 
 async def patch_status(
-    client: KubeClient, res: Resource, obj: dict[str, Any], new_status: dict[str, Any]
+    client: KubeClient | WorkClient,
+    res: Resource,
+    obj: dict[str, Any],
+    new_status: dict[str, Any],
 ) -> dict[str, Any] | None:
     """Patch ``status`` of ``obj`` to ``new_status`` if it differs; returns the new object.
 
@@ -97,7 +101,7 @@ async def patch_status(
 
 
 async def patch_metadata_and_spec(
-    client: KubeClient,
+    client: KubeClient | WorkClient,
     res: Resource,
     obj: dict[str, Any],
     *,

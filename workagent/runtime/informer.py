@@ -27,8 +27,10 @@ import asyncio
 import inspect
 import random
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import structlog
 
@@ -138,6 +140,40 @@ class _Listener:
         )
 
 
+class ListWatcher(Protocol):
+    """What an informer reads through: a KubeClient, or anything serving the same
+    ``list`` and ``watch`` (the agent's CloudEvents store)."""
+
+    name: str
+
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        """All objects and the list's resourceVersion."""
+        ...
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+        allow_bookmarks: bool = True,
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
+        """Changes after ``resource_version``."""
+        ...
+
+
 class Informer:
     """A cache of one resource (optionally one namespace, filtered by selectors).
 
@@ -152,7 +188,7 @@ class Informer:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: KubeClient | ListWatcher,
         resource: Resource,
         namespace: str | None = None,
         label_selector: str | None = None,

@@ -23,7 +23,7 @@ import signal
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -55,6 +55,25 @@ class ManagerSettings:
     handle_signals: bool = True
 
 
+class Service(Protocol):
+    """A background task set the manager runs while leading (e.g. a CloudEvents
+    connection): started before the informers, stopped after them."""
+
+    name: str
+
+    async def start(self) -> None:
+        """Start in the background (returns at once)."""
+
+    async def stop(self) -> None:
+        """Stop; called once at shutdown."""
+
+    def readiness_failure(self) -> str | None:
+        """Why it is not ready (None when ready)."""
+
+    def liveness_failure(self) -> str | None:
+        """Why it is broken (None when healthy)."""
+
+
 class Manager:
     """Owns the lifecycle of everything a controller process runs."""
 
@@ -73,6 +92,7 @@ class Manager:
             self.settings.bind_address, ssl_context=self.settings.ssl_context
         )
         self.informers: list[Informer] = []
+        self.services: list[Service] = []
         self.controllers: list[Controller] = []
         self._closers: list[tuple[str, Callable[[], Awaitable[None]]]] = []
         self._loop_monitor = LoopMonitor()
@@ -96,6 +116,14 @@ class Manager:
             self.informers.append(informer)
             self.checks.add_source(informer, prefix="informer", gate=self._standby)
         return informer
+
+    def add_service(self, service: Service) -> Service:
+        """Run this background service while leading (started before the informers,
+        stopped after them); its health checks join /livez and /readyz."""
+        if service not in self.services:
+            self.services.append(service)
+            self.checks.add_source(service, prefix="service", gate=self._standby)
+        return service
 
     def add_controller(self, controller: Controller) -> Controller:
         """Run this controller; informers it depends on are added too."""
@@ -167,6 +195,8 @@ class Manager:
         return elector.is_leader() and not self._stop.is_set()
 
     async def _start_work(self) -> None:
+        for service in self.services:
+            await service.start()
         for informer in self.informers:
             await informer.start()
         for controller in self.controllers:
@@ -202,6 +232,8 @@ class Manager:
         if self._controller_tasks:
             await asyncio.gather(*self._controller_tasks, return_exceptions=True)
         await asyncio.gather(*(i.stop() for i in self.informers), return_exceptions=True)
+        for service in self.services:
+            await _bounded(f"stopping {service.name}", service.stop())
         # Each remaining step is bounded: a hung apiserver must not eat the pod's
         # termination grace period.
         if self.leader_elector is not None:

@@ -1,0 +1,198 @@
+"""Who is calling, and may they: OCM's gRPC authentication and authorization.
+
+Authentication (in OCM's order): a bearer token in the ``authorization``
+metadata, checked with a TokenReview on the hub; else the verified client
+certificate (user = CN, groups = O). Authorization: a SubjectAccessReview on
+the hub for ``manifestworks`` of group ``work.open-cluster-management.io`` in
+the event's cluster namespace: Subscribe needs ``watch``, a spec resync
+request ``list``, a status update ``update`` on ``manifestworks/status``.
+Answers are cached for ``CACHE_SECONDS`` (allowed ones only), so a busy agent
+does not cost a review per status event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
+from workagent.cloudevents.event import (
+    CREATE_REQUEST,
+    DELETE_REQUEST,
+    RESYNC_REQUEST,
+    STATUS,
+    UPDATE_REQUEST,
+    EventType,
+)
+from workagent.kube import KubeClient, KubeError, Resource
+
+TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
+SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
+)
+WORK_GROUP = "work.open-cluster-management.io"
+CACHE_SECONDS = 30.0
+WATCH_ACTION = "watch_request"
+
+_VERBS = {
+    CREATE_REQUEST: "create",
+    UPDATE_REQUEST: "update",
+    DELETE_REQUEST: "delete",
+    WATCH_ACTION: "watch",
+    RESYNC_REQUEST: "list",
+}
+
+
+class AuthError(Exception):
+    """A refused call: ``code`` is the gRPC status to answer with."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Identity:
+    """An authenticated caller."""
+
+    user: str
+    groups: tuple[str, ...]
+
+
+class _TTLCache:
+    def __init__(self) -> None:
+        self._entries: dict[Any, tuple[float, Any]] = {}
+
+    def get(self, key: Any) -> Any:
+        entry = self._entries.get(key)
+        if entry is None or entry[0] < time.monotonic():
+            self._entries.pop(key, None)
+            return None
+        return entry[1]
+
+    def put(self, key: Any, value: Any) -> None:
+        if len(self._entries) > 10000:
+            self._entries.clear()
+        self._entries[key] = (time.monotonic() + CACHE_SECONDS, value)
+
+
+def certificate_identity(pem: bytes) -> Identity:
+    """User (CN) and groups (O) of a client certificate."""
+    cert = x509.load_pem_x509_certificate(pem)
+    subject = cert.subject
+    common = subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    orgs = subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
+    return Identity(
+        user=str(common[0].value) if common else "",
+        groups=tuple(str(o.value) for o in orgs),
+    )
+
+
+class Authenticator:
+    """Bearer tokens through TokenReview, then verified client certificates."""
+
+    def __init__(self, hub: KubeClient) -> None:
+        self._hub = hub
+        self._tokens = _TTLCache()
+
+    async def authenticate(self, context: grpc.aio.ServicerContext[Any, Any]) -> Identity:
+        """The caller's identity; raises AuthError (UNAUTHENTICATED)."""
+        metadata = dict(context.invocation_metadata() or ())
+        header = metadata.get("authorization")
+        token_error = "invalid token"
+        if isinstance(header, str) and header:
+            token = header.removeprefix("Bearer ")
+            try:
+                return await self._review(token)
+            except AuthError as err:
+                token_error = str(err)
+        auth = context.auth_context()
+        pems = list(auth.get("x509_pem_cert") or [])
+        if pems:
+            try:
+                return certificate_identity(pems[0])
+            except ValueError:
+                raise AuthError(
+                    grpc.StatusCode.UNAUTHENTICATED, "could not verify peer certificate"
+                ) from None
+        if header:
+            raise AuthError(grpc.StatusCode.UNAUTHENTICATED, token_error)
+        raise AuthError(grpc.StatusCode.UNAUTHENTICATED, "could not verify peer certificate")
+
+    async def _review(self, token: str) -> Identity:
+        key = hashlib.sha256(token.encode()).hexdigest()
+        cached = self._tokens.get(key)
+        if isinstance(cached, Identity):
+            return cached
+        body = {
+            "apiVersion": TOKEN_REVIEWS.api_version,
+            "kind": TOKEN_REVIEWS.kind,
+            "spec": {"token": token},
+        }
+        try:
+            review = await self._hub.create(TOKEN_REVIEWS, body)
+        except KubeError as err:
+            raise AuthError(
+                grpc.StatusCode.UNAUTHENTICATED, f"token review failed: {err}"
+            ) from None
+        status = review.get("status") or {}
+        if not status.get("authenticated"):
+            raise AuthError(grpc.StatusCode.UNAUTHENTICATED, "token not authenticated")
+        user = status.get("user") or {}
+        identity = Identity(str(user.get("username") or ""), tuple(user.get("groups") or ()))
+        self._tokens.put(key, identity)
+        return identity
+
+
+class Authorizer:
+    """SubjectAccessReviews for ManifestWork events of one cluster namespace."""
+
+    def __init__(self, hub: KubeClient) -> None:
+        self._hub = hub
+        self._allowed = _TTLCache()
+
+    async def authorize(self, who: Identity, cluster: str, event_type: EventType) -> None:
+        """Raise AuthError (PERMISSION_DENIED) unless ``who`` may send this event."""
+        verb = _VERBS.get(event_type.action)
+        if verb is None:
+            raise AuthError(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"access denied: unsupported action {event_type.action}",
+            )
+        subresource = "status" if event_type.subresource == STATUS else ""
+        key = (who, cluster, verb, subresource)
+        if self._allowed.get(key):
+            return
+        attributes: dict[str, Any] = {
+            "verb": verb,
+            "namespace": cluster,
+            "group": WORK_GROUP,
+            "resource": "manifestworks",
+        }
+        if subresource:
+            attributes["subresource"] = subresource
+        body = {
+            "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
+            "kind": SUBJECT_ACCESS_REVIEWS.kind,
+            "spec": {
+                "resourceAttributes": attributes,
+                "user": who.user,
+                "groups": list(who.groups),
+            },
+        }
+        try:
+            review = await self._hub.create(SUBJECT_ACCESS_REVIEWS, body)
+        except KubeError as err:
+            raise AuthError(grpc.StatusCode.PERMISSION_DENIED, f"access denied: {err}") from None
+        if not (review.get("status") or {}).get("allowed"):
+            raise AuthError(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"access denied: the event {event_type} is not allowed, (cluster={cluster}, "
+                f"user={who.user})",
+            )
+        self._allowed.put(key, True)

@@ -1,0 +1,213 @@
+"""The hub's ManifestWorks as CloudEvents: per-cluster caches, spec events, status writes.
+
+A cluster namespace gets its own ManifestWork informer the first time an
+agent of that cluster subscribes (list+watch of that namespace only). Its
+events become spec events for the cluster's subscribers: add ->
+``create_request``; an update that changes labels, annotations or the
+generation, or any update while deleting -> ``update_request``; delete ->
+``delete_request`` (with a deletion timestamp). Status events are written
+back: ``Deleted=True`` removes the cleanup finalizer; otherwise, unless the
+hub has a newer generation, the finalizer is ensured and the status patched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from hubcontroller.controllers.replicaset_writes import merge_patch
+from schemas.wire import MANIFEST_WORK_FINALIZER
+from workagent.cloudevents import CloudEvent
+from workagent.cloudevents.event import (
+    CREATE_REQUEST,
+    DELETE_REQUEST,
+    RESYNC_RESPONSE,
+    UPDATE_REQUEST,
+)
+from workagent.cloudevents.works import (
+    KUBE_SOURCE,
+    StatusUpdate,
+    deleted_resync_response,
+    spec_event,
+)
+from workagent.kube import MANIFESTWORKS, Conflict, KubeClient, NotFound
+from workagent.runtime import Informer, strip_managed_fields
+
+log = structlog.get_logger(__name__)
+
+Object = dict[str, Any]
+EventSink = Callable[[str, CloudEvent], None]
+#: How long a resync or a status write waits for a new cluster's first list.
+SYNC_TIMEOUT = 30.0
+
+
+def _meta(obj: Object) -> dict[str, Any]:
+    meta: dict[str, Any] = obj.get("metadata") or {}
+    return meta
+
+
+def needs_update_event(old: Object, new: Object) -> bool:
+    """Whether a hub update is news for the agent (OCM's filter)."""
+    o, n = _meta(old), _meta(new)
+    return not (
+        (o.get("labels") or {}) == (n.get("labels") or {})
+        and (o.get("annotations") or {}) == (n.get("annotations") or {})
+        and int(o.get("generation") or 0) >= int(n.get("generation") or 0)
+        and not n.get("deletionTimestamp")
+    )
+
+
+class WorkService:
+    """ManifestWorks of the hub, one informer per cluster namespace served."""
+
+    def __init__(self, hub: KubeClient, sink: EventSink) -> None:
+        self._hub = hub
+        self._sink = sink
+        self._informers: dict[str, Informer] = {}
+        self._lock = asyncio.Lock()
+
+    async def ensure(self, cluster: str) -> Informer:
+        """The informer of ``cluster``'s namespace, started and synced."""
+        async with self._lock:
+            informer = self._informers.get(cluster)
+            if informer is None:
+                informer = Informer(
+                    self._hub,
+                    MANIFESTWORKS,
+                    cluster,
+                    name=f"manifestworks-{cluster}",
+                    transform=strip_managed_fields,
+                )
+                informer.add_handler(
+                    on_add=lambda w: self._emit(w, CREATE_REQUEST),
+                    on_update=self._on_update,
+                    on_delete=self._on_delete,
+                )
+                self._informers[cluster] = informer
+                await informer.start()
+        if not await informer.wait_synced(SYNC_TIMEOUT):
+            raise TimeoutError(f"the ManifestWorks of {cluster} could not be listed")
+        return informer
+
+    async def stop(self) -> None:
+        """Stop every informer."""
+        await asyncio.gather(*(i.stop() for i in self._informers.values()))
+        self._informers.clear()
+
+    def ready_failure(self) -> str | None:
+        """Informers that lost their watch."""
+        for cluster, informer in self._informers.items():
+            failure = informer.liveness_failure()
+            if failure:
+                return f"{cluster}: {failure}"
+        return None
+
+    # -- hub changes -> spec events ---------------------------------------------------
+    def _emit(self, work: Object, action: str) -> None:
+        meta = _meta(work)
+        try:
+            event = spec_event(work, action, KUBE_SOURCE)
+        except (TypeError, ValueError) as err:
+            log.warning("cannot encode a work", work=meta.get("name"), error=str(err))
+            return
+        self._sink(str(meta.get("namespace")), event)
+
+    def _on_update(self, old: Object, new: Object) -> None:
+        if needs_update_event(old, new):
+            self._emit(new, UPDATE_REQUEST)
+
+    def _on_delete(self, work: Object) -> None:
+        gone = dict(work)
+        meta = dict(_meta(work))
+        if not meta.get("deletionTimestamp"):
+            from workagent.cloudevents.event import format_time, utcnow  # noqa: PLC0415
+
+            meta["deletionTimestamp"] = format_time(utcnow())
+        gone["metadata"] = meta
+        self._emit(gone, DELETE_REQUEST)
+
+    # -- agent requests -----------------------------------------------------------------
+    async def resync(self, cluster: str, versions: dict[str, int]) -> list[CloudEvent]:
+        """The answer to a spec resync request: what changed, and deletions."""
+        informer = await self.ensure(cluster)
+        answer: list[CloudEvent] = []
+        known: set[str] = set()
+        for work in informer.store.list():
+            meta = _meta(work)
+            uid = str(meta.get("uid") or "")
+            known.add(uid)
+            generation = int(meta.get("generation") or 0)
+            if (
+                meta.get("deletionTimestamp")
+                or generation == 0
+                or generation > versions.get(uid, 0)
+            ):
+                answer.append(spec_event(work, RESYNC_RESPONSE, KUBE_SOURCE))
+        for uid in versions:
+            if uid not in known:
+                answer.append(deleted_resync_response(uid, cluster))
+        return answer
+
+    async def apply_status(self, update: StatusUpdate) -> str:
+        """Write an agent's status event to the hub; returns what was done (for logs)."""
+        informer = await self.ensure(update.cluster)
+        work = next((w for w in informer.store.list() if _meta(w).get("uid") == update.uid), None)
+        if work is None:
+            return "work not found"
+        for attempt in range(3):
+            try:
+                return await self._write(work, update)
+            except Conflict:
+                if attempt == 2:
+                    raise
+                try:
+                    work = await self._hub.get(MANIFESTWORKS, _meta(work)["name"], update.cluster)
+                except NotFound:
+                    return "work not found"
+        return "conflict"  # not reached
+
+    async def _write(self, work: Object, update: StatusUpdate) -> str:
+        meta = _meta(work)
+        name, namespace = str(meta["name"]), str(meta["namespace"])
+        finalizers = list(meta.get("finalizers") or [])
+        if update.deleted:
+            if MANIFEST_WORK_FINALIZER not in finalizers:
+                return "deleted (no finalizer)"
+            remaining = [f for f in finalizers if f != MANIFEST_WORK_FINALIZER]
+            await self._patch(work, {"metadata": {"finalizers": remaining or None}})
+            return "finalizer removed"
+        if int(meta.get("generation") or 0) > update.generation:
+            return "older generation"
+        if MANIFEST_WORK_FINALIZER not in finalizers:
+            work = await self._patch(
+                work, {"metadata": {"finalizers": [*finalizers, MANIFEST_WORK_FINALIZER]}}
+            )
+        old = work.get("status") or {}
+        new = {**old, **update.status()}
+        patch = merge_patch(old, new)
+        if not patch:
+            return "unchanged"
+        body = {"metadata": {"uid": meta.get("uid")}, "status": patch}
+        with contextlib.suppress(NotFound):
+            await self._hub.patch(
+                MANIFESTWORKS, name, body, namespace, patch_type="merge", subresource="status"
+            )
+        return "status patched"
+
+    async def _patch(self, work: Object, patch: dict[str, Any]) -> Object:
+        meta = _meta(work)
+        body = {
+            **patch,
+            "metadata": {
+                **patch.get("metadata", {}),
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+        }
+        return await self._hub.patch(
+            MANIFESTWORKS, str(meta["name"]), body, str(meta["namespace"]), patch_type="merge"
+        )

@@ -1,0 +1,217 @@
+"""Fixtures for the CloudEvents drivers: our hub gRPC server over TLS, and agents using it.
+
+The hub and the managed cluster are the integration suite's kubesims; the
+gRPC server (``hubcontroller grpc-server``'s code) runs in-process on a free
+loopback port, backed by the hub; the agent runs ``run_agent`` with
+``--workload-source-driver=grpc`` and a config file naming that port, with a
+client certificate of cluster1's agent (CN and O as OCM's registration issues).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from demo.environment import grant_agent
+from hubcontroller.grpcserver import GrpcServerSettings
+from hubcontroller.grpcserver.server import GrpcServerService, build_grpc_server
+from kubesim.sim import KubeSim
+from tests.cloudevents.pki import CertificateAuthority, Pair
+from tests.conftest import eventually
+from tests.integration.conftest import (
+    CLUSTER,
+    AgentRunner,
+    agent_settings,
+    hub,
+    hub_client,
+    spoke,
+    spoke_client,
+    spoke_options,
+)
+from workagent.kube import KubeClient
+from workagent.runtime import Manager
+
+__all__ = ["grant_agent", "hub", "hub_client", "spoke", "spoke_client", "spoke_options"]
+
+CLIENT_ID = f"{CLUSTER}-work-agent"
+AGENT_USER = f"system:open-cluster-management:{CLUSTER}:agent1"
+AGENT_GROUP = f"system:open-cluster-management:{CLUSTER}"
+
+
+@dataclass
+class Pki:
+    """The CA, the server's certificate and cluster1's agent certificate."""
+
+    ca: CertificateAuthority
+    server: Pair
+    agent: Pair
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Pki:
+    """A fresh CA with a serving certificate for 127.0.0.1 and an agent client certificate."""
+    ca = CertificateAuthority(tmp_path / "pki")
+    return Pki(
+        ca=ca,
+        server=ca.issue("server", common_name="grpc-server", server=True),
+        agent=ca.issue(
+            "agent",
+            common_name=AGENT_USER,
+            organizations=(AGENT_GROUP, "system:open-cluster-management:managed-clusters"),
+        ),
+    )
+
+
+@dataclass
+class GrpcHub:
+    """Our gRPC server, run in-process; restartable on the same port."""
+
+    settings: GrpcServerSettings
+    config_path: Path
+    config: dict[str, Any]
+    manager: Manager | None = None
+    service: GrpcServerService | None = None
+    port: int = 0
+    _task: asyncio.Task[int] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        """``host:port`` as an agent config's ``url``."""
+        return f"127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        """Serve (on the previous port after a restart)."""
+        self.config["server_bind_port"] = str(self.port)
+        self.config_path.write_text(yaml.safe_dump(self.config))
+        self.manager, self.service = await build_grpc_server(self.settings, handle_signals=False)
+        self._task = asyncio.create_task(self.manager.run())
+        service = self.service
+
+        async def serving() -> bool:
+            if self._task is not None and self._task.done():
+                raise AssertionError(f"the gRPC server exited with {self._task.result()}")
+            return service.readiness_failure() is None
+
+        await eventually(serving, what="the gRPC server to serve")
+        self.port = service.port
+
+    async def stop(self) -> None:
+        """Stop serving (the agents' streams end)."""
+        if self.manager is not None and self._task is not None:
+            self.manager.request_stop("test")
+            await asyncio.wait_for(self._task, timeout=30)
+        self._task = None
+
+    async def restart(self) -> None:
+        """Stop, then serve again on the same port."""
+        await self.stop()
+        await self.start()
+
+
+def server_config(pki: Pki, *, client_ca: bool = True) -> dict[str, Any]:
+    """OCM's server config keys (snake_case)."""
+    config: dict[str, Any] = {
+        "tls_cert_file": str(pki.server.cert),
+        "tls_key_file": str(pki.server.key),
+        "client_ca_file": str(pki.ca.ca_file) if client_ca else "",
+        "server_bind_port": "0",
+    }
+    return config
+
+
+@pytest.fixture
+async def grpc_hub(
+    hub: KubeSim, hub_client: KubeClient, pki: Pki, tmp_path: Path
+) -> AsyncIterator[GrpcHub]:
+    """Our gRPC server on a free loopback port, mTLS, backed by the hub kubesim."""
+    await grant_agent(hub_client, CLUSTER, AGENT_GROUP)
+    settings = GrpcServerSettings(
+        kubeconfig=str(tmp_path / "hub.kubeconfig"),
+        server_config=str(tmp_path / "grpc-server.yaml"),
+        bind_address="127.0.0.1",
+        listen="127.0.0.1:0",
+        kube_api_qps=0,
+    )
+    server = GrpcHub(settings, tmp_path / "grpc-server.yaml", server_config(pki))
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def write_agent_config(path: Path, url: str, pki: Pki, **extra: Any) -> Path:
+    """The agent's ``--workload-source-config`` as registration writes it."""
+    doc: dict[str, Any] = {
+        "url": url,
+        "caFile": str(pki.ca.ca_file),
+        "clientCertFile": str(pki.agent.cert),
+        "clientKeyFile": str(pki.agent.key),
+        "keepAliveConfig": {"enable": True, "time": "30s", "timeout": "10s"},
+        **extra,
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def klusterlet_args(driver: str, config: Path, tmp_path: Path) -> list[str]:
+    """The agent's arguments as the Klusterlet passes them for a CloudEvents driver,
+    plus what a test on one machine needs (spoke kubeconfig, one replica, loopback)."""
+    return [
+        f"--spoke-cluster-name={CLUSTER}",
+        f"--workload-source-driver={driver}",
+        f"--workload-source-config={config}",
+        f"--cloudevents-client-id={CLIENT_ID}",
+        f"--spoke-kubeconfig={tmp_path / 'spoke.kubeconfig'}",
+        "--disable-leader-election",
+        "--listen=127.0.0.1:0",
+        "--insecure-serving",
+    ]
+
+
+def grpc_agent_settings(tmp_path: Path, config: Path, **overrides: Any) -> Any:
+    """Settings of cluster1's agent on the grpc driver (fast reconnects for tests)."""
+    return replace(
+        agent_settings(tmp_path),
+        workload_source_driver="grpc",
+        hub_kubeconfig=str(config),
+        cloudevents_client_id=CLIENT_ID,
+        cloudevents_reconnect_seconds=0.2,
+        **overrides,
+    )
+
+
+@pytest.fixture
+async def grpc_agent(
+    grpc_hub: GrpcHub, spoke_client: KubeClient, pki: Pki, tmp_path: Path
+) -> AsyncIterator[AgentRunner]:
+    """cluster1's agent on the grpc driver, subscribed to our server."""
+    config = write_agent_config(tmp_path / "agent-grpc.yaml", grpc_hub.url, pki)
+    runner = AgentRunner(grpc_agent_settings(tmp_path, config))
+    await runner.start()
+    await wait_subscribed(runner)
+    try:
+        yield runner
+    finally:
+        await runner.stop()
+
+
+async def wait_subscribed(runner: AgentRunner, *, at_least: int = 1) -> None:
+    """Wait until the agent's CloudEvents source has subscribed ``at_least`` times."""
+
+    async def subscribed() -> bool:
+        agent = runner.agent
+        if agent is None:
+            return False
+        service = agent.manager.services[0]
+        return bool(getattr(service, "subscribed", False)) and (
+            int(getattr(service, "subscriptions", 0)) >= at_least
+        )
+
+    await eventually(subscribed, what="the agent to subscribe")

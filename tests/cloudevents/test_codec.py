@@ -1,0 +1,351 @@
+"""The CloudEvents wire format, checked against the protocol's worked examples (docs/cloudevents.md)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+
+from workagent.cloudevents import CloudEvent, EventDecodeError
+from workagent.cloudevents.event import EventType, format_time, parse_time
+from workagent.cloudevents.jsonformat import from_json_format, to_json_format
+from workagent.cloudevents.mqttcodec import from_mqtt, to_mqtt
+from workagent.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
+from workagent.cloudevents.protobuf import from_pb, heartbeat_pb, is_heartbeat, to_pb
+from workagent.cloudevents.works import (
+    SequenceIds,
+    SpecRejected,
+    decode_status_event,
+    deleted_resync_response,
+    object_meta_json,
+    resync_versions,
+    spec_event,
+    spec_resync_request,
+    status_event,
+    status_hash,
+    work_from_spec_event,
+)
+
+P = "io.open-cluster-management.works.v1alpha1.manifestbundles"
+UID = "0b6d3c1e-6f0a-4c1e-9a57-3f2d5b9e8a11"
+MANIFEST = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "cm1", "namespace": "default"},
+    "data": {"k": "v"},
+}
+BUNDLE = {
+    "manifests": [MANIFEST],
+    "deleteOption": {"propagationPolicy": "Foreground"},
+    "manifestConfigs": [
+        {
+            "resourceIdentifier": {
+                "group": "",
+                "resource": "configmaps",
+                "name": "cm1",
+                "namespace": "default",
+            },
+            "feedbackRules": [
+                {"type": "JSONPaths", "jsonPaths": [{"name": "k", "path": ".data.k"}]}
+            ],
+        }
+    ],
+}
+META = {
+    "name": "nginx-work",
+    "namespace": "cluster1",
+    "uid": UID,
+    "resourceVersion": "5120",
+    "generation": 2,
+    "creationTimestamp": "2026-08-11T07:59:58Z",
+    "labels": {"app": "nginx"},
+}
+
+
+def hub_work(**meta: Any) -> dict[str, Any]:
+    """The hub's ManifestWork of the worked example."""
+    return {
+        "apiVersion": "work.open-cluster-management.io/v1",
+        "kind": "ManifestWork",
+        "metadata": {**META, **meta},
+        "spec": {
+            "workload": {"manifests": [MANIFEST]},
+            "deleteOption": BUNDLE["deleteOption"],
+            "manifestConfigs": BUNDLE["manifestConfigs"],
+        },
+    }
+
+
+def test_spec_event_on_the_grpc_wire_is_binary_mode_with_ce_prefixed_attributes() -> None:
+    event = spec_event(hub_work(), "create_request")
+    message = to_pb(event)
+    wire = json_format.MessageToDict(message, preserving_proto_field_name=True)
+    assert wire["source"] == "kube"
+    assert wire["spec_version"] == "1.0"
+    assert wire["type"] == f"{P}.spec.create_request"
+    attrs = wire["attributes"]
+    assert set(attrs) == {
+        "contenttype",
+        "ce-time",
+        "ce-clustername",
+        "ce-originalsource",
+        "ce-resourceid",
+        "ce-resourceversion",
+        "ce-logtracing",
+        "ce-metadata",
+    }
+    assert attrs["contenttype"] == {"ce_string": "application/json"}
+    assert "ce_timestamp" in attrs["ce-time"]
+    assert attrs["ce-clustername"] == {"ce_string": "cluster1"}
+    assert attrs["ce-originalsource"] == {"ce_string": ""}
+    assert attrs["ce-resourceid"] == {"ce_string": UID}
+    assert attrs["ce-resourceversion"] == {"ce_integer": 2}
+    assert attrs["ce-logtracing"] == {"ce_string": "{}"}
+    meta = json.loads(attrs["ce-metadata"]["ce_string"])
+    assert meta["name"] == "nginx-work" and meta["generation"] == 2
+    assert json.loads(base64.b64decode(wire["binary_data"])) == BUNDLE
+    # The executor travels as "executer".
+    work = hub_work()
+    work["spec"]["executor"] = {"subject": {"type": "ServiceAccount"}}
+    data = json.loads(spec_event(work, "update_request").data or b"")
+    assert data["executer"] == {"subject": {"type": "ServiceAccount"}}
+
+
+def test_the_worked_grpc_example_decodes_into_the_cached_work() -> None:
+    wire = {
+        "id": "9a0c",
+        "source": "kube",
+        "spec_version": "1.0",
+        "type": f"{P}.spec.create_request",
+        "attributes": {
+            "contenttype": {"ce_string": "application/json"},
+            "ce-time": {"ce_timestamp": "2026-08-11T08:00:01Z"},
+            "ce-clustername": {"ce_string": "cluster1"},
+            "ce-originalsource": {"ce_string": ""},
+            "ce-resourceid": {"ce_string": UID},
+            "ce-resourceversion": {"ce_integer": 2},
+            "ce-logtracing": {"ce_string": '{"logging.open-cluster-management.io/op-id":"x1"}'},
+            "ce-metadata": {"ce_string": json.dumps(META)},
+        },
+        "binary_data": base64.b64encode(json.dumps(BUNDLE).encode()).decode(),
+    }
+    message = json_format.ParseDict(wire, PbCloudEvent())
+    event = from_pb(message)
+    assert event.time == datetime(2026, 8, 11, 8, 0, 1, tzinfo=UTC)
+    work = work_from_spec_event(event, "cluster1")
+    meta = work["metadata"]
+    assert meta["uid"] == UID and meta["name"] == "nginx-work" and meta["namespace"] == "cluster1"
+    assert meta["generation"] == 2 and meta["resourceVersion"] == ""
+    assert meta["labels"] == {
+        "app": "nginx",
+        "cloudevents.open-cluster-management.io/originalsource": "kube",
+    }
+    assert meta["annotations"] == {
+        "cloudevents.open-cluster-management.io/datatype": P,
+        "logging.open-cluster-management.io/op-id": "x1",
+    }
+    assert work["spec"] == {
+        "workload": {"manifests": [MANIFEST]},
+        "deleteOption": BUNDLE["deleteOption"],
+        "manifestConfigs": BUNDLE["manifestConfigs"],
+    }
+
+
+def test_receivers_accept_strings_for_integers_and_timestamps() -> None:
+    message = to_pb(spec_event(hub_work(), "update_request"))
+    message.attributes["ce-resourceversion"].ce_string = "7"
+    message.attributes["ce-time"].ce_string = "2026-08-11T08:00:01.123456789Z"
+    event = from_pb(message)
+    assert event.ext_int("resourceversion") == 7
+    assert event.time == datetime(2026, 8, 11, 8, 0, 1, 123456, tzinfo=UTC)
+    # text_data is ignored, as OCM's receivers do.
+    message.text_data = "ignored"
+    assert from_pb(message).data is None
+
+
+def test_heartbeats_have_no_attributes_and_cannot_be_decoded() -> None:
+    beat = heartbeat_pb("h1")
+    assert is_heartbeat(beat)
+    wire = json_format.MessageToDict(beat, preserving_proto_field_name=True)
+    assert wire == {
+        "id": "h1",
+        "spec_version": "1.0",
+        "type": "io.open-cluster-management.cloudevents.heartbeat",
+    }
+    with pytest.raises(EventDecodeError):
+        from_pb(beat)
+
+
+def test_structured_mode_is_accepted() -> None:
+    event = spec_event(hub_work(), "create_request")
+    message = PbCloudEvent(id="s1", spec_version="1.0", type=event.type)
+    message.attributes["contenttype"].ce_string = "application/cloudevents+json"
+    message.binary_data = to_json_format(event)
+    decoded = from_pb(message)
+    assert decoded.ext_int("resourceversion") == 2
+    assert work_from_spec_event(decoded, "cluster1")["spec"]["workload"]["manifests"] == [MANIFEST]
+
+
+def test_a_deletion_without_resourceversion_is_accepted() -> None:
+    event = deleted_resync_response(UID, "cluster1")
+    assert event.source == "source" and event.extensions["resourceversion"] == 0
+    # As OCM's server sends it: without resourceversion.
+    del event.extensions["resourceversion"]
+    work = work_from_spec_event(from_pb(to_pb(event)), "cluster1")
+    assert work["metadata"]["generation"] == 0
+    assert work["metadata"]["deletionTimestamp"]
+    assert work["metadata"]["finalizers"] == [
+        "cluster.open-cluster-management.io/manifest-work-cleanup"
+    ]
+    # A deleting work carries no data.
+    deleting = spec_event(hub_work(deletionTimestamp="2026-08-11T08:59:59Z"), "update_request")
+    assert deleting.data is None and deleting.data_content_type is None
+    assert deleting.ext_time("deletiontimestamp") == datetime(2026, 8, 11, 8, 59, 59, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("manifests", "message"),
+    [
+        ([], "manifests should not be empty"),
+        ([{"apiVersion": "v1", "metadata": {"name": "x"}}], "kind is required"),
+        ([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}], "metadata.name is required"),
+        (
+            [{"kind": "ConfigMap", "metadata": {"name": "x", "generateName": "x-"}}],
+            "generateName is not allowed",
+        ),
+        (
+            [{"kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"k": "v" * 520_000}}],
+            "exceeds the 512000 limit",
+        ),
+    ],
+)
+def test_bad_bundles_are_rejected(manifests: list[dict[str, Any]], message: str) -> None:
+    event = spec_event(hub_work(), "create_request")
+    event.set_json({"manifests": manifests})
+    with pytest.raises(SpecRejected, match=message):
+        work_from_spec_event(event, "cluster1")
+
+
+def test_status_event_carries_the_extensions_sources_require() -> None:
+    work = work_from_spec_event(spec_event(hub_work(), "create_request"), "cluster1")
+    work["status"] = {
+        "conditions": [
+            {
+                "type": "Applied",
+                "status": "True",
+                "observedGeneration": 2,
+                "lastTransitionTime": "2026-08-11T08:00:03Z",
+                "reason": "AppliedManifestWorkComplete",
+                "message": "Apply manifest work complete",
+            }
+        ],
+        "resourceStatus": {"manifests": [{"resourceMeta": {"ordinal": 0}, "conditions": []}]},
+    }
+    ids = SequenceIds()
+    event = status_event(
+        work, client_id="cluster1-work-agent", cluster="cluster1", sequence_id=ids.next()
+    )
+    assert event.type == f"{P}.status.update_request"
+    assert event.source == "cluster1-work-agent"
+    ext = event.extensions
+    assert ext["clustername"] == "cluster1"
+    assert ext["originalsource"] == "kube"
+    assert ext["resourceid"] == UID
+    assert ext["resourceversion"] == 2
+    assert ext["statushash"] == status_hash(work["status"])
+    assert ext["logtracing"] == "{}"
+    assert json.loads(str(ext["metadata"]))["uid"] == UID
+    data = json.loads(event.data or b"")
+    assert data == {
+        "conditions": work["status"]["conditions"],
+        "resourceStatus": work["status"]["resourceStatus"]["manifests"],
+    }
+    update = decode_status_event(from_pb(to_pb(event)))
+    assert (update.uid, update.cluster, update.generation) == (UID, "cluster1", 2)
+    assert not update.deleted
+    # No conditions: JSON null; no manifests: the key is left out.
+    work["status"] = {}
+    bare = status_event(work, client_id="a", cluster="cluster1", sequence_id=ids.next())
+    assert json.loads(bare.data or b"") == {"conditions": None}
+    # A work that did not come from a source cannot be reported.
+    del work["metadata"]["labels"]["cloudevents.open-cluster-management.io/originalsource"]
+    with pytest.raises(EventDecodeError):
+        status_event(work, client_id="a", cluster="cluster1", sequence_id=ids.next())
+
+
+def test_sequence_ids_are_increasing_node_1_snowflakes() -> None:
+    ids = SequenceIds()
+    values = [int(ids.next()) for _ in range(5000)]
+    assert values == sorted(values) and len(set(values)) == len(values)
+    assert all((v >> 12) & 0x3FF == 1 for v in values)
+    epoch_ms = (values[0] >> 22) + SequenceIds.EPOCH_MS
+    assert abs(epoch_ms / 1000 - datetime.now(UTC).timestamp()) < 60
+
+
+def test_resync_request_payload() -> None:
+    event = spec_resync_request("cluster1-work-agent", "cluster1", {UID: 1})
+    assert event.type == f"{P}.spec.resync_request"
+    assert event.extensions == {"clustername": "cluster1", "originalsource": ""}
+    assert event.data == (
+        b'{"resourceVersions":[{"resourceID":"' + UID.encode() + b'","resourceVersion":1}]}'
+    )
+    assert resync_versions(event) == {UID: 1}
+    empty = spec_resync_request("a", "cluster1", {})
+    assert empty.data == b'{"resourceVersions":[]}'
+
+
+def test_status_hash_is_go_json() -> None:
+    status = {"b": "<&>", "a": 1}
+    expected = '{"a":1,"b":"\\u003c\\u0026\\u003e"}'
+    import hashlib
+
+    assert status_hash(status) == hashlib.sha256(expected.encode()).hexdigest()
+
+
+def test_object_meta_json_in_go_field_order() -> None:
+    text = object_meta_json({"labels": {"a": "b"}, "name": "w", "uid": "u", "generation": 0})
+    assert text == '{"name":"w","uid":"u","creationTimestamp":null,"labels":{"a":"b"}}'
+
+
+def test_event_type_parsing() -> None:
+    kind = EventType.parse(f"{P}.status.resync_request")
+    assert (kind.data_type, kind.subresource, kind.action) == (P, "status", "resync_request")
+    with pytest.raises(EventDecodeError):
+        EventType.parse("a.b.c")
+
+
+def test_mqtt_binary_mode_round_trip_and_structured_mode() -> None:
+    event = spec_event(hub_work(), "create_request")
+    payload, content_type, props = to_mqtt(event)
+    names = [name for name, _ in props]
+    assert names[:4] == ["ce-specversion", "ce-id", "ce-source", "ce-type"]
+    assert ("ce-resourceversion", "2") in props
+    assert content_type == "application/json"
+    decoded = from_mqtt(payload, content_type, props)
+    assert decoded.ext_int("resourceversion") == 2
+    assert work_from_spec_event(decoded, "cluster1")["metadata"]["uid"] == UID
+    structured = from_mqtt(to_json_format(event), "application/cloudevents+json", [])
+    assert structured.ext_int("resourceversion") == 2
+    with pytest.raises(EventDecodeError, match="ce-specversion"):
+        from_mqtt(b"{}", "application/json", [("ce-id", "1")])
+
+
+def test_time_formats() -> None:
+    moment = datetime(2026, 8, 11, 8, 0, 1, 500000, tzinfo=UTC)
+    assert format_time(moment) == "2026-08-11T08:00:01Z"
+    assert format_time(moment, nanos=True) == "2026-08-11T08:00:01.5Z"
+    assert parse_time("2026-08-11T10:00:01+02:00") == datetime(2026, 8, 11, 8, 0, 1, tzinfo=UTC)
+    with pytest.raises(EventDecodeError):
+        parse_time("yesterday")
+
+
+def test_json_format_round_trip() -> None:
+    event = CloudEvent.new("src", f"{P}.spec.create_request", {"resourceversion": 3})
+    event.set_json({"manifests": []})
+    back = from_json_format(to_json_format(event))
+    assert back.ext_int("resourceversion") == 3
+    assert back.json_data() == {"manifests": []}

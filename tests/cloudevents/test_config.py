@@ -1,0 +1,145 @@
+"""The drivers' config files (OCM's keys) and the MQTT topic layout."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from workagent.sources.config import MqttTopics, load_grpc_config, load_mqtt_config
+from workagent.sources.mqttdriver import publish_topic, subscribe_topics
+
+
+def write(tmp_path: Path, doc: dict[str, Any]) -> str:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_grpc_config_as_registration_writes_it(tmp_path: Path) -> None:
+    ca = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    (tmp_path / "tls.crt").write_bytes(b"cert")
+    (tmp_path / "tls.key").write_bytes(b"key")
+    config = load_grpc_config(
+        write(
+            tmp_path,
+            {
+                "url": "grpc.hub.example.com:443",
+                "caData": base64.b64encode(ca).decode(),
+                "clientCertFile": str(tmp_path / "tls.crt"),
+                "clientKeyFile": str(tmp_path / "tls.key"),
+                "token": "",
+                "keepAliveConfig": {
+                    "enable": True,
+                    "time": "30s",
+                    "timeout": "10s",
+                    "permitWithoutStream": True,
+                },
+            },
+        )
+    )
+    assert config.url == "grpc.hub.example.com:443"
+    assert config.tls.ca == ca and config.tls.cert == b"cert" and config.tls.key == b"key"
+    assert config.keep_alive.enable and config.keep_alive.permit_without_stream
+    assert config.keep_alive.time == 30.0 and config.keep_alive.timeout == 10.0
+    assert config.secure
+    assert config.server_healthiness_timeout is None
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({}, "url is required"),
+        ({"url": "https://hub:443"}, "no scheme"),
+        ({"url": "hub:443", "caData": "%%%"}, "caData must be the base64 of a PEM file"),
+        ({"url": "hub:443", "clientCertData": "Y2VydA=="}, "go together"),
+        ({"url": "hub:443", "token": "t"}, "a token needs a CA"),
+        ({"url": "hub:443", "keepAliveConfig": {"time": "30"}}, "time:"),
+        ({"url": "hub:443", "caFile": "/nonexistent/ca.crt"}, "caFile /nonexistent/ca.crt"),
+    ],
+)
+def test_grpc_config_errors_name_the_key(tmp_path: Path, doc: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        load_grpc_config(write(tmp_path, doc))
+
+
+def test_grpc_config_token_file(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("secret\n")
+    config = load_grpc_config(
+        write(tmp_path, {"url": "hub:8090", "caData": "Y2E=", "tokenFile": str(tmp_path / "token")})
+    )
+    assert config.token == "secret"
+
+
+def test_mqtt_config_and_topics(tmp_path: Path) -> None:
+    config = load_mqtt_config(
+        write(
+            tmp_path,
+            {
+                "brokerHost": "127.0.0.1:1883",
+                "topics": {
+                    "sourceEvents": "sources/maestro/consumers/+/sourceevents",
+                    "agentEvents": "sources/maestro/consumers/+/agentevents",
+                    "sourceBroadcast": "sources/+/sourcebroadcast",
+                },
+            },
+        )
+    )
+    assert (config.host, config.port, config.pub_qos, config.sub_qos) == ("127.0.0.1", 1883, 1, 1)
+    assert subscribe_topics(config.topics, "cluster1") == [
+        "sources/maestro/consumers/cluster1/sourceevents",
+        "sources/+/sourcebroadcast",
+    ]
+    assert (
+        publish_topic(config.topics, "cluster1", "maestro")
+        == "sources/maestro/consumers/cluster1/agentevents"
+    )
+    # The spec resync goes to agentBroadcast when there is one.
+    broadcast = MqttTopics(
+        source_events="sources/+/consumers/+/sourceevents",
+        agent_events="sources/+/consumers/+/agentevents",
+        agent_broadcast="clusters/+/agentbroadcast",
+    )
+    assert publish_topic(broadcast, "cluster1", "") == "clusters/cluster1/agentbroadcast"
+    assert (
+        publish_topic(broadcast, "cluster1", "maestro")
+        == "sources/maestro/consumers/cluster1/agentevents"
+    )
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"topics": {}}, "brokerHost is required"),
+        ({"brokerHost": "broker"}, "not host:port"),
+        ({"brokerHost": "b:1883"}, "topics is required"),
+        ({"brokerHost": "b:1883", "topics": {"sourceEvents": "a/b/c"}}, "topics.sourceEvents"),
+        (
+            {
+                "brokerHost": "b:1883",
+                "pubQoS": 3,
+                "topics": {
+                    "sourceEvents": "sources/s/consumers/+/sourceevents",
+                    "agentEvents": "sources/s/consumers/+/agentevents",
+                },
+            },
+            "pubQoS must be 0, 1 or 2",
+        ),
+        (
+            {
+                "brokerHost": "b:1883",
+                "topics": {
+                    "sourceEvents": "sources/+/consumers/+/sourceevents",
+                    "agentEvents": "sources/+/consumers/+/agentevents",
+                },
+            },
+            "no concrete source segment",
+        ),
+    ],
+)
+def test_mqtt_config_errors(tmp_path: Path, doc: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        load_mqtt_config(write(tmp_path, doc))

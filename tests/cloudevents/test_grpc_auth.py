@@ -1,0 +1,151 @@
+"""Who may talk to our gRPC server: an agent only for its own cluster; tokens via TokenReview."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import grpc
+import pytest
+import yaml
+
+from hubcontroller.grpcserver import GrpcServerSettings
+from kubesim.sim import KubeSim
+from tests.cloudevents.conftest import (
+    AGENT_GROUP,
+    CLIENT_ID,
+    GrpcHub,
+    Pki,
+    grant_agent,
+    server_config,
+)
+from tests.integration.conftest import CLUSTER
+from workagent.cloudevents import MANIFEST_BUNDLES
+from workagent.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
+from workagent.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
+from workagent.cloudevents.protobuf import to_pb
+from workagent.cloudevents.works import SequenceIds, spec_resync_request, status_event
+from workagent.kube import KubeClient
+
+if TYPE_CHECKING:
+    from workagent.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceAsyncStub
+
+
+def channel(hub: GrpcHub, pki: Pki, *, token: str = "", cert: bool = True) -> grpc.aio.Channel:
+    """A TLS channel to the server as cluster1's agent (or with a token)."""
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=pki.ca.ca_file.read_bytes(),
+        private_key=pki.agent.key.read_bytes() if cert else None,
+        certificate_chain=pki.agent.cert.read_bytes() if cert else None,
+    )
+    if token:
+        creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(token))
+    return grpc.aio.secure_channel(hub.url, creds)
+
+
+def status_for(cluster: str) -> PublishRequest:
+    """A status update event that claims to come from ``cluster``."""
+    work = {
+        "metadata": {
+            "name": "w",
+            "namespace": cluster,
+            "uid": "0b6d3c1e-6f0a-4c1e-9a57-3f2d5b9e8a11",
+            "generation": 1,
+            "labels": {"cloudevents.open-cluster-management.io/originalsource": "kube"},
+        },
+        "status": {"conditions": []},
+    }
+    event = status_event(
+        work, client_id=CLIENT_ID, cluster=cluster, sequence_id=SequenceIds().next()
+    )
+    return PublishRequest(event=to_pb(event))
+
+
+async def subscribe_code(stub: CloudEventServiceAsyncStub, cluster: str) -> grpc.StatusCode:
+    """The status a Subscribe for ``cluster`` ends with (OK if it was accepted)."""
+    call = stub.Subscribe(
+        SubscriptionRequest(source="", cluster_name=cluster, data_type=MANIFEST_BUNDLES)
+    )
+    headers = await call.initial_metadata()
+    if dict(headers).get("subscription-id"):
+        call.cancel()
+        return grpc.StatusCode.OK
+    return await call.code()
+
+
+async def test_an_agent_is_refused_for_another_cluster(
+    grpc_hub: GrpcHub, hub_client: KubeClient, pki: Pki
+) -> None:
+    await grant_agent(hub_client, "cluster2", "system:open-cluster-management:cluster2")
+    async with channel(grpc_hub, pki) as chan:
+        stub = CloudEventServiceStub(chan)
+        assert await subscribe_code(stub, CLUSTER) == grpc.StatusCode.OK
+        assert await subscribe_code(stub, "cluster2") == grpc.StatusCode.PERMISSION_DENIED
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.Publish(status_for("cluster2"))
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        resync = spec_resync_request(CLIENT_ID, "cluster2", {})
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.Publish(PublishRequest(event=to_pb(resync)))
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        # Its own cluster: a status for an unknown work is accepted and ignored.
+        await stub.Publish(status_for(CLUSTER))
+        # An action agents have no verb for (status.resync_response) is refused.
+        response = status_for(CLUSTER)
+        response.event.type = f"{MANIFEST_BUNDLES}.status.resync_response"
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.Publish(response)
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+@pytest.fixture
+async def token_hub(hub: KubeSim, hub_client: KubeClient, pki: Pki, tmp_path: Path) -> GrpcHub:
+    """Our server without a client CA: callers authenticate with bearer tokens only."""
+    await grant_agent(hub_client, CLUSTER, AGENT_GROUP)
+    config_path = tmp_path / "grpc-token-server.yaml"
+    settings = GrpcServerSettings(
+        kubeconfig=str(tmp_path / "hub.kubeconfig"),
+        server_config=str(config_path),
+        bind_address="127.0.0.1",
+        listen="127.0.0.1:0",
+        kube_api_qps=0,
+    )
+    server = GrpcHub(settings, config_path, server_config(pki, client_ca=False))
+    await server.start()
+    return server
+
+
+async def test_bearer_tokens_are_reviewed(token_hub: GrpcHub, hub: KubeSim, pki: Pki) -> None:
+    try:
+        token = hub.add_user("agent-by-token", groups=(AGENT_GROUP,))
+        async with channel(token_hub, pki, token=token, cert=False) as chan:
+            assert await subscribe_code(CloudEventServiceStub(chan), CLUSTER) == grpc.StatusCode.OK
+        async with channel(token_hub, pki, token="not-a-token", cert=False) as chan:
+            code = await subscribe_code(CloudEventServiceStub(chan), CLUSTER)
+            assert code == grpc.StatusCode.UNAUTHENTICATED
+        async with channel(token_hub, pki, cert=False) as chan:
+            code = await subscribe_code(CloudEventServiceStub(chan), CLUSTER)
+            assert code == grpc.StatusCode.UNAUTHENTICATED
+        # A valid token of a user without rights on cluster1's works.
+        stranger = hub.add_user("stranger")
+        async with channel(token_hub, pki, token=stranger, cert=False) as chan:
+            code = await subscribe_code(CloudEventServiceStub(chan), CLUSTER)
+            assert code == grpc.StatusCode.PERMISSION_DENIED
+    finally:
+        await token_hub.stop()
+
+
+def test_server_config_file_errors_name_the_key(tmp_path: Path) -> None:
+    from hubcontroller.grpcserver.config import load_server_config
+
+    path = tmp_path / "server.yaml"
+    path.write_text(yaml.safe_dump({"server_bind_port": "grpc"}))
+    with pytest.raises(ValueError, match="server_bind_port"):
+        load_server_config(str(path))
+    path.write_text(yaml.safe_dump({"cert_watch_interval": "10s"}))
+    with pytest.raises(ValueError, match="must be greater than 30 seconds"):
+        load_server_config(str(path))
+    path.write_text(yaml.safe_dump({"tls_cert_fil": "/x"}))
+    with pytest.raises(ValueError, match="unknown key 'tls_cert_fil'"):
+        load_server_config(str(path))
+    assert load_server_config(str(tmp_path / "missing.yaml")).port == 8090

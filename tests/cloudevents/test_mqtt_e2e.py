@@ -1,0 +1,194 @@
+"""Our agent on the mqtt driver, through a real Mosquitto broker, fed by a test source."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.cloudevents.conftest import CLIENT_ID, klusterlet_args, wait_subscribed
+from tests.cloudevents.mqttbroker import Mosquitto
+from tests.cloudevents.mqttsource import MqttWorkSource, topics
+from tests.conftest import eventually
+from tests.integration.conftest import (
+    CLUSTER,
+    AgentRunner,
+    agent_settings,
+    configmap,
+    exists,
+    start_agent_process,
+)
+from workagent.cloudevents.works import status_hash
+from workagent.identity import applied_work_name, hub_hash
+from workagent.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, KubeClient
+
+
+@pytest.fixture
+async def broker(tmp_path: Path) -> AsyncIterator[Mosquitto]:
+    """Mosquitto on 127.0.0.1 and a free port."""
+    mosquitto = Mosquitto(tmp_path)
+    await mosquitto.start()
+    try:
+        yield mosquitto
+    finally:
+        await mosquitto.stop()
+
+
+@pytest.fixture
+async def source(broker: Mosquitto) -> AsyncIterator[MqttWorkSource]:
+    """The test's work source, connected to the broker."""
+    src = MqttWorkSource("127.0.0.1", broker.port)
+    await src.start()
+    try:
+        yield src
+    finally:
+        await src.stop()
+
+
+def mqtt_config(tmp_path: Path, broker: Mosquitto) -> Path:
+    """The agent's ``--workload-source-config`` for the mqtt driver."""
+    path = tmp_path / "mqtt.yaml"
+    path.write_text(
+        yaml.safe_dump({"brokerHost": broker.host, "keepAlive": 10, "topics": topics()})
+    )
+    return path
+
+
+@pytest.fixture
+async def mqtt_agent(
+    broker: Mosquitto, source: MqttWorkSource, spoke_client: KubeClient, tmp_path: Path
+) -> AsyncIterator[AgentRunner]:
+    """cluster1's agent on the mqtt driver."""
+    settings = replace(
+        agent_settings(tmp_path),
+        workload_source_driver="mqtt",
+        hub_kubeconfig=str(mqtt_config(tmp_path, broker)),
+        cloudevents_client_id=CLIENT_ID,
+        cloudevents_reconnect_seconds=0.2,
+    )
+    runner = AgentRunner(settings)
+    await runner.start()
+    await wait_subscribed(runner)
+    try:
+        yield runner
+    finally:
+        await runner.stop()
+
+
+async def wait_condition(source: MqttWorkSource, uid: str, ctype: str, generation: int = 1) -> None:
+    """Until the source has a status of ``uid`` with ``ctype`` True for ``generation``."""
+
+    async def reported() -> bool:
+        update = source.last_status(uid)
+        if update is None or update.generation != generation:
+            return False
+        return any(c.get("type") == ctype and c.get("status") == "True" for c in update.conditions)
+
+    await eventually(reported, what=f"{ctype}=True reported for generation {generation}")
+
+
+async def cm_value(client: KubeClient, name: str) -> str | None:
+    """The ``key`` of ConfigMap ``name`` (None when absent)."""
+    if not await exists(client, CONFIGMAPS, name, "default"):
+        return None
+    value = (await client.get(CONFIGMAPS, name, "default"))["data"].get("key")
+    return str(value) if value is not None else None
+
+
+async def test_klusterlet_style_mqtt_agent_applies_updates_and_deletes(
+    broker: Mosquitto,
+    source: MqttWorkSource,
+    spoke: Any,
+    spoke_client: KubeClient,
+    tmp_path: Path,
+) -> None:
+    config = mqtt_config(tmp_path, broker)
+    process = await start_agent_process(tmp_path, *klusterlet_args("mqtt", config, tmp_path))
+    try:
+        # Most likely published before the agent subscribed (it is still starting):
+        # then the agent's spec resync request brings the work.
+        uid = await source.create(CLUSTER, "work1", [configmap("mq", key="v1")])
+
+        async def value_is(expected: str | None) -> bool:
+            return await cm_value(spoke_client, "mq") == expected
+
+        await eventually(lambda: value_is("v1"), what="the ConfigMap applied", timeout=60)
+        await wait_condition(source, uid, "Applied")
+        amw = applied_work_name(hub_hash(broker.host), "work1")
+        assert await exists(spoke_client, APPLIED_MANIFESTWORKS, amw)
+        update = source.last_status(uid)
+        assert update is not None and update.sequence_id.isdigit()
+        await source.update(uid, [configmap("mq", key="v2")])
+        await eventually(lambda: value_is("v2"), what="the ConfigMap updated")
+        await wait_condition(source, uid, "Applied", generation=2)
+        await source.delete(uid)
+        await eventually(lambda: value_is(None), what="the ConfigMap deleted")
+
+        async def confirmed() -> bool:
+            return uid not in source.works
+
+        await eventually(confirmed, what="the deletion confirmed to the source")
+    finally:
+        code = await process.terminate()
+    assert code == 0, process.log()
+
+
+async def test_broker_restart_converges_through_resync(
+    mqtt_agent: AgentRunner,
+    broker: Mosquitto,
+    source: MqttWorkSource,
+    spoke_client: KubeClient,
+) -> None:
+    uid = await source.create(CLUSTER, "work1", [configmap("mq", key="v1")])
+    await wait_condition(source, uid, "Applied")
+    await broker.restart()
+    # Changed while the agent is away: the event is lost, the resync finds it.
+    await source.update(uid, [configmap("mq", key="v2")], publish=False)
+    await source.wait_connected()
+    await wait_subscribed(mqtt_agent, at_least=2)
+
+    async def converged() -> bool:
+        return await cm_value(spoke_client, "mq") == "v2"
+
+    await eventually(converged, what="the update applied after the broker restart")
+    await wait_condition(source, uid, "Applied", generation=2)
+
+
+async def test_status_resync_request_is_answered(
+    mqtt_agent: AgentRunner, source: MqttWorkSource
+) -> None:
+    uid = await source.create(CLUSTER, "work1", [configmap("mq")])
+    await wait_condition(source, uid, "Applied")
+
+    async def available() -> bool:
+        update = source.last_status(uid)
+        return update is not None and any(c.get("type") == "Available" for c in update.conditions)
+
+    await eventually(available, what="Available reported")
+    before = len(source.statuses[uid])
+    await source.request_statuses()
+
+    async def answered() -> bool:
+        updates = source.statuses[uid][before:]
+        return any(u.action == "resync_response" for u in updates)
+
+    await eventually(answered, what="a status.resync_response")
+    last = source.statuses[uid][-1]
+    assert last.status_hash == status_hash(last.status())
+    # The source's hash matches the agent's: nothing is sent for it. A stale hash
+    # asked next is answered, and is then the only answer since.
+    count = len(source.statuses[uid])
+    await source.request_statuses({uid: last.status_hash})
+    await source.request_statuses({uid: "stale"})
+
+    async def answered_again() -> bool:
+        return len(source.statuses[uid]) > count
+
+    await eventually(answered_again, what="the stale hash answered")
+    # (Status changes of the work itself would be update_requests: not counted.)
+    newer = [u.action for u in source.statuses[uid][count:] if u.action == "resync_response"]
+    assert newer == ["resync_response"], newer

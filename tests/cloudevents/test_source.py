@@ -1,0 +1,86 @@
+"""The CloudEvents work source's event handling, over an in-memory transport.
+
+The transport is a stand-in for the network (the drivers have their own
+end-to-end tests against a real server and broker); the source and its
+store are the real ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from tests.conftest import eventually
+from workagent.cloudevents import CloudEvent
+from workagent.cloudevents.works import spec_event
+from workagent.sources.cloudevents import CloudEventsWorkSource
+
+
+class MemoryTransport:
+    """Delivers queued events to one subscription; records what is published."""
+
+    name = "memory"
+    endpoint = "memory:0"
+
+    def __init__(self) -> None:
+        self.incoming: asyncio.Queue[CloudEvent] = asyncio.Queue()
+        self.published: list[CloudEvent] = []
+
+    async def check(self) -> None:
+        """Nothing to check."""
+
+    @contextlib.asynccontextmanager
+    async def subscription(self) -> AsyncIterator[AsyncIterator[CloudEvent]]:
+        yield self._events()
+
+    async def _events(self) -> AsyncIterator[CloudEvent]:
+        while True:
+            yield await self.incoming.get()
+
+    async def publish(self, event: CloudEvent) -> None:
+        self.published.append(event)
+
+    async def close(self) -> None:
+        """Nothing to close."""
+
+
+def hub_work(name: str, cluster: str = "cluster1") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": cluster, "uid": f"uid-{name}", "generation": 1},
+        "spec": {"workload": {"manifests": [{"kind": "ConfigMap", "metadata": {"name": "c"}}]}},
+    }
+
+
+async def test_bad_and_foreign_events_are_dropped_without_reconnecting() -> None:
+    transport = MemoryTransport()
+    source = CloudEventsWorkSource(
+        transport, cluster="cluster1", client_id="cluster1-work-agent", reconnect_initial=0.05
+    )
+    await source.start()
+    try:
+        await eventually(lambda: _true(source.subscribed), what="subscribed")
+        # The first thing published after subscribing is the spec resync request.
+        await eventually(lambda: _true(len(transport.published) == 1), what="the resync request")
+        assert transport.published[0].type.endswith(".spec.resync_request")
+        bad = spec_event(hub_work("bad"), "create_request")
+        bad.extensions["clustername"] = True  # not a string
+        undecodable = CloudEvent.new("kube", "not-a-type")
+        foreign = spec_event(hub_work("theirs", cluster="cluster2"), "create_request")
+        rejected = spec_event(hub_work("empty"), "create_request")
+        rejected.set_json({"manifests": []})
+        good = spec_event(hub_work("mine"), "create_request")
+        for event in (bad, undecodable, foreign, rejected, good):
+            transport.incoming.put_nowait(event)
+        await eventually(
+            lambda: _true([w["metadata"]["name"] for w in source.store.works()] == ["mine"]),
+            what="only cluster1's valid work cached",
+        )
+        assert source.subscriptions == 1
+    finally:
+        await source.stop()
+
+
+async def _true(value: bool) -> bool:
+    return value

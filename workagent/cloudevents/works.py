@@ -1,0 +1,423 @@
+"""ManifestWorks as manifestbundle CloudEvents, both directions (docs/cloudevents.md).
+
+The source side (a hub server, a test source) turns a ManifestWork into a
+spec event and reads status events back; the agent side turns spec events
+into the ManifestWork its controllers cache and builds status, resync and
+deletion events from the cached work. Only the manifestbundle codec exists:
+data type ``io.open-cluster-management.works.v1alpha1.manifestbundles``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from schemas.wire import LOGGING_ANNOTATION_PREFIX, MANIFEST_WORK_FINALIZER
+from workagent.cloudevents.event import (
+    CLOUDEVENTS_DATA_TYPE_ANNOTATION,
+    CLOUDEVENTS_ORIGINAL_SOURCE_LABEL,
+    CONDITION_DELETED,
+    EXT_CLUSTER_NAME,
+    EXT_DELETION_TIMESTAMP,
+    EXT_LOG_TRACING,
+    EXT_METADATA,
+    EXT_ORIGINAL_SOURCE,
+    EXT_RESOURCE_ID,
+    EXT_RESOURCE_VERSION,
+    EXT_SEQUENCE_ID,
+    EXT_STATUS_HASH,
+    MANIFEST_BUNDLES,
+    RESYNC_REQUEST,
+    RESYNC_RESPONSE,
+    SPEC,
+    STATUS,
+    UPDATE_REQUEST,
+    CloudEvent,
+    EventDecodeError,
+    EventType,
+    ExtensionValue,
+    format_time,
+    parse_time,
+    utcnow,
+    work_event_type,
+)
+from workagent.feedback.govalues import go_marshal
+
+WORK_API_VERSION = "work.open-cluster-management.io/v1"
+#: The webhook's default limit on the summed size of a work's manifests.
+MAX_MANIFESTS_BYTES = 500 * 1024
+#: The source name OCM's hub server puts on its events.
+KUBE_SOURCE = "kube"
+
+# metav1.ObjectMeta in Go's field order (json.Marshal writes struct fields in order).
+_OBJECT_META_FIELDS = (
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+)
+
+
+class SpecRejected(ValueError):
+    """A spec event whose ManifestBundle the agent refuses (empty, too big, bad manifest)."""
+
+
+def object_meta_json(meta: dict[str, Any]) -> str:
+    """A work's metadata as Go's ``json.Marshal(ObjectMeta)`` lays it out.
+
+    Empty fields are left out (``omitempty``) except ``creationTimestamp``,
+    which Go writes as ``null`` when unset.
+    """
+    out: dict[str, Any] = {}
+    for key in _OBJECT_META_FIELDS:
+        value = meta.get(key)
+        if key == "creationTimestamp":
+            out[key] = value or None
+        elif value not in (None, "", 0, [], {}):
+            out[key] = value
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+
+
+def log_tracing(meta: dict[str, Any]) -> str:
+    """The ``logtracing`` extension: the work's ``logging.open-cluster-management.io/``
+    annotations as a JSON map (``{}`` when there are none)."""
+    annotations = meta.get("annotations") or {}
+    picked = {k: v for k, v in annotations.items() if k.startswith(LOGGING_ANNOTATION_PREFIX)}
+    return json.dumps(dict(sorted(picked.items())), separators=(",", ":"), ensure_ascii=False)
+
+
+def status_hash(status: dict[str, Any] | None) -> str:
+    """Lowercase hex SHA-256 of the status as Go's ``encoding/json`` writes it."""
+    return hashlib.sha256(go_marshal(status or {}).encode()).hexdigest()
+
+
+class SequenceIds:
+    """Snowflake ids (node 1) for ``sequenceid``: strictly increasing per process."""
+
+    EPOCH_MS = 1288834974657
+    NODE = 1
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last_ms = 0
+        self._step = 0
+
+    def next(self) -> str:
+        """The next id, as a decimal string."""
+        with self._lock:
+            now = max(int(time.time() * 1000), self._last_ms)
+            if now == self._last_ms:
+                self._step = (self._step + 1) & 0xFFF
+                if self._step == 0:  # 4096 ids in one millisecond: borrow the next one
+                    now += 1
+            else:
+                self._step = 0
+            self._last_ms = now
+            return str(((now - self.EPOCH_MS) << 22) | (self.NODE << 12) | self._step)
+
+
+# -- source side ---------------------------------------------------------------------
+
+
+def spec_event(work: dict[str, Any], action: str, source: str = KUBE_SOURCE) -> CloudEvent:
+    """The spec event of a ManifestWork (``data`` = ManifestBundle unless it is deleting)."""
+    meta = work.get("metadata") or {}
+    event = CloudEvent.new(
+        source,
+        work_event_type(SPEC, action),
+        {
+            EXT_CLUSTER_NAME: str(meta.get("namespace") or ""),
+            EXT_ORIGINAL_SOURCE: "",
+            EXT_RESOURCE_ID: str(meta.get("uid") or ""),
+            EXT_RESOURCE_VERSION: int(meta.get("generation") or 0),
+            EXT_METADATA: object_meta_json(meta),
+            EXT_LOG_TRACING: log_tracing(meta),
+        },
+    )
+    deleting = meta.get("deletionTimestamp")
+    if deleting:
+        event.extensions[EXT_DELETION_TIMESTAMP] = _time_value(deleting)
+        return event
+    spec = work.get("spec") or {}
+    bundle: dict[str, Any] = {"manifests": (spec.get("workload") or {}).get("manifests") or []}
+    if spec.get("deleteOption"):
+        bundle["deleteOption"] = spec["deleteOption"]
+    if spec.get("manifestConfigs"):
+        bundle["manifestConfigs"] = spec["manifestConfigs"]
+    if spec.get("executor"):
+        bundle["executer"] = spec["executor"]  # sic: the wire name
+    event.set_json(bundle)
+    return event
+
+
+def deleted_resync_response(uid: str, cluster: str, source: str = "source") -> CloudEvent:
+    """The resync answer for a work the agent listed but the source no longer has.
+
+    OCM's server sends it with source ``source`` and no ``resourceversion``,
+    which OCM's Go agent cannot decode (it drops the event and leaves the
+    orphan to eviction); ours adds ``resourceversion`` 0, which every agent
+    reads as "a deletion of whatever generation it has".
+    """
+    return CloudEvent.new(
+        source,
+        work_event_type(SPEC, RESYNC_RESPONSE),
+        {
+            EXT_CLUSTER_NAME: cluster,
+            EXT_ORIGINAL_SOURCE: "",
+            EXT_RESOURCE_ID: uid,
+            EXT_RESOURCE_VERSION: 0,
+            EXT_DELETION_TIMESTAMP: _time_value(None),
+        },
+    )
+
+
+def resync_versions(event: CloudEvent) -> dict[str, int]:
+    """The ``resourceID -> resourceVersion`` pairs of a spec resync request."""
+    data = event.json_data() or {}
+    if not isinstance(data, dict):
+        raise EventDecodeError(f"event {event.id}: resync request data is not an object")
+    versions: dict[str, int] = {}
+    for entry in data.get("resourceVersions") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("resourceID"), str):
+            raise EventDecodeError(f"event {event.id}: bad resourceVersions entry {entry!r}")
+        versions[entry["resourceID"]] = int(entry.get("resourceVersion") or 0)
+    return versions
+
+
+@dataclass(frozen=True)
+class StatusUpdate:
+    """What a status event reports about one work."""
+
+    uid: str
+    cluster: str
+    generation: int
+    action: str
+    sequence_id: str
+    conditions: list[dict[str, Any]]
+    resource_status: list[dict[str, Any]]
+    status_hash: str = ""
+
+    @property
+    def deleted(self) -> bool:
+        """Whether the agent confirms it cleaned up after a deleted work."""
+        return any(
+            c.get("type") == CONDITION_DELETED and c.get("status") == "True"
+            for c in self.conditions
+        )
+
+    def status(self) -> dict[str, Any]:
+        """The ManifestWork ``status`` this update describes."""
+        return {
+            "conditions": self.conditions,
+            "resourceStatus": {"manifests": self.resource_status},
+        }
+
+
+def decode_status_event(event: CloudEvent) -> StatusUpdate:
+    """Read a status event as a source does; raises EventDecodeError."""
+    kind = EventType.parse(event.type)
+    if kind.data_type != MANIFEST_BUNDLES or kind.subresource != STATUS:
+        raise EventDecodeError(f"event {event.id}: not a manifestbundle status event")
+    data = event.json_data() or {}
+    if not isinstance(data, dict):
+        raise EventDecodeError(f"event {event.id}: status data is not an object")
+    conditions = data.get("conditions") or []
+    resources = data.get("resourceStatus") or []
+    if not isinstance(conditions, list) or not isinstance(resources, list):
+        raise EventDecodeError(f"event {event.id}: conditions/resourceStatus are not lists")
+    return StatusUpdate(
+        uid=event.ext_str(EXT_RESOURCE_ID),
+        cluster=event.ext_str(EXT_CLUSTER_NAME),
+        generation=event.ext_int(EXT_RESOURCE_VERSION),
+        action=kind.action,
+        sequence_id=event.ext_str(EXT_SEQUENCE_ID),
+        conditions=[c for c in conditions if isinstance(c, dict)],
+        resource_status=[r for r in resources if isinstance(r, dict)],
+        status_hash=event.ext_str(EXT_STATUS_HASH, ""),
+    )
+
+
+# -- agent side ----------------------------------------------------------------------
+
+
+def spec_resync_request(client_id: str, cluster: str, versions: dict[str, int]) -> CloudEvent:
+    """ "Send me what changed": one entry per cached work (UID -> generation)."""
+    event = CloudEvent.new(
+        client_id,
+        work_event_type(SPEC, RESYNC_REQUEST),
+        {EXT_CLUSTER_NAME: cluster, EXT_ORIGINAL_SOURCE: ""},
+    )
+    event.set_json(
+        {
+            "resourceVersions": [
+                {"resourceID": uid, "resourceVersion": generation}
+                for uid, generation in versions.items()
+            ]
+        }
+    )
+    return event
+
+
+def status_hashes(event: CloudEvent) -> dict[str, str]:
+    """The ``resourceID -> statusHash`` pairs of a status resync request (empty: all)."""
+    data = event.json_data() or {}
+    if not isinstance(data, dict):
+        raise EventDecodeError(f"event {event.id}: status resync data is not an object")
+    hashes: dict[str, str] = {}
+    for entry in data.get("statusHashes") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("resourceID"), str):
+            hashes[entry["resourceID"]] = str(entry.get("statusHash") or "")
+    return hashes
+
+
+def status_event(
+    work: dict[str, Any],
+    *,
+    client_id: str,
+    cluster: str,
+    sequence_id: str,
+    action: str = UPDATE_REQUEST,
+) -> CloudEvent:
+    """The status event of a cached work; raises EventDecodeError if it has no
+    original-source label (it did not come from a source)."""
+    meta = work.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    original = labels.get(CLOUDEVENTS_ORIGINAL_SOURCE_LABEL)
+    if not isinstance(original, str):
+        raise EventDecodeError(
+            f"work {meta.get('name')}: no {CLOUDEVENTS_ORIGINAL_SOURCE_LABEL} label"
+        )
+    status = work.get("status") or {}
+    extensions: dict[str, ExtensionValue] = {
+        EXT_CLUSTER_NAME: cluster,
+        EXT_ORIGINAL_SOURCE: original,
+        EXT_RESOURCE_ID: str(meta.get("uid") or ""),
+        EXT_RESOURCE_VERSION: int(meta.get("generation") or 0),
+        EXT_SEQUENCE_ID: sequence_id,
+        EXT_STATUS_HASH: status_hash(status),
+        EXT_METADATA: object_meta_json(meta),
+        EXT_LOG_TRACING: log_tracing(meta),
+    }
+    event = CloudEvent.new(client_id, work_event_type(STATUS, action), extensions)
+    data: dict[str, Any] = {"conditions": status.get("conditions") or None}
+    manifests = (status.get("resourceStatus") or {}).get("manifests") or []
+    if manifests:
+        data["resourceStatus"] = manifests
+    event.set_json(data)
+    return event
+
+
+def work_from_spec_event(event: CloudEvent, cluster: str) -> dict[str, Any]:
+    """The ManifestWork a spec event describes, as the agent caches it.
+
+    Raises EventDecodeError for an undecodable event and SpecRejected for a
+    ManifestBundle the agent refuses.
+    """
+    uid = event.ext_str(EXT_RESOURCE_ID)
+    deleting = event.ext_time(EXT_DELETION_TIMESTAMP)
+    # A deletion may come without resourceversion (OCM's server builds resync
+    # deletions so): read it as 0 then.
+    generation = event.ext_int(EXT_RESOURCE_VERSION, 0 if deleting is not None else None)
+    meta: dict[str, Any] = {}
+    raw_meta = event.extensions.get(EXT_METADATA)
+    if raw_meta is not None:
+        try:
+            parsed = json.loads(event.ext_str(EXT_METADATA))
+        except ValueError as err:
+            raise EventDecodeError(f"event {event.id}: metadata is not JSON: {err}") from None
+        if not isinstance(parsed, dict):
+            raise EventDecodeError(f"event {event.id}: metadata is not a JSON object")
+        meta = parsed
+    meta.pop("managedFields", None)
+    meta["uid"] = uid
+    meta["name"] = meta.get("name") or uid
+    meta["namespace"] = cluster
+    meta["resourceVersion"] = ""
+    meta["generation"] = generation
+    annotations = dict(meta.get("annotations") or {})
+    annotations[CLOUDEVENTS_DATA_TYPE_ANNOTATION] = MANIFEST_BUNDLES
+    annotations.update(_tracing_annotations(event))
+    meta["annotations"] = annotations
+    labels = dict(meta.get("labels") or {})
+    labels[CLOUDEVENTS_ORIGINAL_SOURCE_LABEL] = event.source
+    meta["labels"] = labels
+    work: dict[str, Any] = {"apiVersion": WORK_API_VERSION, "kind": "ManifestWork"}
+    if deleting is not None:
+        meta["deletionTimestamp"] = format_time(deleting)
+        meta["finalizers"] = [MANIFEST_WORK_FINALIZER]
+        work["metadata"] = meta
+        work["spec"] = {}
+        return work
+    meta.pop("deletionTimestamp", None)
+    work["metadata"] = meta
+    work["spec"] = _spec_from_bundle(event)
+    return work
+
+
+def _spec_from_bundle(event: CloudEvent) -> dict[str, Any]:
+    bundle = event.json_data()
+    if not isinstance(bundle, dict):
+        raise EventDecodeError(f"event {event.id}: no ManifestBundle data")
+    manifests = bundle.get("manifests")
+    if not isinstance(manifests, list) or not manifests:
+        raise SpecRejected("manifests should not be empty")
+    size = 0
+    for index, manifest in enumerate(manifests):
+        if not isinstance(manifest, dict):
+            raise SpecRejected(f"manifest {index} is not an object")
+        size += len(json.dumps(manifest, separators=(",", ":")))
+        metadata = manifest.get("metadata")
+        if not manifest.get("kind"):
+            raise SpecRejected(f"manifest {index}: kind is required")
+        if not isinstance(metadata, dict) or not metadata.get("name"):
+            raise SpecRejected(f"manifest {index}: metadata.name is required")
+        if metadata.get("generateName"):
+            raise SpecRejected(f"manifest {index}: generateName is not allowed")
+    if size > MAX_MANIFESTS_BYTES:
+        raise SpecRejected(
+            f"the size of manifests is {size} bytes which exceeds the {MAX_MANIFESTS_BYTES} limit"
+        )
+    spec: dict[str, Any] = {"workload": {"manifests": copy.deepcopy(manifests)}}
+    for wire, field in (
+        ("deleteOption", "deleteOption"),
+        ("manifestConfigs", "manifestConfigs"),
+        ("executer", "executor"),
+    ):
+        if bundle.get(wire) is not None:
+            spec[field] = bundle[wire]
+    return spec
+
+
+def _tracing_annotations(event: CloudEvent) -> dict[str, str]:
+    raw = event.extensions.get(EXT_LOG_TRACING)
+    if not isinstance(raw, str) or not raw:
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return {}
+    if not isinstance(parsed, dict):
+        return {}
+    return {str(k): str(v) for k, v in parsed.items() if isinstance(v, str)}
+
+
+def _time_value(value: Any) -> ExtensionValue:
+    if isinstance(value, str) and value:
+        return parse_time(value, what="deletionTimestamp")
+    return utcnow()

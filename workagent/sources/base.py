@@ -1,0 +1,86 @@
+"""The seam between where ManifestWorks come from and the agent's controllers.
+
+A :class:`WorkSource` gives the agent a :class:`WorkClient` (the works
+informer lists and watches through it; the controllers get and patch works
+through it) and the hub hash; a source that needs a connection of its own
+also gives a :class:`SourceService` for the manager to run. The kube source's
+client is the hub's :class:`~workagent.kube.KubeClient` itself; the
+CloudEvents sources' is a :class:`~workagent.sources.store.LocalWorkStore`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from workagent.kube import Resource
+from workagent.runtime.informer import ListWatcher
+
+
+class WorkClient(ListWatcher, Protocol):
+    """What the agent does with ManifestWorks: list and watch them (the works
+    informer), get and merge-patch them (the controllers)."""
+
+    async def get(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """One object."""
+        ...
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        body: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: Any = "merge",
+        field_manager: str | None = None,
+        force: bool | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """A patch of the object or of its ``status``."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+class SourceService(Protocol):
+    """A background connection the manager starts (while leading) and stops."""
+
+    name: str
+
+    async def start(self) -> None:
+        """Start in the background (returns at once)."""
+
+    async def stop(self) -> None:
+        """Stop and close the connection."""
+
+    def readiness_failure(self) -> str | None:
+        """Why it is not ready (None when ready)."""
+
+    def liveness_failure(self) -> str | None:
+        """Why it is broken (None when healthy)."""
+
+
+@dataclass(frozen=True)
+class WorkSource:
+    """Where this agent's ManifestWorks come from.
+
+    ``endpoint`` is the string the hub hash is computed from (the hub
+    kubeconfig's server, the gRPC url or the MQTT broker host).
+    """
+
+    driver: str
+    client: WorkClient
+    endpoint: str
+    hub_hash: str
+    service: SourceService | None = None

@@ -1,0 +1,295 @@
+"""The CloudEvents work source: spec events into the local store, status events out.
+
+One task keeps the driver subscribed: subscribe, publish a spec resync
+request (one entry per cached work, UID -> generation), then apply every
+spec event to :class:`~workagent.sources.store.LocalWorkStore`; on any
+failure wait (5 s x5 per step, jittered, at most a minute, reset after ten
+quiet minutes) and do it all again. The store's status patches become
+``status.update_request`` events here, and a second task confirms deletions:
+a deleting work whose finalizers are gone is reported with condition
+``Deleted`` and then dropped from the store (at once, and again every 2 s
+until the publish succeeds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import structlog
+
+from workagent.cloudevents import CloudEvent, EventDecodeError, EventType
+from workagent.cloudevents.event import (
+    CONDITION_DELETED,
+    EXT_CLUSTER_NAME,
+    EXT_RESOURCE_ID,
+    MANIFEST_BUNDLES,
+    MANIFESTS_DELETED_MESSAGE,
+    REASON_MANIFESTS_DELETED,
+    RESYNC_REQUEST,
+    RESYNC_RESPONSE,
+    SPEC,
+    STATUS,
+    format_time,
+    utcnow,
+)
+from workagent.cloudevents.works import (
+    SequenceIds,
+    SpecRejected,
+    spec_resync_request,
+    status_event,
+    status_hash,
+    status_hashes,
+    work_from_spec_event,
+)
+from workagent.kube import KubeError
+from workagent.runtime.backoff import Backoff
+from workagent.sources.store import LocalWorkStore, Object
+from workagent.sources.transport import NotReady, SubscriptionFailed, Transport
+
+log = structlog.get_logger(__name__)
+
+#: How often finalized works are confirmed again after a failed publish.
+DELETION_SCAN_SECONDS = 2.0
+#: Failures this far apart start the reconnect backoff from the beginning.
+BACKOFF_RESET_SECONDS = 600.0
+
+
+class CloudEventsWorkSource:
+    """The agent's side of a CloudEvents connection, feeding one LocalWorkStore.
+
+    Its ``start``/``stop`` and health checks are run by the manager (only
+    while this replica leads), like an informer's.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        cluster: str,
+        client_id: str,
+        reconnect_initial: float = 5.0,
+        reconnect_max: float = 60.0,
+    ) -> None:
+        self.transport = transport
+        self.cluster = cluster
+        self.client_id = client_id
+        self.name = f"cloudevents-{transport.name}"
+        self.store = LocalWorkStore(cluster, self._publish_status)
+        self.store.on_finalized(self._wake_deletions)
+        self._backoff = Backoff(reconnect_initial, reconnect_max, factor=5.0)
+        self._sequence = SequenceIds()
+        self._subscribed = False
+        self._last_error = "not connected yet"
+        self._last_failure = float("-inf")
+        self._deletions = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._side_tasks: set[asyncio.Task[None]] = set()
+        self._subscriptions = 0
+        self._log = log.bind(driver=transport.name, cluster=cluster)
+
+    # -- lifecycle (the manager's) ---------------------------------------------------
+    async def start(self) -> None:
+        """Connect, subscribe and confirm deletions in the background."""
+        if self._tasks:
+            return
+        self._tasks = [
+            asyncio.create_task(self._run(), name=f"{self.name}-subscription"),
+            asyncio.create_task(self._confirm_deletions(), name=f"{self.name}-deletions"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop receiving and close the connection."""
+        tasks = [*self._tasks, *self._side_tasks]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._subscribed = False
+        await self.transport.close()
+        await self.store.close()
+
+    @property
+    def subscribed(self) -> bool:
+        """Whether the subscription is up (publishes can go out)."""
+        return self._subscribed
+
+    @property
+    def subscriptions(self) -> int:
+        """How many times the source subscribed (1 + reconnects)."""
+        return self._subscriptions
+
+    def readiness_failure(self) -> str | None:
+        """Why the agent cannot exchange events now (None while subscribed)."""
+        return None if self._subscribed else f"not subscribed: {self._last_error}"
+
+    def liveness_failure(self) -> str | None:
+        """A background task that died is a bug: report it."""
+        for task in self._tasks:
+            if task.done() and not task.cancelled():
+                return f"{task.get_name()} exited unexpectedly"
+        return None
+
+    # -- the subscription loop --------------------------------------------------------
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                async with self.transport.subscription() as events:
+                    self._subscribed = True
+                    self._subscriptions += 1
+                    self._log.info(
+                        "subscribed",
+                        endpoint=self.transport.endpoint,
+                        works=len(self.store.works()),
+                    )
+                    await self._request_resync()
+                    async for event in events:
+                        await self._handle(event)
+                raise SubscriptionFailed("the subscription ended")
+            except asyncio.CancelledError:
+                raise
+            except (SubscriptionFailed, KubeError) as err:
+                self._last_error = str(err)
+            except Exception as err:
+                self._last_error = repr(err)
+                self._log.exception("cloudevents subscription failed unexpectedly")
+            self._subscribed = False
+            now = loop.time()
+            if now - self._last_failure > BACKOFF_RESET_SECONDS:
+                self._backoff.reset()
+            self._last_failure = now
+            delay = self._backoff.next()
+            self._log.warning(
+                "cloudevents connection lost, reconnecting",
+                error=self._last_error,
+                retry_in_seconds=round(delay, 2),
+            )
+            await asyncio.sleep(delay)
+
+    async def _request_resync(self) -> None:
+        """Ask the source for every work that changed while we were not listening."""
+        versions = self.store.generations()
+        await self.transport.publish(spec_resync_request(self.client_id, self.cluster, versions))
+        self._log.info("requested a spec resync", works=len(versions))
+
+    async def _handle(self, event: CloudEvent) -> None:
+        try:
+            kind = EventType.parse(event.type)
+            cluster = event.ext_str(EXT_CLUSTER_NAME, "")
+        except EventDecodeError as err:
+            # A bad event is dropped; it must not cost the connection.
+            self._log.warning("dropping an event", event_id=event.id, error=str(err))
+            return
+        if kind.data_type != MANIFEST_BUNDLES:
+            return
+        if kind.subresource == SPEC and kind.action != RESYNC_REQUEST:
+            if cluster != self.cluster:
+                return
+            self._apply_spec(event)
+        elif kind.subresource == STATUS and kind.action == RESYNC_REQUEST:
+            if cluster not in ("", self.cluster):
+                return
+            self._spawn(self._answer_status_resync(event))
+
+    def _apply_spec(self, event: CloudEvent) -> None:
+        try:
+            work = work_from_spec_event(event, self.cluster)
+        except (EventDecodeError, SpecRejected) as err:
+            self._log.warning(
+                "dropping a spec event",
+                event_id=event.id,
+                type=event.type,
+                resource_id=event.extensions.get(EXT_RESOURCE_ID),
+                error=str(err),
+            )
+            return
+        outcome = self.store.apply_spec(work)
+        meta = work["metadata"]
+        self._log.debug(
+            "spec event",
+            type=event.type,
+            work=meta.get("name"),
+            generation=meta.get("generation"),
+            outcome=outcome,
+        )
+
+    async def _answer_status_resync(self, event: CloudEvent) -> None:
+        try:
+            wanted = status_hashes(event)
+        except EventDecodeError as err:
+            self._log.warning("dropping a status resync request", error=str(err))
+            return
+        for work in self.store.works():
+            uid = str(work["metadata"].get("uid"))
+            if wanted and (uid not in wanted or wanted[uid] == status_hash(work.get("status"))):
+                continue
+            try:
+                await self._publish(work, RESYNC_RESPONSE)
+            except (KubeError, EventDecodeError) as err:
+                self._log.warning(
+                    "status resync answer failed", work=work["metadata"].get("name"), error=str(err)
+                )
+
+    # -- publishing ----------------------------------------------------------------
+    async def _publish(self, work: Object, action: str) -> None:
+        if not self._subscribed:
+            raise NotReady()
+        event = status_event(
+            work,
+            client_id=self.client_id,
+            cluster=self.cluster,
+            sequence_id=self._sequence.next(),
+            action=action,
+        )
+        await self.transport.publish(event)
+
+    async def _publish_status(self, work: Object) -> None:
+        """The store's status patches: one ``status.update_request`` each."""
+        try:
+            await self._publish(work, "update_request")
+        except EventDecodeError as err:
+            # Not from a source (no original-source label): nothing can carry it.
+            raise NotReady(str(err)) from None
+
+    def _wake_deletions(self) -> None:
+        self._deletions.set()
+
+    async def _confirm_deletions(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._deletions.wait(), DELETION_SCAN_SECONDS)
+            self._deletions.clear()
+            for work in self.store.finalized():
+                await self._confirm_deleted(work)
+
+    async def _confirm_deleted(self, work: Object) -> None:
+        meta = work["metadata"]
+        status: dict[str, Any] = dict(work.get("status") or {})
+        conditions = [
+            c for c in status.get("conditions") or [] if c.get("type") != CONDITION_DELETED
+        ]
+        conditions.append(
+            {
+                "type": CONDITION_DELETED,
+                "status": "True",
+                "observedGeneration": int(meta.get("generation") or 0),
+                "lastTransitionTime": format_time(utcnow()),
+                "reason": REASON_MANIFESTS_DELETED,
+                "message": MANIFESTS_DELETED_MESSAGE.format(cluster=self.cluster),
+            }
+        )
+        status["conditions"] = conditions
+        work["status"] = status
+        try:
+            await self._publish(work, "update_request")
+        except (KubeError, EventDecodeError) as err:
+            self._log.info("deletion not confirmed yet", work=meta.get("name"), error=str(err))
+            return
+        self.store.remove_uid(str(meta.get("uid")))
+        self._log.info("confirmed the deletion to the source", work=meta.get("name"))
+
+    def _spawn(self, coro: Any) -> None:
+        task: asyncio.Task[None] = asyncio.create_task(coro)
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)

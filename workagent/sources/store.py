@@ -1,0 +1,422 @@
+"""The agent's local ManifestWork store for CloudEvents sources.
+
+With a CloudEvents driver there is no hub API server to list, watch and
+patch: works arrive as spec events and status leaves as status events. This
+store stands in for the hub API: it serves ``list``/``watch``/``get``/``patch``
+of ``manifestworks`` in the cluster namespace with the same signatures and
+errors as :class:`~workagent.kube.KubeClient`, so the works informer and every
+controller run unchanged on top of it.
+
+- ``metadata.resourceVersion`` is a local counter (never the hub's); a watch
+  can resume from any version still in the recent history, else it gets 410.
+- a patch without subresource (finalizers, labels) only changes the store;
+- a ``status`` patch is handed to ``publish_status`` first and stored only
+  when that succeeds, so a failed publish is retried by the controller;
+- a deleting work whose last finalizer goes stays until the source confirms
+  the deletion (:meth:`LocalWorkStore.finalized`), then is removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from workagent.kube import (
+    ADDED,
+    DELETED,
+    MANIFESTWORKS,
+    MODIFIED,
+    BadRequest,
+    Conflict,
+    Gone,
+    NotFound,
+    Resource,
+    WatchEvent,
+)
+
+Object = dict[str, Any]
+#: Publishes a work's new status; raises (e.g. Unreachable) when it cannot.
+StatusPublisher = Callable[[Object], Awaitable[None]]
+
+#: How many changes a watch can resume from.
+HISTORY = 2048
+
+
+def apply_merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: ``target`` with the JSON merge ``patch`` applied (a new value)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = apply_merge_patch(result.get(key), value)
+    return result
+
+
+def _meta(obj: Object) -> dict[str, Any]:
+    meta: dict[str, Any] = obj.setdefault("metadata", {})
+    return meta
+
+
+def _not_found(name: str) -> NotFound:
+    return NotFound(
+        404,
+        "NotFound",
+        f'manifestworks.work.open-cluster-management.io "{name}" not found',
+    )
+
+
+class LocalWorkStore:
+    """The in-memory ManifestWorks of one cluster namespace, served like an API."""
+
+    def __init__(
+        self, namespace: str, publish_status: StatusPublisher, *, history: int = HISTORY
+    ) -> None:
+        self.name = "cloudevents"  # labels logs like a client's name
+        self.namespace = namespace
+        self._publish_status = publish_status
+        self._objects: dict[str, Object] = {}
+        self._rv = 0
+        self._history: deque[tuple[int, WatchEvent]] = deque(maxlen=history)
+        self._watchers: set[asyncio.Queue[WatchEvent | None]] = set()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._finalized_listeners: list[Callable[[], None]] = []
+        self._closed = False
+
+    # -- what the source does ------------------------------------------------------
+    def on_finalized(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` when a deleting work loses its last finalizer."""
+        self._finalized_listeners.append(listener)
+
+    def works(self) -> list[Object]:
+        """Copies of every cached work."""
+        return [copy.deepcopy(obj) for obj in self._objects.values()]
+
+    def by_uid(self, uid: str) -> Object | None:
+        """The cached work with this UID (a copy), or None."""
+        for obj in self._objects.values():
+            if _meta(obj).get("uid") == uid:
+                return copy.deepcopy(obj)
+        return None
+
+    def generations(self) -> dict[str, int]:
+        """UID -> generation of every cached work (what a spec resync request lists)."""
+        return {
+            str(_meta(o).get("uid")): int(_meta(o).get("generation") or 0)
+            for o in self._objects.values()
+        }
+
+    def finalized(self) -> list[Object]:
+        """Deleting works without finalizers: cleaned up, to be confirmed to the source."""
+        return [
+            copy.deepcopy(o)
+            for o in self._objects.values()
+            if _meta(o).get("deletionTimestamp") and not _meta(o).get("finalizers")
+        ]
+
+    def apply_spec(self, work: Object) -> str:
+        """Merge a work decoded from a spec event; returns what happened (for logs).
+
+        By UID: unknown -> added; known under another name -> replaced; a
+        deletion -> the cached work of that UID (whatever the name) takes its
+        deletionTimestamp and generation;
+        an older generation -> ignored; else spec and metadata replaced, the
+        cached finalizers and status kept.
+        """
+        meta = _meta(work)
+        uid = meta.get("uid")
+        name = str(meta["name"])
+        if meta.get("deletionTimestamp"):
+            # A deletion names the work by UID alone when the source no longer has
+            # it (resync answers carry no metadata): it is the cached work of that UID.
+            for key, obj in self._objects.items():
+                if _meta(obj).get("uid") == uid:
+                    name = key
+                    break
+        cached = None
+        for key, obj in list(self._objects.items()):
+            if _meta(obj).get("uid") != uid:
+                continue
+            if key == name:
+                cached = obj
+            else:
+                self._remove(key)
+        if cached is None:
+            self._store(name, copy.deepcopy(work), ADDED)
+            return "added"
+        old_meta = _meta(cached)
+        generation = int(meta.get("generation") or 0)
+        if meta.get("deletionTimestamp"):
+            already = old_meta.get("deletionTimestamp")
+            if already and generation in (0, old_meta.get("generation")):
+                return "unchanged"  # the source repeats it (later hub updates, resyncs)
+            updated = copy.deepcopy(cached)
+            _meta(updated)["deletionTimestamp"] = already or meta["deletionTimestamp"]
+            if generation:
+                _meta(updated)["generation"] = generation
+            self._store(name, updated, MODIFIED)
+            return "deleting"
+        if generation and generation < int(old_meta.get("generation") or 0):
+            return "stale"
+        updated = copy.deepcopy(work)
+        new_meta = _meta(updated)
+        new_meta["finalizers"] = list(old_meta.get("finalizers") or [])
+        if not new_meta["finalizers"]:
+            del new_meta["finalizers"]
+        if old_meta.get("deletionTimestamp"):
+            new_meta["deletionTimestamp"] = old_meta["deletionTimestamp"]
+        if "status" in cached:
+            updated["status"] = copy.deepcopy(cached["status"])
+        comparable_old = {k: v for k, v in cached.items() if k != "metadata"}
+        comparable_new = {k: v for k, v in updated.items() if k != "metadata"}
+        old_cmp = {k: v for k, v in old_meta.items() if k != "resourceVersion"}
+        new_cmp = {k: v for k, v in new_meta.items() if k != "resourceVersion"}
+        if comparable_old == comparable_new and old_cmp == new_cmp:
+            return "unchanged"
+        self._store(name, updated, MODIFIED)
+        return "updated"
+
+    def remove_uid(self, uid: str) -> bool:
+        """Drop the work with this UID (after its deletion was confirmed)."""
+        for key, obj in list(self._objects.items()):
+            if _meta(obj).get("uid") == uid:
+                self._remove(key)
+                return True
+        return False
+
+    # -- the API the informer and the controllers use ------------------------------
+    async def close(self) -> None:
+        """End every open watch."""
+        self._closed = True
+        for queue in list(self._watchers):
+            queue.put_nowait(None)
+
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        """Every cached work (selectors are not supported: the agent uses none)."""
+        self._check(res, namespace, label_selector, field_selector)
+        return {
+            "apiVersion": res.api_version,
+            "kind": f"{res.kind}List",
+            "metadata": {"resourceVersion": str(self._rv)},
+            "items": self.works(),
+        }
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+        allow_bookmarks: bool = True,
+    ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
+        """Changes after ``resource_version`` until ``timeout_seconds`` pass."""
+        self._check(res, namespace, label_selector, field_selector)
+        return self._watch(resource_version, timeout_seconds)
+
+    async def get(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """One cached work (a copy)."""
+        self._check(res, namespace)
+        obj = self._objects.get(name)
+        if obj is None:
+            raise _not_found(name)
+        return copy.deepcopy(obj)
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        body: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        field_manager: str | None = None,
+        force: bool | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """A JSON merge patch with uid/resourceVersion preconditions.
+
+        Without subresource, metadata and spec change in the store only. On
+        ``status`` the patched work is published first and stored only if
+        that succeeded; an unchanged status is neither published nor stored.
+        """
+        self._check(res, namespace)
+        if patch_type != "merge" or not isinstance(body, dict) or dry_run:
+            raise BadRequest(400, "BadRequest", "only JSON merge patches are supported here")
+        if subresource not in (None, "status"):
+            raise NotFound(404, "NotFound", f"subresource {subresource!r} not found")
+        lock = self._locks.setdefault(name, asyncio.Lock())
+        async with lock:
+            current = self._objects.get(name)
+            if current is None:
+                raise _not_found(name)
+            self._preconditions(name, current, body.get("metadata") or {})
+            if subresource == "status":
+                return await self._patch_status(name, current, body.get("status"))
+            return self._patch_object(name, current, body)
+
+    # -- internals -------------------------------------------------------------------
+    def _check(
+        self,
+        res: Resource,
+        namespace: str | None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> None:
+        if res != MANIFESTWORKS:
+            raise NotFound(404, "NotFound", f"{res} is not served by a CloudEvents source")
+        if namespace not in (None, self.namespace):
+            raise NotFound(404, "NotFound", f"namespace {namespace!r} is not served here")
+        if label_selector or field_selector:
+            raise BadRequest(400, "BadRequest", "selectors are not supported by the local store")
+
+    @staticmethod
+    def _preconditions(name: str, current: Object, wanted: dict[str, Any]) -> None:
+        meta = _meta(current)
+        uid = wanted.get("uid")
+        if uid and uid != meta.get("uid"):
+            raise Conflict(
+                409,
+                "Conflict",
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {meta.get('uid')}",
+            )
+        rv = wanted.get("resourceVersion")
+        if rv and rv != meta.get("resourceVersion"):
+            raise Conflict(
+                409,
+                "Conflict",
+                "Operation cannot be fulfilled on "
+                f'manifestworks.work.open-cluster-management.io "{name}": the object has been '
+                "modified; please apply your changes to the latest version "
+                "and try again",
+            )
+
+    def _patch_object(self, name: str, current: Object, body: dict[str, Any]) -> Object:
+        patch = {k: v for k, v in body.items() if k in ("metadata", "spec")}
+        meta_patch = {
+            k: v
+            for k, v in (patch.get("metadata") or {}).items()
+            if k not in ("uid", "resourceVersion")
+        }
+        if meta_patch:
+            patch["metadata"] = meta_patch
+        else:
+            patch.pop("metadata", None)
+        updated = apply_merge_patch(current, patch)
+        if updated == current:
+            return copy.deepcopy(current)
+        self._store(name, updated, MODIFIED)
+        meta = _meta(updated)
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            for listener in self._finalized_listeners:
+                listener()
+        return copy.deepcopy(self._objects[name])
+
+    async def _patch_status(self, name: str, current: Object, status_patch: Any) -> Object:
+        old_status = current.get("status") or {}
+        new_status = apply_merge_patch(old_status, status_patch or {})
+        if new_status == old_status:
+            return copy.deepcopy(current)
+        updated = copy.deepcopy(current)
+        updated["status"] = new_status
+        before = _meta(current).get("resourceVersion")
+        await self._publish_status(copy.deepcopy(updated))
+        latest = self._objects.get(name)
+        if latest is None:
+            raise _not_found(name)
+        if _meta(latest).get("resourceVersion") != before:
+            # A spec event changed the work while the status was on its way.
+            self._preconditions(name, latest, {"resourceVersion": before})
+        self._store(name, updated, MODIFIED)
+        return copy.deepcopy(self._objects[name])
+
+    def _store(self, name: str, obj: Object, kind: str) -> None:
+        self._rv += 1
+        _meta(obj)["resourceVersion"] = str(self._rv)
+        self._objects[name] = obj
+        self._emit(WatchEvent(kind, copy.deepcopy(obj)))
+
+    def _remove(self, name: str) -> None:
+        obj = self._objects.pop(name, None)
+        self._locks.pop(name, None)
+        if obj is None:
+            return
+        self._rv += 1
+        gone = copy.deepcopy(obj)
+        _meta(gone)["resourceVersion"] = str(self._rv)
+        self._emit(WatchEvent(DELETED, gone))
+
+    def _emit(self, event: WatchEvent) -> None:
+        self._history.append((self._rv, event))
+        for queue in self._watchers:
+            queue.put_nowait(event)
+
+    @contextlib.asynccontextmanager
+    async def _watch(
+        self, resource_version: str, timeout: int
+    ) -> AsyncIterator[AsyncIterator[WatchEvent]]:
+        try:
+            since = int(resource_version or 0)
+        except ValueError:
+            raise BadRequest(
+                400, "BadRequest", f"invalid resourceVersion {resource_version!r}"
+            ) from None
+        oldest = self._history[0][0] if self._history else self._rv + 1
+        if since < oldest - 1 and since < self._rv:
+            raise Gone(410, "Expired", f"too old resource version: {since} ({oldest - 1})")
+        queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
+        for rv, event in self._history:
+            if rv > since:
+                queue.put_nowait(event)
+        if self._closed:
+            queue.put_nowait(None)
+        self._watchers.add(queue)
+        try:
+            yield self._events(queue, timeout)
+        finally:
+            self._watchers.discard(queue)
+
+    @staticmethod
+    async def _events(
+        queue: asyncio.Queue[WatchEvent | None], timeout: int
+    ) -> AsyncIterator[WatchEvent]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout, 1)
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return  # the watch ends cleanly, as a server-side timeout does
+            try:
+                event = await asyncio.wait_for(queue.get(), remaining)
+            except TimeoutError:
+                return
+            if event is None:
+                return
+            yield event

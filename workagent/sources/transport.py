@@ -1,0 +1,51 @@
+"""What a CloudEvents driver (grpc, mqtt) provides to the agent's work source."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+from workagent.cloudevents import CloudEvent
+from workagent.kube import Unreachable
+
+#: What a publish says while the driver is not connected (OCM's wording).
+NOT_READY = "the cloudevents client is not ready"
+
+
+class SubscriptionFailed(Exception):
+    """The connection or the subscription failed (the source reconnects with backoff)."""
+
+
+class NotReady(Unreachable):
+    """A publish while the driver is not subscribed: the controller retries later."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(NOT_READY + (f": {detail}" if detail else ""))
+
+
+class Transport(Protocol):
+    """One CloudEvents connection of the agent.
+
+    ``subscription()`` connects and subscribes for the agent's cluster; entered,
+    it yields the decoded events the source sends (heartbeats already
+    dropped) and raises SubscriptionFailed when the connection fails. Only
+    while it is entered can :meth:`publish` send.
+    """
+
+    name: str
+    #: The string the hub hash is derived from (grpc ``url``, mqtt ``brokerHost``).
+    endpoint: str
+
+    async def check(self) -> None:
+        """Fail fast (SubscriptionFailed) if the driver cannot work at all."""
+
+    def subscription(self) -> AbstractAsyncContextManager[AsyncIterator[CloudEvent]]:
+        """Connect and subscribe; the events until the connection ends."""
+        ...
+
+    async def publish(self, event: CloudEvent) -> None:
+        """Send one event; raises a KubeError subtype (NotReady when disconnected)."""
+
+    async def close(self) -> None:
+        """Close the connection for good."""
