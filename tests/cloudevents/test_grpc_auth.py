@@ -20,12 +20,16 @@ from tests.cloudevents.conftest import (
     server_config,
 )
 from tests.integration.conftest import CLUSTER
+from tests.support.prepare import service_account_user, wait_allowed
+from tests.support.targets import Cluster
 from workagent.cloudevents import MANIFEST_BUNDLES
 from workagent.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
 from workagent.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
 from workagent.cloudevents.protobuf import to_pb
 from workagent.cloudevents.works import SequenceIds, spec_resync_request, status_event
-from workagent.kube import KubeClient
+from workagent.kube import MANIFESTWORKS, ROLE_BINDINGS, KubeClient
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
 
 if TYPE_CHECKING:
     from workagent.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceAsyncStub
@@ -115,9 +119,29 @@ async def token_hub(hub: KubeSim, hub_client: KubeClient, pki: Pki, tmp_path: Pa
     return server
 
 
-async def test_bearer_tokens_are_reviewed(token_hub: GrpcHub, hub: KubeSim, pki: Pki) -> None:
+async def test_bearer_tokens_are_reviewed(
+    token_hub: GrpcHub, hub: Cluster, hub_client: KubeClient, pki: Pki
+) -> None:
+    # ServiceAccounts, so that the tokens exist on both targets (a real apiserver
+    # cannot add a plain user); the agent's role (granted by ``token_hub``) is bound
+    # to the group of the agent's ServiceAccount namespace too.
+    agent = await service_account_user(hub, hub_client, "agents", "by-token")
+    await hub_client.create(
+        ROLE_BINDINGS,
+        {
+            "metadata": {"name": "work-agent-by-token", "namespace": CLUSTER},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": "work-agent"},
+            "subjects": [
+                {"apiGroup": RBAC_GROUP, "kind": "Group", "name": "system:serviceaccounts:agents"}
+            ],
+        },
+    )
+    await wait_allowed(
+        hub_client, agent.name, "watch", "manifestworks",
+        group=MANIFESTWORKS.group, namespace=CLUSTER, groups=("system:serviceaccounts:agents",),
+    )  # fmt: skip
     try:
-        token = hub.add_user("agent-by-token", groups=(AGENT_GROUP,))
+        token = agent.token
         async with channel(token_hub, pki, token=token, cert=False) as chan:
             assert await subscribe_code(CloudEventServiceStub(chan), CLUSTER) == grpc.StatusCode.OK
         async with channel(token_hub, pki, token="not-a-token", cert=False) as chan:
@@ -127,7 +151,7 @@ async def test_bearer_tokens_are_reviewed(token_hub: GrpcHub, hub: KubeSim, pki:
             code = await subscribe_code(CloudEventServiceStub(chan), CLUSTER)
             assert code == grpc.StatusCode.UNAUTHENTICATED
         # A valid token of a user without rights on cluster1's works.
-        stranger = hub.add_user("stranger")
+        stranger = (await service_account_user(hub, hub_client, "others", "stranger")).token
         async with channel(token_hub, pki, token=stranger, cert=False) as chan:
             code = await subscribe_code(CloudEventServiceStub(chan), CLUSTER)
             assert code == grpc.StatusCode.PERMISSION_DENIED

@@ -25,6 +25,8 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.requests import RequestRecord
+from tests.support.targets import Cluster
 from workagent.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 
 
@@ -173,8 +175,9 @@ async def test_server_restart_mid_apply_loses_nothing(
 
 
 async def test_agent_restart_resyncs_without_reapplying(
-    grpc_agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient, spoke: Any
+    grpc_agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient, spoke: Cluster
 ) -> None:
+    requests = RequestRecord(spoke)
     await hub_client.create(MANIFESTWORKS, work_body("work1", [configmap("cm1", key="v1")]))
     await wait_applied(hub_client, "work1")
     await grpc_agent.stop()
@@ -193,12 +196,7 @@ async def test_agent_restart_resyncs_without_reapplying(
 
     await eventually(converged, what="cm1 updated after the agent restart")
     # One ConfigMap create in the whole test: the restarted agent updated it in place.
-    creates = [
-        entry
-        for entry in spoke.journal().select(verbs=("create",))
-        if entry.resource == "configmaps" and entry.code == 201
-    ]
-    assert len(creates) == 1, creates
+    assert requests.count("create", "configmaps", 201) == 1, requests.requests()
     try:
         await get_work(hub_client, "work1")
     except NotFound as err:  # pragma: no cover - the assertion explains
