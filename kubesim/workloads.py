@@ -719,8 +719,11 @@ class WorkloadSimulator:
             if wait <= 0:
                 await asyncio.sleep(0)  # sleep-ok: yield to the loop between batches
                 continue
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
+            # arrives as the event fires, and stop() would then wait forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), wait)
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
 
     def _run_due(self, at: float) -> None:
         """Reconcile every object due by ``at`` (later ones, even if added now, wait)."""

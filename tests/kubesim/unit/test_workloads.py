@@ -265,7 +265,12 @@ async def test_replicaset_statefulset_daemonset(api: Api, sim: WorkloadSimulator
         "availableReplicas": 3,
         "observedGeneration": 1,
     }
-    sts = await eventually(lambda: status_of(api, "apps", "statefulsets", "db") or None, "sts")
+    # The apiserver defaults a status of zeros at create (as kube-apiserver does for a
+    # DaemonSet): wait for the simulator's write, which sets observedGeneration.
+    sts = await eventually(
+        lambda: (s := status_of(api, "apps", "statefulsets", "db")).get("observedGeneration") and s,
+        "sts",
+    )
     revision = sts.pop("currentRevision")
     assert revision.startswith("db-")
     assert sts == {
@@ -278,7 +283,12 @@ async def test_replicaset_statefulset_daemonset(api: Api, sim: WorkloadSimulator
         "updateRevision": revision,
         "collisionCount": 0,
     }
-    ds = await eventually(lambda: status_of(api, "apps", "daemonsets", "agent") or None, "ds")
+    ds = await eventually(
+        lambda: (
+            (s := status_of(api, "apps", "daemonsets", "agent")).get("observedGeneration") and s
+        ),
+        "ds",
+    )
     assert ds == {
         "currentNumberScheduled": 1,
         "numberMisscheduled": 0,
