@@ -155,7 +155,8 @@ class CloudEventBroker(CloudEventServiceServicer):
         while True:
             timeout = None if next_beat is None else max(next_beat - loop.time(), 0.0)
             try:
-                message = await asyncio.wait_for(sub.queue.get(), timeout)
+                async with asyncio.timeout(timeout):  # not wait_for: on 3.11 it can lose a cancel
+                    message = await sub.queue.get()
             except TimeoutError:
                 assert interval is not None
                 next_beat = loop.time() + interval

@@ -257,8 +257,10 @@ class CloudEventsWorkSource:
 
     async def _confirm_deletions(self) -> None:
         while True:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can lose a cancel.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._deletions.wait(), DELETION_SCAN_SECONDS)
+                async with asyncio.timeout(DELETION_SCAN_SECONDS):
+                    await self._deletions.wait()
             self._deletions.clear()
             for work in self.store.finalized():
                 await self._confirm_deleted(work)

@@ -189,7 +189,8 @@ class GrpcTransport:
                     until_check = max(next_check - loop.time(), 0.0)
                     timeout = until_check if timeout is None else min(timeout, until_check)
                 try:
-                    item = await asyncio.wait_for(received.get(), timeout)
+                    async with asyncio.timeout(timeout):  # not wait_for: it can lose a cancel
+                        item = await received.get()
                 except TimeoutError:
                     if watched and loop.time() >= next_check:
                         next_check = loop.time() + self.cert_check_seconds

@@ -413,8 +413,11 @@ class LocalWorkStore:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return  # the watch ends cleanly, as a server-side timeout does
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
+            # arrives with an event, and the informer's stop would then hang.
             try:
-                event = await asyncio.wait_for(queue.get(), remaining)
+                async with asyncio.timeout(remaining):
+                    event = await queue.get()
             except TimeoutError:
                 return
             if event is None:
