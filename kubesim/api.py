@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from kubesim import errors
+from kubesim import errors, listopts
 from kubesim.crdschema import CRDSchema, validate_crd_schema
 from kubesim.defaults import ClusterIPAllocator, apply_defaults
 from kubesim.errors import ApiError
+from kubesim.listopts import ListOptions, bookmark, sends_initial_events, too_large
 from kubesim.managedfields import (
     ApplyConflict,
     conflict_causes,
@@ -74,18 +75,6 @@ class Caller:
 
     manager: str = "kubesim"
     dry_run: bool = False
-
-
-@dataclass(frozen=True)
-class ListOptions:
-    """Parameters of a list or watch."""
-
-    label_selector: str = ""
-    field_selector: str = ""
-    limit: int = 0
-    continue_token: str = ""
-    resource_version: str = ""
-    resource_version_match: str = ""
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -902,6 +891,14 @@ class Api:
         return listed
 
     # -- watch ------------------------------------------------------------------------
+    async def reached(self, rv: int | None) -> None:
+        """Wait (up to three seconds, as the apiserver) until the store has reached ``rv``.
+
+        Raises the apiserver's 504 ``Too large resource version`` when it has not.
+        """
+        if rv is not None and not await self.store.wait_for_rv(rv, listopts.BLOCK_SECONDS):
+            raise too_large(rv, self.store.rv)
+
     async def watch(
         self,
         rt: ResourceType,
@@ -912,7 +909,18 @@ class Api:
         timeout: float | None = None,
         bookmark_interval: float = 60.0,
     ) -> AsyncIterator[dict[str, Any]]:
-        """Watch events as wire dicts ``{"type", "object"}``; ends on timeout or close."""
+        """Watch events as wire dicts ``{"type", "object"}``; ends on timeout or close.
+
+        As kube-apiserver v1.35: with initial events (``sendInitialEvents``, or
+        by default from resourceVersion ``""``/``"0"``) the current objects come
+        first as ADDED events, then, with bookmarks allowed, a BOOKMARK annotated
+        ``k8s.io/initial-events-end``; otherwise the changes after the given
+        resourceVersion are replayed. Later bookmarks come every
+        ``bookmark_interval`` and two seconds before the timeout, and only once
+        the resourceVersion has moved past the watch's start. The options must
+        have passed :func:`kubesim.listopts.validate` and
+        :func:`kubesim.listopts.resource_version`.
+        """
         label_sel = parse_label_selector(opts.label_selector)
         field_sel = self.field_selector(rt, opts.field_selector)
         ns = namespace if rt.namespaced else ""
@@ -924,22 +932,30 @@ class Api:
                 and field_sel.matches(obj)
             )
 
+        requested = listopts.resource_version(opts, watch=True)
         sub = self.store.subscribe(rt.key, ns)
-        last_rv = 0
         try:
             backlog: list[dict[str, Any]] = []
-            rv_str = opts.resource_version
-            if rv_str in ("", "0"):
+            # Events up to last_rv are in the backlog; the subscription may repeat them.
+            if sends_initial_events(opts):
+                if requested is not None:
+                    try:
+                        await self.reached(requested)
+                    except ApiError as err:
+                        yield _error_event(err)
+                        return
                 for obj in self.store.items(rt.key, ns):
                     if visible(obj):
                         backlog.append({"type": "ADDED", "object": self._versioned(rt, obj)})
-                last_rv = self.store.rv
+                start = last_rv = self.store.rv
+                if bookmarks:
+                    backlog.append(
+                        bookmark(rt.kind, rt.api_version, start, initial_events_end=True)
+                    )
+            elif requested is None:
+                start = last_rv = self.store.rv  # from now on, without the current objects
             else:
-                try:
-                    start = int(rv_str)
-                except ValueError:
-                    yield _error_event(errors.bad_request(f'invalid resource version "{rv_str}"'))
-                    return
+                start = last_rv = requested
                 try:
                     events = self.store.since(rt.key, ns, start)
                 except Expired:
@@ -947,32 +963,39 @@ class Api:
                         errors.expired(f"too old resource version: {start} ({self.store.rv})")
                     )
                     return
-                last_rv = start
                 for ev in events:
                     wire = self._wire_event(rt, ev, visible)
                     if wire is not None:
                         backlog.append(wire)
                     last_rv = ev.rv
-                last_rv = max(last_rv, start)
             for item in backlog:
                 yield item
             loop = asyncio.get_running_loop()
             deadline = None if timeout is None else loop.time() + timeout
             next_bookmark = loop.time() + bookmark_interval
+            # The apiserver's last bookmark comes two seconds before the timeout.
+            pre_timeout = None if deadline is None else deadline - 2.0
+            if pre_timeout is not None and pre_timeout <= loop.time():
+                pre_timeout = None
             while True:
-                wait = next_bookmark - loop.time()
-                if deadline is not None:
-                    wait = min(wait, deadline - loop.time())
+                wake = min(t for t in (next_bookmark, pre_timeout, deadline) if t is not None)
                 try:
-                    queued = await asyncio.wait_for(_next(sub.queue), timeout=max(wait, 0))
+                    queued = await asyncio.wait_for(
+                        _next(sub.queue), timeout=max(wake - loop.time(), 0)
+                    )
                 except TimeoutError:
-                    if deadline is not None and loop.time() >= deadline:
-                        if bookmarks:
-                            yield self._bookmark(rt, max(last_rv, self.store.rv))
+                    now_at = loop.time()
+                    if deadline is not None and now_at >= deadline:
                         return
-                    if bookmarks:
-                        yield self._bookmark(rt, max(last_rv, self.store.rv))
-                    next_bookmark = loop.time() + bookmark_interval
+                    if pre_timeout is not None and now_at >= pre_timeout:
+                        pre_timeout = None
+                    else:
+                        next_bookmark = now_at + bookmark_interval
+                    # Bookmarks report progress past the start only.
+                    if bookmarks and self.store.rv > start:
+                        yield bookmark(
+                            rt.kind, rt.api_version, self.store.rv, initial_events_end=False
+                        )
                     continue
                 if queued is None:
                     if sub.expire:
@@ -1010,17 +1033,6 @@ class Api:
         if was_in:
             return {"type": "DELETED", "object": self._versioned(rt, ev.obj)}
         return None
-
-    @staticmethod
-    def _bookmark(rt: ResourceType, rv: int) -> dict[str, Any]:
-        return {
-            "type": "BOOKMARK",
-            "object": {
-                "kind": rt.kind,
-                "apiVersion": rt.api_version,
-                "metadata": {"resourceVersion": str(rv), "creationTimestamp": None},
-            },
-        }
 
     # -- CRDs ---------------------------------------------------------------------------
     def _validate_new_crd(self, crd: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@ spreads over several stages, because clients only ever see the sum of them:
 
 * the versioned defaulting functions (``SetDefaults_*``),
 * the shape Go's JSON encoder gives empty structs (``resources: {}``,
-  ``creationTimestamp: null``, ``status: {}``),
+  ``status: {}``),
 * create-time strategy steps (Job selector generation, Namespace finalizer,
   Pod status, Service cluster IP and node port allocation),
 * the admission plugins every cluster runs for Pods (service account,
@@ -39,6 +39,12 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
+
+#: The labels a Job's generated selector puts on its pod template.
+CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
+LEGACY_JOB_NAME_LABEL = "job-name"
 
 
 # --------------------------------------------------------------------------
@@ -235,13 +241,18 @@ _JOB_SPEC_ORDER = (
     "completions",
     "activeDeadlineSeconds",
     "podFailurePolicy",
+    "successPolicy",
     "backoffLimit",
+    "backoffLimitPerIndex",
+    "maxFailedIndexes",
     "selector",
     "manualSelector",
     "template",
     "ttlSecondsAfterFinished",
     "completionMode",
     "suspend",
+    "podReplacementPolicy",
+    "managedBy",
 )
 _CRONJOB_SPEC_ORDER = (
     "schedule",
@@ -561,11 +572,14 @@ def _default_pod_spec(spec: Obj) -> None:
 
 
 def _default_template_meta(holder: Obj) -> None:
-    """An embedded ObjectMeta always serializes ``creationTimestamp: null``."""
+    """An embedded ObjectMeta is always there, and has no creationTimestamp.
+
+    (v1.35 omits a zero creationTimestamp; v1.24 wrote ``null``.)
+    """
     meta = _sub(holder, "metadata")
     if meta is not None:
-        if "creationTimestamp" not in meta:
-            meta["creationTimestamp"] = None
+        if meta.get("creationTimestamp", "") is None:
+            del meta["creationTimestamp"]
         _order(meta, _META_ORDER)
 
 
@@ -789,9 +803,16 @@ def _job(obj: Obj, ctx: _Ctx) -> None:
         spec["completions"] = 1
         spec["parallelism"] = 1
     _default(spec, "parallelism", 1)
-    _default(spec, "backoffLimit", 6)
+    # With a per-index limit the overall limit is unbounded (MaxInt32).
+    _default(spec, "backoffLimit", 2147483647 if spec.get("backoffLimitPerIndex") else 6)
     _default_str(spec, "completionMode", "NonIndexed")
     _default(spec, "suspend", False)
+    _default(
+        spec,
+        "podReplacementPolicy",
+        "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed",
+    )
+    _default(spec, "manualSelector", False)
     template = _template_of(spec)
     if template is None:
         return
@@ -818,16 +839,20 @@ def _generate_job_selector(spec: Obj, template: Obj, meta: Obj) -> None:
     labels = _sub(tmeta, "labels")
     if labels is None:
         return
-    # User-set values are kept; validation then reports any mismatch.
-    labels.setdefault("controller-uid", uid)
-    labels.setdefault("job-name", name)
+    # User-set values are kept; validation then reports any mismatch. The legacy
+    # unprefixed labels stay beside the batch.kubernetes.io ones.
+    for key in (JOB_NAME_LABEL, LEGACY_JOB_NAME_LABEL):
+        labels.setdefault(key, name)
+    for key in (CONTROLLER_UID_LABEL, LEGACY_CONTROLLER_UID_LABEL):
+        labels.setdefault(key, uid)
+    _order(labels, sorted(labels))  # a Go map: its keys come out sorted
     _order(tmeta, _META_ORDER)
     selector = _sub(spec, "selector")
     if selector is None:
         return
     match_labels = _sub(selector, "matchLabels")
     if match_labels is not None:
-        match_labels.setdefault("controller-uid", uid)
+        match_labels.setdefault(CONTROLLER_UID_LABEL, uid)
     _order(selector, ("matchLabels", "matchExpressions"))
 
 

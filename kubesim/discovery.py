@@ -224,9 +224,7 @@ def _aggregated_group(registry: Registry, name: str, versions: list[str]) -> dic
                 "freshness": "Current",
             }
         )
-    meta: dict[str, Any] = {"creationTimestamp": None}
-    if name:
-        meta = {"name": name, **meta}
+    meta: dict[str, Any] = {"name": name} if name else {}
     return {"metadata": meta, "versions": entries}
 
 

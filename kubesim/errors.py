@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -120,10 +121,12 @@ def invalid(
     qual = f"{kind}.{group}" if group else kind
     parts = [f"{c['field']}: {c['message']}" for c in causes]
     joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-    details: dict[str, Any] = {"name": name}
+    # StatusDetails omits empty fields (a ListOptions has no name, a review no kind).
+    details: dict[str, Any] = {"name": name} if name else {}
     if group:
         details["group"] = group
-    details["kind"] = kind
+    if kind:
+        details["kind"] = kind
     details["causes"] = causes
     return ApiError(422, "Invalid", f'{qual} "{name}" is invalid: {joined}', details)
 
@@ -301,3 +304,17 @@ def etcd_too_large() -> UntypedError:
     and etcd's own words, as logged in kubernetes issue #74600.
     """
     return UntypedError(500, "", "etcdserver: request is too large")
+
+
+def go_json(value: Any, *, sort: bool) -> str:
+    """Compact JSON as Go's encoding/json writes it (HTML characters escaped)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=sort)
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, escaped)
+    return text

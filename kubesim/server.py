@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import json
 import logging
 import time
@@ -19,6 +20,7 @@ from kubesim import (
     bytesfields,
     discovery,
     errors,
+    listopts,
     openapi,
     openapi_models,
     openapi_protobuf,
@@ -48,7 +50,6 @@ log = logging.getLogger("kubesim.server")
 MAX_BODY = 3 * 1024 * 1024
 JSON = "application/json"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_TRUE = ("true", "True", "1")
 _RBAC_GROUP = "rbac.authorization.k8s.io"
 _AUTHN_GROUP = "authentication.k8s.io"
 # What the bootstrap ClusterRole system:basic-user, bound to system:authenticated,
@@ -128,7 +129,7 @@ def _manager_from_agent(agent: str) -> str:
 
 
 def _bool(value: str | None) -> bool:
-    return value in _TRUE
+    return listopts.go_bool(value)
 
 
 class Server:
@@ -431,8 +432,13 @@ class Server:
                 return json_response(tables.to_table(rt, [obj], meta, include=include))
             return web.Response(body=self.api.encoded(rt, obj), content_type=JSON)
         opts = _list_options(q)
-        if _bool(q.get("watch")):
+        watch = _bool(q.get("watch"))
+        listopts.validate(opts, watch=watch)
+        if watch:
+            # A resourceVersion that is not a number fails before the stream starts.
+            listopts.resource_version(opts, watch=True)
             return await self._watch(request, t, opts, table=table, include=include)
+        await self.api.reached(listopts.resource_version(opts, watch=False))
         listed = self.api.list(rt, t.namespace, opts)
         if table:
             return json_response(
@@ -922,11 +928,33 @@ class Server:
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {t.rt.kind})"
             )
+        # Reviews are never stored, yet the create handler tracks the fields the
+        # request set like for any object (before validation, which may show them),
+        # so the answer carries managedFields.
+        manager = request.query.get("fieldManager") or _manager_from_agent(
+            request.headers.get("User-Agent", "")
+        )
+        sent: dict[str, Any] = {"apiVersion": t.rt.api_version, "kind": t.rt.kind}
+        for part in ("metadata", "spec"):
+            if isinstance(body.get(part), dict):
+                sent[part] = body[part]
+        fields = update_managed_fields(
+            None,
+            sent,
+            [],
+            manager=manager,
+            api_version=t.rt.api_version,
+            subresource=None,
+            now=now(),
+            list_type=t.rt.list_types,
+        )
+        if fields and isinstance(body.get("metadata", {}), dict):
+            body.setdefault("metadata", {})["managedFields"] = fields
         if t.rt.kind == "SelfSubjectReview":
             answer: dict[str, Any] = {
                 "kind": "SelfSubjectReview",
                 "apiVersion": f"{_AUTHN_GROUP}/v1",
-                "metadata": {"creationTimestamp": None},
+                "metadata": {},
                 "status": {"userInfo": {"username": user.name, "groups": list(user.groups)}},
             }
         elif t.rt.kind == "SelfSubjectRulesReview":
@@ -935,7 +963,7 @@ class Server:
             answer = {
                 "kind": "SelfSubjectRulesReview",
                 "apiVersion": "authorization.k8s.io/v1",
-                "metadata": {"creationTimestamp": None},
+                "metadata": {},
                 "spec": body.get("spec") or {},
                 "status": {
                     "resourceRules": [r for r in rules if "nonResourceURLs" not in r],
@@ -951,24 +979,6 @@ class Server:
                 requesting_groups=user.groups,
                 url_namespace=t.namespace or None,
             )
-        # Reviews are never stored, yet the create handler tracks the fields the
-        # request set like for any object, so the answer carries managedFields.
-        manager = request.query.get("fieldManager") or _manager_from_agent(
-            request.headers.get("User-Agent", "")
-        )
-        sent: dict[str, Any] = {"apiVersion": t.rt.api_version, "kind": t.rt.kind}
-        if isinstance(body.get("spec"), dict):
-            sent["spec"] = body["spec"]
-        fields = update_managed_fields(
-            None,
-            sent,
-            [],
-            manager=manager,
-            api_version=t.rt.api_version,
-            subresource=None,
-            now=now(),
-            list_type=t.rt.list_types,
-        )
         if fields:
             answer.setdefault("metadata", {})["managedFields"] = fields
         return json_response(answer, 201)
@@ -990,12 +1000,11 @@ class Server:
         if timeout is None:
             timeout = self.state.default_watch_timeout
         if t.name:
-            opts = ListOptions(
-                label_selector=opts.label_selector,
+            opts = dataclasses.replace(
+                opts,
                 field_selector=",".join(
                     s for s in (opts.field_selector, f"metadata.name={t.name}") if s
                 ),
-                resource_version=opts.resource_version,
             )
         # Bad selectors are a 400 before the stream starts, as in the apiserver.
         parse_label_selector(opts.label_selector)
@@ -1123,6 +1132,7 @@ def _list_options(q: Any) -> ListOptions:
         continue_token=q.get("continue", ""),
         resource_version=q.get("resourceVersion", ""),
         resource_version_match=q.get("resourceVersionMatch", ""),
+        send_initial_events=listopts.go_optional_bool(q.get("sendInitialEvents")),
     )
 
 

@@ -1,4 +1,5 @@
-"""Defaulting of built-in kinds, checked against recorded kube-apiserver v1.24 answers."""
+"""Defaulting of built-in kinds, checked against recorded kube-apiserver v1.24 answers
+(with what changed up to v1.35, kubesim's reference, applied: ``as_v135``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kubesim.defaults import (
 )
 from kubesim.errors import ApiError
 from tests.conftest import SHARED
+from tests.kubesim.recordings import as_v135
 
 REFERENCE = SHARED / "reference" / "apiserver"
 
@@ -50,7 +52,7 @@ def test_golden_create_defaults(reference: str, index: int, group: str) -> None:
     exchange = _exchanges(reference)[index]
     assert exchange["request"]["method"] == "POST"
     body = copy.deepcopy(exchange["request"]["body"])
-    recorded = exchange["response"]["body"]
+    recorded = as_v135(exchange["response"]["body"])
     # The caller assigns uid (the Job's generated selector needs it) before defaulting.
     body["metadata"]["uid"] = recorded["metadata"]["uid"]
     allocator = ClusterIPAllocator()
@@ -80,8 +82,15 @@ def test_golden_job_labels_use_uid_and_name() -> None:
     body = copy.deepcopy(exchange["request"]["body"])
     body["metadata"]["uid"] = "u-1"
     apply_defaults("batch", "Job", body)
-    want: dict[str, Any] = {"controller-uid": "u-1", "job-name": "pi"}
-    assert body["spec"]["selector"] == {"matchLabels": {"controller-uid": "u-1"}}
+    want: dict[str, Any] = {
+        "controller-uid": "u-1",
+        "job-name": "pi",
+        "batch.kubernetes.io/controller-uid": "u-1",
+        "batch.kubernetes.io/job-name": "pi",
+    }
+    assert body["spec"]["selector"] == {
+        "matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}
+    }
     assert body["spec"]["template"]["metadata"]["labels"] == want
     assert body["metadata"]["labels"] == want
 
@@ -166,7 +175,7 @@ def test_cronjob_defaults_leave_job_spec_alone() -> None:
     assert (spec["concurrencyPolicy"], spec["suspend"]) == ("Allow", False)
     assert (spec["successfulJobsHistoryLimit"], spec["failedJobsHistoryLimit"]) == (3, 1)
     job_template = spec["jobTemplate"]
-    assert job_template["metadata"] == {"creationTimestamp": None}
+    assert job_template["metadata"] == {}
     assert list(job_template["spec"]) == ["template"]
     pod_spec = job_template["spec"]["template"]["spec"]
     assert pod_spec["restartPolicy"] == "OnFailure"
@@ -200,7 +209,7 @@ def test_statefulset_defaults() -> None:
     assert spec["revisionHistoryLimit"] == 10
     assert "persistentVolumeClaimRetentionPolicy" not in spec
     pvc = spec["volumeClaimTemplates"][0]
-    assert pvc["metadata"] == {"name": "data", "creationTimestamp": None}
+    assert pvc["metadata"] == {"name": "data"}
     assert pvc["spec"]["volumeMode"] == "Filesystem"
     assert pvc["status"] == {"phase": "Pending"}
     assert sts["status"] == {"replicas": 0, "availableReplicas": 0}
