@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from kubesim import errors, listopts
+from kubesim import aggregation, errors, listopts
 from kubesim.crdschema import CRDSchema, validate_crd_schema
 from kubesim.defaults import ClusterIPAllocator, apply_defaults
 from kubesim.errors import ApiError
@@ -50,6 +50,8 @@ ManagedFields = list[dict[str, Any]]
 APPLY_PATCH = "application/apply-patch+yaml"
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 NS_KEY = ("", "namespaces")
+CLUSTER_ROLES_KEY = ("rbac.authorization.k8s.io", "clusterroles")
+_AGGREGATION_PASSES = 10
 CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
@@ -120,6 +122,7 @@ class Api:
         # clients (and the recorded apiserver) see the Terminating phase meanwhile.
         self.namespace_finalize_delay = namespace_finalize_delay
         self._ns_emptied: dict[str, float] = {}
+        self._aggregating = False
         self.registry = registry or Registry()
         # A /16 like a small cluster's service range; the recorded apiserver used 10.0.0.0/24.
         self._ips = ClusterIPAllocator("10.0.0.0/16")
@@ -504,6 +507,7 @@ class Api:
         self.store.put(rt.key, obj, rv, "ADDED", encoded=encoded)
         if rt.kind == "CustomResourceDefinition":
             self._establish_crd(obj)
+        self._after_write(rt)
         return obj
 
     # -- update / patch -----------------------------------------------------------------
@@ -745,8 +749,7 @@ class Api:
         self.store.put(rt.key, new, rv, "MODIFIED", encoded=encoded)
         if rt.kind == "CustomResourceDefinition" and subresource is None:
             self._serve_crd(new)
-        if rt.key in (("rbac.authorization.k8s.io", "clusterroles"),):
-            pass
+        self._after_write(rt)
         return new
 
     # -- delete -------------------------------------------------------------------
@@ -863,6 +866,39 @@ class Api:
         if rt.kind == "CustomResourceDefinition":
             for gone in self.registry.remove_crd(meta["name"]):
                 self._schemas.pop((gone.group, gone.version, gone.plural), None)
+        self._after_write(rt)
+
+    # -- what kube-controller-manager does at once --------------------------------------
+    def _after_write(self, rt: ResourceType) -> None:
+        """Controllers reacting to a stored change (their writes come after it)."""
+        if rt.key == CLUSTER_ROLES_KEY and not self._aggregating:
+            self._aggregating = True
+            try:
+                self._aggregate_cluster_roles(rt)
+            finally:
+                self._aggregating = False
+
+    def _aggregate_cluster_roles(self, rt: ResourceType) -> None:
+        """The clusterrole-aggregation controller: aggregated roles get their rules.
+
+        Passes repeat until nothing changes, so aggregations of aggregated roles
+        settle too (a bounded number of passes, as a cycle could flap).
+        """
+        caller = Caller(manager=aggregation.FIELD_MANAGER)
+        for _ in range(_AGGREGATION_PASSES):
+            changed = False
+            roles = self.store.items(rt.key, "")
+            for role in roles:
+                rules = aggregation.aggregated_rules(role, roles)
+                if rules is None or not aggregation.needs_update(role, rules):
+                    continue
+                name = role["metadata"]["name"]
+                current = self.store.get(rt.key, ("", name))
+                body = aggregation.apply_body(name, rules)
+                self._apply(rt, "", name, current, body, caller, None, True)
+                changed = True
+            if not changed:
+                return
 
     def delete_collection(
         self,

@@ -1,4 +1,4 @@
-"""Defaulting of built-in kinds, as kube-apiserver v1.24 fills in what clients omit.
+"""Defaulting of built-in kinds, as kube-apiserver (v1.35) fills in what clients omit.
 
 ``apply_defaults`` mutates an object in place. It combines what the real server
 spreads over several stages, because clients only ever see the sum of them:
@@ -1255,6 +1255,50 @@ _HANDLERS: dict[tuple[str, str], _Handler] = {
 }
 
 
+# --------------------------------------------------------------------------
+# The typed round trip: fields Go always writes
+# --------------------------------------------------------------------------
+
+#: The time fields of each kind's status conditions. They are Go ``metav1.Time``
+#: values, never omitted: a condition written without one reads back with ``null``.
+_CONDITION_TIMES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("apps", "Deployment"): ("lastUpdateTime", "lastTransitionTime"),
+    ("apps", "ReplicaSet"): ("lastTransitionTime",),
+    ("apps", "StatefulSet"): ("lastTransitionTime",),
+    ("apps", "DaemonSet"): ("lastTransitionTime",),
+    ("batch", "Job"): ("lastProbeTime", "lastTransitionTime"),
+    ("", "Pod"): ("lastProbeTime", "lastTransitionTime"),
+    ("", "PersistentVolumeClaim"): ("lastProbeTime", "lastTransitionTime"),
+    ("", "Node"): ("lastHeartbeatTime", "lastTransitionTime"),
+    ("", "Namespace"): ("lastTransitionTime",),
+    ("", "ReplicationController"): ("lastTransitionTime",),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): ("lastTransitionTime",),
+}
+#: Lists Go writes as ``null`` when unset (no omitempty), by kind.
+_NULL_LISTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("rbac.authorization.k8s.io", "ClusterRole"): ("rules",),
+    ("rbac.authorization.k8s.io", "Role"): ("rules",),
+}
+
+
+def _typed_nulls(group: str, kind: str, obj: Obj) -> None:
+    """What decoding into the Go type and encoding again adds: ``null`` fields."""
+    times = _CONDITION_TIMES.get((group, kind))
+    status = obj.get("status")
+    if times and isinstance(status, dict):
+        for condition in _dicts(status.get("conditions")):
+            for key in times:
+                condition.setdefault(key, None)
+    for key in _NULL_LISTS.get((group, kind), ()):
+        if key not in obj:
+            items = list(obj.items())
+            # After metadata, where the Go struct has it.
+            at = next((i + 1 for i, (k, _) in enumerate(items) if k == "metadata"), len(items))
+            items.insert(at, (key, None))
+            obj.clear()
+            obj.update(items)
+
+
 def apply_defaults(
     group: str,
     kind: str,
@@ -1263,10 +1307,11 @@ def apply_defaults(
     allocator: ClusterIPAllocator | None = None,
     create: bool | None = None,
 ) -> None:
-    """Fill in the fields kube-apiserver v1.24 defaults for ``group``/``kind``.
+    """Fill in the fields kube-apiserver defaults for ``group``/``kind``.
 
-    Mutates ``obj``. Kinds without defaults (ConfigMap, ServiceAccount, Role,
-    Lease, custom resources, ...) are left alone. For a Job, ``metadata.uid``
+    Mutates ``obj``. Kinds without defaults (ConfigMap, ServiceAccount, Lease,
+    custom resources, ...) are left alone. Fields the Go types always write
+    come back as ``null`` (condition times, a Role's unset ``rules``). For a Job, ``metadata.uid``
     must already be set: the generated selector uses it.
 
     ``create`` says whether the object is being created; by default it is
@@ -1277,6 +1322,7 @@ def apply_defaults(
     given; otherwise the caller assigns them. Allocation failures raise the
     apiserver's ``ApiError`` (422 for a taken or out-of-range address).
     """
+    _typed_nulls(group, kind, obj)
     handler = _HANDLERS.get((group, kind))
     if handler is None:
         return

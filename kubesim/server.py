@@ -24,6 +24,7 @@ from kubesim import (
     openapi,
     openapi_models,
     openapi_protobuf,
+    openapi_v2proto,
     tables,
 )
 from kubesim.admission import (
@@ -365,11 +366,16 @@ class Server:
             # The first load imports the client's models (seconds): keep serving meanwhile.
             await asyncio.to_thread(openapi_models.available)
         if path == "/openapi/v2":
-            # kubectl asks for protobuf only; kubesim speaks JSON. A 406 makes client-go
-            # give up on v2 (it then uses its compiled-in types) instead of misparsing.
-            if not openapi.accepts_json(request.headers.get("Accept", "")):
-                raise ApiError(406, "NotAcceptable", "only application/json is available")
-            return web.Response(body=self.openapi.v2_document(), content_type=JSON)
+            accept = request.headers.get("Accept", "")
+            if openapi.accepts_json(accept):
+                return web.Response(body=self.openapi.v2_document(), content_type=JSON)
+            # kubectl asks for protobuf only (its client-side validation needs it).
+            if openapi_v2proto.MEDIA_TYPE in accept or "application/*" in accept:
+                return web.Response(
+                    body=self.openapi.v2_protobuf(),
+                    headers={"Content-Type": openapi_v2proto.CONTENT_TYPE},
+                )
+            raise ApiError(406, "NotAcceptable", "only application/json is available")
         if path == "/openapi/v3":
             return json_response(self.openapi.v3_index())
         body = self.openapi.v3_document(path)

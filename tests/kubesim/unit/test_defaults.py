@@ -417,13 +417,33 @@ def test_simple_kinds() -> None:
     for group, kind in [
         ("", "ConfigMap"),
         ("", "ServiceAccount"),
-        ("rbac.authorization.k8s.io", "Role"),
         ("coordination.k8s.io", "Lease"),
         ("example.com", "Widget"),
     ]:
         obj: dict[str, Any] = {"metadata": {"name": "x"}, "spec": {}}
         apply_defaults(group, kind, obj)
         assert obj == {"metadata": {"name": "x"}, "spec": {}}
+    # A Role's rules are never omitted: unset, they read back as null.
+    for kind in ("Role", "ClusterRole"):
+        role: dict[str, Any] = {"metadata": {"name": "x"}}
+        apply_defaults("rbac.authorization.k8s.io", kind, role)
+        assert role == {"metadata": {"name": "x"}, "rules": None}
+
+
+def test_condition_times_read_back_null() -> None:
+    deployment: dict[str, Any] = {
+        "metadata": {"name": "d", "uid": "u", "resourceVersion": "5"},
+        "status": {"conditions": [{"type": "Available", "status": "True"}]},
+    }
+    apply_defaults("apps", "Deployment", deployment)
+    assert deployment["status"]["conditions"] == [
+        {
+            "type": "Available",
+            "status": "True",
+            "lastUpdateTime": None,
+            "lastTransitionTime": None,
+        }
+    ]
 
 
 def test_role_binding_defaults() -> None:
