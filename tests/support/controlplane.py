@@ -88,6 +88,14 @@ def bin_dir() -> Path:
     return folder
 
 
+def informersync_binary() -> Path:
+    """The client-go informer probe ``make realkube`` builds (tests/support/realkube-build/informersync)."""
+    path = REPO / ".tools" / "kube" / kube_version() / "informersync"
+    if not path.is_file():
+        raise ControlPlaneError(f"{path} not built: run `make realkube` (needs Go)")
+    return path
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as sock:
