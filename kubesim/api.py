@@ -23,7 +23,7 @@ from typing import Any
 
 from kubesim import aggregation, errors, listopts
 from kubesim.crdschema import CRDSchema, validate_crd_schema
-from kubesim.defaults import ClusterIPAllocator, apply_defaults
+from kubesim.defaults import ClusterIPAllocator, apply_defaults, update_strategy
 from kubesim.errors import ApiError
 from kubesim.listopts import ListOptions, bookmark, sends_initial_events, too_large
 from kubesim.managedfields import (
@@ -329,6 +329,8 @@ class Api:
                 _fold_string_data(obj)
             _drop_empty(obj)
             apply_defaults(rt.group, rt.kind, obj)
+            if old is not None:
+                update_strategy(rt.group, rt.kind, old, obj)
             if rt.kind == "Service":
                 self._assign_cluster_ip(obj, old)
             if old is None:
@@ -1328,6 +1330,17 @@ _SYSTEM = Caller(manager="kube-controller-manager")
 # so that no manager owns them on create (a real apiserver records them nowhere).
 _STRATEGY_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "Namespace": (("spec", "finalizers"),),
+    # Set by admission plugins, after field management.
+    "PersistentVolumeClaim": (("metadata", "finalizers"),),
+    "Node": (("spec", "taints"),),
+    # Zero values the empty Go object has too: no write changes them, nobody owns them.
+    "Event": (
+        ("source",),
+        ("reportingComponent",),
+        ("reportingInstance",),
+        ("deprecatedSource",),
+    ),
+    "StatefulSet": (("spec", "serviceName"),),
     "Job": (
         ("spec", "selector"),
         ("metadata", "labels", "controller-uid"),

@@ -36,9 +36,29 @@ __all__ = [
     "parse_quantity",
     "patch_allocated_values",
     "pod_qos_class",
+    "update_strategy",
 ]
 
 Obj = dict[str, Any]
+
+#: Added to every new PersistentVolumeClaim by admission.
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
+#: Added to every new Node by admission.
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+#: A DaemonSet's template generation (the v1 form of an internal field).
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+_NODE_INFO_FIELDS = (
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+)
 
 #: The labels a Job's generated selector puts on its pod template.
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
@@ -751,6 +771,13 @@ def _statefulset(obj: Obj, ctx: _Ctx) -> None:
         _order(strategy, ("type", "rollingUpdate"))
     _replicas_default(spec)
     _default(spec, "revisionHistoryLimit", 10)
+    # Never omitted (no omitempty): an unset service name reads back as "".
+    spec.setdefault("serviceName", "")
+    retention = _sub(spec, "persistentVolumeClaimRetentionPolicy")
+    if retention is not None:
+        _default_str(retention, "whenDeleted", "Retain")
+        _default_str(retention, "whenScaled", "Retain")
+        _order(retention, ("whenDeleted", "whenScaled"))
     template = _template_of(spec)
     if template is not None:
         _default_pod_template(template)
@@ -767,6 +794,8 @@ def _daemonset(obj: Obj, ctx: _Ctx) -> None:
     spec = _sub(obj, "spec")
     if spec is None:
         return
+    if ctx.create:
+        _template_generation(obj, 1)
     strategy = _sub(spec, "updateStrategy")
     if strategy is not None:
         _default_str(strategy, "type", "RollingUpdate")
@@ -932,6 +961,14 @@ def _secret(obj: Obj, ctx: _Ctx) -> None:
 
 
 def _pvc(obj: Obj, ctx: _Ctx) -> None:
+    if ctx.create:
+        # The StorageObjectInUseProtection admission plugin protects every new claim.
+        meta = _sub(obj, "metadata")
+        if meta is not None:
+            finalizers = meta.get("finalizers") if isinstance(meta.get("finalizers"), list) else []
+            if PVC_PROTECTION not in finalizers:
+                meta["finalizers"] = [*finalizers, PVC_PROTECTION]
+                _order(meta, _META_ORDER)
     spec = _sub(obj, "spec")
     if spec is not None:
         _default_str(spec, "volumeMode", "Filesystem")
@@ -939,6 +976,98 @@ def _pvc(obj: Obj, ctx: _Ctx) -> None:
     status = _sub(obj, "status")
     if status is not None:
         _default_str(status, "phase", "Pending")
+
+
+def _template_generation(obj: Obj, generation: int) -> None:
+    """A DaemonSet's template generation, kept (for old clients) in an annotation."""
+    meta = _sub(obj, "metadata")
+    if meta is None:
+        return
+    annotations = _sub(meta, "annotations")
+    if annotations is None:
+        return
+    try:
+        current = int(str(annotations.get(TEMPLATE_GENERATION, "0")))
+    except ValueError:
+        current = 0
+    annotations[TEMPLATE_GENERATION] = str(max(current, generation))
+    _order(meta, _META_ORDER)
+
+
+def update_strategy(group: str, kind: str, old: Obj, new: Obj) -> None:
+    """What the registry strategies carry over from the stored object on an update.
+
+    A DaemonSet's template generation is the server's: it is the stored one,
+    plus one when the pod template changed.
+    """
+    if (group, kind) != ("apps", "DaemonSet"):
+        return
+    old_meta = old.get("metadata") if isinstance(old.get("metadata"), dict) else {}
+    annotations = old_meta.get("annotations") if isinstance(old_meta, dict) else None
+    try:
+        generation = int(str((annotations or {}).get(TEMPLATE_GENERATION, "1")))
+    except ValueError:
+        generation = 1
+    old_template = (old.get("spec") or {}).get("template")
+    new_template = (
+        (new.get("spec") or {}).get("template") if isinstance(new.get("spec"), dict) else None
+    )
+    if old_template != new_template:
+        generation += 1
+    meta = _sub(new, "metadata")
+    if meta is not None:
+        annotations_new = _sub(meta, "annotations")
+        if annotations_new is not None:
+            annotations_new[TEMPLATE_GENERATION] = str(generation)
+
+
+def _node(obj: Obj, ctx: _Ctx) -> None:
+    spec = _sub(obj, "spec")
+    if spec is not None and ctx.create:
+        # The TaintNodesByCondition admission plugin: a new node is not ready yet.
+        taints = spec.get("taints") if isinstance(spec.get("taints"), list) else []
+        if not any(isinstance(t, dict) and t.get("key") == NOT_READY_TAINT["key"] for t in taints):
+            spec["taints"] = [*taints, dict(NOT_READY_TAINT)]
+    status = _sub(obj, "status")
+    if status is None:
+        return
+    # Structs without omitempty: always written, with their zero values.
+    endpoints = _sub(status, "daemonEndpoints")
+    if endpoints is not None:
+        kubelet = _sub(endpoints, "kubeletEndpoint")
+        if kubelet is not None:
+            kubelet.setdefault("Port", 0)
+    info = _sub(status, "nodeInfo")
+    if info is not None:
+        for key in _NODE_INFO_FIELDS:
+            info.setdefault(key, "")
+        _order(info, _NODE_INFO_FIELDS)
+
+
+def _core_event(obj: Obj, ctx: _Ctx) -> None:
+    # Fields without omitempty: an event written without them reads back with them.
+    obj.setdefault("source", {})
+    for key in ("firstTimestamp", "lastTimestamp", "eventTime"):
+        obj.setdefault(key, None)
+    for key in ("reportingComponent", "reportingInstance"):
+        obj.setdefault(key, "")
+
+
+def _events_event(obj: Obj, ctx: _Ctx) -> None:
+    obj.setdefault("deprecatedSource", {})
+    for key in ("deprecatedFirstTimestamp", "deprecatedLastTimestamp"):
+        obj.setdefault(key, None)
+
+
+def _lease(obj: Obj, ctx: _Ctx) -> None:
+    obj.setdefault("spec", {})
+
+
+def _pdb(obj: Obj, ctx: _Ctx) -> None:
+    status = _sub(obj, "status")
+    if status is not None:
+        for key in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
+            _default(status, key, 0)
 
 
 def _endpoints(obj: Obj, ctx: _Ctx) -> None:
@@ -1243,6 +1372,11 @@ _HANDLERS: dict[tuple[str, str], _Handler] = {
     ("", "Secret"): _secret,
     ("", "PersistentVolumeClaim"): _pvc,
     ("", "Endpoints"): _endpoints,
+    ("", "Node"): _node,
+    ("", "Event"): _core_event,
+    ("events.k8s.io", "Event"): _events_event,
+    ("coordination.k8s.io", "Lease"): _lease,
+    ("policy", "PodDisruptionBudget"): _pdb,
     ("apps", "Deployment"): _deployment,
     ("apps", "ReplicaSet"): _replicaset,
     ("apps", "StatefulSet"): _statefulset,

@@ -122,6 +122,11 @@ _ATOMIC_BUILTIN_NAMES: Final = frozenset(
         "configMapRef",
         "roleRef",
         "preference",
+        # ObjectReference (events, endpoint addresses) is an atomic struct.
+        "involvedObject",
+        "related",
+        "regarding",
+        "targetRef",
     }
 )
 _ATOMIC_BUILTIN_SUFFIXES: Final = frozenset(

@@ -170,6 +170,7 @@ class Server:
         """The aiohttp application."""
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._middleware])
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        app.on_response_prepare.append(_deprecation_warning)
         app.on_startup.append(self._load_models)
         app.on_cleanup.append(self._close_admission)
         return app
@@ -287,6 +288,9 @@ class Server:
         target = self._target(parts)
         if target is None:
             raise errors.not_found_path()
+        deprecated = DEPRECATED.get((target.rt.group, target.rt.version, target.rt.plural))
+        if deprecated:
+            request[_DEPRECATION] = deprecated
         return await self._resource(request, user, target)
 
     def _authenticate(self, request: web.Request) -> User:
@@ -1209,6 +1213,24 @@ class _Deletion:
     propagation: str | None
     preconditions: dict[str, Any] | None
     options: dict[str, Any]
+
+
+#: Resources the apiserver marks deprecated: every request to them gets this warning.
+DEPRECATED: dict[tuple[str, str, str], str] = {
+    ("", "v1", "endpoints"): "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 "
+    "EndpointSlice",
+}
+_DEPRECATION = web.RequestKey("kubesim.deprecation", str)
+
+
+async def _deprecation_warning(request: web.Request, response: web.StreamResponse) -> None:
+    """First among the warnings, as the apiserver's deprecation filter adds it first."""
+    text = request.get(_DEPRECATION)
+    if text:
+        others = response.headers.getall("Warning", [])
+        response.headers.popall("Warning", None)
+        for value in [f"299 - {json.dumps(text)}", *others]:
+            response.headers.add("Warning", value)
 
 
 def _with_warnings(resp: web.Response, warnings: list[str]) -> web.Response:

@@ -683,3 +683,139 @@ async def test_client_go_informer_syncs(sides: tuple[Side, Side]) -> None:
         rec.add("informer", {"exit": process.returncode, **report})
 
     await same(scenario, sides)
+
+
+# -- every served kind, created with as little as it accepts ---------------------------------
+
+MINIMAL_NS = "minimal"
+LABELS = {"app": "x"}
+MINIMAL: list[tuple[str, dict[str, Any]]] = [
+    ("/api/v1/namespaces/minimal/configmaps", {"metadata": {"name": "cm"}}),
+    ("/api/v1/namespaces/minimal/secrets", {"metadata": {"name": "s"}, "stringData": {"k": "v"}}),
+    ("/api/v1/namespaces/minimal/serviceaccounts", {"metadata": {"name": "sa"}}),
+    (
+        "/api/v1/namespaces/minimal/services",
+        {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}], "selector": LABELS}},
+    ),
+    (
+        "/api/v1/namespaces/minimal/endpoints",
+        {
+            "metadata": {"name": "svc"},
+            "subsets": [{"addresses": [{"ip": "10.1.2.3"}], "ports": [{"port": 80}]}],
+        },
+    ),
+    (
+        "/api/v1/namespaces/minimal/events",
+        {
+            "metadata": {"name": "ev"},
+            "involvedObject": {"kind": "ConfigMap", "name": "cm", "namespace": MINIMAL_NS},
+            "reason": "Test",
+            "message": "hello",
+        },
+    ),
+    (
+        "/api/v1/namespaces/minimal/persistentvolumeclaims",
+        {
+            "metadata": {"name": "pvc"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    ),
+    ("/api/v1/nodes", {"metadata": {"name": "minimal-node"}}),
+    ("/apis/apps/v1/namespaces/minimal/deployments", {"metadata": {"name": "d"}, "spec": SELECTED}),
+    (
+        "/apis/apps/v1/namespaces/minimal/statefulsets",
+        {"metadata": {"name": "ss"}, "spec": SELECTED},
+    ),
+    ("/apis/apps/v1/namespaces/minimal/daemonsets", {"metadata": {"name": "ds"}, "spec": SELECTED}),
+    (
+        "/apis/apps/v1/namespaces/minimal/replicasets",
+        {"metadata": {"name": "rs"}, "spec": SELECTED},
+    ),
+    (
+        "/apis/batch/v1/namespaces/minimal/cronjobs",
+        {
+            "metadata": {"name": "cj"},
+            "spec": {
+                "schedule": "*/5 * * * *",
+                "jobTemplate": {
+                    "spec": {
+                        "template": {"spec": {**POD_TEMPLATE["spec"], "restartPolicy": "OnFailure"}}
+                    }
+                },
+            },
+        },
+    ),
+    (
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/minimal/rolebindings",
+        {
+            "metadata": {"name": "rb"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "view",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": MINIMAL_NS}],
+        },
+    ),
+    (
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        {
+            "metadata": {"name": "minimal-crb"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "view",
+            },
+            "subjects": [{"kind": "User", "name": "alice"}],
+        },
+    ),
+    ("/apis/coordination.k8s.io/v1/namespaces/minimal/leases", {"metadata": {"name": "l"}}),
+    (
+        "/apis/events.k8s.io/v1/namespaces/minimal/events",
+        {
+            "metadata": {"name": "ev2"},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reportingController": "example.com/test",
+            "reportingInstance": "test-1",
+            "action": "Testing",
+            "reason": "Test",
+            "type": "Normal",
+            "regarding": {"kind": "ConfigMap", "name": "cm", "namespace": MINIMAL_NS},
+        },
+    ),
+    (
+        "/apis/policy/v1/namespaces/minimal/poddisruptionbudgets",
+        {
+            "metadata": {"name": "pdb"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": LABELS}},
+        },
+    ),
+    (
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        {"metadata": {"name": "minimal-vwc"}},
+    ),
+    (
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+        {"metadata": {"name": "minimal-mwc"}},
+    ),
+]
+# A Service's cluster IP is allocated from each server's own range.
+ALLOCATED = frozenset({"clusterIP", "clusterIPs"})
+
+
+async def test_minimal_objects_of_every_kind(sides: tuple[Side, Side]) -> None:
+    """What each served kind looks like once created from the least it accepts
+    (defaults, nulls, managed fields) and read back."""
+
+    async def scenario(side: Side, rec: Record) -> None:
+        await namespace(side, MINIMAL_NS)
+        for path, body in MINIMAL:
+            created = await side.call("POST", path, body)
+            rec.answer(f"create {path}", created, volatile=ALLOCATED)
+            name = body["metadata"]["name"]
+            rec.answer(f"read {path}", await side.call("GET", f"{path}/{name}"), volatile=ALLOCATED)
+
+    await same(scenario, sides)

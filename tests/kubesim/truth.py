@@ -37,6 +37,10 @@ def mask(value: Any, key: str = "", volatile: frozenset[str] = frozenset()) -> A
     """
     if key in volatile:
         return "<volatile>"
+    if key == "managedFields" and isinstance(value, list):
+        # Ordered by time (seconds) first: which of two writes made in the same
+        # second or in two is timing. The order within a time stays compared.
+        value = sorted(value, key=_entry_order)
     if isinstance(value, dict):
         return {k: mask(v, k, volatile) for k, v in value.items()}
     if isinstance(value, list):
@@ -46,6 +50,15 @@ def mask(value: Any, key: str = "", volatile: frozenset[str] = frozenset()) -> A
             return "<rv>"
         return UUID.sub("<uid>", TIMESTAMP.sub("<time>", value))
     return value
+
+
+def _entry_order(entry: Any) -> tuple[str, ...]:
+    """The apiserver's order of managedFields entries, the time left out."""
+    if not isinstance(entry, dict):
+        return ("",)
+    return tuple(
+        str(entry.get(k) or "") for k in ("operation", "manager", "apiVersion", "subresource")
+    )
 
 
 def diff(expected: Any, got: Any, path: str = "") -> list[str]:
