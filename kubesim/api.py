@@ -23,7 +23,7 @@ from typing import Any
 
 from kubesim import aggregation, errors, listopts
 from kubesim.crdschema import CRDSchema, validate_crd_schema
-from kubesim.defaults import ClusterIPAllocator, apply_defaults, update_strategy
+from kubesim.defaults import PVC_PROTECTION, ClusterIPAllocator, apply_defaults, update_strategy
 from kubesim.errors import ApiError
 from kubesim.listopts import ListOptions, bookmark, sends_initial_events, too_large
 from kubesim.managedfields import (
@@ -51,6 +51,8 @@ APPLY_PATCH = "application/apply-patch+yaml"
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 NS_KEY = ("", "namespaces")
 CLUSTER_ROLES_KEY = ("rbac.authorization.k8s.io", "clusterroles")
+PVC_KEY = ("", "persistentvolumeclaims")
+POD_KEY = ("", "pods")
 _AGGREGATION_PASSES = 10
 CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 FOREGROUND = "foregroundDeletion"
@@ -842,6 +844,7 @@ class Api:
         nmeta["resourceVersion"] = str(rv)
         new = _ordered_meta(new)
         self.store.put(rt.key, new, rv, "MODIFIED")
+        self._after_write(rt)
         return new, False
 
     def _status_success(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
@@ -879,6 +882,36 @@ class Api:
                 self._aggregate_cluster_roles(rt)
             finally:
                 self._aggregating = False
+        if rt.key in (PVC_KEY, POD_KEY):
+            self._release_unused_claims()
+
+    def _release_unused_claims(self) -> None:
+        """The pvc-protection controller: a deleted claim no running pod uses loses its
+        protection finalizer (and so goes)."""
+        pvcs = self.registry.get("", "v1", "persistentvolumeclaims")
+        if pvcs is None:
+            return
+        for claim in self.store.items(PVC_KEY, ""):
+            meta = claim["metadata"]
+            if not meta.get("deletionTimestamp") or PVC_PROTECTION not in (
+                meta.get("finalizers") or []
+            ):
+                continue
+            if self._claim_in_use(meta.get("namespace", ""), meta["name"]):
+                continue
+            new = copy.deepcopy(claim)
+            new["metadata"]["finalizers"] = [f for f in meta["finalizers"] if f != PVC_PROTECTION]
+            self._replace(pvcs, claim, new, _SYSTEM, subresource=None)
+
+    def _claim_in_use(self, namespace: str, name: str) -> bool:
+        for pod in self.store.items(POD_KEY, namespace):
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            for volume in (pod.get("spec") or {}).get("volumes") or []:
+                claim = (volume or {}).get("persistentVolumeClaim") or {}
+                if claim.get("claimName") == name:
+                    return True
+        return False
 
     def _aggregate_cluster_roles(self, rt: ResourceType) -> None:
         """The clusterrole-aggregation controller: aggregated roles get their rules.

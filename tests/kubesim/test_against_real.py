@@ -819,3 +819,47 @@ async def test_minimal_objects_of_every_kind(sides: tuple[Side, Side]) -> None:
             rec.answer(f"read {path}", await side.call("GET", f"{path}/{name}"), volatile=ALLOCATED)
 
     await same(scenario, sides)
+
+
+async def test_claims_and_daemon_sets_over_their_lifetime(sides: tuple[Side, Side]) -> None:
+    """A claim no pod uses goes once deleted (its protection finalizer released); a
+    DaemonSet's template generation follows its template."""
+    ns = "lifetimes"
+    claims = f"/api/v1/namespaces/{ns}/persistentvolumeclaims"
+    daemons = f"/apis/apps/v1/namespaces/{ns}/daemonsets"
+    claim = {
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+    async def scenario(side: Side, rec: Record) -> None:
+        await namespace(side, ns)
+        await side.call("POST", claims, claim)
+        rec.answer("claim deleted", await side.call("DELETE", f"{claims}/data"))
+
+        async def gone() -> bool:
+            return (await side.call("GET", f"{claims}/data")).status == 404
+
+        await eventually(gone, what="the claim gone")
+        await side.call("POST", daemons, {"metadata": {"name": "ds"}, "spec": SELECTED})
+        for step, patch in (
+            ("label only", {"metadata": {"labels": {"x": "y"}}}),
+            ("template", {"spec": {"template": {"metadata": {"labels": {"app": "x", "v": "2"}}}}}),
+            (
+                "annotation set by hand",
+                {"metadata": {"annotations": {"deprecated.daemonset.template.generation": "9"}}},
+            ),
+        ):
+            answer = await side.call(
+                "PATCH", f"{daemons}/ds", patch, content_type="application/merge-patch+json"
+            )
+            rec.add(
+                step,
+                {
+                    "status": answer.status,
+                    "annotations": answer.json["metadata"].get("annotations"),
+                    "generation": answer.json["metadata"].get("generation"),
+                },
+            )
+
+    await same(scenario, sides)

@@ -42,14 +42,16 @@ OWNER_FILE = "owner.pid"
 
 #: The controllers of kube-controller-manager that the tests rely on: namespace
 #: deletion, garbage collection (owner references, foreground deletion), the
-#: default ServiceAccount of each namespace and aggregated ClusterRoles. The
-#: workload controllers (deployment, replicaset, job, ...) do not run, so a
+#: default ServiceAccount of each namespace, aggregated ClusterRoles and the
+#: release of deleted claims' protection finalizer (every new claim gets one).
+#: The workload controllers (deployment, replicaset, job, ...) do not run, so a
 #: status the tests write to a Deployment or Job is not overwritten.
 CONTROLLERS = (
     "namespace-controller",
     "garbage-collector-controller",
     "serviceaccount-controller",
     "clusterrole-aggregation-controller",
+    "persistentvolumeclaim-protection-controller",
 )
 
 AUDIT_POLICY = {
