@@ -207,7 +207,11 @@ def test_statefulset_defaults() -> None:
     assert spec["podManagementPolicy"] == "OrderedReady"
     assert spec["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
     assert spec["revisionHistoryLimit"] == 10
-    assert "persistentVolumeClaimRetentionPolicy" not in spec
+    # v1.35 defaults the retention policy (the feature is GA).
+    assert spec["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": "Retain",
+        "whenScaled": "Retain",
+    }
     pvc = spec["volumeClaimTemplates"][0]
     assert pvc["metadata"] == {"name": "data"}
     assert pvc["spec"]["volumeMode"] == "Filesystem"
