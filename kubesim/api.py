@@ -146,9 +146,21 @@ class Api:
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
-        """Start the background controllers (garbage collector, namespace and CRD cleanup)."""
+        """Create the system namespaces, start the background controllers (garbage
+        collector, namespace and CRD cleanup)."""
+        self._system_namespaces()
         if self._gc_task is None:
             self._gc_task = asyncio.get_running_loop().create_task(self._gc_loop())
+
+    def _system_namespaces(self) -> None:
+        """What kube-apiserver makes at start: ``default``, ``kube-system``,
+        ``kube-public`` and ``kube-node-lease`` (kept when already there)."""
+        rt = self.registry.get("", "v1", "namespaces")
+        if rt is None:
+            return
+        for name in SYSTEM_NAMESPACES:
+            if self.store.get(NS_KEY, ("", name)) is None:
+                self.create(rt, "", {"metadata": {"name": name}}, _APISERVER)
 
     async def stop(self) -> None:
         """Stop the background controllers."""
@@ -1357,6 +1369,9 @@ class Api:
 
 
 _SYSTEM = Caller(manager="kube-controller-manager")
+_APISERVER = Caller(manager="kube-apiserver")
+#: The namespaces every cluster has from the start.
+SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
 # Fields the apiserver's registry strategies set after field management has run,

@@ -863,3 +863,30 @@ async def test_claims_and_daemon_sets_over_their_lifetime(sides: tuple[Side, Sid
             )
 
     await same(scenario, sides)
+
+
+async def test_system_namespaces(sides: tuple[Side, Side]) -> None:
+    """The namespaces a cluster starts with, as a client creating one sees them."""
+
+    async def scenario(side: Side, rec: Record) -> None:
+        for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            answer = await side.call("GET", f"/api/v1/namespaces/{name}")
+            # The real one's default namespace may carry what other tests of this
+            # module's control plane wrote; the system's own shape is compared.
+            body = answer.json
+            body["metadata"]["managedFields"] = [
+                f
+                for f in body["metadata"].get("managedFields") or []
+                if f["manager"] == "kube-apiserver"
+            ]
+            rec.answer(name, answer)
+        rec.answer(
+            "created again",
+            await side.call("POST", "/api/v1/namespaces", {"metadata": {"name": "default"}}),
+        )
+        rec.answer(
+            "a new one",
+            await side.call("POST", "/api/v1/namespaces", {"metadata": {"name": "brand-new"}}),
+        )
+
+    await same(scenario, sides)

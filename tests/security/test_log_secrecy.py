@@ -271,7 +271,6 @@ async def clusters(tmp_path: Path) -> AsyncIterator[Clusters]:
         await install_crds(hub, sorted(p.name for p in CRD_DIR.glob("*.yaml")))
         await hub.create(NAMESPACES, {"metadata": {"name": CLUSTER}})
         await install_crds(spoke, SPOKE_CRDS)
-        await spoke.create(NAMESPACES, {"metadata": {"name": "default"}})
         yield Clusters(hub, spoke, tmp_path)
     finally:
         await hub.close()
