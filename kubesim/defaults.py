@@ -965,7 +965,8 @@ def _pvc(obj: Obj, ctx: _Ctx) -> None:
         # The StorageObjectInUseProtection admission plugin protects every new claim.
         meta = _sub(obj, "metadata")
         if meta is not None:
-            finalizers = meta.get("finalizers") if isinstance(meta.get("finalizers"), list) else []
+            found = meta.get("finalizers")
+            finalizers: list[Any] = found if isinstance(found, list) else []
             if PVC_PROTECTION not in finalizers:
                 meta["finalizers"] = [*finalizers, PVC_PROTECTION]
                 _order(meta, _META_ORDER)
@@ -1025,7 +1026,8 @@ def _node(obj: Obj, ctx: _Ctx) -> None:
     spec = _sub(obj, "spec")
     if spec is not None and ctx.create:
         # The TaintNodesByCondition admission plugin: a new node is not ready yet.
-        taints = spec.get("taints") if isinstance(spec.get("taints"), list) else []
+        found = spec.get("taints")
+        taints: list[Any] = found if isinstance(found, list) else []
         if not any(isinstance(t, dict) and t.get("key") == NOT_READY_TAINT["key"] for t in taints):
             spec["taints"] = [*taints, dict(NOT_READY_TAINT)]
     status = _sub(obj, "status")

@@ -173,7 +173,8 @@ def _parameter(node: Mapping[str, Any]) -> _Message:
     query.string(2, node.get("in"))
     query.string(3, node.get("description"))
     query.string(4, node.get("name"))
-    schema = node.get("schema") if isinstance(node.get("schema"), Mapping) else node
+    nested = node.get("schema")
+    schema: Mapping[str, Any] = nested if isinstance(nested, Mapping) else node
     query.string(6, schema.get("type"))
     query.boolean(20, schema.get("uniqueItems"))
     non_body = _Message()

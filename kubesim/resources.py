@@ -237,7 +237,7 @@ def builtin_types() -> list[ResourceType]:
             short_names=("pdb",),
             status=True,
             generation=True,
-            storage_hash="6BGBu0kpHtk=",
+            storage_hash="EVWiDmWqyJw=",
         ),
         _rt(
             "apiextensions.k8s.io",

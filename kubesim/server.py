@@ -35,10 +35,11 @@ from kubesim.admission import (
     AdmissionRefused,
     AdmissionRequest,
 )
-from kubesim.api import APPLY_PATCH, Api, Caller, ListOptions, now
+from kubesim.api import APPLY_PATCH, Api, Caller, now
 from kubesim.errors import ApiError, UntypedError
 from kubesim.faults import FaultRule, Faults, Journal, Stats
 from kubesim.jsonerrors import go_message
+from kubesim.listopts import ListOptions
 from kubesim.managedfields import update_managed_fields
 from kubesim.openapi_fields import apply_path, strict_path
 from kubesim.patch import apply_patch, go_value

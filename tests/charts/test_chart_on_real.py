@@ -320,6 +320,7 @@ async def apply_and_delete_a_work(hub: KubeClient, spoke: KubeClient, agent: Age
     assert [m["conditions"][0]["status"] for m in manifests] == ["True"] * len(MANIFESTS), (
         json.dumps(manifests)
     )
+    assert "forbidden" not in json.dumps(work["status"]).lower()
     for res, name, namespace in APPLIED:
         assert await exists(spoke, res, name, namespace), (res.plural, name)
     (applied,) = (await spoke.list(APPLIED_MANIFESTWORKS))["items"]
@@ -329,6 +330,8 @@ async def apply_and_delete_a_work(hub: KubeClient, spoke: KubeClient, agent: Age
         return condition is not None and condition["status"] == "True"
 
     await eventually(available, what="the work Available")
+    work = await hub.get(MANIFESTWORKS, "chart-e2e", CLUSTER)
+    assert "forbidden" not in json.dumps(work["status"]).lower()
 
     await hub.delete(MANIFESTWORKS, "chart-e2e", CLUSTER)
 

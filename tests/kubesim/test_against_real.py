@@ -440,11 +440,11 @@ async def test_recorded_exchanges_replayed_on_both(sides: tuple[Side, Side]) -> 
 
 # -- the typed round trip of built-in kinds ------------------------------------------------
 
-POD_TEMPLATE = {
+POD_TEMPLATE: dict[str, Any] = {
     "metadata": {"labels": {"app": "x"}},
     "spec": {"containers": [{"name": "c", "image": "nginx"}]},
 }
-SELECTED = {"selector": {"matchLabels": {"app": "x"}}, "template": POD_TEMPLATE}
+SELECTED: dict[str, Any] = {"selector": {"matchLabels": {"app": "x"}}, "template": POD_TEMPLATE}
 
 
 async def test_status_comes_back_through_the_typed_schema(sides: tuple[Side, Side]) -> None:
@@ -454,7 +454,7 @@ async def test_status_comes_back_through_the_typed_schema(sides: tuple[Side, Sid
     ns = "typed"
     apps = f"/apis/apps/v1/namespaces/{ns}"
     core = f"/api/v1/namespaces/{ns}"
-    objects = [
+    objects: list[tuple[str, dict[str, Any]]] = [
         (f"{apps}/deployments", {"metadata": {"name": "d"}, "spec": SELECTED}),
         (f"{apps}/replicasets", {"metadata": {"name": "rs"}, "spec": SELECTED}),
         (
@@ -888,5 +888,70 @@ async def test_system_namespaces(sides: tuple[Side, Side]) -> None:
             "a new one",
             await side.call("POST", "/api/v1/namespaces", {"metadata": {"name": "brand-new"}}),
         )
+
+    await same(scenario, sides)
+
+
+# -- discovery -------------------------------------------------------------------------------
+
+
+async def test_discovery_of_the_served_resources(sides: tuple[Side, Side]) -> None:
+    """The discovery entries of every resource kubesim serves (the real server serves
+    more resources and groups; those are left out), plain and aggregated."""
+    kubesim_side = sides[0]
+    served = (await kubesim_side.call("GET", "/apis")).json
+    paths = ["/api/v1"] + [
+        f"/apis/{version['groupVersion']}"
+        for group in served["groups"]
+        for version in group["versions"]
+    ]
+    aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+    async def scenario(side: Side, rec: Record) -> None:
+        for path in paths:
+            listed = (await side.call("GET", path)).json
+            ours = (await kubesim_side.call("GET", path)).json
+            names = {r["name"] for r in ours["resources"]}
+            rec.add(
+                path,
+                sorted(
+                    (r for r in listed["resources"] if r["name"] in names), key=lambda r: r["name"]
+                ),
+            )
+        for path in ("/api", "/apis"):
+            answer = await side.call("GET", path, accept=aggregated)
+            ours = (await kubesim_side.call("GET", path, accept=aggregated)).json
+            ours_by_group = {g["metadata"].get("name", ""): g for g in ours["items"]}
+            for group in answer.json["items"]:
+                name = group["metadata"].get("name", "")
+                if name not in ours_by_group:
+                    continue
+                for version in group["versions"]:
+                    mine = [
+                        v
+                        for v in ours_by_group[name]["versions"]
+                        if v["version"] == version["version"]
+                    ]
+                    if not mine:
+                        continue
+                    kept = {r["resource"]: r for r in mine[0]["resources"]}
+                    version["resources"] = sorted(
+                        (r for r in version["resources"] if r["resource"] in kept),
+                        key=lambda r: r["resource"],
+                    )
+                    for resource in version["resources"]:
+                        # Subresources kubesim does not serve (pods/exec...) are left out.
+                        ours_subs = {
+                            s["subresource"]
+                            for s in kept[resource["resource"]].get("subresources") or []
+                        }
+                        subs = [
+                            s
+                            for s in resource.pop("subresources", [])
+                            if s["subresource"] in ours_subs
+                        ]
+                        if subs:
+                            resource["subresources"] = subs
+                    rec.add(f"aggregated {name or 'core'}/{version['version']}", version)
 
     await same(scenario, sides)
