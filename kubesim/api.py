@@ -320,6 +320,13 @@ class Api:
                 )
         _check_meta_types(rt, body)
         if kind and kind != rt.kind:
+            if rt.builtin:
+                # The decoder reads the body as its own kind, then finds no conversion.
+                raise errors.bad_request(
+                    f'{kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                    f"converting ({rt.version}.{kind}) to ({_internal_package(rt.group)}."
+                    f"{rt.kind}): unknown conversion"
+                )
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {rt.kind}): "
                 f'{kind} in version "{rt.version}" cannot be handled as a {rt.kind}'
@@ -786,22 +793,23 @@ class Api:
             raise errors.not_found(rt.plural, name, rt.group)
         meta = old["metadata"]
         pre = preconditions or {}
+        # The delete strategy checks preconditions first, naming the kind.
         if pre.get("uid") and pre["uid"] != meta["uid"]:
             raise errors.conflict(
-                rt.plural,
+                rt.kind,
                 name,
                 rt.group,
-                why=f"Precondition failed: UID in precondition: {pre['uid']}, UID in object "
-                f"meta: {meta['uid']}",
+                why=f"the UID in the precondition ({pre['uid']}) does not match the UID in "
+                f"record ({meta['uid']}). The object might have been deleted and then recreated",
             )
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
             raise errors.conflict(
-                rt.plural,
+                rt.kind,
                 name,
                 rt.group,
-                why="Precondition failed: ResourceVersion in precondition: "
-                f"{pre['resourceVersion']}, ResourceVersion in object meta: "
-                f"{meta['resourceVersion']}",
+                why=f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does "
+                f"not match the ResourceVersion in record ({meta['resourceVersion']}). The "
+                "object might have been modified",
             )
         if propagation not in (None, "", "Background", "Foreground", "Orphan"):
             raise errors.invalid(
@@ -1468,6 +1476,13 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+def _internal_package(group: str) -> str:
+    """The Go package of a built-in group's internal types (core for the core group)."""
+    if group in ("", "events.k8s.io"):
+        return "core"
+    return group.split(".", 1)[0]
 
 
 def _check_uid(rt: ResourceType, name: str, old: dict[str, Any], uid: Any) -> None:

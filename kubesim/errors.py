@@ -23,6 +23,8 @@ class ApiError(Exception):
         self.message = message
         self.details = details
         self.headers = headers or {}
+        # What went wrong when the answer does not say (never sent to the client).
+        self.detail = ""
 
     def status(self) -> dict[str, Any]:
         """The ``Status`` body of this error."""
@@ -272,24 +274,35 @@ def entity_too_large() -> ApiError:
 
 
 def method_not_allowed(method: str) -> ApiError:
-    """405 MethodNotAllowed."""
+    """405 MethodNotAllowed (``method``: the refused HTTP method, not named in the answer)."""
     return ApiError(
         405,
         "MethodNotAllowed",
-        f"the server does not allow this method on the requested resource ({method})",
+        "the server does not allow this method on the requested resource",
+        {},
     )
 
 
 def unsupported_media_type(content_type: str) -> ApiError:
-    """415 UnsupportedMediaType."""
+    """415 for a body type an object write does not decode (``content_type`` not echoed)."""
     return ApiError(
         415,
         "UnsupportedMediaType",
         "the body of the request was in an unknown format - accepted media types include: "
-        "application/json-patch+json, application/merge-patch+json, "
-        "application/apply-patch+yaml, application/strategic-merge-patch+json "
-        f'(got "{content_type}")',
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf",
     )
+
+
+def unsupported_patch_type() -> ApiError:
+    """415 for a PATCH whose Content-Type is no patch type."""
+    return ApiError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
+
+
+class PageNotFound(ApiError):
+    """A path no API group or version serves: Go's plain-text "404 page not found"."""
+
+    def __init__(self) -> None:
+        super().__init__(404, "NotFound", "404 page not found")
 
 
 # etcd's default --max-request-bytes: a write whose stored object is larger fails in etcd.

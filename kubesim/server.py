@@ -20,6 +20,7 @@ from kubesim import (
     bytesfields,
     discovery,
     errors,
+    jsonerrors,
     listopts,
     openapi,
     openapi_models,
@@ -120,7 +121,15 @@ def json_response(
 
 
 def error_response(err: ApiError) -> web.Response:
-    """A Status answer for ``err``."""
+    """A Status answer for ``err`` (Go's plain text for a path nothing serves)."""
+    if isinstance(err, errors.PageNotFound):
+        return web.Response(
+            text="404 page not found\n",
+            status=404,
+            content_type="text/plain",
+            charset="utf-8",
+            headers={"X-Content-Type-Options": "nosniff"},
+        )
     return json_response(err.status(), err.code, err.headers)
 
 
@@ -288,6 +297,11 @@ class Server:
                 return json_response(doc)
         target = self._target(parts)
         if target is None:
+            # A served group version answers a Status; anything else is no API at all.
+            served = self.api.registry.group_versions()
+            group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
+            if len(parts) < 3 or version not in served.get(group, []):
+                raise errors.PageNotFound()
             raise errors.not_found_path()
         deprecated = DEPRECATED.get((target.rt.group, target.rt.version, target.rt.plural))
         if deprecated:
@@ -324,12 +338,12 @@ class Server:
         if len(parts) == 2 and parts[0] == "apis":
             doc = discovery.api_group(reg, parts[1])
             if doc is None:
-                raise errors.not_found_path()
+                raise errors.PageNotFound()
             return doc
         if len(parts) == 3 and parts[0] == "apis":
             doc = discovery.resource_list(reg, parts[1], parts[2])
             if doc is None:
-                raise errors.not_found_path()
+                raise errors.PageNotFound()
             return doc
         return None
 
@@ -409,7 +423,7 @@ class Server:
         if method not in _OPTIONS_KIND or (method == "POST") == bool(t.name):
             raise errors.method_not_allowed(method)
         agent = request.headers.get("User-Agent", "")
-        dry_run = "All" in q.getall("dryRun", [])
+        dry_run = _dry_run(q.getall("dryRun", []), _OPTIONS_KIND.get(method, "CreateOptions"))
         if method == "PATCH" and request.content_type == APPLY_PATCH:
             caller = Caller(manager=q.get("fieldManager", ""), dry_run=dry_run)
         else:
@@ -493,9 +507,10 @@ class Server:
         real, and nothing else may run between the last check and the write.
         """
         rt = t.rt
+        duplicates = request.get(_DUPLICATES) or []
         if request.method == "POST":
             self._check_decodable(t, body)
-            warnings += self._decoded_fields(t, body, validation)
+            warnings += self._decoded_fields(t, body, validation, duplicates)
             return self.api.create(rt, t.namespace, body, caller), 201
         if request.method == "PUT":
             if t.subresource == "scale":
@@ -503,7 +518,7 @@ class Server:
                 obj, _ = self.api.update(rt, t.namespace, t.name, body, caller)
                 return _scale(rt, obj), 200
             self._check_decodable(t, body)
-            warnings += self._decoded_fields(t, body, validation)
+            warnings += self._decoded_fields(t, body, validation, duplicates)
             obj, created = self.api.update(
                 rt, t.namespace, t.name, body, caller, subresource=t.subresource or None
             )
@@ -734,24 +749,30 @@ class Server:
         return found if rt.builtin else sorted(found)
 
     @staticmethod
-    def _outcome(unknown: list[str], validation: str, prefix: str) -> list[str]:
+    def _outcome(
+        unknown: list[str], validation: str, prefix: str, duplicates: list[str] | None = None
+    ) -> list[str]:
         """Warnings to send, or a 400 under Strict; nothing under Ignore."""
-        if not unknown or validation == "Ignore":
+        if not (unknown or duplicates) or validation == "Ignore":
             return []
-        messages = [f'unknown field "{path}"' for path in unknown]
+        messages = [f'duplicate field "{path}"' for path in duplicates or []]
+        messages += [f'unknown field "{path}"' for path in unknown]
         if validation == "Strict":
             raise errors.bad_request(prefix + "strict decoding error: " + ", ".join(messages))
         return messages
 
-    def _decoded_fields(self, t: Target, body: Any, validation: str) -> list[str]:
-        """Check a create or update body as the apiserver's strict decoder would."""
+    def _decoded_fields(
+        self, t: Target, body: Any, validation: str, duplicates: list[str] | None = None
+    ) -> list[str]:
+        """Check a create or update body as the apiserver's strict decoder would:
+        duplicate fields (``duplicates``, found when the JSON was read), then unknown ones."""
         if validation == "Ignore" or not isinstance(body, dict):
             return []
         api_version = str(body.get("apiVersion") or t.rt.api_version)
         kind = str(body.get("kind") or t.rt.kind)
         version = api_version.rsplit("/", 1)[-1]
         prefix = f'{kind} in version "{version}" cannot be handled as a {t.rt.kind}: '
-        return self._outcome(self._unknown(t.rt, body), validation, prefix)
+        return self._outcome(self._unknown(t.rt, body), validation, prefix, duplicates)
 
     def _patched_fields(self, t: Target, media: str, body: Any, validation: str) -> list[str]:
         """Check the result of a JSON, merge or strategic merge patch (new fields only)."""
@@ -798,10 +819,12 @@ class Server:
         agent = request.headers.get("User-Agent", "")
         caller = Caller(
             manager=q.get("fieldManager") or _manager_from_agent(agent),
-            dry_run="All" in q.getall("dryRun", []),
+            dry_run=_dry_run(q.getall("dryRun", []), "DeleteOptions"),
         )
         raw = await _raw(request)
         options = _delete_options(raw)
+        if isinstance(options.get("dryRun"), list):
+            _dry_run([str(v) for v in options["dryRun"]], "DeleteOptions")
         propagation = q.get("propagationPolicy") or options.get("propagationPolicy")
         if _bool(q.get("orphanDependents")) or options.get("orphanDependents") is True:
             propagation = propagation or "Orphan"
@@ -1119,6 +1142,19 @@ class Server:
         )
 
 
+def _dry_run(values: list[str], options_kind: str) -> bool:
+    """Whether ``dryRun`` asks for a dry run; a 422 for anything but ``All``."""
+    if any(v != "All" for v in values):
+        shown = errors.go_json(values, sort=False)
+        cause = {
+            "reason": "FieldValueNotSupported",
+            "message": f'Unsupported value: {shown}: supported values: "All"',
+            "field": "dryRun",
+        }
+        raise errors.invalid(options_kind, "", [cause], "meta.k8s.io")
+    return bool(values)
+
+
 def _field_validation(value: str, method: str) -> str:
     """The fieldValidation directive of a write (Warn when unset, as in the apiserver)."""
     if value not in _FIELD_VALIDATION:
@@ -1156,9 +1192,23 @@ async def _raw(request: web.Request) -> bytes:
     return raw
 
 
+#: What the apiserver decodes an object write from (an absent Content-Type is JSON).
+_OBJECT_TYPES = ("application/json", "application/yaml", openapi_protobuf.MEDIA_TYPE)
+_PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    APPLY_PATCH,
+)
+
+
 async def _read_body(request: web.Request, rt: ResourceType, *, patch: bool = False) -> Any:
+    ctype = request.content_type if "Content-Type" in request.headers else "application/json"
+    if patch and ctype not in _PATCH_TYPES:
+        raise errors.unsupported_patch_type()
+    if not patch and ctype not in _OBJECT_TYPES:
+        raise errors.unsupported_media_type(ctype)
     raw = await _raw(request)
-    ctype = request.content_type
     if ctype == openapi_protobuf.MEDIA_TYPE and not patch:
         try:
             return openapi_protobuf.decode(raw)
@@ -1173,7 +1223,12 @@ async def _read_body(request: web.Request, rt: ResourceType, *, patch: bool = Fa
     try:
         if ctype in ("application/yaml", APPLY_PATCH):
             return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        return json.loads(text)
+        if patch:
+            return json.loads(text)
+        decoded, duplicates = jsonerrors.loads_with_duplicates(text)
+        if duplicates:
+            request[_DUPLICATES] = duplicates
+        return decoded
     except (ValueError, yaml.YAMLError) as exc:
         excerpt = text[:100]
         reason = go_message(exc) if isinstance(exc, json.JSONDecodeError) else str(exc)
@@ -1222,6 +1277,7 @@ DEPRECATED: dict[tuple[str, str, str], str] = {
     "EndpointSlice",
 }
 _DEPRECATION = web.RequestKey("kubesim.deprecation", str)
+_DUPLICATES = web.RequestKey("kubesim.duplicates", list[str])
 
 
 async def _deprecation_warning(request: web.Request, response: web.StreamResponse) -> None:

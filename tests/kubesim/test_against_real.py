@@ -955,3 +955,148 @@ async def test_discovery_of_the_served_resources(sides: tuple[Side, Side]) -> No
                     rec.add(f"aggregated {name or 'core'}/{version['version']}", version)
 
     await same(scenario, sides)
+
+
+# -- requests that go wrong --------------------------------------------------------------------
+
+
+async def test_request_errors(sides: tuple[Side, Side]) -> None:
+    """The Status answers of requests that go wrong, beyond the recorded ones."""
+    ns = "errors"
+    cms = f"/api/v1/namespaces/{ns}/configmaps"
+    merge = "application/merge-patch+json"
+    json_patch = "application/json-patch+json"
+
+    async def scenario(side: Side, rec: Record) -> None:
+        await namespace(side, ns)
+        made = (await side.call("POST", cms, configmap("a"))).json
+        calls: list[tuple[str, str, str, Any, str]] = [
+            (
+                "unknown resource",
+                "GET",
+                f"/api/v1/namespaces/{ns}/gizmos",
+                None,
+                "application/json",
+            ),
+            (
+                "unknown group",
+                "GET",
+                "/apis/nowhere.example.com/v1/things",
+                None,
+                "application/json",
+            ),
+            ("PUT on a collection", "PUT", cms, configmap("a"), "application/json"),
+            ("POST to an object", "POST", f"{cms}/a", configmap("a"), "application/json"),
+            ("unsupported patch type", "PATCH", f"{cms}/a", {"data": {}}, "text/plain"),
+            ("patch of a missing object", "PATCH", f"{cms}/missing", {"data": {}}, merge),
+            (
+                "JSON patch test fails",
+                "PATCH",
+                f"{cms}/a",
+                [{"op": "test", "path": "/data/k", "value": "no"}],
+                json_patch,
+            ),
+            (
+                "JSON patch bad path",
+                "PATCH",
+                f"{cms}/a",
+                [{"op": "replace", "path": "/nothere/x", "value": 1}],
+                json_patch,
+            ),
+            ("name differs from the URL", "PUT", f"{cms}/a", configmap("b"), "application/json"),
+            (
+                "namespace differs from the URL",
+                "POST",
+                cms,
+                {**configmap("c"), "metadata": {"name": "c", "namespace": "elsewhere"}},
+                "application/json",
+            ),
+            (
+                "wrong kind",
+                "POST",
+                cms,
+                {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "d"}},
+                "application/json",
+            ),
+            (
+                "delete with a stale uid",
+                "DELETE",
+                f"{cms}/a",
+                {
+                    "kind": "DeleteOptions",
+                    "apiVersion": "v1",
+                    "preconditions": {"uid": "00000000-0000-0000-0000-000000000000"},
+                },
+                "application/json",
+            ),
+            (
+                "delete with a stale resourceVersion",
+                "DELETE",
+                f"{cms}/a",
+                {
+                    "kind": "DeleteOptions",
+                    "apiVersion": "v1",
+                    "preconditions": {"resourceVersion": "1"},
+                },
+                "application/json",
+            ),
+            ("dry-run create", "POST", f"{cms}?dryRun=All", configmap("dry"), "application/json"),
+            ("bad dryRun", "POST", f"{cms}?dryRun=Some", configmap("dry"), "application/json"),
+            (
+                "generated name",
+                "POST",
+                cms,
+                {"metadata": {"generateName": "gen-"}},
+                "application/json",
+            ),
+            (
+                "unconditional update",
+                "PUT",
+                f"{cms}/a",
+                {**configmap("a"), "data": {"k": "v2"}},
+                "application/json",
+            ),
+            (
+                "bad fieldValidation",
+                "POST",
+                f"{cms}?fieldValidation=Loose",
+                configmap("e"),
+                "application/json",
+            ),
+            (
+                "strict: unknown field",
+                "POST",
+                f"{cms}?fieldValidation=Strict",
+                {**configmap("f"), "extra": 1},
+                "application/json",
+            ),
+            (
+                "strict: duplicate field",
+                "POST",
+                f"{cms}?fieldValidation=Strict",
+                '{"metadata":{"name":"g"},"data":{"k":"1","k":"2"}}',
+                "application/json",
+            ),
+            (
+                "deletecollection by label",
+                "DELETE",
+                f"{cms}?labelSelector=none%3Dmatch",
+                None,
+                "application/json",
+            ),
+        ]
+        del made
+        for step, method, path, body, ctype in calls:
+            answer = await side.call(method, path, body, content_type=ctype)
+            if isinstance(answer.body, dict):
+                # A generated name ends in five random characters.
+                if answer.body.get("metadata", {}).get("generateName"):
+                    answer.body["metadata"]["name"] = "gen-<random>"
+                # Each server's own resourceVersion, named in a precondition failure.
+                if isinstance(answer.body.get("message"), str):
+                    answer.body["message"] = re.sub(
+                        r"in record \((\d+)\)", "in record (<rv>)", answer.body["message"]
+                    )
+            rec.answer(step, answer)
+
+    await same(scenario, sides)

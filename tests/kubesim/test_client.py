@@ -609,7 +609,7 @@ async def test_delete_preconditions(raw: Raw) -> None:
     _, created = await raw.request("POST", cms, _cm("p"))
     status, body = await raw.request("DELETE", cms + "/p", {"preconditions": {"uid": "wrong"}})
     assert (status, body["reason"]) == (409, "Conflict")
-    assert "Precondition failed: UID in precondition: wrong" in body["message"]
+    assert "the UID in the precondition (wrong) does not match the UID in record" in body["message"]
     status, body = await raw.request(
         "DELETE",
         cms + "/p",

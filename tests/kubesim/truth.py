@@ -132,9 +132,16 @@ class Side:
         }
         data = None
         if body is not None:
-            headers["Content-Type"] = content_type
+            if content_type:  # "" sends none at all
+                headers["Content-Type"] = content_type
             data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        async with self.session.request(method, self.base + path, data=data, headers=headers) as r:
+        async with self.session.request(
+            method,
+            self.base + path,
+            data=data,
+            headers=headers,
+            skip_auto_headers=() if content_type else ("Content-Type",),
+        ) as r:
             text = await r.text()
             warnings = r.headers.getall("Warning", [])
         try:

@@ -236,8 +236,7 @@ async def spoke_with_chart_rbac(tmp_path: Path) -> AsyncIterator[KubeClient]:
     )
     try:
         await install_crds(admin, SPOKE_CRDS)
-        for namespace in ("default", AGENT_NAMESPACE):
-            await admin.create(NAMESPACES, {"metadata": {"name": namespace}})
+        await admin.create(NAMESPACES, {"metadata": {"name": AGENT_NAMESPACE}})
         await admin.create(CLUSTER_ROLES, CONTENT_ROLE)
         rendered = render_agent(AGENT_VALUE_SETS["default"])
         for kind, resource in (

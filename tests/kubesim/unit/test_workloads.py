@@ -265,7 +265,11 @@ async def test_replicaset_statefulset_daemonset(api: Api, sim: WorkloadSimulator
         "availableReplicas": 3,
         "observedGeneration": 1,
     }
-    sts = await eventually(lambda: status_of(api, "apps", "statefulsets", "db") or None, "sts")
+    # The defaulted status (zero counts) is there at once: wait for the simulator's.
+    await eventually(
+        lambda: status_of(api, "apps", "statefulsets", "db").get("observedGeneration"), "sts"
+    )
+    sts = status_of(api, "apps", "statefulsets", "db")
     revision = sts.pop("currentRevision")
     assert revision.startswith("db-")
     assert sts == {
