@@ -1100,3 +1100,51 @@ async def test_request_errors(sides: tuple[Side, Side]) -> None:
             rec.answer(step, answer)
 
     await same(scenario, sides)
+
+
+# -- deletion with owners ------------------------------------------------------------------------
+
+
+async def test_deletion_propagation(sides: tuple[Side, Side]) -> None:
+    """Foreground, background and orphaning deletion of an owner with a dependent: the
+    answers, and what is left once the garbage collector is done."""
+    ns = "owners"
+    cms = f"/api/v1/namespaces/{ns}/configmaps"
+
+    async def scenario(side: Side, rec: Record) -> None:
+        await namespace(side, ns)
+        for policy in ("Foreground", "Background", "Orphan"):
+            owner = (await side.call("POST", cms, configmap(f"owner-{policy.lower()}"))).json
+            dependent = configmap(f"dependent-{policy.lower()}")
+            dependent["metadata"]["ownerReferences"] = [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "name": owner["metadata"]["name"],
+                    "uid": owner["metadata"]["uid"],
+                    "blockOwnerDeletion": True,
+                }
+            ]
+            assert (await side.call("POST", cms, dependent)).status == 201
+            answer = await side.call(
+                "DELETE",
+                f"{cms}/{owner['metadata']['name']}",
+                {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy},
+            )
+            rec.answer(f"{policy}: delete", answer)
+
+            async def owner_gone(name: str = owner["metadata"]["name"]) -> bool:
+                return (await side.call("GET", f"{cms}/{name}")).status == 404
+
+            await eventually(owner_gone, what=f"{policy}: the owner gone")
+            left = await side.call("GET", f"{cms}/{dependent['metadata']['name']}")
+            if policy == "Background" and left.status == 200:
+                # The collector deletes the dependent after the owner: wait for it.
+                async def dependent_gone(name: str = dependent["metadata"]["name"]) -> bool:
+                    return (await side.call("GET", f"{cms}/{name}")).status == 404
+
+                await eventually(dependent_gone, what="the dependent collected")
+                left = await side.call("GET", f"{cms}/{dependent['metadata']['name']}")
+            rec.answer(f"{policy}: the dependent after", left)
+
+    await same(scenario, sides)
