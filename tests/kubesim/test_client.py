@@ -616,3 +616,78 @@ async def test_delete_preconditions(raw: Raw) -> None:
         {"preconditions": {"resourceVersion": created["metadata"]["resourceVersion"]}},
     )
     assert status == 200 and body["status"] == "Success"
+
+
+async def test_streaming_list_ends_its_initial_events_with_a_bookmark(
+    raw: Raw, sim: KubeSim
+) -> None:
+    """What client-go 1.35's informers ask for (compared with a real apiserver in
+    test_against_real.py): the objects, then the annotated bookmark, then changes."""
+    import aiohttp
+
+    await raw.request("POST", "/api/v1/namespaces", {"metadata": {"name": "demo"}})
+    cms = "/api/v1/namespaces/demo/configmaps"
+    for name in ("a", "b"):
+        await raw.request("POST", cms, _cm(name))
+    query = (
+        "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+        "&allowWatchBookmarks=true&timeoutSeconds=30"
+    )
+    seen: list[dict[str, Any]] = []
+    async with (
+        aiohttp.ClientSession() as s,
+        s.get(
+            f"{sim.url}{cms}?{query}", headers={"Authorization": f"Bearer {sim.admin_token}"}
+        ) as r,
+    ):
+        assert r.status == 200
+        async for line in r.content:
+            event = json.loads(line)
+            seen.append(event)
+            if event["type"] == "BOOKMARK":
+                await raw.request("DELETE", f"{cms}/a")
+            if event["type"] == "DELETED":
+                break
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in seen] == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+        ("BOOKMARK", None),
+        ("DELETED", "a"),
+    ]
+    bookmark = seen[2]["object"]
+    assert bookmark["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert int(bookmark["metadata"]["resourceVersion"]) >= int(
+        seen[1]["object"]["metadata"]["resourceVersion"]
+    )
+    # The options the apiserver refuses, refused likewise.
+    status, body = await raw.request("GET", f"{cms}?watch=1&resourceVersionMatch=NotOlderThan")
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["details"]["causes"][0]["message"] == (
+        "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
+    )
+
+
+async def test_aggregated_cluster_role_is_filled(raw: Raw) -> None:
+    """kube-controller-manager's aggregation controller, emulated (compared with the
+    real one in test_against_real.py)."""
+    roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+    status, created = await raw.request(
+        "POST",
+        roles,
+        {
+            "metadata": {"name": "agg"},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]},
+        },
+    )
+    assert status == 201 and created["rules"] is None
+    rule = {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}
+    await raw.request(
+        "POST", roles, {"metadata": {"name": "part", "labels": {"x": "y"}}, "rules": [rule]}
+    )
+    _, role = await raw.request("GET", f"{roles}/agg")
+    assert role["rules"] == [rule]
+    managers = {(f["manager"], f["operation"]) for f in role["metadata"]["managedFields"]}
+    assert ("clusterrole-aggregation-controller", "Apply") in managers
+    await raw.request("DELETE", f"{roles}/part")
+    _, role = await raw.request("GET", f"{roles}/agg")
+    assert role["rules"] is None
