@@ -122,7 +122,7 @@ async def send(request: Requester, ex: dict[str, Any], mapping: dict[str, str]) 
 
 
 # -- what changed from v1.24 (recorded) to v1.35 (kubesim's reference now) ------------------
-# Each change is also seen on the real v1.35 apiserver by tests/kubesim/test_against_real.py.
+# Each change is also seen on the real v1.35 apiserver by tests/kubesim/against_real/.
 
 
 def _without_null_creation_timestamps(value: Any) -> Any:

@@ -622,7 +622,7 @@ async def test_streaming_list_ends_its_initial_events_with_a_bookmark(
     raw: Raw, sim: KubeSim
 ) -> None:
     """What client-go 1.35's informers ask for (compared with a real apiserver in
-    test_against_real.py): the objects, then the annotated bookmark, then changes."""
+    tests/kubesim/against_real/): the objects, then the annotated bookmark, then changes."""
     import aiohttp
 
     await raw.request("POST", "/api/v1/namespaces", {"metadata": {"name": "demo"}})
@@ -669,7 +669,7 @@ async def test_streaming_list_ends_its_initial_events_with_a_bookmark(
 
 async def test_aggregated_cluster_role_is_filled(raw: Raw) -> None:
     """kube-controller-manager's aggregation controller, emulated (compared with the
-    real one in test_against_real.py)."""
+    real one in tests/kubesim/against_real/)."""
     roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
     status, created = await raw.request(
         "POST",

@@ -240,3 +240,23 @@ async def run_both(scenario: Scenario, kubesim: Side, real: Side) -> list[str]:
 def tls_context(ca_pem: bytes) -> ssl.SSLContext:
     """A client TLS context trusting ``ca_pem``."""
     return ssl.create_default_context(cadata=ca_pem.decode())
+
+
+async def same(scenario: Scenario, sides: tuple[Side, Side]) -> None:
+    """Run ``scenario`` on both; fail with every difference (kubesim vs real)."""
+    differences = await run_both(scenario, *sides)
+    assert not differences, "kubesim differs from the real apiserver:\n" + "\n".join(differences)
+
+
+async def namespace(side: Side, name: str) -> None:
+    """Create namespace ``name`` (a scenario's own, on both servers)."""
+    answer = await side.call("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+    assert answer.status == 201, answer.body
+
+
+def configmap(name: str, **labels: str) -> dict[str, Any]:
+    """A ConfigMap body."""
+    meta: dict[str, Any] = {"name": name}
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": name}}
