@@ -55,7 +55,13 @@ $(KUBE_BIN)/kube-apiserver: $(KUBE_MOD)/go.mod $(KUBE_MOD)/go.sum
 	$(GO_BUILD) -ldflags "-s -w" -o $(CURDIR)/$(KUBE_BIN)/etcd go.etcd.io/etcd/server/v3
 	touch $@
 
-realkube: $(KUBE_BIN)/kube-apiserver
+# A client-go 1.35 informer (streaming list by default) for kubesim's tests against it.
+$(KUBE_BIN)/informersync: $(KUBE_MOD)/go.mod $(KUBE_MOD)/go.sum $(KUBE_MOD)/informersync/main.go
+	@command -v go >/dev/null || { echo "make realkube: the Go toolchain is required (go >= the version in $(KUBE_MOD)/go.mod)" >&2; exit 1; }
+	mkdir -p $(KUBE_BIN)
+	$(GO_BUILD) -ldflags "-s -w" -o $(CURDIR)/$@ ./informersync
+
+realkube: $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/informersync
 
 # Installs the DEBIAN_PACKAGES whose binary is missing, non-interactively.
 setup-debian:

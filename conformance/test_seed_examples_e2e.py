@@ -306,7 +306,6 @@ async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
         await hub.create(NAMESPACES, {"metadata": {"name": CLUSTER}})
         await install_crds(spoke, SPOKE_CRDS)
         await spoke.create(CRDS, CUSTOM_CRD)
-        await spoke.create(NAMESPACES, {"metadata": {"name": "default"}})
         await spoke.create(
             SERVICE_ACCOUNTS, {"metadata": {"name": EXECUTOR, "namespace": EXECUTOR_NS}}
         )

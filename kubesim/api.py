@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from kubesim import errors
+from kubesim import aggregation, errors, listopts
 from kubesim.crdschema import CRDSchema, validate_crd_schema
-from kubesim.defaults import ClusterIPAllocator, apply_defaults
+from kubesim.defaults import PVC_PROTECTION, ClusterIPAllocator, apply_defaults, update_strategy
 from kubesim.errors import ApiError
+from kubesim.listopts import ListOptions, bookmark, sends_initial_events, too_large
 from kubesim.managedfields import (
     ApplyConflict,
     conflict_causes,
@@ -49,6 +50,10 @@ ManagedFields = list[dict[str, Any]]
 APPLY_PATCH = "application/apply-patch+yaml"
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 NS_KEY = ("", "namespaces")
+CLUSTER_ROLES_KEY = ("rbac.authorization.k8s.io", "clusterroles")
+PVC_KEY = ("", "persistentvolumeclaims")
+POD_KEY = ("", "pods")
+_AGGREGATION_PASSES = 10
 CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
@@ -74,18 +79,6 @@ class Caller:
 
     manager: str = "kubesim"
     dry_run: bool = False
-
-
-@dataclass(frozen=True)
-class ListOptions:
-    """Parameters of a list or watch."""
-
-    label_selector: str = ""
-    field_selector: str = ""
-    limit: int = 0
-    continue_token: str = ""
-    resource_version: str = ""
-    resource_version_match: str = ""
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -131,6 +124,7 @@ class Api:
         # clients (and the recorded apiserver) see the Terminating phase meanwhile.
         self.namespace_finalize_delay = namespace_finalize_delay
         self._ns_emptied: dict[str, float] = {}
+        self._aggregating = False
         self.registry = registry or Registry()
         # A /16 like a small cluster's service range; the recorded apiserver used 10.0.0.0/24.
         self._ips = ClusterIPAllocator("10.0.0.0/16")
@@ -152,9 +146,21 @@ class Api:
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> None:
-        """Start the background controllers (garbage collector, namespace and CRD cleanup)."""
+        """Create the system namespaces, start the background controllers (garbage
+        collector, namespace and CRD cleanup)."""
+        self._system_namespaces()
         if self._gc_task is None:
             self._gc_task = asyncio.get_running_loop().create_task(self._gc_loop())
+
+    def _system_namespaces(self) -> None:
+        """What kube-apiserver makes at start: ``default``, ``kube-system``,
+        ``kube-public`` and ``kube-node-lease`` (kept when already there)."""
+        rt = self.registry.get("", "v1", "namespaces")
+        if rt is None:
+            return
+        for name in SYSTEM_NAMESPACES:
+            if self.store.get(NS_KEY, ("", name)) is None:
+                self.create(rt, "", {"metadata": {"name": name}}, _APISERVER)
 
     async def stop(self) -> None:
         """Stop the background controllers."""
@@ -314,6 +320,13 @@ class Api:
                 )
         _check_meta_types(rt, body)
         if kind and kind != rt.kind:
+            if rt.builtin:
+                # The decoder reads the body as its own kind, then finds no conversion.
+                raise errors.bad_request(
+                    f'{kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                    f"converting ({rt.version}.{kind}) to ({_internal_package(rt.group)}."
+                    f"{rt.kind}): unknown conversion"
+                )
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {rt.kind}): "
                 f'{kind} in version "{rt.version}" cannot be handled as a {rt.kind}'
@@ -337,6 +350,8 @@ class Api:
                 _fold_string_data(obj)
             _drop_empty(obj)
             apply_defaults(rt.group, rt.kind, obj)
+            if old is not None:
+                update_strategy(rt.group, rt.kind, old, obj)
             if rt.kind == "Service":
                 self._assign_cluster_ip(obj, old)
             if old is None:
@@ -515,6 +530,7 @@ class Api:
         self.store.put(rt.key, obj, rv, "ADDED", encoded=encoded)
         if rt.kind == "CustomResourceDefinition":
             self._establish_crd(obj)
+        self._after_write(rt)
         return obj
 
     # -- update / patch -----------------------------------------------------------------
@@ -756,8 +772,7 @@ class Api:
         self.store.put(rt.key, new, rv, "MODIFIED", encoded=encoded)
         if rt.kind == "CustomResourceDefinition" and subresource is None:
             self._serve_crd(new)
-        if rt.key in (("rbac.authorization.k8s.io", "clusterroles"),):
-            pass
+        self._after_write(rt)
         return new
 
     # -- delete -------------------------------------------------------------------
@@ -778,22 +793,23 @@ class Api:
             raise errors.not_found(rt.plural, name, rt.group)
         meta = old["metadata"]
         pre = preconditions or {}
+        # The delete strategy checks preconditions first, naming the kind.
         if pre.get("uid") and pre["uid"] != meta["uid"]:
             raise errors.conflict(
-                rt.plural,
+                rt.kind,
                 name,
                 rt.group,
-                why=f"Precondition failed: UID in precondition: {pre['uid']}, UID in object "
-                f"meta: {meta['uid']}",
+                why=f"the UID in the precondition ({pre['uid']}) does not match the UID in "
+                f"record ({meta['uid']}). The object might have been deleted and then recreated",
             )
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
             raise errors.conflict(
-                rt.plural,
+                rt.kind,
                 name,
                 rt.group,
-                why="Precondition failed: ResourceVersion in precondition: "
-                f"{pre['resourceVersion']}, ResourceVersion in object meta: "
-                f"{meta['resourceVersion']}",
+                why=f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does "
+                f"not match the ResourceVersion in record ({meta['resourceVersion']}). The "
+                "object might have been modified",
             )
         if propagation not in (None, "", "Background", "Foreground", "Orphan"):
             raise errors.invalid(
@@ -848,6 +864,7 @@ class Api:
         nmeta["resourceVersion"] = str(rv)
         new = _ordered_meta(new)
         self.store.put(rt.key, new, rv, "MODIFIED")
+        self._after_write(rt)
         return new, False
 
     def _status_success(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
@@ -874,6 +891,69 @@ class Api:
         if rt.kind == "CustomResourceDefinition":
             for gone in self.registry.remove_crd(meta["name"]):
                 self._schemas.pop((gone.group, gone.version, gone.plural), None)
+        self._after_write(rt)
+
+    # -- what kube-controller-manager does at once --------------------------------------
+    def _after_write(self, rt: ResourceType) -> None:
+        """Controllers reacting to a stored change (their writes come after it)."""
+        if rt.key == CLUSTER_ROLES_KEY and not self._aggregating:
+            self._aggregating = True
+            try:
+                self._aggregate_cluster_roles(rt)
+            finally:
+                self._aggregating = False
+        if rt.key in (PVC_KEY, POD_KEY):
+            self._release_unused_claims()
+
+    def _release_unused_claims(self) -> None:
+        """The pvc-protection controller: a deleted claim no running pod uses loses its
+        protection finalizer (and so goes)."""
+        pvcs = self.registry.get("", "v1", "persistentvolumeclaims")
+        if pvcs is None:
+            return
+        for claim in self.store.items(PVC_KEY, ""):
+            meta = claim["metadata"]
+            if not meta.get("deletionTimestamp") or PVC_PROTECTION not in (
+                meta.get("finalizers") or []
+            ):
+                continue
+            if self._claim_in_use(meta.get("namespace", ""), meta["name"]):
+                continue
+            new = copy.deepcopy(claim)
+            new["metadata"]["finalizers"] = [f for f in meta["finalizers"] if f != PVC_PROTECTION]
+            self._replace(pvcs, claim, new, _SYSTEM, subresource=None)
+
+    def _claim_in_use(self, namespace: str, name: str) -> bool:
+        for pod in self.store.items(POD_KEY, namespace):
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            for volume in (pod.get("spec") or {}).get("volumes") or []:
+                claim = (volume or {}).get("persistentVolumeClaim") or {}
+                if claim.get("claimName") == name:
+                    return True
+        return False
+
+    def _aggregate_cluster_roles(self, rt: ResourceType) -> None:
+        """The clusterrole-aggregation controller: aggregated roles get their rules.
+
+        Passes repeat until nothing changes, so aggregations of aggregated roles
+        settle too (a bounded number of passes, as a cycle could flap).
+        """
+        caller = Caller(manager=aggregation.FIELD_MANAGER)
+        for _ in range(_AGGREGATION_PASSES):
+            changed = False
+            roles = self.store.items(rt.key, "")
+            for role in roles:
+                rules = aggregation.aggregated_rules(role, roles)
+                if rules is None or not aggregation.needs_update(role, rules):
+                    continue
+                name = role["metadata"]["name"]
+                current = self.store.get(rt.key, ("", name))
+                body = aggregation.apply_body(name, rules)
+                self._apply(rt, "", name, current, body, caller, None, True)
+                changed = True
+            if not changed:
+                return
 
     def delete_collection(
         self,
@@ -902,6 +982,14 @@ class Api:
         return listed
 
     # -- watch ------------------------------------------------------------------------
+    async def reached(self, rv: int | None) -> None:
+        """Wait (up to three seconds, as the apiserver) until the store has reached ``rv``.
+
+        Raises the apiserver's 504 ``Too large resource version`` when it has not.
+        """
+        if rv is not None and not await self.store.wait_for_rv(rv, listopts.BLOCK_SECONDS):
+            raise too_large(rv, self.store.rv)
+
     async def watch(
         self,
         rt: ResourceType,
@@ -912,7 +1000,18 @@ class Api:
         timeout: float | None = None,
         bookmark_interval: float = 60.0,
     ) -> AsyncIterator[dict[str, Any]]:
-        """Watch events as wire dicts ``{"type", "object"}``; ends on timeout or close."""
+        """Watch events as wire dicts ``{"type", "object"}``; ends on timeout or close.
+
+        As kube-apiserver v1.35: with initial events (``sendInitialEvents``, or
+        by default from resourceVersion ``""``/``"0"``) the current objects come
+        first as ADDED events, then, with bookmarks allowed, a BOOKMARK annotated
+        ``k8s.io/initial-events-end``; otherwise the changes after the given
+        resourceVersion are replayed. Later bookmarks come every
+        ``bookmark_interval`` and two seconds before the timeout, and only once
+        the resourceVersion has moved past the watch's start. The options must
+        have passed :func:`kubesim.listopts.validate` and
+        :func:`kubesim.listopts.resource_version`.
+        """
         label_sel = parse_label_selector(opts.label_selector)
         field_sel = self.field_selector(rt, opts.field_selector)
         ns = namespace if rt.namespaced else ""
@@ -924,22 +1023,30 @@ class Api:
                 and field_sel.matches(obj)
             )
 
+        requested = listopts.resource_version(opts, watch=True)
         sub = self.store.subscribe(rt.key, ns)
-        last_rv = 0
         try:
             backlog: list[dict[str, Any]] = []
-            rv_str = opts.resource_version
-            if rv_str in ("", "0"):
+            # Events up to last_rv are in the backlog; the subscription may repeat them.
+            if sends_initial_events(opts):
+                if requested is not None:
+                    try:
+                        await self.reached(requested)
+                    except ApiError as err:
+                        yield _error_event(err)
+                        return
                 for obj in self.store.items(rt.key, ns):
                     if visible(obj):
                         backlog.append({"type": "ADDED", "object": self._versioned(rt, obj)})
-                last_rv = self.store.rv
+                start = last_rv = self.store.rv
+                if bookmarks:
+                    backlog.append(
+                        bookmark(rt.kind, rt.api_version, start, initial_events_end=True)
+                    )
+            elif requested is None:
+                start = last_rv = self.store.rv  # from now on, without the current objects
             else:
-                try:
-                    start = int(rv_str)
-                except ValueError:
-                    yield _error_event(errors.bad_request(f'invalid resource version "{rv_str}"'))
-                    return
+                start = last_rv = requested
                 try:
                     events = self.store.since(rt.key, ns, start)
                 except Expired:
@@ -947,32 +1054,39 @@ class Api:
                         errors.expired(f"too old resource version: {start} ({self.store.rv})")
                     )
                     return
-                last_rv = start
                 for ev in events:
                     wire = self._wire_event(rt, ev, visible)
                     if wire is not None:
                         backlog.append(wire)
                     last_rv = ev.rv
-                last_rv = max(last_rv, start)
             for item in backlog:
                 yield item
             loop = asyncio.get_running_loop()
             deadline = None if timeout is None else loop.time() + timeout
             next_bookmark = loop.time() + bookmark_interval
+            # The apiserver's last bookmark comes two seconds before the timeout.
+            pre_timeout = None if deadline is None else deadline - 2.0
+            if pre_timeout is not None and pre_timeout <= loop.time():
+                pre_timeout = None
             while True:
-                wait = next_bookmark - loop.time()
-                if deadline is not None:
-                    wait = min(wait, deadline - loop.time())
+                wake = min(t for t in (next_bookmark, pre_timeout, deadline) if t is not None)
                 try:
-                    queued = await asyncio.wait_for(_next(sub.queue), timeout=max(wait, 0))
+                    queued = await asyncio.wait_for(
+                        _next(sub.queue), timeout=max(wake - loop.time(), 0)
+                    )
                 except TimeoutError:
-                    if deadline is not None and loop.time() >= deadline:
-                        if bookmarks:
-                            yield self._bookmark(rt, max(last_rv, self.store.rv))
+                    now_at = loop.time()
+                    if deadline is not None and now_at >= deadline:
                         return
-                    if bookmarks:
-                        yield self._bookmark(rt, max(last_rv, self.store.rv))
-                    next_bookmark = loop.time() + bookmark_interval
+                    if pre_timeout is not None and now_at >= pre_timeout:
+                        pre_timeout = None
+                    else:
+                        next_bookmark = now_at + bookmark_interval
+                    # Bookmarks report progress past the start only.
+                    if bookmarks and self.store.rv > start:
+                        yield bookmark(
+                            rt.kind, rt.api_version, self.store.rv, initial_events_end=False
+                        )
                     continue
                 if queued is None:
                     if sub.expire:
@@ -1010,17 +1124,6 @@ class Api:
         if was_in:
             return {"type": "DELETED", "object": self._versioned(rt, ev.obj)}
         return None
-
-    @staticmethod
-    def _bookmark(rt: ResourceType, rv: int) -> dict[str, Any]:
-        return {
-            "type": "BOOKMARK",
-            "object": {
-                "kind": rt.kind,
-                "apiVersion": rt.api_version,
-                "metadata": {"resourceVersion": str(rv), "creationTimestamp": None},
-            },
-        }
 
     # -- CRDs ---------------------------------------------------------------------------
     def _validate_new_crd(self, crd: dict[str, Any]) -> None:
@@ -1274,12 +1377,26 @@ class Api:
 
 
 _SYSTEM = Caller(manager="kube-controller-manager")
+_APISERVER = Caller(manager="kube-apiserver")
+#: The namespaces every cluster has from the start.
+SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
 
 # Fields the apiserver's registry strategies set after field management has run,
 # so that no manager owns them on create (a real apiserver records them nowhere).
 _STRATEGY_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "Namespace": (("spec", "finalizers"),),
+    # Set by admission plugins, after field management.
+    "PersistentVolumeClaim": (("metadata", "finalizers"),),
+    "Node": (("spec", "taints"),),
+    # Zero values the empty Go object has too: no write changes them, nobody owns them.
+    "Event": (
+        ("source",),
+        ("reportingComponent",),
+        ("reportingInstance",),
+        ("deprecatedSource",),
+    ),
+    "StatefulSet": (("spec", "serviceName"),),
     "Job": (
         ("spec", "selector"),
         ("metadata", "labels", "controller-uid"),
@@ -1359,6 +1476,13 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+def _internal_package(group: str) -> str:
+    """The Go package of a built-in group's internal types (core for the core group)."""
+    if group in ("", "events.k8s.io"):
+        return "core"
+    return group.split(".", 1)[0]
 
 
 def _check_uid(rt: ResourceType, name: str, old: dict[str, Any], uid: Any) -> None:

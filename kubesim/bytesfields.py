@@ -21,13 +21,12 @@ The offset N is the one Go's ``encoding/base64`` StdEncoding reports.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any, Final
 
 from kubesim.api import META_ORDER
-from kubesim.errors import ApiError
+from kubesim.errors import ApiError, go_json
 
 _ADMISSION: Final = "admissionregistration.k8s.io"
 _APIEXT: Final = "apiextensions.k8s.io"
@@ -137,20 +136,6 @@ def first_error(group: str, kind: str, obj: Any) -> str | None:
 
 
 # -- how the apiserver shows a patched object in the error --------------------------
-
-
-def go_json(value: Any, *, sort: bool) -> str:
-    """Compact JSON as Go's encoding/json writes it (HTML characters escaped)."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=sort)
-    for char, escaped in (
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("&", "\\u0026"),
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
-    ):
-        text = text.replace(char, escaped)
-    return text
 
 
 def _encoded_order(value: dict[str, Any], parent: str) -> list[str]:

@@ -77,7 +77,7 @@ MAX_RULE_NESTING: Final = 32
 
 _TYPES: Final = ("array", "boolean", "integer", "number", "object", "string")
 
-# ObjectMeta's JSON fields in v1.24 (``clusterName`` was still serialized).
+# ObjectMeta's JSON fields (v1.24 still had ``clusterName``; v1.35 prunes it).
 _OBJECT_META_FIELDS: Final = frozenset(
     {
         "name",
@@ -94,7 +94,6 @@ _OBJECT_META_FIELDS: Final = frozenset(
         "annotations",
         "ownerReferences",
         "finalizers",
-        "clusterName",
         "managedFields",
     }
 )

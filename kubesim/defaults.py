@@ -1,11 +1,11 @@
-"""Defaulting of built-in kinds, as kube-apiserver v1.24 fills in what clients omit.
+"""Defaulting of built-in kinds, as kube-apiserver (v1.35) fills in what clients omit.
 
 ``apply_defaults`` mutates an object in place. It combines what the real server
 spreads over several stages, because clients only ever see the sum of them:
 
 * the versioned defaulting functions (``SetDefaults_*``),
 * the shape Go's JSON encoder gives empty structs (``resources: {}``,
-  ``creationTimestamp: null``, ``status: {}``),
+  ``status: {}``),
 * create-time strategy steps (Job selector generation, Namespace finalizer,
   Pod status, Service cluster IP and node port allocation),
 * the admission plugins every cluster runs for Pods (service account,
@@ -36,9 +36,35 @@ __all__ = [
     "parse_quantity",
     "patch_allocated_values",
     "pod_qos_class",
+    "update_strategy",
 ]
 
 Obj = dict[str, Any]
+
+#: Added to every new PersistentVolumeClaim by admission.
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
+#: Added to every new Node by admission.
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+#: A DaemonSet's template generation (the v1 form of an internal field).
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+_NODE_INFO_FIELDS = (
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+)
+
+#: The labels a Job's generated selector puts on its pod template.
+CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+LEGACY_CONTROLLER_UID_LABEL = "controller-uid"
+LEGACY_JOB_NAME_LABEL = "job-name"
 
 
 # --------------------------------------------------------------------------
@@ -235,13 +261,18 @@ _JOB_SPEC_ORDER = (
     "completions",
     "activeDeadlineSeconds",
     "podFailurePolicy",
+    "successPolicy",
     "backoffLimit",
+    "backoffLimitPerIndex",
+    "maxFailedIndexes",
     "selector",
     "manualSelector",
     "template",
     "ttlSecondsAfterFinished",
     "completionMode",
     "suspend",
+    "podReplacementPolicy",
+    "managedBy",
 )
 _CRONJOB_SPEC_ORDER = (
     "schedule",
@@ -561,11 +592,14 @@ def _default_pod_spec(spec: Obj) -> None:
 
 
 def _default_template_meta(holder: Obj) -> None:
-    """An embedded ObjectMeta always serializes ``creationTimestamp: null``."""
+    """An embedded ObjectMeta is always there, and has no creationTimestamp.
+
+    (v1.35 omits a zero creationTimestamp; v1.24 wrote ``null``.)
+    """
     meta = _sub(holder, "metadata")
     if meta is not None:
-        if "creationTimestamp" not in meta:
-            meta["creationTimestamp"] = None
+        if meta.get("creationTimestamp", "") is None:
+            del meta["creationTimestamp"]
         _order(meta, _META_ORDER)
 
 
@@ -737,6 +771,13 @@ def _statefulset(obj: Obj, ctx: _Ctx) -> None:
         _order(strategy, ("type", "rollingUpdate"))
     _replicas_default(spec)
     _default(spec, "revisionHistoryLimit", 10)
+    # Never omitted (no omitempty): an unset service name reads back as "".
+    spec.setdefault("serviceName", "")
+    retention = _sub(spec, "persistentVolumeClaimRetentionPolicy")
+    if retention is not None:
+        _default_str(retention, "whenDeleted", "Retain")
+        _default_str(retention, "whenScaled", "Retain")
+        _order(retention, ("whenDeleted", "whenScaled"))
     template = _template_of(spec)
     if template is not None:
         _default_pod_template(template)
@@ -753,6 +794,8 @@ def _daemonset(obj: Obj, ctx: _Ctx) -> None:
     spec = _sub(obj, "spec")
     if spec is None:
         return
+    if ctx.create:
+        _template_generation(obj, 1)
     strategy = _sub(spec, "updateStrategy")
     if strategy is not None:
         _default_str(strategy, "type", "RollingUpdate")
@@ -789,9 +832,16 @@ def _job(obj: Obj, ctx: _Ctx) -> None:
         spec["completions"] = 1
         spec["parallelism"] = 1
     _default(spec, "parallelism", 1)
-    _default(spec, "backoffLimit", 6)
+    # With a per-index limit the overall limit is unbounded (MaxInt32).
+    _default(spec, "backoffLimit", 2147483647 if spec.get("backoffLimitPerIndex") else 6)
     _default_str(spec, "completionMode", "NonIndexed")
     _default(spec, "suspend", False)
+    _default(
+        spec,
+        "podReplacementPolicy",
+        "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed",
+    )
+    _default(spec, "manualSelector", False)
     template = _template_of(spec)
     if template is None:
         return
@@ -818,16 +868,20 @@ def _generate_job_selector(spec: Obj, template: Obj, meta: Obj) -> None:
     labels = _sub(tmeta, "labels")
     if labels is None:
         return
-    # User-set values are kept; validation then reports any mismatch.
-    labels.setdefault("controller-uid", uid)
-    labels.setdefault("job-name", name)
+    # User-set values are kept; validation then reports any mismatch. The legacy
+    # unprefixed labels stay beside the batch.kubernetes.io ones.
+    for key in (JOB_NAME_LABEL, LEGACY_JOB_NAME_LABEL):
+        labels.setdefault(key, name)
+    for key in (CONTROLLER_UID_LABEL, LEGACY_CONTROLLER_UID_LABEL):
+        labels.setdefault(key, uid)
+    _order(labels, sorted(labels))  # a Go map: its keys come out sorted
     _order(tmeta, _META_ORDER)
     selector = _sub(spec, "selector")
     if selector is None:
         return
     match_labels = _sub(selector, "matchLabels")
     if match_labels is not None:
-        match_labels.setdefault("controller-uid", uid)
+        match_labels.setdefault(CONTROLLER_UID_LABEL, uid)
     _order(selector, ("matchLabels", "matchExpressions"))
 
 
@@ -907,6 +961,15 @@ def _secret(obj: Obj, ctx: _Ctx) -> None:
 
 
 def _pvc(obj: Obj, ctx: _Ctx) -> None:
+    if ctx.create:
+        # The StorageObjectInUseProtection admission plugin protects every new claim.
+        meta = _sub(obj, "metadata")
+        if meta is not None:
+            found = meta.get("finalizers")
+            finalizers: list[Any] = found if isinstance(found, list) else []
+            if PVC_PROTECTION not in finalizers:
+                meta["finalizers"] = [*finalizers, PVC_PROTECTION]
+                _order(meta, _META_ORDER)
     spec = _sub(obj, "spec")
     if spec is not None:
         _default_str(spec, "volumeMode", "Filesystem")
@@ -914,6 +977,99 @@ def _pvc(obj: Obj, ctx: _Ctx) -> None:
     status = _sub(obj, "status")
     if status is not None:
         _default_str(status, "phase", "Pending")
+
+
+def _template_generation(obj: Obj, generation: int) -> None:
+    """A DaemonSet's template generation, kept (for old clients) in an annotation."""
+    meta = _sub(obj, "metadata")
+    if meta is None:
+        return
+    annotations = _sub(meta, "annotations")
+    if annotations is None:
+        return
+    try:
+        current = int(str(annotations.get(TEMPLATE_GENERATION, "0")))
+    except ValueError:
+        current = 0
+    annotations[TEMPLATE_GENERATION] = str(max(current, generation))
+    _order(meta, _META_ORDER)
+
+
+def update_strategy(group: str, kind: str, old: Obj, new: Obj) -> None:
+    """What the registry strategies carry over from the stored object on an update.
+
+    A DaemonSet's template generation is the server's: it is the stored one,
+    plus one when the pod template changed.
+    """
+    if (group, kind) != ("apps", "DaemonSet"):
+        return
+    old_meta = old.get("metadata") if isinstance(old.get("metadata"), dict) else {}
+    annotations = old_meta.get("annotations") if isinstance(old_meta, dict) else None
+    try:
+        generation = int(str((annotations or {}).get(TEMPLATE_GENERATION, "1")))
+    except ValueError:
+        generation = 1
+    old_template = (old.get("spec") or {}).get("template")
+    new_template = (
+        (new.get("spec") or {}).get("template") if isinstance(new.get("spec"), dict) else None
+    )
+    if old_template != new_template:
+        generation += 1
+    meta = _sub(new, "metadata")
+    if meta is not None:
+        annotations_new = _sub(meta, "annotations")
+        if annotations_new is not None:
+            annotations_new[TEMPLATE_GENERATION] = str(generation)
+
+
+def _node(obj: Obj, ctx: _Ctx) -> None:
+    spec = _sub(obj, "spec")
+    if spec is not None and ctx.create:
+        # The TaintNodesByCondition admission plugin: a new node is not ready yet.
+        found = spec.get("taints")
+        taints: list[Any] = found if isinstance(found, list) else []
+        if not any(isinstance(t, dict) and t.get("key") == NOT_READY_TAINT["key"] for t in taints):
+            spec["taints"] = [*taints, dict(NOT_READY_TAINT)]
+    status = _sub(obj, "status")
+    if status is None:
+        return
+    # Structs without omitempty: always written, with their zero values.
+    endpoints = _sub(status, "daemonEndpoints")
+    if endpoints is not None:
+        kubelet = _sub(endpoints, "kubeletEndpoint")
+        if kubelet is not None:
+            kubelet.setdefault("Port", 0)
+    info = _sub(status, "nodeInfo")
+    if info is not None:
+        for key in _NODE_INFO_FIELDS:
+            info.setdefault(key, "")
+        _order(info, _NODE_INFO_FIELDS)
+
+
+def _core_event(obj: Obj, ctx: _Ctx) -> None:
+    # Fields without omitempty: an event written without them reads back with them.
+    obj.setdefault("source", {})
+    for key in ("firstTimestamp", "lastTimestamp", "eventTime"):
+        obj.setdefault(key, None)
+    for key in ("reportingComponent", "reportingInstance"):
+        obj.setdefault(key, "")
+
+
+def _events_event(obj: Obj, ctx: _Ctx) -> None:
+    obj.setdefault("deprecatedSource", {})
+    for key in ("deprecatedFirstTimestamp", "deprecatedLastTimestamp"):
+        obj.setdefault(key, None)
+
+
+def _lease(obj: Obj, ctx: _Ctx) -> None:
+    obj.setdefault("spec", {})
+
+
+def _pdb(obj: Obj, ctx: _Ctx) -> None:
+    status = _sub(obj, "status")
+    if status is not None:
+        for key in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
+            _default(status, key, 0)
 
 
 def _endpoints(obj: Obj, ctx: _Ctx) -> None:
@@ -1218,6 +1374,11 @@ _HANDLERS: dict[tuple[str, str], _Handler] = {
     ("", "Secret"): _secret,
     ("", "PersistentVolumeClaim"): _pvc,
     ("", "Endpoints"): _endpoints,
+    ("", "Node"): _node,
+    ("", "Event"): _core_event,
+    ("events.k8s.io", "Event"): _events_event,
+    ("coordination.k8s.io", "Lease"): _lease,
+    ("policy", "PodDisruptionBudget"): _pdb,
     ("apps", "Deployment"): _deployment,
     ("apps", "ReplicaSet"): _replicaset,
     ("apps", "StatefulSet"): _statefulset,
@@ -1230,6 +1391,50 @@ _HANDLERS: dict[tuple[str, str], _Handler] = {
 }
 
 
+# --------------------------------------------------------------------------
+# The typed round trip: fields Go always writes
+# --------------------------------------------------------------------------
+
+#: The time fields of each kind's status conditions. They are Go ``metav1.Time``
+#: values, never omitted: a condition written without one reads back with ``null``.
+_CONDITION_TIMES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("apps", "Deployment"): ("lastUpdateTime", "lastTransitionTime"),
+    ("apps", "ReplicaSet"): ("lastTransitionTime",),
+    ("apps", "StatefulSet"): ("lastTransitionTime",),
+    ("apps", "DaemonSet"): ("lastTransitionTime",),
+    ("batch", "Job"): ("lastProbeTime", "lastTransitionTime"),
+    ("", "Pod"): ("lastProbeTime", "lastTransitionTime"),
+    ("", "PersistentVolumeClaim"): ("lastProbeTime", "lastTransitionTime"),
+    ("", "Node"): ("lastHeartbeatTime", "lastTransitionTime"),
+    ("", "Namespace"): ("lastTransitionTime",),
+    ("", "ReplicationController"): ("lastTransitionTime",),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): ("lastTransitionTime",),
+}
+#: Lists Go writes as ``null`` when unset (no omitempty), by kind.
+_NULL_LISTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("rbac.authorization.k8s.io", "ClusterRole"): ("rules",),
+    ("rbac.authorization.k8s.io", "Role"): ("rules",),
+}
+
+
+def _typed_nulls(group: str, kind: str, obj: Obj) -> None:
+    """What decoding into the Go type and encoding again adds: ``null`` fields."""
+    times = _CONDITION_TIMES.get((group, kind))
+    status = obj.get("status")
+    if times and isinstance(status, dict):
+        for condition in _dicts(status.get("conditions")):
+            for key in times:
+                condition.setdefault(key, None)
+    for key in _NULL_LISTS.get((group, kind), ()):
+        if key not in obj:
+            items = list(obj.items())
+            # After metadata, where the Go struct has it.
+            at = next((i + 1 for i, (k, _) in enumerate(items) if k == "metadata"), len(items))
+            items.insert(at, (key, None))
+            obj.clear()
+            obj.update(items)
+
+
 def apply_defaults(
     group: str,
     kind: str,
@@ -1238,10 +1443,11 @@ def apply_defaults(
     allocator: ClusterIPAllocator | None = None,
     create: bool | None = None,
 ) -> None:
-    """Fill in the fields kube-apiserver v1.24 defaults for ``group``/``kind``.
+    """Fill in the fields kube-apiserver defaults for ``group``/``kind``.
 
-    Mutates ``obj``. Kinds without defaults (ConfigMap, ServiceAccount, Role,
-    Lease, custom resources, ...) are left alone. For a Job, ``metadata.uid``
+    Mutates ``obj``. Kinds without defaults (ConfigMap, ServiceAccount, Lease,
+    custom resources, ...) are left alone. Fields the Go types always write
+    come back as ``null`` (condition times, a Role's unset ``rules``). For a Job, ``metadata.uid``
     must already be set: the generated selector uses it.
 
     ``create`` says whether the object is being created; by default it is
@@ -1252,6 +1458,7 @@ def apply_defaults(
     given; otherwise the caller assigns them. Allocation failures raise the
     apiserver's ``ApiError`` (422 for a taken or out-of-range address).
     """
+    _typed_nulls(group, kind, obj)
     handler = _HANDLERS.get((group, kind))
     if handler is None:
         return

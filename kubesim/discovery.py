@@ -179,7 +179,12 @@ def aggregated_version(accept: str) -> str | None:
 
 
 def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
-    kind = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+    # A built-in kind of the resource's own group version is named by kind alone;
+    # custom resources spell the group and version out.
+    if rt.builtin:
+        kind = {"group": "", "version": "", "kind": rt.kind}
+    else:
+        kind = {"group": rt.group, "version": rt.version, "kind": rt.kind}
     out: dict[str, Any] = {
         "resource": rt.plural,
         "responseKind": kind,
@@ -206,6 +211,9 @@ def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
         for sub in rt.extra_subresources
     ]
     if subresources:
+        # Built-in subresources come sorted by name; a CRD's as status, then scale.
+        if rt.builtin:
+            subresources.sort(key=lambda sub: str(sub["subresource"]))
         out["subresources"] = subresources
     return out
 
@@ -224,9 +232,7 @@ def _aggregated_group(registry: Registry, name: str, versions: list[str]) -> dic
                 "freshness": "Current",
             }
         )
-    meta: dict[str, Any] = {"creationTimestamp": None}
-    if name:
-        meta = {"name": name, **meta}
+    meta: dict[str, Any] = {"name": name} if name else {}
     return {"metadata": meta, "versions": entries}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -22,6 +23,8 @@ class ApiError(Exception):
         self.message = message
         self.details = details
         self.headers = headers or {}
+        # What went wrong when the answer does not say (never sent to the client).
+        self.detail = ""
 
     def status(self) -> dict[str, Any]:
         """The ``Status`` body of this error."""
@@ -120,10 +123,12 @@ def invalid(
     qual = f"{kind}.{group}" if group else kind
     parts = [f"{c['field']}: {c['message']}" for c in causes]
     joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-    details: dict[str, Any] = {"name": name}
+    # StatusDetails omits empty fields (a ListOptions has no name, a review no kind).
+    details: dict[str, Any] = {"name": name} if name else {}
     if group:
         details["group"] = group
-    details["kind"] = kind
+    if kind:
+        details["kind"] = kind
     details["causes"] = causes
     return ApiError(422, "Invalid", f'{qual} "{name}" is invalid: {joined}', details)
 
@@ -269,24 +274,35 @@ def entity_too_large() -> ApiError:
 
 
 def method_not_allowed(method: str) -> ApiError:
-    """405 MethodNotAllowed."""
+    """405 MethodNotAllowed (``method``: the refused HTTP method, not named in the answer)."""
     return ApiError(
         405,
         "MethodNotAllowed",
-        f"the server does not allow this method on the requested resource ({method})",
+        "the server does not allow this method on the requested resource",
+        {},
     )
 
 
 def unsupported_media_type(content_type: str) -> ApiError:
-    """415 UnsupportedMediaType."""
+    """415 for a body type an object write does not decode (``content_type`` not echoed)."""
     return ApiError(
         415,
         "UnsupportedMediaType",
         "the body of the request was in an unknown format - accepted media types include: "
-        "application/json-patch+json, application/merge-patch+json, "
-        "application/apply-patch+yaml, application/strategic-merge-patch+json "
-        f'(got "{content_type}")',
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf",
     )
+
+
+def unsupported_patch_type() -> ApiError:
+    """415 for a PATCH whose Content-Type is no patch type."""
+    return ApiError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
+
+
+class PageNotFound(ApiError):
+    """A path no API group or version serves: Go's plain-text "404 page not found"."""
+
+    def __init__(self) -> None:
+        super().__init__(404, "NotFound", "404 page not found")
 
 
 # etcd's default --max-request-bytes: a write whose stored object is larger fails in etcd.
@@ -301,3 +317,17 @@ def etcd_too_large() -> UntypedError:
     and etcd's own words, as logged in kubernetes issue #74600.
     """
     return UntypedError(500, "", "etcdserver: request is too large")
+
+
+def go_json(value: Any, *, sort: bool) -> str:
+    """Compact JSON as Go's encoding/json writes it (HTML characters escaped)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=sort)
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, escaped)
+    return text

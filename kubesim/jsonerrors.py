@@ -76,3 +76,30 @@ def loads(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise GoJSONError(go_message(exc)) from exc
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """An object's members as decoded, duplicates kept (to find them afterwards)."""
+
+
+def loads_with_duplicates(text: str) -> tuple[Any, list[str]]:
+    """Decode ``text``; also the paths of duplicate object members, as the apiserver's
+    strict decoder names them (``data.k``, ``spec.containers[0].name``), in document
+    order. A duplicate's last value wins, as in Go."""
+    raw = json.loads(text, object_pairs_hook=_Pairs)
+    duplicates: list[str] = []
+
+    def build(value: Any, path: str) -> Any:
+        if isinstance(value, _Pairs):
+            out: dict[str, Any] = {}
+            for key, item in value:
+                here = f"{path}.{key}" if path else key
+                if key in out and here not in duplicates:
+                    duplicates.append(here)
+                out[key] = build(item, here)
+            return out
+        if isinstance(value, list):
+            return [build(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        return value
+
+    return build(raw, ""), duplicates

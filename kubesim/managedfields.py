@@ -122,6 +122,11 @@ _ATOMIC_BUILTIN_NAMES: Final = frozenset(
         "configMapRef",
         "roleRef",
         "preference",
+        # ObjectReference (events, endpoint addresses) is an atomic struct.
+        "involvedObject",
+        "related",
+        "regarding",
+        "targetRef",
     }
 )
 _ATOMIC_BUILTIN_SUFFIXES: Final = frozenset(
@@ -528,6 +533,13 @@ def _granular_list(ctx: _Context, names: Path, *values: Any) -> _Items | None:
     return items
 
 
+#: metav1.Time fields of conditions: a zero time converts to an explicit null,
+#: which the writer owns (unlike nil pointers and slices, which are left out).
+_OWNED_WHEN_NULL = frozenset(
+    {"lastUpdateTime", "lastTransitionTime", "lastProbeTime", "lastHeartbeatTime"}
+)
+
+
 def _shape(value: Any) -> str:
     if isinstance(value, Mapping):
         return "map"
@@ -552,7 +564,7 @@ class _Diff:
     def walk(self, names: Path, path: FieldPath, old: Any, new: Any, *, item: bool = False) -> None:
         """Compare ``old`` and ``new`` found at ``path``."""
         ctx = self.ctx
-        if ctx.typed:
+        if ctx.typed and not (names and names[-1] in _OWNED_WHEN_NULL):
             # A built-in object serialises unset pointers as null on both
             # sides of every write: null carries no ownership there.
             old = _MISSING if old is None else old

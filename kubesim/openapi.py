@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesim import openapi_models as models
+from kubesim import openapi_v2proto
 from kubesim.openapi_fields import FieldChecker
 from kubesim.resources import Registry, ResourceType
 
@@ -138,6 +139,9 @@ def _paths(rt: ResourceType, ref: str) -> dict[str, Any]:
             out["parameters"] = _parameters()
         return out
 
+    if rt.only_create:
+        # Reviews (SubjectAccessReview...) are only ever created.
+        return {coll: {"post": op("create", True)}}
     return {
         coll: {"get": op("list", False), "post": op("create", True)},
         f"{coll}/{{name}}": {
@@ -150,9 +154,7 @@ def _paths(rt: ResourceType, ref: str) -> dict[str, Any]:
 
 
 def _served(registry: Registry, group: str, version: str) -> list[ResourceType]:
-    return [
-        rt for rt in registry if rt.group == group and rt.version == version and not rt.only_create
-    ]
+    return [rt for rt in registry if rt.group == group and rt.version == version]
 
 
 def _build_v3(types: list[ResourceType]) -> bytes:
@@ -251,6 +253,26 @@ class Documents:
                 paths.update(doc["paths"])
         doc = {"swagger": "2.0", "info": _INFO, "paths": paths, "definitions": definitions}
         return json.dumps(doc, separators=(",", ":")).encode()
+
+    def v2_protobuf(self) -> bytes:
+        """``/openapi/v2`` as protobuf, for kubectl's client-side validation.
+
+        Only the kinds kubectl validates on the client (those with no PATCH
+        operation listing ``fieldValidation``: the access reviews) keep their
+        ``x-kubernetes-group-version-kind``. kubectl also computes strategic
+        merge patches from any v2 definition it finds for a kind, and kubesim's
+        definitions carry no patch strategies: without the extension it uses its
+        compiled-in types for those, as it does against kubesim's JSON-only v2.
+        """
+        doc = json.loads(self.v2_document())
+        validated = {(rt.group, rt.version, rt.kind) for rt in self.registry if rt.only_create}
+        for definition in doc["definitions"].values():
+            gvks = definition.get("x-kubernetes-group-version-kind") or []
+            if not any(
+                (g.get("group"), g.get("version"), g.get("kind")) in validated for g in gvks
+            ):
+                definition.pop("x-kubernetes-group-version-kind", None)
+        return openapi_v2proto.encode_document(doc)
 
     def checker(self, rt: ResourceType) -> FieldChecker | None:
         """A field checker for objects of ``rt``, or None when no schema is known."""

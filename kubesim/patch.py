@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
-from kubesim.errors import ApiError, bad_request, unsupported_media_type
+from kubesim.errors import ApiError, bad_request, unsupported_media_type, unsupported_patch_type
 from kubesim.listtypes import ListSpec, ListTypeResolver, Path
 
 __all__ = [
@@ -47,12 +47,11 @@ _REJECTED: Final = "the server rejected our request due to an error in our reque
 
 def _unprocessable(detail: str) -> ApiError:
     """422 as ``NewGenericServerResponse`` builds it: generic text, detail in causes."""
-    return ApiError(
-        422,
-        "Invalid",
-        _REJECTED,
-        {"causes": [{"reason": "UnexpectedServerResponse", "message": detail}]},
-    )
+    # v1.35 keeps the detail to itself: the answer is the generic text alone (the
+    # detail stays on the error, for kubesim's log and tests).
+    error = ApiError(422, "Invalid", _REJECTED, {})
+    error.detail = detail
+    return error
 
 
 # --------------------------------------------------------------------------
@@ -754,7 +753,11 @@ _CUSTOM_PATCH_TYPES: Final = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH_YAML)
 
 
 def _unsupported(content_type: str, builtin: bool) -> ApiError:
-    """415 worded as ``NewUnsupportedMediaTypeError``: the accepted types, no echo."""
+    """415 for a patch type the kind does not take (strategic merge for a custom
+    resource): the types it takes. A Content-Type that is no patch type at all is
+    refused before, as ``415: Unsupported Media Type``."""
+    if content_type not in _BUILTIN_PATCH_TYPES:
+        return unsupported_patch_type()
     error = unsupported_media_type(content_type)
     accepted = _BUILTIN_PATCH_TYPES if builtin else _CUSTOM_PATCH_TYPES
     error.message = (

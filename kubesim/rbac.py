@@ -24,7 +24,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from kubesim import errors
@@ -715,8 +714,8 @@ def subject_access_review(
                 )
             )
     if causes:
-        # The apiserver's message names the kind as "<Kind>.authorization.k8s.io".
-        raise errors.invalid(kind, "", causes, AUTHORIZATION_GROUP)
+        # v1.35 names no kind: the message reads `.authorization.k8s.io "" is invalid`.
+        raise errors.invalid("", "", causes, AUTHORIZATION_GROUP)
     if kind == LOCAL_SAR_KIND:
         if not url_namespace:
             raise errors.bad_request("namespace is required on this type: ")
@@ -776,9 +775,7 @@ def subject_access_review(
     out_meta: dict[str, Any] = {}
     if namespace:
         out_meta["namespace"] = namespace
-    # A real apiserver also reports metadata.managedFields for the create
-    # (manager from the User-Agent); kubesim leaves them out of the review.
-    out_meta["creationTimestamp"] = None
+    # The server adds metadata.managedFields for the create (manager from the User-Agent).
     status: dict[str, Any] = {"allowed": decision.allowed}
     # RBAC never denies outright (it has no opinion), so "denied" is never set.
     if decision.reason:
@@ -815,12 +812,11 @@ def _validate_spec(
             )
         )
     if resource is None and non_resource is None:
-        # The bad value is the nil nonResourceAttributes pointer, which the
-        # apiserver prints as the quoted string "null".
+        # The bad value is the nil nonResourceAttributes pointer: shown as null.
         causes.append(
             errors.field_invalid(
                 "spec.resourceAttributes",
-                "null",
+                None,
                 "exactly one of nonResourceAttributes or resourceAttributes must be specified",
             )
         )
@@ -882,109 +878,38 @@ def _go_quote(text: str) -> str:
 
 
 def _go_non_resource(attrs: Mapping[str, str]) -> str:
-    # %#v of the internal-version struct the validation runs on.
-    path, verb = _go_quote(attrs.get("path", "")), _go_quote(attrs.get("verb", ""))
-    return f"authorization.NonResourceAttributes{{Path:{path}, Verb:{verb}}}"
-
-
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
-_ZERO_TIME = "time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC)"
-
-
-def _go_time(value: Any) -> str:
-    # metav1.Time decodes into local time; time.Time's GoString says time.Local.
-    if not isinstance(value, str) or not value:
-        return _ZERO_TIME
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        return _ZERO_TIME
-    if when.tzinfo is not None:
-        when = when.astimezone(UTC)  # kubesim's local zone is UTC
-    month = _MONTHS[when.month - 1]
-    return (
-        f"time.Date({when.year}, time.{month}, {when.day}, {when.hour}, {when.minute}, "
-        f"{when.second}, 0, time.Local)"
+    # The internal-version struct the validation runs on has no JSON tags.
+    return errors.go_json(
+        {"Path": attrs.get("path", ""), "Verb": attrs.get("verb", "")}, sort=False
     )
 
 
-def _go_string_map(value: Any) -> str:
-    if not isinstance(value, Mapping) or not value:
-        return "map[string]string(nil)"
-    items = ", ".join(f"{_go_quote(str(k))}:{_go_quote(str(v))}" for k, v in sorted(value.items()))
-    return f"map[string]string{{{items}}}"
+# metav1.ObjectMeta's JSON fields in order; every one is omitted when empty.
+_OBJECT_META_FIELDS = (
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+)
 
 
 def _go_object_meta(meta: Mapping[str, Any]) -> str:
-    """``%#v`` of a ``metav1.ObjectMeta`` (v1.24 field set), for the metadata cause.
-
-    Pointer-valued fields that are set print as addresses in Go; those cannot be
-    reproduced and are shown with a zero address. ManagedFields, which the
-    apiserver fills in before validating, are shown as nil.
-    """
-
-    def text(key: str) -> str:
-        return _go_quote(_str(meta.get(key)))
-
-    generation = meta.get("generation")
-    deletion = meta.get("deletionTimestamp")
-    grace = meta.get("deletionGracePeriodSeconds")
-    owners = meta.get("ownerReferences")
-    finalizers = _strings(meta.get("finalizers"))
-    parts = [
-        f"Name:{text('name')}",
-        f"GenerateName:{text('generateName')}",
-        f"Namespace:{text('namespace')}",
-        f"SelfLink:{text('selfLink')}",
-        f"UID:{text('uid')}",
-        f"ResourceVersion:{text('resourceVersion')}",
-        f"Generation:{generation if isinstance(generation, int) else 0}",
-        f"CreationTimestamp:{_go_time(meta.get('creationTimestamp'))}",
-        f"DeletionTimestamp:{_go_time(deletion) if deletion else '<nil>'}",
-        "DeletionGracePeriodSeconds:"
-        + ("(*int64)(0xc000000000)" if grace is not None else "(*int64)(nil)"),
-        f"Labels:{_go_string_map(meta.get('labels'))}",
-        f"Annotations:{_go_string_map(meta.get('annotations'))}",
-        "OwnerReferences:"
-        + (
-            f"[]v1.OwnerReference{{{', '.join(_go_owner(o) for o in owners)}}}"
-            if isinstance(owners, list) and owners
-            else "[]v1.OwnerReference(nil)"
-        ),
-        "Finalizers:"
-        + (
-            "[]string{" + ", ".join(_go_quote(f) for f in finalizers) + "}"
-            if finalizers
-            else "[]string(nil)"
-        ),
-        f"ClusterName:{text('clusterName')}",
-        "ManagedFields:[]v1.ManagedFieldsEntry(nil)",
-    ]
-    return "v1.ObjectMeta{" + ", ".join(parts) + "}"
-
-
-def _go_owner(owner: Any) -> str:
-    ref = owner if isinstance(owner, Mapping) else {}
-
-    def flag(key: str) -> str:
-        return "(*bool)(0xc000000000)" if ref.get(key) is not None else "(*bool)(nil)"
-
-    return (
-        f"v1.OwnerReference{{APIVersion:{_go_quote(_str(ref.get('apiVersion')))}, "
-        f"Kind:{_go_quote(_str(ref.get('kind')))}, Name:{_go_quote(_str(ref.get('name')))}, "
-        f"UID:{_go_quote(_str(ref.get('uid')))}, Controller:{flag('controller')}, "
-        f"BlockOwnerDeletion:{flag('blockOwnerDeletion')}}}"
-    )
+    """A ``metav1.ObjectMeta`` bad value as JSON (v1.35), fields in Go's order."""
+    shown = {
+        key: meta[key] for key in _OBJECT_META_FIELDS if meta.get(key) not in (None, "", 0, {}, [])
+    }
+    for key in ("labels", "annotations"):  # maps: Go writes their keys sorted
+        if isinstance(shown.get(key), Mapping):
+            shown[key] = dict(sorted(shown[key].items()))
+    return errors.go_json(shown, sort=False)

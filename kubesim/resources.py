@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -235,7 +237,7 @@ def builtin_types() -> list[ResourceType]:
             short_names=("pdb",),
             status=True,
             generation=True,
-            storage_hash="6BGBu0kpHtk=",
+            storage_hash="EVWiDmWqyJw=",
         ),
         _rt(
             "apiextensions.k8s.io",
@@ -353,11 +355,32 @@ def _version_priority(version: str) -> tuple[int, int, int]:
     return (stage, -major, -minor)
 
 
+#: The verbs of a custom resource, in the order the apiextensions server lists them.
+CUSTOM_RESOURCE_VERBS = (
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+)
+
+
+def storage_version_hash(group: str, version: str, kind: str) -> str:
+    """Discovery's ``storageVersionHash``: 8 bytes of SHA-256 of group/version/kind, base64."""
+    digest = hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()
+
+
 def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:
     """The resource types one CustomResourceDefinition serves."""
     spec = crd.get("spec") or {}
     names = spec.get("names") or {}
     group = spec.get("group", "")
+    stored = [v.get("name", "") for v in spec.get("versions") or [] if v.get("storage")]
+    storage_hash = storage_version_hash(group, stored[0], names.get("kind", "")) if stored else ""
     out: list[ResourceType] = []
     for ver in spec.get("versions") or []:
         if not ver.get("served", True):
@@ -371,6 +394,8 @@ def crd_types(crd: Mapping[str, Any]) -> list[ResourceType]:
                 plural=names.get("plural", ""),
                 kind=names.get("kind", ""),
                 namespaced=spec.get("scope") == "Namespaced",
+                verbs=CUSTOM_RESOURCE_VERBS,
+                storage_hash=storage_hash,
                 singular=names.get("singular") or names.get("kind", "").lower(),
                 short_names=tuple(names.get("shortNames") or ()),
                 categories=tuple(names.get("categories") or ()),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import json
 import logging
 import time
@@ -19,9 +20,12 @@ from kubesim import (
     bytesfields,
     discovery,
     errors,
+    jsonerrors,
+    listopts,
     openapi,
     openapi_models,
     openapi_protobuf,
+    openapi_v2proto,
     tables,
 )
 from kubesim.admission import (
@@ -32,10 +36,11 @@ from kubesim.admission import (
     AdmissionRefused,
     AdmissionRequest,
 )
-from kubesim.api import APPLY_PATCH, Api, Caller, ListOptions, now
+from kubesim.api import APPLY_PATCH, Api, Caller, now
 from kubesim.errors import ApiError, UntypedError
 from kubesim.faults import FaultRule, Faults, Journal, Stats
 from kubesim.jsonerrors import go_message
+from kubesim.listopts import ListOptions
 from kubesim.managedfields import update_managed_fields
 from kubesim.openapi_fields import apply_path, strict_path
 from kubesim.patch import apply_patch, go_value
@@ -48,7 +53,6 @@ log = logging.getLogger("kubesim.server")
 MAX_BODY = 3 * 1024 * 1024
 JSON = "application/json"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_TRUE = ("true", "True", "1")
 _RBAC_GROUP = "rbac.authorization.k8s.io"
 _AUTHN_GROUP = "authentication.k8s.io"
 # What the bootstrap ClusterRole system:basic-user, bound to system:authenticated,
@@ -117,7 +121,15 @@ def json_response(
 
 
 def error_response(err: ApiError) -> web.Response:
-    """A Status answer for ``err``."""
+    """A Status answer for ``err`` (Go's plain text for a path nothing serves)."""
+    if isinstance(err, errors.PageNotFound):
+        return web.Response(
+            text="404 page not found\n",
+            status=404,
+            content_type="text/plain",
+            charset="utf-8",
+            headers={"X-Content-Type-Options": "nosniff"},
+        )
     return json_response(err.status(), err.code, err.headers)
 
 
@@ -128,7 +140,7 @@ def _manager_from_agent(agent: str) -> str:
 
 
 def _bool(value: str | None) -> bool:
-    return value in _TRUE
+    return listopts.go_bool(value)
 
 
 class Server:
@@ -168,6 +180,7 @@ class Server:
         """The aiohttp application."""
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._middleware])
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        app.on_response_prepare.append(_deprecation_warning)
         app.on_startup.append(self._load_models)
         app.on_cleanup.append(self._close_admission)
         return app
@@ -290,7 +303,15 @@ class Server:
                 return json_response(doc)
         target = self._target(parts)
         if target is None:
+            # A served group version answers a Status; anything else is no API at all.
+            served = self.api.registry.group_versions()
+            group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2])
+            if len(parts) < 3 or version not in served.get(group, []):
+                raise errors.PageNotFound()
             raise errors.not_found_path()
+        deprecated = DEPRECATED.get((target.rt.group, target.rt.version, target.rt.plural))
+        if deprecated:
+            request[_DEPRECATION] = deprecated
         return await self._resource(request, user, target)
 
     def _authenticate(self, request: web.Request) -> User:
@@ -323,12 +344,12 @@ class Server:
         if len(parts) == 2 and parts[0] == "apis":
             doc = discovery.api_group(reg, parts[1])
             if doc is None:
-                raise errors.not_found_path()
+                raise errors.PageNotFound()
             return doc
         if len(parts) == 3 and parts[0] == "apis":
             doc = discovery.resource_list(reg, parts[1], parts[2])
             if doc is None:
-                raise errors.not_found_path()
+                raise errors.PageNotFound()
             return doc
         return None
 
@@ -370,11 +391,16 @@ class Server:
             # The first load imports the client's models (seconds): keep serving meanwhile.
             await asyncio.to_thread(openapi_models.available)
         if path == "/openapi/v2":
-            # kubectl asks for protobuf only; kubesim speaks JSON. A 406 makes client-go
-            # give up on v2 (it then uses its compiled-in types) instead of misparsing.
-            if not openapi.accepts_json(request.headers.get("Accept", "")):
-                raise ApiError(406, "NotAcceptable", "only application/json is available")
-            return web.Response(body=self.openapi.v2_document(), content_type=JSON)
+            accept = request.headers.get("Accept", "")
+            if openapi.accepts_json(accept):
+                return web.Response(body=self.openapi.v2_document(), content_type=JSON)
+            # kubectl asks for protobuf only (its client-side validation needs it).
+            if openapi_v2proto.MEDIA_TYPE in accept or "application/*" in accept:
+                return web.Response(
+                    body=self.openapi.v2_protobuf(),
+                    headers={"Content-Type": openapi_v2proto.CONTENT_TYPE},
+                )
+            raise ApiError(406, "NotAcceptable", "only application/json is available")
         if path == "/openapi/v3":
             return json_response(self.openapi.v3_index())
         body = self.openapi.v3_document(path)
@@ -403,7 +429,7 @@ class Server:
         if method not in _OPTIONS_KIND or (method == "POST") == bool(t.name):
             raise errors.method_not_allowed(method)
         agent = request.headers.get("User-Agent", "")
-        dry_run = "All" in q.getall("dryRun", [])
+        dry_run = _dry_run(q.getall("dryRun", []), _OPTIONS_KIND.get(method, "CreateOptions"))
         if method == "PATCH" and request.content_type == APPLY_PATCH:
             caller = Caller(manager=q.get("fieldManager", ""), dry_run=dry_run)
         else:
@@ -437,8 +463,13 @@ class Server:
                 return json_response(tables.to_table(rt, [obj], meta, include=include))
             return web.Response(body=self.api.encoded(rt, obj), content_type=JSON)
         opts = _list_options(q)
-        if _bool(q.get("watch")):
+        watch = _bool(q.get("watch"))
+        listopts.validate(opts, watch=watch)
+        if watch:
+            # A resourceVersion that is not a number fails before the stream starts.
+            listopts.resource_version(opts, watch=True)
             return await self._watch(request, t, opts, table=table, include=include)
+        await self.api.reached(listopts.resource_version(opts, watch=False))
         listed = self.api.list(rt, t.namespace, opts)
         if table:
             return json_response(
@@ -482,9 +513,10 @@ class Server:
         real, and nothing else may run between the last check and the write.
         """
         rt = t.rt
+        duplicates = request.get(_DUPLICATES) or []
         if request.method == "POST":
             self._check_decodable(t, body)
-            warnings += self._decoded_fields(t, body, validation)
+            warnings += self._decoded_fields(t, body, validation, duplicates)
             return self.api.create(rt, t.namespace, body, caller), 201
         if request.method == "PUT":
             if t.subresource == "scale":
@@ -492,7 +524,7 @@ class Server:
                 obj, _ = self.api.update(rt, t.namespace, t.name, body, caller)
                 return _scale(rt, obj), 200
             self._check_decodable(t, body)
-            warnings += self._decoded_fields(t, body, validation)
+            warnings += self._decoded_fields(t, body, validation, duplicates)
             obj, created = self.api.update(
                 rt, t.namespace, t.name, body, caller, subresource=t.subresource or None
             )
@@ -723,24 +755,30 @@ class Server:
         return found if rt.builtin else sorted(found)
 
     @staticmethod
-    def _outcome(unknown: list[str], validation: str, prefix: str) -> list[str]:
+    def _outcome(
+        unknown: list[str], validation: str, prefix: str, duplicates: list[str] | None = None
+    ) -> list[str]:
         """Warnings to send, or a 400 under Strict; nothing under Ignore."""
-        if not unknown or validation == "Ignore":
+        if not (unknown or duplicates) or validation == "Ignore":
             return []
-        messages = [f'unknown field "{path}"' for path in unknown]
+        messages = [f'duplicate field "{path}"' for path in duplicates or []]
+        messages += [f'unknown field "{path}"' for path in unknown]
         if validation == "Strict":
             raise errors.bad_request(prefix + "strict decoding error: " + ", ".join(messages))
         return messages
 
-    def _decoded_fields(self, t: Target, body: Any, validation: str) -> list[str]:
-        """Check a create or update body as the apiserver's strict decoder would."""
+    def _decoded_fields(
+        self, t: Target, body: Any, validation: str, duplicates: list[str] | None = None
+    ) -> list[str]:
+        """Check a create or update body as the apiserver's strict decoder would:
+        duplicate fields (``duplicates``, found when the JSON was read), then unknown ones."""
         if validation == "Ignore" or not isinstance(body, dict):
             return []
         api_version = str(body.get("apiVersion") or t.rt.api_version)
         kind = str(body.get("kind") or t.rt.kind)
         version = api_version.rsplit("/", 1)[-1]
         prefix = f'{kind} in version "{version}" cannot be handled as a {t.rt.kind}: '
-        return self._outcome(self._unknown(t.rt, body), validation, prefix)
+        return self._outcome(self._unknown(t.rt, body), validation, prefix, duplicates)
 
     def _patched_fields(self, t: Target, media: str, body: Any, validation: str) -> list[str]:
         """Check the result of a JSON, merge or strategic merge patch (new fields only)."""
@@ -787,10 +825,12 @@ class Server:
         agent = request.headers.get("User-Agent", "")
         caller = Caller(
             manager=q.get("fieldManager") or _manager_from_agent(agent),
-            dry_run="All" in q.getall("dryRun", []),
+            dry_run=_dry_run(q.getall("dryRun", []), "DeleteOptions"),
         )
         raw = await _raw(request)
         options = _delete_options(raw)
+        if isinstance(options.get("dryRun"), list):
+            _dry_run([str(v) for v in options["dryRun"]], "DeleteOptions")
         propagation = q.get("propagationPolicy") or options.get("propagationPolicy")
         if _bool(q.get("orphanDependents")) or options.get("orphanDependents") is True:
             propagation = propagation or "Orphan"
@@ -951,11 +991,33 @@ class Server:
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {t.rt.kind})"
             )
+        # Reviews are never stored, yet the create handler tracks the fields the
+        # request set like for any object (before validation, which may show them),
+        # so the answer carries managedFields.
+        manager = request.query.get("fieldManager") or _manager_from_agent(
+            request.headers.get("User-Agent", "")
+        )
+        sent: dict[str, Any] = {"apiVersion": t.rt.api_version, "kind": t.rt.kind}
+        for part in ("metadata", "spec"):
+            if isinstance(body.get(part), dict):
+                sent[part] = body[part]
+        fields = update_managed_fields(
+            None,
+            sent,
+            [],
+            manager=manager,
+            api_version=t.rt.api_version,
+            subresource=None,
+            now=now(),
+            list_type=t.rt.list_types,
+        )
+        if fields and isinstance(body.get("metadata", {}), dict):
+            body.setdefault("metadata", {})["managedFields"] = fields
         if t.rt.kind == "SelfSubjectReview":
             answer: dict[str, Any] = {
                 "kind": "SelfSubjectReview",
                 "apiVersion": f"{_AUTHN_GROUP}/v1",
-                "metadata": {"creationTimestamp": None},
+                "metadata": {},
                 "status": {"userInfo": {"username": user.name, "groups": list(user.groups)}},
             }
         elif t.rt.kind == "TokenReview":
@@ -966,7 +1028,7 @@ class Server:
             answer = {
                 "kind": "SelfSubjectRulesReview",
                 "apiVersion": "authorization.k8s.io/v1",
-                "metadata": {"creationTimestamp": None},
+                "metadata": {},
                 "spec": body.get("spec") or {},
                 "status": {
                     "resourceRules": [r for r in rules if "nonResourceURLs" not in r],
@@ -982,24 +1044,6 @@ class Server:
                 requesting_groups=user.groups,
                 url_namespace=t.namespace or None,
             )
-        # Reviews are never stored, yet the create handler tracks the fields the
-        # request set like for any object, so the answer carries managedFields.
-        manager = request.query.get("fieldManager") or _manager_from_agent(
-            request.headers.get("User-Agent", "")
-        )
-        sent: dict[str, Any] = {"apiVersion": t.rt.api_version, "kind": t.rt.kind}
-        if isinstance(body.get("spec"), dict):
-            sent["spec"] = body["spec"]
-        fields = update_managed_fields(
-            None,
-            sent,
-            [],
-            manager=manager,
-            api_version=t.rt.api_version,
-            subresource=None,
-            now=now(),
-            list_type=t.rt.list_types,
-        )
         if fields:
             answer.setdefault("metadata", {})["managedFields"] = fields
         return json_response(answer, 201)
@@ -1021,12 +1065,11 @@ class Server:
         if timeout is None:
             timeout = self.state.default_watch_timeout
         if t.name:
-            opts = ListOptions(
-                label_selector=opts.label_selector,
+            opts = dataclasses.replace(
+                opts,
                 field_selector=",".join(
                     s for s in (opts.field_selector, f"metadata.name={t.name}") if s
                 ),
-                resource_version=opts.resource_version,
             )
         # Bad selectors are a 400 before the stream starts, as in the apiserver.
         parse_label_selector(opts.label_selector)
@@ -1130,6 +1173,19 @@ class Server:
         )
 
 
+def _dry_run(values: list[str], options_kind: str) -> bool:
+    """Whether ``dryRun`` asks for a dry run; a 422 for anything but ``All``."""
+    if any(v != "All" for v in values):
+        shown = errors.go_json(values, sort=False)
+        cause = {
+            "reason": "FieldValueNotSupported",
+            "message": f'Unsupported value: {shown}: supported values: "All"',
+            "field": "dryRun",
+        }
+        raise errors.invalid(options_kind, "", [cause], "meta.k8s.io")
+    return bool(values)
+
+
 def _field_validation(value: str, method: str) -> str:
     """The fieldValidation directive of a write (Warn when unset, as in the apiserver)."""
     if value not in _FIELD_VALIDATION:
@@ -1154,6 +1210,7 @@ def _list_options(q: Any) -> ListOptions:
         continue_token=q.get("continue", ""),
         resource_version=q.get("resourceVersion", ""),
         resource_version_match=q.get("resourceVersionMatch", ""),
+        send_initial_events=listopts.go_optional_bool(q.get("sendInitialEvents")),
     )
 
 
@@ -1166,9 +1223,23 @@ async def _raw(request: web.Request) -> bytes:
     return raw
 
 
+#: What the apiserver decodes an object write from (an absent Content-Type is JSON).
+_OBJECT_TYPES = ("application/json", "application/yaml", openapi_protobuf.MEDIA_TYPE)
+_PATCH_TYPES = (
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    APPLY_PATCH,
+)
+
+
 async def _read_body(request: web.Request, rt: ResourceType, *, patch: bool = False) -> Any:
+    ctype = request.content_type if "Content-Type" in request.headers else "application/json"
+    if patch and ctype not in _PATCH_TYPES:
+        raise errors.unsupported_patch_type()
+    if not patch and ctype not in _OBJECT_TYPES:
+        raise errors.unsupported_media_type(ctype)
     raw = await _raw(request)
-    ctype = request.content_type
     if ctype == openapi_protobuf.MEDIA_TYPE and not patch:
         try:
             return openapi_protobuf.decode(raw)
@@ -1183,7 +1254,12 @@ async def _read_body(request: web.Request, rt: ResourceType, *, patch: bool = Fa
     try:
         if ctype in ("application/yaml", APPLY_PATCH):
             return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        return json.loads(text)
+        if patch:
+            return json.loads(text)
+        decoded, duplicates = jsonerrors.loads_with_duplicates(text)
+        if duplicates:
+            request[_DUPLICATES] = duplicates
+        return decoded
     except (ValueError, yaml.YAMLError) as exc:
         excerpt = text[:100]
         reason = go_message(exc) if isinstance(exc, json.JSONDecodeError) else str(exc)
@@ -1233,6 +1309,25 @@ class _Deletion:
     propagation: str | None
     preconditions: dict[str, Any] | None
     options: dict[str, Any]
+
+
+#: Resources the apiserver marks deprecated: every request to them gets this warning.
+DEPRECATED: dict[tuple[str, str, str], str] = {
+    ("", "v1", "endpoints"): "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 "
+    "EndpointSlice",
+}
+_DEPRECATION = web.RequestKey("kubesim.deprecation", str)
+_DUPLICATES = web.RequestKey("kubesim.duplicates", list[str])
+
+
+async def _deprecation_warning(request: web.Request, response: web.StreamResponse) -> None:
+    """First among the warnings, as the apiserver's deprecation filter adds it first."""
+    text = request.get(_DEPRECATION)
+    if text:
+        others = response.headers.getall("Warning", [])
+        response.headers.popall("Warning", None)
+        for value in [f"299 - {json.dumps(text)}", *others]:
+            response.headers.add("Warning", value)
 
 
 def _with_warnings(resp: web.Response, warnings: list[str]) -> web.Response:

@@ -8,6 +8,7 @@ Stored objects are never mutated in place; writers store new dicts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -57,6 +58,8 @@ class Store:
         # owner uid -> dependents, for the garbage collector
         self.dependents: dict[str, set[tuple[ResKey, ObjKey]]] = {}
         self.listeners: list[Callable[[Event], None]] = []
+        # Set on every change: readers waiting for a resourceVersion re-check.
+        self._changed = asyncio.Event()
 
     # -- reads ---------------------------------------------------------------
     def get(self, key: ResKey, okey: ObjKey) -> dict[str, Any] | None:
@@ -162,6 +165,7 @@ class Store:
                 sub.queue.put_nowait(ev)
         for listener in self.listeners:
             listener(ev)
+        self._changed.set()
 
     # -- watches -----------------------------------------------------------------
     def since(self, key: ResKey, namespace: str, rv: int) -> list[Event]:
@@ -176,6 +180,19 @@ class Store:
                 continue
             out.append(ev)
         return out
+
+    async def wait_for_rv(self, rv: int, timeout: float) -> bool:
+        """Wait until the store has reached ``rv``; False after ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.rv < rv:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+        return True
 
     def is_expired(self, rv: int) -> bool:
         """True when events after ``rv`` are no longer all kept."""

@@ -1,4 +1,4 @@
-"""Validation of built-in kinds, with kube-apiserver v1.24's field errors.
+"""Validation of built-in kinds, with kube-apiserver's field errors (v1.35 wording).
 
 ``validate_create`` and ``validate_update`` raise the 422 ``Invalid`` error of
 ``kubesim.errors.invalid`` listing one cause per problem, in the order the
@@ -6,10 +6,10 @@ apiserver reports them. They expect a defaulted object (run
 ``kubesim.defaults.apply_defaults`` first), as the apiserver validates after
 defaulting.
 
-Where the apiserver prints a Go value (``%#v``) in a message, the common
-shapes are reproduced (``map[string]string{...}``, ``v1.LabelSelector{...}``,
-``[]string{...}``); large internal structs such as a whole pod template are
-shown as ``"object"`` instead.
+Where the apiserver prints a structured bad value in a message, v1.35 shows
+its JSON (``{"app":"web"}``, ``{"matchLabels":{...}}``, ``["a","b"]``);
+large internal structs such as a whole pod template (Go field names, every
+field) are shown as ``"object"`` instead.
 """
 
 from __future__ import annotations
@@ -21,12 +21,19 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kubesim.defaults import parse_quantity
+from kubesim.defaults import (
+    CONTROLLER_UID_LABEL,
+    JOB_NAME_LABEL,
+    LEGACY_CONTROLLER_UID_LABEL,
+    LEGACY_JOB_NAME_LABEL,
+    parse_quantity,
+)
 from kubesim.errors import (
     ApiError,
     field_forbidden,
     field_not_supported,
     field_required,
+    go_json,
     invalid,
 )
 from kubesim.selectors import (
@@ -210,47 +217,52 @@ def _too_long(field: str, limit: int) -> Cause:
 
 
 def go_string_map(value: Any) -> str:
-    """``%#v`` of a ``map[string]string`` (keys sorted, as Go prints maps)."""
+    """A ``map[string]string`` as v1.35 shows a bad value: JSON, keys sorted (nil: null)."""
     if not isinstance(value, Mapping):
-        return "map[string]string(nil)"
-    items = ", ".join(f"{go_quote(str(k))}:{go_quote(str(value[k]))}" for k in sorted(value))
-    return "map[string]string{" + items + "}"
+        return "null"
+    return go_json({str(k): str(v) for k, v in value.items()}, sort=True)
+
+
+def _go_sharp_strings(value: list[str]) -> str:
+    """``%#v`` of a ``[]string``, for messages that format one into their detail."""
+    return "[]string{" + ", ".join(go_quote(v) for v in value) + "}"
 
 
 def _go_strings(value: Any) -> str:
+    """A ``[]string`` bad value as JSON (nil: null)."""
     if not isinstance(value, list):
-        return "[]string(nil)"
-    return "[]string{" + ", ".join(go_quote(str(v)) for v in value) + "}"
+        return "null"
+    return go_json([str(v) for v in value], sort=False)
 
 
 def go_label_selector(sel: Any) -> str:
-    """``%#v`` of a ``metav1.LabelSelector`` (as shown by immutability errors)."""
+    """A ``metav1.LabelSelector`` bad value as JSON (empty fields omitted, nil: null)."""
     if not isinstance(sel, Mapping):
         return "null"
-    exprs = sel.get("matchExpressions")
-    if isinstance(exprs, list):
-        rendered = ", ".join(
-            "v1.LabelSelectorRequirement{"
-            f"Key:{go_quote(str(e.get('key', '')))}, "
-            f"Operator:{go_quote(str(e.get('operator', '')))}, "
-            f"Values:{_go_strings(e.get('values'))}}}"
-            for e in exprs
-            if isinstance(e, Mapping)
-        )
-        shown_exprs = "[]v1.LabelSelectorRequirement{" + rendered + "}"
-    else:
-        shown_exprs = "[]v1.LabelSelectorRequirement(nil)"
-    return (
-        f"v1.LabelSelector{{MatchLabels:{go_string_map(sel.get('matchLabels'))}, "
-        f"MatchExpressions:{shown_exprs}}}"
-    )
+    out: dict[str, Any] = {}
+    if isinstance(sel.get("matchLabels"), Mapping) and sel["matchLabels"]:
+        out["matchLabels"] = dict(sorted((str(k), str(v)) for k, v in sel["matchLabels"].items()))
+    exprs = [e for e in sel.get("matchExpressions") or [] if isinstance(e, Mapping)]
+    if exprs:
+        shown = []
+        for e in exprs:
+            item: dict[str, Any] = {
+                "key": _str(e.get("key")),
+                "operator": _str(e.get("operator")),
+            }
+            if isinstance(e.get("values"), list) and e["values"]:
+                item["values"] = [str(v) for v in e["values"]]
+            shown.append(item)
+        out["matchExpressions"] = shown
+    return go_json(out, sort=False)
 
 
 def _go_intstr(value: Any) -> str:
+    """An IntOrString bad value: its JSON, a number or a quoted string."""
     if isinstance(value, str):
-        return f"intstr.IntOrString{{Type:1, IntVal:0, StrVal:{go_quote(value)}}}"
+        return go_json(value, sort=False)
     number = value if isinstance(value, int) and not isinstance(value, bool) else 0
-    return f'intstr.IntOrString{{Type:0, IntVal:{number}, StrVal:""}}'
+    return str(number)
 
 
 # --------------------------------------------------------------------------
@@ -459,7 +471,7 @@ def _validate_meta_update(old: Obj, new: Obj) -> list[Cause]:
                 field_forbidden(
                     "metadata.finalizers",
                     "no new finalizers can be added if the object is being deleted, found new "
-                    f"finalizers {_go_strings(sorted(set(added)))}",
+                    f"finalizers {_go_sharp_strings(sorted(set(added)))}",
                 )
             )
     old_gen, new_gen = old_meta.get("generation"), new_meta.get("generation")
@@ -1025,6 +1037,7 @@ def _job_spec(causes: list[Cause], spec: Mapping[str, Any]) -> None:
 
 
 def _job_generated_selector(causes: list[Cause], obj: Obj) -> None:
+    """A generated selector's labels must be on the template (validateGeneratedSelector)."""
     spec = _map(obj.get("spec"))
     if spec.get("manualSelector") is True or spec.get("selector") is None:
         return
@@ -1033,13 +1046,20 @@ def _job_generated_selector(causes: list[Cause], obj: Obj) -> None:
     if not uid:
         causes.append(field_required("metadata.uid"))
     labels = _map(_map(_map(spec.get("template")).get("metadata")).get("labels"))
-    for key, expected in (("controller-uid", uid), ("job-name", name)):
+    # On create the batch.kubernetes.io labels are required beside the legacy ones.
+    expected_labels = {
+        LEGACY_CONTROLLER_UID_LABEL: uid,
+        LEGACY_JOB_NAME_LABEL: name,
+        CONTROLLER_UID_LABEL: uid,
+        JOB_NAME_LABEL: name,
+    }
+    for key, expected in expected_labels.items():
         lpath = f"spec.template.metadata.labels[{key}]"
         if key not in labels:
-            causes.append(field_required(lpath, expected))
+            causes.append(field_required(lpath, f"must be '{expected}'"))
         elif labels[key] != expected:
             causes.append(_invalid_shown(lpath, go_string_map(labels), f"must be '{expected}'"))
-    if _selector_matches(spec.get("selector"), {"controller-uid": uid, "job-name": name}) is False:
+    if _selector_matches(spec.get("selector"), expected_labels) is False:
         causes.append(
             _invalid_shown(
                 "spec.selector",

@@ -116,7 +116,6 @@ async def bench(tmp: Path, works: int, qps: float, window: float) -> None:
         await benchkit.install_crds(hub, benchkit.MANIFESTWORK_CRD)
         await benchkit.install_crds(spoke, benchkit.APPLIED_MANIFESTWORK_CRD)
         await hub.create(NAMESPACES, {"metadata": {"name": CLUSTER}})
-        await spoke.create(NAMESPACES, {"metadata": {"name": "default"}})
         await informer.start()
 
         agent = _agent(tmp, qps)

@@ -10,7 +10,6 @@ wait on conditions with :func:`tests.conftest.eventually`, never on time.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import signal
@@ -119,8 +118,6 @@ async def spoke_client(spoke: Cluster, tmp_path: Path) -> AsyncIterator[KubeClie
         str(tmp_path / "spoke.kubeconfig"), user_agent="integration-test", qps=0, name="test-spoke"
     )
     await install_crds(client, SPOKE_CRDS)
-    with contextlib.suppress(Exception):
-        await client.create(NAMESPACES, {"metadata": {"name": "default"}})
     try:
         yield client
     finally:

@@ -12,7 +12,7 @@ import pytest
 
 from kubesim.sim import KubeSim
 from workagent.dryrun import DryRunClient, apply_merge_patch
-from workagent.kube import CONFIGMAPS, NAMESPACES, KubeClient, NotFound
+from workagent.kube import CONFIGMAPS, KubeClient, NotFound
 
 WRITES = ("create", "update", "patch", "delete")
 
@@ -44,7 +44,6 @@ async def clients(sim: KubeSim, tmp_path: Path) -> Any:
     path = str(tmp_path / "kubeconfig")
     real = await KubeClient.from_kubeconfig(path, qps=0, user_agent="setup")
     dry = await DryRunClient.from_kubeconfig(path, qps=0, user_agent="dry")
-    await real.create(NAMESPACES, {"metadata": {"name": "default"}})
     try:
         yield real, dry
     finally:

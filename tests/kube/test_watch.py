@@ -80,10 +80,12 @@ async def test_bookmarks(tmp_path: Path) -> None:
         async with await KubeClient.from_kubeconfig(str(tmp_path / "kc"), qps=0) as client:
             await client.create(NAMESPACES, {"metadata": {"name": NS}})
             rv = (await client.list(CONFIGMAPS, NS))["metadata"]["resourceVersion"]
+            # Bookmarks report progress: the cluster moves on (another resource here).
+            await client.create(NAMESPACES, {"metadata": {"name": "elsewhere"}})
             async with client.watch(CONFIGMAPS, NS, resource_version=rv) as events:
                 first = await anext(aiter(events))
             assert first.type == "BOOKMARK"
-            assert int(first.object["metadata"]["resourceVersion"]) >= int(rv)
+            assert int(first.object["metadata"]["resourceVersion"]) > int(rv)
 
 
 async def test_too_old_resource_version_raises_gone(client: KubeClient, sim: KubeSim) -> None:

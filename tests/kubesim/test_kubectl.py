@@ -327,6 +327,22 @@ async def test_version_and_discovery(kubectl: Kubectl) -> None:
         assert name in resources
 
 
+async def test_create_an_access_review(kubectl: Kubectl) -> None:
+    """kubectl validates a SubjectAccessReview on the client, with the protobuf
+    OpenAPI v2 document (it has no PATCH to validate on the server with)."""
+    review = (
+        "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\n"
+        "spec: {user: alice, resourceAttributes: {verb: get, resource: pods}}\n"
+    )
+    out = await kubectl("create", "-f", "-", "-o", "json", stdin=review)
+    assert json.loads(out.stdout)["status"] == {"allowed": False}
+    bad = await kubectl(
+        "create", "-f", "-", stdin=review.replace("spec: {", "spec: {bogus: 1, "), check=False
+    )
+    assert bad.returncode == 1
+    assert 'unknown field "bogus"' in bad.stderr
+
+
 async def test_create_get_list_delete(kubectl: Kubectl) -> None:
     await kubectl("apply", "-f", "-", stdin=NS)
     await kubectl("create", "configmap", "c1", "-n", "demo", "--from-literal=a=1")

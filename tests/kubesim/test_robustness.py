@@ -8,8 +8,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesim.api import Api, Caller, ListOptions
+from kubesim.api import Api, Caller
 from kubesim.errors import ApiError
+from kubesim.listopts import ListOptions
 from kubesim.resources import Registry
 
 PATHS = [

@@ -42,14 +42,16 @@ OWNER_FILE = "owner.pid"
 
 #: The controllers of kube-controller-manager that the tests rely on: namespace
 #: deletion, garbage collection (owner references, foreground deletion), the
-#: default ServiceAccount of each namespace and aggregated ClusterRoles. The
-#: workload controllers (deployment, replicaset, job, ...) do not run, so a
+#: default ServiceAccount of each namespace, aggregated ClusterRoles and the
+#: release of deleted claims' protection finalizer (every new claim gets one).
+#: The workload controllers (deployment, replicaset, job, ...) do not run, so a
 #: status the tests write to a Deployment or Job is not overwritten.
 CONTROLLERS = (
     "namespace-controller",
     "garbage-collector-controller",
     "serviceaccount-controller",
     "clusterrole-aggregation-controller",
+    "persistentvolumeclaim-protection-controller",
 )
 
 AUDIT_POLICY = {
@@ -88,6 +90,14 @@ def bin_dir() -> Path:
     return folder
 
 
+def informersync_binary() -> Path:
+    """The client-go informer probe ``make realkube`` builds (tests/support/realkube-build/informersync)."""
+    path = REPO / ".tools" / "kube" / kube_version() / "informersync"
+    if not path.is_file():
+        raise ControlPlaneError(f"{path} not built: run `make realkube` (needs Go)")
+    return path
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as sock:
@@ -105,6 +115,18 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+#: A folder without an owner file is left alone this long (seconds): another test
+#: run may have just created it (mkdtemp, then the owner file).
+OWNERLESS_GRACE = 300.0
+
+
+def _younger_than(folder: Path, seconds: float) -> bool:
+    try:
+        return time.time() - folder.stat().st_mtime < seconds
+    except OSError:
+        return False
+
+
 def sweep_stale(root: Path | None = None) -> list[Path]:
     """Remove data folders of earlier runs whose owning process is gone; returns them."""
     base = root or Path(tempfile.gettempdir())
@@ -116,6 +138,8 @@ def sweep_stale(root: Path | None = None) -> list[Path]:
             owner = 0
         if owner and _pid_alive(owner):
             continue
+        if not owner and _younger_than(folder, OWNERLESS_GRACE):
+            continue  # another run's folder, its owner file not written yet
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed

@@ -1,4 +1,5 @@
-"""Defaulting of built-in kinds, checked against recorded kube-apiserver v1.24 answers."""
+"""Defaulting of built-in kinds, checked against recorded kube-apiserver v1.24 answers
+(with what changed up to v1.35, kubesim's reference, applied: ``as_v135``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kubesim.defaults import (
 )
 from kubesim.errors import ApiError
 from tests.fixtures import APISERVER_RECORDINGS
+from tests.kubesim.recordings import as_v135
 
 REFERENCE = APISERVER_RECORDINGS
 
@@ -50,7 +52,7 @@ def test_golden_create_defaults(reference: str, index: int, group: str) -> None:
     exchange = _exchanges(reference)[index]
     assert exchange["request"]["method"] == "POST"
     body = copy.deepcopy(exchange["request"]["body"])
-    recorded = exchange["response"]["body"]
+    recorded = as_v135(exchange["response"]["body"])
     # The caller assigns uid (the Job's generated selector needs it) before defaulting.
     body["metadata"]["uid"] = recorded["metadata"]["uid"]
     allocator = ClusterIPAllocator()
@@ -80,8 +82,15 @@ def test_golden_job_labels_use_uid_and_name() -> None:
     body = copy.deepcopy(exchange["request"]["body"])
     body["metadata"]["uid"] = "u-1"
     apply_defaults("batch", "Job", body)
-    want: dict[str, Any] = {"controller-uid": "u-1", "job-name": "pi"}
-    assert body["spec"]["selector"] == {"matchLabels": {"controller-uid": "u-1"}}
+    want: dict[str, Any] = {
+        "controller-uid": "u-1",
+        "job-name": "pi",
+        "batch.kubernetes.io/controller-uid": "u-1",
+        "batch.kubernetes.io/job-name": "pi",
+    }
+    assert body["spec"]["selector"] == {
+        "matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}
+    }
     assert body["spec"]["template"]["metadata"]["labels"] == want
     assert body["metadata"]["labels"] == want
 
@@ -166,7 +175,7 @@ def test_cronjob_defaults_leave_job_spec_alone() -> None:
     assert (spec["concurrencyPolicy"], spec["suspend"]) == ("Allow", False)
     assert (spec["successfulJobsHistoryLimit"], spec["failedJobsHistoryLimit"]) == (3, 1)
     job_template = spec["jobTemplate"]
-    assert job_template["metadata"] == {"creationTimestamp": None}
+    assert job_template["metadata"] == {}
     assert list(job_template["spec"]) == ["template"]
     pod_spec = job_template["spec"]["template"]["spec"]
     assert pod_spec["restartPolicy"] == "OnFailure"
@@ -198,9 +207,13 @@ def test_statefulset_defaults() -> None:
     assert spec["podManagementPolicy"] == "OrderedReady"
     assert spec["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
     assert spec["revisionHistoryLimit"] == 10
-    assert "persistentVolumeClaimRetentionPolicy" not in spec
+    # v1.35 defaults the retention policy (the feature is GA).
+    assert spec["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": "Retain",
+        "whenScaled": "Retain",
+    }
     pvc = spec["volumeClaimTemplates"][0]
-    assert pvc["metadata"] == {"name": "data", "creationTimestamp": None}
+    assert pvc["metadata"] == {"name": "data"}
     assert pvc["spec"]["volumeMode"] == "Filesystem"
     assert pvc["status"] == {"phase": "Pending"}
     assert sts["status"] == {"replicas": 0, "availableReplicas": 0}
@@ -408,13 +421,33 @@ def test_simple_kinds() -> None:
     for group, kind in [
         ("", "ConfigMap"),
         ("", "ServiceAccount"),
-        ("rbac.authorization.k8s.io", "Role"),
         ("coordination.k8s.io", "Lease"),
         ("example.com", "Widget"),
     ]:
         obj: dict[str, Any] = {"metadata": {"name": "x"}, "spec": {}}
         apply_defaults(group, kind, obj)
         assert obj == {"metadata": {"name": "x"}, "spec": {}}
+    # A Role's rules are never omitted: unset, they read back as null.
+    for kind in ("Role", "ClusterRole"):
+        role: dict[str, Any] = {"metadata": {"name": "x"}}
+        apply_defaults("rbac.authorization.k8s.io", kind, role)
+        assert role == {"metadata": {"name": "x"}, "rules": None}
+
+
+def test_condition_times_read_back_null() -> None:
+    deployment: dict[str, Any] = {
+        "metadata": {"name": "d", "uid": "u", "resourceVersion": "5"},
+        "status": {"conditions": [{"type": "Available", "status": "True"}]},
+    }
+    apply_defaults("apps", "Deployment", deployment)
+    assert deployment["status"]["conditions"] == [
+        {
+            "type": "Available",
+            "status": "True",
+            "lastUpdateTime": None,
+            "lastTransitionTime": None,
+        }
+    ]
 
 
 def test_role_binding_defaults() -> None:
