@@ -252,7 +252,8 @@ def client_label(role: str, user_agent: str) -> str:
     """``"<role> · <program>"``: the User-Agent's first word, and for a Kubernetes
     component the controller it names last (``.../generic-garbage-collector``)."""
     program = user_agent.split(" ", 1)[0] or "(none)"
-    if " " in user_agent and "/" in user_agent.rsplit(" ", 1)[1]:
+    # client-go: "NAME/VERSION (OS/ARCH) kubernetes/COMMIT[/CONTROLLER]".
+    if " " in user_agent and user_agent.rsplit(" ", 1)[1].count("/") >= 2:
         program += " …/" + user_agent.rsplit("/", 1)[1]
     return f"{role} · {program}"
 
