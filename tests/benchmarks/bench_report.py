@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -308,8 +309,13 @@ def run_loads(results: Results) -> str:
 
 
 def client_lines(results: Results, h: str) -> list[str]:
-    """Requests by client per phase: one row per client, one column per agent/QPS and N."""
+    """Requests by client per phase: one row per client, one column per agent/QPS and N.
+
+    A client that sent nothing in a run (the control plane's own controllers come
+    and go) counts as 0 there, so the medians are over every run.
+    """
     summary = results["summary"]
+    runs_of = Counter((column(r), str(r["n"])) for r in results["runs"])
     lines: list[str] = []
     for scenario, (title, unit) in CLIENTS.items():
         columns_of = summary.get(scenario)
@@ -326,7 +332,8 @@ def client_lines(results: Results, h: str) -> list[str]:
             cells = []
             for c, n in columns:
                 entry = columns_of[c][n].get(client)
-                cells.append("" if entry is None else fmt(entry["median"]))
+                got = [v for v in (entry or {}).get("runs", []) if v is not None]
+                cells.append(fmt(median(got + [0.0] * (runs_of[(c, n)] - len(got)))))
             lines.append(f"| {client} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines
