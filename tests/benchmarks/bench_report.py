@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,8 @@ METRICS: dict[str, list[tuple[str, str, str]]] = {
     "feedback_poll": [
         ("p50_ms", "p50, spoke status to hub feedback", "ms"),
         ("p99_ms", "p99", "ms"),
+        ("staleness_s", "staleness: the longest wait (goal: the interval)", "s"),
+        ("staleness_ratio", "staleness ÷ --status-sync-interval", "x"),
         ("timeouts", "samples timed out", ""),
     ],
     "deletion": [
@@ -68,6 +71,7 @@ METRICS: dict[str, list[tuple[str, str, str]]] = {
         ("ratio_to_minimum", "requests ÷ minimum", "x"),
     ],
     "steady": [
+        ("requests_per_s", "requests per second, hub + spoke", "/s"),
         ("hub_requests_per_min", "hub requests per minute", "/min"),
         ("spoke_requests_per_min", "spoke requests per minute", "/min"),
         ("hub_writes_per_min", "hub writes per minute (goal 0)", "/min"),
@@ -83,8 +87,10 @@ METRICS: dict[str, list[tuple[str, str, str]]] = {
         ("delete_cpu_s", "CPU, deletion phase", "s"),
         ("cpu_total_s", "CPU, whole run", "s"),
         ("rss_mib", "RSS after apply", "MiB"),
-        ("idle_rss_mib", "RSS idle", "MiB"),
+        ("idle_rss_mib", "RSS settled (after the idle window)", "MiB"),
         ("peak_rss_mib", "peak RSS", "MiB"),
+        ("server_apply_cpu_s", "API server + etcd CPU, apply phase", "s"),
+        ("server_delete_cpu_s", "API server + etcd CPU, deletion phase", "s"),
     ],
     "fanout": [
         ("works_exist_s", "every ManifestWork exists", "s"),
@@ -107,6 +113,13 @@ TITLES = {
     "fanout": "Hub: ManifestWorkReplicaSet fan-out (N = clusters)",
 }
 
+# Requests by client (the server's record, every client), scenario -> (title, unit).
+CLIENTS = {
+    "clients_apply": ("Requests by client while applying", "per work"),
+    "clients_steady": ("Requests by client while idle", "per minute"),
+    "clients_delete": ("Requests by client while deleting", "per work"),
+}
+
 
 # -- medians and ratios ----------------------------------------------------------------
 
@@ -117,12 +130,17 @@ def median(values: Iterable[float | None]) -> float | None:
     return statistics.median(got) if got else None
 
 
+def column(run: dict[str, Any]) -> str:
+    """The column a run belongs to: agent and QPS (``"ours, QPS 50/100"``)."""
+    return str(run.get("column") or run["agent"])
+
+
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """scenario -> agent -> str(n) -> metric -> {"runs": [...], "median": m}."""
+    """scenario -> column -> str(n) -> metric -> {"runs": [...], "median": m}."""
     raw: dict[str, Any] = {}
     for run in runs:
         for scenario, figures in run["scenarios"].items():
-            per_n = raw.setdefault(scenario, {}).setdefault(run["agent"], {})
+            per_n = raw.setdefault(scenario, {}).setdefault(column(run), {})
             metrics = per_n.setdefault(str(run["n"]), {})
             for metric, value in figures.items():
                 metrics.setdefault(metric, {"runs": []})["runs"].append(value)
@@ -135,8 +153,11 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def ratios(runs: list[dict[str, Any]], base: str, other: str) -> dict[str, Any]:
-    """scenario -> str(n) -> metric -> {"per_run": [other/base], "median"}: same-run pairs only."""
-    index = {(r["agent"], r["n"], r["run"]): r["scenarios"] for r in runs}
+    """scenario -> str(n) -> metric -> {"per_run": [other/base], "median"}: same-run pairs only.
+
+    ``base`` and ``other`` are columns (:func:`column`).
+    """
+    index = {(column(r), r["n"], r["run"]): r["scenarios"] for r in runs}
     out: dict[str, Any] = {}
     for (agent, n, run), scenarios in index.items():
         if agent != base or (other, n, run) not in index:
@@ -200,15 +221,16 @@ def markdown(results: Results, *, level: int = 1) -> str:
         f"{h} Benchmark suite results, {results['timestamp']}",
         "",
         f"Machine: {m['cores']} cores ({m['cpu_model']}), {m['os']}, Python {m['python']}; "
-        f"load average {m['load_start'][0]:.1f} at the start, {m['load_end'][0]:.1f} at the end. "
+        f"load average {m['load_start'][0]:.1f} at the start, {m['load_end'][0]:.1f} at the end"
+        f"{run_loads(results)}. "
         f"Commit `{g['commit'][:12]}`{' (dirty tree)' if g['dirty'] else ''}. "
-        f"Target: {p['target']}. Took {results['duration_s'] / 60:.1f} min.",
+        f"Target: {target_text(p)}. Took {results['duration_s'] / 60:.1f} min.",
         "",
         f"Parameters: N = {', '.join(str(n) for n in p['n'])}; M = {p['manifests']} ConfigMaps "
         f"per work; {p['runs']} runs (figures are medians, ranges in brackets); "
         f"{p['samples']} latency samples per run; idle window {p['window']:g} s; "
-        f"`--status-sync-interval={p['status_sync_interval']:g}s`; agent QPS "
-        f"{'unlimited' if p['agent_qps'] <= 0 else p['agent_qps']}; feedback at N = "
+        f"`--status-sync-interval={p['status_sync_interval']:g}s`; client QPS (hub and spoke, "
+        f"burst 2 x QPS): {qps_text(p['agent_qps'])}; feedback at N = "
         f"{', '.join(str(n) for n in p['feedback_n']) or 'none'}; "
         f"agents: {', '.join(p['agents'])}"
         + (f" (peer command: `{p['agent_cmd']}`)" if p.get("agent_cmd") else "")
@@ -249,6 +271,7 @@ def markdown(results: Results, *, level: int = 1) -> str:
                     f"| {label}{f' ({unit})' if unit else ''} | " + " | ".join(cells) + " |"
                 )
         lines.append("")
+    lines += client_lines(results, h)
     lines += ratio_lines(results, h)
     notes = results.get("notes") or []
     if notes:
@@ -256,28 +279,92 @@ def markdown(results: Results, *, level: int = 1) -> str:
     return "\n".join(lines)
 
 
+def target_text(p: dict[str, Any]) -> str:
+    """Where the runs ran, in words."""
+    if p["target"] == "real":
+        return (
+            f"a real kube-apiserver {p.get('kube_version') or ''} started per run "
+            "(hub and spoke on one server)"
+        ).replace("  ", " ")
+    if p["target"] == "kubesim":
+        return "kubesim (a hub and a spoke process per run)"
+    return f"{p['target']} (given by --kubeconfig)"
+
+
+def qps_text(qps: float | list[float]) -> str:
+    """The QPS columns: ``50/100 (headline), unlimited``."""
+    values = qps if isinstance(qps, list) else [qps]  # results before schema 2: one value
+    words = [f"{q:g}/{max(int(q * 2), 1)}" if q > 0 else "unlimited" for q in values]
+    if len(words) > 1:
+        words[0] += " (headline)"
+    return ", ".join(words)
+
+
+def run_loads(results: Results) -> str:
+    """The range of the 1-minute load averages seen at the runs' starts and ends."""
+    loads = [x for run in results["runs"] for x in run.get("load") or []]
+    if not loads:
+        return ""
+    return f", {min(loads):.1f}-{max(loads):.1f} over the runs"
+
+
+def client_lines(results: Results, h: str) -> list[str]:
+    """Requests by client per phase: one row per client, one column per agent/QPS and N.
+
+    A client that sent nothing in a run (the control plane's own controllers come
+    and go) counts as 0 there, so the medians are over every run.
+    """
+    summary = results["summary"]
+    runs_of = Counter((column(r), str(r["n"])) for r in results["runs"])
+    lines: list[str] = []
+    for scenario, (title, unit) in CLIENTS.items():
+        columns_of = summary.get(scenario)
+        if not columns_of:
+            continue
+        columns = [(c, n) for c, per_n in columns_of.items() for n in sorted(per_n, key=int)]
+        clients = sorted({k for c, n in columns for k in columns_of[c][n]})
+        if not clients:
+            continue
+        lines += [f"{h}# {title} ({unit})", ""]
+        lines.append("| client | " + " | ".join(f"{c}, N={n}" for c, n in columns) + " |")
+        lines.append("|---" * (len(columns) + 1) + "|")
+        for client in clients:
+            cells = []
+            for c, n in columns:
+                entry = columns_of[c][n].get(client)
+                got = [v for v in (entry or {}).get("runs", []) if v is not None]
+                cells.append(fmt(median(got + [0.0] * (runs_of[(c, n)] - len(got)))))
+            lines.append(f"| {client} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
 def ratio_lines(results: Results, h: str) -> list[str]:
-    """The peer ÷ ours table (ratios of same-run pairs, then their median)."""
-    table = results.get("ratios") or {}
-    if not table:
+    """The peer ÷ ours table (ratios of same-run pairs, then their median), per QPS."""
+    tables = results.get("ratios") or {}
+    if tables and "throughput" in tables:  # results before schema 2: one QPS setting
+        tables = {"": tables}
+    if not any(tables.values()):
         return []
     lines = [
         f"{h}# Peer ÷ ours (each ratio from one run's A/B pair, median over runs)",
         "",
         "Above 1: the peer took longer, used more, or sent more than ours.",
         "",
-        "| scenario | figure | N | peer ÷ ours |",
-        "|---|---|---|---|",
+        "| QPS | scenario | figure | N | peer ÷ ours |",
+        "|---|---|---|---|---|",
     ]
-    for scenario, rows in METRICS.items():
-        for n, metrics in sorted((table.get(scenario) or {}).items(), key=lambda kv: int(kv[0])):
-            for metric, label, _unit in rows:
-                entry = metrics.get(metric)
-                if entry is not None and metric not in ("minimum_writes", "timeouts"):
-                    lines.append(
-                        f"| {scenario} | {label} | {n} | {fmt(entry['median'])}"
-                        f"{spread(entry['per_run'])} |"
-                    )
+    for qps, table in tables.items():
+        for scenario, rows in METRICS.items():
+            per_n = sorted((table.get(scenario) or {}).items(), key=lambda kv: int(kv[0]))
+            for n, metrics in per_n:
+                for metric, label, _unit in rows:
+                    entry = metrics.get(metric)
+                    if entry is not None and metric not in ("minimum_writes", "timeouts"):
+                        lines.append(
+                            f"| {qps.removeprefix('QPS ')} | {scenario} | {label} | {n} | "
+                            f"{fmt(entry['median'])}{spread(entry['per_run'])} |"
+                        )
     return [*lines, ""]
 
 
@@ -302,7 +389,10 @@ def plots(results: Results, prefix: Path) -> list[Path] | str:
         got = sorted((n, v) for n, v in points if v is not None)
         return [n for n, _ in got], [v for _, v in got]
 
-    agents = list(results["parameters"]["agents"])
+    # One line per column (agent and QPS), in the order they ran.
+    agents = list(
+        dict.fromkeys(column(r) for r in results["runs"] if r["agent"] != "hubcontroller")
+    )
     charts: list[tuple[str, str, str, list[tuple[str, str, str]]]] = [
         (
             "throughput",

@@ -1,8 +1,9 @@
 """The agent scenarios of the benchmark suite, measured in one run of one agent.
 
-One run: a hub and a spoke (two fresh ``kubesim serve`` processes, or the
-clusters given), one agent process (ours, or any agent started from a command
-template), N ManifestWorks of M ConfigMaps, then in order:
+One run: a hub and a spoke (by default one fresh real kube-apiserver that is
+both, as OCM's own figures run it; or two fresh ``kubesim serve`` processes;
+or the clusters given), one agent process (ours, or any agent started from a
+command template), N ManifestWorks of M ConfigMaps, then in order:
 
 1. apply throughput: the N works created at once, time to all ``Applied`` and
    all ``Available``; the requests they cost, per work;
@@ -11,16 +12,20 @@ template), N ManifestWorks of M ConfigMaps, then in order:
    create request to ``Applied=True`` seen by a hub watch (several samples);
 4. update latency: a change to one work's first manifest until a spoke watch
    shows it on the ConfigMap;
-5. feedback latency (kubesim only): a Deployment's ``/status`` written on the
-   spoke until the value is in the work's ``statusFeedback`` on the hub, for
-   ``feedbackScrapeType`` Watch and Poll;
+5. feedback latency and staleness (on clusters the suite started: nothing
+   there overwrites a Deployment's status): a Deployment's ``/status`` written
+   on the spoke until the value is in the work's ``statusFeedback`` on the
+   hub, for ``feedbackScrapeType`` Watch and Poll;
 6. deletion: the N works deleted at once until they are gone from the hub.
 
 Cost (the agent's CPU seconds and RSS, summed over its process tree) is read
-from ``/proc`` at every phase boundary. Request counts come from kubesim's
-``/kubesim/stats`` (by User-Agent, without the benchmark's own), else from the
-agent's Prometheus ``/metrics`` (our ``kube_client_requests_total`` or
-client-go's ``rest_client_requests_total``), else they are unavailable (None).
+from ``/proc`` at every phase boundary. Request counts come from the real
+apiserver's audit log (every client, the agent's hub and spoke clients told
+apart by their tokens), from kubesim's ``/kubesim/stats`` (by User-Agent),
+else from the agent's Prometheus ``/metrics`` (our
+``kube_client_requests_total`` or client-go's ``rest_client_requests_total``),
+else they are unavailable (None). The benchmark's own requests are left out
+of the agent's.
 """
 
 from __future__ import annotations
@@ -42,9 +47,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import benchkit
-from benchkit import StatsKey
+from benchkit import AuditTally, StatsKey
 
+from tests.support.controlplane import ControlPlane, Etcd, Identity
 from workagent.kube import (
+    APPLIED_MANIFESTWORKS,
     CONFIGMAPS,
     DEPLOYMENTS,
     MANIFESTWORKS,
@@ -57,6 +64,10 @@ from workagent.kube.config import load_kubeconfig
 from workagent.runtime import Informer
 
 BENCH_AGENT = "bench-suite"  # the suite's own User-Agent, left out of the counts
+# The agent's identities on the real control plane: its hub and spoke clients
+# get a token each, so the audit log tells them apart even on one apiserver.
+HUB_USER = "bench:agent-hub"
+SPOKE_USER = "bench:agent-spoke"
 CONCURRENCY = 32  # creates/deletes in flight, as agent_bench.py
 SETTLE_QUIET = 2.0  # "settled": this long without an agent write
 # The protocol minimum per work of M objects (see docs/benchmarks.md): on the spoke one
@@ -76,17 +87,31 @@ def spoke_min_writes(manifests: int) -> int:
 # -- what the suite is given -----------------------------------------------------------
 
 
+REAL = "real"
+KUBESIM = "kubesim"
+CLUSTERS = "clusters"
+
+
 @dataclass(frozen=True)
 class Target:
-    """Where to run: fresh kubesims (``hub``/``spoke`` None) or real clusters."""
+    """Where to run: ``real`` (a control plane started per run), ``kubesim`` (two
+    kubesims started per run) or ``clusters`` (the kubeconfigs given)."""
 
+    kind: str = REAL
     hub_kubeconfig: Path | None = None
     spoke_kubeconfig: Path | None = None
 
     @property
     def kubesim(self) -> bool:
         """Whether the clusters are kubesims started per run."""
-        return self.spoke_kubeconfig is None
+        return self.kind == KUBESIM
+
+    @property
+    def started(self) -> bool:
+        """Whether the suite starts the clusters: then no controller overwrites a
+        Deployment's status (kubesim simulates no workloads unless told to; the
+        real control plane runs no workload controllers), so feedback is measured."""
+        return self.kind in (REAL, KUBESIM)
 
 
 @dataclass(frozen=True)
@@ -110,8 +135,28 @@ class Params:
     samples: int = 10
     window: float = 10.0
     status_sync_interval: float = 10.0
-    agent_qps: float = 0.0
+    agent_qps: float = 0.0  # <= 0: unlimited
     feedback: bool = True
+    settle_quiet: float = SETTLE_QUIET
+
+
+def qps_flags(qps: float) -> tuple[str, str]:
+    """``--kube-api-qps`` and ``--kube-api-burst`` values for a QPS column.
+
+    The burst is twice the QPS, as OCM's defaults (50/100). Unlimited is -1:
+    client-go takes 0 for its default of 5 and disables the limiter only
+    below 0; ours takes any value <= 0 as unlimited.
+    """
+    if qps <= 0:
+        return "-1", "100"
+    return f"{qps:g}", str(max(int(qps * 2), 1))
+
+
+def qps_label(qps: float) -> str:
+    """``"QPS 50/100"`` or ``"QPS unlimited"``."""
+    if qps <= 0:
+        return "QPS unlimited"
+    return "QPS {}/{}".format(*qps_flags(qps))
 
 
 def agent_argv(
@@ -119,6 +164,7 @@ def agent_argv(
 ) -> list[str]:
     """The agent's command line: ours with the suite's flags, or the template filled in."""
     interval = f"{p.status_sync_interval:g}s"
+    qps, burst = qps_flags(p.agent_qps)
     if spec.command is not None:
         values = {
             "hub_kubeconfig": str(hub),
@@ -126,6 +172,8 @@ def agent_argv(
             "cluster": cluster,
             "metrics_port": str(port),
             "status_sync_interval": interval,
+            "kube_api_qps": qps,
+            "kube_api_burst": burst,
         }
         try:
             return shlex.split(spec.command.format(**values))
@@ -133,7 +181,6 @@ def agent_argv(
             raise SystemExit(
                 f"--agent-cmd: unknown placeholder {err}; known: {sorted(values)}"
             ) from None
-    burst = max(int(p.agent_qps * 2), 1) if p.agent_qps > 0 else 100
     return [
         sys.executable,
         "-m",
@@ -145,9 +192,9 @@ def agent_argv(
         "--disable-leader-election",
         f"--listen=127.0.0.1:{port}",
         f"--status-sync-interval={interval}",
-        f"--kube-api-qps={p.agent_qps:g}",
+        f"--kube-api-qps={qps}",
         f"--kube-api-burst={burst}",
-        f"--hub-kube-api-qps={p.agent_qps:g}",
+        f"--hub-kube-api-qps={qps}",
         f"--hub-kube-api-burst={burst}",
         "--log-level=warning",
     ]
@@ -260,11 +307,12 @@ async def timed(t0: float, future: asyncio.Future[float], timeout: float) -> flo
 
 
 def latency_figures(values: list[float | None]) -> dict[str, float | None]:
-    """p50/p99 in ms of the samples that arrived, and how many timed out."""
+    """p50/p99/max in ms of the samples that arrived, and how many timed out."""
     got = [v for v in values if v is not None]
     return {
         "p50_ms": benchkit.percentile(got, 50) * 1e3 if got else None,
         "p99_ms": benchkit.percentile(got, 99) * 1e3 if got else None,
+        "max_ms": max(got) * 1e3 if got else None,
         "samples": float(len(got)),
         "timeouts": float(len(values) - len(got)),
     }
@@ -282,6 +330,15 @@ METHOD_VERBS = {
 }
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """Requests so far: the agent's, per cluster, and every client's (when the source
+    can tell clients apart: the audit log and kubesim, not the agent's /metrics)."""
+
+    agent: Counts
+    clients: Counter[str]
+
+
 @dataclass
 class RequestCounter:
     """The agent's requests so far, per cluster, from the best source available."""
@@ -292,22 +349,32 @@ class RequestCounter:
     metrics_port: int | None
     hub_host: str
     spoke_host: str
+    audit: AuditTally | None = None
 
     @property
     def available(self) -> bool:
         """Whether requests can be counted at all."""
-        return self.kubesim or self.metrics_port is not None
+        return self.audit is not None or self.kubesim or self.metrics_port is not None
 
-    async def snapshot(self) -> Counts | None:
+    async def snapshot(self) -> Snapshot | None:
         """Counts now (None: no source)."""
+        if self.audit is not None:
+            self.audit.read()
+            roles = self.audit.by_role
+            agent = {side: Counter(roles.get(side) or {}) for side in ("hub", "spoke")}
+            return Snapshot(agent, Counter(self.audit.by_client))
         if self.kubesim:
-            return {
-                "hub": await benchkit.kubesim_stats(self.hub, BENCH_AGENT),
-                "spoke": await benchkit.kubesim_stats(self.spoke, BENCH_AGENT),
-            }
+            return Snapshot(
+                {
+                    "hub": await benchkit.kubesim_stats(self.hub, BENCH_AGENT),
+                    "spoke": await benchkit.kubesim_stats(self.spoke, BENCH_AGENT),
+                },
+                await benchkit.kubesim_clients(self.hub, "hub", BENCH_AGENT)
+                + await benchkit.kubesim_clients(self.spoke, "spoke", BENCH_AGENT),
+            )
         if self.metrics_port is None:
             return None
-        return self._from_metrics(await benchkit.scrape(self.metrics_port))
+        return Snapshot(self._from_metrics(await benchkit.scrape(self.metrics_port)), Counter())
 
     def _from_metrics(self, metrics: dict[str, float]) -> Counts:
         out: Counts = {"hub": Counter(), "spoke": Counter()}
@@ -324,16 +391,51 @@ class RequestCounter:
         return out
 
 
-def diff(after: Counts | None, before: Counts | None) -> Counts | None:
+def diff(after: Snapshot | None, before: Snapshot | None) -> Snapshot | None:
     """Requests between two snapshots."""
     if after is None or before is None:
         return None
-    return {side: after[side] - before[side] for side in after}
+    agent = {side: after.agent[side] - before.agent[side] for side in after.agent}
+    return Snapshot(agent, after.clients - before.clients)
+
+
+def per_client(counts: Snapshot | None, scale: float) -> dict[str, float | None]:
+    """Every client's requests in ``counts`` times ``scale`` (per work, per minute)."""
+    if counts is None:
+        return {}
+    return {label: n * scale for label, n in sorted(counts.clients.items())}
+
+
+def per_request(counts: Snapshot | None, scale: float) -> dict[str, float | None]:
+    """The agent's requests by ``"<side> <verb> <resource>"``, times ``scale`` (the
+    results' detail: which requests make up a figure)."""
+    if counts is None:
+        return {}
+    return {
+        f"{side} {verb} {resource}": n * scale
+        for side, counter in counts.agent.items()
+        for (verb, resource), n in sorted(counter.items())
+        if n
+    }
 
 
 def total(counts: Counter[StatsKey]) -> int:
     """All requests in ``counts``."""
     return sum(counts.values())
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """Where one run talks to: the agent's kubeconfigs, the benchmark's own (the
+    admin's on the real control plane, so that its requests are not the agent's),
+    and the audit log to count from (real control plane only)."""
+
+    hub: Path
+    spoke: Path
+    driver_hub: Path
+    driver_spoke: Path
+    audit: AuditTally | None = None
+    servers: tuple[int, ...] = ()  # the API servers' (and etcd's) pids, for their CPU
 
 
 # -- one run ---------------------------------------------------------------------------
@@ -360,6 +462,8 @@ class AgentRun:
         self.hub_works = Waiters()
         self.spoke_configmaps = Waiters()
         self.cpu_mark = 0.0
+        self.servers: tuple[int, ...] = ()
+        self.server_mark = 0.0
         self.informers: list[Informer] = []
 
     # -- plumbing --------------------------------------------------------------------
@@ -368,6 +472,14 @@ class AgentRun:
         assert self.agent is not None
         now = benchkit.tree_cpu(self.agent.pid)
         used, self.cpu_mark = now - self.cpu_mark, now
+        return used
+
+    def server_cost(self) -> float | None:
+        """CPU seconds the API servers (and etcd) used since the previous call."""
+        if not self.servers:
+            return None
+        now = sum(benchkit.tree_cpu(pid) for pid in self.servers)
+        used, self.server_mark = now - self.server_mark, now
         return used
 
     def rss_mib(self) -> float:
@@ -385,17 +497,18 @@ class AgentRun:
         return n
 
     async def settle(self) -> None:
-        """Until the agent made no write for SETTLE_QUIET s (a fixed pause without counts)."""
+        """Until the agent made no write for ``settle_quiet`` s (a fixed pause without counts)."""
         if not self.counter.available:
-            await asyncio.sleep(SETTLE_QUIET + 1)  # sleep-ok: no counts to watch
+            await asyncio.sleep(self.p.settle_quiet + 1)  # sleep-ok: no counts to watch
             return
 
         async def quiet() -> bool:
             before = await self.counter.snapshot()
-            await asyncio.sleep(SETTLE_QUIET)  # sleep-ok: the quiet window itself
+            await asyncio.sleep(self.p.settle_quiet)  # sleep-ok: the quiet window itself
             after = await self.counter.snapshot()
-            assert before is not None and after is not None
-            return sum(benchkit.writes(after[s] - before[s]) for s in after) == 0
+            moved = diff(after, before)
+            assert moved is not None
+            return sum(benchkit.writes(c) for c in moved.agent.values()) == 0
 
         await benchkit.until(quiet, self.agent, self.timeout, "the agent to stop writing")
 
@@ -415,16 +528,16 @@ class AgentRun:
         return max(300.0, self.n * 1.0)
 
     # -- setup -----------------------------------------------------------------------
-    async def setup(self, hub_kc: Path, spoke_kc: Path) -> None:
+    async def setup(self, where: Clusters) -> None:
         """Clients, CRDs, namespaces and the suite's watches."""
         self.hub = await KubeClient.from_kubeconfig(
-            str(hub_kc), qps=0, user_agent=BENCH_AGENT, name="bench-hub"
+            str(where.driver_hub), qps=0, user_agent=BENCH_AGENT, name="bench-hub"
         )
         self.spoke = await KubeClient.from_kubeconfig(
-            str(spoke_kc), qps=0, user_agent=BENCH_AGENT, name="bench-spoke"
+            str(where.driver_spoke), qps=0, user_agent=BENCH_AGENT, name="bench-spoke"
         )
-        hub_host = urlsplit((await load_kubeconfig(str(hub_kc))).host).netloc
-        spoke_host = urlsplit((await load_kubeconfig(str(spoke_kc))).host).netloc
+        hub_host = urlsplit((await load_kubeconfig(str(where.hub))).host).netloc
+        spoke_host = urlsplit((await load_kubeconfig(str(where.spoke))).host).netloc
         self.counter = RequestCounter(
             self.hub,
             self.spoke,
@@ -432,9 +545,12 @@ class AgentRun:
             self.port if self.spec.serves_metrics else None,
             hub_host,
             spoke_host,
+            where.audit,
         )
         await benchkit.install_crds(self.hub, benchkit.MANIFESTWORK_CRD)
         await benchkit.install_crds(self.spoke, benchkit.APPLIED_MANIFESTWORK_CRD)
+        await benchkit.wait_watchable(self.hub, MANIFESTWORKS)
+        await benchkit.wait_watchable(self.spoke, APPLIED_MANIFESTWORKS)
         for client, ns in (
             (self.hub, self.cluster),
             (self.spoke, self.ns),
@@ -490,6 +606,7 @@ class AgentRun:
         self.out["cost"] = {"startup_s": done.result() - t0}
         await self.settle()
         self.cost()
+        self.server_cost()
 
     def manifests(self, name: str, value: str = "value") -> list[dict[str, Any]]:
         """The M ConfigMaps of work ``name`` (the first carries ``value``)."""
@@ -520,34 +637,37 @@ class AgentRun:
         available = time.perf_counter() - t0
         await self.settle()
         cpu = self.cost()
+        server_cpu = self.server_cost()
         self.out["throughput"] = {
             "create_s": created,
             "applied_s": applied,
             "available_s": available,
             "works_per_s": self.n / applied,
         }
+        counts = diff(await self.counter.snapshot(), before)
         self.out["requests"] = self.per_work(
-            diff(await self.counter.snapshot(), before),
-            spoke_min_writes(self.p.manifests),
-            HUB_MIN_WRITES,
+            counts, spoke_min_writes(self.p.manifests), HUB_MIN_WRITES
         )
+        self.out["clients_apply"] = per_client(counts, 1 / self.n)
+        self.out["detail_apply"] = per_request(counts, 1 / self.n)
         memory = benchkit.tree_memory(self.agent.pid) if self.agent else {}
         self.out["cost"].update(
             {
                 "apply_cpu_s": cpu,
                 "apply_cpu_ms_per_work": cpu * 1e3 / self.n,
                 "rss_mib": memory.get("VmRSS", 0) / 1024,
+                "server_apply_cpu_s": server_cpu,
             }
         )
 
     def per_work(
-        self, counts: Counts | None, spoke_min: int, hub_min: int
+        self, counts: Snapshot | None, spoke_min: int, hub_min: int
     ) -> dict[str, float | None]:
         """Requests per work against the protocol minimum (writes; reads have minimum 0)."""
         minimum = spoke_min + hub_min
         if counts is None:
             return {"minimum_writes": float(minimum)}
-        hub, spoke = counts["hub"], counts["spoke"]
+        hub, spoke = counts.agent["hub"], counts.agent["spoke"]
         out: dict[str, float | None] = {
             "hub_per_work": total(hub) / self.n,
             "spoke_per_work": total(spoke) / self.n,
@@ -583,12 +703,17 @@ class AgentRun:
         }
         for side in ("hub", "spoke"):
             figures[f"{side}_requests_per_min"] = (
-                total(counts[side]) * 60 / window if counts else None
+                total(counts.agent[side]) * 60 / window if counts else None
             )
             figures[f"{side}_writes_per_min"] = (
-                benchkit.writes(counts[side]) * 60 / window if counts else None
+                benchkit.writes(counts.agent[side]) * 60 / window if counts else None
             )
+        figures["requests_per_s"] = (
+            sum(total(c) for c in counts.agent.values()) / window if counts else None
+        )
         self.out["steady"] = figures
+        self.out["clients_steady"] = per_client(counts, 60 / window)
+        self.out["detail_steady"] = per_request(counts, 60 / window)
         self.out["cost"]["idle_rss_mib"] = self.rss_mib()
 
     async def e2e_latency(self) -> None:
@@ -622,7 +747,13 @@ class AgentRun:
         self.out["cost"]["latency_cpu_s"] = self.cost()
 
     async def feedback(self) -> None:
-        """Spoke Deployment /status write until the value is in the hub work's feedback."""
+        """Spoke Deployment /status write until the value is in the hub work's feedback.
+
+        Poll mode also gives the staleness: with the writes spread over one
+        interval, the longest wait is how old a work's feedback gets between
+        two status syncs while the N works are idle beside it (a sample that
+        timed out counts as its timeout: a lower bound).
+        """
         count = max(self.p.samples, 1)
         sets = {"Watch": f"{self.ns}-fbw", "Poll": f"{self.ns}-fbp"}
         names = {
@@ -668,20 +799,28 @@ class AgentRun:
             await asyncio.sleep(random.uniform(0.02, 0.1))  # sleep-ok: decorrelate samples
 
         # Poll samples overlap (distinct works, starts spread over one interval): each
-        # waits for its own work's next sync, so they are independent.
+        # waits for its own work's next sync, so they are independent. The timeout
+        # leaves room for an agent whose syncs fall behind (OCM's reported 5 times).
+        poll_timeout = max(6 * interval, 2 * interval + 10)
+
         async def poll(name: str) -> float | None:
             await asyncio.sleep(random.uniform(0, interval))  # sleep-ok: staggered start
-            return await sample("Poll", name, 2 * interval + 10)
+            return await sample("Poll", name, poll_timeout)
 
-        polled = await asyncio.gather(*(poll(n) for n in names["Poll"]))
+        polled = list(await asyncio.gather(*(poll(n) for n in names["Poll"])))
         self.out["feedback_watch"] = latency_figures(watch)
-        self.out["feedback_poll"] = latency_figures(list(polled))
+        self.out["feedback_poll"] = latency_figures(polled)
+        stalest = max(poll_timeout if v is None else v for v in polled)
+        self.out["feedback_poll"].update(
+            {"staleness_s": stalest, "staleness_ratio": stalest / interval}
+        )
         self.out["cost"]["feedback_cpu_s"] = self.cost()
 
     async def delete(self) -> None:
         """The N works deleted at once, until they are gone from the hub."""
         await self.settle()
         self.cost()
+        self.server_cost()
         before = await self.counter.snapshot()
         t0 = time.perf_counter()
 
@@ -711,14 +850,18 @@ class AgentRun:
             }
         )
         self.out["deletion"] = figures
+        self.out["clients_delete"] = per_client(counts, 1 / self.n)
+        self.out["detail_delete"] = per_request(counts, 1 / self.n)
         cost = self.out["cost"]
         cost["delete_cpu_s"] = self.cost()
+        cost["server_delete_cpu_s"] = self.server_cost()
         assert self.agent is not None
         cost["peak_rss_mib"] = benchkit.tree_memory(self.agent.pid).get("VmHWM", 0) / 1024
         cost["cpu_total_s"] = benchkit.tree_cpu(self.agent.pid)
 
     async def cleanup(self) -> None:
-        """On a real cluster: remove what is left of this run (untimed, best effort)."""
+        """On a cluster the suite did not start: remove what is left of this run
+        (untimed, best effort)."""
         for obj in self.works.store.list():
             with contextlib.suppress(NotFound):
                 await self.hub.delete(MANIFESTWORKS, obj["metadata"]["name"], self.cluster)
@@ -731,31 +874,78 @@ class AgentRun:
                 with contextlib.suppress(NotFound):
                     await client.delete(NAMESPACES, each)
 
-    async def run(self, hub_kc: Path, spoke_kc: Path) -> Run:
+    async def run(self, where: Clusters) -> Run:
         """Every scenario, in order; returns the figures."""
-        await self.setup(hub_kc, spoke_kc)
-        self.start_agent(hub_kc, spoke_kc)
+        self.servers = where.servers
+        await self.setup(where)
+        self.start_agent(where.hub, where.spoke)
         await self.warm_up()
         await self.apply()
         await self.steady()
         await self.e2e_latency()
         await self.update_latency()
-        if self.p.feedback and self.target.kubesim:
+        if self.p.feedback and self.target.started:
             await self.feedback()
         await self.delete()
-        if not self.target.kubesim:
+        if not self.target.started:
             await self.cleanup()
         return self.out
 
 
+def start_control_plane(tmp: Path) -> tuple[Etcd, ControlPlane, Clusters]:
+    """etcd, kube-apiserver and kube-controller-manager for one run: one apiserver is
+    hub and spoke, the agent gets a token for each side, the benchmark the admin's.
+
+    Started from the calling (main) thread: the processes die with it.
+    """
+    etcd = Etcd()
+    plane: ControlPlane | None = None
+    try:
+        etcd.start()
+        plane = ControlPlane("bench", etcd)
+        hub = Identity(HUB_USER, ("system:masters",))
+        spoke = Identity(SPOKE_USER, ("system:masters",))
+        plane.identities.update({"bench-hub": hub, "bench-spoke": spoke})
+        plane.start()
+        admin = plane.write_kubeconfig(tmp / "admin.kubeconfig")
+        where = Clusters(
+            hub=plane.write_kubeconfig(tmp / "hub.kubeconfig", token=hub.token),
+            spoke=plane.write_kubeconfig(tmp / "spoke.kubeconfig", token=spoke.token),
+            driver_hub=admin,
+            driver_spoke=admin,
+            audit=AuditTally(
+                plane.audit_log,
+                {HUB_USER: "hub", SPOKE_USER: "spoke"},
+                BENCH_AGENT,
+                offset=plane.audit_offset(),
+            ),
+            servers=tuple(
+                proc.popen.pid
+                for proc in (*plane.processes, etcd.process)
+                if proc is not None and proc.name != "kube-controller-manager"
+            ),
+        )
+    except BaseException:
+        if plane is not None:
+            plane.stop(kill=True)
+        etcd.stop()
+        raise
+    return etcd, plane, where
+
+
 async def run_once(target: Target, spec: AgentSpec, n: int, params: Params, tag: str) -> Run:
-    """One run in fresh kubesims (or the target clusters); the agent's log tail on failure."""
+    """One run on a fresh control plane or kubesims (or the target clusters); the agent's
+    log tail on failure."""
     with tempfile.TemporaryDirectory(prefix="bench-") as name:
         tmp = Path(name)
         sims: list[subprocess.Popen[bytes]] = []
+        real: tuple[Etcd, ControlPlane] | None = None
         run = AgentRun(target, spec, n, params, tag, tmp)
         try:
-            if target.kubesim:
+            if target.kind == REAL:
+                etcd, plane, where = start_control_plane(tmp)
+                real = (etcd, plane)
+            elif target.kubesim:
                 for which in ("hub", "spoke"):
                     sims.append(
                         benchkit.start_kubesim(tmp / f"{which}.kubeconfig", tmp / f"{which}.log")
@@ -763,11 +953,15 @@ async def run_once(target: Target, spec: AgentSpec, n: int, params: Params, tag:
                 for which, proc in zip(("hub", "spoke"), sims, strict=True):
                     await benchkit.wait_file(tmp / f"{which}.kubeconfig", proc)
                 hub_kc, spoke_kc = tmp / "hub.kubeconfig", tmp / "spoke.kubeconfig"
+                where = Clusters(
+                    hub_kc, spoke_kc, hub_kc, spoke_kc, None, tuple(p.pid for p in sims)
+                )
             else:
                 assert target.spoke_kubeconfig is not None
                 spoke_kc = target.spoke_kubeconfig
                 hub_kc = target.hub_kubeconfig or spoke_kc
-            return await run.run(hub_kc, spoke_kc)
+                where = Clusters(hub_kc, spoke_kc, hub_kc, spoke_kc)
+            return await run.run(where)
         except BaseException:
             tail = benchkit.log_tail(tmp / "agent.log")
             if tail:
@@ -777,3 +971,6 @@ async def run_once(target: Target, spec: AgentSpec, n: int, params: Params, tag:
             await run.close()
             for proc in sims:
                 benchkit.stop(proc)
+            if real is not None:
+                real[1].stop(kill=True)
+                real[0].stop()

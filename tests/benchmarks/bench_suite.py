@@ -2,11 +2,14 @@
 
 ``make bench`` runs it. A benchmark, not a test: it prints figures and never
 fails on a timing. Each run of the agent scenarios (``bench_scenarios.py``)
-gets fresh kubesims and a fresh agent process; the hub fan-out runs the
-ManifestWorkReplicaSet controller as ``mwrs_bench.py`` does. Runs are
-interleaved (run 1 of every N and agent, then run 2, ...), and with
-``--agent-cmd`` ours and the peer alternate (A/B/A/B), so both see the same
-machine; ratios are taken within a run, then their median.
+gets a fresh real control plane (etcd, kube-apiserver, kube-controller-manager
+from ``make realkube``; ``--target kubesim``: two fresh kubesims) and a fresh
+agent process, once per client QPS column (OCM's default 50/100 first, then
+unlimited). On kubesim the hub fan-out also runs the ManifestWorkReplicaSet
+controller as ``mwrs_bench.py`` does. Runs are interleaved (run 1 of every
+QPS, N and agent, then run 2, ...), and with ``--agent-cmd`` ours and the peer
+alternate (A/B/A/B), so both see the same machine; ratios are taken within a
+run, then their median.
 
 Usage::
 
@@ -24,26 +27,31 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import bench_report
 import bench_scenarios
 import mwrs_bench
-from bench_scenarios import AgentSpec, Params, Target
+from bench_scenarios import CLUSTERS, KUBESIM, REAL, AgentSpec, Params, Target
 
+from tests.support.controlplane import bin_dir, kube_version
 from workagent.runtime import configure_logging
 
 REPO = Path(__file__).resolve().parents[2]
 QUICK_N = (100, 500)
 FULL_N = (100, 500, 1000)
-SCHEMA = "ocm-work-bench/1"
+DEFAULT_QPS = "50,0"  # OCM's default (burst 100), then unlimited
+SCHEMA = "ocm-work-bench/2"
 
 
 # -- the machine and the tree ----------------------------------------------------------
@@ -108,33 +116,86 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=10, help="latency samples per run")
     parser.add_argument("--window", type=float, default=10.0, help="steady-state window, s")
     parser.add_argument(
+        "--settle",
+        type=float,
+        default=bench_scenarios.SETTLE_QUIET,
+        help="seconds without a write of the agent that count as settled",
+    )
+    parser.add_argument(
         "--status-sync-interval", type=float, default=10.0, help="the agent's, s (OCM's default)"
     )
     parser.add_argument(
-        "--agent-qps", type=float, default=0.0, help="our agent's client QPS (0: unlimited)"
+        "--agent-qps",
+        default=DEFAULT_QPS,
+        help="the agents' client QPS, one column each, comma-separated; burst = 2 x QPS, "
+        f"hub the same; 0: unlimited (default {DEFAULT_QPS}: OCM's 50/100, then unlimited)",
     )
     parser.add_argument(
-        "--feedback-n", help="N values that run the feedback scenario (default: the smallest N)"
+        "--feedback-n", help="N values that run the feedback scenario (default: every N)"
     )
     parser.add_argument(
-        "--fanout-clusters", type=int, default=1000, help="clusters of the hub fan-out (0: skip)"
+        "--fanout-clusters",
+        type=int,
+        default=1000,
+        help="clusters of the hub fan-out, kubesim target only (0: skip)",
     )
-    parser.add_argument("--kubeconfig", type=Path, help="a real spoke cluster instead of kubesim")
     parser.add_argument(
-        "--hub-kubeconfig", type=Path, help="a real hub cluster (default: --kubeconfig)"
+        "--target",
+        choices=(REAL, KUBESIM),
+        help="real: a kube-apiserver the suite starts per run (the default); "
+        "kubesim: two kubesims per run",
+    )
+    parser.add_argument(
+        "--kubeconfig", type=Path, help="a spoke cluster the suite did not start (the target)"
+    )
+    parser.add_argument(
+        "--hub-kubeconfig", type=Path, help="its hub cluster (default: --kubeconfig)"
     )
     parser.add_argument(
         "--agent-cmd",
         help="a peer agent: 'COMMAND {hub_kubeconfig} {spoke_kubeconfig} {cluster}' "
-        "(also {metrics_port}, {status_sync_interval}); run A/B against ours",
+        "(also {metrics_port}, {status_sync_interval}, {kube_api_qps}, {kube_api_burst}); "
+        "run A/B against ours",
     )
     parser.add_argument("--out", type=Path, default=REPO / "bench-results", help="results dir")
     args = parser.parse_args(argv)
     if args.hub_kubeconfig and not args.kubeconfig:
         parser.error("--hub-kubeconfig needs --kubeconfig (the spoke)")
+    if args.kubeconfig and args.target:
+        parser.error("--kubeconfig is the target: leave out --target")
     if args.runs < 1 or args.samples < 1 or args.manifests < 1:
         parser.error("--runs, --samples and --manifests must be at least 1")
+    if not (args.window > 0 and args.settle > 0 and args.status_sync_interval > 0):
+        parser.error("--window, --settle and --status-sync-interval must be positive")
+    try:
+        args.qps = qps_columns(args.agent_qps)
+        args.ns = numbers(args.n) if args.n else list(FULL_N if args.full else QUICK_N)
+        args.feedback = numbers(args.feedback_n) if args.feedback_n is not None else args.ns
+    except ValueError as err:
+        parser.error(f"--n, --feedback-n, --agent-qps: not a list of numbers ({err})")
+    if not args.ns or args.ns[0] < 1:
+        parser.error("--n: every N must be at least 1")
+    if args.kubeconfig is None and (args.target or REAL) == REAL:
+        try:
+            bin_dir()
+        except RuntimeError as err:  # the control plane is not built
+            parser.error(str(err))
     return args
+
+
+def qps_columns(text: str) -> list[float]:
+    """ "50,0" -> [50.0, 0.0], in the order given (the first is the headline)."""
+    out: list[float] = []
+    for part in text.split(","):
+        if part.strip():
+            value = float(part)
+            if not math.isfinite(value):
+                raise ValueError(part)
+            if max(value, 0.0) not in out:
+                out.append(max(value, 0.0))
+    if not out:
+        raise ValueError(text)
+    return out
 
 
 def numbers(text: str) -> list[int]:
@@ -147,12 +208,11 @@ def numbers(text: str) -> list[int]:
 
 async def run_suite(args: argparse.Namespace) -> dict[str, Any]:
     """Every run, interleaved; returns the results document (not yet written)."""
-    ns = numbers(args.n) if args.n else list(FULL_N if args.full else QUICK_N)
-    if args.feedback_n is not None:
-        feedback_n = numbers(args.feedback_n)
+    ns, feedback_n = args.ns, args.feedback
+    if args.kubeconfig:
+        target = Target(CLUSTERS, args.hub_kubeconfig, args.kubeconfig)
     else:
-        feedback_n = ns if args.full else ns[:1]
-    target = Target(args.hub_kubeconfig, args.kubeconfig)
+        target = Target(args.target or REAL)
     agents = [AgentSpec("ours")]
     if args.agent_cmd:
         agents.append(AgentSpec("peer", args.agent_cmd))
@@ -169,11 +229,13 @@ async def run_suite(args: argparse.Namespace) -> dict[str, Any]:
             "manifests": args.manifests,
             "samples": args.samples,
             "window": args.window,
+            "settle": args.settle,
             "status_sync_interval": args.status_sync_interval,
-            "agent_qps": args.agent_qps,
-            "feedback_n": [n for n in feedback_n if n in ns],
+            "agent_qps": args.qps,
+            "feedback_n": [n for n in feedback_n if n in ns] if target.started else [],
             "fanout_clusters": fanout,
-            "target": "kubesim" if target.kubesim else "clusters",
+            "target": target.kind,
+            "kube_version": kube_version() if target.kind == REAL else None,
             "agents": [a.name for a in agents],
             "agent_cmd": args.agent_cmd,
         },
@@ -193,37 +255,56 @@ async def run_suite(args: argparse.Namespace) -> dict[str, Any]:
         "notes": [],
     }
     notes: list[str] = results["notes"]
-    if not target.kubesim:
-        notes.append("feedback latency and the fan-out ran on kubesim only (skipped here)")
+    if target.kind == REAL:
+        notes.append(
+            f"one kube-apiserver {kube_version()} (etcd, kube-controller-manager with the "
+            "namespace, garbage-collector, serviceaccount and clusterrole-aggregation "
+            "controllers only) per run, hub and spoke on it; the agent's hub and spoke "
+            "clients each with their own token; requests counted from its audit log"
+        )
+    if not target.started:
+        notes.append(
+            "feedback latency ran only on clusters the suite started (a controller may "
+            "overwrite Deployment status here): skipped"
+        )
+    if not target.kubesim and args.fanout_clusters:
+        notes.append("the hub fan-out runs on the kubesim target only (skipped here)")
     for spec in agents:
-        if not target.kubesim and not spec.serves_metrics:
+        if target.kind == CLUSTERS and not spec.serves_metrics:
             notes.append(f"{spec.name}: no /metrics port given, request counts unavailable")
     t_start = time.monotonic()
     for run in range(1, args.runs + 1):
-        for n in ns:
-            for spec in agents:  # A/B within the run: the same machine state for both
-                params = Params(
-                    manifests=args.manifests,
-                    samples=args.samples,
-                    window=args.window,
-                    status_sync_interval=args.status_sync_interval,
-                    agent_qps=args.agent_qps,
-                    feedback=n in feedback_n,
-                )
-                tag = f"{spec.name[0]}{n}r{run}"
-                print(f"run {run}/{args.runs}: {spec.name}, N={n} ...", flush=True)
-                t0 = time.monotonic()
-                figures = await bench_scenarios.run_once(target, spec, n, params, tag)
-                results["runs"].append(
-                    {
-                        "run": run,
-                        "agent": spec.name,
-                        "n": n,
-                        "seconds": time.monotonic() - t0,
-                        "scenarios": figures,
-                    }
-                )
-                print(brief(figures), flush=True)
+        for q, qps in enumerate(args.qps):
+            for n in ns:
+                for spec in agents:  # A/B within the run: the same machine state for both
+                    params = Params(
+                        manifests=args.manifests,
+                        samples=args.samples,
+                        window=args.window,
+                        status_sync_interval=args.status_sync_interval,
+                        agent_qps=qps,
+                        feedback=n in feedback_n,
+                        settle_quiet=args.settle,
+                    )
+                    tag = f"{spec.name[0]}{n}q{q}r{run}"
+                    label = bench_scenarios.qps_label(qps)
+                    print(f"run {run}/{args.runs}: {spec.name}, {label}, N={n} ...", flush=True)
+                    load = os.getloadavg()[0]
+                    t0 = time.monotonic()
+                    figures = await bench_scenarios.run_once(target, spec, n, params, tag)
+                    results["runs"].append(
+                        {
+                            "run": run,
+                            "agent": spec.name,
+                            "qps": qps,
+                            "column": f"{spec.name}, {label}",
+                            "n": n,
+                            "seconds": time.monotonic() - t0,
+                            "load": [load, os.getloadavg()[0]],
+                            "scenarios": figures,
+                        }
+                    )
+                    print(brief(figures), flush=True)
         if fanout:
             print(f"run {run}/{args.runs}: hub fan-out to {fanout} clusters ...", flush=True)
             t0 = time.monotonic()
@@ -247,9 +328,13 @@ def finish(results: dict[str, Any]) -> None:
     """Medians, ratios and the headline, from the raw runs."""
     results["summary"] = bench_report.summarize(results["runs"])
     agents = results["parameters"]["agents"]
-    results["ratios"] = (
-        bench_report.ratios(results["runs"], agents[0], agents[1]) if len(agents) > 1 else {}
-    )
+    results["ratios"] = {}
+    if len(agents) > 1:
+        for qps in results["parameters"]["agent_qps"]:
+            label = bench_scenarios.qps_label(qps)
+            results["ratios"][label] = bench_report.ratios(
+                results["runs"], f"{agents[0]}, {label}", f"{agents[1]}, {label}"
+            )
     results["headline"] = bench_report.headline(results["summary"])
 
 
@@ -262,8 +347,9 @@ def brief(figures: bench_scenarios.Run) -> str:
     return (
         f"  Applied {get('throughput', 'applied_s')} s, Available {get('throughput', 'available_s')} s, "
         f"requests/work {get('requests', 'per_work')} (÷ minimum {get('requests', 'ratio_to_minimum')}), "
-        f"create→Applied p50 {get('e2e_latency', 'p50_ms')} ms, deleted {get('deletion', 'deleted_s')} s, "
-        f"idle RSS {get('cost', 'idle_rss_mib')} MiB"
+        f"create→Applied p50 {get('e2e_latency', 'p50_ms')} ms, idle {get('steady', 'requests_per_s')} "
+        f"requests/s, deleted {get('deletion', 'deleted_s')} s ({get('deletion', 'per_work')} "
+        f"requests/work), settled RSS {get('cost', 'idle_rss_mib')} MiB"
     )
 
 
@@ -308,6 +394,12 @@ def main(argv: list[str]) -> None:
         print(f"updated {doc.relative_to(REPO)} from {path}")
         return
     args = parse(argv[1:] if argv[:1] == ["run"] else argv)
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        # As Ctrl-C: the runs' clean-up stops the control plane and the agent.
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
     results = asyncio.run(run_suite(args))
     write(results, args.out)
 

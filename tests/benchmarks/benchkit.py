@@ -1,16 +1,18 @@
 """Pieces shared by the end-to-end benchmarks: processes, counters, waiting.
 
-The benchmarks run hub and spoke as ``kubesim serve`` processes and the
-agent as its own process, so each has its own core time; this module starts
-and stops them, reads what they cost (``/proc``), what they were asked
-(kubesim's ``/kubesim/stats``, or the agent's ``/metrics`` when the clusters
-are real), and waits for conditions with a deadline.
+The benchmarks run hub and spoke as ``kubesim serve`` processes (or a real
+kube-apiserver) and the agent as its own process, so each has its own core
+time; this module starts and stops them, reads what they cost (``/proc``),
+what they were asked (a real apiserver's audit log, kubesim's
+``/kubesim/stats``, or the agent's ``/metrics`` on clusters the suite did
+not start), and waits for conditions with a deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -19,13 +21,14 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import yaml
 
-from workagent.kube import CRDS, AlreadyExists, KubeClient
+from workagent.kube import CRDS, AlreadyExists, KubeClient, NotFound, Resource, TooManyRequests
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "charts" / "crds"
@@ -61,14 +64,52 @@ def condition_true(work: dict[str, Any], kind: str) -> bool:
     return False
 
 
-async def install_crds(client: KubeClient, *files: str) -> None:
-    """Create the CRDs of ``files`` (from charts/crds); existing ones are kept."""
+async def install_crds(client: KubeClient, *files: str, timeout: float = 60) -> None:
+    """Create the CRDs of ``files`` (from charts/crds) and wait until they are served.
+
+    Existing ones are kept. kubesim serves a CRD at once; a real apiserver
+    marks it ``Established`` a moment after the create.
+    """
+    names = []
     for file in files:
         for doc in yaml.safe_load_all((CRD_DIR / file).read_text()):
             if doc:
+                names.append(doc["metadata"]["name"])
                 # A real cluster that already runs OCM keeps its CRDs.
                 with contextlib.suppress(AlreadyExists):
                     await client.create(CRDS, doc)
+
+    async def established() -> bool:
+        for name in names:
+            try:
+                crd = await client.get(CRDS, name)
+            except NotFound:
+                return False
+            conditions = (crd.get("status") or {}).get("conditions") or []
+            if not any(
+                c.get("type") == "Established" and c.get("status") == "True" for c in conditions
+            ):
+                return False
+        return True
+
+    await until(
+        established, None, timeout, f"the CRDs {', '.join(names)} to be established", period=0.1
+    )
+
+
+async def wait_watchable(client: KubeClient, res: Resource, timeout: float = 60) -> None:
+    """Until a watch of ``res`` opens: a real apiserver answers 429 "storage is
+    (re)initializing" for a moment after a CRD is established, which would
+    otherwise show up as the agent's start-up time."""
+
+    async def opens() -> bool:
+        try:
+            async with client.watch(res, resource_version="", timeout_seconds=1):
+                return True
+        except TooManyRequests:
+            return False
+
+    await until(opens, None, timeout, f"a watch of {res.plural} to open", period=0.2)
 
 
 # -- processes ------------------------------------------------------------------------------
@@ -192,6 +233,91 @@ async def kubesim_stats(client: KubeClient, exclude_agent: str) -> Counter[Stats
             resource = f"{resource} ({row['code']})"
         counts[(row["verb"], resource)] += row["count"]
     return counts
+
+
+async def kubesim_clients(client: KubeClient, side: str, driver: str) -> Counter[str]:
+    """Requests kubesim answered so far by client: ``"<side> · <User-Agent>"``.
+
+    ``driver``'s requests (the benchmark's own) count as ``"driver · <agent>"``.
+    """
+    body = await client.get_raw("/kubesim/stats")
+    counts: Counter[str] = Counter()
+    for row in body.get("requests") or []:
+        agent = row["userAgent"]
+        counts[client_label("driver" if agent == driver else side, agent)] += row["count"]
+    return counts
+
+
+def client_label(role: str, user_agent: str) -> str:
+    """``"<role> · <program>"``: the User-Agent's first word, and for a Kubernetes
+    component the controller it names last (``.../generic-garbage-collector``)."""
+    program = user_agent.split(" ", 1)[0] or "(none)"
+    # client-go: "NAME/VERSION (OS/ARCH) kubernetes/COMMIT[/CONTROLLER]".
+    if " " in user_agent and user_agent.rsplit(" ", 1)[1].count("/") >= 2:
+        program += " …/" + user_agent.rsplit("/", 1)[1]
+    return f"{role} · {program}"
+
+
+@dataclass
+class AuditTally:
+    """Requests a real apiserver recorded in its audit log, read on from where it stopped.
+
+    Each request counts once: a watch when its response starts (its
+    ``ResponseComplete`` comes when it ends, and is only counted for a watch
+    that never started, e.g. refused), any other request when it completes.
+    ``roles`` maps user names to a role (the agent's ``hub`` and ``spoke``
+    tokens); requests with the ``driver`` User-Agent are the benchmark's own,
+    everything else (kube-controller-manager, the apiserver's loopback) is
+    ``other``. ``by_role`` holds (verb, resource) counts per role and
+    ``by_client`` counts per :func:`client_label`.
+    """
+
+    path: Path
+    roles: dict[str, str]
+    driver: str
+    offset: int = 0
+    by_role: dict[str, Counter[StatsKey]] = field(default_factory=dict)
+    by_client: Counter[str] = field(default_factory=Counter)
+    _started: set[str] = field(default_factory=set)
+
+    def read(self) -> None:
+        """Count the events written since the last call (a half-written line waits)."""
+        with contextlib.suppress(FileNotFoundError), self.path.open("rb") as fh:
+            fh.seek(self.offset)
+            for line in fh:
+                if not line.endswith(b"\n"):
+                    break
+                self.offset += len(line)
+                self._count(json.loads(line))
+
+    def _count(self, event: dict[str, Any]) -> None:
+        stage, verb = event.get("stage"), event.get("verb", "")
+        audit_id = event.get("auditID", "")
+        if stage == "ResponseStarted":
+            if verb != "watch":
+                return  # another long-running request: counted when it completes
+            self._started.add(audit_id)
+        elif stage in ("ResponseComplete", "Panic"):
+            if verb == "watch" and audit_id in self._started:
+                self._started.discard(audit_id)
+                return
+        else:
+            return
+        user = (event.get("user") or {}).get("username", "")
+        agent = event.get("userAgent", "")
+        role = self.roles.get(user) or ("driver" if agent == self.driver else "other")
+        ref = event.get("objectRef") or {}
+        if ref.get("resource"):
+            resource = ref["resource"] + (
+                f"/{ref['subresource']}" if ref.get("subresource") else ""
+            )
+        else:  # a non-resource URL (discovery, /version...)
+            resource = event.get("requestURI", "").split("?", 1)[0]
+        code = (event.get("responseStatus") or {}).get("code", 200)
+        if code >= 400:
+            resource = f"{resource} ({code})"
+        self.by_role.setdefault(role, Counter())[(verb, resource)] += 1
+        self.by_client[client_label(role, agent)] += 1
 
 
 async def open_watches(client: KubeClient) -> int:

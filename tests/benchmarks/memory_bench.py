@@ -39,7 +39,7 @@ from types import FrameType
 from typing import Any
 
 import benchkit
-from bench_scenarios import AgentRun, AgentSpec, Params, Target, agent_argv
+from bench_scenarios import KUBESIM, AgentRun, AgentSpec, Clusters, Params, Target, agent_argv
 
 REPORT_ENV = "MEMORY_BENCH_REPORT"
 TOP = 30
@@ -236,13 +236,15 @@ async def measure(n: int, manifests: int, frames: int, idle: float) -> str:
             benchkit.start_kubesim(tmp / f"{w}.kubeconfig", tmp / f"{w}.log")
             for w in ("hub", "spoke")
         ]
-        run = MemoryRun(Target(), AgentSpec("ours"), n, Params(manifests=manifests), "m", tmp)
+        run = MemoryRun(
+            Target(KUBESIM), AgentSpec("ours"), n, Params(manifests=manifests), "m", tmp
+        )
         run.frames, run.report = frames, tmp / "report.txt"
         try:
             for w, proc in zip(("hub", "spoke"), sims, strict=True):
                 await benchkit.wait_file(tmp / f"{w}.kubeconfig", proc)
             hub_kc, spoke_kc = tmp / "hub.kubeconfig", tmp / "spoke.kubeconfig"
-            await run.setup(hub_kc, spoke_kc)
+            await run.setup(Clusters(hub_kc, spoke_kc, hub_kc, spoke_kc))
             run.start_agent(hub_kc, spoke_kc)
             await run.warm_up()
             t0 = time.perf_counter()
