@@ -47,6 +47,10 @@ from tests.integration.conftest import (
 )
 from workagent.kube import CONFIGMAPS, NAMESPACES, KubeClient
 
+pytestmark = pytest.mark.kubesim_only(
+    "the fault suite injects faults through kubesim (fault API, journal, restarts)"
+)
+
 BIG = 50
 
 

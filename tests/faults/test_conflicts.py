@@ -62,6 +62,10 @@ from workagent.controllers import manifestwork
 from workagent.identity import applied_work_name
 from workagent.kube import CONFIGMAPS, DEPLOYMENTS, KubeClient, NotFound
 
+pytestmark = pytest.mark.kubesim_only(
+    "the fault suite injects faults through kubesim (fault API, journal, restarts)"
+)
+
 APP: dict[str, Any] = {
     "apiVersion": "apps/v1",
     "kind": "Deployment",

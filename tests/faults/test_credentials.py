@@ -34,6 +34,10 @@ from workagent.agent import FILE_CHECK_SECONDS
 from workagent.kube import KubeClient
 from workagent.runtime.manager import EXIT_OK
 
+pytestmark = pytest.mark.kubesim_only(
+    "the fault suite injects faults through kubesim (fault API, journal, restarts)"
+)
+
 #: How many 401 answers the agent may provoke in OBSERVE seconds of revoked
 #: credentials: its informer backs off exponentially and the controllers'
 #: retries are rate limited; a hot loop would send hundreds.

@@ -28,6 +28,10 @@ from tests.faults.invariants import CLUSTER, Expected, converged
 from tests.integration.conftest import AgentRunner, agent_settings
 from workagent.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient, KubeError
 
+pytestmark = pytest.mark.kubesim_only(
+    "the fault suite injects faults through kubesim (fault API, journal, restarts)"
+)
+
 #: The grace period, much shorter than the outage.
 GRACE_SECONDS = 1.0
 OUTAGE_SECONDS = 4.0

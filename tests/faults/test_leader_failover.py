@@ -37,6 +37,10 @@ from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import AgentProcess
 from workagent.kube import LEASES, NAMESPACES, KubeClient, NotFound
 
+pytestmark = pytest.mark.kubesim_only(
+    "the fault suite injects faults through kubesim (fault API, journal, restarts)"
+)
+
 NAMESPACE = "open-cluster-management-agent"
 LEASE = "work-agent-lock"
 #: How long a takeover may take beyond what the lease settings allow (slow CI).

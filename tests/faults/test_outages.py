@@ -43,6 +43,10 @@ from tests.faults.invariants import CLUSTER, Expected, converged
 from tests.integration.conftest import AgentRunner, configmap, get_applied_work
 from workagent.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, KubeError
 
+pytestmark = pytest.mark.kubesim_only(
+    "the fault suite injects faults through kubesim (fault API, journal, restarts)"
+)
+
 HUB_DOWN_SECONDS = 3.0
 
 

@@ -26,6 +26,10 @@ from tests.faults.invariants import Expected, converged, problems
 from tests.integration.conftest import AgentRunner
 from workagent.kube import KubeClient
 
+pytestmark = pytest.mark.kubesim_only(
+    "the fault suite injects faults through kubesim (fault API, journal, restarts)"
+)
+
 READS = ("get", "list", "watch")
 #: How long a read of a Secret takes in the slow-type test.
 SLOW_SECONDS = 8.0

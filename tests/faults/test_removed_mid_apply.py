@@ -24,6 +24,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from kubesim.sim import KubeSim
 from tests.conftest import eventually
 from tests.faults.harness import AGENT_ON_SPOKE, configmaps, create_work
@@ -36,6 +38,10 @@ from tests.integration.conftest import (
     work_condition,
 )
 from workagent.kube import CONFIGMAPS, CRDS, NAMESPACES, KubeClient, NotFound, Resource
+
+pytestmark = pytest.mark.kubesim_only(
+    "the fault suite injects faults through kubesim (fault API, journal, restarts)"
+)
 
 #: A finalizer of "someone else" that keeps a deleted object terminating.
 HOLD = "fault-test.example.com/hold"

@@ -36,6 +36,10 @@ from tests.integration.conftest import (
 )
 from workagent.kube import DEPLOYMENTS, MANIFESTWORKS, NAMESPACES, Conflict, KubeClient
 
+pytestmark = pytest.mark.kubesim_only(
+    "the fault suite injects faults through kubesim (fault API, journal, restarts)"
+)
+
 NAMESPACES_UNDER_TEST = ("default", "storm")
 #: The namespace of the work deleted during the storm (its pool informer stops).
 LEAVING = "leaving"

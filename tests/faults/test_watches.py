@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import aiohttp
+import pytest
 
 from kubesim.sim import KubeSim
 from tests.conftest import eventually
@@ -26,6 +27,10 @@ from tests.faults.harness import (
 from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import AgentRunner, configmap
 from workagent.kube import KubeClient
+
+pytestmark = pytest.mark.kubesim_only(
+    "the fault suite injects faults through kubesim (fault API, journal, restarts)"
+)
 
 
 async def open_watches(sim: KubeSim) -> int:

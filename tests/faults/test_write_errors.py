@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kubesim.faults import FaultRule
 from kubesim.sim import KubeSim
 from tests.conftest import eventually
@@ -35,6 +37,10 @@ from tests.faults.harness import (
 from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import AgentRunner, configmap
 from workagent.kube import KubeClient
+
+pytestmark = pytest.mark.kubesim_only(
+    "the fault suite injects faults through kubesim (fault API, journal, restarts)"
+)
 
 SECRET: dict[str, Any] = {
     "apiVersion": "v1",

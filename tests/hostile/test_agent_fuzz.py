@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +26,10 @@ from tests.integration.conftest import (
     work_body,
 )
 from workagent.kube import KubeClient
+
+pytestmark = pytest.mark.kubesim_only(
+    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
+)
 
 BATCH = 8
 _names = itertools.count()

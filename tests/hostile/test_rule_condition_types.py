@@ -25,6 +25,10 @@ from tests.integration.conftest import (
 from workagent.conditions import is_condition_type
 from workagent.kube import KubeClient
 
+pytestmark = pytest.mark.kubesim_only(
+    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
+)
+
 
 @pytest.mark.parametrize("condition", ["Not Valid!", "x" * 400, "-dash"])
 async def test_a_rule_with_an_invalid_condition_type_is_reported_not_written(

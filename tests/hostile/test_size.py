@@ -38,6 +38,10 @@ from tests.integration.conftest import (
 from workagent.controllers.status import MAX_FEEDBACK_BYTES
 from workagent.kube import CONFIGMAPS, KubeClient
 
+pytestmark = pytest.mark.kubesim_only(
+    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
+)
+
 MANY = 1000
 #: The API server's limit on a request body.
 MAX_REQUEST_BYTES = 3 * 1024 * 1024
