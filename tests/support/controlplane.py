@@ -115,18 +115,6 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-#: A folder without an owner file is left alone this long (seconds): another test
-#: run may have just created it (mkdtemp, then the owner file).
-OWNERLESS_GRACE = 300.0
-
-
-def _younger_than(folder: Path, seconds: float) -> bool:
-    try:
-        return time.time() - folder.stat().st_mtime < seconds
-    except OSError:
-        return False
-
-
 def sweep_stale(root: Path | None = None) -> list[Path]:
     """Remove data folders of earlier runs whose owning process is gone; returns them."""
     base = root or Path(tempfile.gettempdir())
@@ -138,8 +126,6 @@ def sweep_stale(root: Path | None = None) -> list[Path]:
             owner = 0
         if owner and _pid_alive(owner):
             continue
-        if not owner and _younger_than(folder, OWNERLESS_GRACE):
-            continue  # another run's folder, its owner file not written yet
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed
