@@ -69,6 +69,8 @@ async def test_hub_series_after_a_rollout_a_departure_and_a_ttl_deletion(
 
         # A completed work with a TTL of 0, outside any replica set: collected.
         body = {
+            "apiVersion": MANIFESTWORKS.api_version,
+            "kind": MANIFESTWORKS.kind,
             "metadata": {"name": "job", "namespace": CLUSTERS[5]},
             "spec": {
                 "workload": {"manifests": []},
