@@ -87,6 +87,8 @@ class _Bucket:
     since: float = 0.0
     #: name -> when a status sync last asked for it
     demand: dict[str, float] = field(default_factory=dict)
+    #: when the read before the current one came (the demand window ends there)
+    last_read: float = 0.0
     #: name -> when a status sync last asked for it with its managedFields
     demand_managed: dict[str, float] = field(default_factory=dict)
     pruned_at: float = 0.0
@@ -136,6 +138,7 @@ class PolledReads:
         if managed_fields:
             bucket.demand_managed[name] = now
         self._prune(bucket, now, interval)
+        bucket.last_read = now
         listed = await self._snapshot(client, res, namespace, bucket, now, interval)
         if listed is not None and (bucket.listed_managed or not managed_fields):
             applied = bucket.applied.get(name)
@@ -178,12 +181,18 @@ class PolledReads:
 
     # -- internals ------------------------------------------------------------------------
     def _prune(self, bucket: _Bucket, now: float, interval: float) -> None:
-        """Forget demand older than the window, at most once per max age (cheap per read)."""
+        """Forget demand older than the window, at most once per max age (cheap per read).
+
+        The window ends at the previous read, not now: when every status sync
+        comes late at once (a stalled event loop, syncs queued behind the QPS
+        budget), the names read before the pause are still read, and forgetting
+        them would turn the next round into one GET per object.
+        """
         max_age = interval * MAX_AGE_FRACTION
         if now - bucket.pruned_at < max_age:
             return
         bucket.pruned_at = now
-        horizon = now - interval * DEMAND_INTERVALS
+        horizon = min(now, bucket.last_read or now) - interval * DEMAND_INTERVALS
         for demand in (bucket.demand, bucket.demand_managed):
             for name in [n for n, at in demand.items() if at < horizon]:
                 del demand[name]

@@ -1,0 +1,77 @@
+"""Coalesced Poll-mode reads (:mod:`workagent.polledreads`) on a manual clock, both targets."""
+
+from __future__ import annotations
+
+from tests.support.requests import RequestRecord
+from tests.support.targets import Cluster
+from workagent.kube import KubeClient, Resource
+from workagent.polledreads import LIST_THRESHOLD, PolledReads
+
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
+INTERVAL = 10.0
+TEST_AGENT = ("integration-test",)
+
+
+class ManualClock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def read_all(reads: PolledReads, client: KubeClient, names: list[str]) -> list[str]:
+    """Read every name once; the names found."""
+    found = []
+    for name in names:
+        obj = await reads.read(client, CONFIGMAPS, "default", name, interval=INTERVAL)
+        if obj is not None:
+            found.append(obj["metadata"]["name"])
+    return found
+
+
+async def test_a_stall_longer_than_the_demand_window_keeps_listing(
+    spoke_client: KubeClient, spoke: Cluster
+) -> None:
+    """When every read comes late at once (the loop stalled for many intervals), the next
+    round is still served by one LIST, not by one GET per object until demand is rebuilt."""
+    names = [f"polled-{n}" for n in range(LIST_THRESHOLD + 4)]
+    for name in names:
+        await spoke_client.create(CONFIGMAPS, {"metadata": {"name": name}}, "default")
+    clock = ManualClock()
+    reads = PolledReads(clock=clock)
+    # Demand builds up over the first round (below the threshold: GETs), then lists.
+    assert await read_all(reads, spoke_client, names) == names
+    clock.now += INTERVAL
+    requests = RequestRecord(spoke)
+    assert await read_all(reads, spoke_client, names) == names
+    assert requests.count("get", "configmaps", user_agents=TEST_AGENT) == 0
+    assert requests.count("list", "configmaps", user_agents=TEST_AGENT) == 1
+
+    clock.now += 20 * INTERVAL  # a long stall: every sync of the next round is late
+    requests.mark()
+    assert await read_all(reads, spoke_client, names) == names
+    assert requests.count("get", "configmaps", user_agents=TEST_AGENT) == 0
+    assert requests.count("list", "configmaps", user_agents=TEST_AGENT) == 1
+
+
+async def test_names_no_longer_read_are_forgotten(spoke_client: KubeClient, spoke: Cluster) -> None:
+    """Objects nobody reads for two intervals while others are read stop counting as
+    demand: below the threshold the bucket goes back to GETs."""
+    names = [f"polled-{n}" for n in range(LIST_THRESHOLD + 2)]
+    for name in names:
+        await spoke_client.create(CONFIGMAPS, {"metadata": {"name": name}}, "default")
+    clock = ManualClock()
+    reads = PolledReads(clock=clock)
+    await read_all(reads, spoke_client, names)
+    kept = names[:3]
+    for _ in range(3):  # three intervals of reading only three of them
+        clock.now += INTERVAL
+        await read_all(reads, spoke_client, kept)
+    clock.now += INTERVAL
+    requests = RequestRecord(spoke)
+    assert await read_all(reads, spoke_client, kept) == kept
+    assert requests.count("list", "configmaps", user_agents=TEST_AGENT) == 0
+    assert requests.count("get", "configmaps", user_agents=TEST_AGENT) == len(kept)
