@@ -40,6 +40,7 @@ RUN uv sync --frozen --no-dev --no-install-project
 
 # Then the distribution itself, as a regular (non-editable) install, so the
 # final stage needs the virtual environment only, not the sources.
+COPY ocmkit ./ocmkit
 COPY workagent ./workagent
 COPY hubcontroller ./hubcontroller
 COPY schemas ./schemas

@@ -103,9 +103,9 @@ unit-realkube: setup-test setup-debian realkube
 
 test: lint typecheck imports unit
 
-# The CloudEvents gRPC modules generated from workagent/cloudevents/pb/cloudevent.proto
+# The CloudEvents gRPC modules generated from ocmkit/cloudevents/pb/cloudevent.proto
 # (committed; tests/unit/test_cloudevents_proto.py checks they match a fresh generation).
-PROTO := workagent/cloudevents/pb/cloudevent.proto
+PROTO := ocmkit/cloudevents/pb/cloudevent.proto
 proto: setup-test
 	$(RUN) python -m grpc_tools.protoc -I . --python_out=. --grpc_python_out=. \
 		--plugin=protoc-gen-mypy=.venv/bin/protoc-gen-mypy --mypy_out=. \

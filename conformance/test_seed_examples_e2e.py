@@ -41,6 +41,22 @@ import pytest_asyncio
 
 from conformance.seeds import SAMPLE_MANIFEST, Example, work_examples
 from kubesim.sim import KubeSim
+from ocmkit.kube import (
+    CONFIGMAPS,
+    CRDS,
+    DEPLOYMENTS,
+    JOBS,
+    MANIFESTWORKS,
+    NAMESPACES,
+    ROLE_BINDINGS,
+    ROLES,
+    SERVICE_ACCOUNTS,
+    Invalid,
+    KubeClient,
+    NotFound,
+    Resource,
+    RESTMapper,
+)
 from schemas import SchemaValidationError, validate_object
 from tests.conftest import eventually
 from tests.integration.conftest import (
@@ -72,22 +88,6 @@ from tests.integration.test_agent_e2e import (
     touch_and_wait,
     update_spec,
     work_controller,
-)
-from workagent.kube import (
-    CONFIGMAPS,
-    CRDS,
-    DEPLOYMENTS,
-    JOBS,
-    MANIFESTWORKS,
-    NAMESPACES,
-    ROLE_BINDINGS,
-    ROLES,
-    SERVICE_ACCOUNTS,
-    Invalid,
-    KubeClient,
-    NotFound,
-    Resource,
-    RESTMapper,
 )
 
 # -- the docs' objects --------------------------------------------------------------------

@@ -28,7 +28,7 @@ import structlog
 from demo.environment import CLUSTERS, Environment, StartupError
 from demo.scenario import DemoFailure, HubObserver, Scenario
 from demo.view import TerminalView
-from workagent.runtime import configure_logging
+from ocmkit.runtime import configure_logging
 
 EXIT_OK = 0
 EXIT_FAILED = 1

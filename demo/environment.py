@@ -42,10 +42,10 @@ from hubcontroller.settings import (
     default_manager_leader_election,
 )
 from kubesim.sim import KubeSim
+from ocmkit.kube import CRDS, NAMESPACES, ROLE_BINDINGS, ROLES, AlreadyExists, KubeClient
+from ocmkit.runtime import Manager
+from ocmkit.runtime.selfsigned import self_signed_certificate
 from workagent.agent import Agent, run_agent
-from workagent.kube import CRDS, NAMESPACES, ROLE_BINDINGS, ROLES, AlreadyExists, KubeClient
-from workagent.runtime import Manager
-from workagent.runtime.selfsigned import self_signed_certificate
 from workagent.settings import AgentSettings, default_leader_election
 
 REPO = Path(__file__).resolve().parents[1]

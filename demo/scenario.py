@@ -22,12 +22,7 @@ from typing import Any
 from demo import examples
 from demo.environment import Environment, ensure_namespace
 from demo.view import TerminalView, condition_status, feedback_values
-from schemas.wire import (
-    CONDITION_MANIFESTWORK_APPLIED,
-    CONDITION_PLACEMENT_ROLLED_OUT,
-    MANIFEST_WORK_REPLICA_SET_LABEL,
-)
-from workagent.kube import (
+from ocmkit.kube import (
     DEPLOYMENTS,
     JOBS,
     MANIFESTWORK_REPLICASETS,
@@ -39,7 +34,12 @@ from workagent.kube import (
     NotFound,
     Resource,
 )
-from workagent.runtime import Informer
+from ocmkit.runtime import Informer
+from schemas.wire import (
+    CONDITION_MANIFESTWORK_APPLIED,
+    CONDITION_PLACEMENT_ROLLED_OUT,
+    MANIFEST_WORK_REPLICA_SET_LABEL,
+)
 
 Check = Callable[[], bool | Awaitable[bool]]
 #: How long one expected state may take by default.

@@ -87,7 +87,7 @@ def run_manager_command(command: ManagerCommand) -> int:
     # Imported here, not at the top: the runtime loads the Kubernetes client,
     # which help, --version and usage errors have no use for.
     from hubcontroller.manager import run_manager  # noqa: PLC0415
-    from workagent.runtime import configure_logging  # noqa: PLC0415
+    from ocmkit.runtime import configure_logging  # noqa: PLC0415
 
     settings = command.settings
     configure_logging(settings.log_format, settings.log_level)
@@ -114,7 +114,7 @@ def run_webhook_command(command: WebhookCommand, stderr: TextIO) -> int:
         # A value only the webhook can judge (ports, TLS names): still a usage error.
         print(f"{PROG}: {' '.join(str(error).split())}", file=stderr)
         return EXIT_USAGE
-    from workagent.runtime import configure_logging  # noqa: PLC0415
+    from ocmkit.runtime import configure_logging  # noqa: PLC0415
 
     configure_logging(command.flags.log_format, command.flags.log_level)
     _notify(command.notices)

@@ -42,7 +42,7 @@ from hubcontroller.settings import (
     WebhookFlags,
     default_manager_leader_election,
 )
-from workagent import durations
+from ocmkit import durations
 from workagent.cli import (
     BOOL,
     DURATION,

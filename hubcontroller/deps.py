@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workagent.kube import KubeClient
-from workagent.runtime import Informer
+from ocmkit.kube import KubeClient
+from ocmkit.runtime import Informer
 
 
 @dataclass(frozen=True)

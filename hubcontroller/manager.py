@@ -15,7 +15,7 @@ controllers share is built here once and handed to them as one frozen
   ``hubcontroller.controllers.replicaset.build_replicaset_controller``) and
   the TTL garbage collector (``CleanUpCompletedManifestWork``).
 
-The :class:`~workagent.runtime.Manager` serves ``/metrics`` and the probes
+The :class:`~ocmkit.runtime.Manager` serves ``/metrics`` and the probes
 (over HTTPS with a self-signed certificate by default, as OCM's manager;
 plain HTTP with ``--insecure-serving``), campaigns for the Lease, runs the
 informers and controllers while leading and shuts down gracefully on SIGTERM.
@@ -43,8 +43,8 @@ from hubcontroller.settings import (
     GATE_MANIFEST_WORK_REPLICA_SET,
     HubManagerSettings,
 )
-from workagent.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient, KubeConfigError
-from workagent.runtime import (
+from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient, KubeConfigError
+from ocmkit.runtime import (
     Controller,
     Informer,
     LeaderElector,

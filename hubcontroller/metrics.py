@@ -14,9 +14,9 @@ from typing import Any, Final
 
 from prometheus_client import Counter
 
+from ocmkit.runtime import Informer
+from ocmkit.runtime.metrics import Sample, ScrapeGauge
 from schemas.wire import CONDITION_PLACEMENT_ROLLED_OUT
-from workagent.runtime import Informer
-from workagent.runtime.metrics import Sample, ScrapeGauge
 
 #: Rollout states of ``work_hub_manifestworkreplicasets{state}``.
 STATE_COMPLETE: Final = "Complete"

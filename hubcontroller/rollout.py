@@ -50,6 +50,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from ocmkit.durations import DurationError, parse_duration
 from schemas.cluster_v1alpha1 import (
     MandatoryDecisionGroup,
     RolloutConfig,
@@ -58,7 +59,6 @@ from schemas.cluster_v1alpha1 import (
 )
 from schemas.errors import SchemaValidationError
 from schemas.wire import DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL
-from workagent.durations import DurationError, parse_duration
 
 __all__ = [
     "ClusterRolloutStatus",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import ssl
 
-    from workagent.runtime import LeaderElectionSettings
+    from ocmkit.runtime import LeaderElectionSettings
 
 # The gate names of schemas.wire, repeated here because importing schemas loads
 # every pydantic model (half a second), which `--help` and a refused flag must not
@@ -71,7 +71,7 @@ def default_manager_leader_election() -> LeaderElectionSettings:
     """OCM's leader election for the work manager: Lease work-manager-lock, 137s/107s/26s."""
     # Imported on use: the runtime loads the Kubernetes client, which `--help`
     # or a refused flag must not wait for.
-    from workagent.runtime import LeaderElectionSettings  # noqa: PLC0415
+    from ocmkit.runtime import LeaderElectionSettings  # noqa: PLC0415
 
     return LeaderElectionSettings(lease_name=MANAGER_LEASE_NAME, namespace=DEFAULT_HUB_NAMESPACE)
 
@@ -144,7 +144,7 @@ class HubManagerSettings:
         """
         if self.insecure_serving:
             return None
-        from workagent.runtime.tls import serving_context  # noqa: PLC0415 (see above)
+        from ocmkit.runtime.tls import serving_context  # noqa: PLC0415 (see above)
 
         return serving_context(
             cert_file=self.tls_cert_file,
@@ -174,13 +174,13 @@ class HubManagerSettings:
         if self.kube_api_burst < 0:
             raise ValueError(f"--kube-api-burst must be >= 0, got {self.kube_api_burst}")
         _check_gates(self.feature_gates)
-        from workagent.runtime import parse_bind_address  # noqa: PLC0415 (see above)
+        from ocmkit.runtime import parse_bind_address  # noqa: PLC0415 (see above)
 
         try:
             parse_bind_address(self.listen)
         except ValueError as err:
             raise ValueError(f"--listen: {err}") from None
-        from workagent.runtime.tls import check_serving_flags  # noqa: PLC0415 (see above)
+        from ocmkit.runtime.tls import check_serving_flags  # noqa: PLC0415 (see above)
 
         # The agent's rules and messages; the files are read when the manager starts.
         check_serving_flags(

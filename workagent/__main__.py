@@ -53,7 +53,7 @@ def run_agent(command: AgentCommand, stderr: TextIO) -> int:
     # which help, --version and usage errors have no use for.
     import structlog  # noqa: PLC0415
 
-    from workagent.runtime import configure_logging  # noqa: PLC0415
+    from ocmkit.runtime import configure_logging  # noqa: PLC0415
 
     settings = command.settings
     configure_logging(settings.log_format, settings.log_level)

@@ -18,6 +18,22 @@ from typing import Any
 
 import structlog
 
+from ocmkit.kube import (
+    APPLIED_MANIFESTWORKS,
+    MANIFESTWORKS,
+    KubeClient,
+    KubeConfigError,
+    RESTMapper,
+)
+from ocmkit.runtime import (
+    Informer,
+    LeaderElector,
+    Manager,
+    ManagerSettings,
+    configure_logging,
+    run_main,
+    strip_managed_fields,
+)
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply import Applier, Appliers
 from workagent.conditions import ConditionRuleEvaluator
@@ -28,22 +44,6 @@ from workagent.controllers.manifestwork import manifestwork_controller
 from workagent.controllers.metrics import WorkMetrics
 from workagent.controllers.status import status_controller
 from workagent.executor import ExecutorValidator, build_executor_validator
-from workagent.kube import (
-    APPLIED_MANIFESTWORKS,
-    MANIFESTWORKS,
-    KubeClient,
-    KubeConfigError,
-    RESTMapper,
-)
-from workagent.runtime import (
-    Informer,
-    LeaderElector,
-    Manager,
-    ManagerSettings,
-    configure_logging,
-    run_main,
-    strip_managed_fields,
-)
 from workagent.settings import (
     FEATURE_EXECUTOR_VALIDATING_CACHES,
     SPOKE_USER_AGENT,

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from workagent import durations
+from ocmkit import durations
 from workagent.settings import (
     ALPHA_AGENT_GATES,
     BETA_AGENT_GATES,

@@ -35,6 +35,19 @@ from typing import Any, Final, TextIO
 
 import yaml
 
+from ocmkit.kube import (
+    APPLIED_MANIFESTWORKS,
+    MANIFESTWORKS,
+    Forbidden,
+    KubeClient,
+    KubeConfigError,
+    KubeError,
+    NotFound,
+    RESTMapper,
+    Unauthorized,
+    Unreachable,
+)
+from ocmkit.runtime import configure_logging
 from schemas.work_v1 import ManifestWorkSpec, UpdateStrategyType
 from workagent.agent import kubeconfig_server
 from workagent.apply import (
@@ -57,19 +70,6 @@ from workagent.controllers.ownership import (
 )
 from workagent.dryrun import DryRunClient
 from workagent.identity import applied_work_name, hub_hash
-from workagent.kube import (
-    APPLIED_MANIFESTWORKS,
-    MANIFESTWORKS,
-    Forbidden,
-    KubeClient,
-    KubeConfigError,
-    KubeError,
-    NotFound,
-    RESTMapper,
-    Unauthorized,
-    Unreachable,
-)
-from workagent.runtime import configure_logging
 from workagent.settings import SPOKE_USER_AGENT
 
 EXIT_NO_CHANGES: Final = 0

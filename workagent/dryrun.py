@@ -27,7 +27,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from workagent.kube import KubeClient, NotFound, PatchType, Resource
+from ocmkit.kube import KubeClient, NotFound, PatchType, Resource
 
 #: (group, plural, namespace, name) of an object.
 ObjectKey = tuple[str, str, str, str]

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 import structlog
 from prometheus_client import Counter
 
-from workagent.kube import Forbidden, KubeClient, KubeError, NotFound, Resource
-from workagent.runtime import Object, strip_managed_fields
+from ocmkit.kube import Forbidden, KubeClient, KubeError, NotFound, Resource
+from ocmkit.runtime import Object, strip_managed_fields
 
 log = structlog.get_logger(__name__)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from workagent.runtime import LeaderElectionSettings
+    from ocmkit.runtime import LeaderElectionSettings
 
 FEATURE_EXECUTOR_VALIDATING_CACHES = "ExecutorValidatingCaches"
 FEATURE_RAW_FEEDBACK_JSON_STRING = "RawFeedbackJsonString"
@@ -50,7 +50,7 @@ def default_leader_election() -> LeaderElectionSettings:
     """OCM's leader election for the work agent: Lease work-agent-lock, 137s/107s/26s."""
     # Imported on use: the runtime loads the Kubernetes client (seconds of CPU),
     # which `workagent --help` or a refused flag must not wait for.
-    from workagent.runtime import LeaderElectionSettings  # noqa: PLC0415
+    from ocmkit.runtime import LeaderElectionSettings  # noqa: PLC0415
 
     return LeaderElectionSettings(lease_name=LEASE_NAME, namespace=DEFAULT_COMPONENT_NAMESPACE)
 
@@ -127,7 +127,7 @@ class AgentSettings:
         """
         if self.insecure_serving:
             return None
-        from workagent.runtime.tls import serving_context  # noqa: PLC0415 (see above)
+        from ocmkit.runtime.tls import serving_context  # noqa: PLC0415 (see above)
 
         return serving_context(
             cert_file=self.tls_cert_file,
@@ -154,7 +154,7 @@ class AgentSettings:
 
     def _validate_serving(self) -> None:
         """Refuse TLS settings that cannot serve, before anything starts."""
-        from workagent.runtime.tls import check_serving_flags  # noqa: PLC0415 (see above)
+        from ocmkit.runtime.tls import check_serving_flags  # noqa: PLC0415 (see above)
 
         check_serving_flags(
             insecure=self.insecure_serving,
@@ -209,7 +209,7 @@ class AgentSettings:
         unknown = sorted(self.feature_gates - KNOWN_AGENT_GATES)
         if unknown:
             raise ValueError(f"unrecognized feature gate: {', '.join(unknown)}")
-        from workagent.runtime import parse_bind_address  # noqa: PLC0415 (see above)
+        from ocmkit.runtime import parse_bind_address  # noqa: PLC0415 (see above)
 
         try:
             parse_bind_address(self.listen)

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 import structlog
 from prometheus_client import Counter, Gauge
 
-from workagent.kube import KubeClient, Resource
-from workagent.runtime import HealthChecks, Informer, Object
+from ocmkit.kube import KubeClient, Resource
+from ocmkit.runtime import HealthChecks, Informer, Object
 
 log = structlog.get_logger(__name__)
 

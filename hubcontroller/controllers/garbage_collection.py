@@ -24,10 +24,10 @@ import structlog
 
 from hubcontroller.deps import HubDeps
 from hubcontroller.metrics import TTL_DELETIONS
+from ocmkit.kube import MANIFESTWORKS, Conflict, KubeClient, NotFound
+from ocmkit.runtime import Controller, Informer, Object, Result, WorkQueue, object_key
 from schemas.meta import parse_time
 from schemas.wire import CONDITION_COMPLETE, MANIFEST_WORK_REPLICA_SET_LABEL
-from workagent.kube import MANIFESTWORKS, Conflict, KubeClient, NotFound
-from workagent.runtime import Controller, Informer, Object, Result, WorkQueue, object_key
 
 log = structlog.get_logger(__name__)
 

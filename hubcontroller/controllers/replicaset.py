@@ -59,8 +59,7 @@ from hubcontroller.controllers.replicaset_writes import (
     run_writes,
 )
 from hubcontroller.deps import HubDeps
-from schemas.wire import MANIFEST_WORK_REPLICA_SET_FINALIZER
-from workagent.kube import (
+from ocmkit.kube import (
     MANIFESTWORK_REPLICASETS,
     PLACEMENT_DECISIONS,
     PLACEMENTS,
@@ -68,7 +67,8 @@ from workagent.kube import (
     KubeError,
     NotFound,
 )
-from workagent.runtime import Controller, Informer, Object, Result, WorkQueue, object_key
+from ocmkit.runtime import Controller, Informer, Object, Result, WorkQueue, object_key
+from schemas.wire import MANIFEST_WORK_REPLICA_SET_FINALIZER
 
 __all__ = [
     "CONTROLLER_NAME",

@@ -57,6 +57,8 @@ from hubcontroller.rollout import (
     compute_rollout,
     strategy_from_wire,
 )
+from ocmkit.kube import KubeError
+from ocmkit.runtime import Store
 from schemas.wire import (
     CONDITION_MANIFESTWORK_APPLIED,
     CONDITION_PLACEMENT_ROLLED_OUT,
@@ -70,8 +72,6 @@ from schemas.wire import (
     REASON_PLACEMENT_DECISION_NOT_FOUND,
     REASON_PROGRESSING,
 )
-from workagent.kube import KubeError
-from workagent.runtime import Store
 
 log = structlog.get_logger(__name__)
 

@@ -23,7 +23,7 @@ import structlog
 from hubcontroller.controllers.replicaset_recent import RecentWrites
 from hubcontroller.controllers.replicaset_works import comparable_spec, meta
 from hubcontroller.metrics import WORKS_CREATED, WORKS_DELETED
-from workagent.kube import (
+from ocmkit.kube import (
     MANIFESTWORK_REPLICASETS,
     MANIFESTWORKS,
     AlreadyExists,

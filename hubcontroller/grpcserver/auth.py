@@ -21,7 +21,7 @@ import grpc
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from workagent.cloudevents.event import (
+from ocmkit.cloudevents.event import (
     CREATE_REQUEST,
     DELETE_REQUEST,
     RESYNC_REQUEST,
@@ -29,7 +29,7 @@ from workagent.cloudevents.event import (
     UPDATE_REQUEST,
     EventType,
 )
-from workagent.kube import KubeClient, KubeError, Resource
+from ocmkit.kube import KubeClient, KubeError, Resource
 
 TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
 SUBJECT_ACCESS_REVIEWS = Resource(

@@ -27,8 +27,8 @@ from google.protobuf.empty_pb2 import Empty
 
 from hubcontroller.grpcserver.auth import WATCH_ACTION, Authenticator, AuthError, Authorizer
 from hubcontroller.grpcserver.works import WorkService
-from workagent.cloudevents import CloudEvent, EventDecodeError, EventType
-from workagent.cloudevents.event import (
+from ocmkit.cloudevents import CloudEvent, EventDecodeError, EventType
+from ocmkit.cloudevents.event import (
     EXT_CLUSTER_NAME,
     MANIFEST_BUNDLES,
     RESYNC_REQUEST,
@@ -36,12 +36,12 @@ from workagent.cloudevents.event import (
     STATUS,
     UPDATE_REQUEST,
 )
-from workagent.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
-from workagent.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
-from workagent.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceServicer
-from workagent.cloudevents.protobuf import PREFIX, from_pb, heartbeat_pb, to_pb
-from workagent.cloudevents.works import decode_status_event, resync_versions
-from workagent.kube import KubeClient, KubeError
+from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
+from ocmkit.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
+from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceServicer
+from ocmkit.cloudevents.protobuf import PREFIX, from_pb, heartbeat_pb, to_pb
+from ocmkit.cloudevents.works import decode_status_event, resync_versions
+from ocmkit.kube import KubeClient, KubeError
 
 log = structlog.get_logger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from workagent.durations import parse_duration_seconds
+from ocmkit.durations import parse_duration_seconds
 
 DEFAULT_CLIENT_CA_FILE = "/var/run/secrets/hub/grpc/ca/ca-bundle.crt"
 DEFAULT_TLS_CERT_FILE = "/var/run/secrets/hub/grpc/serving-cert/tls.crt"

@@ -22,9 +22,9 @@ import structlog
 
 from hubcontroller.grpcserver.broker import CloudEventBroker
 from hubcontroller.grpcserver.config import GrpcServerConfig, GrpcServerSettings, load_server_config
-from workagent.cloudevents.pb.cloudevent_pb2_grpc import add_CloudEventServiceServicer_to_server
-from workagent.kube import KubeClient
-from workagent.runtime import Manager, ManagerSettings, configure_logging, run_main
+from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import add_CloudEventServiceServicer_to_server
+from ocmkit.kube import KubeClient
+from ocmkit.runtime import Manager, ManagerSettings, configure_logging, run_main
 
 log = structlog.get_logger(__name__)
 

@@ -20,22 +20,22 @@ from typing import Any
 import structlog
 
 from hubcontroller.controllers.replicaset_writes import merge_patch
-from schemas.wire import MANIFEST_WORK_FINALIZER
-from workagent.cloudevents import CloudEvent
-from workagent.cloudevents.event import (
+from ocmkit.cloudevents import CloudEvent
+from ocmkit.cloudevents.event import (
     CREATE_REQUEST,
     DELETE_REQUEST,
     RESYNC_RESPONSE,
     UPDATE_REQUEST,
 )
-from workagent.cloudevents.works import (
+from ocmkit.cloudevents.works import (
     KUBE_SOURCE,
     StatusUpdate,
     deleted_resync_response,
     spec_event,
 )
-from workagent.kube import MANIFESTWORKS, Conflict, KubeClient, NotFound
-from workagent.runtime import Informer, strip_managed_fields
+from ocmkit.kube import MANIFESTWORKS, Conflict, KubeClient, NotFound
+from ocmkit.runtime import Informer, strip_managed_fields
+from schemas.wire import MANIFEST_WORK_FINALIZER
 
 log = structlog.get_logger(__name__)
 
@@ -124,7 +124,7 @@ class WorkService:
         gone = dict(work)
         meta = dict(_meta(work))
         if not meta.get("deletionTimestamp"):
-            from workagent.cloudevents.event import format_time, utcnow  # noqa: PLC0415
+            from ocmkit.cloudevents.event import format_time, utcnow  # noqa: PLC0415
 
             meta["deletionTimestamp"] = format_time(utcnow())
         gone["metadata"] = meta

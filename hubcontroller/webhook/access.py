@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from hubcontroller.webhook.admission import UserInfo
-from workagent.kube import SUBJECT_ACCESS_REVIEWS, KubeClient, ServerError
+from ocmkit.kube import SUBJECT_ACCESS_REVIEWS, KubeClient, ServerError
 
 WORK_GROUP: Final = "work.open-cluster-management.io"
 MANIFESTWORKS: Final = "manifestworks"

@@ -35,9 +35,9 @@ from hubcontroller.webhook.core import AdmissionValidator, Verdict
 from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASET, WebhookResource
 from hubcontroller.webhook.settings import WebhookSettings
 from hubcontroller.webhook.tlsconfig import server_context
+from ocmkit.kube import KubeClient, KubeConfigError
+from ocmkit.runtime import HealthChecks, Report
 from schemas import wire
-from workagent.kube import KubeClient, KubeConfigError
-from workagent.runtime import HealthChecks, Report
 
 log = structlog.get_logger(__name__)
 

@@ -1,14 +1,14 @@
 """TLS settings of the webhook server: Go's version and cipher suite names to OpenSSL's.
 
 The name tables and parsers are shared with the agent's HTTPS endpoint
-(:mod:`workagent.runtime.tls`).
+(:mod:`ocmkit.runtime.tls`).
 """
 
 from __future__ import annotations
 
 import ssl
 
-from workagent.runtime.tls import (
+from ocmkit.runtime.tls import (
     CIPHER_SUITES,
     DEFAULT_TLS_VERSION,
     TLS_VERSIONS,

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import APPLIED_MANIFESTWORKS, CRDS, NAMESPACES, KubeClient, Resource
 from schemas.crdgen import crd_for
 from schemas.work_v1 import AppliedManifestWork, ManifestConfigOption
 from tests.conftest import Raw
 from workagent.apply import ApplyRequest
-from workagent.kube import APPLIED_MANIFESTWORKS, CRDS, NAMESPACES, KubeClient, Resource
 
 NS = "apply"
 WORK = "work-1"

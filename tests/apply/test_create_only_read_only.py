@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from ocmkit.kube import CONFIGMAPS, DEPLOYMENTS, KubeClient, NotFound
 from tests.apply.conftest import NS, Writes, marker, request
 from workagent.apply import CreateOnlyApplier, ReadOnlyApplier
-from workagent.kube import CONFIGMAPS, DEPLOYMENTS, KubeClient, NotFound
 
 
 def configmap(value: str) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
 from schemas.work_v1 import UpdateStrategy
 from tests.apply.conftest import Writes, request
 from workagent.apply import (
@@ -14,7 +15,6 @@ from workagent.apply import (
     UpdateApplier,
     applier_for,
 )
-from workagent.kube import CONFIGMAPS, NAMESPACES, KubeClient
 
 
 def strategy(**wire: Any) -> UpdateStrategy:

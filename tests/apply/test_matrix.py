@@ -8,11 +8,7 @@ from typing import Any
 
 import pytest
 
-from schemas.work_v1 import UpdateStrategy
-from tests.apply.conftest import NS, Writes, request
-from tests.kube.helpers import WIDGET_CRD
-from workagent.apply import Appliers
-from workagent.kube import (
+from ocmkit.kube import (
     CONFIGMAPS,
     CRDS,
     DEPLOYMENTS,
@@ -22,6 +18,10 @@ from workagent.kube import (
     KubeClient,
     Resource,
 )
+from schemas.work_v1 import UpdateStrategy
+from tests.apply.conftest import NS, Writes, request
+from tests.kube.helpers import WIDGET_CRD
+from workagent.apply import Appliers
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ocmkit.kube import CONFIGMAPS, CRDS, DEPLOYMENTS, JOBS, KubeClient, Resource
 from tests.apply.conftest import NS, Writes, managers, marker, request
 from tests.kube.helpers import WIDGET_CRD
 from workagent.apply import (
@@ -16,7 +17,6 @@ from workagent.apply import (
     ServerSideApplier,
     ServerSideApplyConflict,
 )
-from workagent.kube import CONFIGMAPS, CRDS, DEPLOYMENTS, JOBS, KubeClient, Resource
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
 

@@ -9,15 +9,7 @@ from typing import Any
 import pytest
 
 from kubesim.sim import KubeSim
-from tests.apply.conftest import NS, Writes, managers, marker, request
-from tests.kube.helpers import WIDGET_CRD
-from workagent.apply import (
-    SERVICE_SPEC_HASH_ANNOTATION,
-    Appliers,
-    InvalidManifest,
-    UpdateApplier,
-)
-from workagent.kube import (
+from ocmkit.kube import (
     CONFIGMAPS,
     CRDS,
     DEPLOYMENTS,
@@ -30,6 +22,14 @@ from workagent.kube import (
     Invalid,
     KubeClient,
     Resource,
+)
+from tests.apply.conftest import NS, Writes, managers, marker, request
+from tests.kube.helpers import WIDGET_CRD
+from workagent.apply import (
+    SERVICE_SPEC_HASH_ANNOTATION,
+    Appliers,
+    InvalidManifest,
+    UpdateApplier,
 )
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)

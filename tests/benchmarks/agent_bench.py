@@ -37,12 +37,12 @@ from typing import Any
 import benchkit
 from benchkit import StatsKey
 
-from workagent.kube import (
+from ocmkit.kube import (
     MANIFESTWORKS,
     NAMESPACES,
     KubeClient,
 )
-from workagent.runtime import Informer
+from ocmkit.runtime import Informer
 
 CLUSTER = "cluster1"
 MANIFESTS_PER_WORK = 5

@@ -49,8 +49,7 @@ from urllib.parse import urlsplit
 import benchkit
 from benchkit import AuditTally, StatsKey
 
-from tests.support.controlplane import ControlPlane, Etcd, Identity
-from workagent.kube import (
+from ocmkit.kube import (
     APPLIED_MANIFESTWORKS,
     CONFIGMAPS,
     DEPLOYMENTS,
@@ -60,8 +59,9 @@ from workagent.kube import (
     KubeClient,
     NotFound,
 )
-from workagent.kube.config import load_kubeconfig
-from workagent.runtime import Informer
+from ocmkit.kube.config import load_kubeconfig
+from ocmkit.runtime import Informer
+from tests.support.controlplane import ControlPlane, Etcd, Identity
 
 BENCH_AGENT = "bench-suite"  # the suite's own User-Agent, left out of the counts
 # The agent's identities on the real control plane: its hub and spoke clients

@@ -44,8 +44,8 @@ import bench_scenarios
 import mwrs_bench
 from bench_scenarios import CLUSTERS, KUBESIM, REAL, AgentSpec, Params, Target
 
+from ocmkit.runtime import configure_logging
 from tests.support.controlplane import bin_dir, kube_version
-from workagent.runtime import configure_logging
 
 REPO = Path(__file__).resolve().parents[2]
 QUICK_N = (100, 500)

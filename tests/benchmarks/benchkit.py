@@ -28,7 +28,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from workagent.kube import CRDS, AlreadyExists, KubeClient, NotFound, Resource, TooManyRequests
+from ocmkit.kube import CRDS, AlreadyExists, KubeClient, NotFound, Resource, TooManyRequests
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "charts" / "crds"

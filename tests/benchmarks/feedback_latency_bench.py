@@ -90,13 +90,13 @@ from typing import Any
 import benchkit
 from benchkit import StatsKey
 
-from workagent.kube import (
+from ocmkit.kube import (
     DEPLOYMENTS,
     MANIFESTWORKS,
     NAMESPACES,
     KubeClient,
 )
-from workagent.runtime import Informer, configure_logging
+from ocmkit.runtime import Informer, configure_logging
 
 CLUSTER = "cluster1"
 CONCURRENCY = 32

@@ -1,4 +1,4 @@
-"""workagent.kube throughput: prints GETs/s through KubeClient against an in-process kubesim.
+"""ocmkit.kube throughput: prints GETs/s through KubeClient against an in-process kubesim.
 
 A benchmark, not a test: it prints figures and never fails on a timing. The
 server and the client share one event loop (and one core), so the figure is
@@ -19,7 +19,7 @@ from pathlib import Path
 import aiohttp
 
 from kubesim.sim import KubeSim
-from workagent.kube import CONFIGMAPS, NAMESPACES, KubeClient
+from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
 
 CONCURRENCY = 16
 OBJECTS = 200

@@ -105,10 +105,10 @@ def _managed_fields(root: Any) -> list[Any]:
 
 def _caches() -> list[tuple[str, Any]]:
     """The agent's object caches, by a readable name (found through the collector)."""
+    from ocmkit.runtime.informer import Informer
     from workagent.apply.cache import ApplyCache
     from workagent.controllers.patcher import RecentWrites
     from workagent.polledreads import PolledReads
-    from workagent.runtime.informer import Informer
 
     out: list[tuple[str, Any]] = []
     for obj in gc.get_objects():

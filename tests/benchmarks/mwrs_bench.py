@@ -32,14 +32,7 @@ import yaml
 
 from hubcontroller.controllers.replicaset import build_replicaset_controller
 from hubcontroller.deps import HubDeps
-from schemas.meta import format_time, now
-from schemas.wire import (
-    DECISION_GROUP_INDEX_LABEL,
-    GATE_MANIFEST_WORK_REPLICA_SET,
-    MANIFEST_WORK_REPLICA_SET_LABEL,
-    PLACEMENT_LABEL,
-)
-from workagent.kube import (
+from ocmkit.kube import (
     CRDS,
     MANIFESTWORK_REPLICASETS,
     MANIFESTWORKS,
@@ -48,7 +41,14 @@ from workagent.kube import (
     PLACEMENTS,
     KubeClient,
 )
-from workagent.runtime import Informer
+from ocmkit.runtime import Informer
+from schemas.meta import format_time, now
+from schemas.wire import (
+    DECISION_GROUP_INDEX_LABEL,
+    GATE_MANIFEST_WORK_REPLICA_SET,
+    MANIFEST_WORK_REPLICA_SET_LABEL,
+    PLACEMENT_LABEL,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_FILES = (

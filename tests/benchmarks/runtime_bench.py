@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from workagent.kube import CONFIGMAPS, NAMESPACES, KubeClient
-from workagent.runtime import Informer, Object, WorkQueue
+from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
+from ocmkit.runtime import Informer, Object, WorkQueue
 
 OBJECTS = 10_000
 WATCH_UPDATES = 2_000

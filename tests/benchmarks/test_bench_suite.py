@@ -23,8 +23,8 @@ import pytest
 from bench_report import NO_MATPLOTLIB
 from benchkit import start_kubesim, stop, wait_file
 
+from ocmkit.kube import MANIFESTWORKS, KubeClient
 from tests.support.controlplane import OWNER_FILE, RUN_PREFIX, kube_version
-from workagent.kube import MANIFESTWORKS, KubeClient
 
 SUITE = Path(__file__).with_name("bench_suite.py")
 AGENT_SCENARIOS = {

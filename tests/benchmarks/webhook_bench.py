@@ -38,6 +38,8 @@ from hubcontroller.webhook import (
     validate_json,
 )
 from kubesim.sim import KubeSim
+from ocmkit.kube import CLUSTER_ROLES, NAMESPACES, ROLE_BINDINGS, KubeClient
+from ocmkit.runtime import configure_logging
 from tests.webhook.helpers import (
     MW_PATH,
     configmap,
@@ -47,8 +49,6 @@ from tests.webhook.helpers import (
     manifest_work,
     review,
 )
-from workagent.kube import CLUSTER_ROLES, NAMESPACES, ROLE_BINDINGS, KubeClient
-from workagent.runtime import configure_logging
 
 CONCURRENCY = 16
 CORE_RUNS = 5000

@@ -25,6 +25,22 @@ from typing import Any
 import pytest
 import yaml
 
+from ocmkit.kube import (
+    APPLIED_MANIFESTWORKS,
+    CLUSTER_ROLES,
+    CRDS,
+    DEPLOYMENTS,
+    MANIFESTWORKS,
+    NAMESPACES,
+    ROLE_BINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+    KubeClient,
+    NotFound,
+    Resource,
+)
 from tests.charts.rendering import (
     AGENT_CHART,
     AGENT_NAMESPACE,
@@ -47,22 +63,6 @@ from tests.integration.conftest import (
 )
 from tests.support.controlplane import ControlPlane
 from tests.support.targets import PlanePool
-from workagent.kube import (
-    APPLIED_MANIFESTWORKS,
-    CLUSTER_ROLES,
-    CRDS,
-    DEPLOYMENTS,
-    MANIFESTWORKS,
-    NAMESPACES,
-    ROLE_BINDINGS,
-    ROLES,
-    SECRETS,
-    SERVICE_ACCOUNTS,
-    SERVICES,
-    KubeClient,
-    NotFound,
-    Resource,
-)
 
 pytestmark = pytest.mark.realkube
 

@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from hubcontroller.webhook import WebhookServer, WebhookSettings
+from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient
 from tests.charts.rendering import (
     AGENT_CHART,
     AGENT_NAMESPACE,
@@ -41,7 +42,6 @@ from tests.conftest import Kubectl
 from tests.support.prepare import is_kubesim, local_webhook_service, wait_admission
 from tests.support.targets import Cluster
 from tests.webhook.helpers import RecordingAccess, configmap, manifest_work, replica_set
-from workagent.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient
 
 pytestmark = pytest.mark.kubectl
 

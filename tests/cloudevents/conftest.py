@@ -22,6 +22,8 @@ from demo.environment import grant_agent
 from hubcontroller.grpcserver import GrpcServerSettings
 from hubcontroller.grpcserver.server import GrpcServerService, build_grpc_server
 from kubesim.sim import KubeSim
+from ocmkit.kube import KubeClient
+from ocmkit.runtime import Manager
 from tests.cloudevents.pki import CertificateAuthority, Pair
 from tests.conftest import eventually
 from tests.integration.conftest import (
@@ -34,8 +36,6 @@ from tests.integration.conftest import (
     spoke_client,
     spoke_options,
 )
-from workagent.kube import KubeClient
-from workagent.runtime import Manager
 
 __all__ = ["grant_agent", "hub", "hub_client", "spoke", "spoke_client", "spoke_options"]
 

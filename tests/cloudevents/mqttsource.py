@@ -18,8 +18,8 @@ import aiomqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from workagent.cloudevents import CloudEvent, EventType
-from workagent.cloudevents.event import (
+from ocmkit.cloudevents import CloudEvent, EventType
+from ocmkit.cloudevents.event import (
     RESYNC_REQUEST,
     RESYNC_RESPONSE,
     SPEC,
@@ -27,8 +27,8 @@ from workagent.cloudevents.event import (
     format_time,
     utcnow,
 )
-from workagent.cloudevents.mqttcodec import from_mqtt, to_mqtt
-from workagent.cloudevents.works import (
+from ocmkit.cloudevents.mqttcodec import from_mqtt, to_mqtt
+from ocmkit.cloudevents.works import (
     StatusUpdate,
     decode_status_event,
     resync_versions,

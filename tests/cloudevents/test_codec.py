@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-from workagent.cloudevents import CloudEvent, EventDecodeError
-from workagent.cloudevents.event import EventType, format_time, parse_time
-from workagent.cloudevents.jsonformat import from_json_format, to_json_format
-from workagent.cloudevents.mqttcodec import from_mqtt, to_mqtt
-from workagent.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
-from workagent.cloudevents.protobuf import from_pb, heartbeat_pb, is_heartbeat, to_pb
-from workagent.cloudevents.works import (
+from ocmkit.cloudevents import CloudEvent, EventDecodeError
+from ocmkit.cloudevents.event import EventType, format_time, parse_time
+from ocmkit.cloudevents.jsonformat import from_json_format, to_json_format
+from ocmkit.cloudevents.mqttcodec import from_mqtt, to_mqtt
+from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
+from ocmkit.cloudevents.protobuf import from_pb, heartbeat_pb, is_heartbeat, to_pb
+from ocmkit.cloudevents.works import (
     SequenceIds,
     SpecRejected,
     decode_status_event,

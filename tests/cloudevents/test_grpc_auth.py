@@ -11,6 +11,12 @@ import yaml
 
 from hubcontroller.grpcserver import GrpcServerSettings
 from kubesim.sim import KubeSim
+from ocmkit.cloudevents import MANIFEST_BUNDLES
+from ocmkit.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
+from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
+from ocmkit.cloudevents.protobuf import to_pb
+from ocmkit.cloudevents.works import SequenceIds, spec_resync_request, status_event
+from ocmkit.kube import MANIFESTWORKS, ROLE_BINDINGS, KubeClient
 from tests.cloudevents.conftest import (
     AGENT_GROUP,
     CLIENT_ID,
@@ -22,17 +28,11 @@ from tests.cloudevents.conftest import (
 from tests.integration.conftest import CLUSTER
 from tests.support.prepare import service_account_user, wait_allowed
 from tests.support.targets import Cluster
-from workagent.cloudevents import MANIFEST_BUNDLES
-from workagent.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
-from workagent.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
-from workagent.cloudevents.protobuf import to_pb
-from workagent.cloudevents.works import SequenceIds, spec_resync_request, status_event
-from workagent.kube import MANIFESTWORKS, ROLE_BINDINGS, KubeClient
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
 if TYPE_CHECKING:
-    from workagent.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceAsyncStub
+    from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceAsyncStub
 
 
 def channel(hub: GrpcHub, pki: Pki, *, token: str = "", cert: bool = True) -> grpc.aio.Channel:

@@ -7,6 +7,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from hubcontroller.grpcserver.broker import CloudEventBroker, Subscriber
+from ocmkit.cloudevents import MANIFEST_BUNDLES
+from ocmkit.cloudevents.protobuf import is_heartbeat
+from ocmkit.kube import KubeClient
 from tests.cloudevents.conftest import (
     AGENT_GROUP,
     AGENT_USER,
@@ -17,9 +20,6 @@ from tests.cloudevents.conftest import (
     write_agent_config,
 )
 from tests.integration.conftest import CLUSTER, AgentRunner
-from workagent.cloudevents import MANIFEST_BUNDLES
-from workagent.cloudevents.protobuf import is_heartbeat
-from workagent.kube import KubeClient
 from workagent.sources.grpcdriver import GrpcTransport
 from workagent.sources.transport import SubscriptionFailed
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 from tests.cloudevents.conftest import GrpcHub, wait_subscribed
 from tests.conftest import eventually
 from tests.integration.conftest import (
@@ -27,7 +28,6 @@ from tests.integration.conftest import (
 )
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
-from workagent.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 
 
 async def wait_gone(client: KubeClient, res: Any, name: str, namespace: str | None) -> None:

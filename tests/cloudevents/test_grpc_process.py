@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 from tests.cloudevents.conftest import GrpcHub, Pki, klusterlet_args, write_agent_config
 from tests.integration.conftest import (
     CLUSTER,
@@ -12,7 +13,6 @@ from tests.integration.conftest import (
     wait_applied,
     work_body,
 )
-from workagent.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 
 
 async def test_klusterlet_style_command_line_converges(

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from ocmkit.cloudevents.works import status_hash
+from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, KubeClient
 from tests.cloudevents.conftest import CLIENT_ID, klusterlet_args, wait_subscribed
 from tests.cloudevents.mqttbroker import Mosquitto
 from tests.cloudevents.mqttsource import MqttWorkSource, topics
@@ -22,9 +24,7 @@ from tests.integration.conftest import (
     exists,
     start_agent_process,
 )
-from workagent.cloudevents.works import status_hash
 from workagent.identity import applied_work_name, hub_hash
-from workagent.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, KubeClient
 
 
 @pytest.fixture

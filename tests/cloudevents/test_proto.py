@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PROTO = "workagent/cloudevents/pb/cloudevent.proto"
+PROTO = "ocmkit/cloudevents/pb/cloudevent.proto"
 GENERATED = (
     "cloudevent_pb2.py",
     "cloudevent_pb2.pyi",
@@ -18,7 +18,7 @@ GENERATED = (
 
 
 def test_generated_modules_match_the_proto(tmp_path: Path) -> None:
-    (tmp_path / "workagent/cloudevents/pb").mkdir(parents=True)
+    (tmp_path / "ocmkit/cloudevents/pb").mkdir(parents=True)
     shutil.copy(REPO / PROTO, tmp_path / PROTO)
     bindir = Path(sys.executable).parent
     subprocess.run(
@@ -41,13 +41,13 @@ def test_generated_modules_match_the_proto(tmp_path: Path) -> None:
         capture_output=True,
     )
     for name in GENERATED:
-        fresh = (tmp_path / "workagent/cloudevents/pb" / name).read_text()
-        committed = (REPO / "workagent/cloudevents/pb" / name).read_text()
+        fresh = (tmp_path / "ocmkit/cloudevents/pb" / name).read_text()
+        committed = (REPO / "ocmkit/cloudevents/pb" / name).read_text()
         assert fresh == committed, f"{name} is stale: run `make proto`"
 
 
 def test_service_and_message_names_are_the_wire_contract() -> None:
-    from workagent.cloudevents.pb import cloudevent_pb2
+    from ocmkit.cloudevents.pb import cloudevent_pb2
 
     service = cloudevent_pb2.DESCRIPTOR.services_by_name["CloudEventService"]
     assert service.full_name == "io.cloudevents.v1.CloudEventService"

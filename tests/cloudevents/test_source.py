@@ -12,9 +12,9 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ocmkit.cloudevents import CloudEvent
+from ocmkit.cloudevents.works import spec_event
 from tests.conftest import eventually
-from workagent.cloudevents import CloudEvent
-from workagent.cloudevents.works import spec_event
 from workagent.sources.cloudevents import CloudEventsWorkSource
 
 

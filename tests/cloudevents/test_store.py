@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from workagent.kube import (
+from ocmkit.kube import (
     ADDED,
     DELETED,
     MANIFESTWORKS,

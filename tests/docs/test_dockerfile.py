@@ -185,12 +185,14 @@ def test_the_runtime_stage_has_no_build_or_dev_tools() -> None:
 def test_copied_files_exist_and_are_in_the_build_context() -> None:
     rules = dockerignore_rules()
     sources = [s for c in instructions("COPY") for s in copy_sources(c)]
-    assert {"pyproject.toml", "uv.lock", "workagent", "hubcontroller", "schemas"} <= set(sources)
+    assert {"pyproject.toml", "uv.lock", "ocmkit", "workagent", "hubcontroller", "schemas"} <= set(
+        sources
+    )
     for source in sources:
         assert (REPO / source).exists(), f"COPY {source}: no such file in the repository"
         assert not ignored(source, rules), f"COPY {source}: excluded by .dockerignore"
     # Python sources inside the copied packages are sent; caches and the rest are not.
-    assert not ignored("workagent/runtime/manager.py", rules)
+    assert not ignored("ocmkit/runtime/manager.py", rules)
     for left_out in (".git/HEAD", ".venv/bin/python", "tests/conftest.py", "demo/app.py"):
         assert ignored(left_out, rules), left_out
     assert ignored("workagent/__pycache__/agent.cpython-311.pyc", rules)

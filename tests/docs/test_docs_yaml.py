@@ -30,11 +30,11 @@ from typing import Any
 import pytest
 import yaml
 
+from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient, KubeError
 from schemas import SchemaValidationError, parse_object, validate_object
 from tests.schemas.test_crd_agreement import same_outcome
 from tests.support.prepare import ensure_namespace, install_crds
 from tests.support.targets import Cluster
-from workagent.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient, KubeError
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"

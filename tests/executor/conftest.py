@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import NAMESPACES, KubeClient
 from schemas.work_v1 import ManifestWorkExecutor
 from workagent.executor import Access, AccessReviewer
-from workagent.kube import NAMESPACES, KubeClient
 
 NS = "demo"
 SA_NS = "agents"

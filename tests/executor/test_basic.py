@@ -6,6 +6,17 @@ from typing import Any
 
 import pytest
 
+from ocmkit.kube import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CONFIGMAPS,
+    DEPLOYMENTS,
+    NAMESPACES,
+    ROLE_BINDINGS,
+    ROLES,
+    KubeClient,
+    Resource,
+)
 from schemas.work_v1 import ManifestWorkExecutor
 from tests.executor.conftest import (
     NS,
@@ -27,17 +38,6 @@ from workagent.executor import (
     NotAllowedError,
     ResourceAccess,
     build_executor_validator,
-)
-from workagent.kube import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    CONFIGMAPS,
-    DEPLOYMENTS,
-    NAMESPACES,
-    ROLE_BINDINGS,
-    ROLES,
-    KubeClient,
-    Resource,
 )
 
 CM_VERBS = ["create", "update", "patch", "get"]

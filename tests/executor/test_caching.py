@@ -9,6 +9,15 @@ from typing import Any
 
 import pytest
 
+from ocmkit.kube import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CONFIGMAPS,
+    ROLE_BINDINGS,
+    ROLES,
+    KubeClient,
+)
+from ocmkit.runtime import FakeClock, object_key
 from schemas.work_v1 import ManifestWorkExecutor
 from tests.conftest import eventually
 from tests.executor.conftest import (
@@ -33,15 +42,6 @@ from workagent.executor import (
     NotAllowedError,
     build_executor_validator,
 )
-from workagent.kube import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    CONFIGMAPS,
-    ROLE_BINDINGS,
-    ROLES,
-    KubeClient,
-)
-from workagent.runtime import FakeClock, object_key
 
 APPLY = ["create", "update", "patch", "get"]
 CM1 = Dimension.of(ManifestTarget("", "v1", "configmaps", NS, "cm1"), owned_by_work=False)

@@ -6,6 +6,16 @@ from typing import Any
 
 import pytest
 
+from ocmkit.kube import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CONFIGMAPS,
+    ROLE_BINDINGS,
+    ROLES,
+    KubeClient,
+    NotFound,
+    Resource,
+)
 from tests.executor.conftest import (
     NS,
     cluster_role,
@@ -16,16 +26,6 @@ from tests.executor.conftest import (
     rule,
 )
 from workagent.executor import BasicExecutorValidator, NotAllowedError
-from workagent.kube import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    CONFIGMAPS,
-    ROLE_BINDINGS,
-    ROLES,
-    KubeClient,
-    NotFound,
-    Resource,
-)
 
 APPLY = ["create", "update", "patch", "get"]
 RBAC_GROUP = "rbac.authorization.k8s.io"

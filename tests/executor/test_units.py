@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ocmkit.kube import CONFIGMAPS, NAMESPACES
 from workagent.executor import (
     AccessCache,
     Dimension,
@@ -17,7 +18,6 @@ from workagent.executor import (
 from workagent.executor.aggregation import aggregated_rules, aggregators_of, selector_matches
 from workagent.executor.escalation import breakdown
 from workagent.executor.rbacindex import binding_subjects, role_ref_keys
-from workagent.kube import CONFIGMAPS, NAMESPACES
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import KubeClient
 from tests.integration import conftest as integration
 from tests.integration.conftest import AgentRunner, agent_settings, hub_hash_of
-from workagent.kube import KubeClient
 from workagent.settings import AgentSettings
 
 STATUS_SYNC_SECONDS = 2.0

@@ -27,6 +27,7 @@ from kubesim.api import Caller
 from kubesim.faults import JournalEntry
 from kubesim.resources import ResourceType
 from kubesim.sim import KubeSim
+from ocmkit.kube import MANIFESTWORKS, KubeClient, NotFound
 from tests.integration.conftest import (
     CLUSTER,
     REPO,
@@ -35,7 +36,6 @@ from tests.integration.conftest import (
     update_work,
     work_body,
 )
-from workagent.kube import MANIFESTWORKS, KubeClient, NotFound
 
 #: User-Agent prefixes of the agent's clients, so faults spare the tests' own clients
 #: (``integration-test``): the spoke client is ``work-agent``, the hub client

@@ -29,10 +29,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.wire import APPLIED_MANIFEST_WORK_FINALIZER, MANIFEST_WORK_FINALIZER
-from tests.conftest import eventually
-from workagent.identity import applied_work_name
-from workagent.kube import (
+from ocmkit.kube import (
     APPLIED_MANIFESTWORKS,
     CONFIGMAPS,
     DEPLOYMENTS,
@@ -44,6 +41,9 @@ from workagent.kube import (
     Resource,
     split_api_version,
 )
+from schemas.wire import APPLIED_MANIFEST_WORK_FINALIZER, MANIFEST_WORK_FINALIZER
+from tests.conftest import eventually
+from workagent.identity import applied_work_name
 
 CLUSTER = "cluster1"
 #: The kinds fault-test works use, by (group, kind).

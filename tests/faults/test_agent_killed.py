@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
 from tests.conftest import eventually
 from tests.faults.conftest import STATUS_SYNC_SECONDS
 from tests.faults.harness import (
@@ -45,7 +46,6 @@ from tests.integration.conftest import (
     manifest_statuses,
     wait_applied,
 )
-from workagent.kube import CONFIGMAPS, NAMESPACES, KubeClient
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

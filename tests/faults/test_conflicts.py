@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import CONFIGMAPS, DEPLOYMENTS, KubeClient, NotFound
 from tests.conftest import eventually
 from tests.faults.harness import (
     AGENT_ON_HUB,
@@ -60,7 +61,6 @@ from tests.integration.conftest import (
 )
 from workagent.controllers import manifestwork
 from workagent.identity import applied_work_name
-from workagent.kube import CONFIGMAPS, DEPLOYMENTS, KubeClient, NotFound
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

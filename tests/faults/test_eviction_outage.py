@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient, KubeError
 from tests.conftest import eventually
 from tests.faults.conftest import STATUS_SYNC_SECONDS
 from tests.faults.harness import HubApi, admin_fault, configmaps, create_work
 from tests.faults.invariants import CLUSTER, Expected, converged
 from tests.integration.conftest import AgentRunner, agent_settings
-from workagent.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient, KubeError
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

@@ -24,6 +24,7 @@ import pytest
 
 from kubesim.faults import JournalEntry
 from kubesim.sim import KubeSim
+from ocmkit.kube import LEASES, NAMESPACES, KubeClient, NotFound
 from tests.conftest import eventually
 from tests.faults.harness import (
     agent_args,
@@ -35,7 +36,6 @@ from tests.faults.harness import (
 )
 from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import AgentProcess
-from workagent.kube import LEASES, NAMESPACES, KubeClient, NotFound
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

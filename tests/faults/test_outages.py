@@ -26,6 +26,7 @@ import asyncio
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, KubeError
 from tests.conftest import eventually
 from tests.faults.harness import (
     AGENT_ON_SPOKE,
@@ -41,7 +42,6 @@ from tests.faults.harness import (
 )
 from tests.faults.invariants import CLUSTER, Expected, converged
 from tests.integration.conftest import AgentRunner, configmap, get_applied_work
-from workagent.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, KubeError
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import CONFIGMAPS, CRDS, NAMESPACES, KubeClient, NotFound, Resource
 from tests.conftest import eventually
 from tests.faults.harness import AGENT_ON_SPOKE, configmaps, create_work
 from tests.faults.invariants import Expected, converged
@@ -37,7 +38,6 @@ from tests.integration.conftest import (
     manifest_statuses,
     work_condition,
 )
-from workagent.kube import CONFIGMAPS, CRDS, NAMESPACES, KubeClient, NotFound, Resource
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import DEPLOYMENTS, MANIFESTWORKS, NAMESPACES, Conflict, KubeClient
 from tests.conftest import eventually
 from tests.faults.harness import delete_work
 from tests.faults.invariants import Expected, converged
@@ -34,7 +35,6 @@ from tests.integration.conftest import (
     manifest_statuses,
     work_body,
 )
-from workagent.kube import DEPLOYMENTS, MANIFESTWORKS, NAMESPACES, Conflict, KubeClient
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.faults.harness import (
     configmaps,
@@ -26,7 +27,6 @@ from tests.faults.harness import (
 )
 from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import AgentRunner, configmap
-from workagent.kube import KubeClient
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

@@ -22,6 +22,7 @@ import pytest
 
 from kubesim.faults import FaultRule
 from kubesim.sim import KubeSim
+from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.faults.harness import (
     AGENT_ON_HUB,
@@ -36,7 +37,6 @@ from tests.faults.harness import (
 )
 from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import AgentRunner, configmap
-from workagent.kube import KubeClient
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

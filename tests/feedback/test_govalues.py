@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workagent.feedback.govalues import (
+from ocmkit.govalues import (
     GoInt,
     GoJSONError,
     GoUint8,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from ocmkit.govalues import GoInt, GoUint8
 from workagent.feedback import jsonpath
-from workagent.feedback.govalues import GoInt, GoUint8
 from workagent.feedback.jsonpath import (
     MAX_PATH_LENGTH,
     JSONPathError,

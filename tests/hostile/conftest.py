@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
+from ocmkit.kube import KubeClient
 from tests.integration import conftest as integration
 from tests.integration.conftest import AgentRunner, agent_settings
 from tests.webhook import conftest as webhook
-from workagent.kube import KubeClient
 from workagent.settings import AgentSettings
 
 STATUS_SYNC_SECONDS = 2.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ocmkit.kube import MANIFESTWORKS, KubeClient, KubeError
 from tests.integration.conftest import (
     AgentRunner,
     get_work,
@@ -11,7 +12,6 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
-from workagent.kube import MANIFESTWORKS, KubeClient, KubeError
 
 #: Words that mean a bug of ours leaked into a user-facing message.
 LEAKED_BUG_WORDS = ("Traceback", "internal error", "AttributeError", "KeyError", "TypeError")

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal, hostile_work, settled
 from tests.hostile.strategies import hostile_specs
@@ -25,7 +26,6 @@ from tests.integration.conftest import (
     wait_applied,
     work_body,
 )
-from workagent.kube import KubeClient
 
 pytestmark = pytest.mark.kubesim_only(
     "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
 from tests.integration.conftest import (
@@ -21,7 +22,6 @@ from tests.integration.conftest import (
     wait_applied,
     work_body,
 )
-from workagent.kube import KubeClient
 
 pytestmark = pytest.mark.kubesim_only(
     "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
 from tests.integration.conftest import (
@@ -23,7 +24,6 @@ from tests.integration.conftest import (
     work_condition,
 )
 from workagent.conditions import is_condition_type
-from workagent.kube import KubeClient
 
 pytestmark = pytest.mark.kubesim_only(
     "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"

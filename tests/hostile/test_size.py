@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from kubesim.errors import entity_too_large
+from ocmkit.kube import CONFIGMAPS, KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
 from tests.integration.conftest import (
@@ -36,7 +37,6 @@ from tests.integration.conftest import (
     work_condition,
 )
 from workagent.controllers.status import MAX_FEEDBACK_BYTES
-from workagent.kube import CONFIGMAPS, KubeClient
 
 pytestmark = pytest.mark.kubesim_only(
     "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
 from tests.integration.conftest import (
@@ -27,7 +28,6 @@ from tests.integration.conftest import (
     work_body,
 )
 from workagent.conditions import BUDGET_EXCEEDED_MESSAGE
-from workagent.kube import KubeClient
 
 pytestmark = pytest.mark.kubesim_only(
     "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"

@@ -32,6 +32,15 @@ import pytest
 from hubcontroller.controllers.replicaset import build_replicaset_controller
 from hubcontroller.controllers.replicaset_works import comparable_spec
 from hubcontroller.deps import HubDeps
+from ocmkit.kube import (
+    APPLIED_MANIFESTWORKS,
+    CONFIGMAPS,
+    MANIFESTWORK_REPLICASETS,
+    MANIFESTWORKS,
+    KubeClient,
+    NotFound,
+)
+from ocmkit.runtime import Informer, LeaderElectionSettings
 from schemas.wire import (
     CONDITION_MANIFESTWORK_APPLIED,
     CONDITION_PLACEMENT_ROLLED_OUT,
@@ -43,15 +52,6 @@ from tests.hub.test_replicaset import NS, Hub, hub_client
 from tests.integration.conftest import CRD_DIR, SPOKE_CRDS, AgentRunner, agent_settings
 from tests.support.prepare import ensure_namespace, install_crds
 from tests.support.targets import Cluster, PlanePool, open_cluster
-from workagent.kube import (
-    APPLIED_MANIFESTWORKS,
-    CONFIGMAPS,
-    MANIFESTWORK_REPLICASETS,
-    MANIFESTWORKS,
-    KubeClient,
-    NotFound,
-)
-from workagent.runtime import Informer, LeaderElectionSettings
 
 CLUSTERS = ["cluster1", "cluster2", "cluster3"]
 PLACEMENT = "rollout"

@@ -33,6 +33,16 @@ from hubcontroller.controllers.replicaset_works import (
 from hubcontroller.controllers.replicaset_writes import merge_patch
 from hubcontroller.deps import HubDeps
 from hubcontroller.rollout import RolloutStatus
+from ocmkit.kube import (
+    MANIFESTWORK_REPLICASETS,
+    MANIFESTWORKS,
+    NAMESPACES,
+    PLACEMENT_DECISIONS,
+    PLACEMENTS,
+    KubeClient,
+    NotFound,
+)
+from ocmkit.runtime import Controller, Informer
 from schemas.meta import format_time
 from schemas.wire import (
     CONDITION_MANIFESTWORK_APPLIED,
@@ -49,16 +59,6 @@ from schemas.wire import (
 from tests.conftest import eventually
 from tests.support.prepare import install_crds, typed
 from tests.support.targets import Cluster
-from workagent.kube import (
-    MANIFESTWORK_REPLICASETS,
-    MANIFESTWORKS,
-    NAMESPACES,
-    PLACEMENT_DECISIONS,
-    PLACEMENTS,
-    KubeClient,
-    NotFound,
-)
-from workagent.runtime import Controller, Informer
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 S = RolloutStatus

@@ -28,12 +28,12 @@ from hubcontroller.settings import (
     HubManagerSettings,
     default_manager_leader_election,
 )
+from ocmkit.kube import MANIFESTWORKS, NAMESPACES, KubeClient, NotFound
+from ocmkit.runtime import Controller, object_key
 from schemas.meta import format_time
 from tests.conftest import eventually
 from tests.support.prepare import install_crds
 from tests.support.targets import Cluster
-from workagent.kube import MANIFESTWORKS, NAMESPACES, KubeClient, NotFound
-from workagent.runtime import Controller, object_key
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "charts" / "crds"

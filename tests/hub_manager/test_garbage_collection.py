@@ -21,6 +21,7 @@ from hubcontroller.controllers.garbage_collection import (
     collection_verdict,
 )
 from hubcontroller.settings import GATE_MANIFEST_WORK_REPLICA_SET
+from ocmkit.kube import MANIFESTWORKS, KubeClient
 from schemas.meta import now as api_now
 from schemas.wire import CONDITION_APPLIED, CONDITION_COMPLETE, MANIFEST_WORK_REPLICA_SET_LABEL
 from tests.conftest import eventually, pool_for
@@ -36,7 +37,6 @@ from tests.hub_manager.conftest import (
     write_conditions,
 )
 from tests.support.targets import open_cluster
-from workagent.kube import MANIFESTWORKS, KubeClient
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -298,8 +298,8 @@ async def test_work_driver_config_collects_works_in_that_cluster(
 
 async def test_lease_is_held_and_released(hub_client: KubeClient, tmp_path: Path) -> None:
     """With leader election the manager holds Lease work-manager-lock in its namespace."""
-    from workagent.kube import LEASES
-    from workagent.runtime import LeaderElectionSettings
+    from ocmkit.kube import LEASES
+    from ocmkit.runtime import LeaderElectionSettings
 
     election = LeaderElectionSettings(
         lease_name="work-manager-lock",

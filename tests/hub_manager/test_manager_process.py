@@ -7,6 +7,7 @@ from pathlib import Path
 
 import aiohttp
 
+from ocmkit.kube import MANIFESTWORKS, KubeClient
 from schemas.meta import now as api_now
 from schemas.wire import CONDITION_COMPLETE
 from tests.conftest import eventually
@@ -18,7 +19,6 @@ from tests.hub_manager.conftest import (
     work_body,
     write_conditions,
 )
-from workagent.kube import MANIFESTWORKS, KubeClient
 
 PROBES_EVENT = "serving metrics and health probes"
 

@@ -20,12 +20,12 @@ from hubcontroller.settings import (
     GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
     GATE_MANIFEST_WORK_REPLICA_SET,
 )
+from ocmkit.kube import MANIFESTWORKS, NotFound
 from schemas.meta import format_time, now
 from tests.conftest import eventually
 from tests.hub.test_replicaset import CLUSTERS, Hub, all_ref, hub  # noqa: F401 (the fixture)
 from tests.hub_manager.conftest import ManagerRunner, manager_settings
 from tests.metrics_reference import parse_scrape, undocumented_or_missing, value
-from workagent.kube import MANIFESTWORKS, NotFound
 
 CREATED = "work_hub_replicaset_works_created_total"
 DELETED = "work_hub_replicaset_works_deleted_total"

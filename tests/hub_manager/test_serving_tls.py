@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hub_manager.conftest import ManagerProcess, start_manager_process
 from tests.integration.test_serving_tls import (
@@ -33,7 +34,6 @@ from tests.integration.test_serving_tls import (
     serving_address,
     unverified,
 )
-from workagent.kube import KubeClient
 
 # The subject is the manager's own endpoint; which API server it watches changes nothing.
 pytestmark = pytest.mark.kubesim_only(

@@ -22,12 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from schemas.wire import MANIFEST_WORK_FINALIZER
-from tests.conftest import eventually, pool_for
-from tests.support.targets import Cluster, open_cluster
-from workagent.agent import Agent, CollaboratorsFactory, run_agent
-from workagent.identity import applied_work_name, hub_hash
-from workagent.kube import (
+from ocmkit.kube import (
     APPLIED_MANIFESTWORKS,
     CRDS,
     MANIFESTWORKS,
@@ -36,7 +31,12 @@ from workagent.kube import (
     KubeClient,
     NotFound,
 )
-from workagent.runtime import LeaderElectionSettings
+from ocmkit.runtime import LeaderElectionSettings
+from schemas.wire import MANIFEST_WORK_FINALIZER
+from tests.conftest import eventually, pool_for
+from tests.support.targets import Cluster, open_cluster
+from workagent.agent import Agent, CollaboratorsFactory, run_agent
+from workagent.identity import applied_work_name, hub_hash
 from workagent.settings import AgentSettings
 
 REPO = Path(__file__).resolve().parents[2]

@@ -28,6 +28,18 @@ from typing import Any
 
 import pytest
 
+from ocmkit.kube import (
+    CONFIGMAPS,
+    DEPLOYMENTS,
+    MANIFESTWORKS,
+    ROLE_BINDINGS,
+    ROLES,
+    SERVICE_ACCOUNTS,
+    Conflict,
+    KubeClient,
+    Resource,
+)
+from ocmkit.runtime import Controller
 from tests.conftest import eventually
 from tests.integration.conftest import (
     CLUSTER,
@@ -45,18 +57,6 @@ from tests.integration.conftest import (
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 from workagent.controllers.manifestwork import QUEUE_NAME
-from workagent.kube import (
-    CONFIGMAPS,
-    DEPLOYMENTS,
-    MANIFESTWORKS,
-    ROLE_BINDINGS,
-    ROLES,
-    SERVICE_ACCOUNTS,
-    Conflict,
-    KubeClient,
-    Resource,
-)
-from workagent.runtime import Controller
 from workagent.settings import FEATURE_EXECUTOR_VALIDATING_CACHES
 
 AMW_KIND = "AppliedManifestWork"

@@ -14,6 +14,21 @@ import pytest
 import structlog.testing
 import yaml
 
+from ocmkit.kube import (
+    APPLIED_MANIFESTWORKS,
+    CONFIGMAPS,
+    CRDS,
+    DEPLOYMENTS,
+    LEASES,
+    MANIFESTWORKS,
+    NAMESPACES,
+    Invalid,
+    KubeClient,
+    KubeConfigError,
+    Resource,
+    ServerError,
+)
+from ocmkit.runtime import LeaderElectionSettings
 from tests.conftest import eventually
 from tests.integration.conftest import (
     CLUSTER,
@@ -38,21 +53,6 @@ from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 from workagent.agent import kubeconfig_server, run_agent
 from workagent.identity import hub_hash
-from workagent.kube import (
-    APPLIED_MANIFESTWORKS,
-    CONFIGMAPS,
-    CRDS,
-    DEPLOYMENTS,
-    LEASES,
-    MANIFESTWORKS,
-    NAMESPACES,
-    Invalid,
-    KubeClient,
-    KubeConfigError,
-    Resource,
-    ServerError,
-)
-from workagent.runtime import LeaderElectionSettings
 
 HELLO_DEPLOYMENT: dict[str, Any] = {
     "apiVersion": "apps/v1",

@@ -23,6 +23,18 @@ from typing import Any
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import (
+    APPLIED_MANIFESTWORKS,
+    CONFIGMAPS,
+    CRDS,
+    MANIFESTWORKS,
+    NAMESPACES,
+    KubeClient,
+    NotFound,
+    RESTMapper,
+    ServerError,
+)
+from ocmkit.runtime import Informer
 from schemas.crdgen import crd_for
 from schemas.wire import (
     APPLIED_MANIFEST_WORK_FINALIZER,
@@ -52,18 +64,6 @@ from workagent.controllers.deps import AgentDeps
 from workagent.controllers.eviction import EVICTION_DISABLED_AT_SECONDS
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
 from workagent.identity import applied_work_name, hub_hash
-from workagent.kube import (
-    APPLIED_MANIFESTWORKS,
-    CONFIGMAPS,
-    CRDS,
-    MANIFESTWORKS,
-    NAMESPACES,
-    KubeClient,
-    NotFound,
-    RESTMapper,
-    ServerError,
-)
-from workagent.runtime import Informer
 from workagent.settings import AgentSettings
 
 CLUSTER = "cluster1"

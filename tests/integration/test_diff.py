@@ -19,12 +19,12 @@ from typing import Any
 
 import yaml
 
+from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient
 from tests.integration.conftest import CLUSTER, REPO, configmap, hub_hash_of, work_body
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 from workagent.controllers.ownership import applied_work_owner
 from workagent.identity import applied_work_name
-from workagent.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient
 from workagent.settings import SPOKE_USER_AGENT
 
 

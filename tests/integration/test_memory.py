@@ -14,6 +14,7 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 from tests.conftest import eventually
 from tests.integration.conftest import (
     CLUSTER,
@@ -25,7 +26,6 @@ from tests.integration.conftest import (
 )
 from tests.integration.test_status import config, json_paths, running_agent, string, values_of
 from workagent.controllers.patcher import RecentWrites
-from workagent.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 from workagent.polledreads import LIST_THRESHOLD
 
 #: Enough ConfigMaps in one namespace for the status syncs to LIST them.

@@ -21,6 +21,7 @@ from typing import Any
 
 from prometheus_client.metrics_core import Metric
 
+from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 from tests.conftest import eventually
 from tests.integration.conftest import (
     CLUSTER,
@@ -35,7 +36,6 @@ from tests.integration.conftest import (
 from tests.integration.test_serving_tls import get, started, unverified
 from tests.metrics_reference import parse_scrape, samples, undocumented_or_missing, value
 from workagent.identity import applied_work_name
-from workagent.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 
 INTERVAL = 1.0
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ocmkit.kube import KubeClient, Resource
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
-from workagent.kube import KubeClient, Resource
 from workagent.polledreads import LIST_THRESHOLD, PolledReads
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)

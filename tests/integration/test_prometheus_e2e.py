@@ -29,11 +29,11 @@ import aiohttp
 import pytest
 import yaml
 
+from ocmkit.kube import MANIFESTWORKS, KubeClient
 from tests.charts.rendering import AGENT_MINIMAL, MONITORING, merged, render_agent
 from tests.conftest import eventually
 from tests.integration.conftest import configmap, update_work, wait_applied, work_body
 from tests.integration.test_serving_tls import started
-from workagent.kube import MANIFESTWORKS, KubeClient
 
 ALERT = "WorkAgentManifestWorkFailingToApply"
 #: The target's namespace label, as a Kubernetes scrape would attach it.

@@ -16,6 +16,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 from tests.conftest import eventually
 from tests.integration.conftest import (
     AgentRunner,
@@ -32,7 +33,6 @@ from tests.integration.conftest import (
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 from workagent.identity import applied_work_name
-from workagent.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 
 
 def owner_uids(obj: dict[str, Any]) -> list[str]:

@@ -24,9 +24,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.integration.conftest import AgentProcess, start_agent_process
-from workagent.kube import KubeClient
 
 SERVING = "serving metrics and health probes"
 

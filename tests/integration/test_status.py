@@ -21,6 +21,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import CONFIGMAPS, DEPLOYMENTS, JOBS, MANIFESTWORKS, NAMESPACES, KubeClient
 from tests.conftest import eventually
 from tests.integration.conftest import (
     CLUSTER,
@@ -38,7 +39,6 @@ from tests.integration.conftest import (
 )
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
-from workagent.kube import CONFIGMAPS, DEPLOYMENTS, JOBS, MANIFESTWORKS, NAMESPACES, KubeClient
 from workagent.settings import FEATURE_RAW_FEEDBACK_JSON_STRING
 from workagent.watchpool import FeedbackWatchPool
 

@@ -1,1 +1,1 @@
-"""Tests of workagent.kube against kubesim."""
+"""Tests of ocmkit.kube against kubesim."""

@@ -9,8 +9,8 @@ import pytest
 from aiohttp import web
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import NAMESPACES, KubeClient
 from tests.kube.helpers import NS, FakeServer
-from workagent.kube import NAMESPACES, KubeClient
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import REGISTRY
 
-from workagent.kube import KubeClient
-from workagent.kube.config import ClusterConfig
-from workagent.kube.credentials import StaticCredentials
+from ocmkit.kube import KubeClient
+from ocmkit.kube.config import ClusterConfig
+from ocmkit.kube.credentials import StaticCredentials
 
 NS = "demo"
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from kubesim.sim import KubeSim
-from workagent.kube import NAMESPACES, KubeClient, KubeConfigError, Unauthorized
-from workagent.kube import config as config_module
+from ocmkit.kube import NAMESPACES, KubeClient, KubeConfigError, Unauthorized
+from ocmkit.kube import config as config_module
 
 
 def _write(path: Path, doc: Any) -> str:

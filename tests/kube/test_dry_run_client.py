@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import CONFIGMAPS, KubeClient, NotFound
 from workagent.dryrun import DryRunClient, apply_merge_patch
-from workagent.kube import CONFIGMAPS, KubeClient, NotFound
 
 WRITES = ("create", "update", "patch", "delete")
 

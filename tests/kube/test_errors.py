@@ -10,8 +10,7 @@ import pytest
 from aiohttp import web
 
 from kubesim.sim import KubeSim
-from tests.kube.helpers import NS, FakeServer, cm, sample
-from workagent.kube import (
+from ocmkit.kube import (
     CONFIGMAPS,
     NAMESPACES,
     AlreadyExists,
@@ -28,7 +27,8 @@ from workagent.kube import (
     Unauthorized,
     Unreachable,
 )
-from workagent.kube.errors import error_from_status
+from ocmkit.kube.errors import error_from_status
+from tests.kube.helpers import NS, FakeServer, cm, sample
 
 
 async def test_not_found_already_exists_conflict_invalid_bad_request(client: KubeClient) -> None:

@@ -6,9 +6,7 @@ import contextlib
 from pathlib import Path
 
 from kubesim.sim import KubeSim
-from tests.conftest import Raw
-from tests.kube.helpers import NS, cm, sample
-from workagent.kube import (
+from ocmkit.kube import (
     CONFIGMAPS,
     DEPLOYMENTS,
     NAMESPACES,
@@ -16,6 +14,8 @@ from workagent.kube import (
     NotFound,
     default_user_agent,
 )
+from tests.conftest import Raw
+from tests.kube.helpers import NS, cm, sample
 
 
 async def test_user_agent_names_the_field_manager(client: KubeClient, raw: Raw) -> None:

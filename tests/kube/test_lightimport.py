@@ -14,16 +14,16 @@ from pathlib import Path
 import yaml
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import NAMESPACES, KubeClient
+from ocmkit.kube._lightimport import install
 from tests.kube.test_config import EXEC_PLUGIN
-from workagent.kube import NAMESPACES, KubeClient
-from workagent.kube._lightimport import install
 
 REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = """
 import asyncio, sys
 import workagent.agent  # everything the agent process imports
-from workagent.kube import NAMESPACES, KubeClient
+from ocmkit.kube import NAMESPACES, KubeClient
 
 def models_loaded():
     return sorted(m for m in sys.modules if m.startswith("kubernetes_asyncio.client.models"))

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient, TokenBucket
+from ocmkit.kube.config import load_kubeconfig
 from tests.kube.helpers import NS, sample
-from workagent.kube import CONFIGMAPS, NAMESPACES, KubeClient, TokenBucket
-from workagent.kube.config import load_kubeconfig
 
 
 class FakeTime:

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from kubesim.sim import KubeSim
-from tests.kube.helpers import NS, WIDGET_CRD
-from workagent.kube import (
+from ocmkit.kube import (
     CONFIGMAPS,
     CRDS,
     DEPLOYMENTS,
@@ -20,7 +19,8 @@ from workagent.kube import (
     RESTMapper,
     ServerError,
 )
-from workagent.kube.config import load_kubeconfig
+from ocmkit.kube.config import load_kubeconfig
+from tests.kube.helpers import NS, WIDGET_CRD
 
 
 class FakeTime:

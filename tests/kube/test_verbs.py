@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from kubesim.sim import KubeSim
-from tests.kube.helpers import NS, cm
-from workagent.kube import (
+from ocmkit.kube import (
     CONFIGMAPS,
     DEPLOYMENTS,
     NAMESPACES,
@@ -17,6 +16,7 @@ from workagent.kube import (
     KubeClient,
     NotFound,
 )
+from tests.kube.helpers import NS, cm
 
 
 def _deployment(name: str, replicas: int = 1) -> dict[str, Any]:

@@ -10,9 +10,7 @@ import pytest
 from aiohttp import web
 
 from kubesim.sim import KubeSim
-from tests.conftest import eventually
-from tests.kube.helpers import NS, FakeServer, cm
-from workagent.kube import (
+from ocmkit.kube import (
     CONFIGMAPS,
     NAMESPACES,
     Gone,
@@ -24,7 +22,9 @@ from workagent.kube import (
     Unreachable,
     WatchEvent,
 )
-from workagent.kube import client as client_module
+from ocmkit.kube import client as client_module
+from tests.conftest import eventually
+from tests.kube.helpers import NS, FakeServer, cm
 
 
 async def _open_watches(sim: KubeSim, n: int = 1) -> None:

@@ -11,8 +11,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kubesim.sim import KubeSim
-from workagent.kube import CONFIGMAPS, NAMESPACES, KubeClient, Resource
-from workagent.runtime import Informer, Object
+from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient, Resource
+from ocmkit.runtime import Informer, Object
 
 NS = "demo"
 

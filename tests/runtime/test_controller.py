@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 from prometheus_client import REGISTRY
 
+from ocmkit.kube import TooManyRequests
+from ocmkit.runtime import Controller, FakeClock, Result, TerminalError, WorkQueue
 from tests.conftest import eventually
-from workagent.kube import TooManyRequests
-from workagent.runtime import Controller, FakeClock, Result, TerminalError, WorkQueue
 
 
 class FakeInformer:

@@ -8,10 +8,10 @@ from typing import Any
 import structlog
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
+from ocmkit.runtime import Object, namespace_index
 from tests.conftest import eventually
 from tests.runtime.conftest import NS, InformerFactory, Recorder, cm, sample
-from workagent.kube import CONFIGMAPS, NAMESPACES, KubeClient
-from workagent.runtime import Object, namespace_index
 
 
 async def test_initial_sync_fills_the_cache_and_delivers_adds(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from ocmkit.kube import CONFIGMAPS, KubeClient
+from ocmkit.runtime import Object, strip_managed_fields
 from tests.conftest import eventually
 from tests.runtime.conftest import NS, InformerFactory, Recorder, cm
-from workagent.kube import CONFIGMAPS, KubeClient
-from workagent.runtime import Object, strip_managed_fields
 
 
 def cached(informer_store: Callable[[], Object | None]) -> Callable[[], Awaitable[bool]]:

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import LEASES, KubeClient, NotFound
+from ocmkit.runtime import LeaderElectionSettings, LeaderElector
 from tests.conftest import eventually
 from tests.runtime.conftest import NS, sample
-from workagent.kube import LEASES, KubeClient, NotFound
-from workagent.runtime import LeaderElectionSettings, LeaderElector
 
 LEASE = "test-lock"
 

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import structlog
 
-from tests.conftest import eventually
-from workagent.runtime import (
+from ocmkit.runtime import (
     Controller,
     FakeClock,
     WorkQueue,
@@ -21,6 +20,7 @@ from workagent.runtime import (
     parse_level,
     reconcile_context,
 )
+from tests.conftest import eventually
 
 
 @pytest.fixture

@@ -14,10 +14,8 @@ import pytest
 import structlog
 
 from kubesim.sim import KubeSim
-from tests.conftest import eventually
-from tests.runtime.conftest import NS, cm
-from workagent.kube import CONFIGMAPS, LEASES, NAMESPACES, ROLE_BINDINGS, ROLES, KubeClient
-from workagent.runtime import (
+from ocmkit.kube import CONFIGMAPS, LEASES, NAMESPACES, ROLE_BINDINGS, ROLES, KubeClient
+from ocmkit.runtime import (
     Controller,
     HealthChecks,
     Informer,
@@ -31,6 +29,8 @@ from workagent.runtime import (
     parse_bind_address,
     run_main,
 )
+from tests.conftest import eventually
+from tests.runtime.conftest import NS, cm
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Serving contexts of ``workagent.runtime.tls`` behind a real ObservabilityServer."""
+"""Serving contexts of ``ocmkit.runtime.tls`` behind a real ObservabilityServer."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from workagent.runtime import ObservabilityServer
-from workagent.runtime.tls import TLSConfigError, default_hostnames, serving_context
+from ocmkit.runtime import ObservabilityServer
+from ocmkit.runtime.tls import TLSConfigError, default_hostnames, serving_context
 
 
 @contextlib.asynccontextmanager
@@ -121,7 +121,7 @@ def test_the_certificate_is_made_out_of_process() -> None:
     """``cryptography`` (about 10 MiB resident) never loads into the agent."""
     script = (
         "import sys, workagent.agent\n"
-        "from workagent.runtime.tls import serving_context\n"
+        "from ocmkit.runtime.tls import serving_context\n"
         "serving_context()\n"
         "assert not [m for m in sys.modules if m.startswith('cryptography')], 'loaded'\n"
         "print('ok')\n"

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from prometheus_client import REGISTRY
 
-from workagent.runtime import (
+from ocmkit.runtime import (
     BucketRateLimiter,
     FakeClock,
     ItemExponentialFailureRateLimiter,

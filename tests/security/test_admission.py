@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
+from ocmkit.kube import MANIFESTWORKS, NAMESPACES, Invalid, KubeClient
 from tests.integration.conftest import CLUSTER, CRD_DIR, HUB_CRDS, work_body
 from tests.support.prepare import install_crds
 from tests.support.targets import Cluster
-from workagent.kube import MANIFESTWORKS, NAMESPACES, Invalid, KubeClient
 
 CONFIGMAP = {
     "apiVersion": "v1",

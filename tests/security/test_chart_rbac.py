@@ -18,6 +18,19 @@ from typing import Any
 
 import pytest
 
+from ocmkit.kube import (
+    APPLIED_MANIFESTWORKS,
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CONFIGMAPS,
+    LEASES,
+    MANIFESTWORKS,
+    ROLE_BINDINGS,
+    ROLES,
+    SERVICE_ACCOUNTS,
+    KubeClient,
+)
+from ocmkit.runtime import LeaderElectionSettings
 from schemas.wire import GATE_EXECUTOR_VALIDATING_CACHES
 from tests.charts.rendering import (
     AGENT_NAMESPACE,
@@ -48,19 +61,6 @@ from tests.support.prepare import (
     wait_allowed,
 )
 from tests.support.targets import open_cluster
-from workagent.kube import (
-    APPLIED_MANIFESTWORKS,
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    CONFIGMAPS,
-    LEASES,
-    MANIFESTWORKS,
-    ROLE_BINDINGS,
-    ROLES,
-    SERVICE_ACCOUNTS,
-    KubeClient,
-)
-from workagent.runtime import LeaderElectionSettings
 from workagent.settings import LEASE_NAME
 
 Rule = tuple[str, str, frozenset[str]]  # (API group, resource, verbs)

@@ -17,6 +17,16 @@ from typing import Any
 
 import pytest
 
+from ocmkit.kube import (
+    CLUSTER_ROLES,
+    CONFIGMAPS,
+    CRDS,
+    MANIFESTWORKS,
+    ROLE_BINDINGS,
+    ROLES,
+    KubeClient,
+    Resource,
+)
 from schemas.wire import GATE_EXECUTOR_VALIDATING_CACHES
 from tests.conftest import eventually
 from tests.integration.conftest import (
@@ -27,16 +37,6 @@ from tests.integration.conftest import (
     manifest_statuses,
     wait_applied,
     work_body,
-)
-from workagent.kube import (
-    CLUSTER_ROLES,
-    CONFIGMAPS,
-    CRDS,
-    MANIFESTWORKS,
-    ROLE_BINDINGS,
-    ROLES,
-    KubeClient,
-    Resource,
 )
 
 SA_NS, SA_NAME = "default", "limited"

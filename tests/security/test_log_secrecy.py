@@ -27,20 +27,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from schemas.wire import (
-    DECISION_GROUP_INDEX_LABEL,
-    DECISION_GROUP_NAME_LABEL,
-    GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
-    GATE_MANIFEST_WORK_REPLICA_SET,
-    GATE_RAW_FEEDBACK_JSON_STRING,
-    PLACEMENT_LABEL,
-)
-from tests.conftest import eventually, pool_for
-from tests.security.processes import REPO, ChildProcess, free_port, start_module
-from tests.support.prepare import ensure_namespace, install_crds, typed, wait_admission
-from tests.support.targets import Cluster, open_cluster
-from tests.webhook.helpers import install_cert, make_cert
-from workagent.kube import (
+from ocmkit.kube import (
     APPLIED_MANIFESTWORKS,
     CONFIGMAPS,
     MANIFESTWORK_REPLICASETS,
@@ -54,6 +41,19 @@ from workagent.kube import (
     NotFound,
     Resource,
 )
+from schemas.wire import (
+    DECISION_GROUP_INDEX_LABEL,
+    DECISION_GROUP_NAME_LABEL,
+    GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
+    GATE_MANIFEST_WORK_REPLICA_SET,
+    GATE_RAW_FEEDBACK_JSON_STRING,
+    PLACEMENT_LABEL,
+)
+from tests.conftest import eventually, pool_for
+from tests.security.processes import REPO, ChildProcess, free_port, start_module
+from tests.support.prepare import ensure_namespace, install_crds, typed, wait_admission
+from tests.support.targets import Cluster, open_cluster
+from tests.webhook.helpers import install_cert, make_cert
 
 CLUSTER = "cluster1"
 CRD_DIR = REPO / "charts" / "crds"

@@ -38,6 +38,17 @@ from typing import Any
 
 from kubesim.errors import ApiError
 from kubesim.sim import KubeSim
+from ocmkit.kube import (
+    APPLIED_MANIFESTWORKS,
+    CONFIGMAPS,
+    MANIFESTWORKS,
+    NAMESPACES,
+    AlreadyExists,
+    KubeClient,
+    KubeError,
+    NotFound,
+    Unreachable,
+)
 from tests.faults.harness import (
     AGENT_ON_HUB,
     AGENT_ON_SPOKE,
@@ -61,17 +72,6 @@ from tests.soak.agent import AgentProcesses
 from tests.soak.report import Checkpoint, Report
 from tests.soak.workload import NAMESPACE, POISON, Work, Workload, poison_manifests
 from workagent.identity import applied_work_name, hub_hash, work_name_of
-from workagent.kube import (
-    APPLIED_MANIFESTWORKS,
-    CONFIGMAPS,
-    MANIFESTWORKS,
-    NAMESPACES,
-    AlreadyExists,
-    KubeClient,
-    KubeError,
-    NotFound,
-    Unreachable,
-)
 
 #: Relative weights of the operations once each has happened once.
 OP_WEIGHTS = {"create": 3, "change-manifests": 4, "change-labels": 2, "delete": 2}

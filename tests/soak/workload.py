@@ -14,9 +14,9 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
+from ocmkit.kube import CONFIGMAPS, DEPLOYMENTS, SECRETS
 from tests.faults.invariants import ObjectKey
 from tests.integration.conftest import configmap
-from workagent.kube import CONFIGMAPS, DEPLOYMENTS, SECRETS
 
 NAMESPACE = "default"
 #: A work that can never be fully applied (its second ConfigMap's namespace does not

@@ -32,9 +32,7 @@ from typing import Any
 import yaml
 
 from kubesim.sim import KubeSim
-from tests.conftest import eventually
-from tests.support.targets import Cluster
-from workagent.kube import (
+from ocmkit.kube import (
     CLUSTER_ROLES,
     CRDS,
     NAMESPACES,
@@ -47,6 +45,8 @@ from workagent.kube import (
     NotFound,
     Resource,
 )
+from tests.conftest import eventually
+from tests.support.targets import Cluster
 
 
 def is_kubesim(cluster: Cluster) -> bool:

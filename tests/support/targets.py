@@ -29,10 +29,10 @@ from types import FrameType
 from typing import Any, Protocol
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import KubeClient
 from tests.support.controlplane import ControlPlane, Etcd
 from tests.support.workloads import USER_AGENT as WORKLOADS_USER_AGENT
 from tests.support.workloads import ClusterWorkloads
-from workagent.kube import KubeClient
 
 KUBESIM = "kubesim"
 REAL = "real"

@@ -32,8 +32,8 @@ from kubesim.workloads import (
     restart_trigger,
     status_patch,
 )
-from workagent.kube import Conflict, KubeClient, KubeError, NotFound, Resource
-from workagent.runtime import Informer
+from ocmkit.kube import Conflict, KubeClient, KubeError, NotFound, Resource
+from ocmkit.runtime import Informer
 
 USER_AGENT = "workload-simulator"
 #: The kind of each simulated resource (``SIMULATED`` names them by plural).

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import workagent.__main__ as entry
+from ocmkit.runtime import LeaderElectionSettings
 from workagent.cli import (
     AgentCommand,
     ShowText,
@@ -26,7 +27,6 @@ from workagent.cli import (
     parse_go_float,
     parse_go_int,
 )
-from workagent.runtime import LeaderElectionSettings
 from workagent.settings import (
     FEATURE_EXECUTOR_VALIDATING_CACHES,
     FEATURE_RAW_FEEDBACK_JSON_STRING,
@@ -688,7 +688,7 @@ def fake_agent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[AgentSettings]]
     module = types.ModuleType("workagent.agent")
     module.run = run  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "workagent.agent", module)
-    monkeypatch.setattr("workagent.runtime.configure_logging", lambda *a, **k: None)
+    monkeypatch.setattr("ocmkit.runtime.configure_logging", lambda *a, **k: None)
     yield calls
 
 
@@ -711,7 +711,7 @@ def test_execute_passes_the_agent_exit_code(
 def test_execute_without_an_agent_in_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
     # None in sys.modules makes the import fail as if the module did not exist.
     monkeypatch.setitem(sys.modules, "workagent.agent", None)
-    monkeypatch.setattr("workagent.runtime.configure_logging", lambda *a, **k: None)
+    monkeypatch.setattr("ocmkit.runtime.configure_logging", lambda *a, **k: None)
     err = io.StringIO()
     assert entry.execute(["agent", "--spoke-cluster-name=c1"], stderr=err) == 1
     assert err.getvalue() == "workagent: the agent is not available in this build\n"

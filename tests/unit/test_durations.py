@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from workagent.durations import (
+from ocmkit.durations import (
     HOUR,
     MAX_DURATION,
     MICROSECOND,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from ocmkit.kube import ServerError, TooManyRequests
 from workagent.controllers.deletion import (
     DeletionFailed,
     ResourceDeletionError,
     describe_entry,
     resource_of,
 )
-from workagent.kube import ServerError, TooManyRequests
 
 DEPLOYMENT = {
     "group": "apps",

@@ -10,9 +10,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kubesim.sim import KubeSim
+from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient, Resource
+from ocmkit.runtime import HealthChecks
 from tests.conftest import eventually
-from workagent.kube import CONFIGMAPS, NAMESPACES, KubeClient, Resource
-from workagent.runtime import HealthChecks
 from workagent.watchpool import FeedbackWatchPool, WatchKey
 
 CM_V1 = CONFIGMAPS

@@ -7,6 +7,9 @@ from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from ocmkit.kube import MANIFESTWORKS, Forbidden, Invalid, KubeClient, Unreachable
+from ocmkit.runtime import Informer
+from ocmkit.runtime.metrics import ScrapeGauge
 from workagent.apply import IgnoreFieldsError, InvalidManifest, ServerSideApplyConflict
 from workagent.controllers.manifests import ManifestError, UnknownResourceType
 from workagent.controllers.metrics import (
@@ -17,9 +20,6 @@ from workagent.controllers.metrics import (
     failure_reason,
 )
 from workagent.executor.base import InvalidExecutorError
-from workagent.kube import MANIFESTWORKS, Forbidden, Invalid, KubeClient, Unreachable
-from workagent.runtime import Informer
-from workagent.runtime.metrics import ScrapeGauge
 
 
 class Clock:

@@ -51,6 +51,7 @@ from cryptography.x509.oid import NameOID
 
 from hubcontroller.controllers.replicaset_writes import merge_patch
 from hubcontroller.webhook import WebhookServer, WebhookSettings, run_webhook_server
+from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient
 from schemas.wire import GATE_MANIFEST_WORK_REPLICA_SET, GATE_NIL_EXECUTOR_VALIDATING
 from tests.conftest import Kubectl, pool_for
 from tests.support.prepare import (
@@ -60,7 +61,6 @@ from tests.support.prepare import (
     wait_allowed,
 )
 from tests.support.targets import KUBESIM, Cluster, PlanePool, open_cluster
-from workagent.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module")]
 

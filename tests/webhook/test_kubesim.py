@@ -20,6 +20,13 @@ from hubcontroller.webhook import (
     validate,
 )
 from kubesim.sim import KubeSim
+from ocmkit.kube import (
+    CLUSTER_ROLES,
+    NAMESPACES,
+    ROLE_BINDINGS,
+    KubeClient,
+    KubeError,
+)
 from schemas import wire
 from tests.conftest import pool_for
 from tests.support.prepare import service_account_user, wait_allowed
@@ -34,13 +41,6 @@ from tests.webhook.helpers import (
     manifest_work,
     response,
     review,
-)
-from workagent.kube import (
-    CLUSTER_ROLES,
-    NAMESPACES,
-    ROLE_BINDINGS,
-    KubeClient,
-    KubeError,
 )
 
 RBAC = "rbac.authorization.k8s.io/v1"

@@ -6,6 +6,7 @@ from typing import Any
 
 from hubcontroller.webhook import MANIFESTWORK, ExecuteAsRequest, ValidationOptions, validate
 from hubcontroller.webhook.admission import UserInfo
+from ocmkit.kube import Forbidden, Unreachable
 from schemas import wire
 from tests.webhook.helpers import (
     CLUSTER,
@@ -18,7 +19,6 @@ from tests.webhook.helpers import (
     response,
     review,
 )
-from workagent.kube import Forbidden, Unreachable
 
 NIL_EXECUTOR = ValidationOptions(feature_gates=frozenset({wire.GATE_NIL_EXECUTOR_VALIDATING}))
 

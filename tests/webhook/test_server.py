@@ -367,7 +367,7 @@ async def test_hub_client_configuration_order(
     sim: KubeSim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from hubcontroller.webhook.server import hub_client
-    from workagent.kube import KubeConfigError
+    from ocmkit.kube import KubeConfigError
 
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ocmkit.kube import Resource
 from schemas.work_v1 import ManifestConfigOption
-from workagent.kube import Resource
 
 
 @dataclass(frozen=True)

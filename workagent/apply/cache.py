@@ -20,7 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from workagent.kube import KubeError
+from ocmkit.kube import KubeError
 
 #: (work name, API group, kind, namespace, name)
 CacheKey = tuple[str, str, str, str, str]

@@ -14,11 +14,11 @@ from typing import Any
 
 import structlog
 
+from ocmkit.kube import AlreadyExists, Forbidden, KubeClient, NotFound
 from workagent.apply.base import ApplyRequest
 from workagent.apply.merge import for_create
 from workagent.apply.owners import ensure_owner
 from workagent.apply.prepare import Target, prepare
-from workagent.kube import AlreadyExists, Forbidden, KubeClient, NotFound
 
 log = structlog.get_logger(__name__)
 

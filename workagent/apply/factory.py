@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ocmkit.kube import KubeClient
 from schemas.work_v1 import UpdateStrategy, UpdateStrategyType
 from workagent.apply.base import Applier
 from workagent.apply.cache import ApplyCache
@@ -9,7 +10,6 @@ from workagent.apply.create_only import CreateOnlyApplier
 from workagent.apply.read_only import ReadOnlyApplier
 from workagent.apply.server_side import DEFAULT_FIELD_MANAGER, ServerSideApplier
 from workagent.apply.update import UpdateApplier
-from workagent.kube import KubeClient
 
 
 class Appliers:

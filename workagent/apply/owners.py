@@ -15,7 +15,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from workagent.kube import KubeClient, Resource
+from ocmkit.kube import KubeClient, Resource
 
 #: Suffix of an owner reference's uid that turns it into a removal marker.
 REMOVAL_MARKER_SUFFIX = "-"

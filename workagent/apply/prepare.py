@@ -14,8 +14,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from ocmkit.kube import BadRequest, Resource
 from workagent.apply.base import ApplyRequest
-from workagent.kube import BadRequest, Resource
 
 
 @dataclass(frozen=True)

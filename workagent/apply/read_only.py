@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ocmkit.kube import KubeClient, NotFound
 from workagent.apply.base import ApplyRequest
 from workagent.apply.prepare import prepare
-from workagent.kube import KubeClient, NotFound
 
 
 class ReadOnlyApplier:

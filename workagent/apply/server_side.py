@@ -29,12 +29,12 @@ from typing import Any, Final
 
 import structlog
 
+from ocmkit.kube import Conflict, KubeClient, NotFound
 from schemas.work_v1 import ServerSideApplyConfig
 from workagent.apply.base import ApplyRequest, ServerSideApplyConflict
 from workagent.apply.ignore_fields import trim
 from workagent.apply.owners import ensure_owner
 from workagent.apply.prepare import prepare
-from workagent.kube import Conflict, KubeClient, NotFound
 
 log = structlog.get_logger(__name__)
 

@@ -23,12 +23,12 @@ from typing import Any, Final
 
 import structlog
 
+from ocmkit.kube import AlreadyExists, Forbidden, Invalid, KubeClient, NotFound
 from workagent.apply.base import ApplyRequest
 from workagent.apply.cache import ApplyCache, CacheEntry, CacheKey, digest
 from workagent.apply.kinds import Plan, rules_for
 from workagent.apply.merge import MISSING, for_create
 from workagent.apply.prepare import Target, prepare
-from workagent.kube import AlreadyExists, Forbidden, Invalid, KubeClient, NotFound
 
 log = structlog.get_logger(__name__)
 

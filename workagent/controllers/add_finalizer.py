@@ -12,11 +12,11 @@ from typing import Any
 
 import structlog
 
+from ocmkit.kube import MANIFESTWORKS, NotFound
+from ocmkit.runtime import Controller, Result, WorkQueue
 from schemas.wire import MANIFEST_WORK_FINALIZER
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.patcher import patch_metadata_and_spec
-from workagent.kube import MANIFESTWORKS, NotFound
-from workagent.runtime import Controller, Result, WorkQueue
 
 log = structlog.get_logger(__name__)
 

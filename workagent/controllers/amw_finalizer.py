@@ -16,6 +16,14 @@ from typing import Any
 
 import structlog
 
+from ocmkit.kube import APPLIED_MANIFESTWORKS, NotFound
+from ocmkit.runtime import (
+    Controller,
+    ItemExponentialFailureRateLimiter,
+    Object,
+    Result,
+    WorkQueue,
+)
 from schemas.wire import APPLIED_MANIFEST_WORK_FINALIZER
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting
 from workagent.controllers.deletion import DeletionFailed, delete_applied_resources
@@ -24,14 +32,6 @@ from workagent.controllers.metrics import ORPHAN_WORK_DELETED
 from workagent.controllers.ownership import applied_work_owner
 from workagent.controllers.patcher import patch_metadata_and_spec, patch_status
 from workagent.identity import applied_work_name
-from workagent.kube import APPLIED_MANIFESTWORKS, NotFound
-from workagent.runtime import (
-    Controller,
-    ItemExponentialFailureRateLimiter,
-    Object,
-    Result,
-    WorkQueue,
-)
 
 log = structlog.get_logger(__name__)
 

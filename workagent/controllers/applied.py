@@ -15,6 +15,8 @@ from typing import Any
 
 import structlog
 
+from ocmkit.kube import KubeError, NotFound
+from ocmkit.runtime import ItemExponentialFailureRateLimiter
 from schemas.wire import CONDITION_APPLIED
 from workagent.controllers.apply_results import ManifestResult
 from workagent.controllers.conditions import find_condition
@@ -22,8 +24,6 @@ from workagent.controllers.deletion import delete_applied_resources
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.metrics import ORPHAN_REMOVED_FROM_WORK
 from workagent.controllers.ownership import applied_work_owner
-from workagent.kube import KubeError, NotFound
-from workagent.runtime import ItemExponentialFailureRateLimiter
 
 log = structlog.get_logger(__name__)
 

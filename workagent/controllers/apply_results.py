@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from workagent.kube import Resource
+from ocmkit.kube import Resource
 
 
 @dataclass

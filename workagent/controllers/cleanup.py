@@ -8,11 +8,11 @@ hub ManifestWork and spoke AppliedManifestWork informers of ``deps``.
 
 from __future__ import annotations
 
+from ocmkit.runtime import Controller
 from workagent.controllers.amw_finalizer import AppliedManifestWorkFinalizer
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.eviction import UnmanagedAppliedWorkEvictor
 from workagent.controllers.mw_finalizer import ManifestWorkFinalizer
-from workagent.runtime import Controller
 
 
 def cleanup_controllers(deps: AgentDeps) -> list[Controller]:

@@ -31,11 +31,11 @@ from typing import Any
 import structlog
 from prometheus_client import Counter
 
+from ocmkit.kube import Conflict, KubeClient, NotFound, Resource
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.metrics import ORPHAN_DELETIONS, ORPHAN_WORK_DELETED
 from workagent.controllers.ownership import is_applied_work_reference
 from workagent.controllers.patcher import with_preconditions
-from workagent.kube import Conflict, KubeClient, NotFound, Resource
 
 log = structlog.get_logger(__name__)
 

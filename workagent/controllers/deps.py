@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ocmkit.kube import KubeClient, RESTMapper
+from ocmkit.runtime import Informer
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply.base import Applier
 from workagent.conditions import ConditionRuleEvaluator
 from workagent.controllers.metrics import StatusSyncs
 from workagent.executor.base import ExecutorValidator
-from workagent.kube import KubeClient, RESTMapper
 from workagent.polledreads import PolledReads
-from workagent.runtime import Informer
 from workagent.settings import AgentSettings
 from workagent.sources.base import WorkClient
 from workagent.watchpool import FeedbackWatchPool

@@ -20,14 +20,14 @@ from enum import Enum
 
 import structlog
 
+from ocmkit.kube import APPLIED_MANIFESTWORKS, NotFound
+from ocmkit.runtime import Controller, Object, Result, WorkQueue
 from schemas.meta import format_time, now, parse_time
 from workagent.controllers.add_finalizer import is_deleting, work_from_cache
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.metrics import EVICTIONS
 from workagent.controllers.patcher import patch_status
 from workagent.identity import applied_work_name, work_name_of
-from workagent.kube import APPLIED_MANIFESTWORKS, NotFound
-from workagent.runtime import Controller, Object, Result, WorkQueue
 from workagent.settings import EVICTION_DISABLED_AT
 
 log = structlog.get_logger(__name__)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ocmkit.kube import NoKindMatch, RESTMapper, split_api_version
 from workagent.controllers.apply_results import ManifestResult, empty_meta
-from workagent.kube import NoKindMatch, RESTMapper, split_api_version
 
 _RANKS: dict[str, int] = {}
 for _rank, _kinds in enumerate(

@@ -31,6 +31,22 @@ from typing import Any
 
 import structlog
 
+from ocmkit.kube import (
+    APPLIED_MANIFESTWORKS,
+    MANIFESTWORKS,
+    AlreadyExists,
+    Conflict,
+    KubeError,
+    NotFound,
+)
+from ocmkit.runtime import (
+    Controller,
+    ItemExponentialFailureRateLimiter,
+    Result,
+    TerminalError,
+    WorkQueue,
+    bound_context,
+)
 from schemas.meta import now
 from schemas.wire import (
     APPLIED_MANIFEST_WORK_FINALIZER,
@@ -78,22 +94,6 @@ from workagent.executor.base import (
     NotAllowedError,
 )
 from workagent.identity import applied_work_name, work_name_of
-from workagent.kube import (
-    APPLIED_MANIFESTWORKS,
-    MANIFESTWORKS,
-    AlreadyExists,
-    Conflict,
-    KubeError,
-    NotFound,
-)
-from workagent.runtime import (
-    Controller,
-    ItemExponentialFailureRateLimiter,
-    Result,
-    TerminalError,
-    WorkQueue,
-    bound_context,
-)
 
 log = structlog.get_logger(__name__)
 

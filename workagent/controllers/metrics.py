@@ -3,7 +3,7 @@
 Two kinds:
 
 - views of the hub ManifestWork cache, computed at scrape time
-  (:class:`~workagent.runtime.metrics.ScrapeGauge`): works by work-level
+  (:class:`~ocmkit.runtime.metrics.ScrapeGauge`): works by work-level
   condition, manifests by manifest-level condition, and the status syncs'
   age and read modes. They are right by construction and a deleted work
   leaves no series behind;
@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import Counter, Histogram
 
+from ocmkit.kube import KubeError
+from ocmkit.runtime import Informer, Object
+from ocmkit.runtime.metrics import Sample, SampleSource, ScrapeGauge
 from schemas.wire import CONDITION_APPLIED
 from workagent.apply import IgnoreFieldsError, InvalidManifest, ServerSideApplyConflict
 from workagent.controllers.manifests import ManifestError, UnknownResourceType
 from workagent.executor.base import InvalidExecutorError, NotAllowedError
-from workagent.kube import KubeError
-from workagent.runtime import Informer, Object
-from workagent.runtime.metrics import Sample, SampleSource, ScrapeGauge
 
 if TYPE_CHECKING:
     from workagent.controllers.deps import AgentDeps

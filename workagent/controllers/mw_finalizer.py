@@ -16,6 +16,14 @@ from typing import Any
 
 import structlog
 
+from ocmkit.kube import APPLIED_MANIFESTWORKS, MANIFESTWORKS, Conflict, NotFound
+from ocmkit.runtime import (
+    Controller,
+    ItemExponentialFailureRateLimiter,
+    Object,
+    Result,
+    WorkQueue,
+)
 from schemas.meta import now
 from schemas.wire import (
     CONDITION_DELETING,
@@ -27,14 +35,6 @@ from workagent.controllers.conditions import new_condition, set_condition
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.patcher import RecentWrites, patch_metadata_and_spec, patch_status
 from workagent.identity import applied_work_name, work_name_of
-from workagent.kube import APPLIED_MANIFESTWORKS, MANIFESTWORKS, Conflict, NotFound
-from workagent.runtime import (
-    Controller,
-    ItemExponentialFailureRateLimiter,
-    Object,
-    Result,
-    WorkQueue,
-)
 
 log = structlog.get_logger(__name__)
 

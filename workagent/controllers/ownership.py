@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ocmkit.kube import APPLIED_MANIFESTWORKS, split_api_version
 from schemas.work_v1 import DeleteOption, DeletePropagationPolicyType
-from workagent.kube import APPLIED_MANIFESTWORKS, split_api_version
 
 #: apiVersion and kind of an owner reference to an AppliedManifestWork.
 APPLIED_WORK_API_VERSION = APPLIED_MANIFESTWORKS.api_version

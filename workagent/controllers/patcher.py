@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from workagent.kube import KubeClient, Resource
+from ocmkit.kube import KubeClient, Resource
 from workagent.sources.base import WorkClient
 
 _Absent = object()

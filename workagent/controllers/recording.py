@@ -24,10 +24,7 @@ from typing import Any
 
 import structlog
 
-from workagent.controllers.applied import Identity, entry_identity, sort_entries
-from workagent.controllers.apply_results import ManifestResult
-from workagent.controllers.patcher import patch_status
-from workagent.kube import (
+from ocmkit.kube import (
     APPLIED_MANIFESTWORKS,
     KubeClient,
     KubeError,
@@ -35,7 +32,10 @@ from workagent.kube import (
     RESTMapper,
     split_api_version,
 )
-from workagent.runtime import Object
+from ocmkit.runtime import Object
+from workagent.controllers.applied import Identity, entry_identity, sort_entries
+from workagent.controllers.apply_results import ManifestResult
+from workagent.controllers.patcher import patch_status
 
 log = structlog.get_logger(__name__)
 

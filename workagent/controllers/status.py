@@ -40,6 +40,8 @@ from typing import Any
 
 import structlog
 
+from ocmkit.kube import MANIFESTWORKS, Conflict, KubeError, NotFound, Resource
+from ocmkit.runtime import Controller, Object, Result, TerminalError, WorkQueue, bound_context
 from schemas.meta import now
 from schemas.wire import (
     CONDITION_APPLIED,
@@ -74,8 +76,6 @@ from workagent.controllers.manifestwork import _log_fields, describe_error
 from workagent.controllers.metrics import MODE_POLL, MODE_WATCH
 from workagent.controllers.patcher import RecentWrites, normalized, patch_status
 from workagent.feedback import is_cheap, read_feedback
-from workagent.kube import MANIFESTWORKS, Conflict, KubeError, NotFound, Resource
-from workagent.runtime import Controller, Object, Result, TerminalError, WorkQueue, bound_context
 from workagent.settings import FEATURE_RAW_FEEDBACK_JSON_STRING
 from workagent.watchpool import FeedbackWatchPool
 

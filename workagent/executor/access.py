@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ocmkit.kube import SUBJECT_ACCESS_REVIEWS, KubeClient, ServerError
 from workagent.executor.subject import ManifestTarget, ServiceAccountExecutor
-from workagent.kube import SUBJECT_ACCESS_REVIEWS, KubeClient, ServerError
 
 # What applying a manifest needs, in the order OCM asks (the first denial stops).
 APPLY_VERBS = ("create", "update", "patch", "get")

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from ocmkit.kube import Resource
+from ocmkit.runtime import Controller, Informer
 from schemas.work_v1 import ManifestWorkExecutor
-from workagent.kube import Resource
-from workagent.runtime import Controller, Informer
 
 NOT_ALLOWED_REQUEUE_SECONDS = 60.0
 

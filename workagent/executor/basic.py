@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ocmkit.kube import KubeClient, Resource
+from ocmkit.runtime import Controller, Informer
 from schemas.work_v1 import ManifestWorkExecutor
 from workagent.executor.access import AccessReviewer
 from workagent.executor.escalation import AccessReviewEscalationChecker, EscalationChecker
 from workagent.executor.subject import ManifestTarget, not_allowed, service_account_of
-from workagent.kube import KubeClient, Resource
-from workagent.runtime import Controller, Informer
 
 
 class BasicExecutorValidator:

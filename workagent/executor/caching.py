@@ -30,6 +30,23 @@ from typing import Any
 
 import structlog
 
+from ocmkit.kube import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    ROLE_BINDINGS,
+    ROLES,
+    KubeClient,
+    Resource,
+)
+from ocmkit.runtime import (
+    Clock,
+    Controller,
+    Informer,
+    MonotonicClock,
+    Object,
+    Result,
+    WorkQueue,
+)
 from schemas.work_v1 import ManifestWorkExecutor
 from workagent.executor.access import AccessReviewer
 from workagent.executor.aggregation import aggregators_of, labels_of
@@ -50,23 +67,6 @@ from workagent.executor.subject import (
     ServiceAccountExecutor,
     not_allowed,
     service_account_of,
-)
-from workagent.kube import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    ROLE_BINDINGS,
-    ROLES,
-    KubeClient,
-    Resource,
-)
-from workagent.runtime import (
-    Clock,
-    Controller,
-    Informer,
-    MonotonicClock,
-    Object,
-    Result,
-    WorkQueue,
 )
 
 log = structlog.get_logger(__name__)

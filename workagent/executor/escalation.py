@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from ocmkit.kube import CLUSTER_ROLES, ROLES, KubeClient, NotFound
 from workagent.executor.access import (
     Access,
     AccessReviewer,
@@ -45,7 +46,6 @@ from workagent.executor.subject import (
     ServiceAccountExecutor,
     escalation_not_allowed,
 )
-from workagent.kube import CLUSTER_ROLES, ROLES, KubeClient, NotFound
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 ROLE_RESOURCES = {"roles": "Role", "clusterroles": "ClusterRole"}

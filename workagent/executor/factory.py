@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ocmkit.kube import KubeClient
 from workagent.executor.base import ManagedExecutorValidator
 from workagent.executor.basic import BasicExecutorValidator
 from workagent.executor.caching import CachingExecutorValidator
-from workagent.kube import KubeClient
 
 
 def build_executor_validator(spoke: KubeClient, *, caching: bool) -> ManagedExecutorValidator:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ocmkit.kube import Resource
 from schemas.work_v1 import ExecutorSubjectType, ManifestWorkExecutor
 from workagent.executor.base import InvalidExecutorError, NotAllowedError
-from workagent.kube import Resource
 
 SERVICE_ACCOUNT_USER_PREFIX = "system:serviceaccount:"
 SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
 
-from workagent.feedback.govalues import (
+from ocmkit.govalues import (
     INT64_MAX,
     INT64_MIN,
     GoInt,

@@ -13,19 +13,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from schemas.wire import (
-    REASON_NO_STATUS_FEEDBACK_SYNCED,
-    REASON_STATUS_FEEDBACK_SYNC_FAILED,
-    REASON_STATUS_FEEDBACK_SYNCED,
-)
-from schemas.work_v1 import FeedbackRule, FeedbackRuleType
-from workagent.feedback.govalues import (
+from ocmkit.govalues import (
     GoJSONError,
     JSONTooLong,
     go_marshal,
     go_type_name,
     is_go_int64,
 )
+from schemas.wire import (
+    REASON_NO_STATUS_FEEDBACK_SYNCED,
+    REASON_STATUS_FEEDBACK_SYNC_FAILED,
+    REASON_STATUS_FEEDBACK_SYNCED,
+)
+from schemas.work_v1 import FeedbackRule, FeedbackRuleType
 from workagent.feedback.jsonpath import (
     MAX_PATH_LENGTH,
     JSONPathEvalError,

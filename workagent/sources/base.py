@@ -4,7 +4,7 @@ A :class:`WorkSource` gives the agent a :class:`WorkClient` (the works
 informer lists and watches through it; the controllers get and patch works
 through it) and the hub hash; a source that needs a connection of its own
 also gives a :class:`SourceService` for the manager to run. The kube source's
-client is the hub's :class:`~workagent.kube.KubeClient` itself; the
+client is the hub's :class:`~ocmkit.kube.KubeClient` itself; the
 CloudEvents sources' is a :class:`~workagent.sources.store.LocalWorkStore`.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from workagent.kube import Resource
-from workagent.runtime.informer import ListWatcher
+from ocmkit.kube import Resource
+from ocmkit.runtime.informer import ListWatcher
 
 
 class WorkClient(ListWatcher, Protocol):

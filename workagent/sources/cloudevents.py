@@ -19,8 +19,8 @@ from typing import Any
 
 import structlog
 
-from workagent.cloudevents import CloudEvent, EventDecodeError, EventType
-from workagent.cloudevents.event import (
+from ocmkit.cloudevents import CloudEvent, EventDecodeError, EventType
+from ocmkit.cloudevents.event import (
     CONDITION_DELETED,
     EXT_CLUSTER_NAME,
     EXT_RESOURCE_ID,
@@ -34,7 +34,7 @@ from workagent.cloudevents.event import (
     format_time,
     utcnow,
 )
-from workagent.cloudevents.works import (
+from ocmkit.cloudevents.works import (
     SequenceIds,
     SpecRejected,
     spec_resync_request,
@@ -43,8 +43,8 @@ from workagent.cloudevents.works import (
     status_hashes,
     work_from_spec_event,
 )
-from workagent.kube import KubeError
-from workagent.runtime.backoff import Backoff
+from ocmkit.kube import KubeError
+from ocmkit.runtime.backoff import Backoff
 from workagent.sources.store import LocalWorkStore, Object
 from workagent.sources.transport import NotReady, SubscriptionFailed, Transport
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from workagent.durations import parse_duration_seconds
+from ocmkit.durations import parse_duration_seconds
 
 
 class SourceConfigError(ValueError):

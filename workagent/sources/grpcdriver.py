@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING
 import grpc
 import structlog
 
-from workagent.cloudevents import MANIFEST_BUNDLES, CloudEvent, EventDecodeError
-from workagent.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
-from workagent.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
-from workagent.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
-from workagent.cloudevents.protobuf import from_pb, is_heartbeat, to_pb
-from workagent.kube import BadRequest, Forbidden, KubeError, ServerError, Unauthorized, Unreachable
+from ocmkit.cloudevents import MANIFEST_BUNDLES, CloudEvent, EventDecodeError
+from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
+from ocmkit.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
+from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
+from ocmkit.cloudevents.protobuf import from_pb, is_heartbeat, to_pb
+from ocmkit.kube import BadRequest, Forbidden, KubeError, ServerError, Unauthorized, Unreachable
 from workagent.sources.config import GrpcConfig, load_grpc_config
 from workagent.sources.transport import NotReady, SubscriptionFailed
 
 if TYPE_CHECKING:
-    from workagent.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceAsyncStub
+    from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceAsyncStub
 
     SubscribeCall = grpc.aio.UnaryStreamCall[SubscriptionRequest, PbCloudEvent]
 

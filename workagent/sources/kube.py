@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
+from ocmkit.kube import KubeClient, KubeConfigError
 from workagent.identity import hub_hash
-from workagent.kube import KubeClient, KubeConfigError
 from workagent.settings import AgentSettings
 from workagent.sources.base import WorkSource
 

@@ -23,10 +23,10 @@ import structlog
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from workagent.cloudevents import CloudEvent, EventDecodeError
-from workagent.cloudevents.event import EXT_ORIGINAL_SOURCE
-from workagent.cloudevents.mqttcodec import from_mqtt, to_mqtt
-from workagent.kube import Unreachable
+from ocmkit.cloudevents import CloudEvent, EventDecodeError
+from ocmkit.cloudevents.event import EXT_ORIGINAL_SOURCE
+from ocmkit.cloudevents.mqttcodec import from_mqtt, to_mqtt
+from ocmkit.kube import Unreachable
 from workagent.sources.config import (
     MqttConfig,
     MqttTopics,

@@ -4,7 +4,7 @@ With a CloudEvents driver there is no hub API server to list, watch and
 patch: works arrive as spec events and status leaves as status events. This
 store stands in for the hub API: it serves ``list``/``watch``/``get``/``patch``
 of ``manifestworks`` in the cluster namespace with the same signatures and
-errors as :class:`~workagent.kube.KubeClient`, so the works informer and every
+errors as :class:`~ocmkit.kube.KubeClient`, so the works informer and every
 controller run unchanged on top of it.
 
 - ``metadata.resourceVersion`` is a local counter (never the hub's); a watch
@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from workagent.kube import (
+from ocmkit.kube import (
     ADDED,
     DELETED,
     MANIFESTWORKS,

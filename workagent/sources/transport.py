@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from workagent.cloudevents import CloudEvent
-from workagent.kube import Unreachable
+from ocmkit.cloudevents import CloudEvent
+from ocmkit.kube import Unreachable
 
 #: What a publish says while the driver is not connected (OCM's wording).
 NOT_READY = "the cloudevents client is not ready"

@@ -17,8 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.wire import LOGGING_ANNOTATION_PREFIX, MANIFEST_WORK_FINALIZER
-from workagent.cloudevents.event import (
+from ocmkit.cloudevents.event import (
     CLOUDEVENTS_DATA_TYPE_ANNOTATION,
     CLOUDEVENTS_ORIGINAL_SOURCE_LABEL,
     CONDITION_DELETED,
@@ -46,7 +45,8 @@ from workagent.cloudevents.event import (
     utcnow,
     work_event_type,
 )
-from workagent.feedback.govalues import go_marshal
+from ocmkit.govalues import go_marshal
+from schemas.wire import LOGGING_ANNOTATION_PREFIX, MANIFEST_WORK_FINALIZER
 
 WORK_API_VERSION = "work.open-cluster-management.io/v1"
 #: The webhook's default limit on the summed size of a work's manifests.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from workagent.runtime.clock import Clock, MonotonicClock
+from ocmkit.runtime.clock import Clock, MonotonicClock
 
 
 class RateLimiter(Protocol):

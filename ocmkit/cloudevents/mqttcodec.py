@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from workagent.cloudevents.event import (
+from ocmkit.cloudevents.event import (
     STRUCTURED_CONTENT_TYPE,
     CloudEvent,
     EventDecodeError,
     parse_time,
 )
-from workagent.cloudevents.jsonformat import extension_text, from_json_format
+from ocmkit.cloudevents.jsonformat import extension_text, from_json_format
 
 PREFIX = "ce-"
 

@@ -8,7 +8,7 @@ MQTT v5 messages (:mod:`.mqttcodec`) and ManifestWorks as manifestbundle
 events (:mod:`.works`). docs/cloudevents.md describes the protocol.
 """
 
-from workagent.cloudevents.event import (
+from ocmkit.cloudevents.event import (
     HEARTBEAT_TYPE,
     MANIFEST_BUNDLES,
     CloudEvent,

@@ -24,8 +24,8 @@ from typing import Any
 
 import structlog
 
-from workagent.kube import LEASES, AlreadyExists, Conflict, KubeClient, KubeError, NotFound
-from workagent.runtime import metrics
+from ocmkit.kube import LEASES, AlreadyExists, Conflict, KubeClient, KubeError, NotFound
+from ocmkit.runtime import metrics
 
 log = structlog.get_logger(__name__)
 

@@ -23,13 +23,13 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 from kubernetes_asyncio.config.incluster_config import InClusterConfigLoader
 from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
-from workagent.kube.credentials import (
+from ocmkit.kube.credentials import (
     Credentials,
     ExecCredentials,
     StaticCredentials,
     TokenFileCredentials,
 )
-from workagent.kube.errors import KubeConfigError
+from ocmkit.kube.errors import KubeConfigError
 
 # Read at call time (not import time) so tests can point them elsewhere.
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"

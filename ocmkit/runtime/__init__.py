@@ -2,36 +2,36 @@
 
 Informers (list + watch caches), work queues, controllers, leader election,
 the metrics/probe server, logging setup and the process manager. It builds on
-:mod:`workagent.kube` and imports nothing else of ``workagent``.
+:mod:`ocmkit.kube` and imports nothing else of ``workagent``.
 """
 
-from workagent.runtime.backoff import Backoff
-from workagent.runtime.clock import Clock, FakeClock, MonotonicClock
-from workagent.runtime.controller import Controller, Reconcile, Result, TerminalError
-from workagent.runtime.health import CheckResult, HealthChecks, HealthSource, LoopMonitor, Report
-from workagent.runtime.informer import Informer, OnAdd, OnDelete, OnUpdate
-from workagent.runtime.leaderelection import (
+from ocmkit.runtime.backoff import Backoff
+from ocmkit.runtime.clock import Clock, FakeClock, MonotonicClock
+from ocmkit.runtime.controller import Controller, Reconcile, Result, TerminalError
+from ocmkit.runtime.health import CheckResult, HealthChecks, HealthSource, LoopMonitor, Report
+from ocmkit.runtime.informer import Informer, OnAdd, OnDelete, OnUpdate
+from ocmkit.runtime.leaderelection import (
     LeaderElectionSettings,
     LeaderElector,
     default_identity,
 )
-from workagent.runtime.logs import (
+from ocmkit.runtime.logs import (
     bound_context,
     configure_logging,
     new_reconcile_id,
     parse_level,
     reconcile_context,
 )
-from workagent.runtime.manager import Manager, ManagerSettings, run_main
-from workagent.runtime.observability import ObservabilityServer, parse_bind_address
-from workagent.runtime.ratelimit import (
+from ocmkit.runtime.manager import Manager, ManagerSettings, run_main
+from ocmkit.runtime.observability import ObservabilityServer, parse_bind_address
+from ocmkit.runtime.ratelimit import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
     RateLimiter,
     default_controller_rate_limiter,
 )
-from workagent.runtime.store import (
+from ocmkit.runtime.store import (
     NAMESPACE_INDEX,
     IndexFunc,
     Object,
@@ -42,7 +42,7 @@ from workagent.runtime.store import (
     split_key,
     strip_managed_fields,
 )
-from workagent.runtime.workqueue import QueueEmpty, ShutDown, WorkQueue
+from ocmkit.runtime.workqueue import QueueEmpty, ShutDown, WorkQueue
 
 __all__ = [
     "NAMESPACE_INDEX",

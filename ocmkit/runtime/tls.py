@@ -191,7 +191,7 @@ def self_signed_certificate(
 ) -> tuple[bytes, bytes]:
     """A new key and a self-signed serving certificate for ``hostnames``, both PEM.
 
-    Made by :mod:`workagent.runtime.selfsigned` in a short-lived process of its
+    Made by :mod:`ocmkit.runtime.selfsigned` in a short-lived process of its
     own: ``cryptography`` would otherwise stay in the agent's memory (about
     10 MiB) for a certificate made once. Returns (cert, key).
     """

@@ -11,7 +11,7 @@ import base64
 import json
 from typing import Any
 
-from workagent.cloudevents.event import (
+from ocmkit.cloudevents.event import (
     CloudEvent,
     EventDecodeError,
     ExtensionValue,

@@ -8,8 +8,8 @@ from typing import Any
 
 import aiohttp
 
-from workagent.kube.errors import ServerError, Unreachable, error_from_status
-from workagent.kube.resource import Resource
+from ocmkit.kube.errors import ServerError, Unreachable, error_from_status
+from ocmkit.kube.resource import Resource
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"

@@ -24,10 +24,10 @@ from typing import Any, Protocol
 
 import structlog
 
-from workagent.kube import KubeError
-from workagent.runtime import metrics
-from workagent.runtime.logs import reconcile_context
-from workagent.runtime.workqueue import ShutDown, WorkQueue
+from ocmkit.kube import KubeError
+from ocmkit.runtime import metrics
+from ocmkit.runtime.logs import reconcile_context
+from ocmkit.runtime.workqueue import ShutDown, WorkQueue
 
 log = structlog.get_logger(__name__)
 

@@ -4,7 +4,7 @@ import grpc
 import warnings
 
 from google.protobuf import empty_pb2 as google_dot_protobuf_dot_empty__pb2
-from workagent.cloudevents.pb import cloudevent_pb2 as workagent_dot_cloudevents_dot_pb_dot_cloudevent__pb2
+from ocmkit.cloudevents.pb import cloudevent_pb2 as ocmkit_dot_cloudevents_dot_pb_dot_cloudevent__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -19,7 +19,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in workagent/cloudevents/pb/cloudevent_pb2_grpc.py depends on'
+        + ' but the generated code in ocmkit/cloudevents/pb/cloudevent_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -37,13 +37,13 @@ class CloudEventServiceStub:
         """
         self.Publish = channel.unary_unary(
                 '/io.cloudevents.v1.CloudEventService/Publish',
-                request_serializer=workagent_dot_cloudevents_dot_pb_dot_cloudevent__pb2.PublishRequest.SerializeToString,
+                request_serializer=ocmkit_dot_cloudevents_dot_pb_dot_cloudevent__pb2.PublishRequest.SerializeToString,
                 response_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
                 _registered_method=True)
         self.Subscribe = channel.unary_stream(
                 '/io.cloudevents.v1.CloudEventService/Subscribe',
-                request_serializer=workagent_dot_cloudevents_dot_pb_dot_cloudevent__pb2.SubscriptionRequest.SerializeToString,
-                response_deserializer=workagent_dot_cloudevents_dot_pb_dot_cloudevent__pb2.CloudEvent.FromString,
+                request_serializer=ocmkit_dot_cloudevents_dot_pb_dot_cloudevent__pb2.SubscriptionRequest.SerializeToString,
+                response_deserializer=ocmkit_dot_cloudevents_dot_pb_dot_cloudevent__pb2.CloudEvent.FromString,
                 _registered_method=True)
 
 
@@ -67,13 +67,13 @@ def add_CloudEventServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Publish': grpc.unary_unary_rpc_method_handler(
                     servicer.Publish,
-                    request_deserializer=workagent_dot_cloudevents_dot_pb_dot_cloudevent__pb2.PublishRequest.FromString,
+                    request_deserializer=ocmkit_dot_cloudevents_dot_pb_dot_cloudevent__pb2.PublishRequest.FromString,
                     response_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
             ),
             'Subscribe': grpc.unary_stream_rpc_method_handler(
                     servicer.Subscribe,
-                    request_deserializer=workagent_dot_cloudevents_dot_pb_dot_cloudevent__pb2.SubscriptionRequest.FromString,
-                    response_serializer=workagent_dot_cloudevents_dot_pb_dot_cloudevent__pb2.CloudEvent.SerializeToString,
+                    request_deserializer=ocmkit_dot_cloudevents_dot_pb_dot_cloudevent__pb2.SubscriptionRequest.FromString,
+                    response_serializer=ocmkit_dot_cloudevents_dot_pb_dot_cloudevent__pb2.CloudEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -101,7 +101,7 @@ class CloudEventService:
             request,
             target,
             '/io.cloudevents.v1.CloudEventService/Publish',
-            workagent_dot_cloudevents_dot_pb_dot_cloudevent__pb2.PublishRequest.SerializeToString,
+            ocmkit_dot_cloudevents_dot_pb_dot_cloudevent__pb2.PublishRequest.SerializeToString,
             google_dot_protobuf_dot_empty__pb2.Empty.FromString,
             options,
             channel_credentials,
@@ -128,8 +128,8 @@ class CloudEventService:
             request,
             target,
             '/io.cloudevents.v1.CloudEventService/Subscribe',
-            workagent_dot_cloudevents_dot_pb_dot_cloudevent__pb2.SubscriptionRequest.SerializeToString,
-            workagent_dot_cloudevents_dot_pb_dot_cloudevent__pb2.CloudEvent.FromString,
+            ocmkit_dot_cloudevents_dot_pb_dot_cloudevent__pb2.SubscriptionRequest.SerializeToString,
+            ocmkit_dot_cloudevents_dot_pb_dot_cloudevent__pb2.CloudEvent.FromString,
             options,
             channel_credentials,
             insecure,

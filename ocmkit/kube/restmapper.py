@@ -15,11 +15,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from workagent.kube.client import KubeClient
-from workagent.kube.errors import KubeError, NoKindMatch
-from workagent.kube.resource import Resource, split_api_version
+from ocmkit.kube.client import KubeClient
+from ocmkit.kube.errors import KubeError, NoKindMatch
+from ocmkit.kube.resource import Resource, split_api_version
 
-log = logging.getLogger("workagent.kube.restmapper")
+log = logging.getLogger("ocmkit.kube.restmapper")
 
 # Group-version documents fetched at once: enough to be quick, few enough not
 # to swallow the client's whole burst when a cluster serves dozens of groups.

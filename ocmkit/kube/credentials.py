@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from kubernetes_asyncio.config.exec_provider import ExecProvider
 
-from workagent.kube.errors import KubeConfigError
+from ocmkit.kube.errors import KubeConfigError
 
 # client-go re-reads token files once a minute; a 401 forces an earlier re-read.
 TOKEN_FILE_REFRESH = 60.0

@@ -4,8 +4,8 @@
 imports ``kubernetes_asyncio.client`` and with it every generated model and API
 class: about 65 MiB of resident memory and two seconds of start-up, for an
 agent that only needs the kubeconfig parsing (our requests go over aiohttp,
-see :mod:`workagent.kube.client`). Importing this module installs it, and
-``workagent/kube/__init__.py`` imports it first, so it is in place before any
+see :mod:`ocmkit.kube.client`). Importing this module installs it, and
+``ocmkit/kube/__init__.py`` imports it first, so it is in place before any
 module of ours imports kubernetes_asyncio (the CEL worker processes import
 none of them and pay for neither).
 

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from workagent.kube import (
+from ocmkit.kube import (
     BOOKMARK,
     DELETED,
     Gone,
@@ -46,9 +46,9 @@ from workagent.kube import (
     Unreachable,
     WatchEvent,
 )
-from workagent.runtime import metrics
-from workagent.runtime.backoff import Backoff
-from workagent.runtime.store import IndexFunc, Object, Store, Transform, object_key
+from ocmkit.runtime import metrics
+from ocmkit.runtime.backoff import Backoff
+from ocmkit.runtime.store import IndexFunc, Object, Store, Transform, object_key
 
 log = structlog.get_logger(__name__)
 
@@ -182,7 +182,7 @@ class Informer:
     watch asks for a random value between it and twice it, as client-go does);
     ``stall_grace_seconds`` is how much longer the watchdog waits before it
     declares a silent watch stuck. ``transform`` (say
-    :func:`~workagent.runtime.store.strip_managed_fields`) is applied to every
+    :func:`~ocmkit.runtime.store.strip_managed_fields`) is applied to every
     listed or watched object before it is cached or handed to the handlers.
     """
 

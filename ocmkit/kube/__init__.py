@@ -1,14 +1,14 @@
 """Async Kubernetes client: dynamic resources, typed errors, watches, QPS limits, RESTMapper.
 
-``workagent.kube`` imports nothing else of ``workagent``: the runtime and the
+``ocmkit.kube`` imports nothing else of ``workagent``: the runtime and the
 controllers build on it, never the other way round.
 """
 
 # First: makes the kubernetes_asyncio imports below light (see the module).
-from workagent.kube import _lightimport  # noqa: F401
-from workagent.kube.client import DEFAULT_TIMEOUT, KubeClient, PatchType, default_user_agent
-from workagent.kube.config import ClusterConfig, load_in_cluster, load_kubeconfig
-from workagent.kube.errors import (
+from ocmkit.kube import _lightimport  # noqa: F401
+from ocmkit.kube.client import DEFAULT_TIMEOUT, KubeClient, PatchType, default_user_agent
+from ocmkit.kube.config import ClusterConfig, load_in_cluster, load_kubeconfig
+from ocmkit.kube.errors import (
     AlreadyExists,
     BadRequest,
     Conflict,
@@ -24,8 +24,8 @@ from workagent.kube.errors import (
     Unauthorized,
     Unreachable,
 )
-from workagent.kube.ratelimit import TokenBucket
-from workagent.kube.resource import (
+from ocmkit.kube.ratelimit import TokenBucket
+from ocmkit.kube.resource import (
     APPLIED_MANIFESTWORKS,
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -53,8 +53,8 @@ from workagent.kube.resource import (
     Resource,
     split_api_version,
 )
-from workagent.kube.restmapper import RESTMapper
-from workagent.kube.watch import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, WatchEvent
+from ocmkit.kube.restmapper import RESTMapper
+from ocmkit.kube.watch import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, WatchEvent
 
 __all__ = [
     "ADDED",

@@ -21,9 +21,9 @@ import heapq
 import itertools
 from collections import deque
 
-from workagent.runtime import metrics
-from workagent.runtime.clock import Clock, MonotonicClock
-from workagent.runtime.ratelimit import RateLimiter, default_controller_rate_limiter
+from ocmkit.runtime import metrics
+from ocmkit.runtime.clock import Clock, MonotonicClock
+from ocmkit.runtime.ratelimit import RateLimiter, default_controller_rate_limiter
 
 
 class ShutDown(Exception):

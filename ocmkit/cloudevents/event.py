@@ -1,7 +1,7 @@
 """The CloudEvent as both transports carry it, and OCM's event type strings.
 
-A :class:`CloudEvent` is transport-neutral: :mod:`workagent.cloudevents.protobuf`
-maps it to and from the gRPC message, :mod:`workagent.cloudevents.mqttcodec` to
+A :class:`CloudEvent` is transport-neutral: :mod:`ocmkit.cloudevents.protobuf`
+maps it to and from the gRPC message, :mod:`ocmkit.cloudevents.mqttcodec` to
 and from MQTT v5 messages. Extension values keep their CloudEvents type (String,
 Integer, Timestamp, Boolean, Binary) because the gRPC mapping encodes each type
 differently; the accessors below accept what OCM's receivers accept (an Integer

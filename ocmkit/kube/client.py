@@ -29,9 +29,9 @@ from urllib.parse import quote
 import aiohttp
 import yarl
 
-from workagent.kube import metrics
-from workagent.kube.config import ClusterConfig, load_in_cluster, load_kubeconfig
-from workagent.kube.errors import (
+from ocmkit.kube import metrics
+from ocmkit.kube.config import ClusterConfig, load_in_cluster, load_kubeconfig
+from ocmkit.kube.errors import (
     Gone,
     KubeConfigError,
     KubeError,
@@ -41,11 +41,11 @@ from workagent.kube.errors import (
     error_from_status,
     parse_retry_after,
 )
-from workagent.kube.ratelimit import TokenBucket
-from workagent.kube.resource import Resource
-from workagent.kube.watch import WatchEvent, WatchStream, describe
+from ocmkit.kube.ratelimit import TokenBucket
+from ocmkit.kube.resource import Resource
+from ocmkit.kube.watch import WatchEvent, WatchStream, describe
 
-log = logging.getLogger("workagent.kube")
+log = logging.getLogger("ocmkit.kube")
 
 DEFAULT_TIMEOUT = 30.0
 # A watch is declared dead when nothing arrived this long after the server should

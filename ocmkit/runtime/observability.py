@@ -1,7 +1,7 @@
 """The endpoint for probes and scrapes: /metrics, /livez, /readyz, /healthz.
 
 HTTPS when given an ``ssl_context`` (the agent's default, as OCM's: see
-:mod:`workagent.runtime.tls`), else plain HTTP.
+:mod:`ocmkit.runtime.tls`), else plain HTTP.
 
 Served by aiohttp on the process's own event loop (no thread): answering at
 all proves the loop is alive. Probe answers are 200 or 500 with a
@@ -18,7 +18,7 @@ from aiohttp import web
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.aiohttp import make_aiohttp_handler
 
-from workagent.runtime.health import HealthChecks, Report
+from ocmkit.runtime.health import HealthChecks, Report
 
 log = structlog.get_logger(__name__)
 

@@ -1,6 +1,6 @@
-"""Makes the self-signed serving certificate of :mod:`workagent.runtime.tls`.
+"""Makes the self-signed serving certificate of :mod:`ocmkit.runtime.tls`.
 
-Run as a script by :func:`workagent.runtime.tls.self_signed_certificate`, in
+Run as a script by :func:`ocmkit.runtime.tls.self_signed_certificate`, in
 a process of its own, so that ``cryptography`` never loads into the agent:
 ``python selfsigned.py [--rsa] COMMON_NAME HOSTNAME...`` prints
 ``{"cert": PEM, "key": PEM}``. It imports only the standard library and

@@ -27,12 +27,12 @@ from typing import Any, Protocol
 
 import structlog
 
-from workagent.kube import KubeConfigError
-from workagent.runtime.controller import Controller
-from workagent.runtime.health import HealthChecks, LoopMonitor
-from workagent.runtime.informer import Informer
-from workagent.runtime.leaderelection import LeaderElector
-from workagent.runtime.observability import ObservabilityServer
+from ocmkit.kube import KubeConfigError
+from ocmkit.runtime.controller import Controller
+from ocmkit.runtime.health import HealthChecks, LoopMonitor
+from ocmkit.runtime.informer import Informer
+from ocmkit.runtime.leaderelection import LeaderElector
+from ocmkit.runtime.observability import ObservabilityServer
 
 log = structlog.get_logger(__name__)
 

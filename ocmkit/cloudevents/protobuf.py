@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from workagent.cloudevents.event import (
+from ocmkit.cloudevents.event import (
     HEARTBEAT_TYPE,
     MAX_INTEGER,
     SPEC_VERSION,
@@ -24,9 +24,9 @@ from workagent.cloudevents.event import (
     ExtensionValue,
     parse_time,
 )
-from workagent.cloudevents.jsonformat import from_json_format
-from workagent.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
-from workagent.cloudevents.pb.cloudevent_pb2 import CloudEventAttributeValue
+from ocmkit.cloudevents.jsonformat import from_json_format
+from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
+from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEventAttributeValue
 
 CONTENT_TYPE_KEY = "contenttype"
 PREFIX = "ce-"

@@ -10,7 +10,7 @@ Regenerate the Python modules beside this file with `make proto`.
 from collections import abc as _abc
 from google.protobuf import empty_pb2 as _empty_pb2
 from grpc import aio as _aio
-from workagent.cloudevents.pb import cloudevent_pb2 as _cloudevent_pb2
+from ocmkit.cloudevents.pb import cloudevent_pb2 as _cloudevent_pb2
 import abc as _abc_1
 import grpc as _grpc
 import sys
