@@ -161,8 +161,12 @@ async def build_agent(
         name="manifestworks",
         transform=strip_managed_fields,
     )
+    # One token bucket per client, as client-go's clients of OCM's agent: the
+    # apply client (``spoke``), the work API client, the status reads' client.
+    spoke_work = spoke.derive("spoke-work")
+    spoke_status = spoke.derive("spoke-status")
     applied = Informer(
-        spoke,
+        spoke_work,
         APPLIED_MANIFESTWORKS,
         resync_seconds=APPLIED_RESYNC_SECONDS,
         name="appliedmanifestworks",
@@ -179,7 +183,7 @@ async def build_agent(
     )
     # Watch-mode informers come and go while the manager runs: the pool starts
     # them and adds their health checks itself.
-    watch_pool = FeedbackWatchPool(spoke, settings.max_feedback_watch, checks=manager.checks)
+    watch_pool = FeedbackWatchPool(spoke_status, settings.max_feedback_watch, checks=manager.checks)
     # CEL runs in worker processes, started on the first rule and stopped at shutdown.
     rule_evaluator = ConditionRuleEvaluator()
     deps = AgentDeps(
@@ -195,6 +199,8 @@ async def build_agent(
         applier_for=chosen.applier_for,
         watch_pool=watch_pool,
         rule_evaluator=rule_evaluator,
+        spoke_work=spoke_work,
+        spoke_status=spoke_status,
     )
     if source.service is not None:
         manager.add_service(source.service)

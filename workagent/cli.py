@@ -735,14 +735,16 @@ def agent_flags() -> tuple[Flag, ...]:
             "kube-api-qps",
             FLOAT32,
             50.0,
-            "Requests per second to the managed cluster's API server (<= 0: unlimited).",
+            "Requests per second to the managed cluster's API server, per client (<= 0: "
+            "unlimited). The agent has three: applying manifests, AppliedManifestWorks, "
+            "status reads; each has this QPS and --kube-api-burst.",
             group=CLIENTS,
         ),
         Flag(
             "kube-api-burst",
             INT,
             100,
-            "Request burst to the managed cluster's API server.",
+            "Request burst to the managed cluster's API server, per client.",
             group=CLIENTS,
         ),
         Flag(

@@ -116,8 +116,9 @@ class KubeClient:
         self.timeout = timeout
         self.rate_limiter = rate_limiter if rate_limiter is not None else TokenBucket(qps, burst)
         self._host = config.host.rstrip("/")
-        self._session: aiohttp.ClientSession | None = None
-        self._closed = False
+        self._pool = _ConnectionPool()
+        #: False for a client made by :meth:`derive`: the client it came from owns the pool.
+        self._owns_pool = True
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -162,12 +163,36 @@ class KubeClient:
         config = load_in_cluster()
         return cls(config, qps=qps, burst=burst, user_agent=user_agent, timeout=timeout, name=name)
 
+    def derive(self, name: str) -> KubeClient:
+        """A client for another part of the program, as client-go builds several from one config.
+
+        It shares this client's cluster, credentials, User-Agent, timeout and
+        connection pool, and has a token bucket of its own with this client's
+        QPS and burst (so each derived client adds that budget, as each
+        client-go client does). ``name`` labels its metrics. Closing it is a
+        no-op: the pool closes with this client (and a derived client then
+        refuses new requests too).
+        """
+        limiter = self.rate_limiter
+        child = KubeClient(
+            self.config,
+            user_agent=self.user_agent,
+            timeout=self.timeout,
+            name=name,
+            rate_limiter=TokenBucket(limiter.qps, limiter.burst),
+            dry_run=self.dry_run,
+        )
+        child._pool = self._pool
+        child._owns_pool = False
+        return child
+
     async def close(self) -> None:
-        """Close the connection pool; open watches end with Unreachable."""
-        self._closed = True
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        """Close the connection pool; open watches end with Unreachable.
+
+        On a client made by :meth:`derive` this does nothing.
+        """
+        if self._owns_pool:
+            await self._pool.close()
 
     async def __aenter__(self) -> Self:
         return self
@@ -388,19 +413,19 @@ class KubeClient:
 
     # -- transport ---------------------------------------------------------------------
     def _ensure_session(self) -> aiohttp.ClientSession:
-        if self._closed:
+        if self._pool.closed:
             raise RuntimeError(f"kube client {self.name!r} is closed")
-        if self._session is None:
+        if self._pool.session is None:
             # No connection limit: with HTTP/1.1 every open watch holds a connection,
             # and a pool limit would make requests queue behind long-running watches.
             connector = aiohttp.TCPConnector(ssl=self.config.ssl_context or True, limit=0)
-            self._session = aiohttp.ClientSession(
+            self._pool.session = aiohttp.ClientSession(
                 connector=connector,
                 headers={"User-Agent": self.user_agent, "Accept": _JSON},
                 # Only the kubeconfig and the proxy variables decide routing, not ~/.netrc.
                 trust_env=False,
             )
-        return self._session
+        return self._pool.session
 
     async def _headers(self, content_type: str | None) -> dict[str, str]:
         headers: dict[str, str] = {}
@@ -593,6 +618,20 @@ class KubeClient:
         obj.setdefault("apiVersion", res.api_version)
         obj.setdefault("kind", res.kind)
         return obj
+
+
+class _ConnectionPool:
+    """The HTTP session of a client and of the clients derived from it."""
+
+    def __init__(self) -> None:
+        self.session: aiohttp.ClientSession | None = None
+        self.closed = False
+
+    async def close(self) -> None:
+        self.closed = True
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
 
 
 def _segment(value: str) -> str:

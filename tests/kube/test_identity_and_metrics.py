@@ -64,3 +64,38 @@ async def test_request_metrics_by_verb_and_code(client: KubeClient) -> None:
     assert count("watch", "200") - before[("watch", "200")] == 1
     hist_after = sample("kube_client_request_duration_seconds_count", {**labels, "verb": "get"})
     assert hist_after - hist_before == 2
+
+
+async def test_derived_client_has_its_own_bucket_and_name_and_shares_the_pool(
+    sim: KubeSim, tmp_path: Path
+) -> None:
+    root = await KubeClient.from_kubeconfig(
+        str(tmp_path / "kubeconfig"), user_agent="work-agent", qps=0.5, burst=1, name="root"
+    )
+    derived = root.derive("derived")
+    try:
+        assert derived.rate_limiter is not root.rate_limiter
+        assert (derived.rate_limiter.qps, derived.rate_limiter.burst) == (0.5, 1)
+        assert derived.user_agent == root.user_agent
+        before = sample(
+            "kube_client_requests_total", {"client": "derived", "verb": "list", "code": "200"}
+        )
+        await root.list(NAMESPACES)  # spends the root's only token
+        assert root.rate_limiter.tokens < 1
+        assert derived.rate_limiter.tokens == 1  # untouched: a bucket of its own
+        await derived.list(NAMESPACES)
+        after = sample(
+            "kube_client_requests_total", {"client": "derived", "verb": "list", "code": "200"}
+        )
+        assert after - before == 1
+        await derived.close()  # a no-op: the pool belongs to the root
+        root.rate_limiter = derived.rate_limiter = type(root.rate_limiter)(0, 1)
+        await root.list(NAMESPACES)
+    finally:
+        await root.close()
+    try:
+        await derived.list(NAMESPACES)
+    except RuntimeError as err:
+        assert "closed" in str(err)
+    else:
+        raise AssertionError("a derived client works on after its root closed the pool")

@@ -100,7 +100,7 @@ class AppliedManifestWorkFinalizer:
         if changed and pending:
             status = {**(applied.get("status") or {}), "appliedResources": pending}
             try:
-                await patch_status(deps.spoke, APPLIED_MANIFESTWORKS, applied, status)
+                await patch_status(deps.work_client, APPLIED_MANIFESTWORKS, applied, status)
             except NotFound:
                 return None  # gone already: nothing left to hold
         if errors:
@@ -119,7 +119,7 @@ class AppliedManifestWorkFinalizer:
         ]
         try:
             await patch_metadata_and_spec(
-                deps.spoke, APPLIED_MANIFESTWORKS, applied, finalizers=remaining
+                deps.work_client, APPLIED_MANIFESTWORKS, applied, finalizers=remaining
             )
         except NotFound:
             return None

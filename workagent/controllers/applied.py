@@ -70,7 +70,7 @@ async def _live_uid(deps: AgentDeps, result: ManifestResult) -> str | None:
             "its resource, version, namespace or name is unknown"
         )
     try:
-        live = await deps.spoke.get(resource, meta["name"], meta.get("namespace") or None)
+        live = await deps.status_client.get(resource, meta["name"], meta.get("namespace") or None)
     except NotFound:
         return None
     return str((live.get("metadata") or {}).get("uid") or "")

@@ -34,6 +34,13 @@ class AgentDeps:
     status controller's Poll-mode reads (coalesced LISTs) and is told by the
     apply loop of the objects it got from the server. ``status_syncs`` records
     when each work's status was last synced, for ``/metrics``.
+
+    The managed cluster has one client per part of the agent, each with its
+    own QPS/burst bucket as client-go gives each client it builds: ``spoke``
+    applies and deletes manifests (and serves discovery, the executor check
+    and leader election), ``spoke_work`` reads and writes AppliedManifestWorks,
+    ``spoke_status`` reads applied objects for status and feedback. Left None,
+    the latter two are ``spoke`` (:attr:`work_client`, :attr:`status_client`).
     """
 
     settings: AgentSettings
@@ -50,3 +57,15 @@ class AgentDeps:
     rule_evaluator: ConditionRuleEvaluator | None = None
     polled_reads: PolledReads = field(default_factory=PolledReads)
     status_syncs: StatusSyncs = field(default_factory=StatusSyncs)
+    spoke_work: KubeClient | None = None
+    spoke_status: KubeClient | None = None
+
+    @property
+    def work_client(self) -> KubeClient:
+        """The managed cluster's client for AppliedManifestWorks."""
+        return self.spoke_work or self.spoke
+
+    @property
+    def status_client(self) -> KubeClient:
+        """The managed cluster's client for status reads of applied objects."""
+        return self.spoke_status or self.spoke

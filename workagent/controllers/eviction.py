@@ -163,7 +163,7 @@ class UnmanagedAppliedWorkEvictor:
             case Action.EVICT:
                 log.info("evicting unmanaged applied manifest work", manifest_work=work_name)
                 try:
-                    await deps.spoke.delete(APPLIED_MANIFESTWORKS, name)
+                    await deps.work_client.delete(APPLIED_MANIFESTWORKS, name)
                 except NotFound:
                     return None  # gone meanwhile: not evicted by us
                 EVICTIONS.inc()
@@ -177,4 +177,4 @@ class UnmanagedAppliedWorkEvictor:
         else:
             status["evictionStartTime"] = value
         with contextlib.suppress(NotFound):  # gone meanwhile: nothing to record
-            await patch_status(self._deps.spoke, APPLIED_MANIFESTWORKS, applied, status)
+            await patch_status(self._deps.work_client, APPLIED_MANIFESTWORKS, applied, status)

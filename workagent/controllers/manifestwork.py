@@ -314,7 +314,7 @@ class ManifestWorkController:
         record = AppliedRecord(
             applied_work,
             deps.mapper,
-            deps.spoke,
+            deps.work_client,
             creates=lambda entry: _may_create(spec, entry),
             on_written=lambda before, after: self._applied_written.remember(name, before, after),
         )
@@ -387,7 +387,7 @@ class ManifestWorkController:
         amw_status = copy.deepcopy(applied_work.get("status") or {})
         amw_status["appliedResources"] = resources
         written = await patch_status(
-            self.deps.spoke, APPLIED_MANIFESTWORKS, applied_work, amw_status
+            self.deps.work_client, APPLIED_MANIFESTWORKS, applied_work, amw_status
         )
         if written is not None:
             self._applied_written.remember(name, applied_work, written)
@@ -471,14 +471,14 @@ class ManifestWorkController:
             try:
                 # Not remembered: while our cache lacks it, a second create answers
                 # AlreadyExists and we read it (remembering "absent" could outlive it).
-                created = await deps.spoke.create(APPLIED_MANIFESTWORKS, body)
+                created = await deps.work_client.create(APPLIED_MANIFESTWORKS, body)
                 log.info("created appliedmanifestwork", appliedmanifestwork=name)
                 return created
             except AlreadyExists:
                 # Our cache lags behind our own create: read it once.
-                existing = await deps.spoke.get(APPLIED_MANIFESTWORKS, name)
+                existing = await deps.work_client.get(APPLIED_MANIFESTWORKS, name)
         patched = await patch_metadata_and_spec(
-            deps.spoke, APPLIED_MANIFESTWORKS, existing, labels=labels, spec=spec
+            deps.work_client, APPLIED_MANIFESTWORKS, existing, labels=labels, spec=spec
         )
         if patched is not None:
             self._applied_written.remember(work_name, existing, patched)

@@ -125,7 +125,7 @@ class ManifestWorkFinalizer:
                 with contextlib.suppress(NotFound):
                     await self._mark_deleting(work)
                 with contextlib.suppress(NotFound):
-                    await deps.spoke.delete(APPLIED_MANIFESTWORKS, applied_name)
+                    await deps.work_client.delete(APPLIED_MANIFESTWORKS, applied_name)
                 self._delete_sent[applied_name] = uid
                 log.info("deleting the applied manifest work", applied_work=applied_name)
             return Result(requeue_after=self._waits.when(work_name))
@@ -136,7 +136,7 @@ class ManifestWorkFinalizer:
             # informer has shown it (we deleted what it showed) or its delete
             # event, its word that it is gone is enough.
             try:
-                await deps.spoke.get(APPLIED_MANIFESTWORKS, applied_name)
+                await deps.work_client.get(APPLIED_MANIFESTWORKS, applied_name)
             except NotFound:
                 pass
             else:

@@ -410,7 +410,7 @@ class AvailableStatusController:
         else:
             try:
                 obj = await self.deps.polled_reads.read(
-                    self.deps.spoke,
+                    self.deps.status_client,
                     _resource_of(meta),
                     namespace,
                     name,
