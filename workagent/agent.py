@@ -42,7 +42,7 @@ from workagent.controllers.cleanup import cleanup_controllers
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.manifestwork import manifestwork_controller
 from workagent.controllers.metrics import WorkMetrics
-from workagent.controllers.status import status_controller
+from workagent.controllers.status import AvailableStatusController
 from workagent.executor import ExecutorValidator, build_executor_validator
 from workagent.settings import (
     FEATURE_EXECUTOR_VALIDATING_CACHES,
@@ -207,10 +207,12 @@ async def build_agent(
     manager.add_informer(works)
     manager.add_informer(applied)
     manager.add_controller(add_finalizer_controller(deps))
-    manager.add_controller(manifestwork_controller(deps))
+    status = AvailableStatusController(deps)
+    # The pass that applies a new generation also writes Available: one status patch.
+    manager.add_controller(manifestwork_controller(deps, fill_status=status.fill_after_apply))
     for controller in cleanup_controllers(deps):
         manager.add_controller(controller)
-    manager.add_controller(status_controller(deps))
+    manager.add_controller(status.controller)
     work_metrics = WorkMetrics.for_agent(deps)
     work_metrics.attach()
     # A caching executor check (ExecutorValidatingCaches) runs controllers of its own.

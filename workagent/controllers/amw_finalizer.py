@@ -12,8 +12,6 @@ a foreign finalizer on a resource hold the whole chain up to the hub.
 
 from __future__ import annotations
 
-from typing import Any
-
 import structlog
 
 from ocmkit.kube import APPLIED_MANIFESTWORKS, NotFound
@@ -26,6 +24,7 @@ from ocmkit.runtime import (
 )
 from schemas.wire import APPLIED_MANIFEST_WORK_FINALIZER
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting
+from workagent.controllers.applied import recorded_resources
 from workagent.controllers.deletion import DeletionFailed, delete_applied_resources
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.metrics import ORPHAN_WORK_DELETED
@@ -80,9 +79,7 @@ class AppliedManifestWorkFinalizer:
             self._waits.forget(name)
             return None
 
-        resources: list[dict[str, Any]] = list(
-            (applied.get("status") or {}).get("appliedResources") or []
-        )
+        resources = recorded_resources(applied)
         work_name = str((applied.get("spec") or {}).get("manifestWorkName") or name)
         if deps.watch_pool is not None and name == applied_work_name(deps.hub_hash, work_name):
             # Step 2: the work's Watch-mode registrations go (all of them, a superset

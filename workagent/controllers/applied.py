@@ -10,13 +10,14 @@ removed".
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
 from ocmkit.kube import KubeError, NotFound
-from ocmkit.runtime import ItemExponentialFailureRateLimiter
+from ocmkit.runtime import ItemExponentialFailureRateLimiter, Object
 from schemas.wire import CONDITION_APPLIED
 from workagent.controllers.apply_results import ManifestResult
 from workagent.controllers.conditions import find_condition
@@ -28,6 +29,40 @@ from workagent.controllers.ownership import applied_work_owner
 log = structlog.get_logger(__name__)
 
 _SORT_FIELDS = ("group", "version", "resource", "namespace", "name")
+
+#: Annotation of an AppliedManifestWork made by this agent: the resources recorded
+#: when it was created (JSON list of appliedResources entries without ``uid``).
+RECORDED_ANNOTATION = "workagent.ocmkit.io/recorded-resources"
+
+
+def recorded_resources(applied_work: Object) -> list[dict[str, Any]]:
+    """The resources an AppliedManifestWork records.
+
+    ``status.appliedResources`` once a status write set it (even to an empty
+    list); before that, the entries its creation recorded in
+    :data:`RECORDED_ANNOTATION` (malformed ones are ignored).
+    """
+    status = applied_work.get("status") or {}
+    if "appliedResources" in status:
+        return list(status.get("appliedResources") or [])
+    annotations = (applied_work.get("metadata") or {}).get("annotations") or {}
+    raw = annotations.get(RECORDED_ANNOTATION)
+    if not isinstance(raw, str) or not raw:
+        return []
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return []
+    if not isinstance(value, list):
+        return []
+    return [
+        {f: item[f] for f in _SORT_FIELDS}
+        for item in value
+        if isinstance(item, dict)
+        and all(isinstance(item.get(f), str) for f in _SORT_FIELDS)
+        and item["resource"]
+        and item["name"]
+    ]
 
 
 @dataclass
@@ -151,7 +186,7 @@ async def sync_applied_resources(
             }
         )
 
-    old = ((applied_work.get("status") or {}).get("appliedResources")) or []
+    old = recorded_resources(applied_work)
     if unresolved is not None:
         # Nothing is deleted while a manifest is unresolved (OCM skips the whole
         # step). Recording what did resolve, on top of the old list, is a safe

@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ocmkit.kube import Resource
+
+#: (group, version, resource, namespace, name) of an object a work lists.
+ObjectIdentity = tuple[str, str, str, str, str]
+
+#: The status controller's ``fill_after_apply(work, objects)``: adds ``Available``
+#: and the feedback of a work's just-applied objects to its status; False when it
+#: cannot (the status controller then writes them itself).
+FillStatus = Callable[[dict[str, Any], dict[ObjectIdentity, dict[str, Any]]], Awaitable[bool]]
+
+
+def object_identity(meta: dict[str, Any]) -> ObjectIdentity:
+    """(group, version, resource, namespace, name) of a ``resourceMeta``."""
+    return (
+        str(meta.get("group") or ""),
+        str(meta.get("version") or ""),
+        str(meta.get("resource") or ""),
+        str(meta.get("namespace") or ""),
+        str(meta.get("name") or ""),
+    )
 
 
 @dataclass

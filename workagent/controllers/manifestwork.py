@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import random
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -51,6 +52,7 @@ from schemas.meta import now
 from schemas.wire import (
     APPLIED_MANIFEST_WORK_FINALIZER,
     CONDITION_APPLIED,
+    CONDITION_AVAILABLE,
     CONDITION_COMPLETE,
     LOGGING_ANNOTATION_PREFIX,
     REASON_APPLIED_MANIFEST_COMPLETE,
@@ -67,9 +69,10 @@ from workagent.apply import (
     ServerSideApplyConflict,
 )
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
-from workagent.controllers.applied import sync_applied_resources
-from workagent.controllers.apply_results import ManifestResult
+from workagent.controllers.applied import RECORDED_ANNOTATION, sync_applied_resources
+from workagent.controllers.apply_results import FillStatus, ManifestResult, object_identity
 from workagent.controllers.conditions import (
+    find_condition,
     find_manifest_status,
     is_condition_true,
     merge_manifest_conditions,
@@ -87,7 +90,7 @@ from workagent.controllers.patcher import (
     patch_metadata_and_spec,
     patch_status,
 )
-from workagent.controllers.recording import AppliedRecord, RecordingFailed
+from workagent.controllers.recording import AppliedRecord, RecordingFailed, creation_record
 from workagent.executor.base import (
     NOT_ALLOWED_REQUEUE_SECONDS,
     InvalidExecutorError,
@@ -223,8 +226,9 @@ def _log_fields(work: dict[str, Any]) -> dict[str, Any]:
 class ManifestWorkController:
     """Applies ManifestWorks of the cluster namespace to the managed cluster."""
 
-    def __init__(self, deps: AgentDeps) -> None:
+    def __init__(self, deps: AgentDeps, *, fill_status: FillStatus | None = None) -> None:
         self.deps = deps
+        self._fill_status = fill_status
         self.queue = WorkQueue(QUEUE_NAME)
         self.controller = Controller(
             QUEUE_NAME,
@@ -310,16 +314,21 @@ class ManifestWorkController:
         generation = int(work["metadata"].get("generation") or 0)
 
         name = cached["metadata"]["name"]
-        applied_work = await self._ensure_applied_work(work)
+        results = [parse_manifest(i, raw) for i, raw in enumerate(manifests)]
+
+        def creates(entry: dict[str, Any]) -> bool:
+            return _may_create(spec, entry)
+
+        applied_work = await self._ensure_applied_work(work, results, creates)
         record = AppliedRecord(
             applied_work,
             deps.mapper,
             deps.work_client,
-            creates=lambda entry: _may_create(spec, entry),
+            creates=creates,
             on_written=lambda before, after: self._applied_written.remember(name, before, after),
         )
         try:
-            results = await self._apply_with_conflict_retry(work, spec, manifests, record)
+            await self._apply_with_conflict_retry(work, spec, results, record)
         except RecordingFailed as err:
             # Nothing unrecorded was created; report nothing half-done, retry with backoff.
             log.warning(
@@ -331,7 +340,7 @@ class ManifestWorkController:
             if result.error is not None:
                 count_apply_failure(result.error)
 
-        work["status"] = build_status(work, results, generation)
+        work["status"] = await self._new_status(work, results, generation)
         bookkeeping = await sync_applied_resources(
             deps, work, applied_work, results, self._pending_backoff
         )
@@ -423,12 +432,35 @@ class ManifestWorkController:
                 if int(fresh["metadata"].get("generation") or 0) != generation:
                     raise
                 log.debug("status written meanwhile, merging the apply results into it")
-                base, status = fresh, build_status(fresh, results, generation)
+                base, status = fresh, await self._new_status(fresh, results, generation)
                 continue
             if written is not None:
                 self._works_written.remember(name, base, written)
             return written
         return None  # not reached: the last attempt returns or raises
+
+    async def _new_status(
+        self, work: dict[str, Any], results: list[ManifestResult], generation: int
+    ) -> dict[str, Any]:
+        """The status this pass writes: ``Applied`` and, while the work's ``Available``
+        is not of this generation yet, what the status controller would add to it."""
+        status = build_status(work, results, generation)
+        fill = self._fill_status
+        available = find_condition(
+            (work.get("status") or {}).get("conditions"), CONDITION_AVAILABLE
+        )
+        if fill is None or (
+            available is not None and int(available.get("observedGeneration") or 0) == generation
+        ):
+            return status
+        objects = {
+            object_identity(r.meta): r.obj
+            for r in results
+            if r.error is None and r.obj is not None and r.resource is not None
+        }
+        candidate = {**work, "status": status}
+        await fill(candidate, objects)
+        return dict(candidate["status"])
 
     @staticmethod
     def _classify(results: list[ManifestResult]) -> tuple[list[Exception], list[float]]:
@@ -448,7 +480,14 @@ class ManifestWorkController:
         return errors, requeues
 
     # -- the AppliedManifestWork (4.3) ------------------------------------------------
-    async def _ensure_applied_work(self, work: dict[str, Any]) -> dict[str, Any]:
+    async def _ensure_applied_work(
+        self,
+        work: dict[str, Any],
+        results: list[ManifestResult],
+        creates: Callable[[dict[str, Any]], bool],
+    ) -> dict[str, Any]:
+        """The work's AppliedManifestWork, created if missing (recording ``results``,
+        :func:`~workagent.controllers.recording.creation_record`) or brought up to date."""
         deps = self.deps
         work_name = work["metadata"]["name"]
         name = applied_work_name(deps.hub_hash, work_name)
@@ -462,6 +501,10 @@ class ManifestWorkController:
             }
             if labels:
                 metadata["labels"] = labels
+            recorded = await creation_record(deps.mapper, results, creates)
+            if recorded is not None:
+                # The create is the record of what this pass is about to create.
+                metadata["annotations"] = {RECORDED_ANNOTATION: recorded}
             body = {
                 "apiVersion": APPLIED_MANIFESTWORKS.api_version,
                 "kind": APPLIED_MANIFESTWORKS.kind,
@@ -491,10 +534,10 @@ class ManifestWorkController:
         self,
         work: dict[str, Any],
         spec: ManifestWorkSpec,
-        manifests: list[Any],
+        results: list[ManifestResult],
         record: AppliedRecord,
-    ) -> list[ManifestResult]:
-        results = [parse_manifest(i, raw) for i, raw in enumerate(manifests)]
+    ) -> None:
+        """Apply the parsed ``results`` in place (their ``obj`` and ``error``)."""
         todo = [r for r in results if r.required is not None]
         delay = CONFLICT_BACKOFF
         for attempt in range(CONFLICT_ATTEMPTS):
@@ -511,7 +554,6 @@ class ManifestWorkController:
                 log.info("conflict while applying, retrying the pass", delay_seconds=delay)
                 await asyncio.sleep(delay)
                 delay *= CONFLICT_FACTOR
-        return results
 
     async def _apply_one(
         self,
@@ -594,6 +636,13 @@ class ManifestWorkController:
             )
 
 
-def manifestwork_controller(deps: AgentDeps) -> Controller:
-    """Build the apply controller and register its event handlers."""
-    return ManifestWorkController(deps).controller
+def manifestwork_controller(
+    deps: AgentDeps, *, fill_status: FillStatus | None = None
+) -> Controller:
+    """Build the apply controller and register its event handlers.
+
+    ``fill_status`` (the status controller's ``fill_after_apply``) lets the
+    pass that first applies a generation write ``Available`` and the feedback
+    in its own status patch.
+    """
+    return ManifestWorkController(deps, fill_status=fill_status).controller

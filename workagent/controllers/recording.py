@@ -7,7 +7,16 @@ them and they leak. So before a manifest is applied whose identity (group,
 resource, namespace, name) the AppliedManifestWork does not list yet, the
 AppliedManifestWork is written with that identity added, together with every
 other not yet recorded manifest of the work that can be resolved from cached
-discovery: one write for a new work or generation, none at steady state.
+discovery: one write for a new generation, none at steady state.
+
+A new work costs no such write: the AppliedManifestWork is created with the
+manifests it is about to create (those cached discovery resolves) in the
+annotation :data:`RECORDED_ANNOTATION`, so the create is the record, and
+the one status write after the pass lists them with their UIDs. Until that
+first status write (``status.appliedResources`` absent), every reader of the
+record (this module, stale detection, the AppliedManifestWork finalizer) takes
+the annotation's entries as the record (:func:`recorded_resources`); once it
+is written, the status alone.
 
 A freshly recorded entry has no ``uid`` (the object may not exist yet). The
 bookkeeping after the pass (:mod:`workagent.controllers.applied`) fills in the
@@ -19,6 +28,7 @@ The wire format is OCM's: ``uid`` is an optional field.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -33,11 +43,41 @@ from ocmkit.kube import (
     split_api_version,
 )
 from ocmkit.runtime import Object
-from workagent.controllers.applied import Identity, entry_identity, sort_entries
+from workagent.controllers.applied import (
+    Identity,
+    entry_identity,
+    recorded_resources,
+    sort_entries,
+)
 from workagent.controllers.apply_results import ManifestResult
 from workagent.controllers.patcher import patch_status
 
 log = structlog.get_logger(__name__)
+
+#: A longer record goes through a status write instead (annotations total <= 256 KiB).
+MAX_ANNOTATION_BYTES = 64 * 1024
+
+
+async def creation_record(
+    mapper: RESTMapper,
+    results: list[ManifestResult],
+    creates: Callable[[dict[str, Any]], bool],
+) -> str | None:
+    """The :data:`RECORDED_ANNOTATION` value for a new AppliedManifestWork.
+
+    Lists every manifest of ``results`` (parsed) that may create its object
+    and that cached discovery resolves; None when there is none or the list is
+    too long for an annotation (those are then recorded by a status write).
+    """
+    entries: dict[Identity, dict[str, Any]] = {}
+    for result in results:
+        entry = await _cached_entry(mapper, result)
+        if entry is not None and creates(entry):
+            entries.setdefault(entry_identity(entry), entry)
+    if not entries:
+        return None
+    value = json.dumps(sort_entries(list(entries.values())), separators=(",", ":"))
+    return value if len(value.encode()) <= MAX_ANNOTATION_BYTES else None
 
 
 class RecordingFailed(Exception):
@@ -120,7 +160,7 @@ class AppliedRecord:
         self._mapper = mapper
         self._spoke = spoke
         self._on_written = on_written
-        entries = (applied_work.get("status") or {}).get("appliedResources") or []
+        entries = recorded_resources(applied_work)
         self._recorded = {entry_identity(e) for e in entries}
         # Entries with a UID were seen to exist by an earlier pass's bookkeeping.
         self._seen = {entry_identity(e) for e in entries if e.get("uid")}
@@ -171,9 +211,7 @@ class AppliedRecord:
     async def _write(self, entries: list[dict[str, Any]]) -> None:
         before = self.applied_work
         status = copy.deepcopy(before.get("status") or {})
-        status["appliedResources"] = sort_entries(
-            [*(status.get("appliedResources") or []), *entries]
-        )
+        status["appliedResources"] = sort_entries([*recorded_resources(before), *entries])
         try:
             written = await patch_status(self._spoke, APPLIED_MANIFESTWORKS, before, status)
         except KubeError as err:

@@ -62,6 +62,7 @@ from workagent.conditions import (
     is_condition_type,
 )
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
+from workagent.controllers.apply_results import ObjectIdentity, object_identity
 from workagent.controllers.conditions import (
     Condition,
     find_condition,
@@ -236,27 +237,7 @@ class AvailableStatusController:
             raise TerminalError(f"unreadable spec: {err}") from err
 
         status = work.setdefault("status", {})
-        manifests = _manifests(work)  # the entries themselves are updated in place
-        moment = now()
-        listed: set[tuple[str, str, str, str, str]] = set()
-        room = _FeedbackRoom(MAX_FEEDBACK_BYTES)
-        modes: Counter[str] = Counter()
-        for entry in manifests:
-            listed.add(_identity(entry.get("resourceMeta") or {}))
-            mode = await self._sync_manifest(work, entry, spec, generation, moment, room)
-            if mode is not None:
-                modes[mode] += 1
-        if self.pool is not None:
-            # Registrations of objects the work no longer lists (removed from the
-            # spec, or now served at another version) go at once.
-            await self.pool.retain(name, listed)
-
-        conditions: list[Condition] = status.setdefault("conditions", [])
-        per_manifest = [entry.get("conditions") or [] for entry in manifests]
-        set_condition(conditions, aggregate_available(per_manifest, generation=generation), moment)
-        for cond in aggregate(per_manifest, generation=generation):
-            set_condition(conditions, cond, moment)
-        drop_stale_rule_conditions(conditions, generation)
+        modes = await self._compute(name, work, spec, generation, None)
 
         try:
             written = await patch_status(deps.hub, MANIFESTWORKS, cached, status)
@@ -274,6 +255,74 @@ class AvailableStatusController:
         interval = deps.settings.status_sync_interval
         return Result(requeue_after=interval * (1 + random.random() * STATUS_JITTER))
 
+    async def _compute(
+        self,
+        name: str,
+        work: Object,
+        spec: ManifestWorkSpec,
+        generation: int,
+        known: dict[ObjectIdentity, Object] | None,
+    ) -> Counter[str]:
+        """Steps 1-5 on ``work["status"]`` in place; returns how the objects were read.
+
+        ``known`` (from the apply loop) gives every listed object as it was just
+        applied: nothing is read from the cluster then.
+        """
+        status = work.setdefault("status", {})
+        manifests = _manifests(work)  # the entries themselves are updated in place
+        moment = now()
+        listed: set[ObjectIdentity] = set()
+        room = _FeedbackRoom(MAX_FEEDBACK_BYTES)
+        modes: Counter[str] = Counter()
+        for entry in manifests:
+            listed.add(object_identity(entry.get("resourceMeta") or {}))
+            mode = await self._sync_manifest(work, entry, spec, generation, moment, room, known)
+            if mode is not None:
+                modes[mode] += 1
+        if self.pool is not None:
+            # Registrations of objects the work no longer lists (removed from the
+            # spec, or now served at another version) go at once.
+            await self.pool.retain(name, listed)
+
+        conditions: list[Condition] = status.setdefault("conditions", [])
+        per_manifest = [entry.get("conditions") or [] for entry in manifests]
+        set_condition(conditions, aggregate_available(per_manifest, generation=generation), moment)
+        for cond in aggregate(per_manifest, generation=generation):
+            set_condition(conditions, cond, moment)
+        drop_stale_rule_conditions(conditions, generation)
+        return modes
+
+    async def fill_after_apply(self, work: Object, objects: dict[ObjectIdentity, Object]) -> bool:
+        """Add what a status sync would to the status an apply pass is about to write.
+
+        ``work`` carries the pass's new status; ``objects`` are the objects the
+        pass applied, as the server answered (keys: ``object_identity`` of their meta).
+        When every manifest the status lists is among them, ``Available``, the
+        feedback values and the aggregated conditions are set from them in
+        place, with no read, and True is returned: the apply loop's one status
+        patch then carries both, and this controller's next sync (on the
+        patch's event) finds nothing to change. False (status untouched) when
+        an object is missing (a manifest failed) or the work has condition
+        rules (CEL may take its time budget; ``Applied`` must not wait): this
+        controller then writes its part after the pass, as before.
+        """
+        raw_spec = dict(work.get("spec") or {})
+        raw_spec.pop("workload", None)
+        try:
+            spec = ManifestWorkSpec.model_validate(raw_spec)
+        except ValueError:
+            return False
+        if any(option.condition_rules for option in spec.manifest_configs or []):
+            return False
+        manifests = _manifests(work)
+        if not manifests or any(
+            object_identity(entry.get("resourceMeta") or {}) not in objects for entry in manifests
+        ):
+            return False
+        generation = int(work["metadata"].get("generation") or 0)
+        await self._compute(str(work["metadata"]["name"]), work, spec, generation, objects)
+        return True
+
     async def _sync_manifest(
         self,
         work: Object,
@@ -282,8 +331,12 @@ class AvailableStatusController:
         generation: int,
         moment: datetime,
         room: _FeedbackRoom,
+        known: dict[ObjectIdentity, Object] | None = None,
     ) -> str | None:
-        """Sync one manifest's entry in place; returns how its object was read (if at all)."""
+        """Sync one manifest's entry in place; returns how its object was read (if at all).
+
+        An object in ``known`` is taken from there, not read.
+        """
         deps = self.deps
         work_name = str(work["metadata"]["name"])
         meta = entry.get("resourceMeta") or {}
@@ -292,7 +345,14 @@ class AvailableStatusController:
         version = _meta_str(meta, "version")
         namespace, obj_name = _meta_str(meta, "namespace"), _meta_str(meta, "name")
         option = find_manifest_config(spec.manifest_configs, group, resource, namespace, obj_name)
-        outcome = await self._read(meta, managed_fields=reads_managed_fields(option))
+        fresh = known.get(object_identity(meta)) if known is not None else None
+        outcome = (
+            ReadOutcome(
+                fresh, _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available")
+            )
+            if fresh is not None
+            else await self._read(meta, managed_fields=reads_managed_fields(option))
+        )
         set_condition(conditions, outcome.available, moment)
         obj = outcome.obj
         if obj is None:
@@ -463,17 +523,6 @@ def _json_size(values: list[Any]) -> int:
     if not values:
         return 0
     return len(json.dumps(values, separators=(",", ":"), ensure_ascii=False).encode())
-
-
-def _identity(meta: dict[str, Any]) -> tuple[str, str, str, str, str]:
-    """(group, version, resource, namespace, name) of a resourceMeta."""
-    return (
-        _meta_str(meta, "group"),
-        _meta_str(meta, "version"),
-        _meta_str(meta, "resource"),
-        _meta_str(meta, "namespace"),
-        _meta_str(meta, "name"),
-    )
 
 
 def _resource_of(meta: dict[str, Any]) -> Resource:
