@@ -15,7 +15,10 @@ are served from that list for a while:
   reflects an object at most that much later than with a GET per sync;
 - an object the apply loop wrote (or read) after the list was sent is served
   as the apply loop got it, so a fresh apply never reports a missing or
-  outdated object; one neither shows does not exist (as of the list);
+  outdated object; one neither shows does not exist (as of the list); and
+  one the apply loop got less than half an interval ago is served as it got
+  it with no list at all (the status sync right after an apply pass reads
+  nothing);
 - a LIST that fails (say, the agent may ``get`` but not ``list`` the
   resource) or that returns far more objects than the agent reads there
   (a namespace full of foreign objects) turns that (resource, namespace) back
@@ -139,6 +142,12 @@ class PolledReads:
             bucket.demand_managed[name] = now
         self._prune(bucket, now, interval)
         bucket.last_read = now
+        applied = bucket.applied.get(name)
+        if applied is not None and now - applied[0] < interval * MAX_AGE_FRACTION:
+            if not managed_fields or (applied[1].get("metadata") or {}).get("managedFields"):
+                # As fresh as a list would be: the server answered the apply loop just now.
+                SERVED.inc()
+                return applied[1]
         listed = await self._snapshot(client, res, namespace, bucket, now, interval)
         if listed is not None and (bucket.listed_managed or not managed_fields):
             applied = bucket.applied.get(name)
@@ -170,14 +179,16 @@ class PolledReads:
 
     def note_applied(self, res: Resource, namespace: str, obj: Object) -> None:
         """The apply loop got ``obj`` from the server: newer than any earlier list."""
-        bucket = self._buckets.get((res.group, res.version, res.plural, namespace))
-        if bucket is None or (bucket.listed is None and bucket.inflight is None):
-            return  # no list it could be newer than
+        key = (res.group, res.version, res.plural, namespace)
+        now = self._clock()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _Bucket(since=now)
         name = str((obj.get("metadata") or {}).get("name") or "")
         listed = bucket.listed.get(name) if bucket.listed is not None else None
         if listed is not None and _rv(listed) == _rv(obj):
             return  # the list has this very version
-        bucket.applied[name] = (self._clock(), obj)
+        bucket.applied[name] = (now, obj)
 
     # -- internals ------------------------------------------------------------------------
     def _prune(self, bucket: _Bucket, now: float, interval: float) -> None:
@@ -196,6 +207,10 @@ class PolledReads:
         for demand in (bucket.demand, bucket.demand_managed):
             for name in [n for n, at in demand.items() if at < horizon]:
                 del demand[name]
+        # An applied object older than a list may be is served by lists (or GETs) only.
+        if bucket.listed is None and bucket.inflight is None:
+            for name in [n for n, (at, _) in bucket.applied.items() if now - at >= max_age]:
+                del bucket.applied[name]
 
     async def _snapshot(
         self,

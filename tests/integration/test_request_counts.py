@@ -9,6 +9,7 @@ an observable state.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
-from tests.support.requests import RequestRecord
+from tests.support.requests import AGENT_USER_AGENTS, WRITES, Request, RequestRecord
 from tests.support.targets import Cluster
 from workagent.identity import applied_work_name
 
@@ -314,3 +315,86 @@ async def test_objects_seen_in_a_status_list_are_deleted_without_a_get(
         assert not [o for o in remaining["items"] if o["metadata"]["name"].startswith("idle-")]
     finally:
         await runner.stop()
+
+
+#: Works x ConfigMaps of the request budget test (issue 19's work of five objects).
+BUDGET_WORKS, BUDGET_OBJECTS = 4, 5
+#: Requests per work of 5 objects while applying: hub, the finalizer and one status
+#: patch (Applied and Available together); spoke, 5 creates, the AppliedManifestWork
+#: create (recording them) and one status write of it (with their UIDs).
+APPLY_BUDGET = 9
+#: Requests per work while deleting: 5 deletes, the AppliedManifestWork's delete and
+#: its finalizer on the spoke; on the hub the work's `Deleting` condition (OCM writes it
+#: before deleting the AppliedManifestWork) and its finalizer. Nothing else: its status
+#: is not written again for the generation a real apiserver bumps on deletion.
+DELETE_BUDGET = 9
+
+
+def agent_requests(records: list[RequestRecord]) -> Counter[Request]:
+    """The agent's requests (both User-Agents) in ``records``, by kind."""
+    found: Counter[Request] = Counter()
+    for record in records:
+        for request, n in record.requests().items():
+            if request.user_agent in AGENT_USER_AGENTS:
+                found[request] += n
+    return found
+
+
+async def test_request_budget_per_work_applying_and_deleting(
+    agent: AgentRunner,
+    hub: Cluster,
+    spoke: Cluster,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+) -> None:
+    """A work of 5 ConfigMaps costs at most 9 requests to apply and 9 to delete."""
+    assert agent.agent is not None
+    applied_cache = agent.agent.deps.applied.store
+    records = [RequestRecord(hub), RequestRecord(spoke)]
+    names = [f"budget-{i}" for i in range(BUDGET_WORKS)]
+    syncs_before = status_syncs()
+    for name in names:
+        manifests = [configmap(f"{name}-{n}") for n in range(BUDGET_OBJECTS)]
+        await hub_client.create(MANIFESTWORKS, work_body(name, manifests))
+
+    async def converged() -> bool:
+        for name in names:
+            work = await get_work(hub_client, name)
+            if (work_condition(work, "Available") or {}).get("status") != "True":
+                return False
+            record = applied_cache.get(applied_work_name(agent.hub_hash, name)) or {}
+            entries = (record.get("status") or {}).get("appliedResources") or []
+            if len(entries) != BUDGET_OBJECTS or not all(e.get("uid") for e in entries):
+                return False
+        # The status controller synced each work after its apply pass wrote (and found
+        # nothing left to write): what it would have sent is counted too.
+        return status_syncs() - syncs_before >= BUDGET_WORKS
+
+    await eventually(converged, what="every work Available, recorded and status-synced")
+    applying = agent_requests(records)
+    total = sum(applying.values())
+    assert total <= APPLY_BUDGET * BUDGET_WORKS, "\n".join(map(str, applying.items()))
+    writes = {(r.verb, r.resource): n for r, n in applying.items() if r.verb in WRITES}
+    assert writes.get(("patch", "manifestworks/status"), 0) == BUDGET_WORKS, writes
+    assert writes.get(("patch", "appliedmanifestworks/status"), 0) == BUDGET_WORKS, writes
+    assert writes.get(("create", "appliedmanifestworks"), 0) == BUDGET_WORKS, writes
+
+    for record in records:
+        record.mark()
+    for name in names:
+        await hub_client.delete(MANIFESTWORKS, name, "cluster1")
+
+    async def all_gone() -> bool:
+        listed = await hub_client.list(MANIFESTWORKS, "cluster1")
+        return not listed["items"] and all(
+            applied_cache.get(applied_work_name(agent.hub_hash, name)) is None for name in names
+        )
+
+    await eventually(all_gone, what="every work and AppliedManifestWork gone")
+    deleting = agent_requests(records)
+    assert sum(deleting.values()) <= DELETE_BUDGET * BUDGET_WORKS, "\n".join(
+        map(str, deleting.items())
+    )
+    for name in names:
+        for n in range(BUDGET_OBJECTS):
+            assert not await exists(spoke_client, CONFIGMAPS, f"{name}-{n}", "default")

@@ -227,7 +227,7 @@ class AvailableStatusController:
     async def _sync(self, name: str, cached: Object) -> Result | None:
         deps = self.deps
         work = copy.deepcopy(cached)
-        generation = int(work["metadata"].get("generation") or 0)
+        generation = _reported_generation(work)
         raw_spec = dict(work.get("spec") or {})
         raw_spec.pop("workload", None)
         try:
@@ -496,6 +496,23 @@ class AvailableStatusController:
         return ReadOutcome(
             obj, _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available"), mode
         )
+
+
+def _reported_generation(work: Object) -> int:
+    """The generation the work's conditions report.
+
+    Its ``metadata.generation``, except while it is being deleted: a real
+    apiserver bumps the generation of a custom resource when it sets
+    ``deletionTimestamp``, but nothing is applied for that generation, so
+    conditions keep the generation of the last apply pass (its ``Applied``
+    condition's) instead of being written again for a spec that did not change.
+    """
+    generation = int(work["metadata"].get("generation") or 0)
+    if not is_deleting(work):
+        return generation
+    applied = find_condition((work.get("status") or {}).get("conditions"), CONDITION_APPLIED)
+    observed = int((applied or {}).get("observedGeneration") or 0)
+    return observed or generation
 
 
 class _FeedbackRoom:
