@@ -143,11 +143,14 @@ class PolledReads:
         self._prune(bucket, now, interval)
         bucket.last_read = now
         applied = bucket.applied.get(name)
-        if applied is not None and now - applied[0] < interval * MAX_AGE_FRACTION:
-            if not managed_fields or (applied[1].get("metadata") or {}).get("managedFields"):
-                # As fresh as a list would be: the server answered the apply loop just now.
-                SERVED.inc()
-                return applied[1]
+        if (
+            applied is not None
+            and now - applied[0] < interval * MAX_AGE_FRACTION
+            and (not managed_fields or (applied[1].get("metadata") or {}).get("managedFields"))
+        ):
+            # As fresh as a list would be: the server answered the apply loop just now.
+            SERVED.inc()
+            return applied[1]
         listed = await self._snapshot(client, res, namespace, bucket, now, interval)
         if listed is not None and (bucket.listed_managed or not managed_fields):
             applied = bucket.applied.get(name)
