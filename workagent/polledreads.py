@@ -149,7 +149,6 @@ class PolledReads:
             and (not managed_fields or (applied[1].get("metadata") or {}).get("managedFields"))
         ):
             # As fresh as a list would be: the server answered the apply loop just now.
-            SERVED.inc()
             return applied[1]
         listed = await self._snapshot(client, res, namespace, bucket, now, interval)
         if listed is not None and (bucket.listed_managed or not managed_fields):
@@ -191,6 +190,11 @@ class PolledReads:
         listed = bucket.listed.get(name) if bucket.listed is not None else None
         if listed is not None and _rv(listed) == _rv(obj):
             return  # the list has this very version
+        if not bucket.demand_managed:
+            # Kept without managedFields (a reader of them reads a list or GETs);
+            # a shallow copy: the apply loop still holds the object.
+            meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+            obj = {**obj, "metadata": meta}
         bucket.applied[name] = (now, obj)
 
     # -- internals ------------------------------------------------------------------------
