@@ -30,9 +30,9 @@ from ocmkit.runtime import (
     LeaderElector,
     Manager,
     ManagerSettings,
+    compact,
     configure_logging,
     run_main,
-    strip_managed_fields,
 )
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply import Applier, Appliers
@@ -152,14 +152,15 @@ async def build_agent(
     the_hash = source.hub_hash
     # The agent never reads the managedFields of works or AppliedManifestWorks
     # (its writes are merge patches of spec, metadata and status): the caches
-    # keep the objects without them, about a quarter of their size.
+    # keep the objects without them, about a quarter of their size, and with
+    # their repeated strings shared (about half of what is left).
     works = Informer(
         hub,  # the hub API server, or the CloudEvents source's local store
         MANIFESTWORKS,
         settings.cluster_name,
         resync_seconds=WORKS_RESYNC_SECONDS,
         name="manifestworks",
-        transform=strip_managed_fields,
+        transform=compact,
     )
     # One token bucket per client, as client-go's clients of OCM's agent: the
     # apply client (``spoke``), the work API client, the status reads' client.
@@ -170,7 +171,7 @@ async def build_agent(
         APPLIED_MANIFESTWORKS,
         resync_seconds=APPLIED_RESYNC_SECONDS,
         name="appliedmanifestworks",
-        transform=strip_managed_fields,
+        transform=compact,
     )
     chosen = (collaborators or default_collaborators)(spoke, settings)
     elector = LeaderElector(spoke, settings.leader_election)

@@ -45,14 +45,14 @@ import structlog
 from prometheus_client import Counter
 
 from ocmkit.kube import Forbidden, KubeClient, KubeError, NotFound, Resource
-from ocmkit.runtime import Object, strip_managed_fields
+from ocmkit.runtime import Object, compact
 
 log = structlog.get_logger(__name__)
 
 #: Objects of one (resource, namespace) the agent must read before a LIST pays.
 LIST_THRESHOLD = 8
-#: Page size of a coalesced LIST.
-LIST_PAGE_SIZE = 500
+#: Page size of a coalesced LIST: 12,500 objects (2,500 works of 5) in 3 requests.
+LIST_PAGE_SIZE = 5000
 #: A list serves reads for this fraction of the status-sync interval.
 MAX_AGE_FRACTION = 0.5
 #: An object not asked for within this many intervals no longer counts as read.
@@ -287,7 +287,7 @@ class PolledReads:
         # Kept when any reader asked for them by now; one asking later GETs until the next list.
         managed = bool(bucket.demand_managed)
         if not managed:
-            items = [strip_managed_fields(o) for o in items]
+            items = [compact(o) for o in items]
         listed = {str((o.get("metadata") or {}).get("name") or ""): o for o in items}
         bucket.listed, bucket.listed_at, bucket.listed_managed = listed, started, managed
         # What the apply loop got before this list was sent is in the list, or older.
