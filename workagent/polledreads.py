@@ -109,12 +109,28 @@ class _Bucket:
     lists_from: float = 0.0
 
 
+#: Told of an object a new list shows changed (or gone: then its last listed version)
+#: since the list before: ``(resource, namespace, object)``.
+OnChanged = Callable[[Resource, str, Object], None]
+
+
 class PolledReads:
     """Live reads for Poll-mode status syncs; one per agent, shared by its controllers."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._buckets: dict[BucketKey, _Bucket] = {}
+        self._listeners: list[OnChanged] = []
+
+    def add_listener(self, listener: OnChanged) -> None:
+        """Call ``listener`` for every object a list shows changed or gone since the
+        previous list of its (resource, namespace).
+
+        So a change is reported when a list first shows it, not only at the next
+        status sync of its work (up to 1.9 intervals later): the status
+        controller syncs the works listing the object at once.
+        """
+        self._listeners.append(listener)
 
     async def read(
         self,
@@ -165,6 +181,24 @@ class PolledReads:
         except NotFound:
             return None
 
+    def fresh(self, res: Resource, namespace: str, name: str, *, interval: float) -> Object | None:
+        """The object as a list or the apply loop got it less than half ``interval`` ago.
+
+        None when no such version is known (or a fresh list lacks it: a GET
+        then tells). Not a read: it adds no demand. The object may lack
+        ``metadata.managedFields`` and must not be modified.
+        """
+        bucket = self._buckets.get((res.group, res.version, res.plural, namespace))
+        if bucket is None:
+            return None
+        now, max_age = self._clock(), interval * MAX_AGE_FRACTION
+        applied = bucket.applied.get(name)
+        if applied is not None and now - applied[0] < max_age:
+            return applied[1]
+        if bucket.listed is not None and now - bucket.listed_at < max_age:
+            return bucket.listed.get(name)
+        return None
+
     def peek(self, res: Resource, namespace: str, name: str) -> Object | None:
         """The newest version of an object seen in a list or an apply, however old.
 
@@ -198,6 +232,25 @@ class PolledReads:
         bucket.applied[name] = (now, obj)
 
     # -- internals ------------------------------------------------------------------------
+    def _tell_changes(
+        self,
+        res: Resource,
+        namespace: str,
+        bucket: _Bucket,
+        previous: dict[str, Object],
+        listed: dict[str, Object],
+    ) -> None:
+        """Tell the listeners of the objects some status sync reads that changed."""
+        for name in bucket.demand:
+            before, now = previous.get(name), listed.get(name)
+            if before is None or (now is not None and _rv(now) == _rv(before)):
+                continue  # new to the lists (the apply loop reports it) or unchanged
+            for listener in self._listeners:
+                try:
+                    listener(res, namespace, now if now is not None else before)
+                except Exception:  # a listener's bug must not cost the list
+                    log.exception("polled reads listener failed")
+
     def _prune(self, bucket: _Bucket, now: float, interval: float) -> None:
         """Forget demand older than the window, at most once per max age (cheap per read).
 
@@ -289,7 +342,10 @@ class PolledReads:
         if not managed:
             items = [compact(o) for o in items]
         listed = {str((o.get("metadata") or {}).get("name") or ""): o for o in items}
+        previous = bucket.listed
         bucket.listed, bucket.listed_at, bucket.listed_managed = listed, started, managed
+        if previous is not None and self._listeners:
+            self._tell_changes(res, namespace, bucket, previous, listed)
         # What the apply loop got before this list was sent is in the list, or older.
         bucket.applied = {n: e for n, e in bucket.applied.items() if e[0] >= started}
         return listed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -163,6 +164,28 @@ async def test_configmap_drift_is_corrected(
     await other.patch(CONFIGMAPS, "cm", {"data": {"a": "edited", "extra": "x"}}, NS)
     live = await applier.apply(request(CONFIGMAPS, configmap(a="1"), owner))
     assert live["data"] == {"a": "1"}
+
+
+async def test_a_known_version_replaces_the_get_and_a_drift_in_it_is_corrected(
+    kube: KubeClient, other: KubeClient, owner: dict[str, Any], writes: Writes
+) -> None:
+    """With ``known`` (a recent list's version) nothing is read: the same version sends
+    nothing, a drifted one is written back; a stale one is refused by its resourceVersion."""
+    applier = UpdateApplier(kube)
+    applied = await applier.apply(request(CONFIGMAPS, configmap(a="1"), owner))
+    await writes.reset()
+    same = dataclasses.replace(request(CONFIGMAPS, configmap(a="1"), owner), known=applied)
+    assert (await applier.apply(same))["data"] == {"a": "1"}
+    assert await writes.verbs() == {}
+    drifted = await other.patch(CONFIGMAPS, "cm", {"data": {"a": "edited"}}, NS)
+    await writes.reset()
+    fix = dataclasses.replace(request(CONFIGMAPS, configmap(a="1"), owner), known=drifted)
+    assert (await applier.apply(fix))["data"] == {"a": "1"}
+    assert await writes.verbs() == {"update": 1}
+    await other.patch(CONFIGMAPS, "cm", {"data": {"a": "edited again"}}, NS)
+    stale = dataclasses.replace(request(CONFIGMAPS, configmap(a="2"), owner), known=drifted)
+    with pytest.raises(Conflict):
+        await applier.apply(stale)
 
 
 async def test_deployment_defaults_are_left_alone(

@@ -75,3 +75,35 @@ async def test_names_no_longer_read_are_forgotten(spoke_client: KubeClient, spok
     assert await read_all(reads, spoke_client, kept) == kept
     assert requests.count("list", "configmaps", user_agents=TEST_AGENT) == 0
     assert requests.count("get", "configmaps", user_agents=TEST_AGENT) == len(kept)
+
+
+async def test_a_list_tells_of_the_objects_it_shows_changed_or_gone(
+    spoke_client: KubeClient, spoke: Cluster
+) -> None:
+    """A new list calls the listeners once for each read object that changed or went
+    since the previous list, with the new (or the last listed) version; unchanged ones
+    and objects never listed before are not told."""
+    names = [f"polled-{n}" for n in range(LIST_THRESHOLD + 2)]
+    for name in names:
+        await spoke_client.create(CONFIGMAPS, {"metadata": {"name": name}}, "default")
+    clock = ManualClock()
+    reads = PolledReads(clock=clock)
+    told: list[tuple[str, str]] = []
+    reads.add_listener(lambda _res, _ns, obj: told.append((obj["metadata"]["name"], _rv(obj))))
+    await read_all(reads, spoke_client, names)  # GETs while demand builds up
+    clock.now += INTERVAL
+    await read_all(reads, spoke_client, names)  # the first list: nothing to compare with
+    assert told == []
+    changed = await spoke_client.patch(CONFIGMAPS, names[0], {"data": {"k": "v"}}, "default")
+    gone = await spoke_client.get(CONFIGMAPS, names[1], "default")
+    await spoke_client.delete(CONFIGMAPS, names[1], "default")
+    clock.now += INTERVAL
+    found = await read_all(reads, spoke_client, names)  # the second list
+    assert names[1] not in found
+    assert sorted(told) == sorted([(names[0], _rv(changed)), (names[1], _rv(gone))])
+
+
+def _rv(obj: dict[str, object]) -> str:
+    meta = obj["metadata"]
+    assert isinstance(meta, dict)
+    return str(meta["resourceVersion"])

@@ -398,3 +398,40 @@ async def test_request_budget_per_work_applying_and_deleting(
     for name in names:
         for n in range(BUDGET_OBJECTS):
             assert not await exists(spoke_client, CONFIGMAPS, f"{name}-{n}", "default")
+
+
+async def test_a_pass_over_listed_objects_reads_none_and_still_corrects_drift(
+    hub_client: KubeClient, spoke_client: KubeClient, spoke: Cluster, tmp_path: Path
+) -> None:
+    """An apply pass over objects a recent status LIST showed compares with the list,
+    and a drift the list shows is corrected by it."""
+    runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
+    await runner.start()
+    try:
+        await converge_idle_works(hub_client)
+        assert runner.agent is not None
+        deps = runner.agent.deps
+        drifted = await spoke_client.patch(
+            CONFIGMAPS, "idle-1-2", {"data": {"key": "drifted"}}, "default"
+        )
+
+        def listed_version() -> str:
+            obj = deps.polled_reads.fresh(CONFIGMAPS, "default", "idle-1-2", interval=FAST_SYNC)
+            return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+        async def list_shows_drift() -> bool:
+            return listed_version() == drifted["metadata"]["resourceVersion"]
+
+        await eventually(list_shows_drift, what="a status list showing the drifted object")
+        # A label change is an event, and so an apply pass, with no change of the spec.
+        work = await get_work(hub_client, "idle-1")
+        work["metadata"].setdefault("labels", {})["pass"] = "now"
+        await hub_client.update(MANIFESTWORKS, work)
+
+        async def corrected() -> bool:
+            cm = await spoke_client.get(CONFIGMAPS, "idle-1-2", "default")
+            return bool(cm.get("data") == {"key": "value"})
+
+        await eventually(corrected, what="the drifted ConfigMap applied again")
+    finally:
+        await runner.stop()

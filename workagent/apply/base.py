@@ -28,6 +28,11 @@ class ApplyRequest:
     when the create answers AlreadyExists (or Forbidden: an identity may be
     allowed to update an object it may not create). Only a hint for saving a
     request; the outcome is the same either way.
+
+    ``known`` is the object as the agent read it less than half a status-sync
+    interval ago (a coalesced list): Update compares with it instead of a GET
+    (a drift that happened since is corrected by the next pass; a write it
+    leads to carries its resourceVersion, so a stale one answers 409).
     """
 
     resource: Resource
@@ -36,6 +41,7 @@ class ApplyRequest:
     option: ManifestConfigOption | None
     work_name: str
     create_first: bool = False
+    known: dict[str, Any] | None = None
 
 
 class ServerSideApplyConflict(Exception):

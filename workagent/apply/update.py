@@ -85,7 +85,7 @@ class UpdateApplier:
                 self.cache.put(key, CacheEntry(required_hash, _rv(created), required))
                 return created
         try:
-            existing = await self.client.get(res, target.name, target.namespace)
+            existing = request.known or await self.client.get(res, target.name, target.namespace)
         except NotFound:
             created = await self.client.create(res, for_create(required), target.namespace)
             self._log("created", target)

@@ -542,7 +542,8 @@ class ManifestWorkController:
         delay = CONFLICT_BACKOFF
         for attempt in range(CONFLICT_ATTEMPTS):
             for result in sorted(todo, key=lambda r: (r.rank, r.ordinal)):
-                await self._apply_one(work, spec, record, result, results)
+                # After a 409 every object is read again, never taken from a list.
+                await self._apply_one(work, spec, record, result, results, listed=attempt == 0)
             todo = [
                 r
                 for r in results
@@ -562,6 +563,8 @@ class ManifestWorkController:
         record: AppliedRecord,
         result: ManifestResult,
         results: list[ManifestResult],
+        *,
+        listed: bool = True,
     ) -> None:
         deps = self.deps
         meta = result.meta
@@ -591,6 +594,15 @@ class ManifestWorkController:
             strategy = option.update_strategy if option is not None else None
             await record.ensure(result, results)
             applier = deps.applier_for(strategy)
+            create_first = not record.seen_existing(result)
+            # A drift-correction pass compares with the status syncs' recent list (no GET).
+            known = (
+                deps.polled_reads.fresh(
+                    result.resource, namespace, name, interval=deps.settings.status_sync_interval
+                )
+                if listed and not create_first
+                else None
+            )
             result.obj = await applier.apply(
                 ApplyRequest(
                     resource=result.resource,
@@ -598,7 +610,8 @@ class ManifestWorkController:
                     owner=owner,
                     option=option,
                     work_name=work["metadata"]["name"],
-                    create_first=not record.seen_existing(result),
+                    create_first=create_first,
+                    known=known,
                 )
             )
             # The status controller's next read of it need not be older than this.

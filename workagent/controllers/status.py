@@ -180,6 +180,8 @@ class AvailableStatusController:
         )
         if self.pool is not None:
             self.pool.add_listener(self._on_watched_object)
+        # A coalesced list that shows an object changed syncs its works at once.
+        deps.polled_reads.add_listener(self._on_listed_change)
 
     # -- triggers ----------------------------------------------------------------------
     def _enqueue(self, work: Object) -> None:
@@ -200,6 +202,9 @@ class AvailableStatusController:
         )
         for work in self.deps.works.store.by_index(BY_WORK_INDEX, key):
             self._enqueue(work)
+
+    def _on_listed_change(self, res: Resource, _namespace: str, obj: Object) -> None:
+        self._on_watched_object(res.group, res.version, res.plural, obj)
 
     # -- reconcile ----------------------------------------------------------------------
     async def reconcile(self, key: str) -> Result | None:
