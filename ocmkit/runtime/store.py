@@ -50,8 +50,9 @@ def strip_managed_fields(obj: Object) -> Object:
     return obj
 
 
-#: Strings up to this long are interned by :func:`compact`: names, reasons, timestamps.
-INTERN_MAX_LENGTH = 64
+#: Strings up to this long are interned by :func:`compact`: names (an
+#: AppliedManifestWork's is 65 + the work's), reasons, timestamps.
+INTERN_MAX_LENGTH = 160
 
 
 def compact(obj: Object) -> Object:

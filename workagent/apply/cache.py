@@ -17,10 +17,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ocmkit.kube import KubeError
+from ocmkit.runtime import compact
 
 #: (work name, API group, kind, namespace, name)
 CacheKey = tuple[str, str, str, str, str]
@@ -64,7 +65,11 @@ class ApplyCache:
         return entry
 
     def put(self, key: CacheKey, entry: CacheEntry) -> None:
-        """Store ``entry``, evicting the least recently used beyond the bound."""
+        """Store ``entry`` (its manifest compacted), evicting the least recently used
+        beyond the bound."""
+        if entry.last_required is not None:
+            # Thousands of manifests with the same keys and owner: shared strings.
+            entry = replace(entry, last_required=compact(entry.last_required))
         self._entries[key] = entry
         self._entries.move_to_end(key)
         while len(self._entries) > self.max_entries:
