@@ -77,6 +77,8 @@ METRICS: dict[str, list[tuple[str, str, str]]] = {
         ("hub_writes_per_min", "hub writes per minute (goal 0)", "/min"),
         ("spoke_writes_per_min", "spoke writes per minute (goal 0)", "/min"),
         ("cpu_percent_core", "agent CPU", "% of a core"),
+        ("window_s", "idle window", "s"),
+        ("rss_growth_mib", "RSS change over the idle window (goal: flat)", "MiB"),
     ],
     "cost": [
         ("startup_s", "start until a first work is Applied", "s"),

@@ -692,6 +692,7 @@ class AgentRun:
         """Requests per minute with the N works idle (writes should be 0)."""
         before = await self.counter.snapshot()
         self.cost()
+        rss_start = self.rss_mib()
         t0 = time.perf_counter()
         await asyncio.sleep(self.p.window)  # sleep-ok: the measured idle window
         window = time.perf_counter() - t0
@@ -711,10 +712,13 @@ class AgentRun:
         figures["requests_per_s"] = (
             sum(total(c) for c in counts.agent.values()) / window if counts else None
         )
+        rss_end = self.rss_mib()
+        # Flat memory over the window: what the agent keeps does not grow while idle.
+        figures["rss_growth_mib"] = rss_end - rss_start if rss_start and rss_end else None
         self.out["steady"] = figures
         self.out["clients_steady"] = per_client(counts, 60 / window)
         self.out["detail_steady"] = per_request(counts, 60 / window)
-        self.out["cost"]["idle_rss_mib"] = self.rss_mib()
+        self.out["cost"]["idle_rss_mib"] = rss_end
 
     async def e2e_latency(self) -> None:
         """One new work at a time while N are idle: create request to Applied=True on the hub."""
