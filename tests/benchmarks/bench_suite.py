@@ -54,6 +54,19 @@ DEFAULT_QPS = "50,0"  # OCM's default (burst 100), then unlimited
 SCHEMA = "ocm-work-bench/2"
 
 
+#: OCM's work agent (``work agent``) at the suite's flags. ``--kubeconfig`` too: its
+#: controller framework (library-go) builds a client from it, else from the pod's
+#: service account, and exits outside a pod.
+OCM_AGENT_CMD = (
+    "{binary} agent --spoke-cluster-name={{cluster}} "
+    "--workload-source-config={{hub_kubeconfig}} --kubeconfig={{spoke_kubeconfig}} "
+    "--spoke-kubeconfig={{spoke_kubeconfig}} --disable-leader-election "
+    "--listen=127.0.0.1:{{metrics_port}} --status-sync-interval={{status_sync_interval}} "
+    "--kube-api-qps={{kube_api_qps}} --kube-api-burst={{kube_api_burst}} "
+    "--hub-kube-api-qps={{kube_api_qps}} --hub-kube-api-burst={{kube_api_burst}}"
+)
+
+
 # -- the machine and the tree ----------------------------------------------------------
 
 
@@ -157,8 +170,20 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "(also {metrics_port}, {status_sync_interval}, {kube_api_qps}, {kube_api_burst}); "
         "run A/B against ours",
     )
+    parser.add_argument(
+        "--peer",
+        type=Path,
+        help="OCM's work agent binary (e.g. .tools/ocm/v1.2.1/work): run it as the peer, "
+        "with the --agent-cmd of OCM_AGENT_CMD",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "bench-results", help="results dir")
     args = parser.parse_args(argv)
+    if args.peer:
+        if args.agent_cmd:
+            parser.error("--peer and --agent-cmd are two ways to name the peer: give one")
+        if not args.peer.is_file():
+            parser.error(f"--peer {args.peer}: no such file (make ocm builds it)")
+        args.agent_cmd = OCM_AGENT_CMD.format(binary=args.peer.resolve())
     if args.hub_kubeconfig and not args.kubeconfig:
         parser.error("--hub-kubeconfig needs --kubeconfig (the spoke)")
     if args.kubeconfig and args.target:
