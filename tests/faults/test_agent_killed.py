@@ -46,6 +46,7 @@ from tests.integration.conftest import (
     manifest_statuses,
     wait_applied,
 )
+from workagent.controllers.applied import recorded_resources
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"
@@ -228,15 +229,17 @@ async def test_resources_are_recorded_before_they_are_created(
     the_hash: str,
 ) -> None:
     """What the kill tests rely on: the AppliedManifestWork lists a work's resources
-    before the agent creates them, at the cost of one write per new set of manifests
-    and none when nothing changes."""
+    before the agent creates them: a new work's in the AppliedManifestWork's create (no
+    extra write), a new generation's at the cost of one write, none when nothing
+    changes."""
     spoke.inject(verb="create", resource="configmaps", latency=0.1, userAgent=AGENT_ON_SPOKE)
     await create_work(hub_client, "early", configmaps("early", 6))
     names = sorted(f"early-{i}" for i in range(6))
 
     async def listed_while_creating() -> bool:
         amw = await get_applied_work(spoke_client, the_hash, "early")
-        entries = ((amw or {}).get("status") or {}).get("appliedResources") or []
+        # A new work's record is the AppliedManifestWork's creation (its annotation).
+        entries = recorded_resources(amw or {})
         created = await count(spoke_client, "early-")
         assert created < len(names) or sorted(e["name"] for e in entries) == names
         return created >= 1 and sorted(e["name"] for e in entries) == names

@@ -400,11 +400,12 @@ async def test_request_budget_per_work_applying_and_deleting(
             assert not await exists(spoke_client, CONFIGMAPS, f"{name}-{n}", "default")
 
 
-async def test_a_pass_over_listed_objects_reads_none_and_still_corrects_drift(
+async def test_an_event_pass_corrects_drift_a_status_list_already_shows(
     hub_client: KubeClient, spoke_client: KubeClient, spoke: Cluster, tmp_path: Path
 ) -> None:
-    """An apply pass over objects a recent status LIST showed compares with the list,
-    and a drift the list shows is corrected by it."""
+    """A pass an event asks for (here a label change) re-applies a drifted object while
+    the status syncs' recent LIST holds it: whichever version the pass compares with,
+    the drift is undone."""
     runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
     await runner.start()
     try:

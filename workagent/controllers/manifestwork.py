@@ -237,6 +237,9 @@ class ManifestWorkController:
             workers=deps.settings.workers,
             depends_on=[deps.works, deps.applied],
         )
+        # Works queued by an event since their last pass began (the others are
+        # periodic drift-correction passes, which may compare with a recent list).
+        self._evented: set[str] = set()
         # Per-work delay while deleted stale resources are still finalizing.
         self._pending_backoff = ItemExponentialFailureRateLimiter(0.005, 1000.0)
         # Our writes the informers may not have delivered yet (works; applied works).
@@ -254,9 +257,15 @@ class ManifestWorkController:
         )
 
     # -- triggers (4.1) ---------------------------------------------------------------
+    def _on_event(self, name: str) -> None:
+        # A pass an event asks for reads every object: the drift correction it may be
+        # about (someone touched the work to have it re-applied) sees the live state.
+        self._evented.add(name)
+        self.queue.add(name)
+
     def _on_add(self, obj: dict[str, Any]) -> None:
         if has_finalizer(obj):
-            self.queue.add(obj["metadata"]["name"])
+            self._on_event(obj["metadata"]["name"])
 
     def _on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         name = new["metadata"]["name"]
@@ -264,13 +273,13 @@ class ManifestWorkController:
         if not has_finalizer(new):
             return
         if not has_finalizer(old):
-            self.queue.add(name)
+            self._on_event(name)
             return
         spec_changed = normalized(old.get("spec")) != normalized(new.get("spec"))
         if spec_changed or _labels(old) != _labels(new):
             # A new spec must not wait out the backoff of failures of the old one.
             self.queue.forget(name)
-            self.queue.add(name)
+            self._on_event(name)
 
     def _on_applied(self, obj: dict[str, Any]) -> None:
         work_name = work_name_of(self.deps.hub_hash, obj["metadata"]["name"])
@@ -282,11 +291,13 @@ class ManifestWorkController:
         # AppliedManifestWork vanished (deleted by hand, evicted) is re-applied now.
         work_name = work_name_of(self.deps.hub_hash, obj["metadata"]["name"])
         if work_name is not None and work_from_cache(self.deps, work_name) is not None:
-            self.queue.add(work_name)
+            self._on_event(work_name)
 
     # -- reconcile ----------------------------------------------------------------------
     async def reconcile(self, key: str) -> Result | None:
         """Apply work ``key`` and report; see the module docstring."""
+        evented = key in self._evented
+        self._evented.discard(key)
         cached = self._works_written.latest(key, work_from_cache(self.deps, key))
         if cached is None:
             self._works_written.forget(key)
@@ -297,9 +308,9 @@ class ManifestWorkController:
         if is_condition_true((cached.get("status") or {}).get("conditions"), CONDITION_COMPLETE):
             return None  # a completed work is frozen
         with bound_context(**_log_fields(cached)):
-            return await self._sync(cached)
+            return await self._sync(cached, use_lists=not evented)
 
-    async def _sync(self, cached: dict[str, Any]) -> Result | None:
+    async def _sync(self, cached: dict[str, Any], *, use_lists: bool) -> Result | None:
         deps = self.deps
         work = copy.deepcopy(cached)
         raw_spec = dict(work.get("spec") or {})
@@ -328,7 +339,7 @@ class ManifestWorkController:
             on_written=lambda before, after: self._applied_written.remember(name, before, after),
         )
         try:
-            await self._apply_with_conflict_retry(work, spec, results, record)
+            await self._apply_with_conflict_retry(work, spec, results, record, use_lists)
         except RecordingFailed as err:
             # Nothing unrecorded was created; report nothing half-done, retry with backoff.
             log.warning(
@@ -536,14 +547,18 @@ class ManifestWorkController:
         spec: ManifestWorkSpec,
         results: list[ManifestResult],
         record: AppliedRecord,
+        use_lists: bool,
     ) -> None:
-        """Apply the parsed ``results`` in place (their ``obj`` and ``error``)."""
+        """Apply the parsed ``results`` in place (their ``obj`` and ``error``); with
+        ``use_lists`` the first attempt compares with recently listed objects."""
         todo = [r for r in results if r.required is not None]
         delay = CONFLICT_BACKOFF
         for attempt in range(CONFLICT_ATTEMPTS):
             for result in sorted(todo, key=lambda r: (r.rank, r.ordinal)):
                 # After a 409 every object is read again, never taken from a list.
-                await self._apply_one(work, spec, record, result, results, listed=attempt == 0)
+                await self._apply_one(
+                    work, spec, record, result, results, listed=use_lists and attempt == 0
+                )
             todo = [
                 r
                 for r in results
