@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +32,7 @@ from ocmkit.cloudevents.works import (
     work_from_spec_event,
 )
 
+FIXTURES = Path(__file__).parent / "fixtures"
 P = "io.open-cluster-management.works.v1alpha1.manifestbundles"
 UID = "0b6d3c1e-6f0a-4c1e-9a57-3f2d5b9e8a11"
 MANIFEST = {
@@ -299,11 +302,46 @@ def test_resync_request_payload() -> None:
 
 
 def test_status_hash_is_go_json() -> None:
-    status = {"b": "<&>", "a": 1}
-    expected = '{"a":1,"b":"\\u003c\\u0026\\u003e"}'
-    import hashlib
-
+    message = "<&> \u2028"
+    status = {"conditions": [{"type": "T", "status": "True", "message": message}]}
+    expected = (
+        '{"conditions":[{"lastTransitionTime":null,"message":"\\u003c\\u0026\\u003e \\u2028",'
+        '"reason":"","status":"True","type":"T"}],"resourceStatus":{}}'
+    )
     assert status_hash(status) == hashlib.sha256(expected.encode()).hexdigest()
+
+
+OCM_HASHES = json.loads((FIXTURES / "ocm-agent-status-hashes.json").read_text())["events"]
+
+
+@pytest.mark.parametrize("recorded", OCM_HASHES, ids=lambda r: r["statushash"][:8])
+def test_status_hash_equals_ocm_agents(recorded: dict[str, Any]) -> None:
+    """Status events OCM's Go agent (v1.2.1) sent our server, and the hash it put on them."""
+    data = recorded["data"]
+    status = {
+        "conditions": data["conditions"],
+        "resourceStatus": {"manifests": data.get("resourceStatus") or []},
+    }
+    assert status_hash(status) == recorded["statushash"]
+    if not data.get("resourceStatus"):
+        # A work without resource status, as our store keeps it: Go still writes
+        # "resourceStatus":{} (a struct is never omitted).
+        assert status_hash({"conditions": data["conditions"]}) == recorded["statushash"]
+
+
+def test_status_hash_ignores_what_the_typed_status_drops() -> None:
+    recorded = OCM_HASHES[1]
+    data = recorded["data"]
+    manifests = [
+        {**m, "extra": 1, "statusFeedback": m.get("statusFeedback") or {"values": []}}
+        for m in data["resourceStatus"]
+    ]
+    status = {
+        "conditions": data["conditions"],
+        "resourceStatus": {"manifests": manifests},
+        "unknown": {"dropped": True},
+    }
+    assert status_hash(status) == recorded["statushash"]
 
 
 def test_object_meta_json_in_go_field_order() -> None:

@@ -1,0 +1,187 @@
+"""Our agent against OCM's own Go gRPC server (``server grpc``, OCM v1.2.1).
+
+Real control planes on both sides: the hub has the ManifestWork CRD and is
+what OCM's server lists, watches and patches (its admin kubeconfig); the
+managed cluster has the AppliedManifestWork CRD. Our agent runs with the
+grpc driver and a client certificate as registration issues it (CN the agent
+user, O the cluster's group), which OCM's server authenticates (mTLS) and
+authorizes with SubjectAccessReviews against the hub (the Role
+``grant_agent`` creates). Everything the test sees travels through OCM's
+server: spec events to our agent, status events back to the hub work.
+
+Runs in the real leg only (the server needs a real API server's RBAC,
+SubjectAccessReview and watch semantics); ``make ocm`` builds the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
+from tests.cloudevents.conftest import (
+    AGENT_GROUP,
+    Pki,
+    grant_agent,
+    grpc_agent_settings,
+    wait_subscribed,
+    write_agent_config,
+)
+from tests.cloudevents.ocmpeer import Peer, start_ocm_server
+from tests.cloudevents.test_grpc_e2e import runner_store_works, wait_gone
+from tests.conftest import eventually
+from tests.integration.conftest import (
+    CLUSTER,
+    AgentRunner,
+    configmap,
+    exists,
+    get_work,
+    has_cleanup_finalizer,
+    manifest_condition,
+    update_work,
+    wait_applied,
+    work_body,
+    work_condition,
+)
+from tests.support.requests import RequestRecord
+from tests.support.targets import REAL, Cluster, PlanePool, open_cluster
+
+pytestmark = pytest.mark.realkube
+
+
+@pytest.fixture
+async def hub(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Cluster]:
+    """A real hub (no kubesim instance: OCM's server needs the real one)."""
+    async with open_cluster(REAL, realkube_pool) as cluster:
+        cluster.write_kubeconfig(tmp_path / "hub.kubeconfig")
+        yield cluster
+
+
+@pytest.fixture
+async def spoke(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Cluster]:
+    """A real managed cluster."""
+    async with open_cluster(REAL, realkube_pool) as cluster:
+        cluster.write_kubeconfig(tmp_path / "spoke.kubeconfig")
+        yield cluster
+
+
+@pytest.fixture
+async def ocm_server(
+    hub_client: KubeClient, pki: Pki, tmp_path: Path
+) -> AsyncIterator[tuple[Peer, int]]:
+    """OCM's gRPC server in front of the hub, serving mTLS with the test CA."""
+    await grant_agent(hub_client, CLUSTER, AGENT_GROUP)
+    peer, port = await start_ocm_server(
+        tmp_path / "ocm",
+        hub_kubeconfig=tmp_path / "hub.kubeconfig",
+        cert=pki.server.cert,
+        key=pki.server.key,
+        client_ca=pki.ca.ca_file,
+    )
+    try:
+        yield peer, port
+    finally:
+        await peer.stop()
+
+
+def feedback_config(name: str) -> dict[str, Any]:
+    """A JSONPaths feedback rule on ``.data.key`` and a CEL condition rule (Ready when v2)."""
+    return {
+        "resourceIdentifier": {"resource": "configmaps", "name": name, "namespace": "default"},
+        "feedbackRules": [
+            {"type": "JSONPaths", "jsonPaths": [{"name": "key", "path": ".data.key"}]}
+        ],
+        "conditionRules": [
+            {"type": "CEL", "condition": "Ready", "celExpressions": ["object.data.key == 'v2'"]}
+        ],
+    }
+
+
+async def test_our_agent_through_ocm_server(
+    ocm_server: tuple[Peer, int],
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    spoke: Cluster,
+    pki: Pki,
+    tmp_path: Path,
+) -> None:
+    peer, port = ocm_server
+    requests = RequestRecord(spoke)
+    config = write_agent_config(tmp_path / "agent-grpc.yaml", f"127.0.0.1:{port}", pki)
+    runner = AgentRunner(grpc_agent_settings(tmp_path, config))
+    await runner.start()
+    try:
+        await wait_subscribed(runner)
+        await _scenario(runner, peer, hub_client, spoke_client)
+    finally:
+        await runner.stop()
+    # One ConfigMap create in the whole test: the restarted agent updated it in place.
+    assert requests.count("create", "configmaps", 201) == 1, requests.requests()
+
+
+async def _scenario(
+    runner: AgentRunner, peer: Peer, hub_client: KubeClient, spoke_client: KubeClient
+) -> None:
+    await hub_client.create(
+        MANIFESTWORKS,
+        work_body("work1", [configmap("cm1", key="v1")], manifestConfigs=[feedback_config("cm1")]),
+    )
+    work = await wait_applied(hub_client, "work1")
+    assert has_cleanup_finalizer(work)  # OCM's server adds it with the first status
+    assert (await spoke_client.get(CONFIGMAPS, "cm1", "default"))["data"] == {"key": "v1"}
+
+    async def feedback(value: str, ready: str) -> bool:
+        peer.check_alive()
+        work = await get_work(hub_client, "work1")
+        cond = manifest_condition(work, 0, "Ready")
+        entries = (work.get("status") or {}).get("resourceStatus", {}).get("manifests") or []
+        values = (entries[0].get("statusFeedback") or {}).get("values") if entries else None
+        return (
+            values == [{"name": "key", "fieldValue": {"type": "String", "string": value}}]
+            and cond is not None
+            and cond["status"] == ready
+        )
+
+    await eventually(lambda: feedback("v1", "False"), what="feedback v1, Ready=False on the hub")
+
+    def to(value: str) -> Any:
+        def bump(obj: dict[str, Any]) -> None:
+            obj["spec"]["workload"]["manifests"] = [configmap("cm1", key=value)]
+
+        return bump
+
+    await update_work(hub_client, "work1", to("v2"))
+    await wait_applied(hub_client, "work1", generation=2)
+    await eventually(lambda: feedback("v2", "True"), what="feedback v2, Ready=True on the hub")
+    work = await get_work(hub_client, "work1")
+    ready = work_condition(work, "Ready")
+    assert ready is not None and ready["reason"] == "ConditionRulesAggregated"
+    available = work_condition(work, "Available")
+    assert available is not None and available["status"] == "True"
+
+    # Agent restart: a change made while it is down arrives through the resync.
+    await runner.stop()
+    await update_work(hub_client, "work1", to("v3"))
+    await runner.start()
+    await wait_subscribed(runner)
+    await wait_applied(hub_client, "work1", generation=3)
+
+    async def v3() -> bool:
+        cm = await spoke_client.get(CONFIGMAPS, "cm1", "default")
+        return bool(cm["data"] == {"key": "v3"})
+
+    await eventually(v3, what="cm1 updated after the agent restart")
+
+    await hub_client.delete(MANIFESTWORKS, "work1", CLUSTER)
+    await wait_gone(spoke_client, CONFIGMAPS, "cm1", "default")
+    # OCM's server removes the hub finalizer when the agent reports Deleted=True.
+    await wait_gone(hub_client, MANIFESTWORKS, "work1", CLUSTER)
+
+    async def forgotten() -> bool:
+        return runner_store_works(runner) == []
+
+    await eventually(forgotten, what="the agent's local store to be empty")
+    assert not await exists(spoke_client, CONFIGMAPS, "cm1", "default")
