@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from google.protobuf import json_format
 
@@ -18,6 +19,7 @@ from ocmkit.cloudevents.jsonformat import from_json_format, to_json_format
 from ocmkit.cloudevents.mqttcodec import from_mqtt, to_mqtt
 from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
 from ocmkit.cloudevents.protobuf import from_pb, heartbeat_pb, is_heartbeat, to_pb
+from ocmkit.cloudevents.statuserror import kube_error_from_text, status_error_text
 from ocmkit.cloudevents.works import (
     SequenceIds,
     SpecRejected,
@@ -31,6 +33,9 @@ from ocmkit.cloudevents.works import (
     status_hash,
     work_from_spec_event,
 )
+from ocmkit.kube import Conflict, NotFound
+from ocmkit.kube.errors import error_from_status
+from workagent.sources.grpcdriver import publish_error
 
 FIXTURES = Path(__file__).parent / "fixtures"
 P = "io.open-cluster-management.works.v1alpha1.manifestbundles"
@@ -387,3 +392,44 @@ def test_json_format_round_trip() -> None:
     back = from_json_format(to_json_format(event))
     assert back.ext_int("resourceversion") == 3
     assert back.json_data() == {"manifests": []}
+
+
+# What OCM's server (v1.2.1) answered a Publish whose hub status write conflicted
+# (FAILED_PRECONDITION, recorded in the interop run with our agent).
+OCM_CONFLICT = (
+    '{"ErrStatus":{"metadata":{},"status":"Failure","message":"Operation cannot be fulfilled '
+    'on manifestworks.work.open-cluster-management.io \\"work1\\": the object has been '
+    'modified; please apply your changes to the latest version and try again",'
+    '"reason":"Conflict","details":{"name":"work1","group":"work.open-cluster-management.io",'
+    '"kind":"manifestworks"},"code":409}}'
+)
+
+
+def test_a_status_error_message_is_read_back_as_the_kube_error() -> None:
+    err = kube_error_from_text(OCM_CONFLICT)
+    assert isinstance(err, Conflict) and err.code == 409
+    assert err.message.startswith("Operation cannot be fulfilled")
+    assert kube_error_from_text('"some other failure"') is None
+    assert kube_error_from_text("not json") is None
+
+
+def test_a_kube_error_is_sent_as_ocm_encodes_it() -> None:
+    answer = json.loads(OCM_CONFLICT)["ErrStatus"]
+    from_apiserver = {"kind": "Status", "apiVersion": "v1", **answer}
+    err = error_from_status(409, from_apiserver)
+    assert status_error_text(err) == OCM_CONFLICT
+    bare = status_error_text(NotFound(404, "NotFound", 'works "w" not found'))
+    assert bare == (
+        '{"ErrStatus":{"metadata":{},"status":"Failure","message":"works \\"w\\" not found",'
+        '"reason":"NotFound","code":404}}'
+    )
+
+
+def test_the_agent_reads_a_failed_publish_as_ocms_agent_does() -> None:
+    def failed(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
+        return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
+
+    conflict = publish_error(failed(grpc.StatusCode.FAILED_PRECONDITION, OCM_CONFLICT))
+    assert isinstance(conflict, Conflict)
+    other = publish_error(failed(grpc.StatusCode.FAILED_PRECONDITION, '"boom"'))
+    assert other.code == 500 and "boom" in other.message
