@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.support.controlplane import REPO, Process, free_port, spawn
+from tests.support.targets import REAL, Cluster, PlanePool, open_cluster
 
 BUILD_MODULE = REPO / "tests" / "support" / "ocm-build"
 
@@ -133,3 +136,35 @@ def start_ocm_agent(
         *extra,
     ]
     return Peer(spawn("ocm-work-agent", argv, folder / "ocm-agent.log"))
+
+
+# -- real-only clusters: OCM's programs need a real API server (RBAC, SAR, watches) --
+
+
+@pytest.fixture
+async def hub(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Cluster]:
+    """A real hub (no kubesim instance: OCM's server needs the real one)."""
+    async with open_cluster(REAL, realkube_pool) as cluster:
+        cluster.write_kubeconfig(tmp_path / "hub.kubeconfig")
+        yield cluster
+
+
+@pytest.fixture
+async def spoke(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Cluster]:
+    """A real managed cluster."""
+    async with open_cluster(REAL, realkube_pool) as cluster:
+        cluster.write_kubeconfig(tmp_path / "spoke.kubeconfig")
+        yield cluster
+
+
+def feedback_config(name: str) -> dict[str, Any]:
+    """A JSONPaths feedback rule on ``.data.key`` and a CEL condition rule (Ready when v2)."""
+    return {
+        "resourceIdentifier": {"resource": "configmaps", "name": name, "namespace": "default"},
+        "feedbackRules": [
+            {"type": "JSONPaths", "jsonPaths": [{"name": "key", "path": ".data.key"}]}
+        ],
+        "conditionRules": [
+            {"type": "CEL", "condition": "Ready", "celExpressions": ["object.data.key == 'v2'"]}
+        ],
+    }

@@ -22,9 +22,8 @@ import pytest
 from ocmkit.cloudevents.works import StatusUpdate, status_hash
 from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient
 from tests.cloudevents.conftest import CLIENT_ID, GrpcHub, Pki, write_agent_config
-from tests.cloudevents.ocmpeer import Peer, start_ocm_agent
+from tests.cloudevents.ocmpeer import Peer, feedback_config, hub, spoke, start_ocm_agent
 from tests.cloudevents.test_grpc_e2e import wait_gone
-from tests.cloudevents.test_ocm_server_interop import feedback_config, hub, spoke
 from tests.conftest import eventually
 from tests.integration.conftest import (
     CLUSTER,

@@ -30,7 +30,7 @@ from tests.cloudevents.conftest import (
     wait_subscribed,
     write_agent_config,
 )
-from tests.cloudevents.ocmpeer import Peer, start_ocm_server
+from tests.cloudevents.ocmpeer import Peer, feedback_config, hub, spoke, start_ocm_server
 from tests.cloudevents.test_grpc_e2e import runner_store_works, wait_gone
 from tests.conftest import eventually
 from tests.integration.conftest import (
@@ -47,25 +47,10 @@ from tests.integration.conftest import (
     work_condition,
 )
 from tests.support.requests import RequestRecord
-from tests.support.targets import REAL, Cluster, PlanePool, open_cluster
+from tests.support.targets import Cluster
 
 pytestmark = pytest.mark.realkube
-
-
-@pytest.fixture
-async def hub(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Cluster]:
-    """A real hub (no kubesim instance: OCM's server needs the real one)."""
-    async with open_cluster(REAL, realkube_pool) as cluster:
-        cluster.write_kubeconfig(tmp_path / "hub.kubeconfig")
-        yield cluster
-
-
-@pytest.fixture
-async def spoke(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Cluster]:
-    """A real managed cluster."""
-    async with open_cluster(REAL, realkube_pool) as cluster:
-        cluster.write_kubeconfig(tmp_path / "spoke.kubeconfig")
-        yield cluster
+__all__ = ["hub", "spoke"]
 
 
 @pytest.fixture
@@ -85,19 +70,6 @@ async def ocm_server(
         yield peer, port
     finally:
         await peer.stop()
-
-
-def feedback_config(name: str) -> dict[str, Any]:
-    """A JSONPaths feedback rule on ``.data.key`` and a CEL condition rule (Ready when v2)."""
-    return {
-        "resourceIdentifier": {"resource": "configmaps", "name": name, "namespace": "default"},
-        "feedbackRules": [
-            {"type": "JSONPaths", "jsonPaths": [{"name": "key", "path": ".data.key"}]}
-        ],
-        "conditionRules": [
-            {"type": "CEL", "condition": "Ready", "celExpressions": ["object.data.key == 'v2'"]}
-        ],
-    }
 
 
 async def test_our_agent_through_ocm_server(
