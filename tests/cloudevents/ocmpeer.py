@@ -11,6 +11,7 @@ file the failure messages quote.
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -64,9 +65,9 @@ class Peer:
         except RuntimeError as err:
             raise OcmPeerError(str(err)) from None
 
-    async def stop(self) -> None:
-        """SIGTERM, SIGKILL after 10 s."""
-        await asyncio.to_thread(self.process.stop, 10.0)
+    async def stop(self, *, kill: bool = False) -> None:
+        """SIGTERM (SIGKILL with ``kill``: a crash), SIGKILL after 10 s."""
+        await asyncio.to_thread(functools.partial(self.process.stop, 10.0, kill=kill))
 
 
 def _port_open(port: int) -> bool:
@@ -76,12 +77,18 @@ def _port_open(port: int) -> bool:
 
 
 async def start_ocm_server(
-    folder: Path, *, hub_kubeconfig: Path, cert: Path, key: Path, client_ca: Path
+    folder: Path,
+    *,
+    hub_kubeconfig: Path,
+    cert: Path,
+    key: Path,
+    client_ca: Path,
+    port: int = 0,
 ) -> tuple[Peer, int]:
-    """``server grpc`` serving mTLS on a free port (it binds every interface: the
-    port is a free loopback one and the test machine's only); returns it and the port."""
+    """``server grpc`` serving mTLS on ``port`` (a free one by default; it binds every
+    interface, there is no option to bind loopback only); returns it and the port."""
     folder.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = port or free_port()
     config: dict[str, Any] = {
         "tls_cert_file": str(cert),
         "tls_key_file": str(key),
@@ -98,7 +105,10 @@ async def start_ocm_server(
         f"--listen=127.0.0.1:{free_port()}",
         "--disable-leader-election",
     ]
-    peer = Peer(spawn("ocm-grpc-server", argv, folder / "ocm-server.log"))
+    log = folder / "ocm-server.log"
+    if log.exists():  # a restart: keep the earlier run's log
+        log.rename(log.with_suffix(f".{int(log.stat().st_mtime_ns)}.log"))
+    peer = Peer(spawn("ocm-grpc-server", argv, log))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 60
     while not await asyncio.to_thread(_port_open, port):

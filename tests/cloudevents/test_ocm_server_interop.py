@@ -16,6 +16,7 @@ SubjectAccessReview and watch semantics); ``make ocm`` builds the server.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,50 +54,76 @@ pytestmark = pytest.mark.realkube
 __all__ = ["hub", "spoke"]
 
 
+@dataclass
+class OcmServer:
+    """OCM's gRPC server process in front of the hub; restartable on the same port."""
+
+    folder: Path
+    hub_kubeconfig: Path
+    pki: Pki
+    peer: Peer | None = None
+    port: int = 0
+
+    async def start(self) -> None:
+        """Serve (on the previous port after a restart)."""
+        self.peer, self.port = await start_ocm_server(
+            self.folder,
+            hub_kubeconfig=self.hub_kubeconfig,
+            cert=self.pki.server.cert,
+            key=self.pki.server.key,
+            client_ca=self.pki.ca.ca_file,
+            port=self.port,
+        )
+
+    async def stop(self, *, kill: bool = False) -> None:
+        """Stop the process (with ``kill``: crash it; its graceful stop holds open
+        streams for seconds)."""
+        if self.peer is not None:
+            await self.peer.stop(kill=kill)
+
+    def check_alive(self) -> None:
+        """Raise with its log if it exited."""
+        assert self.peer is not None
+        self.peer.check_alive()
+
+
 @pytest.fixture
-async def ocm_server(
-    hub_client: KubeClient, pki: Pki, tmp_path: Path
-) -> AsyncIterator[tuple[Peer, int]]:
+async def ocm_server(hub_client: KubeClient, pki: Pki, tmp_path: Path) -> AsyncIterator[OcmServer]:
     """OCM's gRPC server in front of the hub, serving mTLS with the test CA."""
     await grant_agent(hub_client, CLUSTER, AGENT_GROUP)
-    peer, port = await start_ocm_server(
-        tmp_path / "ocm",
-        hub_kubeconfig=tmp_path / "hub.kubeconfig",
-        cert=pki.server.cert,
-        key=pki.server.key,
-        client_ca=pki.ca.ca_file,
-    )
+    server = OcmServer(tmp_path / "ocm", tmp_path / "hub.kubeconfig", pki)
+    await server.start()
     try:
-        yield peer, port
+        yield server
     finally:
-        await peer.stop()
+        await server.stop()
 
 
 async def test_our_agent_through_ocm_server(
-    ocm_server: tuple[Peer, int],
+    ocm_server: OcmServer,
     hub_client: KubeClient,
     spoke_client: KubeClient,
     spoke: Cluster,
     pki: Pki,
     tmp_path: Path,
 ) -> None:
-    peer, port = ocm_server
     requests = RequestRecord(spoke)
-    config = write_agent_config(tmp_path / "agent-grpc.yaml", f"127.0.0.1:{port}", pki)
+    config = write_agent_config(tmp_path / "agent-grpc.yaml", f"127.0.0.1:{ocm_server.port}", pki)
     runner = AgentRunner(grpc_agent_settings(tmp_path, config))
     await runner.start()
     try:
         await wait_subscribed(runner)
-        await _scenario(runner, peer, hub_client, spoke_client)
+        await _scenario(runner, ocm_server, hub_client, spoke_client)
     finally:
         await runner.stop()
-    # One ConfigMap create in the whole test: the restarted agent updated it in place.
-    assert requests.count("create", "configmaps", 201) == 1, requests.requests()
+    # One create per ConfigMap in the whole test: the restarted agent updated cm1 in place.
+    assert requests.count("create", "configmaps", 201) == 2, requests.requests()
 
 
 async def _scenario(
-    runner: AgentRunner, peer: Peer, hub_client: KubeClient, spoke_client: KubeClient
+    runner: AgentRunner, server: OcmServer, hub_client: KubeClient, spoke_client: KubeClient
 ) -> None:
+    await hub_client.create(MANIFESTWORKS, work_body("work2", [configmap("cm2")]))
     await hub_client.create(
         MANIFESTWORKS,
         work_body("work1", [configmap("cm1", key="v1")], manifestConfigs=[feedback_config("cm1")]),
@@ -106,7 +133,7 @@ async def _scenario(
     assert (await spoke_client.get(CONFIGMAPS, "cm1", "default"))["data"] == {"key": "v1"}
 
     async def feedback(value: str, ready: str) -> bool:
-        peer.check_alive()
+        server.check_alive()
         work = await get_work(hub_client, "work1")
         cond = manifest_condition(work, 0, "Ready")
         entries = (work.get("status") or {}).get("resourceStatus", {}).get("manifests") or []
@@ -146,6 +173,17 @@ async def _scenario(
         return bool(cm["data"] == {"key": "v3"})
 
     await eventually(v3, what="cm1 updated after the agent restart")
+
+    # A work that goes while the agent is disconnected (not restarted): OCM's server
+    # answers the resync with a deletion that has no resourceversion; ours accepts it.
+    await wait_applied(hub_client, "work2")
+    await server.stop(kill=True)
+    await hub_client.patch(MANIFESTWORKS, "work2", {"metadata": {"finalizers": None}}, CLUSTER)
+    await hub_client.delete(MANIFESTWORKS, "work2", CLUSTER)
+    await wait_gone(hub_client, MANIFESTWORKS, "work2", CLUSTER)
+    await server.start()
+    await wait_subscribed(runner, at_least=2)
+    await wait_gone(spoke_client, CONFIGMAPS, "cm2", "default")
 
     await hub_client.delete(MANIFESTWORKS, "work1", CLUSTER)
     await wait_gone(spoke_client, CONFIGMAPS, "cm1", "default")
