@@ -70,6 +70,13 @@ class Peer:
         await asyncio.to_thread(functools.partial(self.process.stop, 10.0, kill=kill))
 
 
+def _fresh_log(log: Path) -> Path:
+    """``log``, after moving an earlier run's (a restart) aside."""
+    if log.exists():
+        log.rename(log.with_suffix(f".{log.stat().st_mtime_ns}.log"))
+    return log
+
+
 def _port_open(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
@@ -105,10 +112,7 @@ async def start_ocm_server(
         f"--listen=127.0.0.1:{free_port()}",
         "--disable-leader-election",
     ]
-    log = folder / "ocm-server.log"
-    if log.exists():  # a restart: keep the earlier run's log
-        log.rename(log.with_suffix(f".{int(log.stat().st_mtime_ns)}.log"))
-    peer = Peer(spawn("ocm-grpc-server", argv, log))
+    peer = Peer(spawn("ocm-grpc-server", argv, _fresh_log(folder / "ocm-server.log")))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 60
     while not await asyncio.to_thread(_port_open, port):
@@ -145,7 +149,7 @@ def start_ocm_agent(
         "--status-sync-interval=1s",
         *extra,
     ]
-    return Peer(spawn("ocm-work-agent", argv, folder / "ocm-agent.log"))
+    return Peer(spawn("ocm-work-agent", argv, _fresh_log(folder / "ocm-agent.log")))
 
 
 # -- real-only clusters: OCM's programs need a real API server (RBAC, SAR, watches) --

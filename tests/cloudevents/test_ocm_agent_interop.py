@@ -14,6 +14,7 @@ Runs in the real leg only; ``make ocm`` builds the agent.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.requests import RequestRecord
+from tests.support.targets import Cluster
 from workagent.identity import applied_work_name, hub_hash
 
 pytestmark = pytest.mark.realkube
@@ -58,32 +61,59 @@ def received(grpc_hub: GrpcHub) -> list[StatusUpdate]:
     return seen
 
 
+@dataclass
+class OcmAgent:
+    """OCM's agent process for cluster1 with the Klusterlet's CloudEvents flags; restartable."""
+
+    folder: Path
+    config: Path
+    spoke_kubeconfig: Path
+    peer: Peer | None = None
+
+    def start(self) -> None:
+        """Start the process (it subscribes and resyncs on its own)."""
+        self.peer = start_ocm_agent(
+            self.folder,
+            cluster=CLUSTER,
+            source_config=self.config,
+            spoke_kubeconfig=self.spoke_kubeconfig,
+            client_id=CLIENT_ID,
+        )
+
+    async def stop(self) -> None:
+        """SIGTERM and wait."""
+        if self.peer is not None:
+            await self.peer.stop()
+
+    def check_alive(self) -> None:
+        """Raise with its log if it exited."""
+        assert self.peer is not None
+        self.peer.check_alive()
+
+
 @pytest.fixture
 async def ocm_agent(
     grpc_hub: GrpcHub, spoke_client: KubeClient, pki: Pki, tmp_path: Path
-) -> AsyncIterator[Peer]:
-    """OCM's agent for cluster1, subscribed to our server with the agent certificate."""
+) -> AsyncIterator[OcmAgent]:
+    """OCM's agent for cluster1, using our server with the agent certificate."""
     config = write_agent_config(tmp_path / "config.yaml", grpc_hub.url, pki)
-    peer = start_ocm_agent(
-        tmp_path / "ocm",
-        cluster=CLUSTER,
-        source_config=config,
-        spoke_kubeconfig=tmp_path / "spoke.kubeconfig",
-        client_id=CLIENT_ID,
-    )
+    agent = OcmAgent(tmp_path / "ocm", config, tmp_path / "spoke.kubeconfig")
+    agent.start()
     try:
-        yield peer
+        yield agent
     finally:
-        await peer.stop()
+        await agent.stop()
 
 
 async def test_ocm_agent_through_our_server(
-    ocm_agent: Peer,
+    ocm_agent: OcmAgent,
     grpc_hub: GrpcHub,
+    spoke: Cluster,
     received: list[StatusUpdate],
     hub_client: KubeClient,
     spoke_client: KubeClient,
 ) -> None:
+    requests = RequestRecord(spoke)
     await hub_client.create(
         MANIFESTWORKS,
         work_body("work1", [configmap("cm1", key="v1")], manifestConfigs=[feedback_config("cm1")]),
@@ -110,15 +140,27 @@ async def test_ocm_agent_through_our_server(
 
     await eventually(lambda: feedback("v1", "False"), what="feedback v1, Ready=False on the hub")
 
-    def bump(obj: dict[str, Any]) -> None:
-        obj["spec"]["workload"]["manifests"] = [configmap("cm1", key="v2")]
+    def to(value: str) -> Callable[[dict[str, Any]], None]:
+        def bump(obj: dict[str, Any]) -> None:
+            obj["spec"]["workload"]["manifests"] = [configmap("cm1", key=value)]
 
-    await update_work(hub_client, "work1", bump)
+        return bump
+
+    await update_work(hub_client, "work1", to("v2"))
     await wait_applied(hub_client, "work1", generation=2)
     await eventually(lambda: feedback("v2", "True"), what="feedback v2, Ready=True on the hub")
     work = await get_work(hub_client, "work1")
     available = work_condition(work, "Available")
     assert available is not None and available["status"] == "True"
+
+    # OCM's agent restarts: its resync (nothing cached) is answered by our server with
+    # resync_response events, the change made meanwhile included; nothing is created twice.
+    await ocm_agent.stop()
+    await update_work(hub_client, "work1", to("v3"))
+    ocm_agent.start()
+    await wait_applied(hub_client, "work1", generation=3)
+    await eventually(lambda: feedback("v3", "False"), what="feedback v3 after the restart")
+    assert requests.count("create", "configmaps", 201) == 1, requests.requests()
 
     await hub_client.delete(MANIFESTWORKS, "work1", CLUSTER)
     await wait_gone(spoke_client, CONFIGMAPS, "cm1", "default")
