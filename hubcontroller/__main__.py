@@ -29,7 +29,7 @@ from hubcontroller.cli import (
     WebhookCommand,
     parse_command_line,
 )
-from workagent.cli import FlagNotice
+from ocmkit.flags import FlagNotice
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
