@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, TextIO, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypedDict, TypeVar
 
 from ocmkit import durations
 from ocmkit.flags import (
@@ -421,12 +421,15 @@ def find_command(
 
 def execute_program(
     prog: str,
-    parse: Callable[[], _Settings | ShowText],
-    run: Callable[[_Settings], int],
+    parse: Callable[[], object],
+    run: Callable[[Any], int],
     stdout: TextIO | None,
     stderr: TextIO | None,
 ) -> int:
-    """Parse a command line and run it: help/version print (0), usage errors one line (2)."""
+    """Parse a command line and run it: help/version print (0), usage errors one line (2).
+
+    ``run`` gets what ``parse`` returned, unless that was a :class:`ShowText`.
+    """
     try:
         command = parse()
     except UsageError as error:

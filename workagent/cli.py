@@ -21,6 +21,7 @@ from pathlib import Path
 from ocmkit import durations
 from ocmkit.command import (
     CLIENTS,
+    DEFAULT_LISTEN,
     ELECTION,
     LOGGING,
     SERVICE_ACCOUNT_NAMESPACE_FILE,
@@ -60,7 +61,6 @@ from workagent.settings import (
     BETA_AGENT_GATES,
     DEFAULT_COMPONENT_NAMESPACE,
     DEFAULT_HUB_KUBECONFIG,
-    DEFAULT_LISTEN,
     KNOWN_AGENT_GATES,
     LEASE_NAME,
     AgentSettings,
