@@ -21,11 +21,11 @@ from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal, hostile_work, settled
 from tests.hostile.strategies import hostile_specs
 from tests.integration.conftest import (
-    AgentRunner,
     configmap,
     wait_applied,
     work_body,
 )
+from tests.support.programs import AgentRunner
 
 pytestmark = pytest.mark.kubesim_only(
     "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"

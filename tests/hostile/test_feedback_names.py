@@ -14,7 +14,6 @@ from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
 from tests.integration.conftest import (
-    AgentRunner,
     configmap,
     get_work,
     manifest_condition,
@@ -22,6 +21,7 @@ from tests.integration.conftest import (
     wait_applied,
     work_body,
 )
+from tests.support.programs import AgentRunner
 
 pytestmark = pytest.mark.kubesim_only(
     "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"

@@ -15,7 +15,6 @@ from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
 from tests.integration.conftest import (
-    AgentRunner,
     configmap,
     get_work,
     manifest_condition,
@@ -23,6 +22,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.programs import AgentRunner
 from workagent.conditions import is_condition_type
 
 pytestmark = pytest.mark.kubesim_only(

@@ -25,8 +25,6 @@ from ocmkit.kube import CONFIGMAPS, KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
 from tests.integration.conftest import (
-    AgentRunner,
-    agent_settings,
     configmap,
     get_applied_work,
     get_work,
@@ -36,6 +34,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.programs import AgentRunner, agent_settings
 from workagent.controllers.status import MAX_FEEDBACK_BYTES
 
 pytestmark = pytest.mark.kubesim_only(

@@ -19,7 +19,6 @@ from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
 from tests.integration.conftest import (
-    AgentRunner,
     configmap,
     get_work,
     manifest_condition,
@@ -27,6 +26,7 @@ from tests.integration.conftest import (
     wait_applied,
     work_body,
 )
+from tests.support.programs import AgentRunner
 from workagent.conditions import BUDGET_EXCEEDED_MESSAGE
 
 pytestmark = pytest.mark.kubesim_only(
