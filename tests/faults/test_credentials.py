@@ -26,13 +26,12 @@ import yaml
 
 from kubesim.sim import KubeSim
 from ocmkit.kube import KubeClient
-from ocmkit.runtime.manager import EXIT_OK
+from ocmkit.runtime.manager import EXIT_OK, FILE_CHECK_SECONDS
 from tests.conftest import eventually
 from tests.faults.conftest import fault_agent_settings
 from tests.faults.harness import AGENT_ON_HUB, agent_args, configmaps, create_work, spawn_agent
 from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import AgentProcess, AgentRunner
-from workagent.agent import FILE_CHECK_SECONDS
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"
