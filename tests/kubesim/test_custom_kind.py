@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ocmkit.kube import KubeClient
+from ocmkit.kube import MANIFESTWORKS, KubeClient
 from tests.support.prepare import install_crds
 from tests.support.targets import Cluster
 
@@ -115,3 +115,21 @@ async def test_a_built_in_object_needs_neither(kubeconfig: Path) -> None:
     code, out = await kubectl_create_raw(kubeconfig, PATH, raw({**body, "metadata": {"name": "w"}}))
     assert code == 0, out
     assert json.loads(out)["metadata"]["name"] == "w"
+
+
+async def test_our_client_sends_kind_and_api_version_as_a_typed_client_does(
+    kubeconfig: Path,
+) -> None:
+    """KubeClient fills in what a body lacks, so a caller's bare body is not refused."""
+    client = await KubeClient.from_kubeconfig(str(kubeconfig), qps=0, name="test")
+    try:
+        created = await client.create(
+            MANIFESTWORKS, {"metadata": {"name": "bare"}, "spec": {}}, "default"
+        )
+        assert created["kind"] == "ManifestWork"
+        created["spec"] = {"workload": {"manifests": []}}
+        del created["kind"], created["apiVersion"]
+        updated = await client.update(MANIFESTWORKS, created, "default")
+        assert updated["metadata"]["generation"] == 2
+    finally:
+        await client.close()
