@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,10 +25,6 @@ from tests.integration.conftest import (
     work_body,
 )
 from tests.support.programs import AgentRunner
-
-pytestmark = pytest.mark.kubesim_only(
-    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
-)
 
 BATCH = 8
 _names = itertools.count()

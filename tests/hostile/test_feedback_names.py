@@ -8,8 +8,6 @@ same name, which would get every status patch of the work refused.
 
 from __future__ import annotations
 
-import pytest
-
 from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
@@ -22,10 +20,6 @@ from tests.integration.conftest import (
     work_body,
 )
 from tests.support.programs import AgentRunner
-
-pytestmark = pytest.mark.kubesim_only(
-    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
-)
 
 
 async def test_a_name_given_twice_is_reported_once_with_a_message(

@@ -25,10 +25,6 @@ from tests.integration.conftest import (
 from tests.support.programs import AgentRunner
 from workagent.conditions import is_condition_type
 
-pytestmark = pytest.mark.kubesim_only(
-    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
-)
-
 
 @pytest.mark.parametrize("condition", ["Not Valid!", "x" * 400, "-dash"])
 async def test_a_rule_with_an_invalid_condition_type_is_reported_not_written(

@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
-
 from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
@@ -28,10 +26,6 @@ from tests.integration.conftest import (
 )
 from tests.support.programs import AgentRunner
 from workagent.conditions import BUDGET_EXCEEDED_MESSAGE
-
-pytestmark = pytest.mark.kubesim_only(
-    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
-)
 
 #: 150**3 comprehension steps: minutes for celpy, cut at the 1 s budget.
 RUNAWAY_CEL = "object.data.all(a, object.data.all(b, object.data.all(c, a + b + c != '')))"
