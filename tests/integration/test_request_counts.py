@@ -19,8 +19,6 @@ from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    AgentRunner,
-    agent_settings,
     configmap,
     exists,
     get_applied_work,
@@ -30,6 +28,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.programs import AgentRunner, agent_settings
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 from workagent.identity import applied_work_name
