@@ -24,8 +24,6 @@ from tests.cloudevents.conftest import GrpcHub, Pki, grpc_agent_settings, write_
 from tests.cloudevents.test_grpc_e2e import wait_gone
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    CLUSTER,
-    AgentRunner,
     configmap,
     get_applied_work,
     manifest_condition,
@@ -39,6 +37,7 @@ from tests.integration.test_agent_e2e import (
     executor_work,
     strategy,
 )
+from tests.support.programs import CLUSTER, AgentRunner
 
 
 async def data_of(spoke: KubeClient, name: str) -> dict[str, str]:

@@ -27,7 +27,6 @@ from tests.cloudevents.ocmpeer import Peer, feedback_config, hub, spoke, start_o
 from tests.cloudevents.test_grpc_e2e import wait_gone
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    CLUSTER,
     configmap,
     get_work,
     has_cleanup_finalizer,
@@ -37,6 +36,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.programs import CLUSTER
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 from workagent.identity import applied_work_name, hub_hash

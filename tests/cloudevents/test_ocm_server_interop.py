@@ -35,8 +35,6 @@ from tests.cloudevents.ocmpeer import Peer, feedback_config, hub, spoke, start_o
 from tests.cloudevents.test_grpc_e2e import runner_store_works, wait_gone
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    CLUSTER,
-    AgentRunner,
     configmap,
     exists,
     get_work,
@@ -47,6 +45,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.programs import CLUSTER, AgentRunner
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 
