@@ -8,7 +8,7 @@ UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: setup setup-test setup-debian demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak realkube unit-kubesim unit-realkube conformance conformance-folder proto
+.PHONY: setup setup-test setup-debian demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak realkube unit-kubesim unit-realkube conformance conformance-folder proto ocm
 
 # Debian packages the tests run for real (prometheus: `prometheus` and `promtool`;
 # mosquitto: an MQTT broker for the mqtt driver). One line, so branches merge easily.
@@ -87,7 +87,8 @@ imports: setup-test
 
 # The tests in two legs: everything on kubesim (and the tests that need no
 # cluster), then the end-to-end suites again on a real control plane (tests
-# marked realkube; fresh API servers per test over one etcd).
+# marked realkube; fresh API servers per test over one etcd), with the
+# interoperability tests against OCM's own server and agent (`make ocm`).
 # OCM_SHARED points at a folder that does not exist: no test of `make test` may
 # need the reference documents, and tests/readguard.py fails the run if one
 # reads them (../shared, or where OCM_SHARED says).
@@ -98,7 +99,7 @@ unit: unit-kubesim unit-realkube
 unit-kubesim: setup-test setup-debian
 	time $(PYTEST) -m "not realkube"
 
-unit-realkube: setup-test setup-debian realkube
+unit-realkube: setup-test setup-debian realkube ocm
 	time $(PYTEST) -m realkube
 
 test: lint typecheck imports unit
@@ -131,7 +132,8 @@ conformance: conformance-folder setup
 # The benchmark suite (tests/benchmarks/bench_suite.py): results, Markdown and plots in
 # bench-results/. By default on a real control plane it starts per run (make realkube),
 # at OCM's default client QPS (50/100) and unlimited. BENCH_ARGS passes options, e.g.
-# BENCH_ARGS="--n 100 --runs 5", "--target kubesim" or "--agent-cmd '...'"; bench-full
+# BENCH_ARGS="--n 100 --runs 5", "--target kubesim", "--peer .tools/ocm/v1.2.1/work" (OCM's
+# agent side by side, after make ocm) or "--agent-cmd '...'"; bench-full
 # measures N = 100, 500, 1000.
 BENCH_ARGS ?=
 BENCH := $(RUN) --group bench python tests/benchmarks/bench_suite.py
@@ -145,29 +147,27 @@ bench: setup-bench realkube
 bench-full: setup-bench realkube
 	$(BENCH) --full $(BENCH_ARGS)
 
-# The peer: OCM's Go work agent (cmd/work of open-cluster-management.io/ocm at a
-# pinned release), built from the Go module proxy into .tools/peer/<version>/ if
-# the proxy serves it. It does not (as of 2026-11-27 it answers 403 "This module
-# version is not available" for every version), so this target stops with that
-# message, and docs/benchmarks.md compares with the figures in the project's
-# notes instead. The build step after the check has never run here.
-OCM_MODULE := open-cluster-management.io/ocm
-OCM_VERSION := v1.3.0
-PEER_BIN := .tools/peer/$(OCM_VERSION)
+# OCM's own Go programs, the peer of ours: the work agent (cmd/work) and the
+# gRPC server (cmd/server) of open-cluster-management.io/ocm, built from the Go
+# module proxy by the module in tests/support/ocm-build into .tools/ocm/<version>/.
+# The proxy serves exact versions only (it refuses to list the module, and some
+# releases: v1.1.0, v1.3.0), so the version is pinned in that go.mod; its go.sum
+# is committed. Used by the interoperability tests and `make bench` side by side.
+OCM_MOD := tests/support/ocm-build
+OCM_VERSION := $(shell awk '$$1 == "open-cluster-management.io/ocm" {print $$2}' $(OCM_MOD)/go.mod)
+OCM_BIN := .tools/ocm/$(OCM_VERSION)
 
-.PHONY: bench-peer
-bench-peer:
-	@command -v go >/dev/null || { echo "make bench-peer: the Go toolchain is required" >&2; exit 1; }
-	@if ! out=$$(go list -m $(OCM_MODULE)@$(OCM_VERSION) 2>&1); then \
-		echo "$$out" >&2; \
-		echo "make bench-peer: the Go module proxy does not serve $(OCM_MODULE)@$(OCM_VERSION):" \
-			"OCM's work agent (the peer) cannot be built here. docs/benchmarks.md compares" \
-			"with the peer's figures from the project's notes instead." >&2; \
-		exit 1; \
-	fi
-	mkdir -p $(PEER_BIN)
-	GOBIN=$(CURDIR)/$(PEER_BIN) go install $(OCM_MODULE)/cmd/work@$(OCM_VERSION)
-	@echo "built $(PEER_BIN)/work: run it A/B with make bench BENCH_ARGS=\"--agent-cmd '...'\" (docs/benchmarks.md)"
+$(OCM_BIN)/work: $(OCM_MOD)/go.mod $(OCM_MOD)/go.sum
+	@command -v go >/dev/null || { echo "make ocm: the Go toolchain is required (go >= the version in $(OCM_MOD)/go.mod)" >&2; exit 1; }
+	mkdir -p $(OCM_BIN)
+	cd $(OCM_MOD) && go build -trimpath -ldflags "-s -w" -o $(CURDIR)/$(OCM_BIN)/ \
+		open-cluster-management.io/ocm/cmd/work open-cluster-management.io/ocm/cmd/server
+	touch $@
+
+.PHONY: ocm bench-peer
+ocm: $(OCM_BIN)/work
+# The old name of the target.
+bench-peer: ocm
 
 # docs/benchmarks.md's generated block, from the newest bench-results/*.json.
 bench-docs: $(UV)

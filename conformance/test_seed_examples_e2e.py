@@ -60,15 +60,11 @@ from ocmkit.kube import (
 from schemas import SchemaValidationError, validate_object
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    CLUSTER,
     HUB_CRDS,
     SPOKE_CRDS,
-    AgentRunner,
-    agent_settings,
     exists,
     get_applied_work,
     get_work,
-    install_crds,
     manifest_condition,
     manifest_statuses,
     wait_applied,
@@ -89,6 +85,8 @@ from tests.integration.test_agent_e2e import (
     update_spec,
     work_controller,
 )
+from tests.support.prepare import install_crds
+from tests.support.programs import CLUSTER, CRD_DIR, AgentRunner, agent_settings
 
 # -- the docs' objects --------------------------------------------------------------------
 
@@ -302,9 +300,9 @@ async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
         spoke = await KubeClient.from_kubeconfig(
             str(tmp / "spoke.kubeconfig"), user_agent="integration-test", qps=0
         )
-        await install_crds(hub, HUB_CRDS)
+        await install_crds(hub, [CRD_DIR / f for f in HUB_CRDS])
         await hub.create(NAMESPACES, {"metadata": {"name": CLUSTER}})
-        await install_crds(spoke, SPOKE_CRDS)
+        await install_crds(spoke, [CRD_DIR / f for f in SPOKE_CRDS])
         await spoke.create(CRDS, CUSTOM_CRD)
         await spoke.create(
             SERVICE_ACCOUNTS, {"metadata": {"name": EXECUTOR, "namespace": EXECUTOR_NS}}

@@ -13,7 +13,6 @@ as the Go binary's flag errors do.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import sys
 from collections.abc import Callable, Sequence
@@ -24,16 +23,18 @@ from hubcontroller.cli import (
     PROG,
     GrpcServerCommand,
     ManagerCommand,
-    ShowText,
-    UsageError,
     WebhookCommand,
     parse_command_line,
 )
-from workagent.cli import FlagNotice
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
+from ocmkit.command import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    execute_program,
+    import_optional,
+    one_line,
+    start_logging,
+)
 
 #: The webhook package (written separately), loaded only for ``webhook-server``.
 WEBHOOK_MODULE = "hubcontroller.webhook"
@@ -60,12 +61,7 @@ def load_webhook_server() -> WebhookServer | None:
     Imported only when the webhook is about to start, so the manager (and the
     command line) work without it.
     """
-    try:
-        module = importlib.import_module(WEBHOOK_MODULE)
-    except ModuleNotFoundError as err:
-        if err.name != WEBHOOK_MODULE:
-            raise  # the webhook exists but something it imports is missing: show that
-        return None
+    module = import_optional(WEBHOOK_MODULE)
     entry = getattr(module, WEBHOOK_ENTRY_POINT, None)
     settings_type = getattr(module, WEBHOOK_SETTINGS_TYPE, None)
     if not callable(entry) or not callable(settings_type):
@@ -73,25 +69,14 @@ def load_webhook_server() -> WebhookServer | None:
     return WebhookServer(cast("WebhookEntry", entry), cast("SettingsFactory", settings_type))
 
 
-def _notify(notices: Sequence[FlagNotice]) -> None:
-    """Log the ignored-flag notices (after logging is configured)."""
-    import structlog  # noqa: PLC0415 (kept off the --help path)
-
-    log = structlog.get_logger(__name__)
-    for notice in notices:
-        log.warning(notice.message, flag=notice.flag)
-
-
 def run_manager_command(command: ManagerCommand) -> int:
     """Set up logging, report ignored flags, and run the work manager until it stops."""
-    # Imported here, not at the top: the runtime loads the Kubernetes client,
+    # Imported here, not at the top: the manager loads the runtime and the client,
     # which help, --version and usage errors have no use for.
     from hubcontroller.manager import run_manager  # noqa: PLC0415
-    from ocmkit.runtime import configure_logging  # noqa: PLC0415
 
     settings = command.settings
-    configure_logging(settings.log_format, settings.log_level)
-    _notify(command.notices)
+    start_logging(settings.log_format, settings.log_level, command.notices)
     return int(asyncio.run(run_manager(settings)))
 
 
@@ -112,12 +97,9 @@ def run_webhook_command(command: WebhookCommand, stderr: TextIO) -> int:
         settings = server.settings_type(**command.flags.settings_fields())
     except ValueError as error:
         # A value only the webhook can judge (ports, TLS names): still a usage error.
-        print(f"{PROG}: {' '.join(str(error).split())}", file=stderr)
+        print(f"{PROG}: {one_line(error)}", file=stderr)
         return EXIT_USAGE
-    from ocmkit.runtime import configure_logging  # noqa: PLC0415
-
-    configure_logging(command.flags.log_format, command.flags.log_level)
-    _notify(command.notices)
+    start_logging(command.flags.log_format, command.flags.log_level, command.notices)
     outcome = server.entry(settings)
     if inspect.isawaitable(outcome):
         outcome = asyncio.run(_awaited(outcome))
@@ -133,23 +115,15 @@ def execute(
     argv: Sequence[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None
 ) -> int:
     """Run ``hubcontroller`` with these arguments (no program name); returns the exit code."""
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
-    try:
-        command = parse_command_line(argv)
-    except UsageError as error:
-        # One line only: a crash-looping pod's last log line must say what is wrong.
-        message = " ".join(str(error).split())
-        print(f"{PROG}: {message}", file=err)
-        return EXIT_USAGE
-    if isinstance(command, ShowText):
-        out.write(command.text)
-        return EXIT_OK
-    if isinstance(command, WebhookCommand):
-        return run_webhook_command(command, err)
-    if isinstance(command, GrpcServerCommand):
-        return run_grpc_server_command(command)
-    return run_manager_command(command)
+
+    def run(command: ManagerCommand | WebhookCommand | GrpcServerCommand) -> int:
+        if isinstance(command, WebhookCommand):
+            return run_webhook_command(command, stderr or sys.stderr)
+        if isinstance(command, GrpcServerCommand):
+            return run_grpc_server_command(command)
+        return run_manager_command(command)
+
+    return execute_program(PROG, lambda: parse_command_line(argv), run, stdout, stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -4,21 +4,19 @@ The cluster-manager operator (and anyone with a Go hub's deployment) starts
 the hub processes with argument lists written for OCM's ``/work manager`` and
 ``/work webhook-server``; ours take those lists unchanged. The flag machinery
 (pflag rules: ``--flag=value`` and ``--flag value``, ``_`` read as ``-``,
-repeatable maps and lists, Go durations, booleans and integers) is the
-agent's, from :mod:`workagent.cli`; this module only declares the hub's flags
+repeatable maps and lists, Go durations, booleans and integers) is
+:mod:`ocmkit.flags`, the groups shared with the agent :mod:`ocmkit.command`;
+this module only declares the hub's flags
 and turns them into :class:`~hubcontroller.settings.HubManagerSettings` and
 :class:`~hubcontroller.settings.WebhookFlags`.
 
 Flags of OCM that do not apply here are accepted and reported as ignored;
-anything unknown or malformed is a :class:`~workagent.cli.UsageError`, which
+anything unknown or malformed is a :class:`~ocmkit.flags.UsageError`, which
 the entry point prints as one ``hubcontroller: <message>`` line (exit code 2).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,14 +26,12 @@ from hubcontroller.settings import (
     ALPHA_HUB_GATES,
     BETA_HUB_GATES,
     DEFAULT_HUB_NAMESPACE,
-    DEFAULT_LISTEN,
     DEFAULT_MANIFEST_LIMIT,
     DEFAULT_WEBHOOK_HEALTH_PROBE_PORT,
     DEFAULT_WEBHOOK_METRICS_PORT,
     DEFAULT_WEBHOOK_PORT,
     GATE_CLOUD_EVENTS_DRIVERS,
     KNOWN_HUB_GATES,
-    LOG_LEVELS,
     MANAGER_LEASE_NAME,
     WORK_DRIVER_KUBE,
     HubManagerSettings,
@@ -43,33 +39,44 @@ from hubcontroller.settings import (
     default_manager_leader_election,
 )
 from ocmkit import durations
-from workagent.cli import (
+from ocmkit.command import (
+    CLIENTS,
+    ELECTION,
+    LOGGING,
+    SERVICE_ACCOUNT_NAMESPACE_FILE,
+    SERVING,
+    check_arguments,
+    component_namespace,
+    enabled_gates,
+    find_command,
+    leader_election_flags,
+    leader_election_from,
+    logging_fields,
+    logging_flags,
+    notices_for,
+    plain_http_notices,
+    serving_fields,
+    serving_flags,
+    validated,
+)
+from ocmkit.flags import (
     BOOL,
     DURATION,
     FLOAT32,
     INT,
-    KLOG_LEVEL,
     STRING,
     STRING_ARRAY,
     Flag,
     FlagNotice,
     FlagSet,
-    ParsedFlags,
     ShowText,
     UsageError,
     feature_gates_type,
-    leader_election_flags,
-    log_level_from,
-    notices_for,
-    plain_http_notices,
-    serving_tls_flags,
-    version,
 )
 
 PROG = "hubcontroller"
 MANAGER_COMMAND = "manager"
 WEBHOOK_COMMAND = "webhook-server"
-SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 __all__ = [
     "GRPC_COMMAND",
@@ -97,10 +104,6 @@ __all__ = [
 MANAGER = "Work manager flags"
 GRPC = "gRPC server flags"
 WEBHOOK = "Webhook server flags"
-CLIENTS = "Cluster connection flags"
-ELECTION = "Leader election flags"
-SERVING = "Serving and lifecycle flags"
-LOGGING = "Logging flags"
 IGNORED = "Accepted for compatibility with OCM (no effect)"
 MANAGER_GROUPS = (MANAGER, CLIENTS, ELECTION, SERVING, LOGGING, IGNORED)
 WEBHOOK_GROUPS = (WEBHOOK, CLIENTS, LOGGING, IGNORED)
@@ -116,43 +119,6 @@ def _gates_help() -> str:
         "Comma-separated Gate=bool pairs, repeatable. Gates (alpha, default false): "
         + ", ".join(sorted(KNOWN_HUB_GATES))
         + "; AllAlpha/AllBeta set every gate of that maturity not named."
-    )
-
-
-def _logging_flags() -> tuple[Flag, ...]:
-    """klog's flags, as both OCM hub commands accept them, plus our level and format."""
-    return (
-        Flag(
-            "v",
-            KLOG_LEVEL,
-            0,
-            "klog verbosity: 4 or more logs at debug level, less at info.",
-            shorthand="v",
-            group=LOGGING,
-        ),
-        Flag(
-            "log-level",
-            STRING,
-            "",
-            f"Log level ({', '.join(LOG_LEVELS)}); overrides -v (empty: from -v).",
-            group=LOGGING,
-        ),
-        Flag("log-format", STRING, "json", "Log line format: json or console.", group=LOGGING),
-        Flag(
-            "vmodule",
-            STRING,
-            "",
-            "klog per-file verbosity (pattern=N,...).",
-            group=IGNORED,
-            ignored="per-file verbosity is not supported; use -v or --log-level",
-        ),
-        Flag(
-            "log-flush-frequency",
-            DURATION,
-            5 * durations.SECOND,
-            "klog flush interval; every log line is written at once here.",
-            group=IGNORED,
-        ),
     )
 
 
@@ -194,15 +160,7 @@ def manager_flags() -> tuple[Flag, ...]:
         ),
         Flag("kube-api-burst", INT, 100, "Request burst to the hub's API server.", group=CLIENTS),
         *leader_election_flags(MANAGER_LEASE_NAME, "manager", DEFAULT_HUB_NAMESPACE),
-        Flag(
-            "listen",
-            STRING,
-            DEFAULT_LISTEN,
-            "host:port of the /metrics, /livez, /readyz and /healthz endpoints (HTTPS unless "
-            "--insecure-serving).",
-            group=SERVING,
-        ),
-        *serving_tls_flags("manager", SERVING),
+        *serving_flags("manager", SERVING),
         Flag(
             "terminate-on-files",
             STRING_ARRAY,
@@ -210,7 +168,7 @@ def manager_flags() -> tuple[Flag, ...]:
             "Exit when this file changes (e.g. a rotated kubeconfig); repeatable.",
             group=SERVING,
         ),
-        *_logging_flags(),
+        *logging_flags(IGNORED),
         Flag(
             "cloudevents-client-id",
             STRING,
@@ -292,7 +250,7 @@ def webhook_flags() -> tuple[Flag, ...]:
             "Kubeconfig of the hub cluster (empty: in-cluster configuration).",
             group=CLIENTS,
         ),
-        *_logging_flags(),
+        *logging_flags(IGNORED),
     )
 
 
@@ -351,7 +309,7 @@ def grpc_server_flags() -> tuple[Flag, ...]:
             "host:port of /metrics, /healthz and /readyz (plain HTTP).",
             group=SERVING,
         ),
-        *_logging_flags(),
+        *logging_flags(IGNORED),
         Flag(
             "namespace",
             STRING,
@@ -399,7 +357,7 @@ def grpc_server_command(args: Sequence[str]) -> GrpcServerCommand | ShowText:
     flags = flag_set.parse(args)
     if flags.help_requested:
         return ShowText(flag_set.help())
-    _check_common(flags, GRPC_COMMAND)
+    check_arguments(flags, f"{PROG} {GRPC_COMMAND}")
     settings = GrpcServerSettings(
         kubeconfig=flags.string("kubeconfig"),
         server_config=flags.string("server-config"),
@@ -407,16 +365,13 @@ def grpc_server_command(args: Sequence[str]) -> GrpcServerCommand | ShowText:
         heartbeat_interval=flags.seconds("broker-heartbeat-interval"),
         bind_address=flags.string("bind-address"),
         listen=flags.string("listen"),
-        log_format=flags.string("log-format"),
-        log_level=log_level_from(flags),
+        **logging_fields(flags),
         kube_api_qps=flags.number("kube-api-qps"),
         kube_api_burst=flags.integer("kube-api-burst"),
     )
-    try:
-        settings.validate()
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    return GrpcServerCommand(settings, notices_for(flags, flag_set.flags))
+    return GrpcServerCommand(
+        validated(settings, settings.validate), notices_for(flags, flag_set.flags)
+    )
 
 
 def manager_flag_set() -> FlagSet:
@@ -458,41 +413,12 @@ class WebhookCommand:
 
 def hub_component_namespace(flag_value: str, namespace_file: Path) -> str:
     """``--namespace``, else the pod's namespace (service account file), else OCM's hub one."""
-    if flag_value:
-        return flag_value
-    try:
-        detected = namespace_file.read_text().strip()
-    except OSError:
-        detected = ""
-    return detected or DEFAULT_HUB_NAMESPACE
+    return component_namespace(flag_value, namespace_file, DEFAULT_HUB_NAMESPACE)
 
 
 def enabled_hub_gates(explicit: Mapping[str, bool]) -> frozenset[str]:
-    """The hub gates switched on by a merged ``--feature-gates`` map.
-
-    Gates named explicitly win; AllAlpha/AllBeta then set the gates of their
-    maturity that were not named.
-    """
-    enabled = {gate for gate, on in explicit.items() if on and gate in KNOWN_HUB_GATES}
-    for special, members in (("AllAlpha", ALPHA_HUB_GATES), ("AllBeta", BETA_HUB_GATES)):
-        if explicit.get(special):
-            enabled |= {gate for gate in members if gate not in explicit}
-    return frozenset(enabled)
-
-
-_VMODULE_ITEM = re.compile(r"[^=,]+=[0-9]+")
-
-
-def _check_common(flags: ParsedFlags, command: str) -> None:
-    """Refusals shared by both commands: stray arguments and a malformed --vmodule."""
-    if flags.positionals:
-        raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{PROG} {command}"')
-    vmodule = flags.string("vmodule")
-    if vmodule and not all(_VMODULE_ITEM.fullmatch(item) for item in vmodule.split(",")):
-        raise UsageError(
-            f'invalid argument "{vmodule}" for "--vmodule" flag: '
-            "expect comma-separated list of filename=N"
-        )
+    """The hub gates switched on by a merged ``--feature-gates`` map."""
+    return enabled_gates(explicit, KNOWN_HUB_GATES, ALPHA_HUB_GATES, BETA_HUB_GATES)
 
 
 def manager_command(
@@ -503,15 +429,7 @@ def manager_command(
     flags = flag_set.parse(args)
     if flags.help_requested:
         return ShowText(flag_set.help())
-    _check_common(flags, MANAGER_COMMAND)
-    election = dataclasses.replace(
-        default_manager_leader_election(),  # its identity: <hostname>_<uuid>, as library-go's
-        namespace=hub_component_namespace(flags.string("namespace"), namespace_file),
-        disabled=flags.boolean("disable-leader-election"),
-        lease_duration=flags.seconds("leader-election-lease-duration"),
-        renew_deadline=flags.seconds("leader-election-renew-deadline"),
-        retry_period=flags.seconds("leader-election-retry-period"),
-    )
+    check_arguments(flags, f"{PROG} {MANAGER_COMMAND}")
     settings = HubManagerSettings(
         kubeconfig=flags.string("kubeconfig"),
         work_driver=flags.string("work-driver"),
@@ -519,21 +437,14 @@ def manager_command(
         feature_gates=enabled_hub_gates(flags.gates("feature-gates")),
         kube_api_qps=flags.number("kube-api-qps"),
         kube_api_burst=flags.integer("kube-api-burst"),
-        leader_election=election,
-        listen=flags.string("listen"),
-        insecure_serving=flags.boolean("insecure-serving"),
-        tls_cert_file=flags.string("tls-cert-file"),
-        tls_private_key_file=flags.string("tls-private-key-file"),
-        tls_min_version=flags.string("tls-min-version"),
-        tls_cipher_suites=flags.string("tls-cipher-suites"),
-        log_format=flags.string("log-format"),
-        log_level=log_level_from(flags),
+        leader_election=leader_election_from(
+            flags, default_manager_leader_election(), namespace_file
+        ),
+        **serving_fields(flags),
+        **logging_fields(flags),
         terminate_on_files=flags.strings("terminate-on-files"),
     )
-    try:
-        settings.validate()
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+    validated(settings, settings.validate)
     notices = [*notices_for(flags, flag_set.flags), *plain_http_notices(flags)]
     if settings.gate(GATE_CLOUD_EVENTS_DRIVERS):
         notices.append(
@@ -552,7 +463,7 @@ def webhook_command(args: Sequence[str]) -> WebhookCommand | ShowText:
     flags = flag_set.parse(args)
     if flags.help_requested:
         return ShowText(flag_set.help())
-    _check_common(flags, WEBHOOK_COMMAND)
+    check_arguments(flags, f"{PROG} {WEBHOOK_COMMAND}")
     given = WebhookFlags(
         port=flags.integer("port"),
         metrics_port=flags.integer("metrics-port"),
@@ -563,13 +474,9 @@ def webhook_command(args: Sequence[str]) -> WebhookCommand | ShowText:
         manifest_limit=flags.integer("manifest_limit"),
         feature_gates=enabled_hub_gates(flags.gates("feature-gates")),
         kubeconfig=flags.string("kubeconfig"),
-        log_format=flags.string("log-format"),
-        log_level=log_level_from(flags),
+        **logging_fields(flags),
     )
-    try:
-        given.validate()
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+    validated(given, given.validate)
     return WebhookCommand(given, notices_for(flags, flag_set.flags))
 
 
@@ -589,36 +496,20 @@ ROOT_HELP = (
 )
 
 
-def _is_go_binary_path(token: str) -> bool:
-    # The operator's templates start the containers with args "/work", "manager", ...:
-    # in OCM's image "/work" is the binary itself. Skipping it lets an image that
-    # runs `hubcontroller` as its entrypoint take the same args unchanged.
-    return not token.startswith("-") and os.path.basename(token) == "work"
-
-
 def parse_command_line(
     argv: Sequence[str], *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
 ) -> ManagerCommand | WebhookCommand | GrpcServerCommand | ShowText:
     """Parse ``hubcontroller``'s arguments (without the program name)."""
-    args = list(argv)
-    if args and _is_go_binary_path(args[0]):
-        args = args[1:]
-    sets = (manager_flag_set(), webhook_flag_set(), grpc_server_flag_set())
-    # Flags may come before the command, as with cobra's persistent flags (`--v=2 manager`).
-    index = 0
-    while index < len(args) and args[index].startswith("-") and args[index] != "--":
-        token = args[index]
-        if token in ("--version", "--version=true"):
-            return ShowText(f"{PROG} version {version()}\n")
-        if token in ("-h", "--help", "--help=true"):
-            return ShowText(ROOT_HELP)
-        index += 2 if any(s.takes_separate_value(token) for s in sets) else 1
-    if index >= len(args) or args[index] == "--":
-        raise UsageError(f'no command given; run "{PROG} --help"')
-    command = args[index]
-    rest = args[:index] + args[index + 1 :]
-    if command == "help":
-        return ShowText(ROOT_HELP)
+    found = find_command(
+        argv,
+        prog=PROG,
+        flag_sets=(manager_flag_set(), webhook_flag_set(), grpc_server_flag_set()),
+        root_help=ROOT_HELP,
+        help_hint=f"{PROG} --help",
+    )
+    if isinstance(found, ShowText):
+        return found
+    command, index, rest = found.command, found.index, found.rest
     if command == MANAGER_COMMAND:
         return manager_command(rest, namespace_file=namespace_file)
     if command == WEBHOOK_COMMAND:

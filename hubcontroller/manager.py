@@ -24,13 +24,9 @@ informers and controllers while leading and shuts down gracefully on SIGTERM.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
-import importlib
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import cast
 
 import structlog
@@ -43,6 +39,7 @@ from hubcontroller.settings import (
     GATE_MANIFEST_WORK_REPLICA_SET,
     HubManagerSettings,
 )
+from ocmkit.command import import_optional
 from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient, KubeConfigError
 from ocmkit.runtime import (
     Controller,
@@ -60,8 +57,6 @@ log = structlog.get_logger(__name__)
 MANAGER_NAME = "work-manager"
 #: User-Agent of the hub clients; the apiserver names managedFields entries after it.
 HUB_USER_AGENT = "work-manager"
-#: How often ``--terminate-on-files`` files are checked for changes.
-FILE_CHECK_SECONDS = 5.0
 #: Where the ManifestWorkReplicaSet controller lives (written separately; loaded lazily).
 REPLICASET_MODULE = "hubcontroller.controllers.replicaset"
 REPLICASET_BUILDER = "build_replicaset_controller"
@@ -82,13 +77,7 @@ OnBuilt = Callable[[HubManager], None]
 
 def load_replicaset_builder() -> ReplicaSetBuilder | None:
     """``build_replicaset_controller``, or None if this build has no MWRS controller."""
-    try:
-        module = importlib.import_module(REPLICASET_MODULE)
-    except ModuleNotFoundError as err:
-        if err.name != REPLICASET_MODULE:
-            raise  # the controller exists but something it imports is missing: show that
-        return None
-    builder = getattr(module, REPLICASET_BUILDER, None)
+    builder = getattr(import_optional(REPLICASET_MODULE), REPLICASET_BUILDER, None)
     return cast("ReplicaSetBuilder", builder) if callable(builder) else None
 
 
@@ -209,26 +198,6 @@ def _compose(
     return manager, deps
 
 
-def _fingerprint(path: str) -> str:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return "<unreadable>"
-
-
-async def _watch_files(manager: Manager, paths: tuple[str, ...]) -> None:
-    """Stop when a ``--terminate-on-files`` file changes (e.g. a rotated kubeconfig), so
-    the pod restarts with the new content, as library-go does."""
-    seen = {p: _fingerprint(p) for p in paths}
-    while True:
-        await asyncio.sleep(FILE_CHECK_SECONDS)
-        for path, before in seen.items():
-            if _fingerprint(path) != before:
-                log.info("file changed, restarting", file=path)
-                manager.request_stop(f"{path} changed")
-                return
-
-
 async def run_manager(
     settings: HubManagerSettings,
     *,
@@ -242,26 +211,16 @@ async def run_manager(
     2 for a bad kubeconfig or settings (one clear log line). ``on_built`` is
     called with the built manager before it starts (tests use it).
     """
-    watcher: asyncio.Task[None] | None = None
 
     async def build() -> Manager:
-        nonlocal watcher
         built = await build_hub_manager(
             settings, handle_signals=handle_signals, replicaset_builder=replicaset_builder
         )
         if on_built is not None:
             on_built(built)
-        if settings.terminate_on_files:
-            watcher = asyncio.create_task(_watch_files(built.manager, settings.terminate_on_files))
         return built.manager
 
-    try:
-        return await run_main(build)
-    finally:
-        if watcher is not None:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+    return await run_main(build, terminate_on_files=settings.terminate_on_files)
 
 
 def run(settings: HubManagerSettings) -> int:

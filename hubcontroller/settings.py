@@ -14,14 +14,13 @@ client) is imported only where a value needs it.
 
 from __future__ import annotations
 
-import math
-import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
+
+from ocmkit.command import DEFAULT_LISTEN
+from ocmkit.settings import ProgramSettings, check_client_limits, check_gates, check_logging
 
 if TYPE_CHECKING:
-    import ssl
-
     from ocmkit.runtime import LeaderElectionSettings
 
 # The gate names of schemas.wire, repeated here because importing schemas loads
@@ -47,7 +46,6 @@ BETA_HUB_GATES: frozenset[str] = frozenset()
 MANAGER_LEASE_NAME = "work-manager-lock"
 #: Where OCM's cluster-manager operator runs the work manager and its webhook.
 DEFAULT_HUB_NAMESPACE = "open-cluster-management-hub"
-DEFAULT_LISTEN = "0.0.0.0:8443"
 #: Common name of the self-signed serving certificate (``work-manager@<unix time>``).
 SERVING_CERT_NAME = "work-manager"
 #: The only ManifestWork transport supported here (OCM also has mqtt and grpc).
@@ -63,9 +61,6 @@ DEFAULT_WEBHOOK_HEALTH_PROBE_PORT = 8000
 #: OCM's default ``--manifestLimit``: 500 KiB of manifests per work.
 DEFAULT_MANIFEST_LIMIT = 512000
 
-LOG_LEVELS = ("debug", "info", "warning", "error")
-LOG_FORMATS = ("json", "console")
-
 
 def default_manager_leader_election() -> LeaderElectionSettings:
     """OCM's leader election for the work manager: Lease work-manager-lock, 137s/107s/26s."""
@@ -76,21 +71,8 @@ def default_manager_leader_election() -> LeaderElectionSettings:
     return LeaderElectionSettings(lease_name=MANAGER_LEASE_NAME, namespace=DEFAULT_HUB_NAMESPACE)
 
 
-def _check_logging(log_format: str, log_level: str) -> None:
-    if log_format not in LOG_FORMATS:
-        raise ValueError(f"--log-format {log_format!r} is not one of {', '.join(LOG_FORMATS)}")
-    if log_level not in LOG_LEVELS:
-        raise ValueError(f"--log-level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
-
-
-def _check_gates(gates: frozenset[str]) -> None:
-    unknown = sorted(gates - KNOWN_HUB_GATES)
-    if unknown:
-        raise ValueError(f"unrecognized feature gate: {', '.join(unknown)}")
-
-
 @dataclass(frozen=True)
-class HubManagerSettings:
+class HubManagerSettings(ProgramSettings):
     """Everything ``hubcontroller manager`` is configured with (OCM flag names in comments).
 
     ``kubeconfig`` empty means in-cluster configuration. ManifestWorks are read
@@ -98,6 +80,9 @@ class HubManagerSettings:
     kubeconfig), through the hub client otherwise; the Lease always lives on
     the ``kubeconfig`` cluster.
     """
+
+    SERVING_CERT_NAME: ClassVar[str] = SERVING_CERT_NAME
+    KNOWN_GATES: ClassVar[frozenset[str]] = KNOWN_HUB_GATES
 
     kubeconfig: str = ""  # --kubeconfig
     work_driver: str = WORK_DRIVER_KUBE  # --work-driver (only kube)
@@ -121,38 +106,9 @@ class HubManagerSettings:
     resync_seconds: float = HUB_RESYNC_SECONDS  # not a flag either
 
     @property
-    def namespace(self) -> str:
-        """The component namespace (``--namespace``), where the Lease lives."""
-        return self.leader_election.namespace
-
-    @property
     def works_kubeconfig(self) -> str:
         """The kubeconfig ManifestWorks go through (empty: in-cluster)."""
         return self.work_driver_config or self.kubeconfig
-
-    def gate(self, name: str) -> bool:
-        """Whether a feature gate is on."""
-        return name in self.feature_gates
-
-    def serving_tls(self) -> ssl.SSLContext | None:
-        """The context of the /metrics and probe endpoint; None for plain HTTP.
-
-        Without ``--tls-cert-file`` every call makes a new self-signed certificate
-        (in a short-lived process, so ``cryptography`` never loads here). Raises
-        ValueError naming the flag at fault (a certificate or key that cannot be
-        read or does not load).
-        """
-        if self.insecure_serving:
-            return None
-        from ocmkit.runtime.tls import serving_context  # noqa: PLC0415 (see above)
-
-        return serving_context(
-            cert_file=self.tls_cert_file,
-            key_file=self.tls_private_key_file,
-            min_version=self.tls_min_version,
-            cipher_suites=self.tls_cipher_suites,
-            common_name=f"{SERVING_CERT_NAME}@{int(time.time())}",
-        )
 
     def validate(self) -> None:
         """Raise ValueError naming the flag at fault if these settings cannot run.
@@ -169,32 +125,8 @@ class HubManagerSettings:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
         if self.resync_seconds <= 0:
             raise ValueError(f"resync period must be > 0, got {self.resync_seconds}s")
-        if not math.isfinite(self.kube_api_qps):
-            raise ValueError(f"--kube-api-qps must be a finite number, got {self.kube_api_qps}")
-        if self.kube_api_burst < 0:
-            raise ValueError(f"--kube-api-burst must be >= 0, got {self.kube_api_burst}")
-        _check_gates(self.feature_gates)
-        from ocmkit.runtime import parse_bind_address  # noqa: PLC0415 (see above)
-
-        try:
-            parse_bind_address(self.listen)
-        except ValueError as err:
-            raise ValueError(f"--listen: {err}") from None
-        from ocmkit.runtime.tls import check_serving_flags  # noqa: PLC0415 (see above)
-
-        # The agent's rules and messages; the files are read when the manager starts.
-        check_serving_flags(
-            insecure=self.insecure_serving,
-            cert_file=self.tls_cert_file,
-            key_file=self.tls_private_key_file,
-            min_version=self.tls_min_version,
-            cipher_suites=self.tls_cipher_suites,
-        )
-        _check_logging(self.log_format, self.log_level)
-        try:
-            self.leader_election.validate()
-        except ValueError as err:
-            raise ValueError(f"{err} (--leader-election-* flags)") from None
+        check_client_limits("kube-api", self.kube_api_qps, self.kube_api_burst)
+        self.validate_shared()
 
 
 @dataclass(frozen=True)
@@ -245,5 +177,5 @@ class WebhookFlags:
         settings when they are built; here only what is ours: gate names and
         logging.
         """
-        _check_gates(self.feature_gates)
-        _check_logging(self.log_format, self.log_level)
+        check_gates(self.feature_gates, KNOWN_HUB_GATES)
+        check_logging(self.log_format, self.log_level)

@@ -1070,10 +1070,11 @@ class Api:
                 pre_timeout = None
             while True:
                 wake = min(t for t in (next_bookmark, pre_timeout, deadline) if t is not None)
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel
+                # that arrives as an event is queued, and the watch would outlive its client.
                 try:
-                    queued = await asyncio.wait_for(
-                        _next(sub.queue), timeout=max(wake - loop.time(), 0)
-                    )
+                    async with asyncio.timeout(max(wake - loop.time(), 0)):
+                        queued = await _next(sub.queue)
                 except TimeoutError:
                     now_at = loop.time()
                     if deadline is not None and now_at >= deadline:

@@ -321,6 +321,8 @@ def etcd_too_large() -> UntypedError:
 
 def go_json(value: Any, *, sort: bool) -> str:
     """Compact JSON as Go's encoding/json writes it (HTML characters escaped)."""
+    # Not ocmkit.govalues.go_marshal: kubesim is the cluster the programs are tested against,
+    # so by contract it imports none of their code (a shared bug would hide from the tests).
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=sort)
     for char, escaped in (
         ("<", "\\u003c"),

@@ -77,9 +77,9 @@ def regex_error(msg: str, fmt: str, *examples: str) -> str:
     return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
 
 
-def max_len_error(length: int) -> str:
-    """The apiserver's wording for an over-long string."""
-    return f"must be no more than {length} characters"
+def max_len_error(length: int, unit: str = "characters") -> str:
+    """The apiserver's wording for an over-long string (label keys and values: bytes)."""
+    return f"must be no more than {length} {unit}"
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:
@@ -113,7 +113,7 @@ def is_qualified_name(value: str) -> list[str]:
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
-        errs.append("name part " + max_len_error(63))
+        errs.append("name part " + max_len_error(63, "bytes"))
     if not _QNAME_RE.fullmatch(name):
         errs.append(
             "name part " + regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
@@ -125,7 +125,7 @@ def is_valid_label_value(value: str) -> list[str]:
     """Problems with ``value`` as a label value (empty list: valid)."""
     errs: list[str] = []
     if len(value) > 63:
-        errs.append(max_len_error(63))
+        errs.append(max_len_error(63, "bytes"))
     if not _LABEL_VALUE_RE.fullmatch(value):
         errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs

@@ -515,6 +515,7 @@ class Server:
         rt = t.rt
         duplicates = request.get(_DUPLICATES) or []
         if request.method == "POST":
+            _check_custom_kind(rt, body, request.get(_RAW_BODY, b""))
             self._check_decodable(t, body)
             warnings += self._decoded_fields(t, body, validation, duplicates)
             return self.api.create(rt, t.namespace, body, caller), 201
@@ -523,6 +524,7 @@ class Server:
                 body = _from_scale(self.api.get(rt, t.namespace, t.name), body)
                 obj, _ = self.api.update(rt, t.namespace, t.name, body, caller)
                 return _scale(rt, obj), 200
+            _check_custom_kind(rt, body, request.get(_RAW_BODY, b""))
             self._check_decodable(t, body)
             warnings += self._decoded_fields(t, body, validation, duplicates)
             obj, created = self.api.update(
@@ -1250,6 +1252,8 @@ async def _read_body(request: web.Request, rt: ResourceType, *, patch: bool = Fa
                 "the body of the request was in an unknown format - accepted media types "
                 f"include: application/json, application/yaml ({exc})",
             ) from exc
+    if not patch:
+        request[_RAW_BODY] = raw
     text = raw.decode("utf-8", errors="replace")
     try:
         if ctype in ("application/yaml", APPLY_PATCH):
@@ -1318,6 +1322,45 @@ DEPRECATED: dict[tuple[str, str, str], str] = {
 }
 _DEPRECATION = web.RequestKey("kubesim.deprecation", str)
 _DUPLICATES = web.RequestKey("kubesim.duplicates", list[str])
+#: Request key holding the raw body of an object write (error messages quote it).
+_RAW_BODY = web.RequestKey("kubesim.raw_body", bytes)
+
+
+def _summarize(data: bytes, limit: int = 30) -> str:
+    """The apiserver's short form of a body in decode errors: JSON text, else hex."""
+    if not data:
+        return "<empty>"
+    cut = data[:limit]
+    shown = cut.decode("utf-8", errors="replace") if data[:1] == b"{" else cut.hex()
+    return shown + " ..." if len(data) > limit else shown
+
+
+def _check_custom_kind(rt: ResourceType, body: Any, raw: bytes) -> None:
+    """A custom resource decodes as unstructured JSON: it needs its kind and apiVersion.
+
+    A built-in type is decoded into its Go type, which the URL names, so neither
+    is needed there. A YAML body is quoted as the JSON it was converted to.
+    """
+    if rt.builtin or not isinstance(body, dict):
+        return
+    if not body.get("kind"):
+        data = raw if raw[:1] == b"{" else json.dumps(body, separators=(",", ":")).encode()
+        raise errors.bad_request(
+            f"the object provided is unrecognized (must be of type {rt.kind}): Object 'Kind' "
+            f"is missing in '{data.decode('utf-8', errors='replace')}' ({_summarize(data)})"
+        )
+    if not body.get("apiVersion"):
+        raise errors.bad_request(
+            "the API version in the data () does not match the expected API version "
+            f"({rt.api_version})"
+        )
+    kind = body["kind"]
+    # Another apiVersion is the API-version check's (kubesim.api), which comes first.
+    if kind != rt.kind and body["apiVersion"] == rt.api_version:
+        name = str((body.get("metadata") or {}).get("name") or "")
+        raise errors.invalid(
+            str(kind), name, [errors.field_invalid("kind", kind, f"must be {rt.kind}")], rt.group
+        )
 
 
 async def _deprecation_warning(request: web.Request, response: web.StreamResponse) -> None:

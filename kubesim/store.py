@@ -190,8 +190,9 @@ class Store:
             if remaining <= 0:
                 return False
             self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
+            with contextlib.suppress(TimeoutError):  # not wait_for: see api.watch
+                async with asyncio.timeout(remaining):
+                    await self._changed.wait()
         return True
 
     def is_expired(self, rv: int) -> bool:

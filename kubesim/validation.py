@@ -211,7 +211,7 @@ def _not_found(field: str, value: Any) -> Cause:
 def _too_long(field: str, limit: int) -> Cause:
     return {
         "reason": "FieldValueTooLong",
-        "message": f"Too long: must have at most {limit} bytes",
+        "message": f"Too long: may not be more than {limit} bytes",
         "field": field,
     }
 
@@ -1450,7 +1450,7 @@ def _config_data(causes: list[Cause], obj: Obj, *, secret: bool) -> None:
         causes.append(
             {
                 "reason": "FieldValueTooLong",
-                "message": f"Too long: must have at most {_MAX_DATA_SIZE} bytes",
+                "message": f"Too long: may not be more than {_MAX_DATA_SIZE} bytes",
                 # A ConfigMap's total is checked on field.NewPath(""), which the
                 # apiserver prints as "[]" (a root step without a name is an index).
                 "field": "data" if secret else "[]",

@@ -138,7 +138,7 @@ def _float_special(x: float) -> str | None:
     return None
 
 
-def _json_float(x: float) -> str:
+def json_float(x: float) -> str:
     """Go ``encoding/json``'s float64 text: fixed notation for 1e-6 <= |x| < 1e21,
     otherwise ``1e+21`` / ``1e-7`` style (Go trims ``e-07`` to ``e-7``)."""
     special = _float_special(x)
@@ -223,15 +223,18 @@ def _json_scalar(item: Any) -> str:
     if isinstance(item, int):
         if INT64_MIN <= item <= INT64_MAX or isinstance(item, GoInt | GoUint8):
             return str(int(item))
-        return _json_float(int_as_float(item))
+        return json_float(int_as_float(item))
     if isinstance(item, float):
-        return _json_float(item)
+        return json_float(item)
     raise GoJSONError(f"json: unsupported type: {go_type_name(item)}")
 
 
-def go_marshal(value: Any, limit: int | None = None) -> str:
+def go_marshal(value: Any, limit: int | None = None, *, sort_keys: bool = True) -> str:
     """Go's ``json.Marshal(value)`` as text: compact, object keys sorted, ``<`` ``>``
     ``&`` U+2028 U+2029 escaped, other non-ASCII kept.
+
+    ``sort_keys=False`` keeps the keys in their order, as Go writes a struct
+    or passes a raw object through.
 
     With ``limit``, stops with :class:`JSONTooLong` once the text is longer than
     ``limit`` characters (so also longer than ``limit`` UTF-8 bytes): a JsonRaw
@@ -252,7 +255,7 @@ def go_marshal(value: Any, limit: int | None = None) -> str:
             else:
                 piece = "{"
                 stack.append((True, "}"))
-                keys = sorted(item)
+                keys = sorted(item) if sort_keys else list(item)
                 for index in range(len(keys) - 1, -1, -1):
                     key = keys[index]
                     stack.append((False, item[key]))

@@ -9,11 +9,8 @@ controllers share is built here once and handed to them as one frozen
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -69,8 +66,6 @@ log = structlog.get_logger(__name__)
 MANAGER_NAME = "work-agent"
 WORKS_RESYNC_SECONDS = 24 * 3600.0
 APPLIED_RESYNC_SECONDS = 21 * 3600.0
-#: How often ``--terminate-on-files`` files are checked for changes.
-FILE_CHECK_SECONDS = 5.0
 
 AppliersFor = Callable[[UpdateStrategy | None], Applier]
 
@@ -238,32 +233,6 @@ async def build_agent(
     return Agent(manager=manager, deps=deps)
 
 
-def _fingerprint(path: str) -> str:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return "<unreadable>"
-
-
-async def _watch_files(manager: Manager, paths: tuple[str, ...]) -> None:
-    """Stop the agent when a ``--terminate-on-files`` file changes (e.g. a rotated hub
-    kubeconfig), so the pod restarts with the new content.
-
-    The shutdown is the graceful one of SIGTERM and the exit code is 0
-    (``EXIT_OK``): a restart was asked for, nothing failed, and the pod's
-    ``restartPolicy: Always`` starts the agent again, as library-go's
-    ``--terminate-on-files`` does. Changes are noticed within ``FILE_CHECK_SECONDS``.
-    """
-    seen = {p: _fingerprint(p) for p in paths}
-    while True:
-        await asyncio.sleep(FILE_CHECK_SECONDS)
-        for path, before in seen.items():
-            if _fingerprint(path) != before:
-                log.info("file changed, restarting", file=path)
-                manager.request_stop(f"{path} changed")
-                return
-
-
 async def run_agent(
     settings: AgentSettings,
     *,
@@ -278,26 +247,16 @@ async def run_agent(
     code 2 and one clear log line; a changed ``--terminate-on-files`` file
     ends it with code 0.
     """
-    watcher: asyncio.Task[None] | None = None
 
     async def build() -> Manager:
-        nonlocal watcher
         agent = await build_agent(
             settings, handle_signals=handle_signals, collaborators=collaborators
         )
         if on_built is not None:
             on_built(agent)
-        if settings.terminate_on_files:
-            watcher = asyncio.create_task(_watch_files(agent.manager, settings.terminate_on_files))
         return agent.manager
 
-    try:
-        return await run_main(build)
-    finally:
-        if watcher is not None:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+    return await run_main(build, terminate_on_files=settings.terminate_on_files)
 
 
 def run(settings: AgentSettings) -> int:

@@ -8,12 +8,12 @@ float seconds here; on the command line they are Go durations (``30s``).
 
 from __future__ import annotations
 
-import math
 import re
-import ssl
-import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
+
+from ocmkit.command import DEFAULT_LISTEN
+from ocmkit.settings import ProgramSettings, check_client_limits
 
 if TYPE_CHECKING:
     from ocmkit.runtime import LeaderElectionSettings
@@ -34,9 +34,6 @@ WORKLOAD_SOURCE_DRIVERS = ("kube", "grpc", "mqtt")
 LEASE_NAME = "work-agent-lock"
 DEFAULT_HUB_KUBECONFIG = "/spoke/hub-kubeconfig/kubeconfig"
 DEFAULT_COMPONENT_NAMESPACE = "open-cluster-management-agent"
-DEFAULT_LISTEN = "0.0.0.0:8443"
-LOG_LEVELS = ("debug", "info", "warning", "error")
-LOG_FORMATS = ("json", "console")
 
 # OCM: a grace period of 100 years (876000h) or more turns eviction off.
 EVICTION_DISABLED_AT = 876000 * 3600.0
@@ -56,12 +53,15 @@ def default_leader_election() -> LeaderElectionSettings:
 
 
 @dataclass(frozen=True)
-class AgentSettings:
+class AgentSettings(ProgramSettings):
     """Everything ``workagent agent`` is configured with (OCM flag names in comments).
 
     Durations are seconds. ``spoke_kubeconfig`` empty and ``kubeconfig`` empty
     means in-cluster configuration for the spoke.
     """
+
+    SERVING_CERT_NAME: ClassVar[str] = SPOKE_USER_AGENT
+    KNOWN_GATES: ClassVar[frozenset[str]] = KNOWN_AGENT_GATES
 
     cluster_name: str  # --spoke-cluster-name / --cluster-name
     # --workload-source-config / --hub-kubeconfig: the hub kubeconfig (kube driver) or
@@ -105,37 +105,9 @@ class AgentSettings:
         return self.spoke_kubeconfig or self.kubeconfig or None
 
     @property
-    def namespace(self) -> str:
-        """The agent's own namespace (``--namespace``), where its Lease lives."""
-        return self.leader_election.namespace
-
-    @property
     def eviction_disabled(self) -> bool:
         """True when the grace period is so long (>= 876000h) that OCM never evicts."""
         return self.eviction_grace_period >= EVICTION_DISABLED_AT
-
-    def gate(self, name: str) -> bool:
-        """Whether a feature gate is on."""
-        return name in self.feature_gates
-
-    def serving_tls(self) -> ssl.SSLContext | None:
-        """The context of the /metrics and probe endpoint; None for plain HTTP.
-
-        Without ``--tls-cert-file`` every call makes a new self-signed certificate.
-        Raises ValueError naming the flag at fault (a certificate or key that
-        cannot be read or does not load).
-        """
-        if self.insecure_serving:
-            return None
-        from ocmkit.runtime.tls import serving_context  # noqa: PLC0415 (see above)
-
-        return serving_context(
-            cert_file=self.tls_cert_file,
-            key_file=self.tls_private_key_file,
-            min_version=self.tls_min_version,
-            cipher_suites=self.tls_cipher_suites,
-            common_name=f"{SPOKE_USER_AGENT}@{int(time.time())}",
-        )
 
     def _validate_driver(self) -> None:
         driver = self.workload_source_driver
@@ -151,18 +123,6 @@ class AgentSettings:
             )
         if self.cloudevents_reconnect_seconds <= 0:
             raise ValueError("the CloudEvents reconnect delay must be > 0")
-
-    def _validate_serving(self) -> None:
-        """Refuse TLS settings that cannot serve, before anything starts."""
-        from ocmkit.runtime.tls import check_serving_flags  # noqa: PLC0415 (see above)
-
-        check_serving_flags(
-            insecure=self.insecure_serving,
-            cert_file=self.tls_cert_file,
-            key_file=self.tls_private_key_file,
-            min_version=self.tls_min_version,
-            cipher_suites=self.tls_cipher_suites,
-        )
 
     def validate(self) -> None:
         """Raise ValueError naming the flag at fault if these settings cannot run.
@@ -198,33 +158,6 @@ class AgentSettings:
             raise ValueError(f"--max-json-raw-length must be >= 0, got {self.max_json_raw_length}")
         if self.max_feedback_watch < 0:
             raise ValueError(f"--max-feedback-watch must be >= 0, got {self.max_feedback_watch}")
-        for flag, qps, burst in (
-            ("kube-api", self.kube_api_qps, self.kube_api_burst),
-            ("hub-kube-api", self.hub_kube_api_qps, self.hub_kube_api_burst),
-        ):
-            if not math.isfinite(qps):
-                raise ValueError(f"--{flag}-qps must be a finite number, got {qps}")
-            if burst < 0:
-                raise ValueError(f"--{flag}-burst must be >= 0, got {burst}")
-        unknown = sorted(self.feature_gates - KNOWN_AGENT_GATES)
-        if unknown:
-            raise ValueError(f"unrecognized feature gate: {', '.join(unknown)}")
-        from ocmkit.runtime import parse_bind_address  # noqa: PLC0415 (see above)
-
-        try:
-            parse_bind_address(self.listen)
-        except ValueError as err:
-            raise ValueError(f"--listen: {err}") from None
-        self._validate_serving()
-        if self.log_format not in LOG_FORMATS:
-            raise ValueError(
-                f"--log-format {self.log_format!r} is not one of {', '.join(LOG_FORMATS)}"
-            )
-        if self.log_level not in LOG_LEVELS:
-            raise ValueError(
-                f"--log-level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}"
-            )
-        try:
-            self.leader_election.validate()
-        except ValueError as err:
-            raise ValueError(f"{err} (--leader-election-* flags)") from None
+        check_client_limits("kube-api", self.kube_api_qps, self.kube_api_burst)
+        check_client_limits("hub-kube-api", self.hub_kube_api_qps, self.hub_kube_api_burst)
+        self.validate_shared()

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from hubcontroller.webhook.admission import json_type
-from hubcontroller.webhook.rawjson import go_json
 from hubcontroller.webhook.settings import DEFAULT_MANIFEST_LIMIT
+from ocmkit.govalues import go_marshal
 
 EMPTY_MANIFESTS: Final = "Workload manifests should not be empty"
 NAME_REQUIRED: Final = "name must be set in manifest"
@@ -55,7 +55,7 @@ def _varint_size(value: int) -> int:
 def manifests_of(values: Sequence[Any], raws: Sequence[str] | None) -> tuple[Manifest, ...]:
     """Pair decoded manifests with their raw texts (re-encoded as Go would when not kept)."""
     if raws is None or len(raws) != len(values):
-        raws = [go_json(value) for value in values]
+        raws = [go_marshal(value, sort_keys=False) for value in values]
     return tuple(Manifest(value, raw) for value, raw in zip(values, raws, strict=True))
 
 

@@ -1,4 +1,4 @@
-"""JSON decoding that keeps the raw text of chosen arrays' items, and Go's JSON encoding.
+"""JSON decoding that keeps the raw text of chosen arrays' items.
 
 OCM limits the size of a work's manifests by the byte length of each
 manifest's JSON *as the API server sent it* (a ``RawExtension`` keeps the raw
@@ -8,16 +8,15 @@ Only the objects along those paths are walked in Python; every other value is
 decoded by the stdlib's C scanner.
 
 When a review arrives as an already decoded dict (tests, the pure core),
-:func:`go_json` re-encodes a manifest the way Go's ``encoding/json`` would
-have sent it: compact, keys in received order, ``<``, ``>``, ``&``, U+2028
-and U+2029 escaped, floats formatted as Go formats them.
+:func:`ocmkit.govalues.go_marshal` (``sort_keys=False``) re-encodes a
+manifest the way Go's ``encoding/json`` would have sent it: compact, keys in
+received order, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped, floats
+formatted as Go formats them.
 """
 
 from __future__ import annotations
 
-import decimal
 import json
-import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
@@ -155,76 +154,3 @@ class _Parser:
             if char == "]":
                 return items, i + 1, {path: raws}
             raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
-
-
-# -- Go's encoding ---------------------------------------------------------------------
-
-# encoding/json escapes these inside strings (HTML safety and JavaScript line separators).
-_GO_ESCAPES = {
-    "<": "\\u003c",
-    ">": "\\u003e",
-    "&": "\\u0026",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
-_GO_ESCAPED = re.compile("[<>&\u2028\u2029]")
-_NEGATIVE_EXPONENT_ZERO = re.compile(r"e-0(\d)$")
-
-
-def go_json(value: Any) -> str:
-    """``value`` encoded as Go's ``encoding/json`` (compact, HTML-escaped) would send it."""
-    return "".join(_go_parts(value))
-
-
-def _go_parts(value: Any) -> Iterable[str]:
-    if isinstance(value, dict):
-        yield "{"
-        for n, (key, item) in enumerate(value.items()):
-            if n:
-                yield ","
-            yield _go_string(str(key))
-            yield ":"
-            yield from _go_parts(item)
-        yield "}"
-    elif isinstance(value, list | tuple):
-        yield "["
-        for n, item in enumerate(value):
-            if n:
-                yield ","
-            yield from _go_parts(item)
-        yield "]"
-    elif isinstance(value, str):
-        yield _go_string(value)
-    elif value is True:
-        yield "true"
-    elif value is False:
-        yield "false"
-    elif value is None:
-        yield "null"
-    elif isinstance(value, int):
-        yield str(value)
-    elif isinstance(value, float):
-        yield go_float(value)
-    else:
-        raise TypeError(f"cannot encode {type(value).__name__} as JSON")
-
-
-def _go_string(text: str) -> str:
-    encoded = json.dumps(text, ensure_ascii=False)
-    return _GO_ESCAPED.sub(lambda m: _GO_ESCAPES[m.group()], encoded)
-
-
-def go_float(number: float) -> str:
-    """A float as Go's encoding/json writes it (shortest digits; 'e' only far from 1)."""
-    if not math.isfinite(number):
-        raise ValueError(f"JSON cannot encode {number}")
-    if number == 0:
-        return "-0" if math.copysign(1.0, number) < 0 else "0"
-    magnitude = abs(number)
-    if magnitude < 1e-6 or magnitude >= 1e21:
-        # repr is the shortest round-trip form and uses an exponent in this range;
-        # Go writes e-07 as e-7 (positive exponents here have two digits anyway).
-        return _NEGATIVE_EXPONENT_ZERO.sub(r"e-\g<1>", repr(number))
-    # Plain notation with the same shortest digits: repr would write 1e-05 or
-    # 1e+16, and 1.0 where Go writes 1.
-    return format(decimal.Decimal(repr(number)).normalize(), "f")

@@ -335,6 +335,7 @@ class KubeClient:
         name = _body_name(body) if subresource else None
         path = self._path(res, ns, name, subresource)
         params = _write_params(field_manager, dry_run)
+        body = _typed(res, body, subresource)
         return self._fill(res, await self._call("create", "POST", path, params=params, body=body))
 
     async def update(
@@ -350,6 +351,7 @@ class KubeClient:
         ns = self._ns(res, namespace or _body_namespace(body))
         path = self._path(res, ns, _body_name(body), subresource)
         params = _write_params(field_manager, False)
+        body = _typed(res, body, subresource)
         return self._fill(res, await self._call("update", "PUT", path, params=params, body=body))
 
     async def patch(
@@ -632,6 +634,18 @@ class _ConnectionPool:
         if self.session is not None:
             await self.session.close()
             self.session = None
+
+
+def _typed(res: Resource, body: dict[str, Any], subresource: str | None) -> dict[str, Any]:
+    """The body of a write with the resource's apiVersion and kind where it lacks them.
+
+    A typed client always sends both; the apiserver refuses a custom resource
+    without them (it decodes it as unstructured JSON). A subresource other than
+    ``status`` has a kind of its own (TokenRequest, Scale): left as given.
+    """
+    if subresource not in (None, "status") or ("apiVersion" in body and "kind" in body):
+        return body
+    return {"apiVersion": res.api_version, "kind": res.kind, **body}
 
 
 def _segment(value: str) -> str:

@@ -51,17 +51,16 @@ from tests.charts.rendering import (
 )
 from tests.conftest import Kubectl, eventually
 from tests.integration.conftest import (
-    CLUSTER,
     HUB_CRDS,
     WIDGET_CRD,
-    AgentProcess,
-    install_crds,
-    start_agent_process,
     wait_applied,
     work_body,
     work_condition,
 )
 from tests.support.controlplane import ControlPlane
+from tests.support.prepare import install_crds
+from tests.support.processes import ProgramProcess, start_agent_process
+from tests.support.programs import CLUSTER, CRD_DIR
 from tests.support.targets import PlanePool
 
 pytestmark = pytest.mark.realkube
@@ -131,7 +130,7 @@ async def service_account_token(client: KubeClient, namespace: str, name: str) -
 async def prepare_hub(hub: KubeClient) -> None:
     """The ManifestWork CRD, the cluster namespace, and the agent's hub identity with
     the rights NOTES.txt lists (a Role bound to a ServiceAccount of the namespace)."""
-    await install_crds(hub, HUB_CRDS)
+    await install_crds(hub, [CRD_DIR / f for f in HUB_CRDS])
     await hub.create(NAMESPACES, {"metadata": {"name": CLUSTER}})
     await hub.create(SERVICE_ACCOUNTS, {"metadata": {"name": HUB_ACCOUNT}}, CLUSTER)
     await hub.create(ROLES, {"metadata": {"name": HUB_ACCOUNT}, "rules": HUB_RULES}, CLUSTER)
@@ -309,7 +308,9 @@ async def test_chart_agent_on_real_control_planes(
         assert refused == [], f"{plane.name} refused {user}: {refused}"
 
 
-async def apply_and_delete_a_work(hub: KubeClient, spoke: KubeClient, agent: AgentProcess) -> None:
+async def apply_and_delete_a_work(
+    hub: KubeClient, spoke: KubeClient, agent: ProgramProcess
+) -> None:
     """Create the work, see everything applied, delete it, see everything gone."""
     await hub.create(MANIFESTWORKS, work_body("chart-e2e", MANIFESTS))
     try:

@@ -27,15 +27,13 @@ from ocmkit.runtime import Manager
 from tests.cloudevents.pki import CertificateAuthority, Pair
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    CLUSTER,
-    AgentRunner,
-    agent_settings,
     hub,
     hub_client,
     spoke,
     spoke_client,
     spoke_options,
 )
+from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 
 __all__ = ["grant_agent", "hub", "hub_client", "spoke", "spoke_client", "spoke_options"]
 

@@ -25,8 +25,8 @@ from tests.cloudevents.conftest import (
     grant_agent,
     server_config,
 )
-from tests.integration.conftest import CLUSTER
 from tests.support.prepare import service_account_user, wait_allowed
+from tests.support.programs import CLUSTER
 from tests.support.targets import Cluster
 
 RBAC_GROUP = "rbac.authorization.k8s.io"

@@ -19,7 +19,7 @@ from tests.cloudevents.conftest import (
     wait_subscribed,
     write_agent_config,
 )
-from tests.integration.conftest import CLUSTER, AgentRunner
+from tests.support.programs import CLUSTER, AgentRunner
 from workagent.sources.grpcdriver import GrpcTransport
 from workagent.sources.transport import SubscriptionFailed
 

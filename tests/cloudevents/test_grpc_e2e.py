@@ -14,8 +14,6 @@ from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 from tests.cloudevents.conftest import GrpcHub, wait_subscribed
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    CLUSTER,
-    AgentRunner,
     configmap,
     exists,
     get_work,
@@ -26,6 +24,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.programs import CLUSTER, AgentRunner
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 

@@ -7,12 +7,12 @@ from pathlib import Path
 from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 from tests.cloudevents.conftest import GrpcHub, Pki, klusterlet_args, write_agent_config
 from tests.integration.conftest import (
-    CLUSTER,
     configmap,
-    start_agent_process,
     wait_applied,
     work_body,
 )
+from tests.support.processes import start_agent_process
+from tests.support.programs import CLUSTER
 
 
 async def test_klusterlet_style_command_line_converges(

@@ -17,13 +17,11 @@ from tests.cloudevents.mqttbroker import Mosquitto
 from tests.cloudevents.mqttsource import MqttWorkSource, topics
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    CLUSTER,
-    AgentRunner,
-    agent_settings,
     configmap,
     exists,
-    start_agent_process,
 )
+from tests.support.processes import start_agent_process
+from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from workagent.identity import applied_work_name, hub_hash
 
 

@@ -17,7 +17,10 @@ import pytest
 from kubesim.sim import KubeSim
 from ocmkit.kube import KubeClient
 from tests.integration import conftest as integration
-from tests.integration.conftest import AgentRunner, agent_settings, hub_hash_of
+from tests.integration.conftest import (
+    hub_hash_of,
+)
+from tests.support.programs import AgentRunner, agent_settings
 from workagent.settings import AgentSettings
 
 STATUS_SYNC_SECONDS = 2.0

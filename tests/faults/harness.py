@@ -12,11 +12,8 @@ HTTP endpoint (:func:`admin_fault`, for ``refuse-connections``).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
-import os
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,13 +26,12 @@ from kubesim.resources import ResourceType
 from kubesim.sim import KubeSim
 from ocmkit.kube import MANIFESTWORKS, KubeClient, NotFound
 from tests.integration.conftest import (
-    CLUSTER,
-    REPO,
-    AgentProcess,
     configmap,
     update_work,
     work_body,
 )
+from tests.support.processes import ProgramProcess, module_command, start_program
+from tests.support.programs import CLUSTER
 
 #: User-Agent prefixes of the agent's clients, so faults spare the tests' own clients
 #: (``integration-test``): the spoke client is ``work-agent``, the hub client
@@ -172,27 +168,12 @@ def agent_identity(hub: KubeSim, spoke: KubeSim, tmp_path: Path, user: str) -> t
     )
 
 
-async def spawn_agent(tmp_path: Path, name: str, *args: str) -> AgentProcess:
-    """Start ``python -m workagent agent ARGS`` with this interpreter; output goes to
-    ``agent-<name>.log``.
-
-    Not ``uv run``: uv keeps the agent as its child, so a SIGKILL sent to the
-    process it returns would kill uv and orphan the agent.
-    """
-    log_path = tmp_path / f"agent-{name}.log"
-    with log_path.open("ab") as out:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "workagent",
-            "agent",
-            *args,
-            cwd=str(REPO),
-            stdout=out,
-            stderr=asyncio.subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-    return AgentProcess(process, log_path)
+async def spawn_agent(tmp_path: Path, name: str, *args: str) -> ProgramProcess:
+    """Start ``python -m workagent agent ARGS`` (killable: no uv in between); output
+    goes to ``agent-<name>.log``."""
+    return await start_program(
+        module_command("workagent", "agent", *args), tmp_path / f"agent-{name}.log", append=True
+    )
 
 
 def agent_args(hub_kubeconfig: Path, spoke_kubeconfig: Path, *extra: str) -> tuple[str, ...]:

@@ -38,14 +38,13 @@ from tests.faults.harness import (
 )
 from tests.faults.invariants import Expected, converged, problems
 from tests.integration.conftest import (
-    REPO,
-    AgentProcess,
-    AgentRunner,
     get_applied_work,
     get_work,
     manifest_statuses,
     wait_applied,
 )
+from tests.support.processes import REPO, ProgramProcess
+from tests.support.programs import AgentRunner
 from workagent.controllers.applied import recorded_resources
 
 pytestmark = pytest.mark.kubesim_only(
@@ -60,10 +59,10 @@ class Agents:
 
     def __init__(self, tmp_path: Path) -> None:
         self.tmp_path = tmp_path
-        self.current: AgentProcess | None = None
+        self.current: ProgramProcess | None = None
         self.starts = 0
 
-    async def start(self) -> AgentProcess:
+    async def start(self) -> ProgramProcess:
         """Start a new agent process (its output appended to ``agent-process.log``)."""
         self.starts += 1
         args = (
@@ -91,7 +90,7 @@ class Agents:
                 stderr=asyncio.subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
-        self.current = AgentProcess(process, log_path)
+        self.current = ProgramProcess(process, log_path)
         return self.current
 
     async def kill(self) -> None:

@@ -53,12 +53,12 @@ from tests.faults.harness import (
 )
 from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import (
-    AgentRunner,
     configmap,
     get_work,
     update_work,
     work_condition,
 )
+from tests.support.programs import AgentRunner
 from workagent.controllers import manifestwork
 from workagent.identity import applied_work_name
 

@@ -26,13 +26,19 @@ import yaml
 
 from kubesim.sim import KubeSim
 from ocmkit.kube import KubeClient
-from ocmkit.runtime.manager import EXIT_OK
+from ocmkit.runtime.manager import EXIT_OK, FILE_CHECK_SECONDS
 from tests.conftest import eventually
 from tests.faults.conftest import fault_agent_settings
-from tests.faults.harness import AGENT_ON_HUB, agent_args, configmaps, create_work, spawn_agent
+from tests.faults.harness import (
+    AGENT_ON_HUB,
+    agent_args,
+    configmaps,
+    create_work,
+    spawn_agent,
+)
 from tests.faults.invariants import Expected, converged
-from tests.integration.conftest import AgentProcess, AgentRunner
-from workagent.agent import FILE_CHECK_SECONDS
+from tests.support.processes import ProgramProcess
+from tests.support.programs import AgentRunner
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"
@@ -100,7 +106,7 @@ async def test_rotated_kubeconfig_restarts_the_agent(
         f"--terminate-on-files={agent_config}",
     )
     await create_work(hub_client, "early", configmaps("early", 2))
-    agent: AgentProcess = await spawn_agent(tmp_path, "first", *args)
+    agent: ProgramProcess = await spawn_agent(tmp_path, "first", *args)
     try:
         await converged(hub_client, spoke_client, the_hash, Expected(works={"early"}))
 

@@ -26,7 +26,7 @@ from tests.conftest import eventually
 from tests.faults.conftest import STATUS_SYNC_SECONDS
 from tests.faults.harness import HubApi, admin_fault, configmaps, create_work
 from tests.faults.invariants import CLUSTER, Expected, converged
-from tests.integration.conftest import AgentRunner, agent_settings
+from tests.support.programs import AgentRunner, agent_settings
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

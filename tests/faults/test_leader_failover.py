@@ -35,7 +35,7 @@ from tests.faults.harness import (
     writes_of,
 )
 from tests.faults.invariants import Expected, converged
-from tests.integration.conftest import AgentProcess
+from tests.support.processes import ProgramProcess
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"
@@ -52,9 +52,9 @@ class Replicas:
 
     def __init__(self, hub: KubeSim, spoke: KubeSim, tmp_path: Path) -> None:
         self.hub, self.spoke, self.tmp_path = hub, spoke, tmp_path
-        self.running: dict[str, AgentProcess] = {}
+        self.running: dict[str, ProgramProcess] = {}
 
-    async def start(self, user: str, lease: float, renew: float, retry: float) -> AgentProcess:
+    async def start(self, user: str, lease: float, renew: float, retry: float) -> ProgramProcess:
         """Start replica ``user`` with leader election on these settings (seconds)."""
         hub_config, spoke_config = agent_identity(self.hub, self.spoke, self.tmp_path, user)
         args = agent_args(

@@ -41,7 +41,11 @@ from tests.faults.harness import (
     touch_labels,
 )
 from tests.faults.invariants import CLUSTER, Expected, converged
-from tests.integration.conftest import AgentRunner, configmap, get_applied_work
+from tests.integration.conftest import (
+    configmap,
+    get_applied_work,
+)
+from tests.support.programs import AgentRunner
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

@@ -24,7 +24,7 @@ from tests.conftest import eventually
 from tests.faults.conftest import fault_agent_settings
 from tests.faults.harness import AGENT_ON_HUB, AGENT_ON_SPOKE, configmaps, create_work
 from tests.faults.invariants import Expected, converged, problems
-from tests.integration.conftest import AgentRunner
+from tests.support.programs import AgentRunner
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

@@ -33,11 +33,11 @@ from tests.faults.harness import AGENT_ON_SPOKE, configmaps, create_work
 from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import (
     WIDGET_CRD,
-    AgentRunner,
     get_work,
     manifest_statuses,
     work_condition,
 )
+from tests.support.programs import AgentRunner
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

@@ -30,11 +30,10 @@ from tests.conftest import eventually
 from tests.faults.harness import delete_work
 from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import (
-    AgentRunner,
-    agent_settings,
     manifest_statuses,
     work_body,
 )
+from tests.support.programs import AgentRunner, agent_settings
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

@@ -26,7 +26,10 @@ from tests.faults.harness import (
     touch_labels,
 )
 from tests.faults.invariants import Expected, converged
-from tests.integration.conftest import AgentRunner, configmap
+from tests.integration.conftest import (
+    configmap,
+)
+from tests.support.programs import AgentRunner
 
 pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"

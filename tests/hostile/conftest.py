@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 from ocmkit.kube import KubeClient
 from tests.integration import conftest as integration
-from tests.integration.conftest import AgentRunner, agent_settings
+from tests.support.programs import AgentRunner, agent_settings
 from tests.webhook import conftest as webhook
 from workagent.settings import AgentSettings
 

@@ -6,12 +6,12 @@ from typing import Any
 
 from ocmkit.kube import MANIFESTWORKS, KubeClient, KubeError
 from tests.integration.conftest import (
-    AgentRunner,
     get_work,
     manifest_statuses,
     work_body,
     work_condition,
 )
+from tests.support.programs import AgentRunner
 
 #: Words that mean a bug of ours leaked into a user-facing message.
 LEAKED_BUG_WORDS = ("Traceback", "internal error", "AttributeError", "KeyError", "TypeError")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,15 +20,11 @@ from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal, hostile_work, settled
 from tests.hostile.strategies import hostile_specs
 from tests.integration.conftest import (
-    AgentRunner,
     configmap,
     wait_applied,
     work_body,
 )
-
-pytestmark = pytest.mark.kubesim_only(
-    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
-)
+from tests.support.programs import AgentRunner
 
 BATCH = 8
 _names = itertools.count()

@@ -9,15 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from schemas.work_v1 import FeedbackRule
 from workagent.feedback import is_cheap, read_feedback
 from workagent.feedback.jsonpath import MAX_WORK, WorkBudget, compile_path
-
-pytestmark = pytest.mark.kubesim_only(
-    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
-)
 
 #: A ConfigMap whose recursive descent visits 600,000 string bytes.
 BIG: dict[str, Any] = {

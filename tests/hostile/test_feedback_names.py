@@ -8,13 +8,10 @@ same name, which would get every status patch of the work refused.
 
 from __future__ import annotations
 
-import pytest
-
 from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
 from tests.integration.conftest import (
-    AgentRunner,
     configmap,
     get_work,
     manifest_condition,
@@ -22,10 +19,7 @@ from tests.integration.conftest import (
     wait_applied,
     work_body,
 )
-
-pytestmark = pytest.mark.kubesim_only(
-    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
-)
+from tests.support.programs import AgentRunner
 
 
 async def test_a_name_given_twice_is_reported_once_with_a_message(

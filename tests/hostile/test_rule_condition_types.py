@@ -15,7 +15,6 @@ from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
 from tests.integration.conftest import (
-    AgentRunner,
     configmap,
     get_work,
     manifest_condition,
@@ -23,11 +22,8 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.programs import AgentRunner
 from workagent.conditions import is_condition_type
-
-pytestmark = pytest.mark.kubesim_only(
-    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
-)
 
 
 @pytest.mark.parametrize("condition", ["Not Valid!", "x" * 400, "-dash"])

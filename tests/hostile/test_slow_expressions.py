@@ -13,13 +13,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
-
 from ocmkit.kube import KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
 from tests.integration.conftest import (
-    AgentRunner,
     configmap,
     get_work,
     manifest_condition,
@@ -27,11 +24,8 @@ from tests.integration.conftest import (
     wait_applied,
     work_body,
 )
+from tests.support.programs import AgentRunner
 from workagent.conditions import BUDGET_EXCEEDED_MESSAGE
-
-pytestmark = pytest.mark.kubesim_only(
-    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
-)
 
 #: 150**3 comprehension steps: minutes for celpy, cut at the 1 s budget.
 RUNAWAY_CEL = "object.data.all(a, object.data.all(b, object.data.all(c, a + b + c != '')))"

@@ -38,10 +38,6 @@ from tests.webhook.helpers import (
     review,
 )
 
-pytestmark = pytest.mark.kubesim_only(
-    "not yet run against a real apiserver: hypothesis-driven and costly, kept to kubesim for the CI budget"
-)
-
 ALL_GATES = ValidationOptions(
     feature_gates=frozenset(
         {wire.GATE_MANIFEST_WORK_REPLICA_SET, wire.GATE_NIL_EXECUTOR_VALIDATING}

@@ -49,8 +49,11 @@ from schemas.wire import (
 )
 from tests.conftest import eventually, pool_for
 from tests.hub.test_replicaset import NS, Hub, hub_client
-from tests.integration.conftest import CRD_DIR, SPOKE_CRDS, AgentRunner, agent_settings
+from tests.integration.conftest import (
+    SPOKE_CRDS,
+)
 from tests.support.prepare import ensure_namespace, install_crds
+from tests.support.programs import CRD_DIR, AgentRunner, agent_settings
 from tests.support.targets import Cluster, PlanePool, open_cluster
 
 CLUSTERS = ["cluster1", "cluster2", "cluster3"]

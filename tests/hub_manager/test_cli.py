@@ -31,7 +31,7 @@ from hubcontroller.settings import (
     WebhookFlags,
 )
 from schemas import wire
-from tests.hub_manager.conftest import REPO, hubcontroller_command
+from tests.support.processes import REPO, program_command
 
 NO_FILE = Path("/nonexistent/serviceaccount/namespace")
 
@@ -460,7 +460,7 @@ def test_manager_settings_validate_directly() -> None:
 
 def test_console_script_refuses_unknown_flags() -> None:
     done = subprocess.run(
-        hubcontroller_command("manager", "--bogus"),
+        program_command("hubcontroller", "manager", "--bogus"),
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -26,16 +26,14 @@ from schemas.meta import now as api_now
 from schemas.wire import CONDITION_APPLIED, CONDITION_COMPLETE, MANIFEST_WORK_REPLICA_SET_LABEL
 from tests.conftest import eventually, pool_for
 from tests.hub_manager.conftest import (
-    CLUSTER,
-    ManagerRunner,
     condition,
     exists,
     hub_test_client,
-    manager_settings,
     wait_deleted,
     work_body,
     write_conditions,
 )
+from tests.support.programs import CLUSTER, ManagerRunner, manager_settings
 from tests.support.targets import open_cluster
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)

@@ -12,18 +12,17 @@ from schemas.meta import now as api_now
 from schemas.wire import CONDITION_COMPLETE
 from tests.conftest import eventually
 from tests.hub_manager.conftest import (
-    ManagerProcess,
     condition,
-    start_manager_process,
     wait_deleted,
     work_body,
     write_conditions,
 )
+from tests.support.processes import ProgramProcess, start_manager_process
 
 PROBES_EVENT = "serving metrics and health probes"
 
 
-def probe_address(process: ManagerProcess) -> str | None:
+def probe_address(process: ProgramProcess) -> str | None:
     """The host:port the process logged for its probe server, once it has."""
     for line in process.log().splitlines():
         try:

@@ -24,8 +24,8 @@ from ocmkit.kube import MANIFESTWORKS, NotFound
 from schemas.meta import format_time, now
 from tests.conftest import eventually
 from tests.hub.test_replicaset import CLUSTERS, Hub, all_ref, hub  # noqa: F401 (the fixture)
-from tests.hub_manager.conftest import ManagerRunner, manager_settings
 from tests.metrics_reference import parse_scrape, undocumented_or_missing, value
+from tests.support.programs import ManagerRunner, manager_settings
 
 CREATED = "work_hub_replicaset_works_created_total"
 DELETED = "work_hub_replicaset_works_deleted_total"

@@ -23,7 +23,6 @@ from cryptography.x509.oid import NameOID
 
 from ocmkit.kube import KubeClient
 from tests.conftest import eventually
-from tests.hub_manager.conftest import ManagerProcess, start_manager_process
 from tests.integration.test_serving_tls import (
     get,
     handshake,
@@ -34,6 +33,7 @@ from tests.integration.test_serving_tls import (
     serving_address,
     unverified,
 )
+from tests.support.processes import ProgramProcess, start_manager_process
 
 # The subject is the manager's own endpoint; which API server it watches changes nothing.
 pytestmark = pytest.mark.kubesim_only(
@@ -55,7 +55,7 @@ def base_args(tmp_path: Path) -> list[str]:
     ]
 
 
-async def started(tmp_path: Path, *extra: str) -> tuple[ManagerProcess, str, int, str]:
+async def started(tmp_path: Path, *extra: str) -> tuple[ProgramProcess, str, int, str]:
     """A running manager with these extra flags, and where it serves."""
     process = await start_manager_process(tmp_path, *base_args(tmp_path), *extra)
     try:

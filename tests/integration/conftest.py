@@ -9,13 +9,7 @@ wait on conditions with :func:`tests.conftest.eventually`, never on time.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import shutil
-import signal
-import sys
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,49 +18,19 @@ import yaml
 
 from ocmkit.kube import (
     APPLIED_MANIFESTWORKS,
-    CRDS,
     MANIFESTWORKS,
-    NAMESPACES,
     Conflict,
     KubeClient,
     NotFound,
 )
-from ocmkit.runtime import LeaderElectionSettings
 from schemas.wire import MANIFEST_WORK_FINALIZER
 from tests.conftest import eventually, pool_for
+from tests.support.programs import CLUSTER, CRD_DIR, AgentRunner, agent_settings, open_test_client
 from tests.support.targets import Cluster, open_cluster
-from workagent.agent import Agent, CollaboratorsFactory, run_agent
 from workagent.identity import applied_work_name, hub_hash
-from workagent.settings import AgentSettings
 
-REPO = Path(__file__).resolve().parents[2]
-CRD_DIR = REPO / "charts" / "crds"
-CLUSTER = "cluster1"
 HUB_CRDS = ("work.open-cluster-management.io_manifestworks.yaml",)
 SPOKE_CRDS = ("work.open-cluster-management.io_appliedmanifestworks.yaml",)
-
-
-async def install_crds(client: KubeClient, files: tuple[str, ...]) -> None:
-    """Create the CRDs from ``charts/crds`` and wait until they are Established
-    (kubesim serves them at once, a real apiserver a moment later)."""
-    names = []
-    for name in files:
-        for doc in yaml.safe_load_all((CRD_DIR / name).read_text()):
-            if doc:
-                created = await client.create(CRDS, doc)
-                names.append(created["metadata"]["name"])
-
-    async def established() -> bool:
-        for name in names:
-            crd = await client.get(CRDS, name)
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if not any(
-                c.get("type") == "Established" and c.get("status") == "True" for c in conditions
-            ):
-                return False
-        return True
-
-    await eventually(established, what=f"CRDs {', '.join(names)} to be established")
 
 
 @pytest.fixture
@@ -100,11 +64,13 @@ async def spoke(
 @pytest.fixture
 async def hub_client(hub: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """A test client of the hub (user agent ``integration-test``), CRDs installed."""
-    client = await KubeClient.from_kubeconfig(
-        str(tmp_path / "hub.kubeconfig"), user_agent="integration-test", qps=0, name="test-hub"
+    client = await open_test_client(
+        tmp_path / "hub.kubeconfig",
+        user_agent="integration-test",
+        name="test-hub",
+        crds=[CRD_DIR / name for name in HUB_CRDS],
+        namespaces=[CLUSTER],
     )
-    await install_crds(client, HUB_CRDS)
-    await client.create(NAMESPACES, {"metadata": {"name": CLUSTER}})
     try:
         yield client
     finally:
@@ -114,87 +80,16 @@ async def hub_client(hub: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
 @pytest.fixture
 async def spoke_client(spoke: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """A test client of the spoke (user agent ``integration-test``), CRDs installed."""
-    client = await KubeClient.from_kubeconfig(
-        str(tmp_path / "spoke.kubeconfig"), user_agent="integration-test", qps=0, name="test-spoke"
+    client = await open_test_client(
+        tmp_path / "spoke.kubeconfig",
+        user_agent="integration-test",
+        name="test-spoke",
+        crds=[CRD_DIR / name for name in SPOKE_CRDS],
     )
-    await install_crds(client, SPOKE_CRDS)
     try:
         yield client
     finally:
         await client.close()
-
-
-@dataclass
-class AgentRunner:
-    """The real agent, run in-process with ``run_agent`` until :meth:`stop`."""
-
-    settings: AgentSettings
-    collaborators: CollaboratorsFactory | None = None
-    agent: Agent | None = None
-    exit_code: int | None = None
-    _task: asyncio.Task[int] | None = field(default=None, repr=False)
-
-    @property
-    def hub_hash(self) -> str:
-        """The hub hash the agent computed."""
-        assert self.agent is not None
-        return self.agent.deps.hub_hash
-
-    async def start(self) -> None:
-        """Start the agent and wait until every controller runs (informers synced)."""
-        self.agent, self.exit_code = None, None
-
-        def built(agent: Agent) -> None:
-            self.agent = agent
-
-        self._task = asyncio.create_task(
-            run_agent(
-                self.settings,
-                handle_signals=False,
-                on_built=built,
-                collaborators=self.collaborators,
-            )
-        )
-
-        async def running() -> bool:
-            if self._task is not None and self._task.done():
-                raise AssertionError(f"the agent exited with {self._task.result()}")
-            agent = self.agent
-            return agent is not None and all(c.started for c in agent.manager.controllers)
-
-        await eventually(running, what="the agent's controllers to start")
-
-    async def stop(self) -> int:
-        """Shut the agent down gracefully; returns its exit code."""
-        if self._task is None:
-            return self.exit_code or 0
-        if self.agent is not None:
-            self.agent.manager.request_stop("test done")
-        self.exit_code = await asyncio.wait_for(self._task, timeout=30)
-        self._task = None
-        return self.exit_code
-
-    async def restart(self) -> None:
-        """Stop and start again with the same settings (a new process, in effect)."""
-        await self.stop()
-        await self.start()
-
-
-def agent_settings(tmp_path: Path, **overrides: Any) -> AgentSettings:
-    """Settings of an agent for ``cluster1`` with the test kubeconfigs."""
-    settings = AgentSettings(
-        cluster_name=CLUSTER,
-        hub_kubeconfig=str(tmp_path / "hub.kubeconfig"),
-        spoke_kubeconfig=str(tmp_path / "spoke.kubeconfig"),
-        listen="127.0.0.1:0",
-        # The tests read /readyz and /metrics over plain HTTP; TLS has its own tests.
-        insecure_serving=True,
-        workers=4,
-        leader_election=LeaderElectionSettings(disabled=True),
-        kube_api_qps=0,
-        hub_kube_api_qps=0,
-    )
-    return replace(settings, **overrides)
 
 
 @pytest.fixture
@@ -362,48 +257,3 @@ async def get_applied_work(
 def has_cleanup_finalizer(work: dict[str, Any]) -> bool:
     """Whether the work carries the agent's cleanup finalizer."""
     return MANIFEST_WORK_FINALIZER in (work["metadata"].get("finalizers") or [])
-
-
-@dataclass
-class AgentProcess:
-    """``uv run workagent agent ...`` as a child process."""
-
-    process: asyncio.subprocess.Process
-    log_path: Path
-
-    async def terminate(self) -> int:
-        """SIGTERM, then wait for the exit code (SIGKILL after 30 s)."""
-        if self.process.returncode is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                return await asyncio.wait_for(self.process.wait(), timeout=30)
-            except TimeoutError:
-                self.process.kill()
-        return await self.process.wait()
-
-    def log(self) -> str:
-        """What the process wrote to stderr/stdout so far."""
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-
-async def start_agent_process(tmp_path: Path, *args: str) -> AgentProcess:
-    """Start ``uv run workagent agent ARGS`` (or ``python -m workagent`` without uv)."""
-    uv = shutil.which("uv")
-    command = (
-        [uv, "run", "--frozen", "--no-sync", "workagent", "agent", *args]
-        if uv
-        else [sys.executable, "-m", "workagent", "agent", *args]
-    )
-    log_path = tmp_path / "agent-process.log"
-    out = log_path.open("wb")
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *command,
-            cwd=str(REPO),
-            stdout=out,
-            stderr=asyncio.subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-    finally:
-        out.close()
-    return AgentProcess(process, log_path)

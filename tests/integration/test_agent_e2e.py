@@ -42,9 +42,6 @@ from ocmkit.kube import (
 from ocmkit.runtime import Controller
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    CLUSTER,
-    AgentRunner,
-    agent_settings,
     exists,
     get_applied_work,
     get_work,
@@ -54,6 +51,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 from workagent.controllers.manifestwork import QUEUE_NAME

@@ -31,10 +31,7 @@ from ocmkit.kube import (
 from ocmkit.runtime import LeaderElectionSettings
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    CLUSTER,
     WIDGET_CRD,
-    AgentRunner,
-    agent_settings,
     configmap,
     exists,
     get_applied_work,
@@ -43,12 +40,13 @@ from tests.integration.conftest import (
     hub_hash_of,
     manifest_condition,
     manifest_statuses,
-    start_agent_process,
     update_work,
     wait_applied,
     work_body,
     work_condition,
 )
+from tests.support.processes import start_agent_process
+from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 from workagent.agent import kubeconfig_server, run_agent

@@ -45,8 +45,6 @@ from schemas.wire import (
 from schemas.work_v1 import AppliedManifestWork, DeleteOption, ManifestWork
 from tests.conftest import eventually, pool_for
 from tests.integration.conftest import (
-    AgentRunner,
-    agent_settings,
     configmap,
     exists,
     get_applied_work,
@@ -56,6 +54,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.programs import AgentRunner, agent_settings
 from tests.support.targets import Cluster, open_cluster
 from workagent.apply.base import Applier, ApplyRequest
 from workagent.controllers.cleanup import cleanup_controllers

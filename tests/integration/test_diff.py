@@ -20,7 +20,13 @@ from typing import Any
 import yaml
 
 from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient
-from tests.integration.conftest import CLUSTER, REPO, configmap, hub_hash_of, work_body
+from tests.integration.conftest import (
+    configmap,
+    hub_hash_of,
+    work_body,
+)
+from tests.support.processes import REPO
+from tests.support.programs import CLUSTER
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 from workagent.controllers.ownership import applied_work_owner

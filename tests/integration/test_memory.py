@@ -17,14 +17,13 @@ from prometheus_client import REGISTRY
 from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    CLUSTER,
-    AgentRunner,
     configmap,
     get_work,
     wait_applied,
     work_body,
 )
 from tests.integration.test_status import config, json_paths, running_agent, string, values_of
+from tests.support.programs import CLUSTER, AgentRunner
 from workagent.controllers.patcher import RecentWrites
 from workagent.polledreads import LIST_THRESHOLD
 

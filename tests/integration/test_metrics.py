@@ -24,7 +24,6 @@ from prometheus_client.metrics_core import Metric
 from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    CLUSTER,
     configmap,
     get_work,
     hub_hash_of,
@@ -35,6 +34,7 @@ from tests.integration.conftest import (
 )
 from tests.integration.test_serving_tls import get, started, unverified
 from tests.metrics_reference import parse_scrape, samples, undocumented_or_missing, value
+from tests.support.programs import CLUSTER
 from workagent.identity import applied_work_name
 
 INTERVAL = 1.0

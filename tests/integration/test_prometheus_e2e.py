@@ -32,7 +32,12 @@ import yaml
 from ocmkit.kube import MANIFESTWORKS, KubeClient
 from tests.charts.rendering import AGENT_MINIMAL, MONITORING, merged, render_agent
 from tests.conftest import eventually
-from tests.integration.conftest import configmap, update_work, wait_applied, work_body
+from tests.integration.conftest import (
+    configmap,
+    update_work,
+    wait_applied,
+    work_body,
+)
 from tests.integration.test_serving_tls import started
 
 ALERT = "WorkAgentManifestWorkFailingToApply"

@@ -20,8 +20,6 @@ from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    AgentRunner,
-    agent_settings,
     configmap,
     exists,
     get_applied_work,
@@ -31,6 +29,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.programs import AgentRunner, agent_settings
 from tests.support.requests import AGENT_USER_AGENTS, WRITES, Request, RequestRecord
 from tests.support.targets import Cluster
 from workagent.identity import applied_work_name
@@ -421,7 +420,7 @@ async def test_an_event_pass_corrects_drift_a_status_list_already_shows(
             return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
 
         async def list_shows_drift() -> bool:
-            return listed_version() == drifted["metadata"]["resourceVersion"]
+            return listed_version() == str(drifted["metadata"]["resourceVersion"])
 
         await eventually(list_shows_drift, what="a status list showing the drifted object")
         # A label change is an event, and so an apply pass, with no change of the spec.

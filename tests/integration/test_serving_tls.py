@@ -26,7 +26,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ocmkit.kube import KubeClient
 from tests.conftest import eventually
-from tests.integration.conftest import AgentProcess, start_agent_process
+from tests.support.processes import ProgramProcess, start_agent_process
 
 SERVING = "serving metrics and health probes"
 
@@ -88,7 +88,7 @@ async def serving_address(process: ServingProcess) -> tuple[str, int, str]:
     return host, int(port), str(found["scheme"])
 
 
-async def started(tmp_path: Path, *extra: str) -> tuple[AgentProcess, str, int, str]:
+async def started(tmp_path: Path, *extra: str) -> tuple[ProgramProcess, str, int, str]:
     """A running agent with these extra flags, and where it serves."""
     process = await start_agent_process(tmp_path, *base_args(tmp_path), *extra)
     try:

@@ -24,9 +24,6 @@ from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, DEPLOYMENTS, JOBS, MANIFESTWORKS, NAMESPACES, KubeClient
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    CLUSTER,
-    AgentRunner,
-    agent_settings,
     configmap,
     exists,
     get_work,
@@ -37,6 +34,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 from workagent.settings import FEATURE_RAW_FEEDBACK_JSON_STRING

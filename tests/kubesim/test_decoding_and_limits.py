@@ -332,12 +332,12 @@ async def test_configmap_total_size_error_names_the_root_as_the_apiserver_prints
     # ValidateConfigMap reports the total on field.NewPath(""), whose String() is "[]".
     cause = {
         "reason": "FieldValueTooLong",
-        "message": "Too long: must have at most 1048576 bytes",
+        "message": "Too long: may not be more than 1048576 bytes",
         "field": "[]",
     }
     expected = _status(
         422,
-        'ConfigMap "c" is invalid: []: Too long: must have at most 1048576 bytes',
+        'ConfigMap "c" is invalid: []: Too long: may not be more than 1048576 bytes',
         "Invalid",
         name="c",
         kind="ConfigMap",

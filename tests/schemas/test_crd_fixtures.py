@@ -17,7 +17,9 @@ from tests.fixtures.crds.regenerate import (
     structural,
     without_descriptions,
 )
-from tests.integration.conftest import WIDGET_CRD
+from tests.integration.conftest import (
+    WIDGET_CRD,
+)
 
 FILES = upstream_crd_files()
 

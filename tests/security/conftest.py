@@ -6,6 +6,12 @@ exactly as every other integration test starts it.
 
 from __future__ import annotations
 
-from tests.integration.conftest import hub, hub_client, spoke, spoke_client, spoke_options
+from tests.integration.conftest import (
+    hub,
+    hub_client,
+    spoke,
+    spoke_client,
+    spoke_options,
+)
 
 __all__ = ["hub", "hub_client", "spoke", "spoke_client", "spoke_options"]

@@ -21,8 +21,12 @@ from typing import Any
 import pytest
 
 from ocmkit.kube import MANIFESTWORKS, NAMESPACES, Invalid, KubeClient
-from tests.integration.conftest import CLUSTER, CRD_DIR, HUB_CRDS, work_body
+from tests.integration.conftest import (
+    HUB_CRDS,
+    work_body,
+)
 from tests.support.prepare import install_crds
+from tests.support.programs import CLUSTER, CRD_DIR
 from tests.support.targets import Cluster
 
 CONFIGMAP = {

@@ -43,11 +43,7 @@ from tests.charts.rendering import (
 )
 from tests.conftest import eventually, pool_for
 from tests.integration.conftest import (
-    CLUSTER,
-    CRD_DIR,
     SPOKE_CRDS,
-    AgentRunner,
-    agent_settings,
     exists,
     wait_applied,
     work_body,
@@ -60,6 +56,7 @@ from tests.support.prepare import (
     service_account_user,
     wait_allowed,
 )
+from tests.support.programs import CLUSTER, CRD_DIR, AgentRunner, agent_settings
 from tests.support.targets import open_cluster
 from workagent.settings import LEASE_NAME
 

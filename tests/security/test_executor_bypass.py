@@ -30,14 +30,13 @@ from ocmkit.kube import (
 from schemas.wire import GATE_EXECUTOR_VALIDATING_CACHES
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    AgentRunner,
-    agent_settings,
     exists,
     manifest_condition,
     manifest_statuses,
     wait_applied,
     work_body,
 )
+from tests.support.programs import AgentRunner, agent_settings
 
 SA_NS, SA_NAME = "default", "limited"
 RBAC = "rbac.authorization.k8s.io"

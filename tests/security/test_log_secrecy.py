@@ -50,8 +50,8 @@ from schemas.wire import (
     PLACEMENT_LABEL,
 )
 from tests.conftest import eventually, pool_for
-from tests.security.processes import REPO, ChildProcess, free_port, start_module
 from tests.support.prepare import ensure_namespace, install_crds, typed, wait_admission
+from tests.support.processes import REPO, ProgramProcess, free_port, start_module
 from tests.support.targets import Cluster, open_cluster
 from tests.webhook.helpers import install_cert, make_cert
 
@@ -316,7 +316,7 @@ def webhook_registration(port: int, ca_pem: bytes) -> dict[str, Any]:
 
 async def start_webhook(
     clusters: Clusters,
-) -> tuple[ChildProcess, Callable[[], Awaitable[None]]]:
+) -> tuple[ProgramProcess, Callable[[], Awaitable[None]]]:
     """Start ``hubcontroller webhook-server`` at debug level; the second value waits
     until it is ready and registers it with the hub."""
     cert = make_cert()
@@ -339,7 +339,7 @@ async def start_webhook(
 
     async def ready() -> bool:
         if process.exited() is not None:
-            raise AssertionError(f"the webhook exited:\n{process.output()}")
+            raise AssertionError(f"the webhook exited:\n{process.log()}")
         try:
             async with (
                 aiohttp.ClientSession() as session,
@@ -358,7 +358,7 @@ async def start_webhook(
     return process, register
 
 
-async def start_manager(clusters: Clusters) -> ChildProcess:
+async def start_manager(clusters: Clusters) -> ProgramProcess:
     """``hubcontroller manager`` at debug level with both controllers on."""
     gates = f"{GATE_MANIFEST_WORK_REPLICA_SET}=true,{GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK}=true"
     return await start_module(
@@ -375,7 +375,7 @@ async def start_manager(clusters: Clusters) -> ChildProcess:
     )
 
 
-async def start_agent(clusters: Clusters) -> ChildProcess:
+async def start_agent(clusters: Clusters) -> ProgramProcess:
     """``workagent agent`` at debug level, feedback as JSON raw, status every second."""
     return await start_module(
         "agent",
@@ -417,7 +417,7 @@ def manifests_of(found: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def wait_work(
-    clusters: Clusters, processes: list[ChildProcess], name: str, check: Any, what: str
+    clusters: Clusters, processes: list[ProgramProcess], name: str, check: Any, what: str
 ) -> dict[str, Any]:
     """Wait until ``check(work)`` holds for work ``name``; fail early if a process died."""
     seen: dict[str, Any] = {}
@@ -425,7 +425,7 @@ async def wait_work(
     async def done() -> bool:
         for process in processes:
             if process.exited() is not None:
-                raise AssertionError(f"{process.name} exited:\n{process.output()[-4000:]}")
+                raise AssertionError(f"{process.name} exited:\n{process.log()[-4000:]}")
         found = await hub_work(clusters, name)
         if found is not None and check(found):
             seen.update(found)
@@ -493,20 +493,20 @@ async def test_no_secret_or_manifest_content_in_any_log(
         await register()
         await run_scenario(clusters, processes)
     finally:
-        codes = {p.name: await p.stop() for p in processes}
+        codes = {p.name: await p.terminate() for p in processes}
     assert codes == {"webhook": 0, "manager": 0, "agent": 0}, {
-        p.name: p.output()[-4000:] for p in processes
+        p.name: p.log()[-4000:] for p in processes
     }
 
     for process in processes:
-        lines = process.output().splitlines()
+        lines = process.log().splitlines()
         # Debug lines prove the most talkative level was on.
         assert any(json.loads(line).get("level") == "debug" for line in lines), process.name
         assert leaks(lines) == [], f"{process.name} logged a secret value"
     assert leaks(r.getMessage() for r in caplog.records) == []
 
 
-async def run_scenario(clusters: Clusters, processes: list[ChildProcess]) -> None:
+async def run_scenario(clusters: Clusters, processes: list[ProgramProcess]) -> None:
     """Every path that handles the works' contents, each waited for on the hub."""
     hub, spoke = clusters.hub, clusters.spoke
 

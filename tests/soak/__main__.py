@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.integration.conftest import REPO
 from tests.soak.report import Report
 from tests.soak.runner import Soak, SoakConfig
+from tests.support.processes import REPO
 
 RESULTS = REPO / "soak-results"
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}

@@ -18,7 +18,7 @@ from pathlib import Path
 import aiohttp
 
 from tests.faults.invariants import CLUSTER
-from tests.integration.conftest import REPO
+from tests.support.processes import REPO
 
 #: Clock ticks per second, the unit of utime and stime in ``/proc/<pid>/stat``.
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

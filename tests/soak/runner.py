@@ -64,13 +64,14 @@ from tests.integration.conftest import (
     HUB_CRDS,
     SPOKE_CRDS,
     configmap,
-    install_crds,
     update_work,
     work_condition,
 )
 from tests.soak.agent import AgentProcesses
 from tests.soak.report import Checkpoint, Report
 from tests.soak.workload import NAMESPACE, POISON, Work, Workload, poison_manifests
+from tests.support.prepare import install_crds
+from tests.support.programs import CRD_DIR
 from workagent.identity import applied_work_name, hub_hash, work_name_of
 
 #: Relative weights of the operations once each has happened once.
@@ -262,9 +263,9 @@ class Soak:
             str(workdir / "spoke.kubeconfig"), user_agent=USER_AGENT, qps=0, name="soak-spoke"
         )
         stack.push_async_callback(self.spoke_client.close)
-        await install_crds(self.hub_client, HUB_CRDS)
+        await install_crds(self.hub_client, [CRD_DIR / f for f in HUB_CRDS])
         await self.hub_client.create(NAMESPACES, {"metadata": {"name": CLUSTER}})
-        await install_crds(self.spoke_client, SPOKE_CRDS)
+        await install_crds(self.spoke_client, [CRD_DIR / f for f in SPOKE_CRDS])
         with contextlib.suppress(AlreadyExists):
             await self.spoke_client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
         self.hub_api = HubApi(self.hub)

@@ -16,7 +16,9 @@ from typing import Any
 
 from ocmkit.kube import CONFIGMAPS, DEPLOYMENTS, SECRETS
 from tests.faults.invariants import ObjectKey
-from tests.integration.conftest import configmap
+from tests.integration.conftest import (
+    configmap,
+)
 
 NAMESPACE = "default"
 #: A work that can never be fully applied (its second ConfigMap's namespace does not

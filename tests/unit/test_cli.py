@@ -14,18 +14,20 @@ from pathlib import Path
 import pytest
 
 import workagent.__main__ as entry
-from ocmkit.runtime import LeaderElectionSettings
-from workagent.cli import (
-    AgentCommand,
+from ocmkit.flags import (
     ShowText,
     UsageError,
-    agent_flag_set,
-    agent_flags,
     normalize_flag_name,
-    parse_command_line,
     parse_go_bool,
     parse_go_float,
     parse_go_int,
+)
+from ocmkit.runtime import LeaderElectionSettings
+from workagent.cli import (
+    AgentCommand,
+    agent_flag_set,
+    agent_flags,
+    parse_command_line,
 )
 from workagent.settings import (
     FEATURE_EXECUTOR_VALIDATING_CACHES,

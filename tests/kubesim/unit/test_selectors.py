@@ -128,7 +128,7 @@ def test_label_selector_errors(selector: str, message: str) -> None:
 
 def test_long_label_key_name_part() -> None:
     msg = _message(parse_label_selector, "a" * 64)
-    assert "name part must be no more than 63 characters" in msg
+    assert "name part must be no more than 63 bytes" in msg
 
 
 def test_label_selector_from_api() -> None:

@@ -216,7 +216,7 @@ def test_metadata_labels_annotations_finalizers() -> None:
     assert causes[1]["message"].startswith('Invalid value: "bad value": a valid label must be')
     assert causes[2] == {
         "reason": "FieldValueTooLong",
-        "message": "Too long: must have at most 262144 bytes",
+        "message": "Too long: may not be more than 262144 bytes",
         "field": "metadata.annotations",
     }
 

@@ -1,0 +1,475 @@
+"""The program shell both OCM programs share: common flag groups, settings from flags, dispatch.
+
+``workagent`` and ``hubcontroller`` declare their own flags and settings; what
+OCM's Go binaries have in common (library-go's leader-election and serving
+flags, klog's logging flags, the ``/work <command>`` argument list, version
+and help, one-line usage errors with exit code 2) is here, once.
+
+This module is imported by ``--help`` and by every refused command line, so
+it stays light: the runtime (and the Kubernetes client) is imported only on
+the paths that start a program.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TextIO, TypedDict, TypeVar
+
+from ocmkit import durations
+from ocmkit.flags import (
+    BOOL,
+    DURATION,
+    KLOG_LEVEL,
+    STRING,
+    Flag,
+    FlagNotice,
+    FlagSet,
+    ParsedFlags,
+    ShowText,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    from ocmkit.runtime import LeaderElectionSettings
+
+DISTRIBUTION = "ocm-work"
+SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+# klog verbosity at and above which our log level becomes debug (klog's V(4) is debug detail).
+DEBUG_VERBOSITY = 4
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("json", "console")
+DEFAULT_LISTEN = "0.0.0.0:8443"
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+# Help sections both programs use.
+CLIENTS = "Cluster connection flags"
+ELECTION = "Leader election flags"
+SERVING = "Serving and lifecycle flags"
+LOGGING = "Logging flags"
+
+_Settings = TypeVar("_Settings")
+
+
+# -- flag groups ---------------------------------------------------------------------------
+
+
+def leader_election_flags(lease: str, component: str, default_namespace: str) -> tuple[Flag, ...]:
+    """The library-go leader-election flags, shared by the agent and the hub manager."""
+    second = durations.SECOND
+    return (
+        Flag(
+            "disable-leader-election",
+            BOOL,
+            False,
+            f"Run without the {lease} Lease (one replica only).",
+            group=ELECTION,
+        ),
+        Flag(
+            "leader-election-lease-duration",
+            DURATION,
+            137 * second,
+            "How long a standby waits after the last renewal before taking the Lease over.",
+            group=ELECTION,
+        ),
+        Flag(
+            "leader-election-renew-deadline",
+            DURATION,
+            107 * second,
+            "How long the leader keeps retrying a renewal before it stops leading.",
+            group=ELECTION,
+        ),
+        Flag(
+            "leader-election-retry-period",
+            DURATION,
+            26 * second,
+            "Time between attempts to acquire or renew the Lease.",
+            group=ELECTION,
+        ),
+        Flag(
+            "namespace",
+            STRING,
+            "",
+            f"Namespace of the {component} and its Lease (empty: the pod's namespace, else "
+            f"{default_namespace}).",
+            group=ELECTION,
+        ),
+    )
+
+
+def serving_flags(component: str, group: str) -> tuple[Flag, ...]:
+    """``--listen`` and the TLS flags of the metrics and probe endpoint (agent, hub manager).
+
+    ``--tls-min-version`` and ``--tls-cipher-suites`` are library-go's; the
+    others are ours (OCM reads a certificate from ``--config``).
+    """
+    return (
+        Flag(
+            "listen",
+            STRING,
+            DEFAULT_LISTEN,
+            "host:port of the /metrics, /livez, /readyz and /healthz endpoints (HTTPS unless "
+            "--insecure-serving).",
+            group=group,
+        ),
+        Flag(
+            "insecure-serving",
+            BOOL,
+            False,
+            f"Serve the metrics and probe endpoints over plain HTTP (not in OCM's {component}; "
+            "for local runs and tests).",
+            group=group,
+        ),
+        Flag(
+            "tls-cert-file",
+            STRING,
+            "",
+            "PEM certificate (with any intermediates) of the metrics and probe endpoint "
+            f"(not in OCM's {component}; empty: a self-signed certificate made at start-up).",
+            group=group,
+        ),
+        Flag(
+            "tls-private-key-file",
+            STRING,
+            "",
+            f"PEM private key matching --tls-cert-file (not in OCM's {component}).",
+            group=group,
+        ),
+        Flag(
+            "tls-min-version",
+            STRING,
+            "",
+            "Minimum TLS version of the metrics and probe endpoint: VersionTLS12 or "
+            "VersionTLS13 (empty: VersionTLS12).",
+            group=group,
+        ),
+        Flag(
+            "tls-cipher-suites",
+            STRING,
+            "",
+            "Comma-separated TLS 1.2 cipher suites of the metrics and probe endpoint, Go names "
+            "such as TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 (empty: OpenSSL's defaults).",
+            group=group,
+        ),
+    )
+
+
+def logging_flags(ignored_group: str) -> tuple[Flag, ...]:
+    """klog's flags, as every OCM command accepts them, plus our level and format."""
+    return (
+        Flag(
+            "v",
+            KLOG_LEVEL,
+            0,
+            f"klog verbosity: {DEBUG_VERBOSITY} or more logs at debug level, less at info.",
+            shorthand="v",
+            group=LOGGING,
+        ),
+        Flag(
+            "log-level",
+            STRING,
+            "",
+            f"Log level ({', '.join(LOG_LEVELS)}); overrides -v (empty: from -v).",
+            group=LOGGING,
+        ),
+        Flag("log-format", STRING, "json", "Log line format: json or console.", group=LOGGING),
+        Flag(
+            "vmodule",
+            STRING,
+            "",
+            "klog per-file verbosity (pattern=N,...).",
+            group=ignored_group,
+            ignored="per-file verbosity is not supported; use -v or --log-level",
+        ),
+        Flag(
+            "log-flush-frequency",
+            DURATION,
+            5 * durations.SECOND,
+            "klog flush interval; every log line is written at once here.",
+            group=ignored_group,
+        ),
+    )
+
+
+# -- from flags to settings ----------------------------------------------------------------
+
+
+def component_namespace(flag_value: str, namespace_file: Path, default: str) -> str:
+    """``--namespace``, else the pod's namespace (service account file), else ``default``."""
+    if flag_value:
+        return flag_value
+    try:
+        detected = namespace_file.read_text().strip()
+    except OSError:
+        detected = ""
+    return detected or default
+
+
+def enabled_gates(
+    explicit: Mapping[str, bool],
+    known: frozenset[str],
+    alpha: frozenset[str],
+    beta: frozenset[str],
+) -> frozenset[str]:
+    """The gates switched on by a merged ``--feature-gates`` map.
+
+    Gates named explicitly win; AllAlpha/AllBeta then set the gates of their
+    maturity that were not named (component-base does the same, except that
+    it lets map order decide within one flag value).
+    """
+    enabled = {gate for gate, on in explicit.items() if on and gate in known}
+    for special, members in (("AllAlpha", alpha), ("AllBeta", beta)):
+        if explicit.get(special):
+            enabled |= {gate for gate in members if gate not in explicit}
+    return frozenset(enabled)
+
+
+def log_level_from(flags: ParsedFlags) -> str:
+    """``--log-level`` if given, else klog's ``-v`` mapped onto our levels."""
+    level = flags.string("log-level").strip().lower()
+    if level:
+        if level not in LOG_LEVELS:
+            raise UsageError(f"--log-level {level!r} is not one of {', '.join(LOG_LEVELS)}")
+        return level
+    return "debug" if flags.integer("v") >= DEBUG_VERBOSITY else "info"
+
+
+class LoggingFields(TypedDict):
+    """The logging fields of a program's settings."""
+
+    log_format: str
+    log_level: str
+
+
+def logging_fields(flags: ParsedFlags) -> LoggingFields:
+    """``log_format`` and ``log_level`` of a settings object, from the logging flags."""
+    return {"log_format": flags.string("log-format"), "log_level": log_level_from(flags)}
+
+
+class ServingFields(TypedDict):
+    """The serving fields of a program's settings (:func:`serving_flags`)."""
+
+    listen: str
+    insecure_serving: bool
+    tls_cert_file: str
+    tls_private_key_file: str
+    tls_min_version: str
+    tls_cipher_suites: str
+
+
+def serving_fields(flags: ParsedFlags, *, listen: str | None = None) -> ServingFields:
+    """The settings fields of :func:`serving_flags`; ``listen`` overrides ``--listen``."""
+    return {
+        "listen": flags.string("listen") if listen is None else listen,
+        "insecure_serving": flags.boolean("insecure-serving"),
+        "tls_cert_file": flags.string("tls-cert-file"),
+        "tls_private_key_file": flags.string("tls-private-key-file"),
+        "tls_min_version": flags.string("tls-min-version"),
+        "tls_cipher_suites": flags.string("tls-cipher-suites"),
+    }
+
+
+def leader_election_from(
+    flags: ParsedFlags,
+    defaults: LeaderElectionSettings,
+    namespace_file: Path,
+) -> LeaderElectionSettings:
+    """The program's Lease settings (``defaults``) with the leader-election flags applied.
+
+    ``defaults`` carries the identity (``<hostname>_<uuid>``, as library-go's)
+    and the namespace used when neither ``--namespace`` nor the pod says one.
+    """
+    return dataclasses.replace(
+        defaults,
+        namespace=component_namespace(
+            flags.string("namespace"), namespace_file, defaults.namespace
+        ),
+        disabled=flags.boolean("disable-leader-election"),
+        lease_duration=flags.seconds("leader-election-lease-duration"),
+        renew_deadline=flags.seconds("leader-election-renew-deadline"),
+        retry_period=flags.seconds("leader-election-retry-period"),
+    )
+
+
+_VMODULE_ITEM = re.compile(r"[^=,]+=[0-9]+")
+
+
+def check_arguments(flags: ParsedFlags, command: str) -> None:
+    """Refusals every command shares: stray arguments and a malformed ``--vmodule``."""
+    if flags.positionals:
+        raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{command}"')
+    vmodule = flags.string("vmodule")
+    if vmodule and not all(_VMODULE_ITEM.fullmatch(item) for item in vmodule.split(",")):
+        raise UsageError(
+            f'invalid argument "{vmodule}" for "--vmodule" flag: '
+            "expect comma-separated list of filename=N"
+        )
+
+
+def validated(settings: _Settings, validate: Callable[[], None]) -> _Settings:
+    """``settings`` once ``validate()`` passed; its ValueError becomes a usage error."""
+    try:
+        validate()
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return settings
+
+
+def notices_for(flags: ParsedFlags, flag_table: Iterable[Flag]) -> tuple[FlagNotice, ...]:
+    """Warnings for the compatibility flags that were given (they change nothing)."""
+    notices = []
+    for flag in flag_table:
+        if flag.ignored and flags.was_given(flag.key):
+            spelled = flags.given[flag.key]
+            notices.append(FlagNotice(spelled, f"{spelled} is ignored: {flag.ignored}"))
+    return tuple(notices)
+
+
+def plain_http_notices(flags: ParsedFlags) -> tuple[FlagNotice, ...]:
+    """Warnings for TLS settings that ``--insecure-serving`` leaves without effect."""
+    if not flags.boolean("insecure-serving"):
+        return ()
+    notices = []
+    for key in ("tls-min-version", "tls-cipher-suites"):
+        if flags.was_given(key):
+            spelled = flags.given[key]
+            notices.append(
+                FlagNotice(
+                    spelled, f"{spelled} has no effect: --insecure-serving serves plain HTTP"
+                )
+            )
+    return tuple(notices)
+
+
+# -- the top-level command -----------------------------------------------------------------
+
+
+def version() -> str:
+    """The installed version of this distribution."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _is_go_binary_path(token: str) -> bool:
+    # The operators' templates start the containers with args "/work", "agent", ...:
+    # in OCM's image "/work" is the binary itself. Skipping it lets an image that
+    # runs our program as its entrypoint take the same args unchanged.
+    return not token.startswith("-") and os.path.basename(token) == "work"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """A command line split at its command: ``args[index]`` is ``command``."""
+
+    command: str
+    index: int
+    args: list[str]
+
+    @property
+    def rest(self) -> list[str]:
+        """Every argument but the command (flags may stand before it)."""
+        return self.args[: self.index] + self.args[self.index + 1 :]
+
+
+def find_command(
+    argv: Sequence[str],
+    *,
+    prog: str,
+    flag_sets: Sequence[FlagSet],
+    root_help: str,
+    help_hint: str,
+) -> Invocation | ShowText:
+    """Find the command in ``argv`` (after OCM's ``/work``), or answer --version/--help.
+
+    Flags may come before the command, as with cobra's persistent flags
+    (``--v=2 agent``); ``flag_sets`` tell which of them take the next
+    argument as their value.
+    """
+    args = list(argv)
+    if args and _is_go_binary_path(args[0]):
+        args = args[1:]
+    index = 0
+    while index < len(args) and args[index].startswith("-") and args[index] != "--":
+        token = args[index]
+        if token in ("--version", "--version=true"):
+            return ShowText(f"{prog} version {version()}\n")
+        if token in ("-h", "--help", "--help=true"):
+            return ShowText(root_help)
+        index += 2 if any(s.takes_separate_value(token) for s in flag_sets) else 1
+    if index >= len(args) or args[index] == "--":
+        raise UsageError(f'no command given; run "{help_hint}"')
+    if args[index] == "help":
+        return ShowText(root_help)
+    return Invocation(args[index], index, args)
+
+
+# -- running a program ---------------------------------------------------------------------
+
+
+def execute_program(
+    prog: str,
+    parse: Callable[[], object],
+    run: Callable[[Any], int],
+    stdout: TextIO | None,
+    stderr: TextIO | None,
+) -> int:
+    """Parse a command line and run it: help/version print (0), usage errors one line (2).
+
+    ``run`` gets what ``parse`` returned, unless that was a :class:`ShowText`.
+    """
+    try:
+        command = parse()
+    except UsageError as error:
+        # One line only: a crash-looping pod's last log line must say what is wrong.
+        print(f"{prog}: {one_line(error)}", file=stderr or sys.stderr)
+        return EXIT_USAGE
+    if isinstance(command, ShowText):
+        (stdout or sys.stdout).write(command.text)
+        return EXIT_OK
+    return run(command)
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message with its whitespace (newlines too) collapsed."""
+    return " ".join(str(error).split())
+
+
+def start_logging(log_format: str, log_level: str, notices: Iterable[FlagNotice]) -> None:
+    """Configure logging, then log a warning for each ignored flag."""
+    # Imported here, not at the top: the runtime loads the Kubernetes client,
+    # which help, --version and usage errors have no use for.
+    import structlog  # noqa: PLC0415
+
+    from ocmkit.runtime import configure_logging  # noqa: PLC0415
+
+    configure_logging(log_format, log_level)
+    log = structlog.get_logger("ocmkit.command")
+    for notice in notices:
+        log.warning(notice.message, flag=notice.flag)
+
+
+def import_optional(name: str) -> ModuleType | None:
+    """Module ``name``, or None if this build does not have it.
+
+    A module that exists but fails to import something it needs raises, so
+    that the missing dependency is what the operator sees.
+    """
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        if err.name != name:
+            raise
+        return None

@@ -1,0 +1,507 @@
+"""OCM-style command-line flags, parsed as Go's pflag does; shared by both programs.
+
+OCM's operators start the agent and the hub processes with argument lists
+written for the Go binaries; ours must take those lists unchanged. So flags
+follow pflag rather than argparse conventions:
+
+- ``--flag=value`` and ``--flag value``; booleans are ``--flag`` or
+  ``--flag=false`` (a boolean never takes the next argument);
+- ``_`` in a flag name is read as ``-`` (``--spoke_cluster_name``);
+- no abbreviations of long names; ``-v 2``, ``-v=2``, ``-v2`` and ``--v=2``;
+- repeatable lists (``--terminate-on-files``) and maps (``--feature-gates``)
+  accumulate; any other flag given twice keeps the last value;
+- Go syntax for values: durations (``1h0m0s``), ``strconv.ParseBool`` and
+  ``ParseInt`` (``0x10``, ``010`` is octal, as in Go), feature-gate maps.
+
+Anything unknown or malformed is a :class:`UsageError`. The flags themselves
+are declared by each program; the groups both share are in
+:mod:`ocmkit.command`.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ocmkit import durations
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+class UsageError(Exception):
+    """A command line that cannot run; shown as one ``<program>: <message>`` line (exit code 2)."""
+
+
+# -- value types ------------------------------------------------------------------------
+
+
+def parse_go_bool(text: str) -> bool:
+    """Go's ``strconv.ParseBool``: 1/t/T/TRUE/true/True and their false forms."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise ValueError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+
+
+_GO_INT = re.compile(r"[+-]?(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|0[0-7_]*|[1-9][0-9_]*)")
+
+
+def parse_go_int(text: str, bits: int = 64) -> int:
+    """Go's ``strconv.ParseInt(text, 0, bits)``: base prefixes, a leading ``0`` is octal."""
+    if not _GO_INT.fullmatch(text) or "__" in text or text.endswith("_"):
+        raise ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+    sign = -1 if text.startswith("-") else 1
+    digits = text.lstrip("+-")
+    if len(digits) > 1 and digits[0] == "0" and digits[1] not in "xXoObB":
+        digits = "0o" + digits[1:]  # Go reads "010" as octal 8; Python refuses it
+    try:
+        value = sign * int(digits, 0)
+    except ValueError:
+        raise ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if not low <= value <= high:
+        raise ValueError(f'strconv.ParseInt: parsing "{text}": value out of range')
+    return value
+
+
+def parse_go_float(text: str) -> float:
+    """A float as Go's ``strconv.ParseFloat`` reads one (decimal or hex notation)."""
+    body = text.lstrip("+-")
+    try:
+        if "_" in text or text != text.strip() or not text:
+            raise ValueError(text)  # Python is laxer than Go about both
+        if body[:2] in ("0x", "0X"):
+            value = float.fromhex(body) * (-1.0 if text.startswith("-") else 1.0)
+        else:
+            value = float(text)
+    except ValueError:
+        raise ValueError(f'strconv.ParseFloat: parsing "{text}": invalid syntax') from None
+    return value
+
+
+def parse_klog_level(text: str) -> int:
+    """klog's ``-v``: a base-10 int32."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+    value = int(text)
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise ValueError(f'strconv.ParseInt: parsing "{text}": value out of range')
+    return value
+
+
+def parse_feature_gates(text: str, known: Iterable[str]) -> dict[str, bool]:
+    """One ``--feature-gates`` value, ``A=true,B=false``, as component-base reads it.
+
+    Unknown names (other than ``AllAlpha``/``AllBeta``) and values that are
+    not Go booleans are errors that name the gate.
+    """
+    allowed = {*known, "AllAlpha", "AllBeta"}
+    gates: dict[str, bool] = {}
+    for item in text.split(","):
+        if not item:
+            continue
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not sep:
+            raise ValueError(f"missing bool value for {name}")
+        value = raw.strip()
+        try:
+            enabled = parse_go_bool(value)
+        except ValueError as err:
+            raise ValueError(f"invalid value of {name}={value}, err: {err}") from None
+        if name not in allowed:
+            raise ValueError(
+                f"unrecognized feature gate: {name} (known: {', '.join(sorted(allowed))})"
+            )
+        gates[name] = enabled
+    return gates
+
+
+def _show_string(value: object) -> str:
+    return f'"{value}"'
+
+
+def _show_plain(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # pflag prints float32 50 as "50"
+    return str(value)
+
+
+def _show_list(value: object) -> str:
+    assert isinstance(value, tuple)
+    return "[" + ",".join(str(v) for v in value) + "]"
+
+
+def _show_duration(value: object) -> str:
+    assert isinstance(value, int)
+    return durations.format_duration(value)
+
+
+def _show_gates(value: object) -> str:
+    assert isinstance(value, dict)
+    return ",".join(f"{k}={_show_plain(v)}" for k, v in sorted(value.items())) or "every gate off"
+
+
+def _append_one(old: object, new: object) -> object:
+    assert isinstance(old, tuple)
+    return (*old, new)
+
+
+def _append_all(old: object, new: object) -> object:
+    assert isinstance(old, tuple) and isinstance(new, tuple)
+    return old + new
+
+
+def _merge_maps(old: object, new: object) -> object:
+    assert isinstance(old, dict) and isinstance(new, dict)
+    return {**old, **new}
+
+
+def _parse_duration(text: str) -> int:
+    return durations.parse_duration(text)
+
+
+def _parse_int32(text: str) -> int:
+    return parse_go_int(text, 32)
+
+
+def _parse_csv(text: str) -> tuple[str, ...]:
+    # pflag's string slices split on commas; an empty value is an empty list.
+    return tuple(text.split(",")) if text else ()
+
+
+@dataclass(frozen=True)
+class FlagType:
+    """How one kind of flag value is read, combined when repeated, and shown in help.
+
+    ``accumulate`` is None when a repeated flag keeps its last value.
+    """
+
+    name: str
+    parse: Callable[[str], object]
+    takes_value: bool = True
+    accumulate: Callable[[object, object], object] | None = None
+    show: Callable[[object], str] = _show_plain
+
+
+STRING = FlagType("string", str, show=_show_string)
+BOOL = FlagType("bool", parse_go_bool, takes_value=False)
+INT = FlagType("int", parse_go_int)
+INT32 = FlagType("int32", _parse_int32)
+FLOAT32 = FlagType("float32", parse_go_float)
+DURATION = FlagType("duration", _parse_duration, show=_show_duration)
+STRING_ARRAY = FlagType("stringArray", str, accumulate=_append_one, show=_show_list)
+STRING_SLICE = FlagType("strings", _parse_csv, accumulate=_append_all, show=_show_list)
+KLOG_LEVEL = FlagType("Level", parse_klog_level)
+
+
+def feature_gates_type(known: Iterable[str]) -> FlagType:
+    """The ``--feature-gates`` map type for this set of gates (repeats merge)."""
+    names = frozenset(known)
+
+    def parse(text: str) -> object:
+        return parse_feature_gates(text, names)
+
+    return FlagType("mapStringBool", parse, accumulate=_merge_maps, show=_show_gates)
+
+
+# -- flags and flag sets ------------------------------------------------------------------
+
+
+def normalize_flag_name(name: str) -> str:
+    """pflag's WordSepNormalizeFunc, which OCM installs: ``_`` in a flag name reads as ``-``."""
+    return name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One command-line flag.
+
+    ``dest`` is the key of its value (several flags may share one: aliases of
+    different spelling, or ``--hub-kubeconfig`` feeding the same setting as
+    ``--workload-source-config``). ``ignored`` is the reason a flag accepted
+    for OCM compatibility has no effect; giving it produces a warning.
+    """
+
+    name: str
+    type: FlagType
+    default: object
+    help: str
+    dest: str = ""
+    aliases: tuple[str, ...] = ()
+    shorthand: str = ""
+    group: str = ""
+    ignored: str = ""
+
+    @property
+    def key(self) -> str:
+        """Where the parsed value is stored."""
+        return self.dest or self.name
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        """Every way to write this flag, ``--name`` first."""
+        short = (f"-{self.shorthand}",) if self.shorthand else ()
+        return (f"--{self.name}", *(f"--{a}" for a in self.aliases), *short)
+
+
+@dataclass(frozen=True)
+class FlagNotice:
+    """A flag that was accepted but has no effect, and why (logged as a warning)."""
+
+    flag: str
+    message: str
+
+
+@dataclass
+class ParsedFlags:
+    """Flag values by key (defaults filled in) and which keys the command line set."""
+
+    values: dict[str, object]
+    given: dict[str, str] = field(default_factory=dict)  # key -> flag as spelled (last one)
+    positionals: list[str] = field(default_factory=list)
+    help_requested: bool = False
+
+    def was_given(self, key: str) -> bool:
+        """Whether the command line set this key (not just its default)."""
+        return key in self.given
+
+    def string(self, key: str) -> str:
+        """A string value."""
+        value = self.values[key]
+        if not isinstance(value, str):
+            raise TypeError(f"flag {key} is not a string")
+        return value
+
+    def boolean(self, key: str) -> bool:
+        """A bool value."""
+        value = self.values[key]
+        if not isinstance(value, bool):
+            raise TypeError(f"flag {key} is not a bool")
+        return value
+
+    def integer(self, key: str) -> int:
+        """An int value (durations are int nanoseconds)."""
+        value = self.values[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"flag {key} is not an int")
+        return value
+
+    def number(self, key: str) -> float:
+        """A float value."""
+        value = self.values[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"flag {key} is not a number")
+        return float(value)
+
+    def seconds(self, key: str) -> float:
+        """A duration value as float seconds."""
+        return self.integer(key) / durations.SECOND
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        """A list value."""
+        value = self.values[key]
+        if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
+            raise TypeError(f"flag {key} is not a list of strings")
+        return value
+
+    def gates(self, key: str) -> dict[str, bool]:
+        """A feature-gate map value."""
+        value = self.values[key]
+        if not isinstance(value, dict):
+            raise TypeError(f"flag {key} is not a map")
+        return {str(k): bool(v) for k, v in value.items()}
+
+
+class FlagSet:
+    """A set of flags parsed with pflag's rules, plus ``-h``/``--help``."""
+
+    def __init__(
+        self, usage: str, description: str, flags: Sequence[Flag], groups: Sequence[str]
+    ) -> None:
+        self.usage = usage
+        self.description = description
+        self.flags = tuple(flags)
+        self.groups = tuple(groups)
+        self._long: dict[str, Flag] = {}
+        self._short: dict[str, Flag] = {}
+        for flag in self.flags:
+            for name in (flag.name, *flag.aliases):
+                if name in self._long or name == "help":
+                    raise ValueError(f"flag --{name} defined twice")
+                self._long[name] = flag
+            if flag.shorthand:
+                if flag.shorthand in self._short or flag.shorthand == "h":
+                    raise ValueError(f"flag -{flag.shorthand} defined twice")
+                self._short[flag.shorthand] = flag
+            if flag.group not in self.groups:
+                raise ValueError(f"flag --{flag.name} has unknown group {flag.group!r}")
+
+    def lookup(self, token: str) -> Flag | None:
+        """The flag a ``--name``/``-x`` token (value included or not) refers to, if any."""
+        if token.startswith("--"):
+            name = normalize_flag_name(token[2:].partition("=")[0])
+            return self._long.get(name)
+        if token.startswith("-") and len(token) > 1:
+            return self._short.get(token[1])
+        return None
+
+    def takes_separate_value(self, token: str) -> bool:
+        """Whether this flag token consumes the next argument as its value."""
+        flag = self.lookup(token)
+        if flag is None or not flag.type.takes_value:
+            return False
+        if token.startswith("--"):
+            return "=" not in token
+        return len(token) == 2  # "-v" alone; "-v2" and "-v=2" carry the value
+
+    def defaults(self) -> dict[str, object]:
+        """Every key with its default value."""
+        values: dict[str, object] = {}
+        for flag in self.flags:
+            values.setdefault(flag.key, flag.default)
+        return values
+
+    def parse(self, args: Sequence[str]) -> ParsedFlags:
+        """Parse ``args``; UsageError on the first problem, unless help was asked for."""
+        parsed = ParsedFlags(self.defaults())
+        try:
+            self._parse_into(parsed, list(args))
+        except UsageError:
+            # `--help` shows the help even on a command line that would not parse.
+            if _asks_for_help(args):
+                return ParsedFlags(self.defaults(), help_requested=True)
+            raise
+        return parsed
+
+    def _parse_into(self, parsed: ParsedFlags, args: list[str]) -> None:
+        index = 0
+        while index < len(args):
+            token = args[index]
+            index += 1
+            if token == "--":
+                parsed.positionals.extend(args[index:])
+                return
+            if token.startswith("--"):
+                raw_name, has_value, value = token[2:].partition("=")
+                if not raw_name or raw_name.startswith("-"):
+                    raise UsageError(f"bad flag syntax: {token}")
+                name = normalize_flag_name(raw_name)
+                if name == "help":
+                    parsed.help_requested = _help_value(value) if has_value else True
+                    continue
+                flag = self._long.get(name)
+                if flag is None:
+                    raise UsageError(f"unknown flag: --{raw_name}")
+                spelled = f"--{name}"
+                if not has_value:
+                    if not flag.type.takes_value:
+                        value = "true"
+                    elif index < len(args):
+                        value, index = args[index], index + 1
+                    else:
+                        raise UsageError(f"flag needs an argument: {spelled}")
+                self._set(parsed, flag, spelled, value)
+            elif token.startswith("-") and len(token) > 1:
+                index = self._parse_shorthands(parsed, token, args, index)
+            else:
+                parsed.positionals.append(token)
+
+    def _parse_shorthands(
+        self, parsed: ParsedFlags, token: str, args: list[str], index: int
+    ) -> int:
+        rest = token[1:]
+        while rest:
+            char, rest = rest[0], rest[1:]
+            if char == "h":
+                parsed.help_requested = True
+                continue
+            flag = self._short.get(char)
+            if flag is None:
+                raise UsageError(f"unknown shorthand flag: '{char}' in {token}")
+            spelled = f"-{char}"
+            if rest.startswith("="):
+                value, rest = rest[1:], ""
+            elif not flag.type.takes_value:
+                value = "true"
+            elif rest:
+                value, rest = rest, ""
+            elif index < len(args):
+                value, index = args[index], index + 1
+            else:
+                raise UsageError(f"flag needs an argument: '{char}' in {token}")
+            self._set(parsed, flag, spelled, value)
+        return index
+
+    @staticmethod
+    def _set(parsed: ParsedFlags, flag: Flag, spelled: str, text: str) -> None:
+        try:
+            value = flag.type.parse(text)
+        except ValueError as err:
+            raise UsageError(f'invalid argument "{text}" for "{spelled}" flag: {err}') from None
+        if flag.type.accumulate is not None:
+            # The first occurrence replaces the default, later ones add to it (pflag).
+            old = parsed.values[flag.key] if parsed.was_given(flag.key) else flag.default
+            value = flag.type.accumulate(old, value)
+        parsed.values[flag.key] = value
+        parsed.given[flag.key] = spelled
+
+    def help(self, width: int = 100) -> str:
+        """The ``--help`` text: every flag with its type, meaning and default."""
+        lines = [f"Usage:\n  {self.usage}", "", self.description.strip(), ""]
+        for group in self.groups:
+            members = [f for f in self.flags if f.group == group]
+            if not members:
+                continue
+            lines.append(f"{group}:")
+            for flag in members:
+                names = f"--{flag.name}"
+                if flag.shorthand:
+                    names = f"-{flag.shorthand}, {names}"
+                head = f"  {names} {flag.type.name}" if flag.type.takes_value else f"  {names}"
+                if flag.aliases:
+                    head += "  (also " + ", ".join(f"--{a}" for a in flag.aliases) + ")"
+                lines.append(head)
+                # NUL holds "(default X)" together while wrapping; it becomes a space again.
+                default = f"(default {flag.type.show(flag.default)})".replace(" ", "\0")
+                wrapped = textwrap.wrap(
+                    f"{flag.help} {default}",
+                    width,
+                    initial_indent=" " * 6,
+                    subsequent_indent=" " * 6,
+                    # Paths and flag names must stay whole to be copied from help.
+                    break_on_hyphens=False,
+                    break_long_words=False,
+                )
+                lines.extend(line.replace("\0", " ") for line in wrapped)
+            lines.append("")
+        lines.append("  -h, --help\n      Show this help and exit.")
+        return "\n".join(lines) + "\n"
+
+
+def _help_value(text: str) -> bool:
+    try:
+        return parse_go_bool(text)
+    except ValueError as err:
+        raise UsageError(f'invalid argument "{text}" for "--help" flag: {err}') from None
+
+
+def _asks_for_help(args: Sequence[str]) -> bool:
+    for token in args:
+        if token == "--":
+            return False
+        if token in ("-h", "--help", "--help=true"):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class ShowText:
+    """Print this text (help, version) and exit successfully."""
+
+    text: str
