@@ -182,7 +182,11 @@ class PolledReads:
             return None
 
     def fresh(self, res: Resource, namespace: str, name: str, *, interval: float) -> Object | None:
-        """The object as a list or the apply loop got it less than half ``interval`` ago.
+        """The object as a list or the apply loop got it less than ``interval`` ago.
+
+        (Lists are renewed every half interval while status syncs read them, so
+        a list being renewed still serves: the apply loop's drift correction,
+        every few minutes, need not be fresher than the status it reports.)
 
         None when no such version is known (or a fresh list lacks it: a GET
         then tells). Not a read: it adds no demand. The object may lack
@@ -191,7 +195,7 @@ class PolledReads:
         bucket = self._buckets.get((res.group, res.version, res.plural, namespace))
         if bucket is None:
             return None
-        now, max_age = self._clock(), interval * MAX_AGE_FRACTION
+        now, max_age = self._clock(), interval
         applied = bucket.applied.get(name)
         if applied is not None and now - applied[0] < max_age:
             return applied[1]
