@@ -134,8 +134,8 @@ def agent_flags() -> tuple[Flag, ...]:
             "status-sync-interval",
             DURATION,
             30 * second,
-            "How often the status and feedback of applied resources are polled (jittered "
-            "up to x1.9).",
+            "How often the status and feedback of applied resources are polled (each work "
+            "every x0.8 to x1 of it).",
             group=WORK,
         ),
         Flag(

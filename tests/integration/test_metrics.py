@@ -180,7 +180,7 @@ async def test_every_documented_series_with_the_scenario_values(
     assert value(scraped, "work_agent_time_to_applied_seconds_count") == 3
     total = value(scraped, "work_agent_time_to_applied_seconds_sum")
     assert total is not None and 0 < total < 60
-    # Status syncs: every second (jittered up to x1.9), so never older than a few seconds.
+    # Status syncs: every second (x0.8 to x1), so never older than a few seconds.
     assert value(scraped, "work_agent_status_sync_interval_seconds") == INTERVAL
     age = value(scraped, "work_agent_status_sync_oldest_age_seconds")
     assert age is not None and 0 <= age < 30

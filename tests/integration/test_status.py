@@ -40,7 +40,7 @@ from tests.support.targets import Cluster
 from workagent.settings import FEATURE_RAW_FEEDBACK_JSON_STRING
 from workagent.watchpool import FeedbackWatchPool
 
-#: Poll often: a status sync every 0.3 s x [1, 1.9).
+#: Poll often: a status sync every 0.3 s x [0.8, 1).
 FAST = 0.3
 
 HELLO: dict[str, Any] = {

@@ -62,7 +62,7 @@ STATUS_SYNC_OLDEST_AGE = ScrapeGauge(
 )
 STATUS_SYNC_INTERVAL = ScrapeGauge(
     "work_agent_status_sync_interval_seconds",
-    "The configured --status-sync-interval (each sync is jittered up to x1.9).",
+    "The configured --status-sync-interval (each work is synced every x0.8 to x1 of it).",
 )
 STATUS_RESOURCES = ScrapeGauge(
     "work_agent_status_resources",

@@ -19,7 +19,10 @@ work-level ``Applied`` condition; a deleting work is still synced):
 5. aggregate ``Available`` and the rule conditions to the work level, drop
    rule-made work conditions of an older generation;
 6. patch the status only when it changed, and come back after
-   ``--status-sync-interval`` x [1, 1.9).
+   ``--status-sync-interval`` x [0.8, 1) (OCM v1.2.1 resyncs every work once per
+   interval; spread over the last fifth of it, so a polled value is never
+   older than one interval and the syncs of many works do not come at once;
+   a coalesced list that shows a read object changed syncs its works at once).
 
 Triggers: every hub ManifestWork event, and add/update events of objects in
 the watch pool's informers, mapped to the works listing the object through
@@ -85,8 +88,8 @@ log = structlog.get_logger(__name__)
 QUEUE_NAME = "AvailableStatusController"
 #: Hub ManifestWork index: the objects a work lists in its status.
 BY_WORK_INDEX = "byWorkIndex"
-#: The status sync period is jittered by x [1, 1 + STATUS_JITTER).
-STATUS_JITTER = 0.9
+#: The status sync period is the interval x [1 - STATUS_JITTER, 1).
+STATUS_JITTER = 0.2
 #: Most bytes of status feedback values (as JSON) one work reports. A feedback
 #: path may select any field, e.g. a String of megabytes; without a bound the
 #: status patch would exceed the hub's request limit (3 MiB) or etcd's object
@@ -258,7 +261,7 @@ class AvailableStatusController:
             self._written.remember(name, cached, written)
             log.info("updated status of applied resources")
         interval = deps.settings.status_sync_interval
-        return Result(requeue_after=interval * (1 + random.random() * STATUS_JITTER))
+        return Result(requeue_after=interval * (1 - random.random() * STATUS_JITTER))
 
     async def _compute(
         self,
