@@ -28,7 +28,7 @@ from ocmkit.runtime import (
     Manager,
     ManagerSettings,
     configure_logging,
-    run_main,
+    run_built,
     strip_managed_fields,
 )
 from schemas.work_v1 import UpdateStrategy
@@ -239,15 +239,11 @@ async def run_agent(
     ends it with code 0.
     """
 
-    async def build() -> Manager:
-        agent = await build_agent(
-            settings, handle_signals=handle_signals, collaborators=collaborators
-        )
-        if on_built is not None:
-            on_built(agent)
-        return agent.manager
-
-    return await run_main(build, terminate_on_files=settings.terminate_on_files)
+    return await run_built(
+        lambda: build_agent(settings, handle_signals=handle_signals, collaborators=collaborators),
+        on_built,
+        terminate_on_files=settings.terminate_on_files,
+    )
 
 
 def run(settings: AgentSettings) -> int:
