@@ -45,18 +45,23 @@ from ocmkit.command import (
     LOGGING,
     SERVICE_ACCOUNT_NAMESPACE_FILE,
     SERVING,
-    check_arguments,
+    client_rate_flags,
     component_namespace,
     enabled_gates,
+    feature_gates_flag,
     find_command,
+    kubeconfig_flag,
     leader_election_flags,
     leader_election_from,
     logging_fields,
     logging_flags,
     notices_for,
+    operator_config_flag,
+    parse_flags,
     plain_http_notices,
     serving_fields,
     serving_flags,
+    terminate_on_files_flag,
     validated,
 )
 from ocmkit.flags import (
@@ -65,13 +70,11 @@ from ocmkit.flags import (
     FLOAT32,
     INT,
     STRING,
-    STRING_ARRAY,
     Flag,
     FlagNotice,
     FlagSet,
     ShowText,
     UsageError,
-    feature_gates_type,
 )
 
 PROG = "hubcontroller"
@@ -114,14 +117,6 @@ GRPC_SERVER_SUBCOMMAND = "grpc"
 _CLOUDEVENTS = "it only applies to CloudEvents work drivers, which are not supported"
 
 
-def _gates_help() -> str:
-    return (
-        "Comma-separated Gate=bool pairs, repeatable. Gates (alpha, default false): "
-        + ", ".join(sorted(KNOWN_HUB_GATES))
-        + "; AllAlpha/AllBeta set every gate of that maturity not named."
-    )
-
-
 def manager_flags() -> tuple[Flag, ...]:
     """The flags of ``hubcontroller manager``: OCM's work-manager flags, same names and types."""
     return (
@@ -141,33 +136,12 @@ def manager_flags() -> tuple[Flag, ...]:
             "elsewhere than the hub of --kubeconfig (empty: that hub).",
             group=MANAGER,
         ),
-        Flag(
-            "feature-gates", feature_gates_type(KNOWN_HUB_GATES), {}, _gates_help(), group=MANAGER
-        ),
-        Flag(
-            "kubeconfig",
-            STRING,
-            "",
-            "Kubeconfig of the hub cluster (empty: in-cluster configuration).",
-            group=CLIENTS,
-        ),
-        Flag(
-            "kube-api-qps",
-            FLOAT32,
-            50.0,
-            "Requests per second to the hub's API server (<= 0: unlimited).",
-            group=CLIENTS,
-        ),
-        Flag("kube-api-burst", INT, 100, "Request burst to the hub's API server.", group=CLIENTS),
+        feature_gates_flag(KNOWN_HUB_GATES, MANAGER),
+        kubeconfig_flag("hub cluster"),
+        *client_rate_flags("", "the hub's"),
         *leader_election_flags(MANAGER_LEASE_NAME, "manager", DEFAULT_HUB_NAMESPACE),
         *serving_flags("manager", SERVING),
-        Flag(
-            "terminate-on-files",
-            STRING_ARRAY,
-            (),
-            "Exit when this file changes (e.g. a rotated kubeconfig); repeatable.",
-            group=SERVING,
-        ),
+        terminate_on_files_flag("kubeconfig"),
         *logging_flags(IGNORED),
         Flag(
             "cloudevents-client-id",
@@ -177,14 +151,7 @@ def manager_flags() -> tuple[Flag, ...]:
             group=IGNORED,
             ignored=_CLOUDEVENTS,
         ),
-        Flag(
-            "config",
-            STRING,
-            "",
-            "library-go GenericOperatorConfig file.",
-            group=IGNORED,
-            ignored="configuration comes from flags only",
-        ),
+        operator_config_flag(IGNORED),
     )
 
 
@@ -240,16 +207,8 @@ def webhook_flags() -> tuple[Flag, ...]:
             dest="manifest_limit",
             group=WEBHOOK,
         ),
-        Flag(
-            "feature-gates", feature_gates_type(KNOWN_HUB_GATES), {}, _gates_help(), group=WEBHOOK
-        ),
-        Flag(
-            "kubeconfig",
-            STRING,
-            "",
-            "Kubeconfig of the hub cluster (empty: in-cluster configuration).",
-            group=CLIENTS,
-        ),
+        feature_gates_flag(KNOWN_HUB_GATES, WEBHOOK),
+        kubeconfig_flag("hub cluster"),
         *logging_flags(IGNORED),
     )
 
@@ -354,10 +313,9 @@ class GrpcServerCommand:
 def grpc_server_command(args: Sequence[str]) -> GrpcServerCommand | ShowText:
     """Parse ``hubcontroller grpc-server`` arguments into validated settings (or help)."""
     flag_set = grpc_server_flag_set()
-    flags = flag_set.parse(args)
-    if flags.help_requested:
-        return ShowText(flag_set.help())
-    check_arguments(flags, f"{PROG} {GRPC_COMMAND}")
+    flags = parse_flags(flag_set, args, f"{PROG} {GRPC_COMMAND}")
+    if isinstance(flags, ShowText):
+        return flags
     settings = GrpcServerSettings(
         kubeconfig=flags.string("kubeconfig"),
         server_config=flags.string("server-config"),
@@ -426,10 +384,9 @@ def manager_command(
 ) -> ManagerCommand | ShowText:
     """Parse ``hubcontroller manager`` arguments into validated settings (or help)."""
     flag_set = manager_flag_set()
-    flags = flag_set.parse(args)
-    if flags.help_requested:
-        return ShowText(flag_set.help())
-    check_arguments(flags, f"{PROG} {MANAGER_COMMAND}")
+    flags = parse_flags(flag_set, args, f"{PROG} {MANAGER_COMMAND}")
+    if isinstance(flags, ShowText):
+        return flags
     settings = HubManagerSettings(
         kubeconfig=flags.string("kubeconfig"),
         work_driver=flags.string("work-driver"),
@@ -460,10 +417,9 @@ def manager_command(
 def webhook_command(args: Sequence[str]) -> WebhookCommand | ShowText:
     """Parse ``hubcontroller webhook-server`` arguments into its flags (or help)."""
     flag_set = webhook_flag_set()
-    flags = flag_set.parse(args)
-    if flags.help_requested:
-        return ShowText(flag_set.help())
-    check_arguments(flags, f"{PROG} {WEBHOOK_COMMAND}")
+    flags = parse_flags(flag_set, args, f"{PROG} {WEBHOOK_COMMAND}")
+    if isinstance(flags, ShowText):
+        return flags
     given = WebhookFlags(
         port=flags.integer("port"),
         metrics_port=flags.integer("metrics-port"),

@@ -26,27 +26,30 @@ from ocmkit.command import (
     LOGGING,
     SERVICE_ACCOUNT_NAMESPACE_FILE,
     SERVING,
-    check_arguments,
+    client_rate_flags,
     enabled_gates,
+    feature_gates_flag,
     find_command,
+    kubeconfig_flag,
     leader_election_flags,
     leader_election_from,
     logging_fields,
     logging_flags,
     notices_for,
+    operator_config_flag,
+    parse_flags,
     plain_http_notices,
     serving_fields,
     serving_flags,
+    terminate_on_files_flag,
     validated,
 )
 from ocmkit.flags import (
     BOOL,
     DURATION,
-    FLOAT32,
     INT,
     INT32,
     STRING,
-    STRING_ARRAY,
     STRING_SLICE,
     Flag,
     FlagNotice,
@@ -54,7 +57,6 @@ from ocmkit.flags import (
     ParsedFlags,
     ShowText,
     UsageError,
-    feature_gates_type,
 )
 from workagent.settings import (
     ALPHA_AGENT_GATES,
@@ -169,22 +171,8 @@ def agent_flags() -> tuple[Flag, ...]:
             dest="workers",
             group=WORK,
         ),
-        Flag(
-            "feature-gates",
-            feature_gates_type(KNOWN_AGENT_GATES),
-            {},
-            "Comma-separated Gate=bool pairs, repeatable. Gates (alpha, default false): "
-            + ", ".join(sorted(KNOWN_AGENT_GATES))
-            + "; AllAlpha/AllBeta set every gate of that maturity not named.",
-            group=WORK,
-        ),
-        Flag(
-            "kubeconfig",
-            STRING,
-            "",
-            "Kubeconfig of the managed cluster (empty: in-cluster configuration).",
-            group=CLIENTS,
-        ),
+        feature_gates_flag(KNOWN_AGENT_GATES, WORK),
+        kubeconfig_flag("managed cluster"),
         Flag(
             "spoke-kubeconfig",
             STRING,
@@ -192,30 +180,8 @@ def agent_flags() -> tuple[Flag, ...]:
             "Kubeconfig of the managed cluster; takes precedence over --kubeconfig.",
             group=CLIENTS,
         ),
-        Flag(
-            "kube-api-qps",
-            FLOAT32,
-            50.0,
-            "Requests per second to the managed cluster's API server (<= 0: unlimited).",
-            group=CLIENTS,
-        ),
-        Flag(
-            "kube-api-burst",
-            INT,
-            100,
-            "Request burst to the managed cluster's API server.",
-            group=CLIENTS,
-        ),
-        Flag(
-            "hub-kube-api-qps",
-            FLOAT32,
-            50.0,
-            "Requests per second to the hub's API server (<= 0: unlimited).",
-            group=CLIENTS,
-        ),
-        Flag(
-            "hub-kube-api-burst", INT, 100, "Request burst to the hub's API server.", group=CLIENTS
-        ),
+        *client_rate_flags("", "the managed cluster's"),
+        *client_rate_flags("hub-", "the hub's"),
         *leader_election_flags(LEASE_NAME, "agent", DEFAULT_COMPONENT_NAMESPACE),
         *serving_flags("agent", SERVING),
         Flag(
@@ -234,13 +200,7 @@ def agent_flags() -> tuple[Flag, ...]:
             "one series per work and condition, so for small fleets only.",
             group=SERVING,
         ),
-        Flag(
-            "terminate-on-files",
-            STRING_ARRAY,
-            (),
-            "Exit when this file changes (e.g. a rotated hub kubeconfig); repeatable.",
-            group=SERVING,
-        ),
+        terminate_on_files_flag("hub kubeconfig"),
         *logging_flags(IGNORED),
         Flag(
             "cloudevents-client-id",
@@ -266,14 +226,7 @@ def agent_flags() -> tuple[Flag, ...]:
             group=IGNORED,
             ignored="the hub kubeconfig is read from --workload-source-config",
         ),
-        Flag(
-            "config",
-            STRING,
-            "",
-            "library-go GenericOperatorConfig file.",
-            group=IGNORED,
-            ignored="configuration comes from flags only",
-        ),
+        operator_config_flag(IGNORED),
     )
 
 
@@ -349,10 +302,9 @@ def agent_command(
 ) -> AgentCommand | ShowText:
     """Parse ``workagent agent`` arguments into validated settings (or help)."""
     flag_set = agent_flag_set()
-    flags = flag_set.parse(args)
-    if flags.help_requested:
-        return ShowText(flag_set.help())
-    check_arguments(flags, f"{PROG} agent")
+    flags = parse_flags(flag_set, args, f"{PROG} agent")
+    if isinstance(flags, ShowText):
+        return flags
     driver = flags.string("workload-source-driver")
     settings = AgentSettings(
         cluster_name=flags.string("cluster_name"),
