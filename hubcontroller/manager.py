@@ -211,7 +211,6 @@ async def run_manager(
     2 for a bad kubeconfig or settings (one clear log line). ``on_built`` is
     called with the built manager before it starts (tests use it).
     """
-
     return await run_built(
         lambda: build_hub_manager(
             settings, handle_signals=handle_signals, replicaset_builder=replicaset_builder

@@ -238,7 +238,6 @@ async def run_agent(
     code 2 and one clear log line; a changed ``--terminate-on-files`` file
     ends it with code 0.
     """
-
     return await run_built(
         lambda: build_agent(settings, handle_signals=handle_signals, collaborators=collaborators),
         on_built,

@@ -10,6 +10,7 @@ object costs no request.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,6 +62,19 @@ def merge_patch(old: Any, new: Any) -> Any:
         if key not in new:
             patch[key] = None
     return patch
+
+
+def apply_merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: ``target`` with the merge ``patch`` applied (null deletes, lists are replaced)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = apply_merge_patch(merged.get(key), value)
+    return merged
 
 
 def with_preconditions(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
