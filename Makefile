@@ -87,7 +87,8 @@ imports: setup-test
 
 # The tests in two legs: everything on kubesim (and the tests that need no
 # cluster), then the end-to-end suites again on a real control plane (tests
-# marked realkube; fresh API servers per test over one etcd).
+# marked realkube; fresh API servers per test over one etcd), with the
+# interoperability tests against OCM's own server and agent (`make ocm`).
 # OCM_SHARED points at a folder that does not exist: no test of `make test` may
 # need the reference documents, and tests/readguard.py fails the run if one
 # reads them (../shared, or where OCM_SHARED says).
@@ -98,7 +99,7 @@ unit: unit-kubesim unit-realkube
 unit-kubesim: setup-test setup-debian
 	time $(PYTEST) -m "not realkube"
 
-unit-realkube: setup-test setup-debian realkube
+unit-realkube: setup-test setup-debian realkube ocm
 	time $(PYTEST) -m realkube
 
 test: lint typecheck imports unit

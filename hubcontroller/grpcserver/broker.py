@@ -40,6 +40,7 @@ from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
 from ocmkit.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
 from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceServicer
 from ocmkit.cloudevents.protobuf import PREFIX, from_pb, heartbeat_pb, to_pb
+from ocmkit.cloudevents.statuserror import status_error_text
 from ocmkit.cloudevents.works import decode_status_event, resync_versions
 from ocmkit.kube import KubeClient, KubeError
 
@@ -211,7 +212,10 @@ class CloudEventBroker(CloudEventServiceServicer):
             outcome = await self.works.apply_status(update)
         except EventDecodeError as err:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, json.dumps(str(err)))
-        except (KubeError, TimeoutError) as err:
+        except KubeError as err:
+            # The API error itself, as OCM's server encodes it: agents read it back.
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, status_error_text(err))
+        except TimeoutError as err:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, json.dumps(str(err)))
         log.debug("status event", cluster=cluster, resource_id=update.uid, outcome=outcome)
         return Empty()

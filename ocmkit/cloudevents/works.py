@@ -103,8 +103,77 @@ def log_tracing(meta: dict[str, Any]) -> str:
 
 
 def status_hash(status: dict[str, Any] | None) -> str:
-    """Lowercase hex SHA-256 of the status as Go's ``encoding/json`` writes it."""
-    return hashlib.sha256(go_marshal(status or {}).encode()).hexdigest()
+    """Lowercase hex SHA-256 of the status as OCM computes it: Go's ``encoding/json``
+    of the typed ``ManifestWorkStatus`` after unstructured conversion (:func:`go_work_status`)."""
+    return hashlib.sha256(go_marshal(go_work_status(status)).encode()).hexdigest()
+
+
+def go_work_status(status: dict[str, Any] | None) -> dict[str, Any]:
+    """A work status in the shape Go's typed ``ManifestWorkStatus`` converts to.
+
+    What the unstructured converter keeps decides the hash: ``omitempty``
+    drops empty lists and zero numbers but never a struct, so
+    ``resourceStatus`` and each manifest's ``statusFeedback`` are always there
+    (``{}`` when empty), a condition's strings always, and a manifest's
+    ``conditions`` (no ``omitempty``) is ``null`` when absent. Unknown fields
+    are dropped as the typed object drops them.
+    """
+    status = status if isinstance(status, dict) else {}
+    out: dict[str, Any] = {}
+    conditions = _go_conditions(status.get("conditions"))
+    if conditions:
+        out["conditions"] = conditions
+    resource_status = status.get("resourceStatus")
+    manifests = resource_status.get("manifests") if isinstance(resource_status, dict) else None
+    entries = [_go_manifest(m) for m in manifests or [] if isinstance(m, dict)]
+    out["resourceStatus"] = {"manifests": entries} if entries else {}
+    return out
+
+
+def _go_conditions(value: Any) -> list[dict[str, Any]] | None:
+    if not isinstance(value, list):
+        return None
+    conditions = []
+    for cond in value:
+        if not isinstance(cond, dict):
+            continue
+        entry: dict[str, Any] = {
+            key: str(cond.get(key) or "") for key in ("type", "status", "reason", "message")
+        }
+        entry["lastTransitionTime"] = cond.get("lastTransitionTime") or None
+        if cond.get("observedGeneration"):
+            entry["observedGeneration"] = cond["observedGeneration"]
+        conditions.append(entry)
+    return conditions
+
+
+_RESOURCE_META_STRINGS = ("group", "version", "kind", "resource", "name", "namespace")
+_FIELD_VALUE_POINTERS = ("integer", "string", "boolean", "jsonRaw")
+
+
+def _go_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
+    raw_meta = manifest.get("resourceMeta")
+    meta = raw_meta if isinstance(raw_meta, dict) else {}
+    resource_meta: dict[str, Any] = {k: str(meta.get(k) or "") for k in _RESOURCE_META_STRINGS}
+    resource_meta["ordinal"] = int(meta.get("ordinal") or 0)
+    raw_feedback = manifest.get("statusFeedback")
+    feedback = raw_feedback if isinstance(raw_feedback, dict) else {}
+    values = []
+    for item in feedback.get("values") or []:
+        if not isinstance(item, dict):
+            continue
+        raw_value = item.get("fieldValue")
+        field_value = raw_value if isinstance(raw_value, dict) else {}
+        value: dict[str, Any] = {"type": str(field_value.get("type") or "")}
+        for key in _FIELD_VALUE_POINTERS:  # pointers: omitted only when nil
+            if field_value.get(key) is not None:
+                value[key] = field_value[key]
+        values.append({"name": str(item.get("name") or ""), "fieldValue": value})
+    return {
+        "resourceMeta": resource_meta,
+        "statusFeedback": {"values": values} if values else {},
+        "conditions": _go_conditions(manifest.get("conditions")),
+    }
 
 
 class SequenceIds:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from google.protobuf import json_format
 
@@ -16,6 +19,7 @@ from ocmkit.cloudevents.jsonformat import from_json_format, to_json_format
 from ocmkit.cloudevents.mqttcodec import from_mqtt, to_mqtt
 from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
 from ocmkit.cloudevents.protobuf import from_pb, heartbeat_pb, is_heartbeat, to_pb
+from ocmkit.cloudevents.statuserror import kube_error_from_text, status_error_text
 from ocmkit.cloudevents.works import (
     SequenceIds,
     SpecRejected,
@@ -29,7 +33,11 @@ from ocmkit.cloudevents.works import (
     status_hash,
     work_from_spec_event,
 )
+from ocmkit.kube import Conflict, NotFound
+from ocmkit.kube.errors import error_from_status
+from workagent.sources.grpcdriver import publish_error
 
+FIXTURES = Path(__file__).parent / "fixtures"
 P = "io.open-cluster-management.works.v1alpha1.manifestbundles"
 UID = "0b6d3c1e-6f0a-4c1e-9a57-3f2d5b9e8a11"
 MANIFEST = {
@@ -299,11 +307,46 @@ def test_resync_request_payload() -> None:
 
 
 def test_status_hash_is_go_json() -> None:
-    status = {"b": "<&>", "a": 1}
-    expected = '{"a":1,"b":"\\u003c\\u0026\\u003e"}'
-    import hashlib
-
+    message = "<&> \u2028"
+    status = {"conditions": [{"type": "T", "status": "True", "message": message}]}
+    expected = (
+        '{"conditions":[{"lastTransitionTime":null,"message":"\\u003c\\u0026\\u003e \\u2028",'
+        '"reason":"","status":"True","type":"T"}],"resourceStatus":{}}'
+    )
     assert status_hash(status) == hashlib.sha256(expected.encode()).hexdigest()
+
+
+OCM_HASHES = json.loads((FIXTURES / "ocm-agent-status-hashes.json").read_text())["events"]
+
+
+@pytest.mark.parametrize("recorded", OCM_HASHES, ids=lambda r: r["statushash"][:8])
+def test_status_hash_equals_ocm_agents(recorded: dict[str, Any]) -> None:
+    """Status events OCM's Go agent (v1.2.1) sent our server, and the hash it put on them."""
+    data = recorded["data"]
+    status = {
+        "conditions": data["conditions"],
+        "resourceStatus": {"manifests": data.get("resourceStatus") or []},
+    }
+    assert status_hash(status) == recorded["statushash"]
+    if not data.get("resourceStatus"):
+        # A work without resource status, as our store keeps it: Go still writes
+        # "resourceStatus":{} (a struct is never omitted).
+        assert status_hash({"conditions": data["conditions"]}) == recorded["statushash"]
+
+
+def test_status_hash_ignores_what_the_typed_status_drops() -> None:
+    recorded = OCM_HASHES[1]
+    data = recorded["data"]
+    manifests = [
+        {**m, "extra": 1, "statusFeedback": m.get("statusFeedback") or {"values": []}}
+        for m in data["resourceStatus"]
+    ]
+    status = {
+        "conditions": data["conditions"],
+        "resourceStatus": {"manifests": manifests},
+        "unknown": {"dropped": True},
+    }
+    assert status_hash(status) == recorded["statushash"]
 
 
 def test_object_meta_json_in_go_field_order() -> None:
@@ -349,3 +392,44 @@ def test_json_format_round_trip() -> None:
     back = from_json_format(to_json_format(event))
     assert back.ext_int("resourceversion") == 3
     assert back.json_data() == {"manifests": []}
+
+
+# What OCM's server (v1.2.1) answered a Publish whose hub status write conflicted
+# (FAILED_PRECONDITION, recorded in the interop run with our agent).
+OCM_CONFLICT = (
+    '{"ErrStatus":{"metadata":{},"status":"Failure","message":"Operation cannot be fulfilled '
+    'on manifestworks.work.open-cluster-management.io \\"work1\\": the object has been '
+    'modified; please apply your changes to the latest version and try again",'
+    '"reason":"Conflict","details":{"name":"work1","group":"work.open-cluster-management.io",'
+    '"kind":"manifestworks"},"code":409}}'
+)
+
+
+def test_a_status_error_message_is_read_back_as_the_kube_error() -> None:
+    err = kube_error_from_text(OCM_CONFLICT)
+    assert isinstance(err, Conflict) and err.code == 409
+    assert err.message.startswith("Operation cannot be fulfilled")
+    assert kube_error_from_text('"some other failure"') is None
+    assert kube_error_from_text("not json") is None
+
+
+def test_a_kube_error_is_sent_as_ocm_encodes_it() -> None:
+    answer = json.loads(OCM_CONFLICT)["ErrStatus"]
+    from_apiserver = {"kind": "Status", "apiVersion": "v1", **answer}
+    err = error_from_status(409, from_apiserver)
+    assert status_error_text(err) == OCM_CONFLICT
+    bare = status_error_text(NotFound(404, "NotFound", 'works "w" not found'))
+    assert bare == (
+        '{"ErrStatus":{"metadata":{},"status":"Failure","message":"works \\"w\\" not found",'
+        '"reason":"NotFound","code":404}}'
+    )
+
+
+def test_the_agent_reads_a_failed_publish_as_ocms_agent_does() -> None:
+    def failed(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
+        return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
+
+    conflict = publish_error(failed(grpc.StatusCode.FAILED_PRECONDITION, OCM_CONFLICT))
+    assert isinstance(conflict, Conflict)
+    other = publish_error(failed(grpc.StatusCode.FAILED_PRECONDITION, '"boom"'))
+    assert other.code == 500 and "boom" in other.message

@@ -25,6 +25,7 @@ from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
 from ocmkit.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
 from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
 from ocmkit.cloudevents.protobuf import from_pb, is_heartbeat, to_pb
+from ocmkit.cloudevents.statuserror import kube_error_from_text
 from ocmkit.kube import BadRequest, Forbidden, KubeError, ServerError, Unauthorized, Unreachable
 from workagent.sources.config import GrpcConfig, load_grpc_config
 from workagent.sources.transport import NotReady, SubscriptionFailed
@@ -49,6 +50,9 @@ MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 def publish_error(err: grpc.aio.AioRpcError) -> KubeError:
     """A failed Publish as the typed error the controllers understand."""
     code = err.code()
+    carried = kube_error_from_text(err.details() or "")
+    if carried is not None:  # the hub's own answer, passed on by the server
+        return carried
     detail = f"publish: {code.name}: {err.details() or ''}".strip()
     if code == grpc.StatusCode.PERMISSION_DENIED:
         return Forbidden(403, "Forbidden", detail)

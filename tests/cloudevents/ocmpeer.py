@@ -1,0 +1,184 @@
+"""OCM's own Go programs as test peers: its hub gRPC server and its work agent.
+
+``make ocm`` builds them (``server``, ``work``) from the Go module proxy into
+``.tools/ocm/<version>/`` (module ``tests/support/ocm-build``). A test that
+needs one fails with a message naming that target when it is missing; the
+real leg of ``make test`` builds them first. Each runs as a child process
+that dies with the test run (``setpriv --pdeathsig``), its output in a log
+file the failure messages quote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.controlplane import REPO, Process, free_port, spawn
+from tests.support.targets import REAL, Cluster, PlanePool, open_cluster
+
+BUILD_MODULE = REPO / "tests" / "support" / "ocm-build"
+
+
+class OcmPeerError(RuntimeError):
+    """An OCM binary is missing, or one of its processes failed."""
+
+
+def ocm_version() -> str:
+    """The ``open-cluster-management.io/ocm`` version pinned in the build module."""
+    for line in (BUILD_MODULE / "go.mod").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "open-cluster-management.io/ocm":
+            return parts[1]
+    raise OcmPeerError(f"{BUILD_MODULE / 'go.mod'} does not require open-cluster-management.io/ocm")
+
+
+def ocm_binary(name: str) -> Path:
+    """``.tools/ocm/<version>/<name>``; a clear error when ``make ocm`` has not run."""
+    path = REPO / ".tools" / "ocm" / ocm_version() / name
+    if not path.is_file():
+        raise OcmPeerError(f"{path} is not built: run `make ocm` (needs Go and the module proxy)")
+    return path
+
+
+@dataclass
+class Peer:
+    """One running OCM process."""
+
+    process: Process
+
+    def log(self) -> str:
+        """What the process wrote so far."""
+        return self.process.log.read_text(errors="replace")
+
+    def check_alive(self) -> None:
+        """Raise with the end of its log if it has exited."""
+        try:
+            self.process.check_alive()
+        except RuntimeError as err:
+            raise OcmPeerError(str(err)) from None
+
+    async def stop(self, *, kill: bool = False) -> None:
+        """SIGTERM (SIGKILL with ``kill``: a crash), SIGKILL after 10 s."""
+        await asyncio.to_thread(functools.partial(self.process.stop, 10.0, kill=kill))
+
+
+def _fresh_log(log: Path) -> Path:
+    """``log``, after moving an earlier run's (a restart) aside."""
+    if log.exists():
+        log.rename(log.with_suffix(f".{log.stat().st_mtime_ns}.log"))
+    return log
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+async def start_ocm_server(
+    folder: Path,
+    *,
+    hub_kubeconfig: Path,
+    cert: Path,
+    key: Path,
+    client_ca: Path,
+    port: int = 0,
+) -> tuple[Peer, int]:
+    """``server grpc`` serving mTLS on ``port`` (a free one by default; it binds every
+    interface, there is no option to bind loopback only); returns it and the port."""
+    folder.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    config: dict[str, Any] = {
+        "tls_cert_file": str(cert),
+        "tls_key_file": str(key),
+        "client_ca_file": str(client_ca),
+        "server_bind_port": str(port),
+    }
+    config_path = folder / "server-config.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    argv = [
+        str(ocm_binary("server")),
+        "grpc",
+        f"--kubeconfig={hub_kubeconfig}",
+        f"--server-config={config_path}",
+        f"--listen=127.0.0.1:{free_port()}",
+        "--disable-leader-election",
+    ]
+    peer = Peer(spawn("ocm-grpc-server", argv, _fresh_log(folder / "ocm-server.log")))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while not await asyncio.to_thread(_port_open, port):
+        peer.check_alive()
+        if loop.time() > deadline:
+            await peer.stop()
+            raise OcmPeerError(f"OCM's gRPC server did not listen on {port}:\n{peer.log()[-3000:]}")
+        await asyncio.sleep(0.1)  # sleep-ok: polling a child process's port with a deadline
+    return peer, port
+
+
+def start_ocm_agent(
+    folder: Path,
+    *,
+    cluster: str,
+    source_config: Path,
+    spoke_kubeconfig: Path,
+    client_id: str,
+    extra: tuple[str, ...] = (),
+) -> Peer:
+    """``work agent`` with the Klusterlet's CloudEvents flags (gRPC driver)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    argv = [
+        str(ocm_binary("work")),
+        "agent",
+        f"--spoke-cluster-name={cluster}",
+        "--workload-source-driver=grpc",
+        f"--workload-source-config={source_config}",
+        f"--cloudevents-client-id={client_id}",
+        f"--kubeconfig={spoke_kubeconfig}",
+        f"--spoke-kubeconfig={spoke_kubeconfig}",
+        f"--listen=127.0.0.1:{free_port()}",
+        "--disable-leader-election",
+        "--status-sync-interval=1s",
+        *extra,
+    ]
+    return Peer(spawn("ocm-work-agent", argv, _fresh_log(folder / "ocm-agent.log")))
+
+
+# -- real-only clusters: OCM's programs need a real API server (RBAC, SAR, watches) --
+
+
+@pytest.fixture
+async def hub(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Cluster]:
+    """A real hub (no kubesim instance: OCM's server needs the real one)."""
+    async with open_cluster(REAL, realkube_pool) as cluster:
+        cluster.write_kubeconfig(tmp_path / "hub.kubeconfig")
+        yield cluster
+
+
+@pytest.fixture
+async def spoke(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Cluster]:
+    """A real managed cluster."""
+    async with open_cluster(REAL, realkube_pool) as cluster:
+        cluster.write_kubeconfig(tmp_path / "spoke.kubeconfig")
+        yield cluster
+
+
+def feedback_config(name: str) -> dict[str, Any]:
+    """A JSONPaths feedback rule on ``.data.key`` and a CEL condition rule (Ready when v2)."""
+    return {
+        "resourceIdentifier": {"resource": "configmaps", "name": name, "namespace": "default"},
+        "feedbackRules": [
+            {"type": "JSONPaths", "jsonPaths": [{"name": "key", "path": ".data.key"}]}
+        ],
+        "conditionRules": [
+            {"type": "CEL", "condition": "Ready", "celExpressions": ["object.data.key == 'v2'"]}
+        ],
+    }

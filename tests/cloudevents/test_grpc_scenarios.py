@@ -1,0 +1,132 @@
+"""More of the kube driver's agent scenarios, over gRPC through our server.
+
+The work's spec reaches the agent only as a spec event (``manifestConfigs``,
+``executer``...), its status comes back only as status events, and a change
+of labels is an ``update_request``: these check that each feature survives
+the trip. Delete options are in test_grpc_e2e.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ocmkit.kube import (
+    CONFIGMAPS,
+    MANIFESTWORKS,
+    ROLE_BINDINGS,
+    ROLES,
+    SERVICE_ACCOUNTS,
+    KubeClient,
+)
+from tests.cloudevents.conftest import GrpcHub, Pki, grpc_agent_settings, write_agent_config
+from tests.cloudevents.test_grpc_e2e import wait_gone
+from tests.conftest import eventually
+from tests.integration.conftest import (
+    configmap,
+    get_applied_work,
+    manifest_condition,
+    update_work,
+    wait_applied,
+    work_body,
+)
+from tests.integration.test_agent_e2e import (
+    EXECUTOR_BINDING,
+    EXECUTOR_ROLE,
+    executor_work,
+    strategy,
+)
+from tests.support.programs import CLUSTER, AgentRunner
+
+
+async def data_of(spoke: KubeClient, name: str) -> dict[str, str]:
+    """The data of ConfigMap ``default/<name>``."""
+    cm = await spoke.get(CONFIGMAPS, name, "default")
+    return dict(cm.get("data") or {})
+
+
+async def test_server_side_apply_with_ignore_fields(
+    grpc_agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
+) -> None:
+    """OnSpokePresent: created with the field, then never written again, so a value
+    the spoke set survives a new spec from the hub."""
+    ssa = strategy(
+        "ssa",
+        "ServerSideApply",
+        ignoreFields=[{"condition": "OnSpokePresent", "jsonPaths": [".data.b"]}],
+    )
+    body = work_body("ssa", [configmap("ssa", a="hub", b="hub")], manifestConfigs=[ssa])
+    await hub_client.create(MANIFESTWORKS, body)
+    await wait_applied(hub_client, "ssa")
+    assert await data_of(spoke_client, "ssa") == {"a": "hub", "b": "hub"}
+    await spoke_client.patch(CONFIGMAPS, "ssa", {"data": {"b": "spoke"}}, "default")
+
+    def v2(work: dict[str, Any]) -> None:
+        work["spec"]["workload"]["manifests"] = [configmap("ssa", a="v2", b="v2")]
+
+    await update_work(hub_client, "ssa", v2)
+    await wait_applied(hub_client, "ssa", generation=2)
+    assert await data_of(spoke_client, "ssa") == {"a": "v2", "b": "spoke"}
+
+
+async def test_executor_denied_then_granted(
+    grpc_agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
+) -> None:
+    """The executor arrives as ``executer`` on the wire; the spoke's authorizer decides."""
+    namespace = EXECUTOR_BINDING["metadata"]["namespace"]
+    account = EXECUTOR_BINDING["subjects"][0]["name"]
+    await spoke_client.create(
+        SERVICE_ACCOUNTS, {"metadata": {"name": account, "namespace": namespace}}
+    )
+    await spoke_client.create(ROLES, EXECUTOR_ROLE)
+    await hub_client.create(MANIFESTWORKS, executor_work())
+    work = await wait_applied(hub_client, "example-manifestwork", status="False")
+    cond = manifest_condition(work, 0, "Applied")
+    assert cond is not None and "not allowed to apply the resource" in cond["message"]
+
+    await spoke_client.create(ROLE_BINDINGS, EXECUTOR_BINDING)
+
+    def touch(work: dict[str, Any]) -> None:  # a label change requeues the work at once
+        work["metadata"].setdefault("labels", {})["touched"] = "1"
+
+    await update_work(hub_client, "example-manifestwork", touch)
+    await wait_applied(hub_client, "example-manifestwork")
+    assert await data_of(spoke_client, "test") == {"a": "b"}
+
+
+async def test_work_deleted_while_the_agent_was_down_is_evicted(
+    grpc_hub: GrpcHub,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    pki: Pki,
+    tmp_path: Path,
+) -> None:
+    """A restarted agent's cache is empty, so the resync cannot say a work is gone:
+    its AppliedManifestWork is evicted after the grace period (as in OCM)."""
+    config = write_agent_config(tmp_path / "agent-grpc.yaml", grpc_hub.url, pki)
+    runner = AgentRunner(grpc_agent_settings(tmp_path, config))
+    await runner.start()
+    try:
+        await hub_client.create(MANIFESTWORKS, work_body("evicted", [configmap("evicted")]))
+        await wait_applied(hub_client, "evicted")
+        the_hash = runner.hub_hash
+        await runner.stop()
+        # Gone from the hub without the agent's confirmation (finalizer dropped by hand).
+        await hub_client.patch(
+            MANIFESTWORKS, "evicted", {"metadata": {"finalizers": None}}, CLUSTER
+        )
+        await hub_client.delete(MANIFESTWORKS, "evicted", CLUSTER)
+        await wait_gone(hub_client, MANIFESTWORKS, "evicted", CLUSTER)
+        assert await get_applied_work(spoke_client, the_hash, "evicted") is not None
+
+        runner.settings = replace(runner.settings, eviction_grace_period=0.5)
+        await runner.start()
+
+        async def evicted() -> bool:
+            return await get_applied_work(spoke_client, the_hash, "evicted") is None
+
+        await eventually(evicted, what="the AppliedManifestWork to be evicted")
+        await wait_gone(spoke_client, CONFIGMAPS, "evicted", "default")
+    finally:
+        await runner.stop()
