@@ -315,6 +315,23 @@ def logging_fields(flags: ParsedFlags) -> LoggingFields:
     return {"log_format": flags.string("log-format"), "log_level": log_level_from(flags)}
 
 
+class ClientFields(TypedDict):
+    """The client fields of a program's settings (``--kubeconfig``, :func:`client_rate_flags`)."""
+
+    kubeconfig: str
+    kube_api_qps: float
+    kube_api_burst: int
+
+
+def client_fields(flags: ParsedFlags) -> ClientFields:
+    """``kubeconfig``, ``kube_api_qps`` and ``kube_api_burst`` of a settings object."""
+    return {
+        "kubeconfig": flags.string("kubeconfig"),
+        "kube_api_qps": flags.number("kube-api-qps"),
+        "kube_api_burst": flags.integer("kube-api-burst"),
+    }
+
+
 class ServingFields(TypedDict):
     """The serving fields of a program's settings (:func:`serving_flags`)."""
 
