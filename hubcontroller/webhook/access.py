@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from hubcontroller.webhook.admission import UserInfo
 from ocmkit.kube import KubeClient
-from ocmkit.kube.access import access_allowed, resource_attributes, subject_access_review
+from ocmkit.kube.access import ResourceAccess, access_allowed, subject_access_review
 
 WORK_GROUP: Final = "work.open-cluster-management.io"
 MANIFESTWORKS: Final = "manifestworks"
@@ -44,14 +44,14 @@ class ExecuteAsRequest:
 
     def subject_access_review(self) -> dict[str, Any]:
         """The SubjectAccessReview body, with Go's omitempty applied to every field."""
-        attributes = resource_attributes(
-            namespace=self.namespace,
+        access = ResourceAccess(
             verb=EXECUTE_AS,
             group=WORK_GROUP,
             resource=MANIFESTWORKS,
+            namespace=self.namespace,
             name=self.executor_username,
         )
-        spec: dict[str, Any] = {"resourceAttributes": attributes}
+        spec: dict[str, Any] = {"resourceAttributes": access.attributes()}
         if self.user.username:
             spec["user"] = self.user.username
         if self.user.groups:

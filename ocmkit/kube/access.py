@@ -8,6 +8,8 @@ executor. Both create the review with their own identity (which needs
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 from ocmkit.kube.client import KubeClient
@@ -15,9 +17,21 @@ from ocmkit.kube.errors import ServerError
 from ocmkit.kube.resource import SUBJECT_ACCESS_REVIEWS
 
 
-def resource_attributes(**attributes: str) -> dict[str, str]:
-    """``spec.resourceAttributes`` with Go's omitempty: an empty field means "not set"."""
-    return {key: value for key, value in attributes.items() if value}
+@dataclass(frozen=True)
+class ResourceAccess:
+    """A resource request to review (``authorizationv1.ResourceAttributes``)."""
+
+    verb: str
+    group: str = ""
+    version: str = ""
+    resource: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+
+    def attributes(self) -> dict[str, str]:
+        """``spec.resourceAttributes`` with Go's omitempty: an empty field means "not set"."""
+        return {key: value for key, value in dataclasses.asdict(self).items() if value}
 
 
 def subject_access_review(spec: dict[str, Any]) -> dict[str, Any]:

@@ -6,25 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ocmkit.kube import KubeClient
-from ocmkit.kube.access import access_allowed, resource_attributes, subject_access_review
+from ocmkit.kube.access import ResourceAccess, access_allowed, subject_access_review
 from workagent.executor.subject import ManifestTarget, ServiceAccountExecutor
 
 # What applying a manifest needs, in the order OCM asks (the first denial stops).
 APPLY_VERBS = ("create", "update", "patch", "get")
 DELETE_VERB = "delete"
-
-
-@dataclass(frozen=True)
-class ResourceAccess:
-    """A resource request to review (``authorizationv1.ResourceAttributes``)."""
-
-    verb: str
-    group: str = ""
-    version: str = ""
-    resource: str = ""
-    subresource: str = ""
-    namespace: str = ""
-    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,15 +44,7 @@ class AccessReviewer:
         """Whether ``executor`` may perform ``access``; API failures raise their KubeError."""
         spec: dict[str, Any] = {"user": executor.user, "groups": executor.groups}
         if isinstance(access, ResourceAccess):
-            spec["resourceAttributes"] = resource_attributes(
-                verb=access.verb,
-                group=access.group,
-                version=access.version,
-                resource=access.resource,
-                subresource=access.subresource,
-                namespace=access.namespace,
-                name=access.name,
-            )
+            spec["resourceAttributes"] = access.attributes()
         else:
             spec["nonResourceAttributes"] = {"path": access.path, "verb": access.verb}
         return await access_allowed(self.spoke, subject_access_review(spec))
