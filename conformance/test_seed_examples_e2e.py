@@ -85,6 +85,7 @@ from tests.integration.test_agent_e2e import (
     update_spec,
     work_controller,
 )
+from tests.support.crds import crd
 from tests.support.prepare import install_crds
 from tests.support.programs import CLUSTER, CRD_DIR, AgentRunner, agent_settings
 
@@ -135,35 +136,7 @@ def custom_resource(name: str, namespace: str) -> dict[str, Any]:
     }
 
 
-CUSTOM_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "mycustomresources.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {
-            "plural": "mycustomresources",
-            "singular": "mycustomresource",
-            "kind": "MyCustomResource",
-            "listKind": "MyCustomResourceList",
-        },
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-                "subresources": {"status": {}},
-            }
-        ],
-    },
-}
+CUSTOM_CRD = crd("example.com", "MyCustomResource", list_kind=True, status_subresource=True)
 
 BUILDERS = {
     ("apps", "deployments"): hello_deployment,

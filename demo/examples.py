@@ -34,11 +34,9 @@ WEB_NAMESPACE = "web"
 WEB_REPLICAS = 2
 
 
-def hello_work(replicas: int | None = None) -> dict[str, Any]:
-    """``hello-work-demo``: a Deployment with WellKnownStatus and JSONPaths feedback, watched.
+def hello_deployment(replicas: int | None = None) -> dict[str, Any]:
+    """The docs' ``hello`` Deployment in ``default`` (busybox saying hello, then sleeping).
 
-    The docs' example, with the feedback rules of "Fine-grained field values
-    tracking" and ``feedbackScrapeType: Watch`` of "Feedback scrape types".
     ``replicas`` None leaves the field out (the API server defaults it to 1).
     """
     spec: dict[str, Any] = {
@@ -59,20 +57,26 @@ def hello_work(replicas: int | None = None) -> dict[str, Any]:
     if replicas is not None:
         spec = {"replicas": replicas, **spec}
     return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "hello", "namespace": "default"},
+        "spec": spec,
+    }
+
+
+def hello_work(replicas: int | None = None) -> dict[str, Any]:
+    """``hello-work-demo``: a Deployment with WellKnownStatus and JSONPaths feedback, watched.
+
+    The docs' example, with the feedback rules of "Fine-grained field values
+    tracking" and ``feedbackScrapeType: Watch`` of "Feedback scrape types".
+    ``replicas`` None leaves the field out (the API server defaults it to 1).
+    """
+    return {
         "apiVersion": WORK_API_VERSION,
         "kind": "ManifestWork",
         "metadata": {"namespace": HELLO_CLUSTER, "name": HELLO_WORK},
         "spec": {
-            "workload": {
-                "manifests": [
-                    {
-                        "apiVersion": "apps/v1",
-                        "kind": "Deployment",
-                        "metadata": {"name": "hello", "namespace": "default"},
-                        "spec": spec,
-                    }
-                ]
-            },
+            "workload": {"manifests": [hello_deployment(replicas)]},
             "manifestConfigs": [
                 {
                     "resourceIdentifier": {

@@ -38,40 +38,18 @@ from hubcontroller.settings import (
     WebhookFlags,
     default_manager_leader_election,
 )
-from ocmkit import durations
-from ocmkit.command import (
-    CLIENTS,
-    ELECTION,
-    LOGGING,
-    SERVICE_ACCOUNT_NAMESPACE_FILE,
-    SERVING,
-    check_arguments,
-    component_namespace,
-    enabled_gates,
-    find_command,
-    leader_election_flags,
-    leader_election_from,
-    logging_fields,
-    logging_flags,
-    notices_for,
-    plain_http_notices,
-    serving_fields,
-    serving_flags,
-    validated,
-)
+from ocmkit import command, durations
 from ocmkit.flags import (
     BOOL,
     DURATION,
     FLOAT32,
     INT,
     STRING,
-    STRING_ARRAY,
     Flag,
     FlagNotice,
     FlagSet,
     ShowText,
     UsageError,
-    feature_gates_type,
 )
 
 PROG = "hubcontroller"
@@ -105,21 +83,20 @@ MANAGER = "Work manager flags"
 GRPC = "gRPC server flags"
 WEBHOOK = "Webhook server flags"
 IGNORED = "Accepted for compatibility with OCM (no effect)"
-MANAGER_GROUPS = (MANAGER, CLIENTS, ELECTION, SERVING, LOGGING, IGNORED)
-WEBHOOK_GROUPS = (WEBHOOK, CLIENTS, LOGGING, IGNORED)
-GRPC_GROUPS = (GRPC, CLIENTS, SERVING, LOGGING, IGNORED)
+MANAGER_GROUPS = (
+    MANAGER,
+    command.CLIENTS,
+    command.ELECTION,
+    command.SERVING,
+    command.LOGGING,
+    IGNORED,
+)
+WEBHOOK_GROUPS = (WEBHOOK, command.CLIENTS, command.LOGGING, IGNORED)
+GRPC_GROUPS = (GRPC, command.CLIENTS, command.SERVING, command.LOGGING, IGNORED)
 GRPC_COMMAND = "grpc-server"
 GRPC_SERVER_SUBCOMMAND = "grpc"
 
 _CLOUDEVENTS = "it only applies to CloudEvents work drivers, which are not supported"
-
-
-def _gates_help() -> str:
-    return (
-        "Comma-separated Gate=bool pairs, repeatable. Gates (alpha, default false): "
-        + ", ".join(sorted(KNOWN_HUB_GATES))
-        + "; AllAlpha/AllBeta set every gate of that maturity not named."
-    )
 
 
 def manager_flags() -> tuple[Flag, ...]:
@@ -141,34 +118,13 @@ def manager_flags() -> tuple[Flag, ...]:
             "elsewhere than the hub of --kubeconfig (empty: that hub).",
             group=MANAGER,
         ),
-        Flag(
-            "feature-gates", feature_gates_type(KNOWN_HUB_GATES), {}, _gates_help(), group=MANAGER
-        ),
-        Flag(
-            "kubeconfig",
-            STRING,
-            "",
-            "Kubeconfig of the hub cluster (empty: in-cluster configuration).",
-            group=CLIENTS,
-        ),
-        Flag(
-            "kube-api-qps",
-            FLOAT32,
-            50.0,
-            "Requests per second to the hub's API server (<= 0: unlimited).",
-            group=CLIENTS,
-        ),
-        Flag("kube-api-burst", INT, 100, "Request burst to the hub's API server.", group=CLIENTS),
-        *leader_election_flags(MANAGER_LEASE_NAME, "manager", DEFAULT_HUB_NAMESPACE),
-        *serving_flags("manager", SERVING),
-        Flag(
-            "terminate-on-files",
-            STRING_ARRAY,
-            (),
-            "Exit when this file changes (e.g. a rotated kubeconfig); repeatable.",
-            group=SERVING,
-        ),
-        *logging_flags(IGNORED),
+        command.feature_gates_flag(KNOWN_HUB_GATES, MANAGER),
+        command.kubeconfig_flag("hub cluster"),
+        *command.client_rate_flags("", "the hub's"),
+        *command.leader_election_flags(MANAGER_LEASE_NAME, "manager", DEFAULT_HUB_NAMESPACE),
+        *command.serving_flags("manager", command.SERVING),
+        command.terminate_on_files_flag("kubeconfig"),
+        *command.logging_flags(IGNORED),
         Flag(
             "cloudevents-client-id",
             STRING,
@@ -177,14 +133,7 @@ def manager_flags() -> tuple[Flag, ...]:
             group=IGNORED,
             ignored=_CLOUDEVENTS,
         ),
-        Flag(
-            "config",
-            STRING,
-            "",
-            "library-go GenericOperatorConfig file.",
-            group=IGNORED,
-            ignored="configuration comes from flags only",
-        ),
+        command.operator_config_flag(IGNORED),
     )
 
 
@@ -240,17 +189,9 @@ def webhook_flags() -> tuple[Flag, ...]:
             dest="manifest_limit",
             group=WEBHOOK,
         ),
-        Flag(
-            "feature-gates", feature_gates_type(KNOWN_HUB_GATES), {}, _gates_help(), group=WEBHOOK
-        ),
-        Flag(
-            "kubeconfig",
-            STRING,
-            "",
-            "Kubeconfig of the hub cluster (empty: in-cluster configuration).",
-            group=CLIENTS,
-        ),
-        *logging_flags(IGNORED),
+        command.feature_gates_flag(KNOWN_HUB_GATES, WEBHOOK),
+        command.kubeconfig_flag("hub cluster"),
+        *command.logging_flags(IGNORED),
     )
 
 
@@ -299,17 +240,23 @@ def grpc_server_flags() -> tuple[Flag, ...]:
             "Address the gRPC port binds (ours; empty: every interface, as OCM).",
             group=GRPC,
         ),
-        Flag("kubeconfig", STRING, "", "Kubeconfig of the hub (empty: in-cluster).", group=CLIENTS),
-        Flag("kube-api-qps", FLOAT32, 50.0, "QPS of the hub client.", group=CLIENTS),
-        Flag("kube-api-burst", INT, 100, "Burst of the hub client.", group=CLIENTS),
+        Flag(
+            "kubeconfig",
+            STRING,
+            "",
+            "Kubeconfig of the hub (empty: in-cluster).",
+            group=command.CLIENTS,
+        ),
+        Flag("kube-api-qps", FLOAT32, 50.0, "QPS of the hub client.", group=command.CLIENTS),
+        Flag("kube-api-burst", INT, 100, "Burst of the hub client.", group=command.CLIENTS),
         Flag(
             "listen",
             STRING,
             "0.0.0.0:8080",
             "host:port of /metrics, /healthz and /readyz (plain HTTP).",
-            group=SERVING,
+            group=command.SERVING,
         ),
-        *logging_flags(IGNORED),
+        *command.logging_flags(IGNORED),
         Flag(
             "namespace",
             STRING,
@@ -354,23 +301,20 @@ class GrpcServerCommand:
 def grpc_server_command(args: Sequence[str]) -> GrpcServerCommand | ShowText:
     """Parse ``hubcontroller grpc-server`` arguments into validated settings (or help)."""
     flag_set = grpc_server_flag_set()
-    flags = flag_set.parse(args)
-    if flags.help_requested:
-        return ShowText(flag_set.help())
-    check_arguments(flags, f"{PROG} {GRPC_COMMAND}")
+    flags = command.parse_flags(flag_set, args, f"{PROG} {GRPC_COMMAND}")
+    if isinstance(flags, ShowText):
+        return flags
     settings = GrpcServerSettings(
-        kubeconfig=flags.string("kubeconfig"),
         server_config=flags.string("server-config"),
         heartbeat_disabled=flags.boolean("broker-heartbeat-disabled"),
         heartbeat_interval=flags.seconds("broker-heartbeat-interval"),
         bind_address=flags.string("bind-address"),
         listen=flags.string("listen"),
-        **logging_fields(flags),
-        kube_api_qps=flags.number("kube-api-qps"),
-        kube_api_burst=flags.integer("kube-api-burst"),
+        **command.client_fields(flags),
+        **command.logging_fields(flags),
     )
     return GrpcServerCommand(
-        validated(settings, settings.validate), notices_for(flags, flag_set.flags)
+        command.validated(settings, settings.validate), command.notices_for(flags, flag_set.flags)
     )
 
 
@@ -413,39 +357,36 @@ class WebhookCommand:
 
 def hub_component_namespace(flag_value: str, namespace_file: Path) -> str:
     """``--namespace``, else the pod's namespace (service account file), else OCM's hub one."""
-    return component_namespace(flag_value, namespace_file, DEFAULT_HUB_NAMESPACE)
+    return command.component_namespace(flag_value, namespace_file, DEFAULT_HUB_NAMESPACE)
 
 
 def enabled_hub_gates(explicit: Mapping[str, bool]) -> frozenset[str]:
     """The hub gates switched on by a merged ``--feature-gates`` map."""
-    return enabled_gates(explicit, KNOWN_HUB_GATES, ALPHA_HUB_GATES, BETA_HUB_GATES)
+    return command.enabled_gates(explicit, KNOWN_HUB_GATES, ALPHA_HUB_GATES, BETA_HUB_GATES)
 
 
 def manager_command(
-    args: Sequence[str], *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
+    args: Sequence[str], *, namespace_file: Path = command.SERVICE_ACCOUNT_NAMESPACE_FILE
 ) -> ManagerCommand | ShowText:
     """Parse ``hubcontroller manager`` arguments into validated settings (or help)."""
     flag_set = manager_flag_set()
-    flags = flag_set.parse(args)
-    if flags.help_requested:
-        return ShowText(flag_set.help())
-    check_arguments(flags, f"{PROG} {MANAGER_COMMAND}")
+    flags = command.parse_flags(flag_set, args, f"{PROG} {MANAGER_COMMAND}")
+    if isinstance(flags, ShowText):
+        return flags
     settings = HubManagerSettings(
-        kubeconfig=flags.string("kubeconfig"),
         work_driver=flags.string("work-driver"),
         work_driver_config=flags.string("work-driver-config"),
         feature_gates=enabled_hub_gates(flags.gates("feature-gates")),
-        kube_api_qps=flags.number("kube-api-qps"),
-        kube_api_burst=flags.integer("kube-api-burst"),
-        leader_election=leader_election_from(
+        **command.client_fields(flags),
+        leader_election=command.leader_election_from(
             flags, default_manager_leader_election(), namespace_file
         ),
-        **serving_fields(flags),
-        **logging_fields(flags),
+        **command.serving_fields(flags),
+        **command.logging_fields(flags),
         terminate_on_files=flags.strings("terminate-on-files"),
     )
-    validated(settings, settings.validate)
-    notices = [*notices_for(flags, flag_set.flags), *plain_http_notices(flags)]
+    command.validated(settings, settings.validate)
+    notices = [*command.notices_for(flags, flag_set.flags), *command.plain_http_notices(flags)]
     if settings.gate(GATE_CLOUD_EVENTS_DRIVERS):
         notices.append(
             FlagNotice(
@@ -460,10 +401,9 @@ def manager_command(
 def webhook_command(args: Sequence[str]) -> WebhookCommand | ShowText:
     """Parse ``hubcontroller webhook-server`` arguments into its flags (or help)."""
     flag_set = webhook_flag_set()
-    flags = flag_set.parse(args)
-    if flags.help_requested:
-        return ShowText(flag_set.help())
-    check_arguments(flags, f"{PROG} {WEBHOOK_COMMAND}")
+    flags = command.parse_flags(flag_set, args, f"{PROG} {WEBHOOK_COMMAND}")
+    if isinstance(flags, ShowText):
+        return flags
     given = WebhookFlags(
         port=flags.integer("port"),
         metrics_port=flags.integer("metrics-port"),
@@ -474,10 +414,10 @@ def webhook_command(args: Sequence[str]) -> WebhookCommand | ShowText:
         manifest_limit=flags.integer("manifest_limit"),
         feature_gates=enabled_hub_gates(flags.gates("feature-gates")),
         kubeconfig=flags.string("kubeconfig"),
-        **logging_fields(flags),
+        **command.logging_fields(flags),
     )
-    validated(given, given.validate)
-    return WebhookCommand(given, notices_for(flags, flag_set.flags))
+    command.validated(given, given.validate)
+    return WebhookCommand(given, command.notices_for(flags, flag_set.flags))
 
 
 # -- the top-level command ----------------------------------------------------------------
@@ -497,10 +437,10 @@ ROOT_HELP = (
 
 
 def parse_command_line(
-    argv: Sequence[str], *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
+    argv: Sequence[str], *, namespace_file: Path = command.SERVICE_ACCOUNT_NAMESPACE_FILE
 ) -> ManagerCommand | WebhookCommand | GrpcServerCommand | ShowText:
     """Parse ``hubcontroller``'s arguments (without the program name)."""
-    found = find_command(
+    found = command.find_command(
         argv,
         prog=PROG,
         flag_sets=(manager_flag_set(), webhook_flag_set(), grpc_server_flag_set()),
@@ -509,17 +449,17 @@ def parse_command_line(
     )
     if isinstance(found, ShowText):
         return found
-    command, index, rest = found.command, found.index, found.rest
-    if command == MANAGER_COMMAND:
+    name, index, rest = found.command, found.index, found.rest
+    if name == MANAGER_COMMAND:
         return manager_command(rest, namespace_file=namespace_file)
-    if command == WEBHOOK_COMMAND:
+    if name == WEBHOOK_COMMAND:
         return webhook_command(rest)
-    if command == GRPC_COMMAND:
+    if name == GRPC_COMMAND:
         return grpc_server_command(rest)
-    if command == "server" and GRPC_SERVER_SUBCOMMAND in rest[index : index + 1]:
+    if name == "server" and GRPC_SERVER_SUBCOMMAND in rest[index : index + 1]:
         # OCM's own binary: `server grpc [flags]`.
         return grpc_server_command(rest[:index] + rest[index + 1 :])
     raise UsageError(
-        f'unknown command "{command}"; the commands are "{MANAGER_COMMAND}", '
+        f'unknown command "{name}"; the commands are "{MANAGER_COMMAND}", '
         f'"{WEBHOOK_COMMAND}" and "{GRPC_COMMAND}"'
     )

@@ -48,7 +48,7 @@ from ocmkit.runtime import (
     Manager,
     ManagerSettings,
     configure_logging,
-    run_main,
+    run_built,
 )
 
 log = structlog.get_logger(__name__)
@@ -211,16 +211,13 @@ async def run_manager(
     2 for a bad kubeconfig or settings (one clear log line). ``on_built`` is
     called with the built manager before it starts (tests use it).
     """
-
-    async def build() -> Manager:
-        built = await build_hub_manager(
+    return await run_built(
+        lambda: build_hub_manager(
             settings, handle_signals=handle_signals, replicaset_builder=replicaset_builder
-        )
-        if on_built is not None:
-            on_built(built)
-        return built.manager
-
-    return await run_main(build, terminate_on_files=settings.terminate_on_files)
+        ),
+        on_built,
+        terminate_on_files=settings.terminate_on_files,
+    )
 
 
 def run(settings: HubManagerSettings) -> int:

@@ -33,6 +33,7 @@ from kubesim.managedfields import (
     server_side_apply,
     update_managed_fields,
 )
+from kubesim.objectmeta import OBJECT_META_FIELDS
 from kubesim.patch import apply_patch
 from kubesim.resources import Registry, ResourceType, crd_types
 from kubesim.selectors import (
@@ -1661,22 +1662,8 @@ def _set_condition(obj: dict[str, Any], ctype: str, status: str, reason: str, me
     )
 
 
-META_ORDER = (
-    "name",
-    "generateName",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-)
+# Without selfLink, which kube-apiserver no longer sets.
+META_ORDER = tuple(field for field in OBJECT_META_FIELDS if field != "selfLink")
 
 
 def _ordered_meta(obj: dict[str, Any]) -> dict[str, Any]:

@@ -67,6 +67,7 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
 from kubesim.errors import field_required, invalid
+from kubesim.objectmeta import OBJECT_META_FIELDS
 
 Cause = dict[str, Any]
 
@@ -78,25 +79,7 @@ MAX_RULE_NESTING: Final = 32
 _TYPES: Final = ("array", "boolean", "integer", "number", "object", "string")
 
 # ObjectMeta's JSON fields (v1.24 still had ``clusterName``; v1.35 prunes it).
-_OBJECT_META_FIELDS: Final = frozenset(
-    {
-        "name",
-        "generateName",
-        "namespace",
-        "selfLink",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    }
-)
+_OBJECT_META_FIELDS: Final = frozenset(OBJECT_META_FIELDS)
 # Pointer fields keep a zero value through the ObjectMeta round trip.
 _META_POINTER_FIELDS: Final = frozenset({"deletionTimestamp", "deletionGracePeriodSeconds"})
 

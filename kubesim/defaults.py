@@ -29,6 +29,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from kubesim.errors import internal_error, invalid
+from kubesim.objectmeta import OBJECT_META_FIELDS
 
 __all__ = [
     "ClusterIPAllocator",
@@ -115,23 +116,7 @@ def _order(obj: Obj, keys: Iterable[str]) -> None:
 
 
 # Go struct field orders of the types whose defaulted output clients see.
-_META_ORDER = (
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-)
+_META_ORDER = OBJECT_META_FIELDS
 _POD_SPEC_ORDER = (
     "volumes",
     "initContainers",

@@ -40,6 +40,7 @@ from typing import Any, Final, Self
 
 from kubesim.errors import ApiError
 from kubesim.listtypes import ListSpec, ListTypeResolver, Path, builtin_list_type
+from kubesim.objectmeta import OBJECT_META_FIELDS
 
 __all__ = [
     "ApplyConflict",
@@ -68,20 +69,13 @@ UPDATE: Final = "Update"
 
 # Object fields the apiserver never records ownership of (its "strip meta").
 _STRIPPED_TOP: Final = frozenset({"apiVersion", "kind"})
-_STRIPPED_META: Final = frozenset(
-    {
-        "name",
-        "namespace",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "managedFields",
-        "selfLink",
-    }
-)
+_STRIPPED_META: Final = frozenset(OBJECT_META_FIELDS) - {
+    "generateName",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+}
 # Of those, the ones an applied configuration may set on the object.
 _APPLY_KEEPS_META: Final = frozenset({"name", "namespace"})
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesim import errors
+from kubesim.objectmeta import OBJECT_META_FIELDS
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 AUTHORIZATION_GROUP = "authorization.k8s.io"
@@ -884,30 +885,10 @@ def _go_non_resource(attrs: Mapping[str, str]) -> str:
     )
 
 
-# metav1.ObjectMeta's JSON fields in order; every one is omitted when empty.
-_OBJECT_META_FIELDS = (
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-)
-
-
 def _go_object_meta(meta: Mapping[str, Any]) -> str:
     """A ``metav1.ObjectMeta`` bad value as JSON (v1.35), fields in Go's order."""
     shown = {
-        key: meta[key] for key in _OBJECT_META_FIELDS if meta.get(key) not in (None, "", 0, {}, [])
+        key: meta[key] for key in OBJECT_META_FIELDS if meta.get(key) not in (None, "", 0, {}, [])
     }
     for key in ("labels", "annotations"):  # maps: Go writes their keys sorted
         if isinstance(shown.get(key), Mapping):

@@ -28,14 +28,18 @@ from ocmkit import durations
 from ocmkit.flags import (
     BOOL,
     DURATION,
+    FLOAT32,
+    INT,
     KLOG_LEVEL,
     STRING,
+    STRING_ARRAY,
     Flag,
     FlagNotice,
     FlagSet,
     ParsedFlags,
     ShowText,
     UsageError,
+    feature_gates_type,
 )
 
 if TYPE_CHECKING:
@@ -202,6 +206,61 @@ def logging_flags(ignored_group: str) -> tuple[Flag, ...]:
     )
 
 
+def kubeconfig_flag(cluster: str) -> Flag:
+    """``--kubeconfig`` of ``cluster`` ("hub cluster", "managed cluster")."""
+    help_text = f"Kubeconfig of the {cluster} (empty: in-cluster configuration)."
+    return Flag("kubeconfig", STRING, "", help_text, group=CLIENTS)
+
+
+def client_rate_flags(prefix: str, server: str, note: str = "") -> tuple[Flag, Flag]:
+    """``--<prefix>kube-api-qps`` and ``-burst``: client-go's limits for ``server``'s API
+    (``note`` is added to the QPS flag's help, e.g. how many clients have them)."""
+    return (
+        Flag(
+            f"{prefix}kube-api-qps",
+            FLOAT32,
+            50.0,
+            f"Requests per second to {server} API server (<= 0: unlimited).{note}",
+            group=CLIENTS,
+        ),
+        Flag(
+            f"{prefix}kube-api-burst",
+            INT,
+            100,
+            f"Request burst to {server} API server.",
+            group=CLIENTS,
+        ),
+    )
+
+
+def feature_gates_flag(known: frozenset[str], group: str) -> Flag:
+    """``--feature-gates`` (component-base's ``Gate=bool`` map) over the ``known`` gates."""
+    help_text = (
+        "Comma-separated Gate=bool pairs, repeatable. Gates (alpha, default false): "
+        + ", ".join(sorted(known))
+        + "; AllAlpha/AllBeta set every gate of that maturity not named."
+    )
+    return Flag("feature-gates", feature_gates_type(known), {}, help_text, group=group)
+
+
+def terminate_on_files_flag(example: str) -> Flag:
+    """``--terminate-on-files`` (library-go): exit when a file such as ``example`` changes."""
+    help_text = f"Exit when this file changes (e.g. a rotated {example}); repeatable."
+    return Flag("terminate-on-files", STRING_ARRAY, (), help_text, group=SERVING)
+
+
+def operator_config_flag(ignored_group: str) -> Flag:
+    """library-go's ``--config``, accepted and ignored."""
+    return Flag(
+        "config",
+        STRING,
+        "",
+        "library-go GenericOperatorConfig file.",
+        group=ignored_group,
+        ignored="configuration comes from flags only",
+    )
+
+
 # -- from flags to settings ----------------------------------------------------------------
 
 
@@ -255,6 +314,23 @@ class LoggingFields(TypedDict):
 def logging_fields(flags: ParsedFlags) -> LoggingFields:
     """``log_format`` and ``log_level`` of a settings object, from the logging flags."""
     return {"log_format": flags.string("log-format"), "log_level": log_level_from(flags)}
+
+
+class ClientFields(TypedDict):
+    """The client fields of a program's settings (``--kubeconfig``, :func:`client_rate_flags`)."""
+
+    kubeconfig: str
+    kube_api_qps: float
+    kube_api_burst: int
+
+
+def client_fields(flags: ParsedFlags) -> ClientFields:
+    """``kubeconfig``, ``kube_api_qps`` and ``kube_api_burst`` of a settings object."""
+    return {
+        "kubeconfig": flags.string("kubeconfig"),
+        "kube_api_qps": flags.number("kube-api-qps"),
+        "kube_api_burst": flags.integer("kube-api-burst"),
+    }
 
 
 class ServingFields(TypedDict):
@@ -315,6 +391,15 @@ def check_arguments(flags: ParsedFlags, command: str) -> None:
             f'invalid argument "{vmodule}" for "--vmodule" flag: '
             "expect comma-separated list of filename=N"
         )
+
+
+def parse_flags(flag_set: FlagSet, args: Sequence[str], command: str) -> ParsedFlags | ShowText:
+    """``command``'s flags, checked by :func:`check_arguments`; its help when asked for."""
+    flags = flag_set.parse(args)
+    if flags.help_requested:
+        return ShowText(flag_set.help())
+    check_arguments(flags, command)
+    return flags
 
 
 def validated(settings: _Settings, validate: Callable[[], None]) -> _Settings:

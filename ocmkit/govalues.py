@@ -35,6 +35,7 @@ __all__ = [
     "go_type_name",
     "int_as_float",
     "is_go_int64",
+    "json_type",
 ]
 
 INT64_MIN: Final = -(1 << 63)
@@ -98,6 +99,21 @@ def go_type_name(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[]interface {}"
     return type(value).__name__
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a decoded value, as Go's decoder names it in errors."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
 
 
 # --- floats ------------------------------------------------------------------

@@ -29,7 +29,7 @@ from ocmkit.runtime import (
     ManagerSettings,
     compact,
     configure_logging,
-    run_main,
+    run_built,
 )
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply import Applier, Appliers
@@ -247,16 +247,11 @@ async def run_agent(
     code 2 and one clear log line; a changed ``--terminate-on-files`` file
     ends it with code 0.
     """
-
-    async def build() -> Manager:
-        agent = await build_agent(
-            settings, handle_signals=handle_signals, collaborators=collaborators
-        )
-        if on_built is not None:
-            on_built(agent)
-        return agent.manager
-
-    return await run_main(build, terminate_on_files=settings.terminate_on_files)
+    return await run_built(
+        lambda: build_agent(settings, handle_signals=handle_signals, collaborators=collaborators),
+        on_built,
+        terminate_on_files=settings.terminate_on_files,
+    )
 
 
 def run(settings: AgentSettings) -> int:

@@ -18,35 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ocmkit import durations
-from ocmkit.command import (
-    CLIENTS,
-    DEFAULT_LISTEN,
-    ELECTION,
-    LOGGING,
-    SERVICE_ACCOUNT_NAMESPACE_FILE,
-    SERVING,
-    check_arguments,
-    enabled_gates,
-    find_command,
-    leader_election_flags,
-    leader_election_from,
-    logging_fields,
-    logging_flags,
-    notices_for,
-    plain_http_notices,
-    serving_fields,
-    serving_flags,
-    validated,
-)
+from ocmkit import command, durations
 from ocmkit.flags import (
     BOOL,
     DURATION,
-    FLOAT32,
     INT,
     INT32,
     STRING,
-    STRING_ARRAY,
     STRING_SLICE,
     Flag,
     FlagNotice,
@@ -54,7 +32,6 @@ from ocmkit.flags import (
     ParsedFlags,
     ShowText,
     UsageError,
-    feature_gates_type,
 )
 from workagent.settings import (
     ALPHA_AGENT_GATES,
@@ -86,7 +63,7 @@ __all__ = [
 
 WORK = "Work agent flags"
 IGNORED = "Accepted for compatibility with OCM's agent (no effect)"
-AGENT_GROUPS = (WORK, CLIENTS, ELECTION, SERVING, LOGGING, IGNORED)
+AGENT_GROUPS = (WORK, command.CLIENTS, command.ELECTION, command.SERVING, command.LOGGING, IGNORED)
 
 
 def agent_flags() -> tuple[Flag, ...]:
@@ -169,64 +146,31 @@ def agent_flags() -> tuple[Flag, ...]:
             dest="workers",
             group=WORK,
         ),
-        Flag(
-            "feature-gates",
-            feature_gates_type(KNOWN_AGENT_GATES),
-            {},
-            "Comma-separated Gate=bool pairs, repeatable. Gates (alpha, default false): "
-            + ", ".join(sorted(KNOWN_AGENT_GATES))
-            + "; AllAlpha/AllBeta set every gate of that maturity not named.",
-            group=WORK,
-        ),
-        Flag(
-            "kubeconfig",
-            STRING,
-            "",
-            "Kubeconfig of the managed cluster (empty: in-cluster configuration).",
-            group=CLIENTS,
-        ),
+        command.feature_gates_flag(KNOWN_AGENT_GATES, WORK),
+        command.kubeconfig_flag("managed cluster"),
         Flag(
             "spoke-kubeconfig",
             STRING,
             "",
             "Kubeconfig of the managed cluster; takes precedence over --kubeconfig.",
-            group=CLIENTS,
+            group=command.CLIENTS,
         ),
-        Flag(
-            "kube-api-qps",
-            FLOAT32,
-            50.0,
-            "Requests per second to the managed cluster's API server, per client (<= 0: "
-            "unlimited). The agent has three: applying manifests, AppliedManifestWorks, "
-            "status reads; each has this QPS and --kube-api-burst.",
-            group=CLIENTS,
+        *command.client_rate_flags(
+            "",
+            "the managed cluster's",
+            " Per client, as client-go: the agent's three (applying manifests, "
+            "AppliedManifestWorks, status reads) each have this QPS and --kube-api-burst.",
         ),
-        Flag(
-            "kube-api-burst",
-            INT,
-            100,
-            "Request burst to the managed cluster's API server, per client.",
-            group=CLIENTS,
-        ),
-        Flag(
-            "hub-kube-api-qps",
-            FLOAT32,
-            50.0,
-            "Requests per second to the hub's API server (<= 0: unlimited).",
-            group=CLIENTS,
-        ),
-        Flag(
-            "hub-kube-api-burst", INT, 100, "Request burst to the hub's API server.", group=CLIENTS
-        ),
-        *leader_election_flags(LEASE_NAME, "agent", DEFAULT_COMPONENT_NAMESPACE),
-        *serving_flags("agent", SERVING),
+        *command.client_rate_flags("hub-", "the hub's"),
+        *command.leader_election_flags(LEASE_NAME, "agent", DEFAULT_COMPONENT_NAMESPACE),
+        *command.serving_flags("agent", command.SERVING),
         Flag(
             "health-port",
             INT32,
             0,
             "Port of the metrics and probe endpoints on all interfaces when --listen is not "
             "given (0: 8443).",
-            group=SERVING,
+            group=command.SERVING,
         ),
         Flag(
             "metrics-work-labels",
@@ -234,16 +178,10 @@ def agent_flags() -> tuple[Flag, ...]:
             False,
             "Add a work label (the ManifestWork's name) to the per-work gauges of /metrics; "
             "one series per work and condition, so for small fleets only.",
-            group=SERVING,
+            group=command.SERVING,
         ),
-        Flag(
-            "terminate-on-files",
-            STRING_ARRAY,
-            (),
-            "Exit when this file changes (e.g. a rotated hub kubeconfig); repeatable.",
-            group=SERVING,
-        ),
-        *logging_flags(IGNORED),
+        command.terminate_on_files_flag("hub kubeconfig"),
+        *command.logging_flags(IGNORED),
         Flag(
             "cloudevents-client-id",
             STRING,
@@ -268,14 +206,7 @@ def agent_flags() -> tuple[Flag, ...]:
             group=IGNORED,
             ignored="the hub kubeconfig is read from --workload-source-config",
         ),
-        Flag(
-            "config",
-            STRING,
-            "",
-            "library-go GenericOperatorConfig file.",
-            group=IGNORED,
-            ignored="configuration comes from flags only",
-        ),
+        command.operator_config_flag(IGNORED),
     )
 
 
@@ -304,7 +235,7 @@ class AgentCommand:
 
 def agent_gates(explicit: dict[str, bool]) -> frozenset[str]:
     """The agent gates switched on by a merged ``--feature-gates`` map."""
-    return enabled_gates(explicit, KNOWN_AGENT_GATES, ALPHA_AGENT_GATES, BETA_AGENT_GATES)
+    return command.enabled_gates(explicit, KNOWN_AGENT_GATES, ALPHA_AGENT_GATES, BETA_AGENT_GATES)
 
 
 def listen_address(flags: ParsedFlags) -> str:
@@ -318,7 +249,7 @@ def listen_address(flags: ParsedFlags) -> str:
         raise UsageError(f"invalid --health-port value {port}: must be 0 or between 1 and 65535")
     if flags.was_given("listen"):
         return flags.string("listen")  # AgentSettings.validate checks it
-    return f"0.0.0.0:{port}" if port else DEFAULT_LISTEN
+    return f"0.0.0.0:{port}" if port else command.DEFAULT_LISTEN
 
 
 def hub_kubeconfig_notices(flags: ParsedFlags) -> tuple[FlagNotice, ...]:
@@ -347,14 +278,13 @@ def driver_notices(flags: ParsedFlags) -> tuple[FlagNotice, ...]:
 
 
 def agent_command(
-    args: Sequence[str], *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
+    args: Sequence[str], *, namespace_file: Path = command.SERVICE_ACCOUNT_NAMESPACE_FILE
 ) -> AgentCommand | ShowText:
     """Parse ``workagent agent`` arguments into validated settings (or help)."""
     flag_set = agent_flag_set()
-    flags = flag_set.parse(args)
-    if flags.help_requested:
-        return ShowText(flag_set.help())
-    check_arguments(flags, f"{PROG} agent")
+    flags = command.parse_flags(flag_set, args, f"{PROG} agent")
+    if isinstance(flags, ShowText):
+        return flags
     driver = flags.string("workload-source-driver")
     settings = AgentSettings(
         cluster_name=flags.string("cluster_name"),
@@ -363,30 +293,30 @@ def agent_command(
         cloudevents_client_id=flags.string("cloudevents-client-id") if driver != "kube" else "",
         agent_id=flags.string("agent-id"),
         spoke_kubeconfig=flags.string("spoke-kubeconfig"),
-        kubeconfig=flags.string("kubeconfig"),
+        **command.client_fields(flags),
         status_sync_interval=flags.seconds("status-sync-interval"),
         eviction_grace_period=flags.seconds("appliedmanifestwork-eviction-grace-period"),
         max_json_raw_length=flags.integer("max-json-raw-length"),
         max_feedback_watch=flags.integer("max-feedback-watch"),
         workers=flags.integer("workers"),
         feature_gates=agent_gates(flags.gates("feature-gates")),
-        kube_api_qps=flags.number("kube-api-qps"),
-        kube_api_burst=flags.integer("kube-api-burst"),
         hub_kube_api_qps=flags.number("hub-kube-api-qps"),
         hub_kube_api_burst=flags.integer("hub-kube-api-burst"),
-        leader_election=leader_election_from(flags, default_leader_election(), namespace_file),
-        **serving_fields(flags, listen=listen_address(flags)),
+        leader_election=command.leader_election_from(
+            flags, default_leader_election(), namespace_file
+        ),
+        **command.serving_fields(flags, listen=listen_address(flags)),
         metrics_work_labels=flags.boolean("metrics-work-labels"),
-        **logging_fields(flags),
+        **command.logging_fields(flags),
         terminate_on_files=flags.strings("terminate-on-files"),
     )
     notices = (
-        notices_for(flags, flag_set.flags)
+        command.notices_for(flags, flag_set.flags)
         + hub_kubeconfig_notices(flags)
-        + plain_http_notices(flags)
+        + command.plain_http_notices(flags)
         + driver_notices(flags)
     )
-    return AgentCommand(validated(settings, settings.validate), notices)
+    return AgentCommand(command.validated(settings, settings.validate), notices)
 
 
 # -- workagent diff ------------------------------------------------------------------------
@@ -471,18 +401,18 @@ def diff_command(args: Sequence[str]) -> DiffCommand | ShowText:
         return ShowText(flag_set.help())
     if flags.positionals:
         raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{PROG} diff"')
-    command = DiffCommand(
+    diff = DiffCommand(
         filename=flags.string("filename"),
         work=flags.string("work"),
         hub_kubeconfig=flags.string("hub-kubeconfig"),
         cluster_name=flags.string("cluster_name"),
         kubeconfig=flags.string("kubeconfig"),
     )
-    if bool(command.filename) == bool(command.work):
+    if bool(diff.filename) == bool(diff.work):
         raise UsageError("diff needs exactly one of -f FILE and --work NAME")
-    if command.work and not (command.hub_kubeconfig and command.cluster_name):
+    if diff.work and not (diff.hub_kubeconfig and diff.cluster_name):
         raise UsageError("--work needs --hub-kubeconfig and --spoke-cluster-name")
-    return command
+    return diff
 
 
 # -- the top-level command ----------------------------------------------------------------
@@ -498,10 +428,10 @@ Run "{PROG} agent --help" or "{PROG} diff --help" for their flags.
 
 
 def parse_command_line(
-    argv: Sequence[str], *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
+    argv: Sequence[str], *, namespace_file: Path = command.SERVICE_ACCOUNT_NAMESPACE_FILE
 ) -> AgentCommand | DiffCommand | ShowText:
     """Parse ``workagent``'s arguments (without the program name)."""
-    found = find_command(
+    found = command.find_command(
         argv,
         prog=PROG,
         flag_sets=(agent_flag_set(),),

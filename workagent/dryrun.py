@@ -27,25 +27,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ocmkit.kube import KubeClient, NotFound, PatchType, Resource
+from ocmkit.kube import KubeClient, NotFound, Resource
+from ocmkit.kube.mergepatch import apply_merge_patch
+
+__all__ = ["DryRunClient", "ObjectKey", "apply_merge_patch"]
 
 #: (group, plural, namespace, name) of an object.
 ObjectKey = tuple[str, str, str, str]
 #: Metadata the API server sets; not part of a body that creates the object again.
 _SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
-
-
-def apply_merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: ``patch`` merged into ``target`` (null deletes, lists are replaced)."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    merged = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = apply_merge_patch(merged.get(key), value)
-    return merged
 
 
 class DryRunClient(KubeClient):
@@ -72,22 +62,18 @@ class DryRunClient(KubeClient):
         self.recreated.clear()
 
     async def get(
-        self,
-        res: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        subresource: str | None = None,
+        self, res: Resource, name: str, namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
         """The overlay's version of an object this dry run wrote, else the server's."""
         key = self._key(res, name, namespace)
+        subresource = options.get("subresource")
         if subresource is None and key in self._overlay:
             obj = self._overlay[key]
             if obj is None:
                 raise NotFound(404, "NotFound", f'{res.plural} "{name}" not found (dry run)')
             return copy.deepcopy(obj)
         try:
-            found = await super().get(res, name, namespace, subresource=subresource)
+            found = await super().get(res, name, namespace, **options)
         except NotFound:
             if subresource is None:
                 self._existed.setdefault(key, False)
@@ -97,116 +83,74 @@ class DryRunClient(KubeClient):
         return found
 
     async def create(
-        self,
-        res: Resource,
-        body: dict[str, Any],
-        namespace: str | None = None,
-        *,
-        field_manager: str | None = None,
-        dry_run: bool = False,
-        subresource: str | None = None,
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
         """A dry-run create; after a dry-run delete of the same object, the body itself."""
         meta = body.get("metadata") or {}
-        ns = namespace or meta.get("namespace")
-        key = self._key(res, str(meta.get("name") or ""), ns)
+        key = self._key(res, str(meta.get("name") or ""), namespace or meta.get("namespace"))
+        subresource = options.get("subresource")
         if subresource is None and key in self._overlay and self._overlay[key] is None:
             self.recreated.add(key)
-            created = copy.deepcopy(body)
-            for field in _SERVER_FIELDS:
-                created.setdefault("metadata", {}).pop(field, None)
+            created = _without_server_fields(body)
             self._overlay[key] = created
             return copy.deepcopy(created)
-        created = await super().create(
-            res, body, namespace, field_manager=field_manager, subresource=subresource
-        )
+        created = await super().create(res, body, namespace, **options)
         if subresource is None:
             self._existed.setdefault(key, False)
             self._overlay[key] = created
         return created
 
     async def update(
-        self,
-        res: Resource,
-        body: dict[str, Any],
-        namespace: str | None = None,
-        *,
-        field_manager: str | None = None,
-        subresource: str | None = None,
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
         """A dry-run update (a dry-run create of an object only this dry run created)."""
         meta = body.get("metadata") or {}
         key = self._key(res, str(meta.get("name") or ""), namespace or meta.get("namespace"))
+        subresource = options.get("subresource")
         if subresource is None and self._existed.get(key) is False:
-            fresh = copy.deepcopy(body)
-            for field in _SERVER_FIELDS:
-                fresh.setdefault("metadata", {}).pop(field, None)
             self._overlay.pop(key, None)
-            return await self.create(res, fresh, namespace, field_manager=field_manager)
-        updated = await super().update(
-            res, body, namespace, field_manager=field_manager, subresource=subresource
-        )
+            fresh = _without_server_fields(body)
+            return await self.create(
+                res, fresh, namespace, field_manager=options.get("field_manager")
+            )
+        updated = await super().update(res, body, namespace, **options)
         if subresource is None:
             self._overlay[key] = updated
         return updated
 
     async def patch(
-        self,
-        res: Resource,
-        name: str,
-        body: Any,
-        namespace: str | None = None,
-        *,
-        patch_type: PatchType = "merge",
-        field_manager: str | None = None,
-        force: bool | None = None,
-        subresource: str | None = None,
-        dry_run: bool = False,
+        self, res: Resource, name: str, body: Any, namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
         """A dry-run patch; a merge patch of an object this dry run wrote builds on that."""
         key = self._key(res, name, namespace)
+        subresource = options.get("subresource")
+        field_manager = options.get("field_manager")
         current = self._overlay.get(key) if subresource is None else None
-        if current is not None and patch_type == "merge":
+        if current is not None and options.get("patch_type", "merge") == "merge":
             patched = apply_merge_patch(current, body)
             if self._existed.get(key) is False:
                 self._overlay.pop(key, None)
-                for field in _SERVER_FIELDS:
-                    patched.setdefault("metadata", {}).pop(field, None)
+                patched = _without_server_fields(patched)
                 return await self.create(res, patched, namespace, field_manager=field_manager)
             return await self.update(res, patched, namespace, field_manager=field_manager)
-        answer = await super().patch(
-            res,
-            name,
-            body,
-            namespace,
-            patch_type=patch_type,
-            field_manager=field_manager,
-            force=force,
-            subresource=subresource,
-        )
+        answer = await super().patch(res, name, body, namespace, **options)
         if subresource is None:
             self._existed.setdefault(key, bool(answer.get("metadata", {}).get("resourceVersion")))
             self._overlay[key] = answer
         return answer
 
     async def delete(
-        self,
-        res: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation_policy: str | None = None,
-        preconditions: dict[str, Any] | None = None,
-        grace_period_seconds: int | None = None,
+        self, res: Resource, name: str, namespace: str | None = None, **options: Any
     ) -> dict[str, Any] | None:
         """A dry-run delete; later reads of the object answer NotFound."""
-        answer = await super().delete(
-            res,
-            name,
-            namespace,
-            propagation_policy=propagation_policy,
-            preconditions=preconditions,
-            grace_period_seconds=grace_period_seconds,
-        )
+        answer = await super().delete(res, name, namespace, **options)
         self._overlay[self._key(res, name, namespace)] = None
         return answer
+
+
+def _without_server_fields(body: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``body`` without what the API server sets (it is created again)."""
+    fresh = copy.deepcopy(body)
+    for field in _SERVER_FIELDS:
+        fresh.setdefault("metadata", {}).pop(field, None)
+    return fresh

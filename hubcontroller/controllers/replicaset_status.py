@@ -15,7 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from hubcontroller.controllers.replicaset_cache import Template, WorkJudgements
-from hubcontroller.controllers.replicaset_works import is_deleting, meta, normalized
+from hubcontroller.controllers.replicaset_works import is_deleting, meta
+from ocmkit.kube.mergepatch import normalized
 from schemas.meta import format_time
 from schemas.wire import (
     CONDITION_APPLIED,

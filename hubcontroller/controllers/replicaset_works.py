@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from hubcontroller.rollout import ClusterRolloutStatus, RolloutStatus
+from ocmkit.kube.mergepatch import normalized
 from schemas.meta import parse_time
 from schemas.wire import (
     CONDITION_APPLIED,
@@ -30,7 +31,6 @@ __all__ = [
     "desired_work",
     "is_deleting",
     "label_value_problems",
-    "normalized",
     "owner_label_value",
     "spec_written_at",
     "template_of",
@@ -116,25 +116,6 @@ def desired_work(
 
 
 # -- spec equality (2.4.1) ---------------------------------------------------------------
-
-
-def normalized(value: Any) -> Any:
-    """``value`` without null, empty-object and empty-list fields, recursively.
-
-    Go decodes both "absent" and "empty" into the same typed value, so
-    comparisons must not tell them apart.
-    """
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            norm = normalized(item)
-            if norm is None or norm in ({}, []):
-                continue
-            out[key] = norm
-        return out
-    if isinstance(value, list):
-        return [normalized(item) for item in value]
-    return value
 
 
 def _drop_creation_timestamp(obj: dict[str, Any]) -> None:

@@ -32,45 +32,15 @@ from ocmkit.kube import (
     KubeError,
     NotFound,
 )
+from ocmkit.kube.mergepatch import merge_patch, with_preconditions
 
 log = structlog.get_logger(__name__)
-
-_Absent = object()
 
 #: Writes one reconcile has in flight at once.
 WRITE_CONCURRENCY = 16
 
 #: A write and how to name it in a message.
 Write = tuple[str, Awaitable[None]]
-
-
-def merge_patch(old: Any, new: Any) -> Any:
-    """The RFC 7386 merge patch that turns ``old`` into ``new`` (lists are replaced whole)."""
-    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
-        return new
-    patch: dict[str, Any] = {}
-    for key, value in new.items():
-        before = old.get(key, _Absent)
-        if before is _Absent:
-            patch[key] = value
-        elif before != value:
-            both_maps = isinstance(before, Mapping) and isinstance(value, Mapping)
-            patch[key] = merge_patch(before, value) if both_maps else value
-    for key in old:
-        if key not in new:
-            patch[key] = None
-    return patch
-
-
-def with_preconditions(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    """``patch`` plus the object's uid and resourceVersion as preconditions."""
-    body = dict(patch)
-    body["metadata"] = {
-        **(patch.get("metadata") or {}),
-        "uid": meta(obj).get("uid"),
-        "resourceVersion": meta(obj).get("resourceVersion"),
-    }
-    return body
 
 
 def _applied_fields(work: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from typing import Any
 
 import structlog
 
-from hubcontroller.controllers.replicaset_writes import merge_patch
 from ocmkit.cloudevents import CloudEvent
 from ocmkit.cloudevents.event import (
     CREATE_REQUEST,
@@ -34,6 +33,7 @@ from ocmkit.cloudevents.works import (
     spec_event,
 )
 from ocmkit.kube import MANIFESTWORKS, Conflict, KubeClient, NotFound
+from ocmkit.kube.mergepatch import merge_patch
 from ocmkit.runtime import Informer, strip_managed_fields
 from schemas.wire import MANIFEST_WORK_FINALIZER
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from hubcontroller.webhook.admission import UserInfo
-from ocmkit.kube import SUBJECT_ACCESS_REVIEWS, KubeClient, ServerError
+from ocmkit.kube import KubeClient
+from ocmkit.kube.access import ResourceAccess, access_allowed, subject_access_review
 
 WORK_GROUP: Final = "work.open-cluster-management.io"
 MANIFESTWORKS: Final = "manifestworks"
@@ -43,14 +44,14 @@ class ExecuteAsRequest:
 
     def subject_access_review(self) -> dict[str, Any]:
         """The SubjectAccessReview body, with Go's omitempty applied to every field."""
-        attributes = {
-            "namespace": self.namespace,
-            "verb": EXECUTE_AS,
-            "group": WORK_GROUP,
-            "resource": MANIFESTWORKS,
-            "name": self.executor_username,
-        }
-        spec: dict[str, Any] = {"resourceAttributes": {k: v for k, v in attributes.items() if v}}
+        access = ResourceAccess(
+            verb=EXECUTE_AS,
+            group=WORK_GROUP,
+            resource=MANIFESTWORKS,
+            namespace=self.namespace,
+            name=self.executor_username,
+        )
+        spec: dict[str, Any] = {"resourceAttributes": access.attributes()}
         if self.user.username:
             spec["user"] = self.user.username
         if self.user.groups:
@@ -59,11 +60,7 @@ class ExecuteAsRequest:
             spec["extra"] = {key: list(values) for key, values in self.user.extra.items()}
         if self.user.uid:
             spec["uid"] = self.user.uid
-        return {
-            "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
-            "kind": SUBJECT_ACCESS_REVIEWS.kind,
-            "spec": spec,
-        }
+        return subject_access_review(spec)
 
 
 #: Answers an :class:`ExecuteAsRequest`: True when allowed; raises when the check itself fails.
@@ -82,8 +79,4 @@ class HubAccessReviewer:
 
     async def __call__(self, request: ExecuteAsRequest) -> bool:
         """Whether the hub's authorizer allows ``request``."""
-        answer = await self.hub.create(SUBJECT_ACCESS_REVIEWS, request.subject_access_review())
-        status = answer.get("status") if isinstance(answer, dict) else None
-        if not isinstance(status, dict):
-            raise ServerError(500, "InternalError", "the SubjectAccessReview answer has no status")
-        return status.get("allowed") is True
+        return await access_allowed(self.hub, request.subject_access_review())

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ocmkit.govalues import json_type
+
 ADMISSION_V1: Final = "admission.k8s.io/v1"
 ADMISSION_V1BETA1: Final = "admission.k8s.io/v1beta1"
 ADMISSION_VERSIONS: Final = (ADMISSION_V1, ADMISSION_V1BETA1)
@@ -262,18 +264,3 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
 
 def _quote(value: Any) -> str:
     return f'"{value}"' if isinstance(value, str) else json_type(value)
-
-
-def json_type(value: Any) -> str:
-    """The JSON type name of a decoded value, as Go's decoder names it in errors."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"

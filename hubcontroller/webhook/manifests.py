@@ -13,9 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from hubcontroller.webhook.admission import json_type
 from hubcontroller.webhook.settings import DEFAULT_MANIFEST_LIMIT
-from ocmkit.govalues import go_marshal
+from ocmkit.govalues import go_marshal, json_type
 
 EMPTY_MANIFESTS: Final = "Workload manifests should not be empty"
 NAME_REQUIRED: Final = "name must be set in manifest"

@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from hubcontroller.webhook.admission import Errored, json_type
+from hubcontroller.webhook.admission import Errored
 from hubcontroller.webhook.manifests import Manifest, manifests_of
+from ocmkit.govalues import json_type
 
 # The Go decoder's words for an absent embedded object.
 NO_CONTENT: Final = "there is no content to decode"

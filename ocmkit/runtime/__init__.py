@@ -22,7 +22,7 @@ from ocmkit.runtime.logs import (
     parse_level,
     reconcile_context,
 )
-from ocmkit.runtime.manager import Manager, ManagerSettings, run_main
+from ocmkit.runtime.manager import Manager, ManagerSettings, run_built, run_main
 from ocmkit.runtime.observability import ObservabilityServer, parse_bind_address
 from ocmkit.runtime.ratelimit import (
     BucketRateLimiter,
@@ -91,6 +91,7 @@ __all__ = [
     "parse_bind_address",
     "parse_level",
     "reconcile_context",
+    "run_built",
     "run_main",
     "split_key",
     "strip_managed_fields",

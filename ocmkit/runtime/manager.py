@@ -26,7 +26,7 @@ import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import structlog
 
@@ -317,6 +317,39 @@ async def run_main(
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
+
+
+class Built(Protocol):
+    """What a program's composition root returns: an object holding its manager."""
+
+    @property
+    def manager(self) -> Manager:
+        """The manager that runs the program."""
+        ...
+
+
+BuiltT = TypeVar("BuiltT", bound=Built)
+
+
+async def run_built(
+    build: Callable[[], Awaitable[BuiltT]],
+    on_built: Callable[[BuiltT], None] | None = None,
+    *,
+    terminate_on_files: Sequence[str] = (),
+) -> int:
+    """:func:`run_main` for a composition root; ``on_built`` sees what it built first.
+
+    Tests pass ``on_built`` to reach the program's parts (its manager, its
+    clients) while it runs.
+    """
+
+    async def manager() -> Manager:
+        built = await build()
+        if on_built is not None:
+            on_built(built)
+        return built.manager
+
+    return await run_main(manager, terminate_on_files=terminate_on_files)
 
 
 def file_fingerprint(path: str) -> str:

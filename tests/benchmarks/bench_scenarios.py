@@ -62,6 +62,7 @@ from ocmkit.kube import (
 from ocmkit.kube.config import load_kubeconfig
 from ocmkit.runtime import Informer
 from tests.support.controlplane import ControlPlane, Etcd, Identity
+from tests.support.manifests import deployment as deployment_manifest
 
 BENCH_AGENT = "bench-suite"  # the suite's own User-Agent, left out of the counts
 # The agent's identities on the real control plane: its hub and spoke clients
@@ -215,20 +216,7 @@ def work(name: str, cluster: str, manifests: list[dict[str, Any]], **spec: Any) 
 
 def deployment(name: str, namespace: str) -> dict[str, Any]:
     """A one-replica Deployment (kubesim without simulated workloads leaves its status alone)."""
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-            },
-        },
-    }
+    return deployment_manifest(name, namespace)
 
 
 def feedback_config(name: str, namespace: str, scrape: str) -> dict[str, Any]:

@@ -97,6 +97,7 @@ from ocmkit.kube import (
     KubeClient,
 )
 from ocmkit.runtime import Informer, configure_logging
+from tests.support.manifests import deployment as deployment_manifest
 
 CLUSTER = "cluster1"
 CONCURRENCY = 32
@@ -119,20 +120,7 @@ def _namespace(watch: bool, index: int, namespaces: int) -> str:
 
 
 def _deployment(name: str, namespace: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-            },
-        },
-    }
+    return deployment_manifest(name, namespace)
 
 
 def _work(name: str, namespace: str, watch: bool) -> dict[str, Any]:

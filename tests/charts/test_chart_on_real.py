@@ -58,6 +58,7 @@ from tests.integration.conftest import (
     work_condition,
 )
 from tests.support.controlplane import ControlPlane
+from tests.support.manifests import deployment
 from tests.support.prepare import install_crds
 from tests.support.processes import ProgramProcess, start_agent_process
 from tests.support.programs import CLUSTER, CRD_DIR
@@ -178,27 +179,9 @@ def agent_args(rendered: Rendered, hub_kubeconfig: Path, spoke_kubeconfig: Path)
     return [*out, f"--spoke-kubeconfig={spoke_kubeconfig}"]
 
 
-def deployment(name: str) -> dict[str, Any]:
-    """A Deployment in the work's namespace (no controller runs it: it stays as written)."""
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": WORKLOAD_NS},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
-            },
-        },
-    }
-
-
 MANIFESTS: list[dict[str, Any]] = [
     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORKLOAD_NS}},
-    deployment("web"),
+    deployment("web", WORKLOAD_NS, container="web"),
     {
         "apiVersion": "v1",
         "kind": "Service",

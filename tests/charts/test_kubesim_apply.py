@@ -39,6 +39,7 @@ from tests.charts.rendering import (
     render_hub,
 )
 from tests.conftest import Kubectl
+from tests.support.crds import crd
 from tests.support.prepare import is_kubesim, local_webhook_service, wait_admission
 from tests.support.targets import Cluster
 from tests.webhook.helpers import RecordingAccess, configmap, manifest_work, replica_set
@@ -59,34 +60,7 @@ def kubectl(cluster: Cluster, tmp_path: Path) -> Kubectl:
 # everything else.
 def stand_in_crd(kind: str, plural: str) -> dict[str, Any]:
     """A CRD of ``monitoring.coreos.com/v1`` ``kind`` that accepts any content."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
-        "spec": {
-            "group": "monitoring.coreos.com",
-            "names": {
-                "kind": kind,
-                "listKind": f"{kind}List",
-                "plural": plural,
-                "singular": kind.lower(),
-            },
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return crd("monitoring.coreos.com", kind, plural=plural, list_kind=True)
 
 
 MONITORING_CRDS = (

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.support.processes import free_port
 
 MOSQUITTO_PATHS = ("/usr/sbin/mosquitto", "/usr/bin/mosquitto")
 
@@ -19,13 +20,6 @@ def mosquitto_binary() -> str:
     if found is None:
         raise AssertionError("mosquitto is not installed: run `make setup-debian`")
     return found
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

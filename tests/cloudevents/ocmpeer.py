@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.controlplane import REPO, Process, free_port, spawn
+from tests.support.controlplane import REPO, Process, spawn
+from tests.support.processes import free_port
 from tests.support.targets import REAL, Cluster, PlanePool, open_cluster
 
 BUILD_MODULE = REPO / "tests" / "support" / "ocm-build"

@@ -10,6 +10,7 @@ instead of 30 s. Nothing else differs from the integration tests.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,22 @@ async def agent(
 def the_hash(hub: KubeSim, tmp_path: Path) -> str:
     """The hub hash of the test hub kubeconfig (names the AppliedManifestWorks)."""
     return hub_hash_of(tmp_path)
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """The hub and spoke kubesims, test clients of both, the hub hash of the agent."""
+
+    hub: KubeSim
+    spoke: KubeSim
+    hub_client: KubeClient
+    spoke_client: KubeClient
+    the_hash: str
+
+
+@pytest.fixture
+def env(
+    hub: KubeSim, spoke: KubeSim, hub_client: KubeClient, spoke_client: KubeClient, the_hash: str
+) -> Clusters:
+    """Both clusters of a fault test, with their clients."""
+    return Clusters(hub, spoke, hub_client, spoke_client, the_hash)

@@ -23,10 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
 from tests.conftest import eventually
-from tests.faults.conftest import STATUS_SYNC_SECONDS
+from tests.faults.conftest import STATUS_SYNC_SECONDS, Clusters
 from tests.faults.harness import (
     AGENT_ON_SPOKE,
     agent_requests,
@@ -127,57 +126,58 @@ async def count(spoke_client: KubeClient, prefix: str) -> int:
 
 async def test_killed_mid_apply_and_mid_delete(
     agents: Agents,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """SIGKILL during a 50-manifest apply and during its deletion; restarts converge."""
-    await create_work(hub_client, "bystander", configmaps("bystander", 2))
-    spoke.inject(verb="create", resource="configmaps", latency=0.1, userAgent=AGENT_ON_SPOKE)
-    await create_work(hub_client, "big", configmaps("big", BIG))
+    await create_work(env.hub_client, "bystander", configmaps("bystander", 2))
+    env.spoke.inject(verb="create", resource="configmaps", latency=0.1, userAgent=AGENT_ON_SPOKE)
+    await create_work(env.hub_client, "big", configmaps("big", BIG))
     await agents.start()
 
     seen: list[int] = []
 
     async def partly_applied() -> bool:
         agents.alive()
-        seen.append(await count(spoke_client, "big-"))
+        seen.append(await count(env.spoke_client, "big-"))
         return seen[-1] >= 10
 
     await eventually(partly_applied, timeout=60, what="the big work to be partly applied")
     await agents.kill()
     assert seen[-1] < BIG, "the kill must land mid-apply"
-    spoke.clear_faults()
+    env.spoke.clear_faults()
 
     await agents.start()
     expected = Expected(works={"bystander", "big"})
     await converged(
-        hub_client, spoke_client, the_hash, expected, what="convergence after the kill mid-apply"
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
+        expected,
+        what="convergence after the kill mid-apply",
     )
 
     # Mid-delete: the agent deletes the 50 objects 16 at a time; slow deletes let
     # the kill land after some are gone and before all are.
-    spoke.inject(verb="delete", resource="configmaps", latency=0.5, userAgent=AGENT_ON_SPOKE)
-    await delete_work(hub_client, "big")
+    env.spoke.inject(verb="delete", resource="configmaps", latency=0.5, userAgent=AGENT_ON_SPOKE)
+    await delete_work(env.hub_client, "big")
 
     async def partly_deleted() -> bool:
         agents.alive()
-        seen.append(await count(spoke_client, "big-"))
+        seen.append(await count(env.spoke_client, "big-"))
         return seen[-1] <= BIG - 10
 
     await eventually(partly_deleted, what="the big work to be partly deleted")
     await agents.kill()
     assert seen[-1] > 0, "the kill must land mid-delete"
-    spoke.clear_faults()
+    env.spoke.clear_faults()
     # While no agent runs, the hub moves on too.
-    await set_manifests(hub_client, "bystander", configmaps("bystander", 1, v="later"))
+    await set_manifests(env.hub_client, "bystander", configmaps("bystander", 1, v="later"))
 
     await agents.start()
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={"bystander"}),
         what="convergence after the kill mid-delete",
     )
@@ -185,92 +185,86 @@ async def test_killed_mid_apply_and_mid_delete(
 
 async def test_manifests_removed_while_the_killed_agent_was_down(
     agents: Agents,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """Killed mid-apply of a work whose manifests are then removed before the agent
     is back: the objects it created but never recorded must go too."""
-    spoke.inject(verb="create", resource="configmaps", latency=0.1, userAgent=AGENT_ON_SPOKE)
-    await create_work(hub_client, "shrunk", configmaps("shrunk", 30))
+    env.spoke.inject(verb="create", resource="configmaps", latency=0.1, userAgent=AGENT_ON_SPOKE)
+    await create_work(env.hub_client, "shrunk", configmaps("shrunk", 30))
     await agents.start()
 
     async def partly_applied() -> bool:
         agents.alive()
-        return await count(spoke_client, "shrunk-") >= 10
+        return await count(env.spoke_client, "shrunk-") >= 10
 
     await eventually(partly_applied, timeout=60, what="the work to be partly applied")
     await agents.kill()
-    spoke.clear_faults()
-    written = await set_manifests(hub_client, "shrunk", configmaps("shrunk", 3))
+    env.spoke.clear_faults()
+    written = await set_manifests(env.hub_client, "shrunk", configmaps("shrunk", 3))
 
     await agents.start()
     # The reconcile of the new generation is complete once the hub status and then
     # the AppliedManifestWork record it; stale objects are deleted before both.
-    await wait_applied(hub_client, "shrunk", generation=written["metadata"]["generation"])
+    await wait_applied(env.hub_client, "shrunk", generation=written["metadata"]["generation"])
 
     async def recorded() -> bool:
-        amw = await get_applied_work(spoke_client, the_hash, "shrunk")
+        amw = await get_applied_work(env.spoke_client, env.the_hash, "shrunk")
         return len(((amw or {}).get("status") or {}).get("appliedResources") or []) == 3
 
     await eventually(recorded, what="the AppliedManifestWork to record the 3 manifests")
-    found = await problems(hub_client, spoke_client, the_hash, Expected(works={"shrunk"}))
+    found = await problems(
+        env.hub_client, env.spoke_client, env.the_hash, Expected(works={"shrunk"})
+    )
     leaked = [p for p in found if "leaked" in p]
     assert leaked == [], leaked
 
 
 async def test_resources_are_recorded_before_they_are_created(
     agent: AgentRunner,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """What the kill tests rely on: the AppliedManifestWork lists a work's resources
     before the agent creates them: a new work's in the AppliedManifestWork's create (no
     extra write), a new generation's at the cost of one write, none when nothing
     changes."""
-    spoke.inject(verb="create", resource="configmaps", latency=0.1, userAgent=AGENT_ON_SPOKE)
-    await create_work(hub_client, "early", configmaps("early", 6))
+    env.spoke.inject(verb="create", resource="configmaps", latency=0.1, userAgent=AGENT_ON_SPOKE)
+    await create_work(env.hub_client, "early", configmaps("early", 6))
     names = sorted(f"early-{i}" for i in range(6))
 
     async def listed_while_creating() -> bool:
-        amw = await get_applied_work(spoke_client, the_hash, "early")
+        amw = await get_applied_work(env.spoke_client, env.the_hash, "early")
         # A new work's record is the AppliedManifestWork's creation (its annotation).
         entries = recorded_resources(amw or {})
-        created = await count(spoke_client, "early-")
+        created = await count(env.spoke_client, "early-")
         assert created < len(names) or sorted(e["name"] for e in entries) == names
         return created >= 1 and sorted(e["name"] for e in entries) == names
 
     await eventually(listed_while_creating, what="the manifests listed before all exist")
-    assert await count(spoke_client, "early-") < len(names), "listed only once all existed"
-    spoke.clear_faults()
-    await converged(hub_client, spoke_client, the_hash, Expected(works={"early"}))
+    assert await count(env.spoke_client, "early-") < len(names), "listed only once all existed"
+    env.spoke.clear_faults()
+    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"early"}))
 
     async def amw_status_writes() -> int:
-        counts = await agent_requests(spoke, AGENT_ON_SPOKE)
+        counts = await agent_requests(env.spoke, AGENT_ON_SPOKE)
         return successes(counts, "patch", "appliedmanifestworks/status")
 
     # A new generation adding manifests: one write to list them, one with their UIDs.
     before = await amw_status_writes()
-    written = await set_manifests(hub_client, "early", configmaps("early", 8))
-    await wait_applied(hub_client, "early", generation=written["metadata"]["generation"])
-    await converged(hub_client, spoke_client, the_hash, Expected(works={"early"}))
+    written = await set_manifests(env.hub_client, "early", configmaps("early", 8))
+    await wait_applied(env.hub_client, "early", generation=written["metadata"]["generation"])
+    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"early"}))
     assert await amw_status_writes() - before == 2
     # A new generation that adds nothing: only the final write, dropping the removed ones.
     before = await amw_status_writes()
-    written = await set_manifests(hub_client, "early", configmaps("early", 5))
-    await wait_applied(hub_client, "early", generation=written["metadata"]["generation"])
-    await converged(hub_client, spoke_client, the_hash, Expected(works={"early"}))
+    written = await set_manifests(env.hub_client, "early", configmaps("early", 5))
+    await wait_applied(env.hub_client, "early", generation=written["metadata"]["generation"])
+    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"early"}))
     assert await amw_status_writes() - before == 1
 
 
 async def test_a_failed_create_is_not_left_recorded(
     agent: AgentRunner,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """A resource listed before a create that failed is dropped from the record once
     the agent sees it does not exist, even while another manifest cannot be resolved
@@ -280,23 +274,28 @@ async def test_a_failed_create_is_not_left_recorded(
         "kind": "Gadget",
         "metadata": {"name": "g", "namespace": "default"},
     }
-    await create_work(hub_client, "failing", [unknown, *configmaps("lost", 1, namespace="nowhere")])
+    await create_work(
+        env.hub_client, "failing", [unknown, *configmaps("lost", 1, namespace="nowhere")]
+    )
 
     async def reported_and_unrecorded() -> bool:
-        work = await get_work(hub_client, "failing")
+        work = await get_work(env.hub_client, "failing")
         failed = [
             c.get("message")
             for entry in manifest_statuses(work)
             for c in entry.get("conditions") or []
             if c.get("type") == "Applied" and c.get("status") == "False"
         ]
-        amw = await get_applied_work(spoke_client, the_hash, "failing")
+        amw = await get_applied_work(env.spoke_client, env.the_hash, "failing")
         entries = ((amw or {}).get("status") or {}).get("appliedResources") or []
         return len(failed) == 2 and amw is not None and entries == []
 
     await eventually(reported_and_unrecorded, what="both failures reported, nothing recorded")
-    await spoke_client.create(NAMESPACES, {"metadata": {"name": "nowhere"}})
-    await set_manifests(hub_client, "failing", configmaps("lost", 1, namespace="nowhere"))
+    await env.spoke_client.create(NAMESPACES, {"metadata": {"name": "nowhere"}})
+    await set_manifests(env.hub_client, "failing", configmaps("lost", 1, namespace="nowhere"))
     await converged(
-        hub_client, spoke_client, the_hash, Expected(works={"failing"}, namespaces=("nowhere",))
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
+        Expected(works={"failing"}, namespaces=("nowhere",)),
     )

@@ -39,9 +39,9 @@ from typing import Any
 
 import pytest
 
-from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, DEPLOYMENTS, KubeClient, NotFound
 from tests.conftest import eventually
+from tests.faults.conftest import Clusters
 from tests.faults.harness import (
     AGENT_ON_HUB,
     AGENT_ON_SPOKE,
@@ -94,30 +94,32 @@ async def test_spoke_drift_is_restored(
     trigger: str,
     monkeypatch: pytest.MonkeyPatch,
     agent: AgentRunner,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """Another writer's changes to Update-strategy fields are undone at the next resync."""
     if trigger == "periodic":
         monkeypatch.setattr(manifestwork, "RESYNC_SECONDS", 1.0)
-    await create_work(hub_client, "drift", [configmap("drift-cm", key="v1"), APP])
-    await create_work(hub_client, "steady", configmaps("steady", 2))
+    await create_work(env.hub_client, "drift", [configmap("drift-cm", key="v1"), APP])
+    await create_work(env.hub_client, "steady", configmaps("steady", 2))
     expected = Expected(works={"drift", "steady"})
-    await converged(hub_client, spoke_client, the_hash, expected)
+    await converged(env.hub_client, env.spoke_client, env.the_hash, expected)
 
-    cm = await spoke_client.get(CONFIGMAPS, "drift-cm", "default")
+    cm = await env.spoke_client.get(CONFIGMAPS, "drift-cm", "default")
     cm["data"] = {"key": "tampered", "extra": "added by someone else"}
-    await spoke_client.update(CONFIGMAPS, cm)
-    app = await spoke_client.get(DEPLOYMENTS, "drift-app", "default")
+    await env.spoke_client.update(CONFIGMAPS, cm)
+    app = await env.spoke_client.get(DEPLOYMENTS, "drift-app", "default")
     app["spec"]["replicas"] = 5
     app["spec"]["template"]["spec"]["containers"][0]["image"] = "busybox:evil"
-    await spoke_client.update(DEPLOYMENTS, app)
+    await env.spoke_client.update(DEPLOYMENTS, app)
 
     if trigger == "labels":
-        await touch_labels(hub_client, "drift", resync="1")
+        await touch_labels(env.hub_client, "drift", resync="1")
     await converged(
-        hub_client, spoke_client, the_hash, expected, what=f"the drift to be undone ({trigger})"
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
+        expected,
+        what=f"the drift to be undone ({trigger})",
     )
 
 
@@ -128,15 +130,12 @@ def external_condition(work: dict[str, Any]) -> dict[str, Any] | None:
 
 async def test_another_status_writer_is_not_overwritten(
     agent: AgentRunner,
-    hub: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """The agent and another writer share the status: neither loses its conditions."""
-    await create_work(hub_client, "shared", configmaps("shared", 2))
+    await create_work(env.hub_client, "shared", configmaps("shared", 2))
     expected = Expected(works={"shared"})
-    await converged(hub_client, spoke_client, the_hash, expected)
+    await converged(env.hub_client, env.spoke_client, env.the_hash, expected)
 
     def add_external(work: dict[str, Any]) -> None:
         conditions = work.setdefault("status", {}).setdefault("conditions", [])
@@ -145,22 +144,24 @@ async def test_another_status_writer_is_not_overwritten(
 
     # The race: the agent's status patch for the new generation is held while the
     # other writer adds its condition; the held patch must fail its precondition.
-    held = hub.inject(
+    held = env.hub.inject(
         verb="patch",
         resource="manifestworks/status",
         latency=1.5,
         count=1,
         userAgent=AGENT_ON_HUB,
     )
-    await set_manifests(hub_client, "shared", configmaps("shared", 3, v="two"))
+    await set_manifests(env.hub_client, "shared", configmaps("shared", 3, v="two"))
 
     async def patch_held() -> bool:
         return held.hits >= 1
 
     await eventually(patch_held, what="the agent's status patch to be held")
-    await update_work(hub_client, "shared", add_external, subresource="status")
-    await converged(hub_client, spoke_client, the_hash, expected, what="convergence after the race")
-    work = await get_work(hub_client, "shared")
+    await update_work(env.hub_client, "shared", add_external, subresource="status")
+    await converged(
+        env.hub_client, env.spoke_client, env.the_hash, expected, what="convergence after the race"
+    )
+    work = await get_work(env.hub_client, "shared")
     assert external_condition(work) == EXTERNAL_CONDITION
 
     # A ruder writer replaces the whole status with its own condition. The agent
@@ -169,53 +170,58 @@ async def test_another_status_writer_is_not_overwritten(
     def replace_status(work: dict[str, Any]) -> None:
         work["status"] = {"conditions": [dict(EXTERNAL_CONDITION)]}
 
-    await update_work(hub_client, "shared", replace_status, subresource="status")
-    await touch_labels(hub_client, "shared", resync="1")
+    await update_work(env.hub_client, "shared", replace_status, subresource="status")
+    await touch_labels(env.hub_client, "shared", resync="1")
     await converged(
-        hub_client, spoke_client, the_hash, expected, what="the agent's conditions to be back"
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
+        expected,
+        what="the agent's conditions to be back",
     )
-    work = await get_work(hub_client, "shared")
+    work = await get_work(env.hub_client, "shared")
     assert external_condition(work) == EXTERNAL_CONDITION
 
 
 async def test_object_taken_over_while_its_old_work_is_deleted(
     agent: AgentRunner,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """A new work takes over an object while the old work's cleanup is deleting it:
     the cleanup must not delete the object the new work now owns too."""
-    await create_work(hub_client, "handover-old", [configmap("handover-cm", key="v")])
-    await converged(hub_client, spoke_client, the_hash, Expected(works={"handover-old"}))
+    await create_work(env.hub_client, "handover-old", [configmap("handover-cm", key="v")])
+    await converged(
+        env.hub_client, env.spoke_client, env.the_hash, Expected(works={"handover-old"})
+    )
 
     # The old work's cleanup reads the object (owned by the old work only) and sends
     # its DELETE, which is held 2 s; meanwhile the new work adopts the object.
-    held = spoke.inject(
+    held = env.spoke.inject(
         verb="delete", resource="configmaps", latency=2.0, count=1, userAgent=AGENT_ON_SPOKE
     )
-    await delete_work(hub_client, "handover-old")
+    await delete_work(env.hub_client, "handover-old")
 
     async def delete_held() -> bool:
         return held.hits >= 1
 
     await eventually(delete_held, what="the old work's delete to be in flight")
-    await create_work(hub_client, "handover-new", [configmap("handover-cm", key="v")])
+    await create_work(env.hub_client, "handover-new", [configmap("handover-cm", key="v")])
 
-    new_owner = applied_work_name(the_hash, "handover-new")
+    new_owner = applied_work_name(env.the_hash, "handover-new")
 
     async def adopted() -> bool:
         # Owned by both works while the old one's delete is held (were the machine
         # too slow for that, the new work would own a re-created object alone).
-        cm = await spoke_client.get(CONFIGMAPS, "handover-cm", "default")
+        cm = await env.spoke_client.get(CONFIGMAPS, "handover-cm", "default")
         return any(r["name"] == new_owner for r in cm["metadata"].get("ownerReferences") or [])
 
     await eventually(adopted, what="the new work to own the object")
     # Without the resourceVersion precondition on the cleanup's DELETE, the held
     # delete removed the adopted object, and nothing restored it before the new
     # work's periodic resync (4 min): converging at all is the regression test.
-    await converged(hub_client, spoke_client, the_hash, Expected(works={"handover-new"}))
+    await converged(
+        env.hub_client, env.spoke_client, env.the_hash, Expected(works={"handover-new"})
+    )
 
 
 async def _uid(spoke_client: KubeClient, name: str) -> str | None:
@@ -227,30 +233,29 @@ async def _uid(spoke_client: KubeClient, name: str) -> str | None:
 
 async def test_stale_deletions_are_recorded_while_status_writes_fail(
     agent: AgentRunner,
-    hub: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """Found by the soak: a manifest removed, re-added and removed again while the
     agent's hub status writes all fail must not leave its object behind."""
-    await create_work(hub_client, "churn", [configmap("churn-a"), configmap("churn-b")])
-    await converged(hub_client, spoke_client, the_hash, Expected(works={"churn"}))
-    first = await _uid(spoke_client, "churn-b")
-    hub.inject(verb="patch", resource="manifestworks/status", code=409, userAgent=AGENT_ON_HUB)
-    await set_manifests(hub_client, "churn", [configmap("churn-a")])
+    await create_work(env.hub_client, "churn", [configmap("churn-a"), configmap("churn-b")])
+    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"churn"}))
+    first = await _uid(env.spoke_client, "churn-b")
+    env.hub.inject(verb="patch", resource="manifestworks/status", code=409, userAgent=AGENT_ON_HUB)
+    await set_manifests(env.hub_client, "churn", [configmap("churn-a")])
 
     async def removed() -> bool:
-        return await _uid(spoke_client, "churn-b") is None
+        return await _uid(env.spoke_client, "churn-b") is None
 
     await eventually(removed, what="churn-b deleted as stale")
-    await set_manifests(hub_client, "churn", [configmap("churn-a"), configmap("churn-b")])
+    await set_manifests(env.hub_client, "churn", [configmap("churn-a"), configmap("churn-b")])
 
     async def recreated() -> bool:
-        uid = await _uid(spoke_client, "churn-b")
+        uid = await _uid(env.spoke_client, "churn-b")
         return uid is not None and uid != first
 
     await eventually(recreated, what="churn-b created again")
-    await set_manifests(hub_client, "churn", [configmap("churn-a")])
-    hub.clear_faults()
-    await converged(hub_client, spoke_client, the_hash, Expected(works={"churn"}), timeout=20)
+    await set_manifests(env.hub_client, "churn", [configmap("churn-a")])
+    env.hub.clear_faults()
+    await converged(
+        env.hub_client, env.spoke_client, env.the_hash, Expected(works={"churn"}), timeout=20
+    )

@@ -25,10 +25,9 @@ import pytest
 import yaml
 
 from kubesim.sim import KubeSim
-from ocmkit.kube import KubeClient
 from ocmkit.runtime.manager import EXIT_OK, FILE_CHECK_SECONDS
 from tests.conftest import eventually
-from tests.faults.conftest import fault_agent_settings
+from tests.faults.conftest import Clusters, fault_agent_settings
 from tests.faults.harness import (
     AGENT_ON_HUB,
     agent_args,
@@ -88,42 +87,39 @@ async def revoke(hub: KubeSim, token: str) -> None:
 
 
 async def test_rotated_kubeconfig_restarts_the_agent(
-    hub: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
+    env: Clusters,
     tmp_path: Path,
-    the_hash: str,
 ) -> None:
     """Revoked: the agent reports 401 and backs off; rotated: it exits 0; restarted:
     it converges."""
     agent_config = tmp_path / "agent-hub.kubeconfig"
-    old_token = hub.add_user("agent", groups=("system:masters",))
-    hub.write_kubeconfig(agent_config, token=old_token)
+    old_token = env.hub.add_user("agent", groups=("system:masters",))
+    env.hub.write_kubeconfig(agent_config, token=old_token)
     args = agent_args(
         agent_config,
         tmp_path / "spoke.kubeconfig",
         "--disable-leader-election",
         f"--terminate-on-files={agent_config}",
     )
-    await create_work(hub_client, "early", configmaps("early", 2))
+    await create_work(env.hub_client, "early", configmaps("early", 2))
     agent: ProgramProcess = await spawn_agent(tmp_path, "first", *args)
     try:
-        await converged(hub_client, spoke_client, the_hash, Expected(works={"early"}))
+        await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"early"}))
 
-        await revoke(hub, old_token)
-        await create_work(hub_client, "late", configmaps("late", 2))
+        await revoke(env.hub, old_token)
+        await create_work(env.hub_client, "late", configmaps("late", 2))
         window_start = time.monotonic()
         # sleep-ok: an observation window; the count in it is the assertion
         await asyncio.sleep(OBSERVE)
         assert agent.process.returncode is None, f"the agent exited:\n{agent.log()}"
-        refusals = unauthorized(hub, since=window_start)
+        refusals = unauthorized(env.hub, since=window_start)
         assert refusals <= MAX_401S, f"{refusals} 401s in {OBSERVE}s: retrying hot"
         assert "refused the credentials (401 Unauthorized)" in agent.log()
         assert old_token not in agent.log()
 
-        new_token = hub.add_user("agent", groups=("system:masters",))
+        new_token = env.hub.add_user("agent", groups=("system:masters",))
         rotated_at = time.monotonic()
-        hub.write_kubeconfig(agent_config, token=new_token)
+        env.hub.write_kubeconfig(agent_config, token=new_token)
         code = await asyncio.wait_for(agent.process.wait(), timeout=FILE_CHECK_SECONDS + 30)
         assert code == EXIT_OK, agent.log()
         assert time.monotonic() - rotated_at < FILE_CHECK_SECONDS + 30
@@ -134,9 +130,9 @@ async def test_rotated_kubeconfig_restarts_the_agent(
     restarted = await spawn_agent(tmp_path, "restarted", *args)
     try:
         await converged(
-            hub_client,
-            spoke_client,
-            the_hash,
+            env.hub_client,
+            env.spoke_client,
+            env.the_hash,
             Expected(works={"early", "late"}),
             what="the restarted agent to converge with the new token",
         )
@@ -145,18 +141,15 @@ async def test_rotated_kubeconfig_restarts_the_agent(
 
 
 async def test_token_file_is_reread_after_401(
-    hub: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
+    env: Clusters,
     tmp_path: Path,
-    the_hash: str,
 ) -> None:
     """With ``tokenFile`` the agent picks the rotated token up after a 401, without
     a restart."""
     token_file = tmp_path / "hub-token"
-    old_token = hub.add_user("agent", groups=("system:masters",))
+    old_token = env.hub.add_user("agent", groups=("system:masters",))
     token_file.write_text(old_token)
-    kubeconfig = hub.kubeconfig()
+    kubeconfig = env.hub.kubeconfig()
     kubeconfig["users"][0]["user"] = {"tokenFile": str(token_file)}
     agent_config = tmp_path / "agent-hub.kubeconfig"
     agent_config.write_text(yaml.safe_dump(kubeconfig))
@@ -165,15 +158,15 @@ async def test_token_file_is_reread_after_401(
     runner = AgentRunner(settings)
     await runner.start()
     try:
-        await create_work(hub_client, "early", configmaps("early", 2))
-        await converged(hub_client, spoke_client, the_hash, Expected(works={"early"}))
-        await revoke(hub, old_token)
-        await create_work(hub_client, "late", configmaps("late", 2))
-        token_file.write_text(hub.add_user("agent", groups=("system:masters",)))
+        await create_work(env.hub_client, "early", configmaps("early", 2))
+        await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"early"}))
+        await revoke(env.hub, old_token)
+        await create_work(env.hub_client, "late", configmaps("late", 2))
+        token_file.write_text(env.hub.add_user("agent", groups=("system:masters",)))
         await converged(
-            hub_client,
-            spoke_client,
-            the_hash,
+            env.hub_client,
+            env.spoke_client,
+            env.the_hash,
             Expected(works={"early", "late"}),
             what="the agent to converge with the token re-read from the file",
         )

@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from kubesim.sim import KubeSim
 from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient, KubeError
 from tests.conftest import eventually
-from tests.faults.conftest import STATUS_SYNC_SECONDS
+from tests.faults.conftest import STATUS_SYNC_SECONDS, Clusters
 from tests.faults.harness import HubApi, admin_fault, configmaps, create_work
 from tests.faults.invariants import CLUSTER, Expected, converged
 from tests.support.programs import AgentRunner, agent_settings
@@ -86,33 +85,30 @@ def force_delete(api: HubApi, name: str) -> None:
 async def test_nothing_is_evicted_while_the_hub_is_unreachable(
     outage: str,
     agent: AgentRunner,
-    hub: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """An outage four times the grace period evicts nothing; afterwards exactly the
     works gone from the hub are cleaned up."""
     names = (*STAYING, DELETED, FORCED)
     for name in names:
-        await create_work(hub_client, name, configmaps(name, 2))
-    await converged(hub_client, spoke_client, the_hash, Expected(works=set(names)))
-    before = await configmap_uids(spoke_client)
+        await create_work(env.hub_client, name, configmaps(name, 2))
+    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works=set(names)))
+    before = await configmap_uids(env.spoke_client)
     amw_uids = {
         a["metadata"]["name"]: a["metadata"]["uid"]
-        for a in (await spoke_client.list(APPLIED_MANIFESTWORKS))["items"]
+        for a in (await env.spoke_client.list(APPLIED_MANIFESTWORKS))["items"]
     }
 
-    api = HubApi(hub)
+    api = HubApi(env.hub)
     if outage == "refuse-connections":
-        await admin_fault(hub, {"action": "refuse-connections", "seconds": OUTAGE_SECONDS})
+        await admin_fault(env.hub, {"action": "refuse-connections", "seconds": OUTAGE_SECONDS})
 
         async def refused() -> bool:
-            return not await reachable(hub_client)
+            return not await reachable(env.hub_client)
 
         await eventually(refused, what="the hub to refuse connections")
     else:
-        await hub.stop()
+        await env.hub.stop()
     loop = asyncio.get_running_loop()
     outage_ends = loop.time() + OUTAGE_SECONDS
     api.delete(DELETED)
@@ -120,14 +116,14 @@ async def test_nothing_is_evicted_while_the_hub_is_unreachable(
 
     async def untouched() -> None:
         """Fail at once if anything was evicted, or an eviction grace period started."""
-        for amw in (await spoke_client.list(APPLIED_MANIFESTWORKS))["items"]:
+        for amw in (await env.spoke_client.list(APPLIED_MANIFESTWORKS))["items"]:
             meta = amw["metadata"]
             assert amw_uids.get(meta["name"]) == meta["uid"], f"{meta['name']} was recreated"
             assert not meta.get("deletionTimestamp"), f"{meta['name']} is being deleted"
             start = (amw.get("status") or {}).get("evictionStartTime")
             assert start is None, f"{meta['name']}: eviction started at {start}, hub unreachable"
         assert len(amw_uids) == len(names)
-        assert await configmap_uids(spoke_client) == before, "applied objects changed"
+        assert await configmap_uids(env.spoke_client) == before, "applied objects changed"
 
     if outage == "stop-start":
 
@@ -136,21 +132,21 @@ async def test_nothing_is_evicted_while_the_hub_is_unreachable(
             return loop.time() >= outage_ends
 
         await eventually(lasted, timeout=OUTAGE_SECONDS + 30, what="the outage to last")
-        await hub.start()
+        await env.hub.start()
 
     async def outage_over() -> bool:
         await untouched()
-        return await reachable(hub_client)
+        return await reachable(env.hub_client)
 
     await eventually(outage_over, timeout=OUTAGE_SECONDS + 30, what="the hub to be back")
 
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works=set(STAYING)),
         what="the gone works cleaned up, the others kept",
     )
-    after = await configmap_uids(spoke_client)
+    after = await configmap_uids(env.spoke_client)
     kept = {n: u for n, u in before.items() if n.startswith("stay-")}
     assert after == kept, "the staying works' objects must be the same instances"

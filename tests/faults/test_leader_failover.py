@@ -26,6 +26,7 @@ from kubesim.faults import JournalEntry
 from kubesim.sim import KubeSim
 from ocmkit.kube import LEASES, NAMESPACES, KubeClient, NotFound
 from tests.conftest import eventually
+from tests.faults.conftest import Clusters
 from tests.faults.harness import (
     agent_args,
     agent_identity,
@@ -148,98 +149,94 @@ def assert_writes_only_while_leading(
 
 async def test_standby_takes_over_from_a_killed_leader(
     replicas: Replicas,
-    hub: KubeSim,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """SIGKILL the leader: the standby takes the expired Lease and applies new work;
     the two never write at the same time."""
     lease, renew, retry = 4.0, 3.0, 1.0
-    await create_work(hub_client, "before", configmaps("before", 2))
+    await create_work(env.hub_client, "before", configmaps("before", 2))
     await replicas.start("agent-a", lease, renew, retry)
-    leader = await wait_leader(replicas, spoke_client, "agent-a")
+    leader = await wait_leader(replicas, env.spoke_client, "agent-a")
     await replicas.start("agent-b", lease, renew, retry)
-    await wait_standing_by(replicas, spoke, "agent-b")
-    await create_work(hub_client, "during", configmaps("during", 2))
-    await converged(hub_client, spoke_client, the_hash, Expected(works={"before", "during"}))
-    assert await lease_holder(spoke_client) == leader
+    await wait_standing_by(replicas, env.spoke, "agent-b")
+    await create_work(env.hub_client, "during", configmaps("during", 2))
+    await converged(
+        env.hub_client, env.spoke_client, env.the_hash, Expected(works={"before", "during"})
+    )
+    assert await lease_holder(env.spoke_client) == leader
 
     killed_at = time.monotonic()
     replicas.running["agent-a"].process.kill()
     await replicas.running["agent-a"].process.wait()
-    await create_work(hub_client, "after", configmaps("after", 3))
+    await create_work(env.hub_client, "after", configmaps("after", 3))
 
     async def taken_over() -> bool:
         replicas.alive("agent-b")
-        return await lease_holder(spoke_client) not in ("", leader)
+        return await lease_holder(env.spoke_client) not in ("", leader)
 
     # The bound on the takeover time is asserted below, from kubesim's journal.
     await eventually(taken_over, timeout=60, what="the standby to take the Lease")
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={"before", "during", "after"}),
         what="the new leader to apply the work created after the kill",
     )
 
-    took = first_lease_write(spoke, "agent-b")
+    took = first_lease_write(env.spoke, "agent-b")
     takeover = took.at - killed_at
     # The killed leader renewed at most one retry period before the kill, and the
     # standby waits a full lease duration after seeing a renewal: earlier would be
     # two leaders at once. Later than lease + two (jittered) polls plus slack is a bug.
     assert lease - 2 * retry < takeover < lease + 2 * 1.2 * retry + SLACK, takeover
-    assert writes_of(hub, "agent-a", exclude=("leases",)), "the first leader applied nothing"
-    assert writes_of(spoke, "agent-b", exclude=("leases",)), "the new leader applied nothing"
-    assert_writes_only_while_leading(hub, spoke, "agent-a", since=0.0, until=killed_at)
-    assert_writes_only_while_leading(hub, spoke, "agent-b", since=took.at)
+    assert writes_of(env.hub, "agent-a", exclude=("leases",)), "the first leader applied nothing"
+    assert writes_of(env.spoke, "agent-b", exclude=("leases",)), "the new leader applied nothing"
+    assert_writes_only_while_leading(env.hub, env.spoke, "agent-a", since=0.0, until=killed_at)
+    assert_writes_only_while_leading(env.hub, env.spoke, "agent-b", since=took.at)
     # A standby does not even read the hub: its informers start once it leads.
-    early = [(e.verb, e.resource) for e in hub.journal().select(user="agent-b") if e.at < took.at]
+    early = [
+        (e.verb, e.resource) for e in env.hub.journal().select(user="agent-b") if e.at < took.at
+    ]
     assert early == [], f"the standby talked to the hub before leading: {early}"
 
 
 async def test_graceful_leader_releases_the_lease(
     replicas: Replicas,
-    hub: KubeSim,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """SIGTERM the leader: it exits 0 and releases the Lease, so the standby takes over
     within a retry period instead of waiting out the 30 s lease."""
     lease, renew, retry = 30.0, 20.0, 1.0
     await replicas.start("agent-a", lease, renew, retry)
-    leader = await wait_leader(replicas, spoke_client, "agent-a")
+    leader = await wait_leader(replicas, env.spoke_client, "agent-a")
     await replicas.start("agent-b", lease, renew, retry)
-    await wait_standing_by(replicas, spoke, "agent-b")
-    await create_work(hub_client, "first", configmaps("first", 2))
-    await converged(hub_client, spoke_client, the_hash, Expected(works={"first"}))
+    await wait_standing_by(replicas, env.spoke, "agent-b")
+    await create_work(env.hub_client, "first", configmaps("first", 2))
+    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"first"}))
 
     stopping_at = time.monotonic()
     assert await replicas.running["agent-a"].terminate() == 0
     assert "released the lease" in replicas.running["agent-a"].log()
-    await create_work(hub_client, "second", configmaps("second", 2))
+    await create_work(env.hub_client, "second", configmaps("second", 2))
 
     async def taken_over() -> bool:
         replicas.alive("agent-b")
-        return await lease_holder(spoke_client) not in ("", leader)
+        return await lease_holder(env.spoke_client) not in ("", leader)
 
     await eventually(taken_over, timeout=60, what="the standby to take the released Lease")
-    took = first_lease_write(spoke, "agent-b")
+    took = first_lease_write(env.spoke, "agent-b")
     # Without the release the standby could not take over before lease - retry (29 s).
     assert took.at - stopping_at < lease / 2, took.at - stopping_at
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={"first", "second"}),
         what="the new leader to apply the work created after the handover",
     )
     # The leader drains its controllers before it releases the Lease, so even though
     # the standby may take over before the old process has exited, their writes
     # do not overlap.
-    assert_writes_only_while_leading(hub, spoke, "agent-a", since=0.0, until=took.at)
-    assert_writes_only_while_leading(hub, spoke, "agent-b", since=took.at)
+    assert_writes_only_while_leading(env.hub, env.spoke, "agent-a", since=0.0, until=took.at)
+    assert_writes_only_while_leading(env.hub, env.spoke, "agent-b", since=took.at)

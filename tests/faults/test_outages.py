@@ -25,9 +25,9 @@ import asyncio
 
 import pytest
 
-from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, KubeError
 from tests.conftest import eventually
+from tests.faults.conftest import Clusters
 from tests.faults.harness import (
     AGENT_ON_SPOKE,
     HubApi,
@@ -77,37 +77,40 @@ async def reachable(client: KubeClient) -> bool:
 async def test_hub_unreachable_then_back(
     outage: str,
     agent: AgentRunner,
-    hub: KubeSim,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """Changes made while the hub is away are caught up once, none lost or doubled."""
     for i in range(4):
-        await create_work(hub_client, f"away-{i}", configmaps(f"away-{i}", 3))
+        await create_work(env.hub_client, f"away-{i}", configmaps(f"away-{i}", 3))
     await converged(
-        hub_client, spoke_client, the_hash, Expected(works={f"away-{i}" for i in range(4)})
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
+        Expected(works={f"away-{i}" for i in range(4)}),
     )
-    before = await uids(spoke_client, "away-")
+    before = await uids(env.spoke_client, "away-")
     amws_before = {
-        name: (await get_applied_work(spoke_client, the_hash, name) or {})["metadata"]["uid"]
+        name: (await get_applied_work(env.spoke_client, env.the_hash, name) or {})["metadata"][
+            "uid"
+        ]
         for name in ("away-0", "away-2", "away-3")
     }
-    spoke_before = await agent_requests(spoke, AGENT_ON_SPOKE)
+    spoke_before = await agent_requests(env.spoke, AGENT_ON_SPOKE)
 
     # Right before the outage: the agent may lose the hub while reconciling this.
-    await set_manifests(hub_client, "away-3", [*configmaps("away-3", 3), configmap("away-3-new")])
-    api = HubApi(hub)
+    await set_manifests(
+        env.hub_client, "away-3", [*configmaps("away-3", 3), configmap("away-3-new")]
+    )
+    api = HubApi(env.hub)
     if outage == "refuse-connections":
-        await admin_fault(hub, {"action": "refuse-connections", "seconds": HUB_DOWN_SECONDS})
+        await admin_fault(env.hub, {"action": "refuse-connections", "seconds": HUB_DOWN_SECONDS})
 
         async def refused() -> bool:
-            return not await reachable(hub_client)
+            return not await reachable(env.hub_client)
 
         await eventually(refused, what="the hub to refuse connections")
     else:
-        await hub.stop()
+        await env.hub.stop()
 
     # While the hub is away, through its storage: create, change, delete, relabel.
     api.create("away-new", configmaps("away-new", 3))
@@ -120,19 +123,19 @@ async def test_hub_unreachable_then_back(
 
     if outage == "stop-start":
         await asyncio.sleep(HUB_DOWN_SECONDS)  # sleep-ok: the fault must last
-        await hub.start()
+        await env.hub.start()
 
     async def back() -> bool:
-        return await reachable(hub_client)
+        return await reachable(env.hub_client)
 
     await eventually(back, what="the hub to serve again")
     # And right after: one more change over HTTP.
-    await touch_labels(hub_client, "away-new", late="yes")
+    await touch_labels(env.hub_client, "away-new", late="yes")
 
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={"away-0", "away-2", "away-3", "away-new"}),
         what=f"catch-up after the hub outage ({outage})",
     )
@@ -140,13 +143,13 @@ async def test_hub_unreachable_then_back(
     # Nothing done twice: untouched objects and AppliedManifestWorks are the same
     # instances, and the spoke saw one successful create per added object and one
     # successful delete per removed object.
-    after = await uids(spoke_client, "away-")
+    after = await uids(env.spoke_client, "away-")
     unchanged = {n: u for n, u in before.items() if not n.startswith(("away-1-", "away-0-2"))}
     assert {n: after.get(n) for n in unchanged} == unchanged
     for name, uid in amws_before.items():
-        amw = await get_applied_work(spoke_client, the_hash, name)
+        amw = await get_applied_work(env.spoke_client, env.the_hash, name)
         assert amw is not None and amw["metadata"]["uid"] == uid, name
-    spoke_after = await agent_requests(spoke, AGENT_ON_SPOKE)
+    spoke_after = await agent_requests(env.spoke, AGENT_ON_SPOKE)
     added = {"away-3-new", "away-0-added", "away-new-0", "away-new-1", "away-new-2"}
     removed = {"away-0-2", "away-1-0", "away-1-1", "away-1-2"}
     assert set(after) - set(before) == added
@@ -162,44 +165,44 @@ async def test_hub_unreachable_then_back(
 
 async def test_spoke_apiserver_restarted(
     agent: AgentRunner,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """The spoke apiserver restarts mid-apply; the agent resumes and converges."""
     for i in range(3):
-        await create_work(hub_client, f"reboot-{i}", configmaps(f"reboot-{i}", 3))
+        await create_work(env.hub_client, f"reboot-{i}", configmaps(f"reboot-{i}", 3))
     await converged(
-        hub_client, spoke_client, the_hash, Expected(works={f"reboot-{i}" for i in range(3)})
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
+        Expected(works={f"reboot-{i}" for i in range(3)}),
     )
 
     # Slow creates keep the big work in flight when the apiserver goes down.
-    spoke.inject(verb="create", resource="configmaps", latency=0.1, userAgent=AGENT_ON_SPOKE)
-    await create_work(hub_client, "reboot-big", configmaps("reboot-big", 20))
+    env.spoke.inject(verb="create", resource="configmaps", latency=0.1, userAgent=AGENT_ON_SPOKE)
+    await create_work(env.hub_client, "reboot-big", configmaps("reboot-big", 20))
 
     applied_so_far: list[int] = []
 
     async def big_started() -> bool:
-        applied_so_far.append(len(await uids(spoke_client, "reboot-big-")))
+        applied_so_far.append(len(await uids(env.spoke_client, "reboot-big-")))
         return applied_so_far[-1] >= 3
 
     await eventually(big_started, what="the big work to be partly applied")
     assert applied_so_far[-1] < 20  # the restart lands mid-apply
-    restart = asyncio.create_task(spoke.restart(downtime=2.0))
+    restart = asyncio.create_task(env.spoke.restart(downtime=2.0))
     # While the spoke is down, the hub moves on.
     await set_manifests(
-        hub_client, "reboot-0", [configmap("reboot-0-0", v="two"), configmap("reboot-0-x")]
+        env.hub_client, "reboot-0", [configmap("reboot-0-0", v="two"), configmap("reboot-0-x")]
     )
-    await delete_work(hub_client, "reboot-1")
-    await create_work(hub_client, "reboot-new", configmaps("reboot-new", 2))
+    await delete_work(env.hub_client, "reboot-1")
+    await create_work(env.hub_client, "reboot-new", configmaps("reboot-new", 2))
     await restart
-    spoke.clear_faults()
+    env.spoke.clear_faults()
 
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={"reboot-0", "reboot-2", "reboot-big", "reboot-new"}),
         what="convergence after the spoke restart",
     )

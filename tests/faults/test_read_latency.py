@@ -21,7 +21,7 @@ from kubesim.faults import FaultRule
 from kubesim.sim import KubeSim
 from ocmkit.kube import KubeClient
 from tests.conftest import eventually
-from tests.faults.conftest import fault_agent_settings
+from tests.faults.conftest import Clusters, fault_agent_settings
 from tests.faults.harness import AGENT_ON_HUB, AGENT_ON_SPOKE, configmaps, create_work
 from tests.faults.invariants import Expected, converged, problems
 from tests.support.programs import AgentRunner
@@ -54,35 +54,31 @@ def slow_reads(sim: KubeSim, user_agent: str, latency: float) -> list[FaultRule]
 
 async def test_slow_reads_everywhere_still_converge(
     runner: AgentRunner,
-    hub: KubeSim,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """Reads slowed by 0.3 s (hub) and 0.2 s (spoke), initial lists and relists
     included: works created before and after the start converge."""
-    hub_rules = slow_reads(hub, AGENT_ON_HUB, 0.3)
-    spoke_rules = slow_reads(spoke, AGENT_ON_SPOKE, 0.2)
-    await create_work(hub_client, "early", configmaps("early", 3))
+    hub_rules = slow_reads(env.hub, AGENT_ON_HUB, 0.3)
+    spoke_rules = slow_reads(env.spoke, AGENT_ON_SPOKE, 0.2)
+    await create_work(env.hub_client, "early", configmaps("early", 3))
     await runner.start()
     for i in range(3):
-        await create_work(hub_client, f"slow-{i}", configmaps(f"slow-{i}", 2))
+        await create_work(env.hub_client, f"slow-{i}", configmaps(f"slow-{i}", 2))
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={"early", "slow-0", "slow-1", "slow-2"}),
         what="convergence with slow reads",
     )
     # A 410 storm makes the informers relist, slowly, while the hub moves on.
-    hub.expire_watches()
-    spoke.expire_watches()
-    await create_work(hub_client, "after-410", configmaps("after-410", 2))
+    env.hub.expire_watches()
+    env.spoke.expire_watches()
+    await create_work(env.hub_client, "after-410", configmaps("after-410", 2))
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={"early", "slow-0", "slow-1", "slow-2", "after-410"}),
         what="convergence after relists with slow reads",
     )
@@ -94,18 +90,14 @@ async def test_slow_reads_everywhere_still_converge(
 
 async def test_one_slow_resource_type_does_not_stop_other_works(
     runner: AgentRunner,
-    hub: KubeSim,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """Every read of a Secret takes seconds: ConfigMap works converge meanwhile."""
     await runner.start()
     # Whichever path reads the Secret first (the apply's GET, or the status
     # controller's availability check after a create), the work cannot be
     # Available before one such read has returned.
-    slow = spoke.inject(
+    slow = env.spoke.inject(
         verb="get", resource="secrets", latency=SLOW_SECONDS, userAgent=AGENT_ON_SPOKE
     )
     secret = {
@@ -114,7 +106,7 @@ async def test_one_slow_resource_type_does_not_stop_other_works(
         "metadata": {"name": "slow-secret", "namespace": "default"},
         "data": {"k": "dg=="},  # "v"
     }
-    await create_work(hub_client, "slow", [secret])
+    await create_work(env.hub_client, "slow", [secret])
 
     async def slow_read_started() -> bool:
         return slow.hits >= 1
@@ -122,12 +114,12 @@ async def test_one_slow_resource_type_does_not_stop_other_works(
     await eventually(slow_read_started, what="the agent to read the Secret")
     fast = {f"fast-{i}" for i in range(4)}
     for name in sorted(fast):
-        await create_work(hub_client, name, configmaps(name, 2))
+        await create_work(env.hub_client, name, configmaps(name, 2))
     slow_problems: list[str] = []
 
     async def fast_converged() -> bool:
-        found = await problems(hub_client, spoke_client, the_hash)
-        of_slow = ("work slow:", f"AppliedManifestWork {the_hash}-slow:")
+        found = await problems(env.hub_client, env.spoke_client, env.the_hash)
+        of_slow = ("work slow:", f"AppliedManifestWork {env.the_hash}-slow:")
         slow_problems[:] = [p for p in found if p.startswith(of_slow)]
         return len(slow_problems) == len(found)
 
@@ -136,11 +128,11 @@ async def test_one_slow_resource_type_does_not_stop_other_works(
     )
     # Same snapshot: the slow work had not converged yet, so its read was in flight.
     assert slow_problems, "the Secret read was not slow"
-    spoke.clear_faults()
+    env.spoke.clear_faults()
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={"slow", *fast}),
         what="the slow work once its read returned",
     )

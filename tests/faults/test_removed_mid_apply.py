@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, CRDS, NAMESPACES, KubeClient, NotFound, Resource
 from tests.conftest import eventually
+from tests.faults.conftest import Clusters
 from tests.faults.harness import AGENT_ON_SPOKE, configmaps, create_work
 from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import (
@@ -114,38 +114,35 @@ async def failing_manifests(hub: KubeClient, work_name: str, needle: str) -> lis
 
 async def test_crd_deleted_while_its_resources_are_applied(
     agent: AgentRunner,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """The work's CRD is deleted mid-apply: the custom resources say why they cannot be
     created while it terminates; once it is gone the agent recreates it and them."""
-    spoke.inject(
+    env.spoke.inject(
         verb="create", resource="widgets", latency=CREATE_LATENCY, userAgent=AGENT_ON_SPOKE
     )
     names = [f"w-{i}" for i in range(8)]
     manifests = [WIDGET_CRD, *(widget(n, i) for i, n in enumerate(names)), *configmaps("cr", 1)]
-    await create_work(hub_client, "widgets", manifests)
+    await create_work(env.hub_client, "widgets", manifests)
 
     async def partly_applied() -> bool:
-        return await count(spoke_client, WIDGETS, "default") >= 2
+        return await count(env.spoke_client, WIDGETS, "default") >= 2
 
     await eventually(partly_applied, timeout=30, what="some widgets to be created")
-    await hold_and_delete(spoke_client, CRDS, WIDGET_CRD["metadata"]["name"])
+    await hold_and_delete(env.spoke_client, CRDS, WIDGET_CRD["metadata"]["name"])
 
     async def reported() -> bool:
         # Every widget fails: the ones the CRD's deletion removed as well as the
         # ones not created yet.
-        return await failing_manifests(hub_client, "widgets", "terminating") == names
+        return await failing_manifests(env.hub_client, "widgets", "terminating") == names
 
     await eventually(reported, timeout=30, what="the widgets to report the terminating CRD")
-    spoke.clear_faults()
-    await release(spoke_client, CRDS, WIDGET_CRD["metadata"]["name"])
+    env.spoke.clear_faults()
+    await release(env.spoke_client, CRDS, WIDGET_CRD["metadata"]["name"])
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={"widgets"}, kinds=(CRDS, WIDGETS)),
         what="the CRD and its widgets back",
     )
@@ -153,36 +150,33 @@ async def test_crd_deleted_while_its_resources_are_applied(
 
 async def test_namespace_of_the_work_deleted_mid_apply(
     agent: AgentRunner,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """A namespace the work creates is deleted mid-apply: its manifests say the namespace
     is terminating; once it is gone the agent recreates it and its content."""
-    spoke.inject(
+    env.spoke.inject(
         verb="create", resource="configmaps", latency=CREATE_LATENCY, userAgent=AGENT_ON_SPOKE
     )
     content = configmaps("cm", 8, namespace="team")
-    await create_work(hub_client, "team", [namespace("team"), *content])
+    await create_work(env.hub_client, "team", [namespace("team"), *content])
 
     async def partly_applied() -> bool:
-        return await count(spoke_client, CONFIGMAPS, "team") >= 2
+        return await count(env.spoke_client, CONFIGMAPS, "team") >= 2
 
     await eventually(partly_applied, timeout=30, what="some configmaps to be created")
-    await hold_and_delete(spoke_client, NAMESPACES, "team")
+    await hold_and_delete(env.spoke_client, NAMESPACES, "team")
 
     async def reported() -> bool:
-        failing = await failing_manifests(hub_client, "team", "is being terminated")
+        failing = await failing_manifests(env.hub_client, "team", "is being terminated")
         return failing == sorted(m["metadata"]["name"] for m in content)
 
     await eventually(reported, timeout=30, what="the configmaps to report the namespace")
-    spoke.clear_faults()
-    await release(spoke_client, NAMESPACES, "team")
+    env.spoke.clear_faults()
+    await release(env.spoke_client, NAMESPACES, "team")
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={"team"}, namespaces=("team",), kinds=(NAMESPACES,)),
         what="the namespace and its configmaps back",
     )
@@ -190,37 +184,34 @@ async def test_namespace_of_the_work_deleted_mid_apply(
 
 async def test_namespace_outside_the_work_deleted_mid_apply(
     agent: AgentRunner,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """A namespace the work only uses is deleted mid-apply: its manifests report it
     missing until someone recreates it, then the agent converges."""
-    await spoke_client.create(NAMESPACES, namespace("guests"))
-    spoke.inject(
+    await env.spoke_client.create(NAMESPACES, namespace("guests"))
+    env.spoke.inject(
         verb="create", resource="configmaps", latency=CREATE_LATENCY, userAgent=AGENT_ON_SPOKE
     )
     content = configmaps("cm", 8, namespace="guests")
-    await create_work(hub_client, "guests", content)
+    await create_work(env.hub_client, "guests", content)
 
     async def partly_applied() -> bool:
-        return await count(spoke_client, CONFIGMAPS, "guests") >= 2
+        return await count(env.spoke_client, CONFIGMAPS, "guests") >= 2
 
     await eventually(partly_applied, timeout=30, what="some configmaps to be created")
-    await spoke_client.delete(NAMESPACES, "guests")
+    await env.spoke_client.delete(NAMESPACES, "guests")
 
     async def reported() -> bool:
-        failing = await failing_manifests(hub_client, "guests", 'namespaces "guests" not found')
+        failing = await failing_manifests(env.hub_client, "guests", 'namespaces "guests" not found')
         return failing == sorted(m["metadata"]["name"] for m in content)
 
     await eventually(reported, timeout=30, what="the configmaps to report the missing namespace")
-    spoke.clear_faults()
-    await spoke_client.create(NAMESPACES, copy.deepcopy(namespace("guests")))
+    env.spoke.clear_faults()
+    await env.spoke_client.create(NAMESPACES, copy.deepcopy(namespace("guests")))
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={"guests"}, namespaces=("guests",)),
         what="the configmaps back in the recreated namespace",
     )

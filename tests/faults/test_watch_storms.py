@@ -24,15 +24,16 @@ from typing import Any
 
 import pytest
 
-from kubesim.sim import KubeSim
 from ocmkit.kube import DEPLOYMENTS, MANIFESTWORKS, NAMESPACES, Conflict, KubeClient
 from tests.conftest import eventually
+from tests.faults.conftest import Clusters
 from tests.faults.harness import delete_work
 from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import (
     manifest_statuses,
     work_body,
 )
+from tests.support.manifests import deployment
 from tests.support.programs import AgentRunner, agent_settings
 
 pytestmark = pytest.mark.kubesim_only(
@@ -62,24 +63,6 @@ async def runner(
         yield agent
     finally:
         await agent.stop()
-
-
-def deployment(name: str, namespace: str) -> dict[str, Any]:
-    """A one-replica Deployment manifest."""
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "main", "image": "busybox"}]},
-            },
-        },
-    }
 
 
 def watched_work(name: str, namespace: str) -> dict[str, Any]:
@@ -134,23 +117,23 @@ async def set_ready(spoke_client: KubeClient, name: str, namespace: str, ready: 
 
 async def test_feedback_converges_through_watch_storms(
     runner: AgentRunner,
-    hub: KubeSim,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """Status changes between watch drops and 410 storms reach the hub; no watch leaks."""
     objects = [(f"d-{ns}-{i}", ns) for ns in NAMESPACES_UNDER_TEST for i in range(PER_NAMESPACE)]
     leaving = (f"d-{LEAVING}", LEAVING)
     for name, ns in [*objects, leaving]:
-        body = work_body(name, [deployment(name, ns)], **watched_work(name, ns))
-        await hub_client.create(MANIFESTWORKS, body)
+        body = work_body(
+            name,
+            [deployment(name, ns, container="main", image="busybox")],
+            **watched_work(name, ns),
+        )
+        await env.hub_client.create(MANIFESTWORKS, body)
     all_namespaces = (*NAMESPACES_UNDER_TEST, LEAVING)
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={n for n, _ in [*objects, leaving]}, namespaces=all_namespaces),
     )
 
@@ -164,42 +147,44 @@ async def test_feedback_converges_through_watch_storms(
     assert len(pool.watched()) == len(all_namespaces)
     # One watch per informer: the AppliedManifestWorks and each pool informer.
     before = 1 + len(all_namespaces)
-    assert spoke.store.watch_count() == before
+    assert env.spoke.store.watch_count() == before
     baseline = before - 1  # once the leaving namespace's informer has stopped
 
-    faults: list[Callable[[], int]] = [spoke.expire_watches, spoke.close_watches]
+    faults: list[Callable[[], int]] = [env.spoke.expire_watches, env.spoke.close_watches]
     seen: list[int] = []
     last = 0
     for round_ in range(1, ROUNDS + 1):
         last = round_ + 1
         for name, ns in objects:
-            await set_ready(spoke_client, name, ns, last)
+            await set_ready(env.spoke_client, name, ns, last)
         if round_ == 2:
-            await delete_work(hub_client, leaving[0])
+            await delete_work(env.hub_client, leaving[0])
         faults[round_ % 2]()
         if round_ % 3 == 0:
-            hub.expire_watches()
+            env.hub.expire_watches()
 
         async def watching_again() -> bool:
-            seen.append(spoke.store.watch_count())
+            seen.append(env.spoke.store.watch_count())
             return seen[-1] >= baseline
 
         await eventually(watching_again, what=f"the agent to watch again after round {round_}")
 
     async def fed_back() -> bool:
-        seen.append(spoke.store.watch_count())
-        works = (await hub_client.list(MANIFESTWORKS, "cluster1"))["items"]
+        seen.append(env.spoke.store.watch_count())
+        works = (await env.hub_client.list(MANIFESTWORKS, "cluster1"))["items"]
         return len(works) == len(objects) and all(ready_fed_back(w) == last for w in works)
 
     await eventually(
         fed_back, timeout=STATUS_SYNC_SECONDS / 3, what=f"feedback ready={last} on every work"
     )
     expected = Expected(works={n for n, _ in objects}, namespaces=all_namespaces)
-    await converged(hub_client, spoke_client, the_hash, expected, what="convergence after storms")
+    await converged(
+        env.hub_client, env.spoke_client, env.the_hash, expected, what="convergence after storms"
+    )
     assert len(pool.watched()) == len(NAMESPACES_UNDER_TEST)
 
     async def one_watch_per_informer() -> bool:
-        seen.append(spoke.store.watch_count())
+        seen.append(env.spoke.store.watch_count())
         return seen[-1] == baseline
 
     await eventually(one_watch_per_informer, what=f"{baseline} open watches (one per informer)")

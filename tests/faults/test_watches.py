@@ -16,8 +16,8 @@ import aiohttp
 import pytest
 
 from kubesim.sim import KubeSim
-from ocmkit.kube import KubeClient
 from tests.conftest import eventually
+from tests.faults.conftest import Clusters
 from tests.faults.harness import (
     configmaps,
     create_work,
@@ -47,34 +47,33 @@ async def open_watches(sim: KubeSim) -> int:
 
 async def test_watch_drops_and_410_storms(
     agent: AgentRunner,
-    hub: KubeSim,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """Works created, changed and deleted between watch drops and expiries converge."""
     for i in range(4):
-        await create_work(hub_client, f"storm-{i}", configmaps(f"storm-{i}", 3))
+        await create_work(env.hub_client, f"storm-{i}", configmaps(f"storm-{i}", 3))
     await converged(
-        hub_client, spoke_client, the_hash, Expected(works={f"storm-{i}" for i in range(4)})
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
+        Expected(works={f"storm-{i}" for i in range(4)}),
     )
 
     def close_both() -> None:
-        hub.close_watches()
-        spoke.close_watches()
+        env.hub.close_watches()
+        env.spoke.close_watches()
 
     def expire_both() -> None:
-        hub.expire_watches()
-        spoke.expire_watches()
+        env.hub.expire_watches()
+        env.spoke.expire_watches()
 
     def expire_hub_close_spoke() -> None:
-        hub.expire_watches()
-        spoke.close_watches()
+        env.hub.expire_watches()
+        env.spoke.close_watches()
 
     def close_hub_expire_spoke() -> None:
-        hub.close_watches()
-        spoke.expire_watches()
+        env.hub.close_watches()
+        env.spoke.expire_watches()
 
     changed = [configmap("storm-0-0", v="changed"), *configmaps("storm-0-new", 2)]
     rounds: list[tuple[str, Callable[[], None]]] = [
@@ -88,32 +87,32 @@ async def test_watch_drops_and_410_storms(
     ]
     for action, fault in rounds:
         if action == "create storm-4":
-            await create_work(hub_client, "storm-4", configmaps("storm-4", 2))
+            await create_work(env.hub_client, "storm-4", configmaps("storm-4", 2))
         elif action == "change storm-0":
-            await set_manifests(hub_client, "storm-0", changed)
+            await set_manifests(env.hub_client, "storm-0", changed)
         elif action == "delete storm-1":
-            await delete_work(hub_client, "storm-1")
+            await delete_work(env.hub_client, "storm-1")
         elif action == "relabel storm-2":
-            await touch_labels(hub_client, "storm-2", tier="gold")
+            await touch_labels(env.hub_client, "storm-2", tier="gold")
         elif action == "delete storm-3":
-            await delete_work(hub_client, "storm-3")
+            await delete_work(env.hub_client, "storm-3")
         elif action == "create storm-5":
-            await create_work(hub_client, "storm-5", configmaps("storm-5", 3), team="a")
+            await create_work(env.hub_client, "storm-5", configmaps("storm-5", 3), team="a")
         else:
-            await set_manifests(hub_client, "storm-4", configmaps("storm-4", 1, v="shrunk"))
+            await set_manifests(env.hub_client, "storm-4", configmaps("storm-4", 1, v="shrunk"))
         fault()
 
         async def watching_again() -> bool:
-            return await open_watches(hub) >= 1 and await open_watches(spoke) >= 1
+            return await open_watches(env.hub) >= 1 and await open_watches(env.spoke) >= 1
 
         await eventually(
             watching_again, timeout=60, what=f"the agent to watch again after {action}"
         )
 
     await converged(
-        hub_client,
-        spoke_client,
-        the_hash,
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
         Expected(works={"storm-0", "storm-2", "storm-4", "storm-5"}),
         what="convergence after the watch storms",
     )

@@ -21,9 +21,8 @@ from typing import Any
 import pytest
 
 from kubesim.faults import FaultRule
-from kubesim.sim import KubeSim
-from ocmkit.kube import KubeClient
 from tests.conftest import eventually
+from tests.faults.conftest import Clusters
 from tests.faults.harness import (
     AGENT_ON_HUB,
     AGENT_ON_SPOKE,
@@ -70,31 +69,32 @@ DEPLOYMENT: dict[str, Any] = {
 
 async def test_throttling_and_server_errors_on_writes(
     agent: AgentRunner,
-    hub: KubeSim,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """Works converge through 429/500/503 on spoke writes and hub status patches."""
-    await create_work(hub_client, "burst-0", [SECRET, DEPLOYMENT, *configmaps("burst-0", 2)])
-    await create_work(hub_client, "burst-1", configmaps("burst-1", 4))
-    await create_work(hub_client, "burst-2", configmaps("burst-2", 3))
+    await create_work(env.hub_client, "burst-0", [SECRET, DEPLOYMENT, *configmaps("burst-0", 2)])
+    await create_work(env.hub_client, "burst-1", configmaps("burst-1", 4))
+    await create_work(env.hub_client, "burst-2", configmaps("burst-2", 3))
     await converged(
-        hub_client, spoke_client, the_hash, Expected(works={"burst-0", "burst-1", "burst-2"})
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
+        Expected(works={"burst-0", "burst-1", "burst-2"}),
     )
 
     # 30% of the agent's writes fail with 500, until cleared.
     for verb in WRITE_VERBS:
-        spoke.inject(verb=verb, resource="*", code=500, fraction=0.3, userAgent=AGENT_ON_SPOKE)
+        env.spoke.inject(verb=verb, resource="*", code=500, fraction=0.3, userAgent=AGENT_ON_SPOKE)
     for resource in ("manifestworks/status", "manifestworks"):
-        hub.inject(verb="patch", resource=resource, code=500, fraction=0.3, userAgent=AGENT_ON_HUB)
+        env.hub.inject(
+            verb="patch", resource=resource, code=500, fraction=0.3, userAgent=AGENT_ON_HUB
+        )
     # Bursts: the first N matching writes fail.
     bursts: list[FaultRule] = [
-        spoke.inject(
+        env.spoke.inject(
             verb="create", resource="configmaps", code=503, count=4, userAgent=AGENT_ON_SPOKE
         ),
-        spoke.inject(
+        env.spoke.inject(
             verb="update",
             resource="configmaps",
             code=429,
@@ -102,10 +102,10 @@ async def test_throttling_and_server_errors_on_writes(
             count=3,
             userAgent=AGENT_ON_SPOKE,
         ),
-        spoke.inject(
+        env.spoke.inject(
             verb="delete", resource="configmaps", code=503, count=3, userAgent=AGENT_ON_SPOKE
         ),
-        hub.inject(
+        env.hub.inject(
             verb="patch",
             resource="manifestworks/status",
             code=429,
@@ -113,7 +113,7 @@ async def test_throttling_and_server_errors_on_writes(
             count=3,
             userAgent=AGENT_ON_HUB,
         ),
-        hub.inject(
+        env.hub.inject(
             verb="patch",
             resource="manifestworks/status",
             code=503,
@@ -124,20 +124,20 @@ async def test_throttling_and_server_errors_on_writes(
 
     # Under the faults: two new works, two changed ones (values, a removed and an
     # added manifest, a changed Deployment), one deleted.
-    await create_work(hub_client, "burst-3", configmaps("burst-3", 4))
+    await create_work(env.hub_client, "burst-3", configmaps("burst-3", 4))
     await create_work(
-        hub_client,
+        env.hub_client,
         "burst-4",
         [SECRET | {"metadata": {"name": "burst-4-secret", "namespace": "default"}}],
     )
     scaled = {**DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "replicas": 3}}
     await set_manifests(
-        hub_client, "burst-0", [SECRET, scaled, configmap("burst-0-0", n="changed")]
+        env.hub_client, "burst-0", [SECRET, scaled, configmap("burst-0-0", n="changed")]
     )
     await set_manifests(
-        hub_client, "burst-1", [*configmaps("burst-1", 3, v="two"), configmap("burst-1-extra")]
+        env.hub_client, "burst-1", [*configmaps("burst-1", 3, v="two"), configmap("burst-1-extra")]
     )
-    await delete_work(hub_client, "burst-2")
+    await delete_work(env.hub_client, "burst-2")
 
     async def bursts_spent() -> bool:
         return all(rule.hits >= rule.count for rule in bursts)
@@ -145,18 +145,26 @@ async def test_throttling_and_server_errors_on_writes(
     await eventually(bursts_spent, timeout=60, what="the agent to retry through every burst")
     expected = Expected(works={"burst-0", "burst-1", "burst-3", "burst-4"})
     await converged(
-        hub_client, spoke_client, the_hash, expected, what="convergence under 30% write errors"
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
+        expected,
+        what="convergence under 30% write errors",
     )
 
-    hub.clear_faults()
-    spoke.clear_faults()
+    env.hub.clear_faults()
+    env.spoke.clear_faults()
     await converged(
-        hub_client, spoke_client, the_hash, expected, what="convergence after the faults"
+        env.hub_client,
+        env.spoke_client,
+        env.the_hash,
+        expected,
+        what="convergence after the faults",
     )
 
     # Every object was created by one successful request. ConfigMaps: burst-0 (2),
     # burst-1 (4 + 1 extra), burst-2 (3), burst-3 (4); Secrets: burst-0's and burst-4's.
-    requests = await agent_requests(spoke, AGENT_ON_SPOKE)
+    requests = await agent_requests(env.spoke, AGENT_ON_SPOKE)
     created = {
         r: successes(requests, "create", r) for r in ("configmaps", "secrets", "deployments")
     }
@@ -165,22 +173,19 @@ async def test_throttling_and_server_errors_on_writes(
 
 async def test_a_throttled_manifest_waits_for_retry_after(
     agent: AgentRunner,
-    spoke: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    the_hash: str,
+    env: Clusters,
 ) -> None:
     """After a 429 with Retry-After 3 s on a spoke write, the work is not retried sooner."""
-    await create_work(hub_client, "throttled", [configmap("throttled-cm", v="1")])
-    await converged(hub_client, spoke_client, the_hash, Expected(works={"throttled"}))
+    await create_work(env.hub_client, "throttled", [configmap("throttled-cm", v="1")])
+    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"throttled"}))
     assert agent.agent is not None
     controller = next(
         c for c in agent.agent.manager.controllers if c.name == "manifestwork-controller"
     )
-    throttle = spoke.inject(
+    throttle = env.spoke.inject(
         verb="update", resource="configmaps", code=429, retryAfter=3, userAgent=AGENT_ON_SPOKE
     )
-    await set_manifests(hub_client, "throttled", [configmap("throttled-cm", v="2")])
+    await set_manifests(env.hub_client, "throttled", [configmap("throttled-cm", v="2")])
 
     # Counted, not timed: when the work is first seen waiting 2 to 10 s for its
     # retry, the server must have been asked about once (honouring Retry-After 3 s;
@@ -197,5 +202,5 @@ async def test_a_throttled_manifest_waits_for_retry_after(
         return False
 
     await eventually(backing_off, what="the throttled work to wait for its retry")
-    spoke.clear_faults()
+    env.spoke.clear_faults()
     assert len(asked) == 1 and asked[0] <= 3, asked

@@ -30,7 +30,6 @@ from hubcontroller.controllers.replicaset_works import (
     label_value_problems,
     spec_written_at,
 )
-from hubcontroller.controllers.replicaset_writes import merge_patch
 from hubcontroller.deps import HubDeps
 from hubcontroller.rollout import RolloutStatus
 from ocmkit.kube import (
@@ -42,6 +41,7 @@ from ocmkit.kube import (
     KubeClient,
     NotFound,
 )
+from ocmkit.kube.mergepatch import merge_patch
 from ocmkit.runtime import Controller, Informer
 from schemas.meta import format_time
 from schemas.wire import (

@@ -25,6 +25,7 @@ from ocmkit.kube import (
 )
 from schemas.wire import MANIFEST_WORK_FINALIZER
 from tests.conftest import eventually, pool_for
+from tests.support.crds import crd, object_schema
 from tests.support.programs import CLUSTER, CRD_DIR, AgentRunner, agent_settings, open_test_client
 from tests.support.targets import Cluster, open_cluster
 from workagent.identity import applied_work_name, hub_hash
@@ -126,34 +127,9 @@ def work_body(name: str, manifests: list[dict[str, Any]], **spec: Any) -> dict[s
 
 #: A namespaced CRD, ``widgets.example.com/v1`` (``spec.size``: integer), for works
 #: that ship a CRD with its custom resources.
-WIDGET_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {"size": {"type": "integer"}},
-                            }
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
+WIDGET_CRD = crd(
+    "example.com", "Widget", schema=object_schema(spec=object_schema(size={"type": "integer"}))
+)
 
 
 def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:

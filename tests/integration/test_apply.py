@@ -14,6 +14,7 @@ import pytest
 import structlog.testing
 import yaml
 
+from demo.examples import hello_deployment
 from ocmkit.kube import (
     APPLIED_MANIFESTWORKS,
     CONFIGMAPS,
@@ -52,26 +53,7 @@ from tests.support.targets import Cluster
 from workagent.agent import kubeconfig_server, run_agent
 from workagent.identity import hub_hash
 
-HELLO_DEPLOYMENT: dict[str, Any] = {
-    "apiVersion": "apps/v1",
-    "kind": "Deployment",
-    "metadata": {"name": "hello", "namespace": "default"},
-    "spec": {
-        "selector": {"matchLabels": {"app": "hello"}},
-        "template": {
-            "metadata": {"labels": {"app": "hello"}},
-            "spec": {
-                "containers": [
-                    {
-                        "name": "hello",
-                        "image": "quay.io/asmacdo/busybox",
-                        "command": ["sh", "-c", 'echo "Hello, Kubernetes!" && sleep 3600'],
-                    }
-                ]
-            },
-        },
-    },
-}
+HELLO_DEPLOYMENT = hello_deployment()
 
 
 async def test_hello_work_demo(

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,18 +38,11 @@ from tests.integration.conftest import (
     work_body,
 )
 from tests.integration.test_serving_tls import started
+from tests.support.processes import free_port
 
 ALERT = "WorkAgentManifestWorkFailingToApply"
 #: The target's namespace label, as a Kubernetes scrape would attach it.
 NAMESPACE = "open-cluster-management-agent"
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now (Prometheus cannot report one it picked)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
+from demo.examples import hello_deployment
 from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, DEPLOYMENTS, JOBS, MANIFESTWORKS, NAMESPACES, KubeClient
 from tests.conftest import eventually
@@ -43,26 +44,7 @@ from workagent.watchpool import FeedbackWatchPool
 #: Poll often: a status sync every 0.3 s x [0.8, 1).
 FAST = 0.3
 
-HELLO: dict[str, Any] = {
-    "apiVersion": "apps/v1",
-    "kind": "Deployment",
-    "metadata": {"name": "hello", "namespace": "default"},
-    "spec": {
-        "selector": {"matchLabels": {"app": "hello"}},
-        "template": {
-            "metadata": {"labels": {"app": "hello"}},
-            "spec": {
-                "containers": [
-                    {
-                        "name": "hello",
-                        "image": "quay.io/asmacdo/busybox",
-                        "command": ["sh", "-c", 'echo "Hello, Kubernetes!" && sleep 3600'],
-                    }
-                ]
-            },
-        },
-    },
-}
+HELLO = hello_deployment()
 
 _POD_SPEC = {"containers": [{"name": "main", "image": "busybox"}], "restartPolicy": "Never"}
 

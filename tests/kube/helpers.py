@@ -12,39 +12,16 @@ from prometheus_client import REGISTRY
 from ocmkit.kube import KubeClient
 from ocmkit.kube.config import ClusterConfig
 from ocmkit.kube.credentials import StaticCredentials
+from tests.support.crds import ANY_CONTENT, crd, object_schema
 
 NS = "demo"
 
-WIDGET_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {
-            "plural": "widgets",
-            "singular": "widget",
-            "kind": "Widget",
-            "listKind": "WidgetList",
-        },
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
+WIDGET_CRD = crd(
+    "example.com",
+    "Widget",
+    list_kind=True,
+    schema=object_schema(spec=ANY_CONTENT),
+)
 
 
 def cm(name: str, **data: str) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubesim.sim import KubeSim
 from tests.conftest import Kubectl, Raw
+from tests.support.crds import crd
 
 CONFIGS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 ADMIN_GROUPS = ["system:masters", "system:authenticated"]
@@ -900,32 +901,9 @@ async def test_scale_subresource_is_reviewed_as_a_scale(raw: Raw, webhook: Webho
 
 
 async def test_equivalent_match_policy_converts_crd_versions(raw: Raw, webhook: Webhook) -> None:
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": version == "v1",
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-                for version in ("v1", "v2")
-            ],
-        },
-    }
+    widgets = crd("example.com", "Widget", versions=("v1", "v2"))
     code, body = await raw.request(
-        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd
+        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widgets
     )
     assert code == 201, body
     await namespace(raw, "hooks")

@@ -12,6 +12,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubesim.sim import KubeSim
 from tests.conftest import Raw, eventually
+from tests.support.crds import ANY_CONTENT, crd, object_schema
 
 
 async def _ns(api: client.ApiClient, name: str = "demo") -> None:
@@ -212,44 +213,15 @@ async def test_dangling_owner_reference_is_collected(api_client: client.ApiClien
     await eventually(gone, what="the dependent of a missing owner to be deleted")
 
 
-WIDGET_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {
-            "plural": "widgets",
-            "singular": "widget",
-            "kind": "Widget",
-            "listKind": "WidgetList",
-        },
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {"size": {"type": "integer", "minimum": 0}},
-                            },
-                            "status": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            },
-                        },
-                    }
-                },
-                "subresources": {"status": {}},
-            }
-        ],
-    },
-}
+WIDGET_CRD = crd(
+    "example.com",
+    "Widget",
+    list_kind=True,
+    schema=object_schema(
+        spec=object_schema(size={"type": "integer", "minimum": 0}), status=ANY_CONTENT
+    ),
+    status_subresource=True,
+)
 
 
 async def test_crd_registration_custom_objects_status_and_generation(

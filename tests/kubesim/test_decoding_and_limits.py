@@ -14,6 +14,7 @@ import pytest
 
 from kubesim.sim import KubeSim
 from tests.conftest import Kubectl, Raw
+from tests.support.crds import crd
 
 SECRETS = "/api/v1/namespaces/dec/secrets"
 WIDGETS = "/apis/example.com/v1/namespaces/dec/widgets"
@@ -219,32 +220,9 @@ async def test_kubectl_shows_the_decoding_error(kubectl: Kubectl, raw: Raw, tmp_
 
 
 async def _widgets(raw: Raw) -> None:
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    widgets = crd("example.com", "Widget", status_subresource=True)
     code, body = await raw.request(
-        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd
+        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widgets
     )
     assert code == 201, body
     await _namespace(raw)

@@ -36,6 +36,7 @@ from tests.integration.conftest import (
     wait_applied,
     work_body,
 )
+from tests.support.crds import crd
 from tests.support.programs import AgentRunner, agent_settings
 
 SA_NS, SA_NAME = "default", "limited"
@@ -258,29 +259,7 @@ async def test_delete_right_is_needed_for_what_the_work_would_delete(
 
 def widget_crd() -> dict[str, Any]:
     """The CRD of ``widgets.example.com`` (namespaced, v1)."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return crd("example.com", "Widget")
 
 
 def widget(name: str) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import aiohttp
 
 from tests.faults.invariants import CLUSTER
-from tests.support.processes import REPO
+from tests.support.processes import REPO, free_port
 
 #: Clock ticks per second, the unit of utime and stime in ``/proc/<pid>/stat``.
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -53,14 +52,6 @@ def cpu_seconds(pid: int) -> float | None:
         return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
     except (IndexError, ValueError):
         return None
-
-
-def free_port() -> int:
-    """A loopback port free right now (the agent binds it a moment later)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -34,6 +33,8 @@ from typing import Any
 import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.support.processes import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_MODULE = REPO / "tests" / "support" / "realkube-build"
@@ -96,13 +97,6 @@ def informersync_binary() -> Path:
     if not path.is_file():
         raise ControlPlaneError(f"{path} not built: run `make realkube` (needs Go)")
     return path
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _pid_alive(pid: int) -> bool:

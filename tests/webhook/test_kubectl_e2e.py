@@ -49,9 +49,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from hubcontroller.controllers.replicaset_writes import merge_patch
 from hubcontroller.webhook import WebhookServer, WebhookSettings, run_webhook_server
 from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient
+from ocmkit.kube.mergepatch import merge_patch
 from schemas.wire import GATE_MANIFEST_WORK_REPLICA_SET, GATE_NIL_EXECUTOR_VALIDATING
 from tests.conftest import Kubectl, pool_for
 from tests.support.prepare import (

@@ -25,6 +25,7 @@ from hubcontroller.webhook import (
 from hubcontroller.webhook.server import MAX_REQUEST_BYTES
 from kubesim.sim import KubeSim
 from schemas import wire
+from tests.support.processes import free_port
 from tests.webhook.conftest import client_context, local_settings, post, running
 from tests.webhook.helpers import (
     MW_PATH,
@@ -253,20 +254,14 @@ async def test_metrics(certdir: Path, serving_cert: ServingCert) -> None:
         assert name in text
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_run_webhook_server(
     sim: KubeSim, tmp_path: Path, certdir: Path, serving_cert: ServingCert
 ) -> None:
     settings = local_settings(
         certdir,
         kubeconfig=str(tmp_path / "kubeconfig"),
-        health_probe_port=_free_port(),
-        metrics_port=_free_port(),
+        health_probe_port=free_port(),
+        metrics_port=free_port(),
     )
     stop = asyncio.Event()
     started: asyncio.Future[WebhookServer] = asyncio.get_running_loop().create_future()

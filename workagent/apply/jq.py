@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ocmkit.govalues import json_type
+
 Path = tuple[str | int, ...]
 #: (path of the value, or None when it is not a path expression result; the value)
 Output = tuple[Path | None, Any]
@@ -95,17 +97,9 @@ class _Budget:
 
 
 def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    """jq's name of a value's type: the JSON one, but ``boolean`` for true and false."""
+    kind = json_type(value)
+    return "boolean" if kind == "bool" else kind
 
 
 def _show(value: Any) -> str:

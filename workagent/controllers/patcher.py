@@ -14,70 +14,18 @@ from collections.abc import Callable
 from typing import Any
 
 from ocmkit.kube import KubeClient, Resource
+from ocmkit.kube.mergepatch import merge_patch, normalized, semantically_equal, with_preconditions
 from workagent.sources.base import WorkClient
 
-_Absent = object()
-
-
-def normalized(value: Any) -> Any:
-    """``value`` with Go's "empty is nil" semantics: empty and null fields dropped.
-
-    Kubernetes compares statuses with ``equality.Semantic``, for which a nil and
-    an empty list or map are the same; the wire form of our status may carry
-    either, so both sides are normalized before comparing.
-    """
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            norm = normalized(item)
-            if norm is None or norm in ({}, []):
-                continue
-            out[key] = norm
-        return out
-    if isinstance(value, list):
-        return [normalized(item) for item in value]
-    return value
-
-
-def semantically_equal(old: Any, new: Any) -> bool:
-    """Whether two JSON values are equal once empty fields are ignored."""
-    return bool(normalized(old) == normalized(new))
-
-
-def merge_patch(old: Any, new: Any) -> Any:
-    """The RFC 7386 merge patch that turns ``old`` into ``new``.
-
-    Objects are diffed key by key (removed keys become ``null``); any other
-    value, lists included, is replaced whole, as merge patches require.
-    """
-    if not isinstance(old, dict) or not isinstance(new, dict):
-        return new
-    patch: dict[str, Any] = {}
-    for key, value in new.items():
-        before = old.get(key, _Absent)
-        if before is _Absent:
-            patch[key] = value
-        elif before != value:
-            if isinstance(before, dict) and isinstance(value, dict):
-                patch[key] = merge_patch(before, value)
-            else:
-                patch[key] = value
-    for key in old:
-        if key not in new:
-            patch[key] = None
-    return patch
-
-
-def with_preconditions(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    """``patch`` plus the object's uid and resourceVersion as preconditions."""
-    meta = obj.get("metadata") or {}
-    body = dict(patch)
-    body["metadata"] = {
-        **(patch.get("metadata") or {}),
-        "uid": meta.get("uid"),
-        "resourceVersion": meta.get("resourceVersion"),
-    }
-    return body
+__all__ = [
+    "RecentWrites",
+    "merge_patch",
+    "normalized",
+    "patch_metadata_and_spec",
+    "patch_status",
+    "semantically_equal",
+    "with_preconditions",
+]
 
 
 async def patch_status(

@@ -28,13 +28,13 @@ Exports:
   :func:`service_account_of` -- who is checked, against what.
 """
 
+from ocmkit.kube.access import ResourceAccess
 from workagent.executor.access import (
     APPLY_VERBS,
     DELETE_VERB,
     Access,
     AccessReviewer,
     NonResourceAccess,
-    ResourceAccess,
     apply_verbs,
 )
 from workagent.executor.base import (

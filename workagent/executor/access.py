@@ -5,25 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ocmkit.kube import SUBJECT_ACCESS_REVIEWS, KubeClient, ServerError
+from ocmkit.kube import KubeClient
+from ocmkit.kube.access import ResourceAccess, access_allowed, subject_access_review
 from workagent.executor.subject import ManifestTarget, ServiceAccountExecutor
 
 # What applying a manifest needs, in the order OCM asks (the first denial stops).
 APPLY_VERBS = ("create", "update", "patch", "get")
 DELETE_VERB = "delete"
-
-
-@dataclass(frozen=True)
-class ResourceAccess:
-    """A resource request to review (``authorizationv1.ResourceAttributes``)."""
-
-    verb: str
-    group: str = ""
-    version: str = ""
-    resource: str = ""
-    subresource: str = ""
-    namespace: str = ""
-    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -56,29 +44,10 @@ class AccessReviewer:
         """Whether ``executor`` may perform ``access``; API failures raise their KubeError."""
         spec: dict[str, Any] = {"user": executor.user, "groups": executor.groups}
         if isinstance(access, ResourceAccess):
-            attributes = {
-                "verb": access.verb,
-                "group": access.group,
-                "version": access.version,
-                "resource": access.resource,
-                "subresource": access.subresource,
-                "namespace": access.namespace,
-                "name": access.name,
-            }
-            # Go serialises these with omitempty: empty means "not set" (e.g. all names).
-            spec["resourceAttributes"] = {k: v for k, v in attributes.items() if v}
+            spec["resourceAttributes"] = access.attributes()
         else:
             spec["nonResourceAttributes"] = {"path": access.path, "verb": access.verb}
-        review = {
-            "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
-            "kind": SUBJECT_ACCESS_REVIEWS.kind,
-            "spec": spec,
-        }
-        answer = await self.spoke.create(SUBJECT_ACCESS_REVIEWS, review)
-        status = answer.get("status")
-        if not isinstance(status, dict):
-            raise ServerError(500, "InternalError", "SubjectAccessReview answer has no status")
-        return status.get("allowed") is True
+        return await access_allowed(self.spoke, subject_access_review(spec))
 
     async def allowed_to_apply(
         self, executor: ServiceAccountExecutor, target: ManifestTarget, *, owned_by_work: bool

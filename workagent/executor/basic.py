@@ -9,7 +9,12 @@ from ocmkit.runtime import Controller, Informer
 from schemas.work_v1 import ManifestWorkExecutor
 from workagent.executor.access import AccessReviewer
 from workagent.executor.escalation import AccessReviewEscalationChecker, EscalationChecker
-from workagent.executor.subject import ManifestTarget, not_allowed, service_account_of
+from workagent.executor.subject import (
+    ManifestTarget,
+    ServiceAccountExecutor,
+    not_allowed,
+    service_account_of,
+)
 
 
 class BasicExecutorValidator:
@@ -49,9 +54,15 @@ class BasicExecutorValidator:
             return
         account = service_account_of(executor)
         target = ManifestTarget.of(resource, obj)
-        if not await self.reviewer.allowed_to_apply(account, target, owned_by_work=owned_by_work):
+        if not await self.allowed_to_apply(account, target, owned_by_work):
             raise not_allowed(target)
         await self.escalation.check(account, target, obj)
+
+    async def allowed_to_apply(
+        self, account: ServiceAccountExecutor, target: ManifestTarget, owned_by_work: bool
+    ) -> bool:
+        """Whether ``account`` holds every verb applying ``target`` needs (reviews, uncached)."""
+        return await self.reviewer.allowed_to_apply(account, target, owned_by_work=owned_by_work)
 
     def informers(self) -> list[Informer]:
         """None: nothing is cached."""

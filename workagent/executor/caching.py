@@ -26,7 +26,6 @@ the informers, nothing would ever invalidate it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import structlog
 
@@ -47,11 +46,11 @@ from ocmkit.runtime import (
     Result,
     WorkQueue,
 )
-from schemas.work_v1 import ManifestWorkExecutor
 from workagent.executor.access import AccessReviewer
 from workagent.executor.aggregation import aggregators_of, labels_of
+from workagent.executor.basic import BasicExecutorValidator
 from workagent.executor.cache import AccessCache, Dimension
-from workagent.executor.escalation import AccessReviewEscalationChecker, EscalationChecker
+from workagent.executor.escalation import EscalationChecker
 from workagent.executor.rbacindex import (
     ROLE_REF_INDEX,
     BindingSubjects,
@@ -65,8 +64,6 @@ from workagent.executor.rbacindex import (
 from workagent.executor.subject import (
     ManifestTarget,
     ServiceAccountExecutor,
-    not_allowed,
-    service_account_of,
 )
 
 log = structlog.get_logger(__name__)
@@ -77,7 +74,7 @@ CLEANUP_INTERVAL_SECONDS = 600.0
 CLEANUP_KEY = "@cleanup"
 
 
-class CachingExecutorValidator:
+class CachingExecutorValidator(BasicExecutorValidator):
     """An executor validator that caches SubjectAccessReview outcomes (see the module docstring).
 
     Register :meth:`controllers` with the Manager (it brings the
@@ -94,8 +91,7 @@ class CachingExecutorValidator:
         clock: Clock | None = None,
         workers: int = 1,
     ) -> None:
-        self.reviewer = reviewer or AccessReviewer(spoke)
-        self.escalation = escalation or AccessReviewEscalationChecker(spoke, self.reviewer)
+        super().__init__(spoke, reviewer=reviewer, escalation=escalation)
         self.cache = AccessCache()
         self.cleanup_interval = cleanup_interval
         self._clock: Clock = clock or MonotonicClock()
@@ -141,30 +137,13 @@ class CachingExecutorValidator:
         """Whether the cache is used: every RBAC informer has synced."""
         return all(informer.has_synced() for informer in self.informers())
 
-    async def validate(
-        self,
-        executor: ManifestWorkExecutor | None,
-        resource: Resource,
-        obj: dict[str, Any],
-        *,
-        owned_by_work: bool,
-        work_namespace: str,
-        work_name: str,
-    ) -> None:
-        """Return if the executor may apply ``obj``; raise NotAllowedError otherwise."""
-        if executor is None:
-            return
-        account = service_account_of(executor)
-        target = ManifestTarget.of(resource, obj)
+    async def allowed_to_apply(
+        self, account: ServiceAccountExecutor, target: ManifestTarget, owned_by_work: bool
+    ) -> bool:
+        """The cached outcome once every RBAC informer has synced, else fresh reviews."""
         if self.cache_ready():
-            allowed = await self._cached_outcome(account, target, owned_by_work)
-        else:
-            allowed = await self.reviewer.allowed_to_apply(
-                account, target, owned_by_work=owned_by_work
-            )
-        if not allowed:
-            raise not_allowed(target)
-        await self.escalation.check(account, target, obj)
+            return await self._cached_outcome(account, target, owned_by_work)
+        return await super().allowed_to_apply(account, target, owned_by_work)
 
     async def _cached_outcome(
         self, account: ServiceAccountExecutor, target: ManifestTarget, owned_by_work: bool
@@ -174,9 +153,7 @@ class CachingExecutorValidator:
         self._schedule_cleanup()
         if allowed is None:
             # API errors propagate uncached: the next validation asks again.
-            allowed = await self.reviewer.allowed_to_apply(
-                account, target, owned_by_work=owned_by_work
-            )
+            allowed = await super().allowed_to_apply(account, target, owned_by_work)
             self.cache.store(account.key, dimension, allowed, epoch)
         return allowed
 

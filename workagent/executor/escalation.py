@@ -34,12 +34,8 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from ocmkit.kube import CLUSTER_ROLES, ROLES, KubeClient, NotFound
-from workagent.executor.access import (
-    Access,
-    AccessReviewer,
-    NonResourceAccess,
-    ResourceAccess,
-)
+from ocmkit.kube.access import ResourceAccess
+from workagent.executor.access import Access, AccessReviewer, NonResourceAccess
 from workagent.executor.aggregation import aggregated_rules, aggregation_selectors, rules_of
 from workagent.executor.subject import (
     ManifestTarget,
