@@ -92,13 +92,13 @@ async def test_one_slow_resource_type_does_not_stop_other_works(
     runner: AgentRunner,
     env: Clusters,
 ) -> None:
-    """Every read of a Secret takes seconds: ConfigMap works converge meanwhile."""
+    """Every request on Secrets takes seconds: ConfigMap works converge meanwhile."""
     await runner.start()
-    # Whichever path reads the Secret first (the apply's GET, or the status
-    # controller's availability check after a create), the work cannot be
-    # Available before one such read has returned.
+    # Every verb, not only reads: the apply pass reports Available from the object
+    # its create returned, so the work waits for its first Secret request either
+    # way (the apply's GET or its create), never for a status read alone.
     slow = env.spoke.inject(
-        verb="get", resource="secrets", latency=SLOW_SECONDS, userAgent=AGENT_ON_SPOKE
+        verb="*", resource="secrets", latency=SLOW_SECONDS, userAgent=AGENT_ON_SPOKE
     )
     secret = {
         "apiVersion": "v1",
