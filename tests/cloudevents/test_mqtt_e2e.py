@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ocmkit.cloudevents.works import status_hash
-from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, KubeClient
+from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, KubeClient, NotFound
 from tests.cloudevents.conftest import CLIENT_ID, klusterlet_args, wait_subscribed
 from tests.cloudevents.mqttbroker import Mosquitto
 from tests.cloudevents.mqttsource import MqttWorkSource, topics
@@ -91,9 +91,11 @@ async def wait_condition(source: MqttWorkSource, uid: str, ctype: str, generatio
 
 async def cm_value(client: KubeClient, name: str) -> str | None:
     """The ``key`` of ConfigMap ``name`` (None when absent)."""
-    if not await exists(client, CONFIGMAPS, name, "default"):
+    try:  # one read: the agent may delete it between an existence check and a GET
+        obj = await client.get(CONFIGMAPS, name, "default")
+    except NotFound:
         return None
-    value = (await client.get(CONFIGMAPS, name, "default"))["data"].get("key")
+    value = (obj.get("data") or {}).get("key")
     return str(value) if value is not None else None
 
 
