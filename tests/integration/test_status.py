@@ -170,18 +170,34 @@ def brief(cond: dict[str, Any] | None) -> tuple[Any, ...] | None:
 async def wait_work(
     hub_client: KubeClient, name: str, check: Callable[[dict[str, Any]], bool], what: str
 ) -> dict[str, Any]:
-    """Wait until ``check(work)`` holds; returns that work."""
+    """Wait until ``check(work)`` holds; returns that work. On a timeout the
+    error shows the last work seen (generation and status conditions)."""
     found: dict[str, Any] = {}
+    last: dict[str, Any] = {}
 
     async def ok() -> bool:
         work = await get_work(hub_client, name)
+        last.clear()
+        last.update(work)
         if check(work):
             found.clear()
             found.update(work)
             return True
         return False
 
-    await eventually(ok, what=what)
+    try:
+        await eventually(ok, what=what)
+    except AssertionError as err:
+        status = last.get("status") or {}
+        seen = {
+            "generation": (last.get("metadata") or {}).get("generation"),
+            "conditions": status.get("conditions"),
+            "manifests": [
+                m.get("conditions")
+                for m in (status.get("resourceStatus") or {}).get("manifests") or []
+            ],
+        }
+        raise AssertionError(f"{err}; last seen: {seen}") from err
     return found
 
 

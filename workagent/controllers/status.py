@@ -59,6 +59,7 @@ from schemas.wire import (
 )
 from schemas.work_v1 import FeedbackScrapeType, ManifestConfigOption, ManifestWorkSpec
 from workagent.conditions import (
+    REASON_AGGREGATED,
     aggregate,
     aggregate_available,
     evaluate_rules,
@@ -295,8 +296,15 @@ class AvailableStatusController:
         conditions: list[Condition] = status.setdefault("conditions", [])
         per_manifest = [entry.get("conditions") or [] for entry in manifests]
         set_condition(conditions, aggregate_available(per_manifest, generation=generation), moment)
-        for cond in aggregate(per_manifest, generation=generation):
+        aggregated = aggregate(per_manifest, generation=generation)
+        for cond in aggregated:
             set_condition(conditions, cond, moment)
+        # An aggregate whose type no manifest has any more goes, even if this
+        # generation made it (from a manifest's condition its rule then lost).
+        made = {cond["type"] for cond in aggregated}
+        conditions[:] = [
+            c for c in conditions if c.get("reason") != REASON_AGGREGATED or c.get("type") in made
+        ]
         drop_stale_rule_conditions(conditions, generation)
         return modes
 
