@@ -643,10 +643,14 @@ async def test_progressive_per_group(running: Hub) -> None:
     await hub.wait_works("mwrs", CLUSTERS[:7])
     await hub.succeed("mwrs", CLUSTERS[3:7])
     await hub.wait_works("mwrs", CLUSTERS)
-    rs = await hub.get_rs("mwrs")
-    assert rs["status"]["placementSummary"][0]["availableDecisionGroups"] == (
-        "3 (10 / 10 clusters applied)"
-    )
+
+    # The summary is written after the works exist: wait for it, not just the works.
+    async def summarized() -> bool:
+        rs = await hub.get_rs("mwrs")
+        summary = rs["status"]["placementSummary"][0]["availableDecisionGroups"]
+        return bool(summary == "3 (10 / 10 clusters applied)")
+
+    await eventually(summarized, what="the summary of all three groups and ten clusters")
 
 
 async def test_rollout_type_spelling_of_the_docs_is_honoured(running: Hub) -> None:
