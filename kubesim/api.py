@@ -25,6 +25,7 @@ from kubesim import aggregation, errors, listopts
 from kubesim.crdschema import CRDSchema, validate_crd_schema
 from kubesim.defaults import PVC_PROTECTION, ClusterIPAllocator, apply_defaults, update_strategy
 from kubesim.errors import ApiError
+from kubesim.jsonvalues import unmarshal_kind
 from kubesim.listopts import ListOptions, bookmark, sends_initial_events, too_large
 from kubesim.managedfields import (
     ApplyConflict,
@@ -1468,18 +1469,6 @@ _META_TYPES: dict[str, type | tuple[type, ...]] = {
 _GO_TYPES = {str: "string", dict: "map", list: "slice", int: "int64"}
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _internal_package(group: str) -> str:
     """The Go package of a built-in group's internal types (core for the core group)."""
     if group in ("", "events.k8s.io"):
@@ -1508,9 +1497,11 @@ def _check_meta_types(rt: ResourceType, body: dict[str, Any]) -> None:
     """Reject bodies whose metadata cannot decode, as the apiserver's decoder does (400)."""
 
     def fail(field: str, value: Any, go_type: str) -> ApiError:
+        # A null member has always been answered as "object" here (Go would take null as "").
+        kind = "object" if value is None else unmarshal_kind(value)
         return errors.bad_request(
             f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: json: '
-            f"cannot unmarshal {_json_kind(value)} into Go struct field {field} of type {go_type}"
+            f"cannot unmarshal {kind} into Go struct field {field} of type {go_type}"
         )
 
     for key in ("apiVersion", "kind"):

@@ -67,6 +67,7 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
 from kubesim.errors import field_required, invalid
+from kubesim.jsonvalues import json_equal, schema_type
 from kubesim.objectmeta import OBJECT_META_FIELDS
 
 Cause = dict[str, Any]
@@ -224,37 +225,8 @@ def _bound(limit: float, data: int | float) -> str:
     return _go_float(float(limit))
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: booleans are not numbers, 1 equals 1.0."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if _is_number(a) and _is_number(b):
-        return bool(a == b)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and bool(a == b)
 
 
 # --------------------------------------------------------------------------
@@ -903,7 +875,7 @@ def _check(node: _Node, value: Any, path: _Path, out: list[Cause]) -> None:
         _check_enum(node, value, path, out)
         return
     if node.type and not _type_matches(node.type, value):
-        out.append(_type_cause(path, _json_type(value), node.type))
+        out.append(_type_cause(path, schema_type(value), node.type))
     _check_junctors(node, value, path, out)
     if isinstance(value, str):
         _check_string(node, value, path, out)
@@ -917,7 +889,7 @@ def _check(node: _Node, value: Any, path: _Path, out: list[Cause]) -> None:
 
 
 def _check_enum(node: _Node, value: Any, path: _Path, out: list[Cause]) -> None:
-    if node.enum is None or any(_json_equal(value, e) for e in node.enum):
+    if node.enum is None or any(json_equal(value, e) for e in node.enum):
         return
     allowed = [e if isinstance(e, str) else json.dumps(e, separators=(",", ":")) for e in node.enum]
     quoted = ", ".join(_go_quote(a) for a in allowed)

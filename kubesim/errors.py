@@ -165,35 +165,6 @@ def field_not_supported(field: str, value: Any, allowed: list[str]) -> dict[str,
     }
 
 
-def field_type_invalid(field: str, value: Any, expected: str) -> dict[str, Any]:
-    """A FieldValueTypeInvalid cause (CRD schema type mismatch)."""
-    shown = f'"{value}"' if isinstance(value, str) else _go_value(value)
-    return {
-        "reason": "FieldValueTypeInvalid",
-        "message": (
-            f"Invalid value: {shown}: {field} in body must be of type {expected}: "
-            f'"{_json_type(value)}"'
-        ),
-        "field": field,
-    }
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
-
-
 def _go_value(value: Any) -> str:
     if value is None:
         return "null"

@@ -36,8 +36,8 @@ from kubesim.errors import (
     go_json,
     invalid,
 )
+from kubesim.jsonvalues import go_quote
 from kubesim.selectors import (
-    go_quote,
     is_dns1123_subdomain,
     is_qualified_name,
     is_valid_label_value,

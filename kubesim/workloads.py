@@ -44,6 +44,7 @@ from typing import Any
 
 from kubesim.api import Api, Caller, now
 from kubesim.errors import ApiError
+from kubesim.jsonvalues import prune_nulls
 from kubesim.store import Event
 
 DELAY_ANNOTATION = "kubesim.io/delay-seconds"
@@ -80,15 +81,6 @@ def _int(value: Any, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return default
     return int(value)
-
-
-def _pruned(value: Any) -> Any:
-    """``value`` without ``None`` members (a merge patch never stores them)."""
-    if isinstance(value, dict):
-        return {k: _pruned(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_pruned(v) for v in value]
-    return value
 
 
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -614,7 +606,7 @@ def status_patch(current: Status, desired: Status) -> dict[str, Any]:
     """The top-level merge patch turning ``current`` into ``desired`` (empty: no change)."""
     patch: dict[str, Any] = {}
     for key, value in desired.items():
-        if _pruned(current.get(key)) != _pruned(value):
+        if prune_nulls(current.get(key)) != prune_nulls(value):
             patch[key] = value
     for key in current:
         if key not in desired:
