@@ -184,18 +184,8 @@ def _go_float(f: float) -> str:
 
 
 def _go_v(value: Any) -> str:
-    """How ``field.Error`` prints a bad value (``%q`` strings, ``%#v`` compounds)."""
-    if value is None:
-        return '"null"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_float(value)
-    if isinstance(value, str):
-        return _go_quote(value)
-    return _go_sharp_v(value)
+    """How ``field.Error`` prints a bad value (``%q`` strings, ``%#v`` compounds, null quoted)."""
+    return '"null"' if value is None else _go_sharp_v(value)
 
 
 def _go_sharp_v(value: Any) -> str:

@@ -44,17 +44,11 @@ def schema_type(value: Any) -> str:
 
 def unmarshal_kind(value: Any) -> str:
     """The JSON type name Go's encoding/json uses in "cannot unmarshal X into ..." errors."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    kind = schema_type(value)
+    return _UNMARSHAL_KINDS.get(kind, kind)
+
+
+_UNMARSHAL_KINDS: Final = {"boolean": "bool", "integer": "number"}
 
 
 def dig(obj: Any, *path: str) -> Any:

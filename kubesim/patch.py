@@ -222,34 +222,15 @@ def _apply_op(doc: Any, op: dict[str, Any]) -> None:
         )
         raise _OpError(f"{kind} operation failed to decode path: {why}")
     value = op.get("value")
-
-    if kind == "add":
-        found = _find_parent(doc, path)
-        if found is None:
-            raise _OpError(
-                f'add operation does not apply: doc is missing path: "{path}": missing value'
-            )
-        try:
-            _add(*found, value)
-        except _OpError as exc:
-            raise _OpError(f"error in add for path: '{path}': {exc}") from None
-    elif kind == "remove":
-        found = _find_parent(doc, path)
-        if found is None:
-            raise _OpError(
-                f'remove operation does not apply: doc is missing path: "{path}": missing value'
-            )
-        try:
-            _remove(*found)
-        except _OpError as exc:
-            raise _OpError(f"error in remove for path: '{path}': {exc}") from None
-    elif kind == "replace":
-        found = _find_parent(doc, path)
-        if found is None:
-            raise _OpError(
-                f"replace operation does not apply: doc is missing path: {path}: missing value"
-            )
-        container, key = found
+    if kind not in _MISSING_PATH:
+        _move_or_copy(doc, kind, op, path)
+        return
+    found = _find_parent(doc, path)
+    if found is None:
+        missing = _MISSING_PATH[kind].format(path)
+        raise _OpError(f"{kind} operation does not apply: {missing}: missing value")
+    container, key = found
+    if kind == "replace":
         try:
             present, _ = _get(container, key)
         except _OpError:
@@ -262,21 +243,31 @@ def _apply_op(doc: Any, op: dict[str, Any]) -> None:
             container[key] = value
         else:
             container[int(key)] = value
-    elif kind == "test":
-        found = _find_parent(doc, path)
-        if found is None:
-            raise _OpError(f"test operation does not apply: is missing path: {path}: missing value")
-        try:
-            present, current = _get(*found)
-        except _OpError as exc:
-            raise _OpError(f"error in test for path: '{path}': {exc}") from None
+        return
+    try:
+        if kind == "add":
+            _add(container, key, value)
+        elif kind == "remove":
+            _remove(container, key)
+        else:
+            present, current = _get(container, key)
+    except _OpError as exc:
+        raise _OpError(f"error in {kind} for path: '{path}': {exc}") from None
+    if kind == "test":
         # A missing member and an explicit null both pass a test for null.
         if not (present and current is not None) and value is None:
             return
         if not present or not json_equal(current, value):
             raise _OpError(f"testing value {path} failed: test failed")
-    else:
-        _move_or_copy(doc, kind, op, path)
+
+
+# How each operation that works at its path words a path whose parent is missing.
+_MISSING_PATH: Final = {
+    "add": 'doc is missing path: "{}"',
+    "remove": 'doc is missing path: "{}"',
+    "replace": "doc is missing path: {}",
+    "test": "is missing path: {}",
+}
 
 
 def _move_or_copy(doc: Any, kind: str, op: dict[str, Any], path: str) -> None:

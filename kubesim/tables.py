@@ -174,6 +174,14 @@ def _created_at(o: Obj) -> str:
 _TEMPLATE = ("spec", "template", "spec")
 _NAME = Column("Name", "string", lambda o: dig(o, "metadata", "name"), 0, _NAME_DOC, "name")
 _AGE = Column("Age", "string", _created, 0, _AGE_DOC)
+# Deployments and StatefulSets: ready replicas of desired ones.
+_READY_REPLICAS = Column(
+    "Ready",
+    "string",
+    lambda o: f"{_int(dig(o, 'status', 'readyReplicas'))}/{_int(dig(o, 'spec', 'replicas'))}",
+    0,
+    "Number of the pod with ready state",
+)
 
 
 # -- per-kind printers ---------------------------------------------------------------------
@@ -695,15 +703,7 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
     ],
     ("apps", "Deployment"): [
         _NAME,
-        Column(
-            "Ready",
-            "string",
-            lambda o: (
-                f"{_int(dig(o, 'status', 'readyReplicas'))}/{_int(dig(o, 'spec', 'replicas'))}"
-            ),
-            0,
-            "Number of the pod with ready state",
-        ),
+        _READY_REPLICAS,
         Column(
             "Up-to-date",
             "string",
@@ -743,15 +743,7 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
     ],
     ("apps", "StatefulSet"): [
         _NAME,
-        Column(
-            "Ready",
-            "string",
-            lambda o: (
-                f"{_int(dig(o, 'status', 'readyReplicas'))}/{_int(dig(o, 'spec', 'replicas'))}"
-            ),
-            0,
-            "Number of the pod with ready state",
-        ),
+        _READY_REPLICAS,
         _AGE,
         *_workload_columns(("spec", "selector"), *_TEMPLATE)[:2],
     ],

@@ -323,40 +323,19 @@ def _job(addresses: PodAddresses, obj: Obj, current: Status) -> Status | None:
         return status
     status.pop("active", None)
     if _annotations(obj).get(JOB_RESULT_ANNOTATION) == "Failed":
+        ctypes, reason = ("FailureTarget", "Failed"), "BackoffLimitExceeded"
         message = "Job has reached the specified backoff limit"
         status["failed"] = max(_int(spec.get("backoffLimit"), 6), 0) + 1
-        for ctype in ("FailureTarget", "Failed"):
-            conds = _replace_condition(
-                conds,
-                _condition(
-                    conds,
-                    ctype,
-                    "True",
-                    "BackoffLimitExceeded",
-                    message,
-                    stamp=stamp,
-                    times=_JOB_TIMES,
-                ),
-            )
     else:
+        ctypes, reason = ("SuccessCriteriaMet", "Complete"), "CompletionsReached"
         message = "Reached expected number of succeeded pods"
         _with_counts(status, {"succeeded": completions}, keep_zero=())
         if spec.get("completionMode") == "Indexed" and completions:
             status["completedIndexes"] = "0" if completions == 1 else f"0-{completions - 1}"
         status["completionTime"] = stamp
-        for ctype in ("SuccessCriteriaMet", "Complete"):
-            conds = _replace_condition(
-                conds,
-                _condition(
-                    conds,
-                    ctype,
-                    "True",
-                    "CompletionsReached",
-                    message,
-                    stamp=stamp,
-                    times=_JOB_TIMES,
-                ),
-            )
+    for ctype in ctypes:
+        cond = _condition(conds, ctype, "True", reason, message, stamp=stamp, times=_JOB_TIMES)
+        conds = _replace_condition(conds, cond)
     status["conditions"] = conds
     return status
 
