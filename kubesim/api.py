@@ -796,23 +796,13 @@ class Api:
         meta = old["metadata"]
         pre = preconditions or {}
         # The delete strategy checks preconditions first, naming the kind.
-        if pre.get("uid") and pre["uid"] != meta["uid"]:
-            raise errors.conflict(
-                rt.kind,
-                name,
-                rt.group,
-                why=f"the UID in the precondition ({pre['uid']}) does not match the UID in "
-                f"record ({meta['uid']}). The object might have been deleted and then recreated",
-            )
-        if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
-            raise errors.conflict(
-                rt.kind,
-                name,
-                rt.group,
-                why=f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does "
-                f"not match the ResourceVersion in record ({meta['resourceVersion']}). The "
-                "object might have been modified",
-            )
+        for key, label, likely in _DELETE_PRECONDITIONS:
+            if pre.get(key) and pre[key] != meta[key]:
+                why = (
+                    f"the {label} in the precondition ({pre[key]}) does not match the {label} "
+                    f"in record ({meta[key]}). The object might have been {likely}"
+                )
+                raise errors.conflict(rt.kind, name, rt.group, why=why)
         if propagation not in (None, "", "Background", "Foreground", "Orphan"):
             raise errors.invalid(
                 "DeleteOptions",
@@ -1467,6 +1457,14 @@ _META_TYPES: dict[str, type | tuple[type, ...]] = {
     "generation": int,
 }
 _GO_TYPES = {str: "string", dict: "map", list: "slice", int: "int64"}
+
+
+# DeleteOptions preconditions in the order checked: field, its name in the message, and
+# what probably happened to the object.
+_DELETE_PRECONDITIONS = (
+    ("uid", "UID", "deleted and then recreated"),
+    ("resourceVersion", "ResourceVersion", "modified"),
+)
 
 
 def _internal_package(group: str) -> str:

@@ -1073,7 +1073,7 @@ def _walk_structure(
                 _walk_structure(node.additional, v, _key(path, k), out)
     elif isinstance(value, list):
         if node.list_type == "set":
-            out.extend(_set_duplicates(value, path))
+            out.extend(_duplicates(value, path, _go_v))
         elif node.list_type == "map":
             out.extend(_map_duplicates(value, node.list_map_keys, path))
         for i, item in enumerate(value):
@@ -1085,27 +1085,23 @@ def _identity(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _duplicate_positions(keys: list[str]) -> list[int]:
-    """The second appearance of every repeated key (the apiserver reports those)."""
+def _duplicates(items: list[Any], path: _Path, shown: Callable[[Any], str]) -> list[Cause]:
+    """A Duplicate cause at the second appearance of every repeated item (the apiserver
+    reports those), the item rendered by ``shown``."""
     seen: dict[str, int] = {}
-    dupes: list[int] = []
-    for i, k in enumerate(keys):
-        seen[k] = seen.get(k, 0) + 1
-        if seen[k] == 2:
-            dupes.append(i)
-    return dupes
-
-
-def _set_duplicates(value: list[Any], path: _Path) -> list[Cause]:
-    keys = [_identity(v) for v in value]
-    return [
-        _cause(
-            "FieldValueDuplicate",
-            _field_str(_index(path, i)),
-            f"Duplicate value: {_go_v(value[i])}",
-        )
-        for i in _duplicate_positions(keys)
-    ]
+    out: list[Cause] = []
+    for i, item in enumerate(items):
+        key = _identity(item)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] == 2:
+            out.append(
+                _cause(
+                    "FieldValueDuplicate",
+                    _field_str(_index(path, i)),
+                    f"Duplicate value: {shown(item)}",
+                )
+            )
+    return out
 
 
 def _map_duplicates(value: list[Any], key_fields: list[str], path: _Path) -> list[Cause]:
@@ -1117,15 +1113,7 @@ def _map_duplicates(value: list[Any], key_fields: list[str], path: _Path) -> lis
         {k: item[k] for k in key_fields if k in item} if isinstance(item, dict) else {}
         for item in value
     ]
-    keys = [_identity(m) for m in key_maps]
-    return [
-        _cause(
-            "FieldValueDuplicate",
-            _field_str(_index(path, i)),
-            f"Duplicate value: {_go_sharp_v(key_maps[i])}",
-        )
-        for i in _duplicate_positions(keys)
-    ]
+    return _duplicates(key_maps, path, _go_sharp_v)
 
 
 # --------------------------------------------------------------------------

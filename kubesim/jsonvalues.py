@@ -29,17 +29,17 @@ def schema_type(value: Any) -> str:
     """The OpenAPI type of a value (``integer`` and ``number`` apart), as schema errors name it."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    return next((name for kind, name in _SCHEMA_TYPES if isinstance(value, kind)), "object")
+
+
+# Checked in order: a bool is also an int.
+_SCHEMA_TYPES: Final = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+)
 
 
 def unmarshal_kind(value: Any) -> str:

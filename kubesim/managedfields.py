@@ -580,13 +580,8 @@ class _Diff:
         self._leaf(path, old, new)
 
     def _leaf(self, path: FieldPath, old: Any, new: Any) -> None:
-        if not path:
-            return
-        if old is _MISSING:
-            self.changed.add(path)
-        elif new is _MISSING:
-            self.removed.add(path)
-        elif not json_equal(old, new):
+        self._node(path, old, new)
+        if path and old is not _MISSING and new is not _MISSING and not json_equal(old, new):
             self.changed.add(path)
 
     def _node(self, path: FieldPath, old: Any, new: Any) -> None:
@@ -599,28 +594,32 @@ class _Diff:
         elif new is _MISSING:
             self.removed.add(path)
 
+    def _members(
+        self,
+        path: FieldPath,
+        sides: tuple[Any, Any],
+        lhs: Mapping[Any, Any],
+        rhs: Mapping[Any, Any],
+    ) -> list[tuple[Any, Any, Any]]:
+        """(key, before, after) of a map's or list's members, old ones first; a container
+        empty (or null) on both sides is a leaf and has none."""
+        if not lhs and not rhs:
+            self._leaf(path, *sides)
+            return []
+        self._node(path, *sides)
+        keys = [*lhs, *(k for k in rhs if k not in lhs)]
+        return [(k, lhs.get(k, _MISSING), rhs.get(k, _MISSING)) for k in keys]
+
     def _map(self, names: Path, path: FieldPath, old: Any, new: Any) -> None:
         lhs: Mapping[str, Any] = old if isinstance(old, Mapping) else {}
         rhs: Mapping[str, Any] = new if isinstance(new, Mapping) else {}
-        if not lhs and not rhs:
-            # Empty (or null) on both sides: the map is a leaf.
-            self._leaf(path, old, new)
-            return
-        self._node(path, old, new)
-        for key in [*lhs, *(k for k in rhs if k not in lhs)]:
-            before, after = lhs.get(key, _MISSING), rhs.get(key, _MISSING)
+        for key, before, after in self._members(path, (old, new), lhs, rhs):
             self.walk((*names, key), (*path, "f:" + key), before, after)
 
     def _list(self, names: Path, path: FieldPath, items: _Items, sides: tuple[Any, Any]) -> None:
-        old, new = sides
-        lhs = items.index(old) or {}
-        rhs = items.index(new) or {}
-        if not lhs and not rhs:
-            self._leaf(path, old, new)
-            return
-        self._node(path, old, new)
-        for element in [*lhs, *(e for e in rhs if e not in lhs)]:
-            before, after = lhs.get(element, _MISSING), rhs.get(element, _MISSING)
+        lhs = items.index(sides[0]) or {}
+        rhs = items.index(sides[1]) or {}
+        for element, before, after in self._members(path, sides, lhs, rhs):
             if items.spec.kind == "set":
                 self._leaf((*path, element), before, after)
             else:
