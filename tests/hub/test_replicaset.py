@@ -39,7 +39,6 @@ from ocmkit.kube import (
     PLACEMENT_DECISIONS,
     PLACEMENTS,
     KubeClient,
-    NotFound,
 )
 from ocmkit.kube.mergepatch import merge_patch
 from ocmkit.runtime import Controller, Informer
@@ -57,6 +56,7 @@ from schemas.wire import (
     PLACEMENT_NAME_LABEL,
 )
 from tests.conftest import eventually
+from tests.integration.conftest import exists
 from tests.support.manifests import configmap
 from tests.support.prepare import install_crds, typed
 from tests.support.targets import Cluster
@@ -358,11 +358,7 @@ class Hub:
 
     async def wait_rs_gone(self, name: str) -> None:
         async def gone() -> bool:
-            try:
-                await self.get_rs(name)
-            except NotFound:
-                return True
-            return False
+            return not await exists(self.client, MANIFESTWORK_REPLICASETS, name, NS)
 
         await eventually(gone, what=f"the replica set {name} to disappear")
 
