@@ -34,6 +34,27 @@ from tests.support.processes import free_port
 __all__ = ["free_port"]  # the agents' /metrics ports, with the tests' helper
 
 REPO = Path(__file__).resolve().parents[2]
+#: The Python our agent runs on: the runtime dependencies only (``make runtime-env``), as
+#: in the container image. The development environment's extras would count in its RSS
+#: (structlog imports rich when it is installed: about 3 MiB).
+RUNTIME_PYTHON = REPO / ".tools" / "runtime" / "bin" / "python"
+
+
+def agent_python() -> str:
+    """The interpreter for our agent: :data:`RUNTIME_PYTHON`, else this one (said once)."""
+    if RUNTIME_PYTHON.exists():
+        return str(RUNTIME_PYTHON)
+    if not _warned:
+        _warned.append(True)
+        print(
+            f"note: {RUNTIME_PYTHON} is missing (make runtime-env): the agent runs with the "
+            "development dependencies, which add to its RSS",
+            file=sys.stderr,
+        )
+    return sys.executable
+
+
+_warned: list[bool] = []
 CRD_DIR = REPO / "charts" / "crds"
 MANIFESTWORK_CRD = "work.open-cluster-management.io_manifestworks.yaml"
 APPLIED_MANIFESTWORK_CRD = "work.open-cluster-management.io_appliedmanifestworks.yaml"
@@ -127,7 +148,7 @@ def agent_command(
     ``qps`` on both clients (:func:`qps_flags`), then ``extra`` flags."""
     qps_value, burst = qps_flags(qps)
     return [
-        sys.executable,
+        agent_python(),
         "-m",
         "workagent",
         "agent",
