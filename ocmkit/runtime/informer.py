@@ -184,6 +184,7 @@ class Informer:
     declares a silent watch stuck. ``transform`` (say
     :func:`~ocmkit.runtime.store.strip_managed_fields`) is applied to every
     listed or watched object before it is cached or handed to the handlers.
+    ``store`` is the cache (default: a :class:`Store` of the decoded objects).
     """
 
     def __init__(
@@ -202,6 +203,7 @@ class Informer:
         backoff_max: float = 30.0,
         page_size: int = 500,
         transform: Transform | None = None,
+        store: Store | None = None,
     ) -> None:
         if resync_seconds is not None and resync_seconds <= 0:
             raise ValueError(f"resync_seconds must be > 0 or None, got {resync_seconds}")
@@ -218,7 +220,7 @@ class Informer:
         self.stall_grace_seconds = stall_grace_seconds
         self.page_size = page_size
         self.transform = transform
-        self.store = Store()
+        self.store = store if store is not None else Store()
         self._backoff = Backoff(backoff_initial, backoff_max)
         self._listeners: list[_Listener] = []
         self._resource_version = ""
