@@ -32,9 +32,9 @@ from tests.integration.conftest import (
     wait_applied,
     work_body,
 )
-from tests.integration.test_serving_tls import get, started, unverified
 from tests.metrics_reference import parse_scrape, samples, undocumented_or_missing, value
 from tests.support.programs import CLUSTER
+from tests.support.serving_endpoint import AGENT, get, unverified
 from workagent.identity import applied_work_name
 
 INTERVAL = 1.0
@@ -91,7 +91,7 @@ async def test_every_documented_series_with_the_scenario_values(
             "spec": {"hubHash": the_hash, "manifestWorkName": "ghost", "agentID": the_hash},
         },
     )
-    process, host, port, scheme = await started(
+    process, host, port, scheme = await AGENT.started(
         tmp_path,
         f"--status-sync-interval={INTERVAL:g}s",
         "--appliedmanifestwork-eviction-grace-period=1s",
