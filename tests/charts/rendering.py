@@ -156,9 +156,32 @@ IMAGE = {"repository": "registry.example.com/ocm/ocm-work", "tag": "v0.1.0", "pu
 #: The alerts and the dashboard, with their defaults (both charts).
 MONITORING: Values = {"prometheusRule": {"enabled": True}, "grafanaDashboard": {"enabled": True}}
 
+#: The options both charts have, set (each chart's all-options set starts from these).
+ALL_OPTIONS_OF_BOTH: Values = {
+    "securityContext": {"runAsUser": 10001, "runAsGroup": 10002},
+    "priorityClassName": "system-cluster-critical",
+    "serviceMonitor": {
+        "enabled": True,
+        "interval": "15s",
+        "scrapeTimeout": "5s",
+        "labels": {"release": "prometheus"},
+    },
+    "prometheusRule": {
+        "enabled": True,
+        "labels": {"release": "prometheus"},
+        "severity": "critical",
+    },
+    "grafanaDashboard": {
+        "enabled": True,
+        "labels": {"example.com/team": "ocm"},
+        "namespace": "monitoring",
+    },
+}
+
 AGENT_MINIMAL: Values = {"clusterName": "cluster1", "hubKubeconfig": HUB_KUBECONFIG}
 
 AGENT_ALL_OPTIONS: Values = {
+    **ALL_OPTIONS_OF_BOTH,
     "clusterName": "cluster-east-1",
     "agentID": "2c8a4a63-5d2e-4d1e-9f7e-0b2c0f1f2a3b",
     "hubKubeconfig": HUB_KUBECONFIG,
@@ -203,19 +226,10 @@ AGENT_ALL_OPTIONS: Values = {
             }
         ],
     },
-    "securityContext": {"runAsUser": 10001, "runAsGroup": 10002},
     "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
     "metrics": {"service": {"port": 9090}},
-    "serviceMonitor": {
-        "enabled": True,
-        "interval": "15s",
-        "scrapeTimeout": "5s",
-        "labels": {"release": "prometheus"},
-    },
     "prometheusRule": {
-        "enabled": True,
-        "labels": {"release": "prometheus"},
-        "severity": "critical",
+        **ALL_OPTIONS_OF_BOTH["prometheusRule"],
         "for": {
             "failingToApply": "5m",
             "notAvailable": "30m",
@@ -223,14 +237,8 @@ AGENT_ALL_OPTIONS: Values = {
             "noLeader": "2m",
         },
     },
-    "grafanaDashboard": {
-        "enabled": True,
-        "labels": {"example.com/team": "ocm"},
-        "namespace": "monitoring",
-    },
     "podAnnotations": {"example.com/scrape": "true"},
     "podLabels": {"example.com/tier": "agent"},
-    "priorityClassName": "system-cluster-critical",
     "nodeSelector": {"kubernetes.io/os": "linux"},
     "tolerations": TOLERATIONS,
     "affinity": AFFINITY,
@@ -255,6 +263,7 @@ AGENT_VALUE_SETS: dict[str, Values] = {
 EXISTING_CA_BUNDLE = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n...\n").decode()
 
 HUB_ALL_OPTIONS: Values = {
+    **ALL_OPTIONS_OF_BOTH,
     "image": IMAGE,
     "imagePullSecrets": [{"name": "registry-credentials"}],
     "featureGates": {
@@ -313,25 +322,10 @@ HUB_ALL_OPTIONS: Values = {
         "tolerations": TOLERATIONS,
         "affinity": AFFINITY,
     },
-    "securityContext": {"runAsUser": 10001, "runAsGroup": 10002},
-    "priorityClassName": "system-cluster-critical",
-    "serviceMonitor": {
-        "enabled": True,
-        "interval": "15s",
-        "scrapeTimeout": "5s",
-        "labels": {"release": "prometheus"},
-    },
     "prometheusRule": {
-        "enabled": True,
-        "labels": {"release": "prometheus"},
-        "severity": "critical",
+        **ALL_OPTIONS_OF_BOTH["prometheusRule"],
         "certificateExpiryDays": 30,
         "for": {"noLeader": "2m", "certificateExpiry": "30m"},
-    },
-    "grafanaDashboard": {
-        "enabled": True,
-        "labels": {"example.com/team": "ocm"},
-        "namespace": "monitoring",
     },
 }
 

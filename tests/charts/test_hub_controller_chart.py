@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +24,12 @@ from hubcontroller.webhook import (
 from tests.charts.rendering import (
     EXISTING_CA_BUNDLE,
     HUB_ALL_OPTIONS,
-    HUB_CHART,
     HUB_NAMESPACE,
     HUB_VALUE_SETS,
-    LONG_RELEASE,
     Rendered,
     Values,
     args_of,
     container,
-    lint_findings,
     merged,
     render_hub,
 )
@@ -115,32 +111,6 @@ def test_renders_the_expected_objects(value_set: str) -> None:
         elif obj["kind"] not in cluster_scoped:
             assert obj["metadata"]["namespace"] == HUB_NAMESPACE, obj["kind"]
     assert MW_WEBHOOK in rendered.notes
-
-
-@pytest.mark.parametrize("value_set", sorted(HUB_VALUE_SETS))
-def test_strict_lint_is_clean(value_set: str) -> None:
-    assert lint_findings(HUB_CHART, HUB_VALUE_SETS[value_set], namespace=HUB_NAMESPACE) == []
-
-
-def test_chart_metadata() -> None:
-    with helm.Chart.load(HUB_CHART) as chart:
-        assert chart.metadata["name"] == "hub-controller"
-        assert chart.metadata["appVersion"] == metadata.version("ocm-work")
-
-
-def test_crds_are_byte_identical_copies_of_the_generated_ones() -> None:
-    """Helm installs crds/ verbatim; the copies must not drift from charts/crds/."""
-    chart_crds = sorted((HUB_CHART / "crds").iterdir())
-    assert [p.name for p in chart_crds] == [
-        "work.open-cluster-management.io_manifestworkreplicasets.yaml",
-        "work.open-cluster-management.io_manifestworks.yaml",
-    ]
-    for path in chart_crds:
-        source = HUB_CHART.parent / "crds" / path.name
-        assert path.read_bytes() == source.read_bytes(), f"copy {source} to {path}"
-    with helm.Chart.load(HUB_CHART) as chart:
-        loaded = {c["filename"]: c["data"] for c in chart.crds}
-    assert loaded == {f"hub-controller/crds/{p.name}": p.read_text() for p in chart_crds}
 
 
 # -- values schema ------------------------------------------------------------------------
@@ -420,25 +390,6 @@ def test_existing_certificate_secret() -> None:
 # -- security, probes, metrics -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value_set", sorted(HUB_VALUE_SETS))
-def test_pods_meet_the_restricted_pod_security_standard(value_set: str) -> None:
-    rendered = render_hub(HUB_VALUE_SETS[value_set])
-    for deployment in rendered.of_kind("Deployment"):
-        pod = deployment["spec"]["template"]["spec"]
-        assert pod["securityContext"]["runAsNonRoot"] is True
-        assert isinstance(pod["securityContext"]["runAsUser"], int)
-        assert pod["securityContext"]["runAsUser"] > 0
-        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-        for box in pod["containers"]:
-            context = box["securityContext"]
-            assert context["allowPrivilegeEscalation"] is False
-            assert context["readOnlyRootFilesystem"] is True
-            assert context["capabilities"] == {"drop": ["ALL"]}
-            assert {"name": "tmp", "mountPath": "/tmp"} in box["volumeMounts"]
-            assert box["resources"]["requests"]
-        assert {v["name"] for v in pod["volumes"] if "emptyDir" in v} == {"tmp"}
-
-
 def _http_get(box: dict[str, Any], probe: str) -> tuple[str, str, str]:
     get = box[probe]["httpGet"]
     return get["path"], get["port"], get["scheme"]
@@ -616,17 +567,3 @@ def test_release_name_prefixes_every_namespaced_object() -> None:
             assert obj["metadata"]["name"].startswith("ocm-hub-controller-"), obj["kind"]
     hook = webhook_configuration(rendered)["webhooks"][0]
     assert hook["clientConfig"]["service"]["name"] == "ocm-hub-controller-webhook"
-
-
-def test_names_stay_valid_for_the_longest_release_name() -> None:
-    assert len(LONG_RELEASE) == 53
-    rendered = render_hub({}, release=LONG_RELEASE)
-    for obj in rendered.objects:
-        name = obj["metadata"]["name"]
-        # Services are DNS-1035 labels; 63 characters is also the label value limit.
-        limit = 63 if obj["kind"] in ("Service", "Deployment") else 253
-        assert len(name) <= limit, (obj["kind"], name)
-        assert not name.endswith("-"), name
-    for deployment in rendered.of_kind("Deployment"):
-        labels = deployment["spec"]["template"]["metadata"]["labels"]
-        assert all(len(value) <= 63 for value in labels.values())

@@ -10,7 +10,6 @@ condition that says what went wrong.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from ocmkit.kube import KubeClient
@@ -24,6 +23,7 @@ from tests.integration.conftest import (
     wait_applied,
     work_body,
 )
+from tests.support.loop_lag import LoopLag
 from tests.support.programs import AgentRunner
 from workagent.conditions import BUDGET_EXCEEDED_MESSAGE
 
@@ -57,29 +57,6 @@ def feedback_value(work: dict[str, Any], name: str) -> Any:
             if value.get("name") == name:
                 return value.get("fieldValue")
     return None
-
-
-class LoopLag:
-    """The worst delay of a 20 ms ticker: how long the event loop was held up."""
-
-    def __init__(self) -> None:
-        self.worst = 0.0
-        self._task: asyncio.Task[None] | None = None
-
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            before = loop.time()
-            await asyncio.sleep(0.02)  # sleep-ok: the ticker measuring event-loop lag
-            self.worst = max(self.worst, loop.time() - before - 0.02)
-
-    def __enter__(self) -> LoopLag:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
 
 
 async def test_slow_cel_and_jsonpath_hurt_no_other_work(
