@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,8 +156,51 @@ IMAGE = {"repository": "registry.example.com/ocm/ocm-work", "tag": "v0.1.0", "pu
 #: The alerts and the dashboard, with their defaults (both charts).
 MONITORING: Values = {"prometheusRule": {"enabled": True}, "grafanaDashboard": {"enabled": True}}
 
+#: The serving TLS options of all-options (the agent's endpoint, the manager's).
+SERVING_TLS: Values = {
+    "restartOnChange": True,
+    "minVersion": "VersionTLS13",
+    "cipherSuites": [
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    ],
+}
+LEADER_ELECTION: Values = {"leaseDuration": "60s", "renewDeadline": "40s", "retryPeriod": "10s"}
+RESOURCES: Values = {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
+
+
+def pod_options(tier: str, resources: Values = RESOURCES) -> Values:
+    """All-options' pod placement and decoration for one component (``tier`` its label)."""
+    return {
+        "resources": resources,
+        "podAnnotations": {"example.com/scrape": "true"},
+        "podLabels": {"example.com/tier": tier},
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": TOLERATIONS,
+        "affinity": AFFINITY,
+    }
+
+
+def check_shared_options(settings: Any) -> None:
+    """What the all-options sets' SERVING_TLS, LEADER_ELECTION and log options make of
+    either program's settings (the agent's, the manager's)."""
+    assert not settings.insecure_serving
+    assert settings.tls_min_version == "VersionTLS13"
+    assert settings.tls_cipher_suites == (
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
+    )
+    assert (settings.log_format, settings.log_level) == ("console", "debug")
+    election = settings.leader_election
+    assert not election.disabled
+    timings = (election.lease_duration, election.renew_deadline, election.retry_period)
+    assert timings == (60, 40, 10)
+
+
 #: The options both charts have, set (each chart's all-options set starts from these).
 ALL_OPTIONS_OF_BOTH: Values = {
+    "image": IMAGE,
+    "imagePullSecrets": [{"name": "registry-credentials"}],
+    "log": {"format": "console", "level": "debug"},
     "securityContext": {"runAsUser": 10001, "runAsGroup": 10002},
     "priorityClassName": "system-cluster-critical",
     "serviceMonitor": {
@@ -187,9 +230,7 @@ AGENT_ALL_OPTIONS: Values = {
     "hubKubeconfig": HUB_KUBECONFIG,
     "hubKubeconfigSecret": {"key": "hub.kubeconfig", "restartOnChange": True},
     "replicas": 3,
-    "leaderElection": {"leaseDuration": "60s", "renewDeadline": "40s", "retryPeriod": "10s"},
-    "image": IMAGE,
-    "imagePullSecrets": [{"name": "registry-credentials"}],
+    "leaderElection": LEADER_ELECTION,
     "agent": {
         "statusSyncInterval": "1m30s",
         "evictionGracePeriod": "876000h",
@@ -200,20 +241,11 @@ AGENT_ALL_OPTIONS: Values = {
     },
     "featureGates": {"ExecutorValidatingCaches": True, "RawFeedbackJsonString": True},
     "clients": {"spoke": {"qps": 100.5, "burst": 200}, "hub": {"qps": 75, "burst": 150}},
-    "log": {"format": "console", "level": "debug"},
     "listen": {
         "address": "::",
         "port": 9443,
         "https": True,
-        "tls": {
-            "secretName": "work-agent-serving-cert",
-            "restartOnChange": True,
-            "minVersion": "VersionTLS13",
-            "cipherSuites": [
-                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-            ],
-        },
+        "tls": {"secretName": "work-agent-serving-cert", **SERVING_TLS},
     },
     "serviceAccount": {"name": "klusterlet-work-sa", "annotations": {"example.com/team": "ocm"}},
     "rbac": {
@@ -226,7 +258,6 @@ AGENT_ALL_OPTIONS: Values = {
             }
         ],
     },
-    "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
     "metrics": {"service": {"port": 9090}},
     "prometheusRule": {
         **ALL_OPTIONS_OF_BOTH["prometheusRule"],
@@ -237,11 +268,7 @@ AGENT_ALL_OPTIONS: Values = {
             "noLeader": "2m",
         },
     },
-    "podAnnotations": {"example.com/scrape": "true"},
-    "podLabels": {"example.com/tier": "agent"},
-    "nodeSelector": {"kubernetes.io/os": "linux"},
-    "tolerations": TOLERATIONS,
-    "affinity": AFFINITY,
+    **pod_options("agent"),
 }
 
 AGENT_VALUE_SETS: dict[str, Values] = {
@@ -264,39 +291,23 @@ EXISTING_CA_BUNDLE = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n...\n").dec
 
 HUB_ALL_OPTIONS: Values = {
     **ALL_OPTIONS_OF_BOTH,
-    "image": IMAGE,
-    "imagePullSecrets": [{"name": "registry-credentials"}],
     "featureGates": {
         "ManifestWorkReplicaSet": True,
         "CleanUpCompletedManifestWork": True,
         "NilExecutorValidating": True,
     },
-    "log": {"format": "console", "level": "debug"},
     "manager": {
         "replicas": 2,
-        "leaderElection": {"leaseDuration": "60s", "renewDeadline": "40s", "retryPeriod": "10s"},
+        "leaderElection": LEADER_ELECTION,
         "kubeAPIQPS": 100,
         "kubeAPIBurst": 200,
         "listen": {
             "address": "0.0.0.0",
             "port": 9000,
             "https": True,
-            "tls": {
-                "secretName": "manager-serving-cert",
-                "restartOnChange": True,
-                "minVersion": "VersionTLS13",
-                "cipherSuites": [
-                    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-                    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-                ],
-            },
+            "tls": {"secretName": "manager-serving-cert", **SERVING_TLS},
         },
-        "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
-        "podAnnotations": {"example.com/scrape": "true"},
-        "podLabels": {"example.com/tier": "manager"},
-        "nodeSelector": {"kubernetes.io/os": "linux"},
-        "tolerations": TOLERATIONS,
-        "affinity": AFFINITY,
+        **pod_options("manager"),
     },
     "webhook": {
         "replicas": 3,
@@ -312,15 +323,10 @@ HUB_ALL_OPTIONS: Values = {
         "failurePolicy": "Ignore",
         "timeoutSeconds": 5,
         "certificate": {"validityDays": 365},
-        "resources": {
-            "requests": {"cpu": "100m", "memory": "128Mi"},
-            "limits": {"memory": "512Mi"},
-        },
-        "podAnnotations": {"example.com/scrape": "true"},
-        "podLabels": {"example.com/tier": "webhook"},
-        "nodeSelector": {"kubernetes.io/os": "linux"},
-        "tolerations": TOLERATIONS,
-        "affinity": AFFINITY,
+        **pod_options(
+            "webhook",
+            {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+        ),
     },
     "prometheusRule": {
         **ALL_OPTIONS_OF_BOTH["prometheusRule"],
@@ -355,3 +361,44 @@ def render_agent(values: Values, *, release: str = "work-agent") -> Rendered:
 def render_hub(values: Values, *, release: str = "hub-controller") -> Rendered:
     """Render the hub-controller chart into the hub namespace."""
     return render(HUB_CHART, values, release=release, namespace=HUB_NAMESPACE)
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One of our charts, and how the tests render it."""
+
+    path: Path
+    namespace: str
+    render: Callable[..., Rendered]
+    minimal: Values
+    value_sets: dict[str, Values]
+    crds: tuple[str, ...]
+    deployments: int
+
+    @property
+    def name(self) -> str:
+        """The chart's name (its directory's)."""
+        return self.path.name
+
+
+AGENT = Chart(
+    AGENT_CHART,
+    AGENT_NAMESPACE,
+    render_agent,
+    AGENT_MINIMAL,
+    AGENT_VALUE_SETS,
+    ("work.open-cluster-management.io_appliedmanifestworks.yaml",),
+    deployments=1,
+)
+HUB = Chart(
+    HUB_CHART,
+    HUB_NAMESPACE,
+    render_hub,
+    {},
+    HUB_VALUE_SETS,
+    (
+        "work.open-cluster-management.io_manifestworkreplicasets.yaml",
+        "work.open-cluster-management.io_manifestworks.yaml",
+    ),
+    deployments=2,  # the manager and the webhook
+)

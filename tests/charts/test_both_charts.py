@@ -3,71 +3,14 @@ security and names that stay valid. Each test runs once per chart (and value set
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import helm_python as helm
 import pytest
 
-from tests.charts.rendering import (
-    AGENT_CHART,
-    AGENT_MINIMAL,
-    AGENT_NAMESPACE,
-    AGENT_VALUE_SETS,
-    HUB_CHART,
-    HUB_NAMESPACE,
-    HUB_VALUE_SETS,
-    LONG_RELEASE,
-    Rendered,
-    Values,
-    lint_findings,
-    render_agent,
-    render_hub,
-)
+from tests.charts.rendering import AGENT, HUB, LONG_RELEASE, Chart, lint_findings
 
-
-@dataclass(frozen=True)
-class Chart:
-    """One of our charts, and how its tests render it."""
-
-    path: Path
-    namespace: str
-    render: Callable[..., Rendered]
-    minimal: Values
-    value_sets: dict[str, Values]
-    crds: tuple[str, ...]
-    deployments: int
-
-    @property
-    def name(self) -> str:
-        """The chart's name (its directory's)."""
-        return self.path.name
-
-
-AGENT = Chart(
-    AGENT_CHART,
-    AGENT_NAMESPACE,
-    render_agent,
-    AGENT_MINIMAL,
-    AGENT_VALUE_SETS,
-    ("work.open-cluster-management.io_appliedmanifestworks.yaml",),
-    deployments=1,
-)
-HUB = Chart(
-    HUB_CHART,
-    HUB_NAMESPACE,
-    render_hub,
-    {},
-    HUB_VALUE_SETS,
-    (
-        "work.open-cluster-management.io_manifestworkreplicasets.yaml",
-        "work.open-cluster-management.io_manifestworks.yaml",
-    ),
-    deployments=2,  # the manager and the webhook
-)
 CHARTS = pytest.mark.parametrize("chart", [AGENT, HUB], ids=lambda c: c.name)
 #: (chart, value set name) for every value set of each chart.
 VALUE_SETS = pytest.mark.parametrize(

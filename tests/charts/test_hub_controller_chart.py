@@ -29,6 +29,7 @@ from tests.charts.rendering import (
     Rendered,
     Values,
     args_of,
+    check_shared_options,
     container,
     merged,
     render_hub,
@@ -211,21 +212,12 @@ def test_manager_options(tmp_path: Path) -> None:
     assert settings.feature_gates == ALL_GATES
     assert (settings.kube_api_qps, settings.kube_api_burst) == (100, 200)
     assert settings.listen == "0.0.0.0:9000"
-    assert not settings.insecure_serving
     assert settings.tls_cert_file == "/etc/hub-controller/serving-cert/tls.crt"
     assert settings.tls_private_key_file == "/etc/hub-controller/serving-cert/tls.key"
     # A renewed certificate restarts the manager, which then serves it.
     assert settings.terminate_on_files == ("/etc/hub-controller/serving-cert/tls.crt",)
-    assert settings.tls_min_version == "VersionTLS13"
-    assert settings.tls_cipher_suites == (
-        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
-    )
-    assert (settings.log_format, settings.log_level) == ("console", "debug")
-    election = settings.leader_election
-    assert not election.disabled
-    assert election.lease_name == MANAGER_LEASE_NAME
-    timings = (election.lease_duration, election.renew_deadline, election.retry_period)
-    assert timings == (60, 40, 10)
+    check_shared_options(settings)
+    assert settings.leader_election.lease_name == MANAGER_LEASE_NAME
 
 
 @pytest.mark.parametrize(

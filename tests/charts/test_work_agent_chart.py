@@ -19,6 +19,7 @@ from tests.charts.rendering import (
     HUB_KUBECONFIG,
     Values,
     args_of,
+    check_shared_options,
     container,
     merged,
     render_agent,
@@ -199,18 +200,9 @@ def test_every_option_reaches_the_agent(tmp_path: Path) -> None:
     assert (settings.kube_api_qps, settings.kube_api_burst) == (100.5, 200)
     assert (settings.hub_kube_api_qps, settings.hub_kube_api_burst) == (75, 150)
     assert settings.listen == "[::]:9443"
-    assert not settings.insecure_serving
     assert settings.tls_cert_file == "/etc/work-agent/serving-cert/tls.crt"
     assert settings.tls_private_key_file == "/etc/work-agent/serving-cert/tls.key"
-    assert settings.tls_min_version == "VersionTLS13"
-    assert settings.tls_cipher_suites == (
-        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
-    )
-    assert (settings.log_format, settings.log_level) == ("console", "debug")
-    election = settings.leader_election
-    assert not election.disabled
-    timings = (election.lease_duration, election.renew_deadline, election.retry_period)
-    assert timings == (60, 40, 10)
+    check_shared_options(settings)
 
 
 def test_restart_on_kubeconfig_change_can_be_turned_off(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ client certificate of cluster1's agent (CN and O as OCM's registration issues).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,18 +23,24 @@ from demo.environment import grant_agent
 from hubcontroller.grpcserver import GrpcServerSettings
 from hubcontroller.grpcserver.server import GrpcServerService, build_grpc_server
 from kubesim.sim import KubeSim
-from ocmkit.kube import KubeClient
+from ocmkit.kube import CONFIGMAPS, KubeClient
 from ocmkit.runtime import Manager
 from tests.cloudevents.pki import CertificateAuthority, Pair
 from tests.conftest import eventually
 from tests.integration.conftest import (
+    configmap,
+    exists,
+    get_work,
     hub,
     hub_client,
+    manifest_condition,
+    manifest_statuses,
     spoke,
     spoke_client,
     spoke_options,
 )
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
+from workagent.settings import AgentSettings
 
 __all__ = ["grant_agent", "hub", "hub_client", "spoke", "spoke_client", "spoke_options"]
 
@@ -186,18 +193,27 @@ def grpc_agent_settings(tmp_path: Path, config: Path, **overrides: Any) -> Any:
 
 
 @pytest.fixture
+def agent_config(grpc_hub: GrpcHub, pki: Pki, tmp_path: Path) -> Path:
+    """cluster1's agent config for our server, with the agent certificate."""
+    return write_agent_config(tmp_path / "agent-grpc.yaml", grpc_hub.url, pki)
+
+
+@contextlib.asynccontextmanager
+async def subscribed_agent(settings: AgentSettings) -> AsyncIterator[AgentRunner]:
+    """The agent with these settings (a CloudEvents driver), started and subscribed;
+    stopped on the way out."""
+    async with AgentRunner(settings) as runner:
+        await wait_subscribed(runner)
+        yield runner
+
+
+@pytest.fixture
 async def grpc_agent(
-    grpc_hub: GrpcHub, spoke_client: KubeClient, pki: Pki, tmp_path: Path
+    agent_config: Path, spoke_client: KubeClient, tmp_path: Path
 ) -> AsyncIterator[AgentRunner]:
     """cluster1's agent on the grpc driver, subscribed to our server."""
-    config = write_agent_config(tmp_path / "agent-grpc.yaml", grpc_hub.url, pki)
-    runner = AgentRunner(grpc_agent_settings(tmp_path, config))
-    await runner.start()
-    await wait_subscribed(runner)
-    try:
+    async with subscribed_agent(grpc_agent_settings(tmp_path, agent_config)) as runner:
         yield runner
-    finally:
-        await runner.stop()
 
 
 async def wait_subscribed(runner: AgentRunner, *, at_least: int = 1) -> None:
@@ -213,3 +229,78 @@ async def wait_subscribed(runner: AgentRunner, *, at_least: int = 1) -> None:
         )
 
     await eventually(subscribed, what="the agent to subscribe")
+
+
+def feedback_config(name: str) -> dict[str, Any]:
+    """A JSONPaths feedback rule on ``.data.key`` and a CEL condition rule (Ready when v2)."""
+    return {
+        "resourceIdentifier": {"resource": "configmaps", "name": name, "namespace": "default"},
+        "feedbackRules": [
+            {"type": "JSONPaths", "jsonPaths": [{"name": "key", "path": ".data.key"}]}
+        ],
+        "conditionRules": [
+            {"type": "CEL", "condition": "Ready", "celExpressions": ["object.data.key == 'v2'"]}
+        ],
+    }
+
+
+async def wait_feedback(
+    hub_client: KubeClient, value: str, ready: str, *, alive: Callable[[], None] | None = None
+) -> None:
+    """Until work1's ConfigMap (``feedback_config``) reports ``key`` = ``value`` and its
+    manifest condition Ready = ``ready`` on the hub; ``alive`` raises if a peer died."""
+
+    async def reported() -> bool:
+        if alive is not None:
+            alive()
+        work = await get_work(hub_client, "work1")
+        cond = manifest_condition(work, 0, "Ready")
+        entries = manifest_statuses(work)
+        values = (entries[0].get("statusFeedback") or {}).get("values") if entries else None
+        return (
+            values == [{"name": "key", "fieldValue": {"type": "String", "string": value}}]
+            and cond is not None
+            and cond["status"] == ready
+        )
+
+    await eventually(reported, what=f"feedback {value}, Ready={ready} on the hub")
+
+
+def set_configmap(name: str, value: str) -> Callable[[dict[str, Any]], None]:
+    """A change for ``update_work``: the work's one manifest becomes ConfigMap ``name``
+    with ``key: value``."""
+
+    def change(work: dict[str, Any]) -> None:
+        work["spec"]["workload"]["manifests"] = [configmap(name, key=value)]
+
+    return change
+
+
+async def wait_configmap(spoke_client: KubeClient, name: str, value: str, *, what: str) -> None:
+    """Until ConfigMap ``name`` in ``default`` on the spoke has ``key: value`` (only)."""
+
+    async def converged() -> bool:
+        cm = await spoke_client.get(CONFIGMAPS, name, "default")
+        return bool(cm["data"] == {"key": value})
+
+    await eventually(converged, what=what)
+
+
+async def wait_gone(client: KubeClient, res: Any, name: str, namespace: str | None) -> None:
+    """Wait until the object no longer exists."""
+
+    async def gone() -> bool:
+        return not await exists(client, res, name, namespace)
+
+    await eventually(gone, what=f"{name} to be deleted")
+
+
+async def wait_store_empty(runner: AgentRunner) -> None:
+    """Until the agent's local CloudEvents store holds no work (the agent forgot them)."""
+
+    async def forgotten() -> bool:
+        assert runner.agent is not None
+        store: Any = runner.agent.deps.hub
+        return list(store.works()) == []
+
+    await eventually(forgotten, what="the agent's local store to be empty")

@@ -57,9 +57,5 @@ async def agent(
     hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> AsyncIterator[AgentRunner]:
     """The real agent for ``cluster1``, running in-process and ready."""
-    runner = AgentRunner(hostile_agent_settings(tmp_path))
-    await runner.start()
-    try:
+    async with AgentRunner(hostile_agent_settings(tmp_path)) as runner:
         yield runner
-    finally:
-        await runner.stop()

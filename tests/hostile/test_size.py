@@ -48,12 +48,8 @@ async def agent(
 ) -> AsyncIterator[AgentRunner]:
     """The agent with OCM's default 30 s status sync: a 1,000-manifest work is
     re-read once per sync, which is not what these tests measure."""
-    runner = AgentRunner(agent_settings(tmp_path, workers=4))
-    await runner.start()
-    try:
+    async with AgentRunner(agent_settings(tmp_path, workers=4)) as runner:
         yield runner
-    finally:
-        await runner.stop()
 
 
 async def test_a_thousand_manifests_are_applied_and_reported(

@@ -55,12 +55,8 @@ async def hub_client(cluster: Cluster, tmp_path: Path) -> AsyncIterator[KubeClie
 @pytest.fixture
 async def manager(hub_client: KubeClient, tmp_path: Path) -> AsyncIterator[ManagerRunner]:
     """The real manager with the GC gate on, running in-process and ready."""
-    runner = ManagerRunner(manager_settings(tmp_path / "kubeconfig"))
-    await runner.start()
-    try:
+    async with ManagerRunner(manager_settings(tmp_path / "kubeconfig")) as runner:
         yield runner
-    finally:
-        await runner.stop()
 
 
 # -- helpers ----------------------------------------------------------------------------

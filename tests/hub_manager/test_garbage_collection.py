@@ -239,15 +239,14 @@ async def test_gate_off_runs_no_collector(hub_client: KubeClient, tmp_path: Path
     await write_conditions(
         hub_client, "untouched", condition(CONDITION_COMPLETE, "True", api_now())
     )
-    runner = ManagerRunner(manager_settings(tmp_path / "kubeconfig", feature_gates=frozenset()))
-    await runner.start()
-    try:
+    async with ManagerRunner(
+        manager_settings(tmp_path / "kubeconfig", feature_gates=frozenset())
+    ) as runner:
         assert runner.built is not None
         assert runner.built.manager.controllers == []
         # Nothing watches ManifestWorks at all: no gate needs them.
         assert runner.built.manager.informers == []
-    finally:
-        assert await runner.stop() == 0
+    assert runner.exit_code == 0
     assert await exists(hub_client, "untouched")
 
 
@@ -275,9 +274,7 @@ async def test_work_driver_config_collects_works_in_that_cluster(
             settings = manager_settings(
                 tmp_path / "kubeconfig", work_driver_config=str(tmp_path / "works.kubeconfig")
             )
-            runner = ManagerRunner(settings)
-            await runner.start()
-            try:
+            async with ManagerRunner(settings) as runner:
                 for client in (works_client, hub_client):
                     await client.create(MANIFESTWORKS, work_body("elsewhere", ttl=0))
                     await write_conditions(
@@ -286,8 +283,7 @@ async def test_work_driver_config_collects_works_in_that_cluster(
                 await wait_deleted(works_client, "elsewhere")
                 assert runner.built is not None
                 assert runner.built.deps.works.client is not runner.built.deps.hub
-            finally:
-                assert await runner.stop() == 0
+            assert runner.exit_code == 0
             # The hub of --kubeconfig is not where ManifestWorks are read: untouched.
             assert await exists(hub_client, "elsewhere")
         finally:
@@ -304,16 +300,15 @@ async def test_lease_is_held_and_released(hub_client: KubeClient, tmp_path: Path
         namespace="open-cluster-management-hub",
         identity="manager-a",
     )
-    runner = ManagerRunner(manager_settings(tmp_path / "kubeconfig", leader_election=election))
-    await runner.start()
-    try:
+    async with ManagerRunner(
+        manager_settings(tmp_path / "kubeconfig", leader_election=election)
+    ) as runner:
         lease = await hub_client.get(LEASES, "work-manager-lock", "open-cluster-management-hub")
         assert lease["spec"]["holderIdentity"] == "manager-a"
         await hub_client.create(MANIFESTWORKS, work_body("led", ttl=0))
         await write_conditions(hub_client, "led", condition(CONDITION_COMPLETE, "True", api_now()))
         await wait_deleted(hub_client, "led")
-    finally:
-        assert await runner.stop() == 0
+    assert runner.exit_code == 0
 
     async def released() -> bool:
         lease = await hub_client.get(LEASES, "work-manager-lock", "open-cluster-management-hub")
@@ -332,9 +327,9 @@ async def test_both_gates_run_both_controllers_on_one_work_cache(
 
     assert load_replicaset_builder() is not None, "the MWRS controller is part of this build"
     gates = frozenset({GATE_MANIFEST_WORK_REPLICA_SET, GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK})
-    runner = ManagerRunner(manager_settings(tmp_path / "kubeconfig", feature_gates=gates))
-    await runner.start()
-    try:
+    async with ManagerRunner(
+        manager_settings(tmp_path / "kubeconfig", feature_gates=gates)
+    ) as runner:
         assert runner.built is not None
         manager = runner.built.manager
         assert len(manager.controllers) == 2
@@ -349,5 +344,4 @@ async def test_both_gates_run_both_controllers_on_one_work_cache(
             hub_client, "beside-mwrs", condition(CONDITION_COMPLETE, "True", api_now())
         )
         await wait_deleted(hub_client, "beside-mwrs")
-    finally:
-        assert await runner.stop() == 0
+    assert runner.exit_code == 0

@@ -98,12 +98,8 @@ async def agent(
     hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> AsyncIterator[AgentRunner]:
     """The real agent for ``cluster1``, running in-process and ready."""
-    runner = AgentRunner(agent_settings(tmp_path))
-    await runner.start()
-    try:
+    async with AgentRunner(agent_settings(tmp_path)) as runner:
         yield runner
-    finally:
-        await runner.stop()
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -228,6 +224,13 @@ async def get_applied_work(
         return await spoke_client.get(APPLIED_MANIFESTWORKS, applied_work_name(the_hash, work))
     except NotFound:
         return None
+
+
+async def forget_work(hub_client: KubeClient, name: str) -> None:
+    """Delete work ``name`` from the hub without the agent's confirmation: its finalizer
+    is dropped by hand first (the agent is stopped or cut off meanwhile)."""
+    await hub_client.patch(MANIFESTWORKS, name, {"metadata": {"finalizers": None}}, CLUSTER)
+    await hub_client.delete(MANIFESTWORKS, name, CLUSTER)
 
 
 def has_cleanup_finalizer(work: dict[str, Any]) -> bool:

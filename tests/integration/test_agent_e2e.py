@@ -530,9 +530,7 @@ async def test_executor_denied_then_granted(
     await spoke_client.create(ROLES, EXECUTOR_ROLE)
     gates = frozenset({FEATURE_EXECUTOR_VALIDATING_CACHES}) if caching else frozenset()
     requests = RequestRecord(spoke)
-    runner = AgentRunner(agent_settings(tmp_path, feature_gates=gates))
-    await runner.start()
-    try:
+    async with AgentRunner(agent_settings(tmp_path, feature_gates=gates)) as runner:
         await hub.create(MANIFESTWORKS, executor_work())
         work = await wait_applied(hub, "example-manifestwork", status="False")
         mc = manifest_condition(work, 0, "Applied")
@@ -579,5 +577,3 @@ async def test_executor_denied_then_granted(
         amw = await get_applied_work(spoke_client, runner.hub_hash, "example-manifestwork")
         assert amw is not None
         assert amw_owner_uids(live) == [amw["metadata"]["uid"]]
-    finally:
-        await runner.stop()

@@ -47,6 +47,7 @@ from tests.conftest import eventually, pool_for
 from tests.integration.conftest import (
     configmap,
     exists,
+    forget_work,
     get_applied_work,
     get_work,
     has_cleanup_finalizer,
@@ -814,9 +815,7 @@ async def test_e2e_work_deleted_while_the_agent_was_away_is_evicted(
 ) -> None:
     """The hub forgot a work (finalizer removed by hand); after the grace period the
     agent deletes its AppliedManifestWork and resources."""
-    runner = AgentRunner(agent_settings(tmp_path, eviction_grace_period=0.5))
-    await runner.start()
-    try:
+    async with AgentRunner(agent_settings(tmp_path, eviction_grace_period=0.5)) as runner:
         await hub_client.create(MANIFESTWORKS, work_body("forgotten", [configmap("left")]))
         await hub_client.create(MANIFESTWORKS, work_body("kept", [configmap("stays")]))
         await wait_applied(hub_client, "forgotten")
@@ -824,10 +823,7 @@ async def test_e2e_work_deleted_while_the_agent_was_away_is_evicted(
         the_hash = runner.hub_hash
         await runner.stop()
 
-        await hub_client.patch(
-            MANIFESTWORKS, "forgotten", {"metadata": {"finalizers": None}}, CLUSTER
-        )
-        await hub_client.delete(MANIFESTWORKS, "forgotten", CLUSTER)
+        await forget_work(hub_client, "forgotten")
         assert await get_applied_work(spoke_client, the_hash, "forgotten") is not None
 
         await runner.start()
@@ -842,26 +838,19 @@ async def test_e2e_work_deleted_while_the_agent_was_away_is_evicted(
         assert not kept["metadata"].get("deletionTimestamp")
         assert not (kept.get("status") or {}).get("evictionStartTime")
         assert await exists(spoke_client, CONFIGMAPS, "stays", "default")
-    finally:
-        await runner.stop()
 
 
 async def test_e2e_eviction_disabled_keeps_unmanaged_work(
     hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
-    runner = AgentRunner(
+    async with AgentRunner(
         agent_settings(tmp_path, eviction_grace_period=EVICTION_DISABLED_AT_SECONDS)
-    )
-    await runner.start()
-    try:
+    ) as runner:
         await hub_client.create(MANIFESTWORKS, work_body("forgotten", [configmap("left")]))
         await wait_applied(hub_client, "forgotten")
         the_hash = runner.hub_hash
         await runner.stop()
-        await hub_client.patch(
-            MANIFESTWORKS, "forgotten", {"metadata": {"finalizers": None}}, CLUSTER
-        )
-        await hub_client.delete(MANIFESTWORKS, "forgotten", CLUSTER)
+        await forget_work(hub_client, "forgotten")
         # An eviction started by an earlier run with eviction on.
         await spoke_client.patch(
             APPLIED_MANIFESTWORKS,
@@ -881,5 +870,3 @@ async def test_e2e_eviction_disabled_keeps_unmanaged_work(
         assert applied is not None
         assert not applied["metadata"].get("deletionTimestamp")
         assert await exists(spoke_client, CONFIGMAPS, "left", "default")
-    finally:
-        await runner.stop()

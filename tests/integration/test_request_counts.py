@@ -9,7 +9,9 @@ an observable state.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -137,15 +139,20 @@ async def converge_idle_works(hub_client: KubeClient) -> None:
     await eventually(reported, what="every idle work to report Available and feedback")
 
 
+@contextlib.asynccontextmanager
+async def idle_agent(hub_client: KubeClient, tmp_path: Path) -> AsyncIterator[AgentRunner]:
+    """An agent with fast status syncs, the idle works applied and reported."""
+    async with AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC)) as runner:
+        await converge_idle_works(hub_client)
+        yield runner
+
+
 async def test_idle_status_syncs_list_instead_of_getting_each_object(
     hub_client: KubeClient, spoke_client: KubeClient, spoke: Cluster, tmp_path: Path
 ) -> None:
     """Idle, Poll-mode status syncs of 20 ConfigMaps of one namespace cost at most one
     LIST per sync and no GET, and a change of an object still reaches the hub."""
-    runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
-    await runner.start()
-    try:
-        await converge_idle_works(hub_client)
+    async with idle_agent(hub_client, tmp_path):
         requests = RequestRecord(spoke)
         before = status_syncs()
 
@@ -181,8 +188,6 @@ async def test_idle_status_syncs_list_instead_of_getting_each_object(
             return cond.get("status") == "False" and cond.get("reason") == "ResourceNotAvailable"
 
         await eventually(reported_missing, what="the deleted ConfigMap reported not available")
-    finally:
-        await runner.stop()
 
 
 @pytest.mark.kubesim_only("fault injection: the spoke answers every LIST of ConfigMaps 500")
@@ -191,10 +196,7 @@ async def test_a_failing_list_falls_back_to_one_get_per_object(
 ) -> None:
     """When the spoke refuses the LIST, status syncs read each object and still report."""
     spoke.inject(verb="list", resource="configmaps", code=500, userAgent="work")
-    runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
-    await runner.start()
-    try:
-        await converge_idle_works(hub_client)
+    async with idle_agent(hub_client, tmp_path):
         requests = RequestRecord(spoke)
         before = status_syncs()
 
@@ -210,8 +212,6 @@ async def test_a_failing_list_falls_back_to_one_get_per_object(
         assert requests.count("get", "configmaps") >= IDLE_WORKS * IDLE_OBJECTS
         work = await get_work(hub_client, "idle-1")
         assert (work_condition(work, "Available") or {}).get("status") == "True"
-    finally:
-        await runner.stop()
 
 
 def reconciles(controller: str, result: str) -> float:
@@ -289,10 +289,7 @@ async def test_objects_seen_in_a_status_list_are_deleted_without_a_get(
 ) -> None:
     """Deleting works whose objects the status syncs listed: each object is deleted on the
     listed version (its resourceVersion as precondition), none is read first."""
-    runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
-    await runner.start()
-    try:
-        await converge_idle_works(hub_client)
+    async with idle_agent(hub_client, tmp_path):
         requests = RequestRecord(spoke)
 
         async def listed() -> bool:
@@ -312,8 +309,6 @@ async def test_objects_seen_in_a_status_list_are_deleted_without_a_get(
         assert requests.count("get", "configmaps", 200) == 0
         remaining = await spoke_client.list(CONFIGMAPS, "default")
         assert not [o for o in remaining["items"] if o["metadata"]["name"].startswith("idle-")]
-    finally:
-        await runner.stop()
 
 
 #: Works x ConfigMaps of the request budget test (issue 19's work of five objects).
@@ -405,10 +400,7 @@ async def test_an_event_pass_corrects_drift_a_status_list_already_shows(
     """A pass an event asks for (here a label change) re-applies a drifted object while
     the status syncs' recent LIST holds it: whichever version the pass compares with,
     the drift is undone."""
-    runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
-    await runner.start()
-    try:
-        await converge_idle_works(hub_client)
+    async with idle_agent(hub_client, tmp_path) as runner:
         assert runner.agent is not None
         deps = runner.agent.deps
         drifted = await spoke_client.patch(
@@ -433,5 +425,3 @@ async def test_an_event_pass_corrects_drift_a_status_list_already_shows(
             return bool(cm.get("data") == {"key": "value"})
 
         await eventually(corrected, what="the drifted ConfigMap applied again")
-    finally:
-        await runner.stop()

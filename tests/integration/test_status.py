@@ -90,12 +90,8 @@ def spoke_options() -> dict[str, Any]:
 async def running_agent(tmp_path: Path, **overrides: Any) -> AsyncIterator[AgentRunner]:
     """The real agent with these settings (a fast status sync unless overridden)."""
     overrides.setdefault("status_sync_interval", FAST)
-    runner = AgentRunner(agent_settings(tmp_path, **overrides))
-    await runner.start()
-    try:
+    async with AgentRunner(agent_settings(tmp_path, **overrides)) as runner:
         yield runner
-    finally:
-        await runner.stop()
 
 
 def config(

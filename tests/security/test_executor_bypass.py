@@ -113,12 +113,8 @@ async def agent(
 ) -> AsyncIterator[AgentRunner]:
     """The agent, with and without the ExecutorValidatingCaches gate."""
     gates = frozenset({GATE_EXECUTOR_VALIDATING_CACHES}) if request.param else frozenset()
-    runner = AgentRunner(agent_settings(tmp_path, feature_gates=gates))
-    await runner.start()
-    try:
+    async with AgentRunner(agent_settings(tmp_path, feature_gates=gates)) as runner:
         yield runner
-    finally:
-        await runner.stop()
 
 
 def applied_message(work: dict[str, Any], ordinal: int) -> tuple[str, str, str]:

@@ -49,7 +49,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from hubcontroller.webhook import WebhookServer, WebhookSettings, run_webhook_server
+from hubcontroller.webhook import WebhookServer, run_webhook_server
 from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient
 from ocmkit.kube.mergepatch import merge_patch
 from schemas.wire import GATE_MANIFEST_WORK_REPLICA_SET, GATE_NIL_EXECUTOR_VALIDATING
@@ -61,6 +61,7 @@ from tests.support.prepare import (
     wait_allowed,
 )
 from tests.support.targets import KUBESIM, Cluster, PlanePool, open_cluster
+from tests.webhook.conftest import local_settings
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module")]
 
@@ -421,14 +422,8 @@ async def running_hub(
             certdir.mkdir()
             (certdir / "tls.crt").write_bytes(pki.cert_pem)
             (certdir / "tls.key").write_bytes(pki.key_pem)
-            settings = WebhookSettings(
-                host="127.0.0.1",
-                port=0,
-                metrics_port=0,
-                health_probe_port=0,
-                certdir=str(certdir),
-                feature_gates=gates,
-                kubeconfig=str(webhook_kubeconfig),
+            settings = local_settings(
+                certdir, feature_gates=gates, kubeconfig=str(webhook_kubeconfig)
             )
             started: asyncio.Future[WebhookServer] = asyncio.get_running_loop().create_future()
             task = asyncio.create_task(
