@@ -17,6 +17,9 @@ from typing import Any
 import helm_python as helm
 import yaml
 
+from hubcontroller.cli import parse_command_line as hub_command_line
+from workagent.cli import parse_command_line as agent_command_line
+
 REPO = Path(__file__).resolve().parents[2]
 CHARTS = REPO / "charts"
 SHARED_CRDS = CHARTS / "crds"
@@ -374,11 +377,31 @@ class Chart:
     value_sets: dict[str, Values]
     crds: tuple[str, ...]
     deployments: int
+    #: The program's Deployment, its command and that command's parser.
+    program_deployment: str
+    program: str
+    parse_command_line: Callable[..., Any]
+    #: Where all-options mounts the program's serving certificate Secret, and which.
+    serving_cert_dir: str
+    serving_cert_secret: str
 
     @property
     def name(self) -> str:
         """The chart's name (its directory's)."""
         return self.path.name
+
+    def deployment(self, values: Values) -> dict[str, Any]:
+        """The program's Deployment as rendered with ``values``."""
+        return self.render(values).one("Deployment", self.program_deployment)
+
+    def command(self, values: Values, tmp_path: Path) -> Any:
+        """The program Deployment's arguments, parsed by the program's own command line."""
+        deployment = self.deployment(values)
+        assert container(deployment)["command"] == [self.program]
+        # The namespace file stands in for the pod's service account mount.
+        namespace_file = tmp_path / "namespace"
+        namespace_file.write_text(self.namespace)
+        return self.parse_command_line(args_of(deployment), namespace_file=namespace_file)
 
 
 AGENT = Chart(
@@ -389,6 +412,11 @@ AGENT = Chart(
     AGENT_VALUE_SETS,
     ("work.open-cluster-management.io_appliedmanifestworks.yaml",),
     deployments=1,
+    program_deployment="work-agent",
+    program="workagent",
+    parse_command_line=agent_command_line,
+    serving_cert_dir="/etc/work-agent/serving-cert",
+    serving_cert_secret="work-agent-serving-cert",
 )
 HUB = Chart(
     HUB_CHART,
@@ -401,4 +429,9 @@ HUB = Chart(
         "work.open-cluster-management.io_manifestworks.yaml",
     ),
     deployments=2,  # the manager and the webhook
+    program_deployment="hub-controller-manager",
+    program="hubcontroller",
+    parse_command_line=hub_command_line,
+    serving_cert_dir="/etc/hub-controller/serving-cert",
+    serving_cert_secret="manager-serving-cert",
 )

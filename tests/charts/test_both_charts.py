@@ -1,15 +1,25 @@
 """What holds of both charts: metadata, CRD copies, lint, a closed values schema, pod
-security and names that stay valid. Each test runs once per chart (and value set)."""
+security, names that stay valid and the program's serving options. Each test runs once
+per chart (and value set)."""
 
 from __future__ import annotations
 
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import helm_python as helm
 import pytest
 
-from tests.charts.rendering import AGENT, HUB, LONG_RELEASE, Chart, lint_findings
+from tests.charts.rendering import (
+    AGENT,
+    HUB,
+    LONG_RELEASE,
+    Chart,
+    args_of,
+    container,
+    lint_findings,
+)
 
 CHARTS = pytest.mark.parametrize("chart", [AGENT, HUB], ids=lambda c: c.name)
 #: (chart, value set name) for every value set of each chart.
@@ -119,3 +129,27 @@ def test_names_stay_valid_for_the_longest_release_name(chart: Chart) -> None:
     for deployment in rendered.of_kind("Deployment"):
         labels = deployment["spec"]["template"]["metadata"]["labels"]
         assert all(len(value) <= 63 for value in labels.values())
+
+
+@CHARTS
+def test_plain_http_passes_insecure_serving(chart: Chart, tmp_path: Path) -> None:
+    plain = chart.value_sets["plain-http"]
+    assert "--insecure-serving" in args_of(chart.deployment(plain))
+    assert "--insecure-serving" not in args_of(chart.deployment(chart.minimal))
+    assert chart.command(plain, tmp_path).settings.insecure_serving
+
+
+@CHARTS
+def test_serving_certificate_secret_is_mounted_read_only(chart: Chart) -> None:
+    deployment = chart.deployment(chart.value_sets["all-options"])
+    pod = deployment["spec"]["template"]["spec"]
+    assert {"name": "serving-cert", "secret": {"secretName": chart.serving_cert_secret}} in pod[
+        "volumes"
+    ]
+    assert {
+        "name": "serving-cert",
+        "mountPath": chart.serving_cert_dir,
+        "readOnly": True,
+    } in container(deployment)["volumeMounts"]
+    minimal = chart.deployment(chart.minimal)["spec"]["template"]["spec"]
+    assert "serving-cert" not in {v["name"] for v in minimal["volumes"]}

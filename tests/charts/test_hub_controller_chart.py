@@ -23,6 +23,7 @@ from hubcontroller.webhook import (
 )
 from tests.charts.rendering import (
     EXISTING_CA_BUNDLE,
+    HUB,
     HUB_ALL_OPTIONS,
     HUB_NAMESPACE,
     HUB_VALUE_SETS,
@@ -47,11 +48,7 @@ READ_WRITE = ("get", "list", "watch", "create", "update", "patch", "delete")
 
 def manager_command(values: Values, tmp_path: Path) -> ManagerCommand:
     """The manager Deployment's arguments, parsed by ``hubcontroller``'s command line."""
-    deployment = render_hub(values).one("Deployment", MANAGER)
-    assert container(deployment)["command"] == ["hubcontroller"]
-    namespace_file = tmp_path / "namespace"
-    namespace_file.write_text(HUB_NAMESPACE)
-    command = parse_command_line(args_of(deployment), namespace_file=namespace_file)
+    command = HUB.command(values, tmp_path)
     assert isinstance(command, ManagerCommand)
     return command
 
@@ -406,28 +403,6 @@ def test_probes() -> None:
         assert ports["healthz"] == health_port
         assert _http_get(webhook, "livenessProbe") == ("/healthz", "healthz", "HTTP")
         assert _http_get(webhook, "readinessProbe") == ("/readyz", "healthz", "HTTP")
-
-
-def test_plain_http_passes_insecure_serving(tmp_path: Path) -> None:
-    plain = HUB_VALUE_SETS["plain-http"]
-    assert "--insecure-serving" in args_of(render_hub(plain).one("Deployment", MANAGER))
-    assert "--insecure-serving" not in args_of(render_hub({}).one("Deployment", MANAGER))
-    assert manager_command(plain, tmp_path).settings.insecure_serving
-
-
-def test_manager_serving_certificate_secret_is_mounted_read_only() -> None:
-    deployment = render_hub(HUB_ALL_OPTIONS).one("Deployment", MANAGER)
-    pod = deployment["spec"]["template"]["spec"]
-    assert {"name": "serving-cert", "secret": {"secretName": "manager-serving-cert"}} in pod[
-        "volumes"
-    ]
-    assert {
-        "name": "serving-cert",
-        "mountPath": "/etc/hub-controller/serving-cert",
-        "readOnly": True,
-    } in container(deployment)["volumeMounts"]
-    default = render_hub({}).one("Deployment", MANAGER)["spec"]["template"]["spec"]
-    assert "serving-cert" not in {v["name"] for v in default["volumes"]}
 
 
 def test_service_monitors_scrape_both_components() -> None:

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.charts.rendering import (
+    AGENT,
     AGENT_ALL_OPTIONS,
     AGENT_MINIMAL,
     AGENT_NAMESPACE,
@@ -24,7 +25,7 @@ from tests.charts.rendering import (
     merged,
     render_agent,
 )
-from workagent.cli import AgentCommand, parse_command_line
+from workagent.cli import AgentCommand
 from workagent.settings import LEASE_NAME
 
 AGGREGATE_LABEL = "open-cluster-management.io/aggregate-to-work"
@@ -33,12 +34,7 @@ READ_WRITE = ("get", "list", "watch", "create", "update", "patch", "delete")
 
 def agent_command(values: Values, tmp_path: Path) -> AgentCommand:
     """The rendered Deployment's arguments, parsed by the agent's own command line."""
-    deployment = render_agent(values).one("Deployment")
-    assert container(deployment)["command"] == ["workagent"]
-    # The namespace file stands in for the pod's service account mount.
-    namespace_file = tmp_path / "namespace"
-    namespace_file.write_text(AGENT_NAMESPACE)
-    command = parse_command_line(args_of(deployment), namespace_file=namespace_file)
+    command = AGENT.command(values, tmp_path)
     assert isinstance(command, AgentCommand)
     return command
 
@@ -283,27 +279,6 @@ def test_probes_use_https_on_the_listen_port_unless_plain_http_is_chosen() -> No
             assert box[probe]["httpGet"] == {"path": path, "port": "metrics", "scheme": scheme}
         service = rendered.one("Service")
         assert service["spec"]["ports"][0]["targetPort"] == "metrics"
-
-
-def test_plain_http_passes_insecure_serving(tmp_path: Path) -> None:
-    deployment = render_agent(AGENT_VALUE_SETS["plain-http"]).one("Deployment")
-    assert "--insecure-serving" in args_of(deployment)
-    assert "--insecure-serving" not in args_of(render_agent(AGENT_MINIMAL).one("Deployment"))
-    assert agent_command(AGENT_VALUE_SETS["plain-http"], tmp_path).settings.insecure_serving
-
-
-def test_serving_certificate_secret_is_mounted_read_only() -> None:
-    pod = render_agent(AGENT_ALL_OPTIONS).one("Deployment")["spec"]["template"]["spec"]
-    assert {"name": "serving-cert", "secret": {"secretName": "work-agent-serving-cert"}} in pod[
-        "volumes"
-    ]
-    assert {
-        "name": "serving-cert",
-        "mountPath": "/etc/work-agent/serving-cert",
-        "readOnly": True,
-    } in container({"spec": {"template": {"spec": pod}}})["volumeMounts"]
-    minimal = render_agent(AGENT_MINIMAL).one("Deployment")["spec"]["template"]["spec"]
-    assert "serving-cert" not in {v["name"] for v in minimal["volumes"]}
 
 
 def test_service_monitor_is_off_by_default_and_scrapes_the_metrics_service() -> None:

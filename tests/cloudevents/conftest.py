@@ -29,7 +29,6 @@ from tests.cloudevents.pki import CertificateAuthority, Pair
 from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
-    exists,
     get_work,
     hub,
     hub_client,
@@ -284,15 +283,6 @@ async def wait_configmap(spoke_client: KubeClient, name: str, value: str, *, wha
         return bool(cm["data"] == {"key": value})
 
     await eventually(converged, what=what)
-
-
-async def wait_gone(client: KubeClient, res: Any, name: str, namespace: str | None) -> None:
-    """Wait until the object no longer exists."""
-
-    async def gone() -> bool:
-        return not await exists(client, res, name, namespace)
-
-    await eventually(gone, what=f"{name} to be deleted")
 
 
 async def wait_store_empty(runner: AgentRunner) -> None:

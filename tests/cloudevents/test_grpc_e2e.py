@@ -15,7 +15,6 @@ from tests.cloudevents.conftest import (
     set_configmap,
     wait_configmap,
     wait_feedback,
-    wait_gone,
     wait_store_empty,
     wait_subscribed,
 )
@@ -26,6 +25,7 @@ from tests.integration.conftest import (
     has_cleanup_finalizer,
     update_work,
     wait_applied,
+    wait_gone,
     work_body,
     work_condition,
 )

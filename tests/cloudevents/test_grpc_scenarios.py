@@ -20,7 +20,7 @@ from ocmkit.kube import (
     SERVICE_ACCOUNTS,
     KubeClient,
 )
-from tests.cloudevents.conftest import grpc_agent_settings, wait_gone
+from tests.cloudevents.conftest import grpc_agent_settings
 from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
@@ -29,14 +29,11 @@ from tests.integration.conftest import (
     manifest_condition,
     update_work,
     wait_applied,
+    wait_gone,
     work_body,
 )
-from tests.integration.test_agent_e2e import (
-    EXECUTOR_BINDING,
-    EXECUTOR_ROLE,
-    executor_work,
-    strategy,
-)
+from tests.integration.test_agent_e2e import EXECUTOR_BINDING, EXECUTOR_ROLE, executor_work
+from tests.support.manifests import strategy
 from tests.support.programs import CLUSTER, AgentRunner
 
 

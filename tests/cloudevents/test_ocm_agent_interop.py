@@ -27,7 +27,6 @@ from tests.cloudevents.conftest import (
     feedback_config,
     set_configmap,
     wait_feedback,
-    wait_gone,
 )
 from tests.cloudevents.ocmpeer import Peer, RestartablePeer, hub, spoke, start_ocm_agent
 from tests.integration.conftest import (
@@ -36,6 +35,7 @@ from tests.integration.conftest import (
     has_cleanup_finalizer,
     update_work,
     wait_applied,
+    wait_gone,
     work_body,
     work_condition,
 )

@@ -32,7 +32,6 @@ from tests.cloudevents.conftest import (
     subscribed_agent,
     wait_configmap,
     wait_feedback,
-    wait_gone,
     wait_store_empty,
     wait_subscribed,
     write_agent_config,
@@ -46,6 +45,7 @@ from tests.integration.conftest import (
     has_cleanup_finalizer,
     update_work,
     wait_applied,
+    wait_gone,
     work_body,
     work_condition,
 )

@@ -45,11 +45,8 @@ async def hub_test_client(kubeconfig: Path) -> KubeClient:
 async def hub_client(cluster: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """A client of the hub (kubesim or a real apiserver; kubeconfig ``tmp_path/kubeconfig``),
     CRDs installed."""
-    client = await hub_test_client(tmp_path / "kubeconfig")
-    try:
+    async with await hub_test_client(tmp_path / "kubeconfig") as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture

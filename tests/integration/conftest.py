@@ -26,6 +26,7 @@ from ocmkit.kube import (
 from schemas.wire import MANIFEST_WORK_FINALIZER
 from tests.conftest import eventually, pool_for
 from tests.support.crds import crd, object_schema
+from tests.support.manifests import configmap as configmap  # noqa: PLC0414 (re-exported: the suites import their work builders from here)
 from tests.support.programs import CLUSTER, CRD_DIR, AgentRunner, agent_settings, open_test_client
 from tests.support.targets import Cluster, open_cluster
 from workagent.identity import applied_work_name, hub_hash
@@ -35,13 +36,11 @@ SPOKE_CRDS = ("work.open-cluster-management.io_appliedmanifestworks.yaml",)
 
 
 @pytest.fixture
-async def hub(
-    target: str, request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[Cluster]:
-    """The hub (kubesim or a real control plane); ``hub_client`` installs the CRDs."""
-    async with open_cluster(target, pool_for(request, target)) as cluster:
-        cluster.write_kubeconfig(tmp_path / "hub.kubeconfig")
-        yield cluster
+def hub(cluster: Cluster, tmp_path: Path) -> Cluster:
+    """The hub: the test's cluster (kubesim or a real control plane; tests/conftest.py),
+    its kubeconfig also at ``hub.kubeconfig``; ``hub_client`` installs the CRDs."""
+    cluster.write_kubeconfig(tmp_path / "hub.kubeconfig")
+    return cluster
 
 
 @pytest.fixture
@@ -65,40 +64,44 @@ async def spoke(
 @pytest.fixture
 async def hub_client(hub: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """A test client of the hub (user agent ``integration-test``), CRDs installed."""
-    client = await open_test_client(
+    async with await open_test_client(
         tmp_path / "hub.kubeconfig",
         user_agent="integration-test",
         name="test-hub",
         crds=[CRD_DIR / name for name in HUB_CRDS],
         namespaces=[CLUSTER],
-    )
-    try:
+    ) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture
 async def spoke_client(spoke: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """A test client of the spoke (user agent ``integration-test``), CRDs installed."""
-    client = await open_test_client(
+    async with await open_test_client(
         tmp_path / "spoke.kubeconfig",
         user_agent="integration-test",
         name="test-spoke",
         crds=[CRD_DIR / name for name in SPOKE_CRDS],
-    )
-    try:
+    ) as client:
         yield client
-    finally:
-        await client.close()
+
+
+@pytest.fixture
+def agent_overrides() -> dict[str, Any]:
+    """What the ``agent`` fixture's settings change from :func:`agent_settings`; a suite's
+    conftest overrides this fixture (the hostile suite: a short status sync period)."""
+    return {}
 
 
 @pytest.fixture
 async def agent(
-    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    tmp_path: Path,
+    agent_overrides: dict[str, Any],
 ) -> AsyncIterator[AgentRunner]:
     """The real agent for ``cluster1``, running in-process and ready."""
-    async with AgentRunner(agent_settings(tmp_path)) as runner:
+    async with AgentRunner(agent_settings(tmp_path, **agent_overrides)) as runner:
         yield runner
 
 
@@ -126,16 +129,6 @@ def work_body(name: str, manifests: list[dict[str, Any]], **spec: Any) -> dict[s
 WIDGET_CRD = crd(
     "example.com", "Widget", schema=object_schema(spec=object_schema(size={"type": "integer"}))
 )
-
-
-def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
-    """A ConfigMap manifest."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": data or {"key": "value"},
-    }
 
 
 async def get_work(hub_client: KubeClient, name: str) -> dict[str, Any]:
@@ -214,6 +207,17 @@ async def exists(client: KubeClient, res: Any, name: str, namespace: str | None 
     except NotFound:
         return False
     return True
+
+
+async def wait_gone(
+    client: KubeClient, res: Any, name: str, namespace: str | None = None, *, what: str = ""
+) -> None:
+    """Wait until the object no longer exists."""
+
+    async def gone() -> bool:
+        return not await exists(client, res, name, namespace)
+
+    await eventually(gone, what=what or f"{name} to be deleted")
 
 
 async def get_applied_work(

@@ -15,7 +15,6 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -25,6 +24,7 @@ from tests.integration.conftest import (
     hub_hash_of,
     work_body,
 )
+from tests.support.manifests import strategy
 from tests.support.processes import REPO
 from tests.support.programs import CLUSTER
 from tests.support.requests import RequestRecord
@@ -51,22 +51,6 @@ async def diff(*args: str) -> tuple[int, str, str]:
     )
     out, err = await asyncio.wait_for(process.communicate(), timeout=120)
     return process.returncode or 0, out.decode(), err.decode()
-
-
-def strategy(name: str, kind: str, **options: Any) -> dict[str, Any]:
-    """A manifestConfigs entry giving ConfigMap ``name`` the update strategy ``kind``."""
-    update: dict[str, Any] = {"type": kind}
-    if options:
-        update["serverSideApply"] = options
-    return {
-        "resourceIdentifier": {
-            "group": "",
-            "resource": "configmaps",
-            "namespace": "default",
-            "name": name,
-        },
-        "updateStrategy": update,
-    }
 
 
 def section(out: str, header: str) -> str:

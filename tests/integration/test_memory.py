@@ -22,7 +22,8 @@ from tests.integration.conftest import (
     wait_applied,
     work_body,
 )
-from tests.integration.test_status import config, json_paths, running_agent, string, values_of
+from tests.integration.test_status import json_paths, running_agent, string, values_of
+from tests.support.manifests import manifest_config
 from tests.support.programs import CLUSTER, AgentRunner
 from workagent.controllers.patcher import RecentWrites
 from workagent.polledreads import LIST_THRESHOLD
@@ -69,7 +70,7 @@ async def apply_many(
     """Apply work ``work`` of MANY ConfigMaps ``<work>-<i>``, the first with feedback
     ``rule``; once status syncs read them from a list: (their names, the last one listed)."""
     names = [f"{work}-{i}" for i in range(MANY)]
-    configs = [config("", "configmaps", names[0], feedback=[rule])]
+    configs = [manifest_config("", "configmaps", names[0], feedback=[rule])]
     before = served_from_lists()
     await hub_client.create(
         MANIFESTWORKS, work_body(work, [configmap(n) for n in names], manifestConfigs=configs)

@@ -19,7 +19,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kubesim.sim import KubeSim
-from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
@@ -28,6 +28,7 @@ from tests.integration.conftest import (
     get_work,
     manifest_condition,
     wait_applied,
+    wait_gone,
     work_body,
     work_condition,
 )
@@ -139,6 +140,17 @@ async def converge_idle_works(hub_client: KubeClient) -> None:
     await eventually(reported, what="every idle work to report Available and feedback")
 
 
+async def sync_rounds(rounds: int) -> float:
+    """Wait for ``rounds`` rounds of status syncs of the idle works; the count before them."""
+    before = status_syncs()
+
+    async def synced() -> bool:
+        return status_syncs() >= before + rounds * IDLE_WORKS
+
+    await eventually(synced, what=f"{rounds} rounds of status syncs")
+    return before
+
+
 @contextlib.asynccontextmanager
 async def idle_agent(hub_client: KubeClient, tmp_path: Path) -> AsyncIterator[AgentRunner]:
     """An agent with fast status syncs, the idle works applied and reported."""
@@ -154,12 +166,7 @@ async def test_idle_status_syncs_list_instead_of_getting_each_object(
     LIST per sync and no GET, and a change of an object still reaches the hub."""
     async with idle_agent(hub_client, tmp_path):
         requests = RequestRecord(spoke)
-        before = status_syncs()
-
-        async def synced() -> bool:
-            return status_syncs() >= before + 4 * IDLE_WORKS
-
-        await eventually(synced, what="four rounds of status syncs")
+        before = await sync_rounds(4)
         lists = requests.count("list", "configmaps")
         gets = requests.count("get", "configmaps")
         syncs = status_syncs() - before
@@ -198,12 +205,7 @@ async def test_a_failing_list_falls_back_to_one_get_per_object(
     spoke.inject(verb="list", resource="configmaps", code=500, userAgent="work")
     async with idle_agent(hub_client, tmp_path):
         requests = RequestRecord(spoke)
-        before = status_syncs()
-
-        async def synced() -> bool:
-            return status_syncs() >= before + 2 * IDLE_WORKS
-
-        await eventually(synced, what="two rounds of status syncs")
+        before = await sync_rounds(2)
         # A failed list is tried again after an interval, not at every read.
         failed_lists = requests.count("list", "configmaps", 500)
         assert failed_lists <= status_syncs() - before
@@ -263,15 +265,9 @@ async def test_deleting_a_work_costs_one_delete_per_object_and_no_bookkeeping_re
     await eventually(cached, what="the AppliedManifestWork in the agent's cache")
     hub_requests, spoke_requests = RequestRecord(hub), RequestRecord(spoke)
     await hub_client.delete(MANIFESTWORKS, "doomed", "cluster1")
-
-    async def gone() -> bool:
-        try:
-            await get_work(hub_client, "doomed")
-        except NotFound:
-            return True
-        return False
-
-    await eventually(gone, what="the work gone from the hub")
+    await wait_gone(
+        hub_client, MANIFESTWORKS, "doomed", "cluster1", what="the work gone from the hub"
+    )
     assert spoke_requests.count("delete", "configmaps", 200) == len(names)
     assert spoke_requests.count("delete", "appliedmanifestworks") == 1
     assert spoke_requests.count("patch", "appliedmanifestworks") == 1  # the finalizer

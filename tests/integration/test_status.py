@@ -35,6 +35,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.manifests import manifest_config
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
@@ -92,34 +93,6 @@ async def running_agent(tmp_path: Path, **overrides: Any) -> AsyncIterator[Agent
     overrides.setdefault("status_sync_interval", FAST)
     async with AgentRunner(agent_settings(tmp_path, **overrides)) as runner:
         yield runner
-
-
-def config(
-    group: str,
-    resource: str,
-    name: str,
-    namespace: str = "default",
-    *,
-    feedback: list[dict[str, Any]] | None = None,
-    rules: list[dict[str, Any]] | None = None,
-    scrape: str | None = None,
-) -> dict[str, Any]:
-    """One ``manifestConfigs`` entry."""
-    option: dict[str, Any] = {
-        "resourceIdentifier": {
-            "group": group,
-            "resource": resource,
-            "namespace": namespace,
-            "name": name,
-        }
-    }
-    if feedback is not None:
-        option["feedbackRules"] = feedback
-    if rules is not None:
-        option["conditionRules"] = rules
-    if scrape is not None:
-        option["feedbackScrapeType"] = scrape
-    return option
 
 
 WELL_KNOWN = {"type": "WellKnownStatus"}
@@ -223,7 +196,7 @@ async def test_seed_feedback_of_the_hello_deployment(
     """The seeds' example: WellKnownStatus plus an ``isAvailable`` JSONPath, polled."""
     manifests = [HELLO, configmap("plain")]
     configs = [
-        config(
+        manifest_config(
             "apps",
             "deployments",
             "hello",
@@ -275,7 +248,7 @@ async def test_converged_work_makes_no_hub_writes(
     hub: Cluster, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
     """Unchanged values and conditions cost no write, however often the status is synced."""
-    configs = [config("apps", "deployments", "hello", feedback=[WELL_KNOWN])]
+    configs = [manifest_config("apps", "deployments", "hello", feedback=[WELL_KNOWN])]
     async with running_agent(tmp_path, status_sync_interval=0.1):
         await hub_client.create(MANIFESTWORKS, work_body("quiet", [HELLO], manifestConfigs=configs))
         work = await wait_work(
@@ -304,11 +277,11 @@ async def test_well_known_status_of_each_kind(
     """Deployment, DaemonSet, Job and Pod templates; any other kind is an error."""
     manifests = [HELLO, DAEMONSET, job("batch"), POD, configmap("no-template")]
     configs = [
-        config("apps", "deployments", "hello", feedback=[WELL_KNOWN]),
-        config("apps", "daemonsets", "agent", feedback=[WELL_KNOWN]),
-        config("batch", "jobs", "batch", feedback=[WELL_KNOWN]),
-        config("", "pods", "runner", feedback=[WELL_KNOWN]),
-        config("", "configmaps", "no-template", feedback=[WELL_KNOWN]),
+        manifest_config("apps", "deployments", "hello", feedback=[WELL_KNOWN]),
+        manifest_config("apps", "daemonsets", "agent", feedback=[WELL_KNOWN]),
+        manifest_config("batch", "jobs", "batch", feedback=[WELL_KNOWN]),
+        manifest_config("", "pods", "runner", feedback=[WELL_KNOWN]),
+        manifest_config("", "configmaps", "no-template", feedback=[WELL_KNOWN]),
     ]
     expected = {
         0: [
@@ -354,7 +327,7 @@ async def test_json_paths(hub_client: KubeClient, spoke_client: KubeClient, tmp_
     without RawFeedbackJsonString a list is one too, while the other values stay."""
     manifests = [configmap("paths", test="some value"), HELLO]
     configs = [
-        config(
+        manifest_config(
             "",
             "configmaps",
             "paths",
@@ -366,7 +339,7 @@ async def test_json_paths(hub_client: KubeClient, spoke_client: KubeClient, tmp_
                 )
             ],
         ),
-        config(
+        manifest_config(
             "apps",
             "deployments",
             "hello",
@@ -410,7 +383,7 @@ async def test_json_raw_with_the_feature_gate(
 ) -> None:
     """With RawFeedbackJsonString a list is reported as compact JSON text."""
     configs = [
-        config(
+        manifest_config(
             "apps",
             "deployments",
             "hello",
@@ -441,7 +414,9 @@ async def test_watch_mode_reports_changes_without_waiting(
 ) -> None:
     """With ``feedbackScrapeType: Watch`` a status change reaches the hub at once,
     long before the (60 s) status sync interval."""
-    configs = [config("apps", "deployments", "hello", feedback=[WELL_KNOWN], scrape="Watch")]
+    configs = [
+        manifest_config("apps", "deployments", "hello", feedback=[WELL_KNOWN], scrape="Watch")
+    ]
     async with running_agent(tmp_path, status_sync_interval=60) as runner:
         await hub_client.create(
             MANIFESTWORKS, work_body("watched", [HELLO], manifestConfigs=configs)
@@ -489,7 +464,7 @@ async def test_watch_limit_falls_back_to_poll_and_promotes(
         pool = pool_of(runner)
         for name in names:
             configs = [
-                config(
+                manifest_config(
                     "",
                     "configmaps",
                     "cm",
@@ -533,7 +508,7 @@ async def test_switching_to_poll_releases_the_watch(
 ) -> None:
     """Scrape type Watch -> Poll: the registration goes, and with it the informer."""
     feedback = [json_paths(("key", ".data.key"))]
-    configs = [config("", "configmaps", "switch", feedback=feedback, scrape="Watch")]
+    configs = [manifest_config("", "configmaps", "switch", feedback=feedback, scrape="Watch")]
     async with running_agent(tmp_path) as runner:
         pool = pool_of(runner)
         await hub_client.create(
@@ -566,7 +541,7 @@ async def test_job_completion_completes_and_freezes_the_work(
     """A WellKnownConditions ``Complete`` rule on a Job: once it is True the work is
     Complete and no longer applied, while its status is still reported."""
     rules = [{"type": "WellKnownConditions", "condition": "Complete"}]
-    configs = [config("batch", "jobs", "once", rules=rules)]
+    configs = [manifest_config("batch", "jobs", "once", rules=rules)]
     async with running_agent(tmp_path) as runner:
         await hub_client.create(
             MANIFESTWORKS, work_body("batch", [job("once")], manifestConfigs=configs)
@@ -620,13 +595,13 @@ async def test_completed_manifest_is_not_reapplied_after_a_spec_change(
     """A manifest whose ``Complete`` is True is skipped by later applies; a CEL rule that
     is literally ``false`` keeps the work itself from completing."""
     configs = [
-        config(
+        manifest_config(
             "batch",
             "jobs",
             "first",
             rules=[{"type": "WellKnownConditions", "condition": "Complete"}],
         ),
-        config("", "configmaps", "never", rules=[cel("Complete", "false")]),
+        manifest_config("", "configmaps", "never", rules=[cel("Complete", "false")]),
     ]
     manifests = [job("first"), configmap("never", key="v1")]
     async with running_agent(tmp_path):
@@ -680,8 +655,8 @@ async def test_cel_rules_and_work_level_aggregation(
         messageExpression="result ? 'ready replicas: ' + string(object.status.readyReplicas) : 'no'",
     )
     configs = [
-        config("apps", "deployments", "hello", rules=[ready, cel("Degraded", "false")]),
-        config("", "configmaps", "side", rules=[cel("Degraded", "true")]),
+        manifest_config("apps", "deployments", "hello", rules=[ready, cel("Degraded", "false")]),
+        manifest_config("", "configmaps", "side", rules=[cel("Degraded", "true")]),
     ]
     async with running_agent(tmp_path):
         await hub_client.create(
@@ -747,8 +722,10 @@ async def test_cel_rules_and_work_level_aggregation(
         # The Degraded rules leave the spec: their conditions leave the status.
         def without_degraded(work: dict[str, Any]) -> None:
             work["spec"]["manifestConfigs"] = [
-                config("apps", "deployments", "hello", rules=[ready]),
-                config("", "configmaps", "side", feedback=[json_paths(("key", ".data.key"))]),
+                manifest_config("apps", "deployments", "hello", rules=[ready]),
+                manifest_config(
+                    "", "configmaps", "side", feedback=[json_paths(("key", ".data.key"))]
+                ),
             ]
 
         await update_work(hub_client, "rules", without_degraded)
@@ -778,7 +755,7 @@ async def test_unreadable_resource_is_unknown_and_keeps_its_rule_conditions(
     """A resource the spoke will not serve is Available=Unknown with the API server's
     message; the conditions of its rules keep their last value until it is readable."""
     ready = cel("Ready", "object.status.readyReplicas == 1")
-    configs = [config("apps", "deployments", "hello", rules=[ready])]
+    configs = [manifest_config("apps", "deployments", "hello", rules=[ready])]
     async with running_agent(tmp_path):
         await hub_client.create(
             MANIFESTWORKS, work_body("unread", [HELLO], manifestConfigs=configs)

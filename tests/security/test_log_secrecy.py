@@ -50,10 +50,11 @@ from schemas.wire import (
     PLACEMENT_LABEL,
 )
 from tests.conftest import eventually, pool_for
+from tests.support.manifests import manifest_config, strategy
 from tests.support.prepare import ensure_namespace, install_crds, typed, wait_admission
 from tests.support.processes import REPO, ProgramProcess, free_port, start_module
 from tests.support.targets import Cluster, open_cluster
-from tests.webhook.helpers import install_cert, make_cert
+from tests.webhook.helpers import MW_HOOK, install_cert, make_cert, registered_hooks
 
 CLUSTER = "cluster1"
 CRD_DIR = REPO / "charts" / "crds"
@@ -65,8 +66,6 @@ WEBHOOKS = Resource(
     "ValidatingWebhookConfiguration",
     False,
 )
-MW_PATH = "/validate-work-open-cluster-management-io-v1-manifestwork"
-MWRS_PATH = "/validate-work-open-cluster-management-io-v1alpha1-manifestworkreplicaset"
 # Slow, shared CI machines start three Python processes at once.
 PATIENCE = 90.0
 
@@ -141,17 +140,8 @@ def work(name: str, manifests: list[dict[str, Any]], **spec: Any) -> dict[str, A
 
 def feedback_config(resource: str, name: str, *paths: tuple[str, str]) -> dict[str, Any]:
     """A manifestConfig reading ``paths`` (name, JSONPath) of one object in ``default``."""
-    return {
-        "resourceIdentifier": {
-            "group": "",
-            "resource": resource,
-            "namespace": "default",
-            "name": name,
-        },
-        "feedbackRules": [
-            {"type": "JSONPaths", "jsonPaths": [{"name": n, "path": p} for n, p in paths]}
-        ],
-    }
+    rule = {"type": "JSONPaths", "jsonPaths": [{"name": n, "path": p} for n, p in paths]}
+    return manifest_config("", resource, name, feedback=[rule])
 
 
 def secrets_work(generation: int) -> dict[str, Any]:
@@ -198,17 +188,7 @@ def ssa_work() -> dict[str, Any]:
     return work(
         "ssa",
         [configmap("contested", key=token("ssaours"))],
-        manifestConfigs=[
-            {
-                "resourceIdentifier": {
-                    "group": "",
-                    "resource": "configmaps",
-                    "namespace": "default",
-                    "name": "contested",
-                },
-                "updateStrategy": {"type": "ServerSideApply"},
-            }
-        ],
+        manifestConfigs=[strategy("contested", "ServerSideApply")],
     )
 
 
@@ -277,41 +257,13 @@ async def clusters(
             await spoke.close()
 
 
-MW_HOOK = "manifestworkvalidators.admission.work.open-cluster-management.io"
-MWRS_HOOK = "manifestworkreplicasetvalidators.admission.work.open-cluster-management.io"
-
-
 def webhook_registration(port: int, ca_pem: bytes) -> dict[str, Any]:
     """OCM's registration of both webhooks, pointing at ``https://127.0.0.1:<port>``."""
 
-    def hook(name: str, path: str, version: str, resource: str) -> dict[str, Any]:
-        return {
-            "name": name,
-            "clientConfig": {
-                "url": f"https://127.0.0.1:{port}{path}",
-                "caBundle": b64(ca_pem.decode()),
-            },
-            "rules": [
-                {
-                    "operations": ["CREATE", "UPDATE"],
-                    "apiGroups": ["work.open-cluster-management.io"],
-                    "apiVersions": [version],
-                    "resources": [resource],
-                }
-            ],
-            "failurePolicy": "Fail",
-            "sideEffects": "None",
-            "timeoutSeconds": 10,
-            "admissionReviewVersions": ["v1"],
-        }
-
-    return {
-        "metadata": {"name": MW_HOOK},
-        "webhooks": [
-            hook(MW_HOOK, MW_PATH, "v1", "manifestworks"),
-            hook(MWRS_HOOK, MWRS_PATH, "v1alpha1", "manifestworkreplicasets"),
-        ],
-    }
+    hooks = registered_hooks(
+        lambda path: {"url": f"https://127.0.0.1:{port}{path}", "caBundle": b64(ca_pem.decode())}
+    )
+    return {"metadata": {"name": MW_HOOK}, "webhooks": hooks}
 
 
 async def start_webhook(

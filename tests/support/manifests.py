@@ -33,3 +33,43 @@ def deployment(
             },
         },
     }
+
+
+def manifest_config(
+    group: str,
+    resource: str,
+    name: str,
+    namespace: str = "default",
+    *,
+    feedback: list[dict[str, Any]] | None = None,
+    rules: list[dict[str, Any]] | None = None,
+    scrape: str | None = None,
+    strategy: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One ``manifestConfigs`` entry of a work, for the object it identifies."""
+    option: dict[str, Any] = {
+        "resourceIdentifier": {
+            "group": group,
+            "resource": resource,
+            "namespace": namespace,
+            "name": name,
+        }
+    }
+    if feedback is not None:
+        option["feedbackRules"] = feedback
+    if rules is not None:
+        option["conditionRules"] = rules
+    if scrape is not None:
+        option["feedbackScrapeType"] = scrape
+    if strategy is not None:
+        option["updateStrategy"] = strategy
+    return option
+
+
+def strategy(name: str, kind: str, **server_side_apply: Any) -> dict[str, Any]:
+    """A manifestConfig giving ConfigMap ``default/<name>`` the update strategy ``kind``
+    (``serverSideApply`` options when given)."""
+    update: dict[str, Any] = {"type": kind}
+    if server_side_apply:
+        update["serverSideApply"] = server_side_apply
+    return manifest_config("", "configmaps", name, strategy=update)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ WORK_V1 = f"{WORK_GROUP}/v1"
 WORK_V1ALPHA1 = f"{WORK_GROUP}/v1alpha1"
 MW_PATH = "/validate-work-open-cluster-management-io-v1-manifestwork"
 MWRS_PATH = "/validate-work-open-cluster-management-io-v1alpha1-manifestworkreplicaset"
+MW_HOOK = "manifestworkvalidators.admission.work.open-cluster-management.io"
+MWRS_HOOK = "manifestworkreplicasetvalidators.admission.work.open-cluster-management.io"
 CLUSTER = "cluster1"
 
 
@@ -52,21 +55,29 @@ def manifest_work(
     executor: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ManifestWork (one ConfigMap unless ``manifests`` is given)."""
-    spec: dict[str, Any] = {
-        "workload": {"manifests": [configmap()] if manifests is None else manifests}
-    }
-    if executor is not None:
-        spec["executor"] = executor
     return {
         "apiVersion": WORK_V1,
         "kind": "ManifestWork",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
+        "spec": work_spec([configmap()] if manifests is None else manifests, executor),
     }
 
 
+def work_spec(manifests: list[Any], executor: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ManifestWork's spec (or a ManifestWorkReplicaSet's template): these manifests,
+    and the executor if one is given."""
+    spec: dict[str, Any] = {"workload": {"manifests": manifests}}
+    if executor is not None:
+        spec["executor"] = executor
+    return spec
+
+
 def replica_set(
-    manifests: list[Any] | None = None, *, name: str = "mwrs1", namespace: str = "default"
+    manifests: list[Any] | None = None,
+    *,
+    name: str = "mwrs1",
+    namespace: str = "default",
+    executor: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ManifestWorkReplicaSet (one ConfigMap unless ``manifests`` is given)."""
     return {
@@ -75,11 +86,46 @@ def replica_set(
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
             "placementRefs": [{"name": "placement1"}],
-            "manifestWorkTemplate": {
-                "workload": {"manifests": [configmap()] if manifests is None else manifests}
-            },
+            "manifestWorkTemplate": work_spec(
+                [configmap()] if manifests is None else manifests, executor
+            ),
         },
     }
+
+
+def registered_hooks(
+    client_config: Callable[[str], dict[str, Any]],
+    *,
+    mw_version: str = "v1",
+    operations: tuple[str, ...] = ("CREATE", "UPDATE"),
+    review_versions: tuple[str, ...] = ("v1",),
+) -> list[dict[str, Any]]:
+    """OCM's two webhooks of a ValidatingWebhookConfiguration: ManifestWork (``mw_version``)
+    and ManifestWorkReplicaSet (v1alpha1) writes, each sent to ``client_config(path)``;
+    failing closed, no side effects, 10 s."""
+
+    def hook(name: str, path: str, version: str, resource: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "clientConfig": client_config(path),
+            "rules": [
+                {
+                    "operations": list(operations),
+                    "apiGroups": [WORK_GROUP],
+                    "apiVersions": [version],
+                    "resources": [resource],
+                }
+            ],
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "timeoutSeconds": 10,
+            "admissionReviewVersions": list(review_versions),
+        }
+
+    return [
+        hook(MW_HOOK, MW_PATH, mw_version, "manifestworks"),
+        hook(MWRS_HOOK, MWRS_PATH, "v1alpha1", "manifestworkreplicasets"),
+    ]
 
 
 def review(

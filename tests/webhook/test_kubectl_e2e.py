@@ -62,16 +62,14 @@ from tests.support.prepare import (
 )
 from tests.support.targets import KUBESIM, Cluster, PlanePool, open_cluster
 from tests.webhook.conftest import local_settings
+from tests.webhook.helpers import MW_HOOK, MWRS_HOOK, executor, registered_hooks, work_spec
+from tests.webhook.helpers import replica_set as mwrs
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module")]
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "charts" / "crds"
 HUB_NS = "open-cluster-management-hub"
 SERVICE = "cluster-manager-work-webhook"
-MW_HOOK = "manifestworkvalidators.admission.work.open-cluster-management.io"
-MWRS_HOOK = "manifestworkreplicasetvalidators.admission.work.open-cluster-management.io"
-MW_PATH = "/validate-work-open-cluster-management-io-v1-manifestwork"
-MWRS_PATH = "/validate-work-open-cluster-management-io-v1alpha1-manifestworkreplicaset"
 MW = "manifestwork.work.open-cluster-management.io"
 MWRS = "manifestworkreplicaset.work.open-cluster-management.io"
 CLUSTER = "cluster1"
@@ -181,16 +179,6 @@ def counted(length: int) -> int:
     return length + 1 + max(1, (length.bit_length() + 6) // 7)
 
 
-def sa_executor(namespace: str = "ns1", name: str = "sa1") -> dict[str, Any]:
-    """A ServiceAccount executor."""
-    return {
-        "subject": {
-            "type": "ServiceAccount",
-            "serviceAccount": {"namespace": namespace, "name": name},
-        }
-    }
-
-
 def work(
     manifests: list[dict[str, Any]] | None = None,
     *,
@@ -200,9 +188,7 @@ def work(
 ) -> dict[str, Any]:
     """A ManifestWork in ``cluster1`` (one ConfigMap unless told otherwise)."""
     if spec is None:
-        spec = {"workload": {"manifests": [configmap()] if manifests is None else manifests}}
-        if executor is not None:
-            spec["executor"] = executor
+        spec = work_spec([configmap()] if manifests is None else manifests, executor)
     return {
         "apiVersion": "work.open-cluster-management.io/v1",
         "kind": "ManifestWork",
@@ -218,17 +204,12 @@ def replica_set(
     executor: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ManifestWorkReplicaSet in ``cluster1`` (one ConfigMap unless told otherwise)."""
-    template: dict[str, Any] = {
-        "workload": {"manifests": [configmap()] if manifests is None else manifests}
-    }
-    if executor is not None:
-        template["executor"] = executor
-    return {
-        "apiVersion": "work.open-cluster-management.io/v1alpha1",
-        "kind": "ManifestWorkReplicaSet",
-        "metadata": {"name": name, "namespace": CLUSTER},
-        "spec": {"placementRefs": [{"name": "placement1"}], "manifestWorkTemplate": template},
-    }
+    return mwrs(
+        [configmap()] if manifests is None else manifests,
+        name=name,
+        namespace=CLUSTER,
+        executor=executor,
+    )
 
 
 def denied_create(hook: str, message: str) -> str:
@@ -317,37 +298,21 @@ def registration(cluster: Cluster, pki: Pki, port: int) -> list[dict[str, Any]]:
     """
     ca_bundle = base64.b64encode(pki.ca_pem).decode()
 
-    def hook(name: str, path: str, version: str, resource: str) -> dict[str, Any]:
-        return {
-            "name": name,
-            "clientConfig": {
-                "service": {"namespace": HUB_NS, "name": SERVICE, "port": port, "path": path},
-                "caBundle": ca_bundle,
-            },
-            "rules": [
-                {
-                    "operations": ["CREATE", "UPDATE", "DELETE"],
-                    "apiGroups": ["work.open-cluster-management.io"],
-                    "apiVersions": [version],
-                    "resources": [resource],
-                }
-            ],
-            "failurePolicy": "Fail",
-            "sideEffects": "None",
-            "timeoutSeconds": 10,
-            "admissionReviewVersions": ["v1beta1", "v1"],
-        }
-
     return [
         *local_webhook_service(cluster, HUB_NS, SERVICE, port),
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingWebhookConfiguration",
             "metadata": {"name": MW_HOOK},
-            "webhooks": [
-                hook(MW_HOOK, MW_PATH, "*", "manifestworks"),
-                hook(MWRS_HOOK, MWRS_PATH, "v1alpha1", "manifestworkreplicasets"),
-            ],
+            "webhooks": registered_hooks(
+                lambda path: {
+                    "service": {"namespace": HUB_NS, "name": SERVICE, "port": port, "path": path},
+                    "caBundle": ca_bundle,
+                },
+                mw_version="*",
+                operations=("CREATE", "UPDATE", "DELETE"),
+                review_versions=("v1beta1", "v1"),
+            ),
         },
     ]
 
@@ -573,13 +538,11 @@ MW_CREATES: dict[str, Create] = {
     "manifests filling the limit": Create(work(_FULL), None, flags=_SERVER_SIDE),
     "manifests one byte over the limit": Create(work(_OVER), _SIZE, flags=_SERVER_SIDE),
     "alice, no executor": Create(work(), None, "alice"),
-    "alice, an executor she may use": Create(
-        work(executor=sa_executor("ns1", "sa1")), None, "alice"
-    ),
+    "alice, an executor she may use": Create(work(executor=executor("ns1", "sa1")), None, "alice"),
     "alice, an executor she may not use": Create(
-        work(executor=sa_executor("ns1", "sa2")), _ALICE_SA2, "alice"
+        work(executor=executor("ns1", "sa2")), _ALICE_SA2, "alice"
     ),
-    "admin, any executor": Create(work(executor=sa_executor("ns1", "sa2")), None),
+    "admin, any executor": Create(work(executor=executor("ns1", "sa2")), None),
     "executor without service account": Create(
         work(executor={"subject": {"type": "ServiceAccount"}}),
         "executor service account can not be nil",
@@ -598,7 +561,7 @@ MWRS_CREATES: dict[str, Create] = {
     "manifests one byte over the limit": Create(replica_set(_OVER), _SIZE, flags=_SERVER_SIDE),
     # No executor check for a replica set: its generated works are checked, as the controller.
     "alice, an executor she may not use": Create(
-        replica_set(executor=sa_executor("ns1", "sa2")), None, "alice"
+        replica_set(executor=executor("ns1", "sa2")), None, "alice"
     ),
 }
 
@@ -640,7 +603,7 @@ class Update:
     who: str = "alice"
 
 
-_SA1, _SA2 = sa_executor("ns1", "sa1"), sa_executor("ns1", "sa2")
+_SA1, _SA2 = executor("ns1", "sa1"), executor("ns1", "sa2")
 _EDITED = [configmap(), configmap("cm2")]
 
 UPDATES: dict[str, tuple[str, Update]] = {
