@@ -9,6 +9,7 @@ conditions with :func:`tests.conftest.eventually`, never on time.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ import pytest
 
 from ocmkit.kube import MANIFESTWORKS, KubeClient, NotFound
 from schemas.meta import format_time
+from schemas.meta import now as api_now
+from schemas.wire import CONDITION_COMPLETE
 from tests.conftest import eventually
 from tests.support.programs import (
     CLUSTER,
@@ -109,6 +112,16 @@ async def write_conditions(
         {"status": {"conditions": list(conditions)}},
         CLUSTER,
         subresource="status",
+    )
+
+
+async def write_complete(
+    client: KubeClient, name: str, at: datetime | None = None
+) -> dict[str, Any]:
+    """Write work ``name``'s ``Complete=True`` as an agent would, turned at ``at`` (now by
+    default; an agent's clock may be off either way)."""
+    return await write_conditions(
+        client, name, condition(CONDITION_COMPLETE, "True", at or api_now())
     )
 
 

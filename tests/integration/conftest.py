@@ -9,7 +9,7 @@ wait on conditions with :func:`tests.conftest.eventually`, never on time.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -61,28 +61,31 @@ async def spoke(
         yield cluster
 
 
+async def _test_client(
+    tmp_path: Path, side: str, crds: Iterable[str], namespaces: Iterable[str] = ()
+) -> KubeClient:
+    """A test client (user agent ``integration-test``) of the ``side`` cluster (its
+    kubeconfig ``<side>.kubeconfig``), these CRDs of charts/crds and namespaces created."""
+    return await open_test_client(
+        tmp_path / f"{side}.kubeconfig",
+        user_agent="integration-test",
+        name=f"test-{side}",
+        crds=[CRD_DIR / name for name in crds],
+        namespaces=namespaces,
+    )
+
+
 @pytest.fixture
 async def hub_client(hub: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    """A test client of the hub (user agent ``integration-test``), CRDs installed."""
-    async with await open_test_client(
-        tmp_path / "hub.kubeconfig",
-        user_agent="integration-test",
-        name="test-hub",
-        crds=[CRD_DIR / name for name in HUB_CRDS],
-        namespaces=[CLUSTER],
-    ) as client:
+    """A test client of the hub, the ManifestWork CRD and namespace ``cluster1`` installed."""
+    async with await _test_client(tmp_path, "hub", HUB_CRDS, [CLUSTER]) as client:
         yield client
 
 
 @pytest.fixture
 async def spoke_client(spoke: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    """A test client of the spoke (user agent ``integration-test``), CRDs installed."""
-    async with await open_test_client(
-        tmp_path / "spoke.kubeconfig",
-        user_agent="integration-test",
-        name="test-spoke",
-        crds=[CRD_DIR / name for name in SPOKE_CRDS],
-    ) as client:
+    """A test client of the spoke, the AppliedManifestWork CRD installed."""
+    async with await _test_client(tmp_path, "spoke", SPOKE_CRDS) as client:
         yield client
 
 
@@ -166,6 +169,11 @@ def work_condition(work: dict[str, Any], ctype: str) -> dict[str, Any] | None:
     return None
 
 
+def condition_is(ctype: str, status: str = "True") -> Callable[[dict[str, Any]], bool]:
+    """A check for :func:`wait_work`: the work-level condition ``ctype`` has ``status``."""
+    return lambda work: (work_condition(work, ctype) or {}).get("status") == status
+
+
 def manifest_statuses(work: dict[str, Any]) -> list[dict[str, Any]]:
     """``status.resourceStatus.manifests``."""
     return list(((work.get("status") or {}).get("resourceStatus") or {}).get("manifests") or [])
@@ -218,6 +226,64 @@ async def wait_gone(
         return not await exists(client, res, name, namespace)
 
     await eventually(gone, what=what or f"{name} to be deleted")
+
+
+async def wait_work(
+    hub_client: KubeClient,
+    name: str,
+    check: Callable[[dict[str, Any]], bool],
+    what: str,
+    *,
+    timeout: float = 30.0,
+) -> dict[str, Any]:
+    """Wait until ``check(work)`` holds; returns that work. On a timeout the
+    error shows the last work seen (generation and status conditions)."""
+    found: dict[str, Any] = {}
+    last: dict[str, Any] = {}
+
+    async def ok() -> bool:
+        work = await get_work(hub_client, name)
+        last.clear()
+        last.update(work)
+        if check(work):
+            found.clear()
+            found.update(work)
+            return True
+        return False
+
+    try:
+        await eventually(ok, timeout=timeout, what=what)
+    except AssertionError as err:
+        status = last.get("status") or {}
+        seen = {
+            "generation": (last.get("metadata") or {}).get("generation"),
+            "conditions": status.get("conditions"),
+            "manifests": [
+                m.get("conditions")
+                for m in (status.get("resourceStatus") or {}).get("manifests") or []
+            ],
+        }
+        raise AssertionError(f"{err}; last seen: {seen}") from err
+    return found
+
+
+async def create_and_wait(
+    hub_client: KubeClient,
+    body: dict[str, Any],
+    check: Callable[[dict[str, Any]], bool],
+    what: str,
+    *,
+    timeout: float = 30.0,
+) -> dict[str, Any]:
+    """Create work ``body`` on the hub and :func:`wait_work` until ``check`` holds."""
+    await hub_client.create(MANIFESTWORKS, body)
+    return await wait_work(hub_client, body["metadata"]["name"], check, what, timeout=timeout)
+
+
+async def delete_work(hub_client: KubeClient, name: str, *, what: str = "") -> None:
+    """Delete work ``name`` of ``cluster1`` and wait until it is gone from the hub."""
+    await hub_client.delete(MANIFESTWORKS, name, CLUSTER)
+    await wait_gone(hub_client, MANIFESTWORKS, name, CLUSTER, what=what or f"work {name} to go")
 
 
 async def get_applied_work(

@@ -46,6 +46,7 @@ from schemas.work_v1 import AppliedManifestWork, DeleteOption, ManifestWork
 from tests.conftest import eventually, pool_for
 from tests.integration.conftest import (
     configmap,
+    delete_work,
     exists,
     forget_work,
     get_applied_work,
@@ -542,11 +543,7 @@ async def test_work_without_applied_work_is_released(clusters: Clusters) -> None
     deps = clusters.deps()
     await _work(clusters.hub, "never-applied")
     async with running_cleanup(deps):
-        await clusters.hub.delete(MANIFESTWORKS, "never-applied", CLUSTER)
-        await eventually(
-            _gone(clusters.hub, MANIFESTWORKS, "never-applied", CLUSTER),
-            what="the work to go",
-        )
+        await delete_work(clusters.hub, "never-applied", what="the work to go")
 
 
 async def test_shared_resource_survives_deletion_of_one_work(clusters: Clusters) -> None:
@@ -563,14 +560,12 @@ async def test_shared_resource_survives_deletion_of_one_work(clusters: Clusters)
     await _record(clusters.spoke, second, [_entry(shared)])
 
     async with running_cleanup(deps):
-        await clusters.hub.delete(MANIFESTWORKS, "work1", CLUSTER)
-        await eventually(_gone(clusters.hub, MANIFESTWORKS, "work1", CLUSTER), what="work1 gone")
+        await delete_work(clusters.hub, "work1", what="work1 gone")
         assert await _get_or_none(clusters.spoke, CONFIGMAPS, "own1", NS) is None
         live = await clusters.spoke.get(CONFIGMAPS, "shared", NS)
         assert _owner_uids(live) == [second["metadata"]["uid"]]
 
-        await clusters.hub.delete(MANIFESTWORKS, "work2", CLUSTER)
-        await eventually(_gone(clusters.hub, MANIFESTWORKS, "work2", CLUSTER), what="work2 gone")
+        await delete_work(clusters.hub, "work2", what="work2 gone")
         assert await _get_or_none(clusters.spoke, CONFIGMAPS, "shared", NS) is None
 
 
@@ -755,8 +750,7 @@ async def test_e2e_delete_options(
     for name in ("opt-a", "opt-b"):
         await _wait_owner_count(spoke_client, name, 0 if name in kept else 1)
 
-    await hub_client.delete(MANIFESTWORKS, "opts", CLUSTER)
-    await eventually(_gone(hub_client, MANIFESTWORKS, "opts", CLUSTER), what="the work to go")
+    await delete_work(hub_client, "opts", what="the work to go")
     assert await get_applied_work(spoke_client, agent.hub_hash, "opts") is None
     for name in ("opt-a", "opt-b"):
         assert await exists(spoke_client, CONFIGMAPS, name, "default") is (name in kept)
@@ -779,8 +773,7 @@ async def test_e2e_orphaning_follows_changes_of_the_delete_option(
         CLUSTER,
     )
     await _wait_owner_count(spoke_client, "opt-b", 1)
-    await hub_client.delete(MANIFESTWORKS, "switch", CLUSTER)
-    await eventually(_gone(hub_client, MANIFESTWORKS, "switch", CLUSTER), what="the work to go")
+    await delete_work(hub_client, "switch", what="the work to go")
     assert not await exists(spoke_client, CONFIGMAPS, "opt-b", "default")
 
 
@@ -796,8 +789,7 @@ async def test_e2e_shared_resource_survives_deletion_of_one_work(
     await _wait_owner_count(spoke_client, "shared", 2)
     shared_uid = (await spoke_client.get(CONFIGMAPS, "shared", "default"))["metadata"]["uid"]
 
-    await hub_client.delete(MANIFESTWORKS, "first", CLUSTER)
-    await eventually(_gone(hub_client, MANIFESTWORKS, "first", CLUSTER), what="first to go")
+    await delete_work(hub_client, "first", what="first to go")
     assert not await exists(spoke_client, CONFIGMAPS, "first-own", "default")
     live = await spoke_client.get(CONFIGMAPS, "shared", "default")
     assert live["metadata"]["uid"] == shared_uid
@@ -805,8 +797,7 @@ async def test_e2e_shared_resource_survives_deletion_of_one_work(
     assert second is not None
     assert _owner_uids(live) == [second["metadata"]["uid"]]
 
-    await hub_client.delete(MANIFESTWORKS, "second", CLUSTER)
-    await eventually(_gone(hub_client, MANIFESTWORKS, "second", CLUSTER), what="second to go")
+    await delete_work(hub_client, "second", what="second to go")
     assert not await exists(spoke_client, CONFIGMAPS, "shared", "default")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +25,16 @@ from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, DEPLOYMENTS, JOBS, MANIFESTWORKS, NAMESPACES, KubeClient
 from tests.conftest import eventually
 from tests.integration.conftest import (
+    condition_is,
     configmap,
+    create_and_wait,
     exists,
     get_work,
     manifest_condition,
     manifest_statuses,
     update_work,
     wait_applied,
+    wait_work,
     work_body,
     work_condition,
 )
@@ -136,38 +139,17 @@ def brief(cond: dict[str, Any] | None) -> tuple[Any, ...] | None:
     return None if cond is None else (cond["status"], cond["reason"], cond.get("message", ""))
 
 
-async def wait_work(
-    hub_client: KubeClient, name: str, check: Callable[[dict[str, Any]], bool], what: str
-) -> dict[str, Any]:
-    """Wait until ``check(work)`` holds; returns that work. On a timeout the
-    error shows the last work seen (generation and status conditions)."""
-    found: dict[str, Any] = {}
-    last: dict[str, Any] = {}
-
-    async def ok() -> bool:
-        work = await get_work(hub_client, name)
-        last.clear()
-        last.update(work)
-        if check(work):
-            found.clear()
-            found.update(work)
-            return True
-        return False
-
-    try:
-        await eventually(ok, what=what)
-    except AssertionError as err:
-        status = last.get("status") or {}
-        seen = {
-            "generation": (last.get("metadata") or {}).get("generation"),
-            "conditions": status.get("conditions"),
-            "manifests": [
-                m.get("conditions")
-                for m in (status.get("resourceStatus") or {}).get("manifests") or []
-            ],
-        }
-        raise AssertionError(f"{err}; last seen: {seen}") from err
-    return found
+def briefs(work: dict[str, Any], *where: tuple[int | None, str]) -> list[tuple[Any, ...] | None]:
+    """:func:`brief` of each (manifest ordinal, type) condition of ``work``; an ordinal of
+    None names the work's own condition."""
+    return [
+        brief(
+            work_condition(work, ctype)
+            if ordinal is None
+            else manifest_condition(work, ordinal, ctype)
+        )
+        for ordinal, ctype in where
+    ]
 
 
 def pool_of(runner: AgentRunner) -> FeedbackWatchPool:
@@ -207,12 +189,9 @@ async def test_seed_feedback_of_the_hello_deployment(
         )
     ]
     async with running_agent(tmp_path):
-        await hub_client.create(
-            MANIFESTWORKS, work_body("hello-work-demo", manifests, manifestConfigs=configs)
-        )
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "hello-work-demo",
+            work_body("hello-work-demo", manifests, manifestConfigs=configs),
             lambda w: len(values_of(w, 0)) == 4,
             "the hello deployment's feedback",
         )
@@ -250,10 +229,9 @@ async def test_converged_work_makes_no_hub_writes(
     """Unchanged values and conditions cost no write, however often the status is synced."""
     configs = [manifest_config("apps", "deployments", "hello", feedback=[WELL_KNOWN])]
     async with running_agent(tmp_path, status_sync_interval=0.1):
-        await hub_client.create(MANIFESTWORKS, work_body("quiet", [HELLO], manifestConfigs=configs))
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "quiet",
+            work_body("quiet", [HELLO], manifestConfigs=configs),
             lambda w: len(values_of(w, 0)) == 3 and work_condition(w, "Available") is not None,
             "the feedback to converge",
         )
@@ -298,12 +276,9 @@ async def test_well_known_status_of_each_kind(
         3: [("PodReady", string("True")), ("PodPhase", string("Running"))],
     }
     async with running_agent(tmp_path):
-        await hub_client.create(
-            MANIFESTWORKS, work_body("kinds", manifests, manifestConfigs=configs)
-        )
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "kinds",
+            work_body("kinds", manifests, manifestConfigs=configs),
             lambda w: all(values_of(w, i) == v for i, v in expected.items()),
             "well-known values of every kind",
         )
@@ -353,29 +328,24 @@ async def test_json_paths(hub_client: KubeClient, spoke_client: KubeClient, tmp_
         ),
     ]
     async with running_agent(tmp_path):
-        await hub_client.create(
-            MANIFESTWORKS, work_body("paths", manifests, manifestConfigs=configs)
-        )
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "paths",
+            work_body("paths", manifests, manifestConfigs=configs),
             lambda w: bool(values_of(w, 0)) and bool(values_of(w, 1)),
             "values of both manifests",
         )
     assert values_of(work, 0) == [("test", string("some value")), ("name", string("paths"))]
-    assert brief(manifest_condition(work, 0, "StatusFeedbackSynced")) == (
-        "True",
-        "StatusFeedbackSynced",
-        "",
-    )
     assert values_of(work, 1) == [("replicas", integer(1))]
-    assert brief(manifest_condition(work, 1, "StatusFeedbackSynced")) == (
-        "False",
-        "StatusFeedbackSyncFailed",
-        "Sync status feedback failed with error [version set in the path other-version is not "
-        "matched for the related resource, the type []interface {} of the value for conds is "
-        "not found]",
-    )
+    assert briefs(work, (0, "StatusFeedbackSynced"), (1, "StatusFeedbackSynced")) == [
+        ("True", "StatusFeedbackSynced", ""),
+        (
+            "False",
+            "StatusFeedbackSyncFailed",
+            "Sync status feedback failed with error [version set in the path other-version is "
+            "not matched for the related resource, the type []interface {} of the value for "
+            "conds is not found]",
+        ),
+    ]
 
 
 async def test_json_raw_with_the_feature_gate(
@@ -392,9 +362,11 @@ async def test_json_raw_with_the_feature_gate(
     ]
     gates = frozenset({FEATURE_RAW_FEEDBACK_JSON_STRING})
     async with running_agent(tmp_path, feature_gates=gates):
-        await hub_client.create(MANIFESTWORKS, work_body("raw", [HELLO], manifestConfigs=configs))
-        work = await wait_work(
-            hub_client, "raw", lambda w: bool(values_of(w, 0)), "the raw conditions value"
+        work = await create_and_wait(
+            hub_client,
+            work_body("raw", [HELLO], manifestConfigs=configs),
+            lambda w: bool(values_of(w, 0)),
+            "the raw conditions value",
         )
     [(name, value)] = values_of(work, 0)
     assert (name, value["type"]) == ("conds", "JsonRaw")
@@ -543,13 +515,10 @@ async def test_job_completion_completes_and_freezes_the_work(
     rules = [{"type": "WellKnownConditions", "condition": "Complete"}]
     configs = [manifest_config("batch", "jobs", "once", rules=rules)]
     async with running_agent(tmp_path) as runner:
-        await hub_client.create(
-            MANIFESTWORKS, work_body("batch", [job("once")], manifestConfigs=configs)
-        )
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "batch",
-            lambda w: (work_condition(w, "Complete") or {}).get("status") == "True",
+            work_body("batch", [job("once")], manifestConfigs=configs),
+            condition_is("Complete"),
             "the work to complete",
         )
         generation = work["metadata"]["generation"]
@@ -605,28 +574,19 @@ async def test_completed_manifest_is_not_reapplied_after_a_spec_change(
     ]
     manifests = [job("first"), configmap("never", key="v1")]
     async with running_agent(tmp_path):
-        await hub_client.create(
-            MANIFESTWORKS, work_body("partly", manifests, manifestConfigs=configs)
-        )
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "partly",
+            work_body("partly", manifests, manifestConfigs=configs),
             lambda w: (
                 (manifest_condition(w, 0, "Complete") or {}).get("status") == "True"
                 and work_condition(w, "Complete") is not None
             ),
             "the job to complete",
         )
-        assert brief(manifest_condition(work, 1, "Complete")) == (
-            "False",
-            "ConditionRuleEvaluated",
-            "Manifest is not Complete",
-        )
-        assert brief(work_condition(work, "Complete")) == (
-            "False",
-            "ConditionRulesAggregated",
-            "Aggregated from 2 manifest conditions",
-        )
+        assert briefs(work, (1, "Complete"), (None, "Complete")) == [
+            ("False", "ConditionRuleEvaluated", "Manifest is not Complete"),
+            ("False", "ConditionRulesAggregated", "Aggregated from 2 manifest conditions"),
+        ]
 
         changed = copy.deepcopy(job("first"))
         changed["metadata"]["labels"] = {"edited": "yes"}
@@ -659,42 +619,28 @@ async def test_cel_rules_and_work_level_aggregation(
         manifest_config("", "configmaps", "side", rules=[cel("Degraded", "true")]),
     ]
     async with running_agent(tmp_path):
-        await hub_client.create(
-            MANIFESTWORKS, work_body("rules", [HELLO, configmap("side")], manifestConfigs=configs)
-        )
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "rules",
-            lambda w: (work_condition(w, "Ready") or {}).get("status") == "True",
+            work_body("rules", [HELLO, configmap("side")], manifestConfigs=configs),
+            condition_is("Ready"),
             "the deployment to be Ready",
         )
         generation = work["metadata"]["generation"]
-        assert brief(manifest_condition(work, 0, "Ready")) == (
-            "True",
-            "ConditionRuleEvaluated",
-            "ready replicas: 1",
-        )
-        assert brief(work_condition(work, "Ready")) == (
-            "True",
-            "ConditionRulesAggregated",
-            "ready replicas: 1",
-        )
-        assert brief(manifest_condition(work, 0, "Degraded")) == (
-            "False",
-            "ConditionRuleEvaluated",
-            "Manifest is not Degraded",
-        )
-        assert brief(manifest_condition(work, 1, "Degraded")) == (
-            "True",
-            "ConditionRuleEvaluated",
-            "Manifest is Degraded",
-        )
+        assert briefs(
+            work,
+            (0, "Ready"),
+            (None, "Ready"),
+            (0, "Degraded"),
+            (1, "Degraded"),
+            (None, "Degraded"),
+        ) == [
+            ("True", "ConditionRuleEvaluated", "ready replicas: 1"),
+            ("True", "ConditionRulesAggregated", "ready replicas: 1"),
+            ("False", "ConditionRuleEvaluated", "Manifest is not Degraded"),
+            ("True", "ConditionRuleEvaluated", "Manifest is Degraded"),
+            ("False", "ConditionRulesAggregated", "Aggregated from 2 manifest conditions"),
+        ]
         degraded = work_condition(work, "Degraded")
-        assert brief(degraded) == (
-            "False",
-            "ConditionRulesAggregated",
-            "Aggregated from 2 manifest conditions",
-        )
         assert degraded is not None and degraded["observedGeneration"] == generation
         work_types = [c["type"] for c in work["status"]["conditions"]]
         assert sorted(work_types) == ["Applied", "Available", "Degraded", "Ready"]
@@ -705,19 +651,13 @@ async def test_cel_rules_and_work_level_aggregation(
         work = await wait_work(
             hub_client,
             "rules",
-            lambda w: (work_condition(w, "Available") or {}).get("status") == "False",
+            condition_is("Available", "False"),
             "the work to be unavailable",
         )
-        assert brief(manifest_condition(work, 1, "Available")) == (
-            "False",
-            "ResourceNotAvailable",
-            "Resource is not available",
-        )
-        assert brief(work_condition(work, "Available")) == (
-            "False",
-            "ResourcesNotAvailable",
-            "1 of 2 resources are not available",
-        )
+        assert briefs(work, (1, "Available"), (None, "Available")) == [
+            ("False", "ResourceNotAvailable", "Resource is not available"),
+            ("False", "ResourcesNotAvailable", "1 of 2 resources are not available"),
+        ]
 
         # The Degraded rules leave the spec: their conditions leave the status.
         def without_degraded(work: dict[str, Any]) -> None:
@@ -763,7 +703,7 @@ async def test_unreadable_resource_is_unknown_and_keeps_its_rule_conditions(
         await wait_work(
             hub_client,
             "unread",
-            lambda w: (work_condition(w, "Ready") or {}).get("status") == "True",
+            condition_is("Ready"),
             "the deployment to be Ready",
         )
         fault = spoke.inject(verb="get", resource="deployments", code=500)

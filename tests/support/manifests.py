@@ -46,24 +46,19 @@ def manifest_config(
     scrape: str | None = None,
     strategy: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One ``manifestConfigs`` entry of a work, for the object it identifies."""
-    option: dict[str, Any] = {
-        "resourceIdentifier": {
-            "group": group,
-            "resource": resource,
-            "namespace": namespace,
-            "name": name,
-        }
+    """One ``manifestConfigs`` entry of a work, for the object it identifies (the
+    options left None are left out)."""
+    options = {
+        "feedbackRules": feedback,
+        "conditionRules": rules,
+        "feedbackScrapeType": scrape,
+        "updateStrategy": strategy,
     }
-    if feedback is not None:
-        option["feedbackRules"] = feedback
-    if rules is not None:
-        option["conditionRules"] = rules
-    if scrape is not None:
-        option["feedbackScrapeType"] = scrape
-    if strategy is not None:
-        option["updateStrategy"] = strategy
-    return option
+    identifier = {"group": group, "resource": resource, "namespace": namespace, "name": name}
+    return {
+        "resourceIdentifier": identifier,
+        **{key: value for key, value in options.items() if value is not None},
+    }
 
 
 def strategy(name: str, kind: str, **server_side_apply: Any) -> dict[str, Any]:
