@@ -179,6 +179,15 @@ def manifest_statuses(work: dict[str, Any]) -> list[dict[str, Any]]:
     return list(((work.get("status") or {}).get("resourceStatus") or {}).get("manifests") or [])
 
 
+def values_of(work: dict[str, Any], ordinal: int) -> list[tuple[str, dict[str, Any]]]:
+    """(name, fieldValue) of a manifest's status feedback, in order."""
+    for entry in manifest_statuses(work):
+        if entry["resourceMeta"]["ordinal"] == ordinal:
+            values = (entry.get("statusFeedback") or {}).get("values") or []
+            return [(v["name"], v["fieldValue"]) for v in values]
+    return []
+
+
 def manifest_condition(work: dict[str, Any], ordinal: int, ctype: str) -> dict[str, Any] | None:
     """Condition ``ctype`` of the manifest with ``ordinal``."""
     for entry in manifest_statuses(work):

@@ -19,11 +19,12 @@ from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
     get_work,
+    values_of,
     wait_applied,
     work_body,
 )
-from tests.integration.test_status import json_paths, running_agent, string, values_of
-from tests.support.manifests import manifest_config
+from tests.integration.test_status import running_agent, string
+from tests.support.manifests import json_paths, manifest_config
 from tests.support.programs import CLUSTER, AgentRunner
 from workagent.controllers.patcher import RecentWrites
 from workagent.polledreads import LIST_THRESHOLD

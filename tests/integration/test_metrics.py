@@ -33,7 +33,7 @@ from tests.integration.conftest import (
     work_body,
 )
 from tests.metrics_reference import parse_scrape, samples, undocumented_or_missing, value
-from tests.support.manifests import manifest_config
+from tests.support.manifests import json_paths, manifest_config
 from tests.support.programs import CLUSTER
 from tests.support.serving_endpoint import AGENT, get, unverified
 from workagent.identity import applied_work_name
@@ -43,8 +43,9 @@ INTERVAL = 1.0
 
 def watch_config(name: str) -> dict[str, Any]:
     """Watch-mode status feedback for ConfigMap ``name`` in ``default``."""
-    rule = {"type": "JSONPaths", "jsonPaths": [{"name": "v", "path": ".data.k"}]}
-    return manifest_config("", "configmaps", name, feedback=[rule], scrape="Watch")
+    return manifest_config(
+        "", "configmaps", name, feedback=[json_paths(("v", ".data.k"))], scrape="Watch"
+    )
 
 
 def condition_counts(works: list[dict[str, Any]], *, manifests: bool) -> dict[tuple[str, ...], int]:

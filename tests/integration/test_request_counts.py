@@ -27,6 +27,7 @@ from tests.integration.conftest import (
     get_applied_work,
     get_work,
     manifest_condition,
+    values_of,
     wait_applied,
     wait_gone,
     work_body,
@@ -97,14 +98,6 @@ def status_syncs() -> float:
     )
 
 
-def feedback_of(work: dict[str, Any], name: str) -> list[Any]:
-    """Status feedback values of the manifest named ``name``."""
-    for entry in (work.get("status") or {}).get("resourceStatus", {}).get("manifests") or []:
-        if entry["resourceMeta"].get("name") == name:
-            return list((entry.get("statusFeedback") or {}).get("values") or [])
-    return []
-
-
 def idle_work(index: int) -> dict[str, Any]:
     """Work ``idle-<index>``: five ConfigMaps, the first one's ``data.key`` fed back (Poll)."""
     names = [f"idle-{index}-{n}" for n in range(IDLE_OBJECTS)]
@@ -131,9 +124,7 @@ async def converge_idle_works(hub_client: KubeClient) -> None:
     async def reported() -> bool:
         for index in range(IDLE_WORKS):
             work = await get_work(hub_client, f"idle-{index}")
-            if work_condition(work, "Available") is None or not feedback_of(
-                work, f"idle-{index}-0"
-            ):
+            if work_condition(work, "Available") is None or not values_of(work, 0):
                 return False
         return True
 
@@ -180,10 +171,8 @@ async def test_idle_status_syncs_list_instead_of_getting_each_object(
 
         async def fed_back() -> bool:
             work = await get_work(hub_client, "idle-2")
-            return bool(
-                feedback_of(work, "idle-2-0")
-                == [{"name": "key", "fieldValue": {"type": "String", "string": "changed"}}]
-            )
+            # idle-2-0 is the work's first manifest.
+            return values_of(work, 0) == [("key", {"type": "String", "string": "changed"})]
 
         await eventually(fed_back, what="the changed value in the work's status feedback")
 

@@ -33,12 +33,13 @@ from tests.integration.conftest import (
     manifest_condition,
     manifest_statuses,
     update_work,
+    values_of,
     wait_applied,
     wait_work,
     work_body,
     work_condition,
 )
-from tests.support.manifests import manifest_config
+from tests.support.manifests import json_paths, manifest_config
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
@@ -101,29 +102,9 @@ async def running_agent(tmp_path: Path, **overrides: Any) -> AsyncIterator[Agent
 WELL_KNOWN = {"type": "WellKnownStatus"}
 
 
-def json_paths(*paths: tuple[str, str] | tuple[str, str, str]) -> dict[str, Any]:
-    """A JSONPaths feedback rule from (name, path[, version]) tuples."""
-    entries = []
-    for item in paths:
-        entry = {"name": item[0], "path": item[1]}
-        if len(item) == 3:
-            entry["version"] = item[2]
-        entries.append(entry)
-    return {"type": "JSONPaths", "jsonPaths": entries}
-
-
 def cel(condition: str, *expressions: str, **extra: str) -> dict[str, Any]:
     """A CEL condition rule."""
     return {"type": "CEL", "condition": condition, "celExpressions": list(expressions), **extra}
-
-
-def values_of(work: dict[str, Any], ordinal: int) -> list[tuple[str, dict[str, Any]]]:
-    """(name, fieldValue) of a manifest's status feedback, in order."""
-    for entry in manifest_statuses(work):
-        if entry["resourceMeta"]["ordinal"] == ordinal:
-            values = (entry.get("statusFeedback") or {}).get("values") or []
-            return [(v["name"], v["fieldValue"]) for v in values]
-    return []
 
 
 def integer(n: int) -> dict[str, Any]:

@@ -50,7 +50,8 @@ from schemas.wire import (
     PLACEMENT_LABEL,
 )
 from tests.conftest import eventually, pool_for
-from tests.support.manifests import manifest_config, strategy
+from tests.integration.conftest import work_body
+from tests.support.manifests import configmap, json_paths, manifest_config, strategy
 from tests.support.prepare import ensure_namespace, install_crds, typed, wait_admission
 from tests.support.processes import REPO, ProgramProcess, free_port, start_module
 from tests.support.targets import Cluster, open_cluster
@@ -118,30 +119,9 @@ def secret(name: str, **fields: Any) -> dict[str, Any]:
     }
 
 
-def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
-    """A ConfigMap manifest."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": data,
-    }
-
-
-def work(name: str, manifests: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-    """A ManifestWork in ``cluster1``."""
-    return {
-        "apiVersion": MANIFESTWORKS.api_version,
-        "kind": MANIFESTWORKS.kind,
-        "metadata": {"name": name, "namespace": CLUSTER},
-        "spec": {"workload": {"manifests": manifests}, **spec},
-    }
-
-
 def feedback_config(resource: str, name: str, *paths: tuple[str, str]) -> dict[str, Any]:
     """A manifestConfig reading ``paths`` (name, JSONPath) of one object in ``default``."""
-    rule = {"type": "JSONPaths", "jsonPaths": [{"name": n, "path": p} for n, p in paths]}
-    return manifest_config("", resource, name, feedback=[rule])
+    return manifest_config("", resource, name, feedback=[json_paths(*paths)])
 
 
 def secrets_work(generation: int) -> dict[str, Any]:
@@ -164,12 +144,12 @@ def secrets_work(generation: int) -> dict[str, Any]:
         configs.append(
             feedback_config("configmaps", "app-settings", ("raw", ".data"), ("key", ".data.key"))
         )
-    return work("secrets", manifests, manifestConfigs=configs)
+    return work_body("secrets", manifests, manifestConfigs=configs)
 
 
 def failing_work() -> dict[str, Any]:
     """Manifests that fail: an API error, and two Secrets the agent or the server refuse."""
-    return work(
+    return work_body(
         "failing",
         [
             configmap("nowhere", "no-such-namespace", key=token("missingns")),
@@ -185,7 +165,7 @@ def failing_work() -> dict[str, Any]:
 
 def ssa_work() -> dict[str, Any]:
     """A ConfigMap applied server-side over a field another manager owns: a conflict."""
-    return work(
+    return work_body(
         "ssa",
         [configmap("contested", key=token("ssaours"))],
         manifestConfigs=[strategy("contested", "ServerSideApply")],
@@ -304,7 +284,7 @@ async def start_webhook(
     async def register() -> None:
         await eventually(ready, timeout=PATIENCE, what="the webhook to be ready")
         await clusters.hub.create(WEBHOOKS, webhook_registration(port, cert.cert_pem))
-        probe = work("probe", [configmap("twice"), configmap("twice")])
+        probe = work_body("probe", [configmap("twice"), configmap("twice")])
         await wait_admission(clusters.hub, MANIFESTWORKS, probe, MW_HOOK)
 
     return process, register
@@ -501,8 +481,8 @@ async def run_scenario(clusters: Clusters, processes: list[ProgramProcess]) -> N
     # Webhook denials of works full of secrets: a duplicate, and too many bytes.
     duplicate = secret("twice", stringData={"k": token("duplicate")})
     for denied in (
-        work("duplicate", [duplicate, duplicate]),
-        work("too-big", [configmap("big", key=token("big") * 15000)]),
+        work_body("duplicate", [duplicate, duplicate]),
+        work_body("too-big", [configmap("big", key=token("big") * 15000)]),
     ):
         with pytest.raises(KubeError, match="denied the request"):
             await hub.create(MANIFESTWORKS, denied)

@@ -68,3 +68,14 @@ def strategy(name: str, kind: str, **server_side_apply: Any) -> dict[str, Any]:
     if server_side_apply:
         update["serverSideApply"] = server_side_apply
     return manifest_config("", "configmaps", name, strategy=update)
+
+
+def json_paths(*paths: tuple[str, str] | tuple[str, str, str]) -> dict[str, Any]:
+    """A JSONPaths feedback rule from (name, path[, version]) tuples."""
+    entries = []
+    for item in paths:
+        entry = {"name": item[0], "path": item[1]}
+        if len(item) == 3:
+            entry["version"] = item[2]
+        entries.append(entry)
+    return {"type": "JSONPaths", "jsonPaths": entries}

@@ -25,12 +25,13 @@ from typing import Protocol
 import aiohttp
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.conftest import eventually
 from tests.support.processes import ProgramProcess, start_agent_process, start_manager_process
+from tests.support.throwaway_pki import new_key, pem, pem_key, signed_certificate
 
 SERVING = "serving metrics and health probes"
 SELF_SIGNED = "Using insecure, self-signed certificates"
@@ -123,42 +124,13 @@ async def plain_http_fails(url: str) -> None:
         await get(url, unverified())
 
 
-PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
-
-
-def signed_certificate(
-    subject: str,
-    key: PrivateKey,
-    *extensions: tuple[x509.ExtensionType, bool],
-    issuer: x509.Name | None = None,
-    signer: PrivateKey | None = None,
-) -> x509.Certificate:
-    """A certificate for CN ``subject`` and ``key``, valid from 5 minutes ago for a day;
-    self-signed unless ``issuer`` and its ``signer`` key are given. ``extensions`` are
-    (extension, critical) pairs."""
-    now = datetime.datetime.now(datetime.UTC)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(issuer or name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-    )
-    for extension, critical in extensions:
-        builder = builder.add_extension(extension, critical=critical)
-    return builder.sign(signer or key, hashes.SHA256())
-
-
 def issue(tmp_path: Path) -> tuple[bytes, Path, Path]:
     """A CA and a serving certificate it signed for 127.0.0.1: (CA PEM, cert file, key file)."""
-    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_key = new_key()
     ca = signed_certificate(
         "test serving CA", ca_key, (x509.BasicConstraints(ca=True, path_length=0), True)
     )
-    key = ec.generate_private_key(ec.SECP256R1())
+    key = new_key()
     leaf = signed_certificate(
         "work-agent",
         key,
@@ -169,15 +141,9 @@ def issue(tmp_path: Path) -> tuple[bytes, Path, Path]:
         signer=ca_key,
     )
     cert_file, key_file = tmp_path / "tls.crt", tmp_path / "tls.key"
-    cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return ca.public_bytes(serialization.Encoding.PEM), cert_file, key_file
+    cert_file.write_bytes(pem(leaf))
+    key_file.write_bytes(pem_key(key))
+    return pem(ca), cert_file, key_file
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import ipaddress
 import os
 from collections.abc import Callable
@@ -11,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from hubcontroller.webhook import ExecuteAsRequest
+from tests.support.throwaway_pki import PrivateKey, new_key, pem, pem_key, signed_certificate
 
 WORK_GROUP = "work.open-cluster-management.io"
 WORK_V1 = f"{WORK_GROUP}/v1"
@@ -231,41 +229,19 @@ class ServingCert:
 
 def make_cert(common_name: str = "webhook", *, key_type: str = "ec") -> ServingCert:
     """A self-signed certificate for 127.0.0.1 and localhost, valid for a day."""
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
-    if key_type == "rsa":
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    else:
-        key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
+    key: PrivateKey = (
+        rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        if key_type == "rsa"
+        else new_key()
     )
-    return ServingCert(
-        cert.public_bytes(serialization.Encoding.PEM),
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ),
+    names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    cert = signed_certificate(
         common_name,
+        key,
+        (x509.SubjectAlternativeName(names), False),
+        (x509.BasicConstraints(ca=True, path_length=None), True),
     )
+    return ServingCert(pem(cert), pem_key(key), common_name)
 
 
 def install_cert(certdir: Path, cert: ServingCert, *, atomic: bool = True) -> None:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import datetime
 import ipaddress
 import json
 import shutil
@@ -45,9 +44,6 @@ import pytest
 import pytest_asyncio
 import yaml
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from hubcontroller.webhook import WebhookServer, run_webhook_server
 from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient
@@ -61,6 +57,7 @@ from tests.support.prepare import (
     wait_allowed,
 )
 from tests.support.targets import KUBESIM, Cluster, PlanePool, open_cluster
+from tests.support.throwaway_pki import new_key, pem, pem_key, signed_certificate
 from tests.webhook.conftest import local_settings
 from tests.webhook.helpers import MW_HOOK, MWRS_HOOK, executor, registered_hooks, work_spec
 from tests.webhook.helpers import replica_set as mwrs
@@ -91,48 +88,22 @@ class Pki:
     key_pem: bytes
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
 def make_pki(dns_name: str) -> Pki:
     """A throwaway CA and a serving certificate for ``dns_name``, valid for a day."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(_name("work-webhook-test-ca"))
-        .issuer_name(_name("work-webhook-test-ca"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
+    ca_key, key = new_key(), new_key()
+    ca = signed_certificate(
+        "work-webhook-test-ca", ca_key, (x509.BasicConstraints(ca=True, path_length=None), True)
     )
-    key = ec.generate_private_key(ec.SECP256R1())
     names = [x509.DNSName(dns_name), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(dns_name))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
+    cert = signed_certificate(
+        dns_name,
+        key,
+        (x509.SubjectAlternativeName(names), False),
+        (x509.BasicConstraints(ca=False, path_length=None), True),
+        issuer=ca.subject,
+        signer=ca_key,
     )
-    return Pki(
-        ca.public_bytes(serialization.Encoding.PEM),
-        cert.public_bytes(serialization.Encoding.PEM),
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ),
-    )
+    return Pki(pem(ca), pem(cert), pem_key(key))
 
 
 # -- objects -----------------------------------------------------------------------------
