@@ -23,13 +23,14 @@ from demo.environment import grant_agent
 from hubcontroller.grpcserver import GrpcServerSettings
 from hubcontroller.grpcserver.server import GrpcServerService, build_grpc_server
 from kubesim.sim import KubeSim
-from ocmkit.kube import CONFIGMAPS, KubeClient
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 from ocmkit.runtime import Manager
 from tests.cloudevents.pki import CertificateAuthority, Pair
 from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
     get_work,
+    has_cleanup_finalizer,
     hub,
     hub_client,
     manifest_condition,
@@ -37,6 +38,11 @@ from tests.integration.conftest import (
     spoke,
     spoke_client,
     spoke_options,
+    update_work,
+    wait_applied,
+    wait_gone,
+    work_body,
+    work_condition,
 )
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from workagent.settings import AgentSettings
@@ -263,6 +269,57 @@ async def wait_feedback(
         )
 
     await eventually(reported, what=f"feedback {value}, Ready={ready} on the hub")
+
+
+async def apply_with_feedback(
+    hub_client: KubeClient, spoke_client: KubeClient, *, alive: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """Work ``work1`` (ConfigMap cm1 with :func:`feedback_config`) through two versions:
+    applied with the finalizer the hub side adds with the first status, cm1 at v1, its
+    feedback v1 with Ready=False; then v2 applied and fed back with Ready=True. Returns
+    the work at v2 with both conditions aggregated (``alive`` as in :func:`wait_feedback`)."""
+    await hub_client.create(
+        MANIFESTWORKS,
+        work_body("work1", [configmap("cm1", key="v1")], manifestConfigs=[feedback_config("cm1")]),
+    )
+    work = await wait_applied(hub_client, "work1")
+    assert has_cleanup_finalizer(work)
+    assert (await spoke_client.get(CONFIGMAPS, "cm1", "default"))["data"] == {"key": "v1"}
+    await wait_feedback(hub_client, "v1", "False", alive=alive)
+    await update_work(hub_client, "work1", set_configmap("cm1", "v2"))
+    await wait_applied(hub_client, "work1", generation=2)
+    await wait_feedback(hub_client, "v2", "True", alive=alive)
+    work = await get_work(hub_client, "work1")
+    ready = work_condition(work, "Ready")
+    assert ready is not None and ready["reason"] == "ConditionRulesAggregated"
+    available = work_condition(work, "Available")
+    assert available is not None and available["status"] == "True"
+    return work
+
+
+async def change_while_down(
+    runner: AgentRunner,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    value: str,
+    generation: int,
+) -> None:
+    """Stop the agent, set work1's cm1 to ``value`` meanwhile, start it again: its resync
+    brings ``generation`` of the work to the spoke."""
+    await runner.stop()
+    await update_work(hub_client, "work1", set_configmap("cm1", value))
+    await runner.start()
+    await wait_subscribed(runner)
+    await wait_applied(hub_client, "work1", generation=generation)
+    await wait_configmap(spoke_client, "cm1", value, what="cm1 updated after the agent restart")
+
+
+async def delete_work1(hub_client: KubeClient, spoke_client: KubeClient) -> None:
+    """Delete ``work1``: cm1 leaves the spoke, then the work the hub (the server removes
+    the hub finalizer once the agent reports Deleted=True)."""
+    await hub_client.delete(MANIFESTWORKS, "work1", CLUSTER)
+    await wait_gone(spoke_client, CONFIGMAPS, "cm1", "default")
+    await wait_gone(hub_client, MANIFESTWORKS, "work1", CLUSTER)
 
 
 def set_configmap(name: str, value: str) -> Callable[[dict[str, Any]], None]:

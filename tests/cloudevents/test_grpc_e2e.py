@@ -11,10 +11,11 @@ from __future__ import annotations
 from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 from tests.cloudevents.conftest import (
     GrpcHub,
-    feedback_config,
+    apply_with_feedback,
+    change_while_down,
+    delete_work1,
     set_configmap,
     wait_configmap,
-    wait_feedback,
     wait_store_empty,
     wait_subscribed,
 )
@@ -22,12 +23,10 @@ from tests.integration.conftest import (
     configmap,
     exists,
     get_work,
-    has_cleanup_finalizer,
     update_work,
     wait_applied,
     wait_gone,
     work_body,
-    work_condition,
 )
 from tests.support.programs import CLUSTER, AgentRunner
 from tests.support.requests import RequestRecord
@@ -37,27 +36,9 @@ from tests.support.targets import Cluster
 async def test_create_update_feedback_rules_delete(
     grpc_agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
 ) -> None:
-    await hub_client.create(
-        MANIFESTWORKS,
-        work_body("work1", [configmap("cm1", key="v1")], manifestConfigs=[feedback_config("cm1")]),
-    )
-    work = await wait_applied(hub_client, "work1")
-    assert has_cleanup_finalizer(work)  # added by the server on the first status event
-    cm = await spoke_client.get(CONFIGMAPS, "cm1", "default")
-    assert cm["data"] == {"key": "v1"}
-
-    await wait_feedback(hub_client, "v1", "False")
-    await update_work(hub_client, "work1", set_configmap("cm1", "v2"))
-    await wait_applied(hub_client, "work1", generation=2)
+    await apply_with_feedback(hub_client, spoke_client)
     await wait_configmap(spoke_client, "cm1", "v2", what="cm1 updated")
-    await wait_feedback(hub_client, "v2", "True")
-    work = await get_work(hub_client, "work1")
-    ready = work_condition(work, "Ready")
-    assert ready is not None and ready["reason"] == "ConditionRulesAggregated"
-
-    await hub_client.delete(MANIFESTWORKS, "work1", CLUSTER)
-    await wait_gone(spoke_client, CONFIGMAPS, "cm1", "default")
-    await wait_gone(hub_client, MANIFESTWORKS, "work1", CLUSTER)
+    await delete_work1(hub_client, spoke_client)
     # The agent forgets the work. (The server's delete_request, sent when the hub
     # object goes, may bring it back briefly as a deleting work: confirmed again.)
     await wait_store_empty(grpc_agent)
@@ -123,12 +104,7 @@ async def test_agent_restart_resyncs_without_reapplying(
     requests = RequestRecord(spoke)
     await hub_client.create(MANIFESTWORKS, work_body("work1", [configmap("cm1", key="v1")]))
     await wait_applied(hub_client, "work1")
-    await grpc_agent.stop()
-    await update_work(hub_client, "work1", set_configmap("cm1", "v2"))
-    await grpc_agent.start()
-    await wait_subscribed(grpc_agent)
-    await wait_applied(hub_client, "work1", generation=2)
-    await wait_configmap(spoke_client, "cm1", "v2", what="cm1 updated after the agent restart")
+    await change_while_down(grpc_agent, hub_client, spoke_client, "v2", generation=2)
     # One ConfigMap create in the whole test: the restarted agent updated it in place.
     assert requests.count("create", "configmaps", 201) == 1, requests.requests()
     try:

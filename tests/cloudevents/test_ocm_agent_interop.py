@@ -20,24 +20,19 @@ from pathlib import Path
 import pytest
 
 from ocmkit.cloudevents.works import StatusUpdate, status_hash
-from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient
+from ocmkit.kube import APPLIED_MANIFESTWORKS, KubeClient
 from tests.cloudevents.conftest import (
     CLIENT_ID,
     GrpcHub,
-    feedback_config,
+    apply_with_feedback,
+    delete_work1,
     set_configmap,
     wait_feedback,
 )
 from tests.cloudevents.ocmpeer import Peer, RestartablePeer, hub, spoke, start_ocm_agent
 from tests.integration.conftest import (
-    configmap,
-    get_work,
-    has_cleanup_finalizer,
     update_work,
     wait_applied,
-    wait_gone,
-    work_body,
-    work_condition,
 )
 from tests.support.programs import CLUSTER
 from tests.support.requests import RequestRecord
@@ -106,25 +101,11 @@ async def test_ocm_agent_through_our_server(
     spoke_client: KubeClient,
 ) -> None:
     requests = RequestRecord(spoke)
-    await hub_client.create(
-        MANIFESTWORKS,
-        work_body("work1", [configmap("cm1", key="v1")], manifestConfigs=[feedback_config("cm1")]),
-    )
-    work = await wait_applied(hub_client, "work1")
-    assert has_cleanup_finalizer(work)  # our server adds it with the first status
-    assert (await spoke_client.get(CONFIGMAPS, "cm1", "default"))["data"] == {"key": "v1"}
+    await apply_with_feedback(hub_client, spoke_client, alive=ocm_agent.check_alive)
     # OCM's agent names the AppliedManifestWork from the hash of the gRPC url, as ours does.
     await spoke_client.get(
         APPLIED_MANIFESTWORKS, applied_work_name(hub_hash(grpc_hub.url), "work1")
     )
-
-    await wait_feedback(hub_client, "v1", "False", alive=ocm_agent.check_alive)
-    await update_work(hub_client, "work1", set_configmap("cm1", "v2"))
-    await wait_applied(hub_client, "work1", generation=2)
-    await wait_feedback(hub_client, "v2", "True", alive=ocm_agent.check_alive)
-    work = await get_work(hub_client, "work1")
-    available = work_condition(work, "Available")
-    assert available is not None and available["status"] == "True"
 
     # OCM's agent restarts: its resync (nothing cached) is answered by our server with
     # resync_response events, the change made meanwhile included; nothing is created twice.
@@ -135,10 +116,7 @@ async def test_ocm_agent_through_our_server(
     await wait_feedback(hub_client, "v3", "False", alive=ocm_agent.check_alive)
     assert requests.count("create", "configmaps", 201) == 1, requests.requests()
 
-    await hub_client.delete(MANIFESTWORKS, "work1", CLUSTER)
-    await wait_gone(spoke_client, CONFIGMAPS, "cm1", "default")
-    # Our server removes the hub finalizer when OCM's agent reports Deleted=True.
-    await wait_gone(hub_client, MANIFESTWORKS, "work1", CLUSTER)
+    await delete_work1(hub_client, spoke_client)
 
     assert received, "OCM's agent sent no status event"
     assert any(u.deleted for u in received), [u.conditions for u in received]

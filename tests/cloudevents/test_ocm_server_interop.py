@@ -25,13 +25,12 @@ from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 from tests.cloudevents.conftest import (
     AGENT_GROUP,
     Pki,
-    feedback_config,
+    apply_with_feedback,
+    change_while_down,
+    delete_work1,
     grant_agent,
     grpc_agent_settings,
-    set_configmap,
     subscribed_agent,
-    wait_configmap,
-    wait_feedback,
     wait_store_empty,
     wait_subscribed,
     write_agent_config,
@@ -41,13 +40,9 @@ from tests.integration.conftest import (
     configmap,
     exists,
     forget_work,
-    get_work,
-    has_cleanup_finalizer,
-    update_work,
     wait_applied,
     wait_gone,
     work_body,
-    work_condition,
 )
 from tests.support.programs import CLUSTER, AgentRunner
 from tests.support.requests import RequestRecord
@@ -112,31 +107,11 @@ async def _scenario(
     runner: AgentRunner, server: OcmServer, hub_client: KubeClient, spoke_client: KubeClient
 ) -> None:
     await hub_client.create(MANIFESTWORKS, work_body("work2", [configmap("cm2")]))
-    await hub_client.create(
-        MANIFESTWORKS,
-        work_body("work1", [configmap("cm1", key="v1")], manifestConfigs=[feedback_config("cm1")]),
-    )
-    work = await wait_applied(hub_client, "work1")
-    assert has_cleanup_finalizer(work)  # OCM's server adds it with the first status
-    assert (await spoke_client.get(CONFIGMAPS, "cm1", "default"))["data"] == {"key": "v1"}
-
-    await wait_feedback(hub_client, "v1", "False", alive=server.check_alive)
-    await update_work(hub_client, "work1", set_configmap("cm1", "v2"))
-    await wait_applied(hub_client, "work1", generation=2)
-    await wait_feedback(hub_client, "v2", "True", alive=server.check_alive)
-    work = await get_work(hub_client, "work1")
-    ready = work_condition(work, "Ready")
-    assert ready is not None and ready["reason"] == "ConditionRulesAggregated"
-    available = work_condition(work, "Available")
-    assert available is not None and available["status"] == "True"
+    # OCM's server adds the hub finalizer with the first status.
+    await apply_with_feedback(hub_client, spoke_client, alive=server.check_alive)
 
     # Agent restart: a change made while it is down arrives through the resync.
-    await runner.stop()
-    await update_work(hub_client, "work1", set_configmap("cm1", "v3"))
-    await runner.start()
-    await wait_subscribed(runner)
-    await wait_applied(hub_client, "work1", generation=3)
-    await wait_configmap(spoke_client, "cm1", "v3", what="cm1 updated after the agent restart")
+    await change_while_down(runner, hub_client, spoke_client, "v3", generation=3)
 
     # A work that goes while the agent is disconnected (not restarted): OCM's server
     # answers the resync with a deletion that has no resourceversion; ours accepts it.
@@ -148,9 +123,6 @@ async def _scenario(
     await wait_subscribed(runner, at_least=2)
     await wait_gone(spoke_client, CONFIGMAPS, "cm2", "default")
 
-    await hub_client.delete(MANIFESTWORKS, "work1", CLUSTER)
-    await wait_gone(spoke_client, CONFIGMAPS, "cm1", "default")
-    # OCM's server removes the hub finalizer when the agent reports Deleted=True.
-    await wait_gone(hub_client, MANIFESTWORKS, "work1", CLUSTER)
+    await delete_work1(hub_client, spoke_client)
     await wait_store_empty(runner)
     assert not await exists(spoke_client, CONFIGMAPS, "cm1", "default")

@@ -50,7 +50,7 @@ from schemas.wire import (
     PLACEMENT_LABEL,
 )
 from tests.conftest import eventually, pool_for
-from tests.integration.conftest import work_body
+from tests.integration.conftest import manifest_statuses, work_body
 from tests.support.manifests import configmap, json_paths, manifest_config, strategy
 from tests.support.prepare import ensure_namespace, install_crds, typed, wait_admission
 from tests.support.processes import REPO, ProgramProcess, free_port, start_module
@@ -343,11 +343,6 @@ def condition(conditions: Any, ctype: str) -> dict[str, Any] | None:
     return next((dict(c) for c in conditions or [] if c.get("type") == ctype), None)
 
 
-def manifests_of(found: dict[str, Any]) -> list[dict[str, Any]]:
-    """``status.resourceStatus.manifests``."""
-    return list(((found.get("status") or {}).get("resourceStatus") or {}).get("manifests") or [])
-
-
 async def wait_work(
     clusters: Clusters, processes: list[ProgramProcess], name: str, check: Any, what: str
 ) -> dict[str, Any]:
@@ -383,10 +378,15 @@ def applied(status: str, generation: int = 1) -> Any:
     return check
 
 
+def refused(manifests: int) -> Any:
+    """A check: Applied=False for generation 1, with ``manifests`` manifest statuses."""
+    return lambda found: applied("False")(found) and len(manifest_statuses(found)) == manifests
+
+
 def feedback_values(found: dict[str, Any]) -> dict[str, Any]:
     """Every feedback value of the work by name."""
     values: dict[str, Any] = {}
-    for entry in manifests_of(found):
+    for entry in manifest_statuses(found):
         for value in (entry.get("statusFeedback") or {}).get("values") or []:
             values[value["name"]] = value["fieldValue"]
     return values
@@ -505,27 +505,15 @@ async def run_scenario(clusters: Clusters, processes: list[ProgramProcess]) -> N
         "password": b64(token("stringdata1")),
     }
 
-    failing = await wait_work(
-        clusters,
-        processes,
-        "failing",
-        lambda w: applied("False")(w) and len(manifests_of(w)) == 3,
-        "work failing refused",
-    )
+    failing = await wait_work(clusters, processes, "failing", refused(3), "work failing refused")
     # The third (data that is not base64) is refused by a real API server as it
     # decodes the body; kubesim stores it as given. Either way it went through.
-    for entry in manifests_of(failing)[:2]:
+    for entry in manifest_statuses(failing)[:2]:
         cond = condition(entry["conditions"], "Applied")
         assert cond is not None and cond["reason"] == "AppliedManifestFailed", entry
 
-    contested = await wait_work(
-        clusters,
-        processes,
-        "ssa",
-        lambda w: applied("False")(w) and len(manifests_of(w)) == 1,
-        "work ssa in conflict",
-    )
-    cond = condition(manifests_of(contested)[0]["conditions"], "Applied")
+    contested = await wait_work(clusters, processes, "ssa", refused(1), "work ssa in conflict")
+    cond = condition(manifest_statuses(contested)[0]["conditions"], "Applied")
     assert cond is not None and "conflict" in cond["message"], cond
 
     async def fanned_out() -> bool:
