@@ -80,6 +80,13 @@ def deployment(
     return obj
 
 
+def workload(
+    api_version: str, kind: str, status: dict[str, Any], *, name: str = "test"
+) -> dict[str, Any]:
+    """A ``kind`` object named ``name`` with ``status`` (no spec: the reader ignores it)."""
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, "status": status}
+
+
 # --- no rules -------------------------------------------------------------------
 
 
@@ -112,12 +119,12 @@ def test_empty_json_paths_rule_is_synced_with_no_values() -> None:
             id="deployment-partial-status",
         ),
         pytest.param(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": {"name": "ds"},
-                "status": {"numberReady": 2, "desiredNumberScheduled": 3, "numberAvailable": 1},
-            },
+            workload(
+                "apps/v1",
+                "DaemonSet",
+                {"numberReady": 2, "desiredNumberScheduled": 3, "numberAvailable": 1},
+                name="ds",
+            ),
             [
                 integer("NumberReady", 2),
                 integer("DesiredNumberScheduled", 3),
@@ -126,31 +133,26 @@ def test_empty_json_paths_rule_is_synced_with_no_values() -> None:
             id="daemonset",
         ),
         pytest.param(
-            {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "metadata": {"name": "test"},
-                "status": {
+            workload(
+                "batch/v1",
+                "Job",
+                {
                     "conditions": [
                         {"type": "SuccessCriteriaMet", "status": "True"},
                         {"status": "True", "type": "Complete"},
                     ],
                     "succeeded": 1,
                 },
-            },
+            ),
             [string("JobComplete", "True"), integer("JobSucceeded", 1)],
             id="job",
         ),
         pytest.param(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": "test"},
-                "status": {
-                    "conditions": [{"status": "False", "type": "Ready"}],
-                    "phase": "Succeeded",
-                },
-            },
+            workload(
+                "v1",
+                "Pod",
+                {"conditions": [{"status": "False", "type": "Ready"}], "phase": "Succeeded"},
+            ),
             [string("PodReady", "False"), string("PodPhase", "Succeeded")],
             id="pod",
         ),
