@@ -42,7 +42,6 @@ from ocmkit.kube import (
 from ocmkit.runtime import Controller
 from tests.conftest import eventually
 from tests.integration.conftest import (
-    configmap,
     exists,
     get_applied_work,
     get_work,
@@ -52,6 +51,7 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.manifests import configmap as configmap  # noqa: PLC0414 (conformance/ imports it from here)
 from tests.support.manifests import manifest_config, strategy
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from tests.support.requests import RequestRecord
