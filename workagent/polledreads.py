@@ -203,15 +203,21 @@ class PolledReads:
             return bucket.listed.get(name)
         return None
 
-    def peek(self, res: Resource, namespace: str, name: str) -> Object | None:
+    def peek(
+        self, res: Resource, namespace: str, name: str, *, demand: bool = False
+    ) -> Object | None:
         """The newest version of an object seen in a list or an apply, however old.
 
         None when there is none. Only for decisions that a precondition on the
         object's resourceVersion makes the API server check again (a DELETE).
+        ``demand``: count the object as read, as :meth:`read` does, so that the
+        reads of its (resource, namespace) keep being served by lists.
         """
         bucket = self._buckets.get((res.group, res.version, res.plural, namespace))
         if bucket is None:
             return None
+        if demand:
+            bucket.demand[name] = self._clock()
         applied = bucket.applied.get(name)
         if applied is not None and applied[0] >= bucket.listed_at:
             return applied[1]
