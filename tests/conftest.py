@@ -82,13 +82,9 @@ async def cluster(
 @pytest.fixture
 async def sim(tmp_path: Path) -> AsyncIterator[KubeSim]:
     """A running kubesim with its admin kubeconfig written to ``tmp_path``."""
-    server = KubeSim()
-    await server.start()
-    server.write_kubeconfig(tmp_path / "kubeconfig")
-    try:
+    async with KubeSim() as server:
+        server.write_kubeconfig(tmp_path / "kubeconfig")
         yield server
-    finally:
-        await server.stop()
 
 
 @pytest.fixture
@@ -98,11 +94,8 @@ async def api_client(sim: KubeSim, tmp_path: Path) -> AsyncIterator[client.ApiCl
     await config.load_kube_config(
         config_file=str(tmp_path / "kubeconfig"), client_configuration=cfg
     )
-    api = client.ApiClient(cfg)
-    try:
+    async with client.ApiClient(cfg) as api:
         yield api
-    finally:
-        await api.close()
 
 
 @dataclass

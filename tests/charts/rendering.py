@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import helm_python as helm
 import yaml
+
+from hubcontroller.cli import parse_command_line as hub_command_line
+from workagent.cli import parse_command_line as agent_command_line
 
 REPO = Path(__file__).resolve().parents[2]
 CHARTS = REPO / "charts"
@@ -156,17 +159,81 @@ IMAGE = {"repository": "registry.example.com/ocm/ocm-work", "tag": "v0.1.0", "pu
 #: The alerts and the dashboard, with their defaults (both charts).
 MONITORING: Values = {"prometheusRule": {"enabled": True}, "grafanaDashboard": {"enabled": True}}
 
+#: The serving TLS options of all-options (the agent's endpoint, the manager's).
+SERVING_TLS: Values = {
+    "restartOnChange": True,
+    "minVersion": "VersionTLS13",
+    "cipherSuites": [
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    ],
+}
+LEADER_ELECTION: Values = {"leaseDuration": "60s", "renewDeadline": "40s", "retryPeriod": "10s"}
+RESOURCES: Values = {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}}
+
+
+def pod_options(tier: str, resources: Values = RESOURCES) -> Values:
+    """All-options' pod placement and decoration for one component (``tier`` its label)."""
+    return {
+        "resources": resources,
+        "podAnnotations": {"example.com/scrape": "true"},
+        "podLabels": {"example.com/tier": tier},
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": TOLERATIONS,
+        "affinity": AFFINITY,
+    }
+
+
+def check_shared_options(settings: Any) -> None:
+    """What the all-options sets' SERVING_TLS, LEADER_ELECTION and log options make of
+    either program's settings (the agent's, the manager's)."""
+    assert not settings.insecure_serving
+    assert settings.tls_min_version == "VersionTLS13"
+    assert settings.tls_cipher_suites == (
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
+    )
+    assert (settings.log_format, settings.log_level) == ("console", "debug")
+    election = settings.leader_election
+    assert not election.disabled
+    timings = (election.lease_duration, election.renew_deadline, election.retry_period)
+    assert timings == (60, 40, 10)
+
+
+#: The options both charts have, set (each chart's all-options set starts from these).
+ALL_OPTIONS_OF_BOTH: Values = {
+    "image": IMAGE,
+    "imagePullSecrets": [{"name": "registry-credentials"}],
+    "log": {"format": "console", "level": "debug"},
+    "securityContext": {"runAsUser": 10001, "runAsGroup": 10002},
+    "priorityClassName": "system-cluster-critical",
+    "serviceMonitor": {
+        "enabled": True,
+        "interval": "15s",
+        "scrapeTimeout": "5s",
+        "labels": {"release": "prometheus"},
+    },
+    "prometheusRule": {
+        "enabled": True,
+        "labels": {"release": "prometheus"},
+        "severity": "critical",
+    },
+    "grafanaDashboard": {
+        "enabled": True,
+        "labels": {"example.com/team": "ocm"},
+        "namespace": "monitoring",
+    },
+}
+
 AGENT_MINIMAL: Values = {"clusterName": "cluster1", "hubKubeconfig": HUB_KUBECONFIG}
 
 AGENT_ALL_OPTIONS: Values = {
+    **ALL_OPTIONS_OF_BOTH,
     "clusterName": "cluster-east-1",
     "agentID": "2c8a4a63-5d2e-4d1e-9f7e-0b2c0f1f2a3b",
     "hubKubeconfig": HUB_KUBECONFIG,
     "hubKubeconfigSecret": {"key": "hub.kubeconfig", "restartOnChange": True},
     "replicas": 3,
-    "leaderElection": {"leaseDuration": "60s", "renewDeadline": "40s", "retryPeriod": "10s"},
-    "image": IMAGE,
-    "imagePullSecrets": [{"name": "registry-credentials"}],
+    "leaderElection": LEADER_ELECTION,
     "agent": {
         "statusSyncInterval": "1m30s",
         "evictionGracePeriod": "876000h",
@@ -177,20 +244,11 @@ AGENT_ALL_OPTIONS: Values = {
     },
     "featureGates": {"ExecutorValidatingCaches": True, "RawFeedbackJsonString": True},
     "clients": {"spoke": {"qps": 100.5, "burst": 200}, "hub": {"qps": 75, "burst": 150}},
-    "log": {"format": "console", "level": "debug"},
     "listen": {
         "address": "::",
         "port": 9443,
         "https": True,
-        "tls": {
-            "secretName": "work-agent-serving-cert",
-            "restartOnChange": True,
-            "minVersion": "VersionTLS13",
-            "cipherSuites": [
-                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-            ],
-        },
+        "tls": {"secretName": "work-agent-serving-cert", **SERVING_TLS},
     },
     "serviceAccount": {"name": "klusterlet-work-sa", "annotations": {"example.com/team": "ocm"}},
     "rbac": {
@@ -203,19 +261,9 @@ AGENT_ALL_OPTIONS: Values = {
             }
         ],
     },
-    "securityContext": {"runAsUser": 10001, "runAsGroup": 10002},
-    "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
     "metrics": {"service": {"port": 9090}},
-    "serviceMonitor": {
-        "enabled": True,
-        "interval": "15s",
-        "scrapeTimeout": "5s",
-        "labels": {"release": "prometheus"},
-    },
     "prometheusRule": {
-        "enabled": True,
-        "labels": {"release": "prometheus"},
-        "severity": "critical",
+        **ALL_OPTIONS_OF_BOTH["prometheusRule"],
         "for": {
             "failingToApply": "5m",
             "notAvailable": "30m",
@@ -223,17 +271,7 @@ AGENT_ALL_OPTIONS: Values = {
             "noLeader": "2m",
         },
     },
-    "grafanaDashboard": {
-        "enabled": True,
-        "labels": {"example.com/team": "ocm"},
-        "namespace": "monitoring",
-    },
-    "podAnnotations": {"example.com/scrape": "true"},
-    "podLabels": {"example.com/tier": "agent"},
-    "priorityClassName": "system-cluster-critical",
-    "nodeSelector": {"kubernetes.io/os": "linux"},
-    "tolerations": TOLERATIONS,
-    "affinity": AFFINITY,
+    **pod_options("agent"),
 }
 
 AGENT_VALUE_SETS: dict[str, Values] = {
@@ -255,39 +293,24 @@ AGENT_VALUE_SETS: dict[str, Values] = {
 EXISTING_CA_BUNDLE = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n...\n").decode()
 
 HUB_ALL_OPTIONS: Values = {
-    "image": IMAGE,
-    "imagePullSecrets": [{"name": "registry-credentials"}],
+    **ALL_OPTIONS_OF_BOTH,
     "featureGates": {
         "ManifestWorkReplicaSet": True,
         "CleanUpCompletedManifestWork": True,
         "NilExecutorValidating": True,
     },
-    "log": {"format": "console", "level": "debug"},
     "manager": {
         "replicas": 2,
-        "leaderElection": {"leaseDuration": "60s", "renewDeadline": "40s", "retryPeriod": "10s"},
+        "leaderElection": LEADER_ELECTION,
         "kubeAPIQPS": 100,
         "kubeAPIBurst": 200,
         "listen": {
             "address": "0.0.0.0",
             "port": 9000,
             "https": True,
-            "tls": {
-                "secretName": "manager-serving-cert",
-                "restartOnChange": True,
-                "minVersion": "VersionTLS13",
-                "cipherSuites": [
-                    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-                    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-                ],
-            },
+            "tls": {"secretName": "manager-serving-cert", **SERVING_TLS},
         },
-        "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
-        "podAnnotations": {"example.com/scrape": "true"},
-        "podLabels": {"example.com/tier": "manager"},
-        "nodeSelector": {"kubernetes.io/os": "linux"},
-        "tolerations": TOLERATIONS,
-        "affinity": AFFINITY,
+        **pod_options("manager"),
     },
     "webhook": {
         "replicas": 3,
@@ -303,35 +326,15 @@ HUB_ALL_OPTIONS: Values = {
         "failurePolicy": "Ignore",
         "timeoutSeconds": 5,
         "certificate": {"validityDays": 365},
-        "resources": {
-            "requests": {"cpu": "100m", "memory": "128Mi"},
-            "limits": {"memory": "512Mi"},
-        },
-        "podAnnotations": {"example.com/scrape": "true"},
-        "podLabels": {"example.com/tier": "webhook"},
-        "nodeSelector": {"kubernetes.io/os": "linux"},
-        "tolerations": TOLERATIONS,
-        "affinity": AFFINITY,
-    },
-    "securityContext": {"runAsUser": 10001, "runAsGroup": 10002},
-    "priorityClassName": "system-cluster-critical",
-    "serviceMonitor": {
-        "enabled": True,
-        "interval": "15s",
-        "scrapeTimeout": "5s",
-        "labels": {"release": "prometheus"},
+        **pod_options(
+            "webhook",
+            {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+        ),
     },
     "prometheusRule": {
-        "enabled": True,
-        "labels": {"release": "prometheus"},
-        "severity": "critical",
+        **ALL_OPTIONS_OF_BOTH["prometheusRule"],
         "certificateExpiryDays": 30,
         "for": {"noLeader": "2m", "certificateExpiry": "30m"},
-    },
-    "grafanaDashboard": {
-        "enabled": True,
-        "labels": {"example.com/team": "ocm"},
-        "namespace": "monitoring",
     },
 }
 
@@ -361,3 +364,74 @@ def render_agent(values: Values, *, release: str = "work-agent") -> Rendered:
 def render_hub(values: Values, *, release: str = "hub-controller") -> Rendered:
     """Render the hub-controller chart into the hub namespace."""
     return render(HUB_CHART, values, release=release, namespace=HUB_NAMESPACE)
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One of our charts, and how the tests render it."""
+
+    path: Path
+    namespace: str
+    render: Callable[..., Rendered]
+    minimal: Values
+    value_sets: dict[str, Values]
+    crds: tuple[str, ...]
+    deployments: int
+    #: The program's Deployment, its command and that command's parser.
+    program_deployment: str
+    program: str
+    parse_command_line: Callable[..., Any]
+    #: Where all-options mounts the program's serving certificate Secret, and which.
+    serving_cert_dir: str
+    serving_cert_secret: str
+
+    @property
+    def name(self) -> str:
+        """The chart's name (its directory's)."""
+        return self.path.name
+
+    def deployment(self, values: Values) -> dict[str, Any]:
+        """The program's Deployment as rendered with ``values``."""
+        return self.render(values).one("Deployment", self.program_deployment)
+
+    def command(self, values: Values, tmp_path: Path) -> Any:
+        """The program Deployment's arguments, parsed by the program's own command line."""
+        deployment = self.deployment(values)
+        assert container(deployment)["command"] == [self.program]
+        # The namespace file stands in for the pod's service account mount.
+        namespace_file = tmp_path / "namespace"
+        namespace_file.write_text(self.namespace)
+        return self.parse_command_line(args_of(deployment), namespace_file=namespace_file)
+
+
+AGENT = Chart(
+    AGENT_CHART,
+    AGENT_NAMESPACE,
+    render_agent,
+    AGENT_MINIMAL,
+    AGENT_VALUE_SETS,
+    ("work.open-cluster-management.io_appliedmanifestworks.yaml",),
+    deployments=1,
+    program_deployment="work-agent",
+    program="workagent",
+    parse_command_line=agent_command_line,
+    serving_cert_dir="/etc/work-agent/serving-cert",
+    serving_cert_secret="work-agent-serving-cert",
+)
+HUB = Chart(
+    HUB_CHART,
+    HUB_NAMESPACE,
+    render_hub,
+    {},
+    HUB_VALUE_SETS,
+    (
+        "work.open-cluster-management.io_manifestworkreplicasets.yaml",
+        "work.open-cluster-management.io_manifestworks.yaml",
+    ),
+    deployments=2,  # the manager and the webhook
+    program_deployment="hub-controller-manager",
+    program="hubcontroller",
+    parse_command_line=hub_command_line,
+    serving_cert_dir="/etc/hub-controller/serving-cert",
+    serving_cert_secret="manager-serving-cert",
+)

@@ -59,7 +59,7 @@ from tests.integration.conftest import (
 )
 from tests.support.controlplane import ControlPlane
 from tests.support.manifests import deployment
-from tests.support.prepare import install_crds
+from tests.support.prepare import install_crds, service_account_token
 from tests.support.processes import ProgramProcess, start_agent_process
 from tests.support.programs import CLUSTER, CRD_DIR
 from tests.support.targets import PlanePool
@@ -112,20 +112,6 @@ async def admin(plane: ControlPlane, tmp_path: Path, name: str) -> AsyncIterator
         yield client
     finally:
         await client.close()
-
-
-async def service_account_token(client: KubeClient, namespace: str, name: str) -> str:
-    """A token of ServiceAccount ``namespace/name`` from the TokenRequest API."""
-    request = {
-        "apiVersion": "authentication.k8s.io/v1",
-        "kind": "TokenRequest",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"expirationSeconds": 3600},
-    }
-    answer = await client.create(SERVICE_ACCOUNTS, request, namespace, subresource="token")
-    token = answer["status"]["token"]
-    assert isinstance(token, str) and token
-    return token
 
 
 async def prepare_hub(hub: KubeClient) -> None:

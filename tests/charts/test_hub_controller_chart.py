@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +23,15 @@ from hubcontroller.webhook import (
 )
 from tests.charts.rendering import (
     EXISTING_CA_BUNDLE,
+    HUB,
     HUB_ALL_OPTIONS,
-    HUB_CHART,
     HUB_NAMESPACE,
     HUB_VALUE_SETS,
-    LONG_RELEASE,
     Rendered,
     Values,
     args_of,
+    check_shared_options,
     container,
-    lint_findings,
     merged,
     render_hub,
 )
@@ -50,11 +48,7 @@ READ_WRITE = ("get", "list", "watch", "create", "update", "patch", "delete")
 
 def manager_command(values: Values, tmp_path: Path) -> ManagerCommand:
     """The manager Deployment's arguments, parsed by ``hubcontroller``'s command line."""
-    deployment = render_hub(values).one("Deployment", MANAGER)
-    assert container(deployment)["command"] == ["hubcontroller"]
-    namespace_file = tmp_path / "namespace"
-    namespace_file.write_text(HUB_NAMESPACE)
-    command = parse_command_line(args_of(deployment), namespace_file=namespace_file)
+    command = HUB.command(values, tmp_path)
     assert isinstance(command, ManagerCommand)
     return command
 
@@ -115,32 +109,6 @@ def test_renders_the_expected_objects(value_set: str) -> None:
         elif obj["kind"] not in cluster_scoped:
             assert obj["metadata"]["namespace"] == HUB_NAMESPACE, obj["kind"]
     assert MW_WEBHOOK in rendered.notes
-
-
-@pytest.mark.parametrize("value_set", sorted(HUB_VALUE_SETS))
-def test_strict_lint_is_clean(value_set: str) -> None:
-    assert lint_findings(HUB_CHART, HUB_VALUE_SETS[value_set], namespace=HUB_NAMESPACE) == []
-
-
-def test_chart_metadata() -> None:
-    with helm.Chart.load(HUB_CHART) as chart:
-        assert chart.metadata["name"] == "hub-controller"
-        assert chart.metadata["appVersion"] == metadata.version("ocm-work")
-
-
-def test_crds_are_byte_identical_copies_of_the_generated_ones() -> None:
-    """Helm installs crds/ verbatim; the copies must not drift from charts/crds/."""
-    chart_crds = sorted((HUB_CHART / "crds").iterdir())
-    assert [p.name for p in chart_crds] == [
-        "work.open-cluster-management.io_manifestworkreplicasets.yaml",
-        "work.open-cluster-management.io_manifestworks.yaml",
-    ]
-    for path in chart_crds:
-        source = HUB_CHART.parent / "crds" / path.name
-        assert path.read_bytes() == source.read_bytes(), f"copy {source} to {path}"
-    with helm.Chart.load(HUB_CHART) as chart:
-        loaded = {c["filename"]: c["data"] for c in chart.crds}
-    assert loaded == {f"hub-controller/crds/{p.name}": p.read_text() for p in chart_crds}
 
 
 # -- values schema ------------------------------------------------------------------------
@@ -241,21 +209,12 @@ def test_manager_options(tmp_path: Path) -> None:
     assert settings.feature_gates == ALL_GATES
     assert (settings.kube_api_qps, settings.kube_api_burst) == (100, 200)
     assert settings.listen == "0.0.0.0:9000"
-    assert not settings.insecure_serving
     assert settings.tls_cert_file == "/etc/hub-controller/serving-cert/tls.crt"
     assert settings.tls_private_key_file == "/etc/hub-controller/serving-cert/tls.key"
     # A renewed certificate restarts the manager, which then serves it.
     assert settings.terminate_on_files == ("/etc/hub-controller/serving-cert/tls.crt",)
-    assert settings.tls_min_version == "VersionTLS13"
-    assert settings.tls_cipher_suites == (
-        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
-    )
-    assert (settings.log_format, settings.log_level) == ("console", "debug")
-    election = settings.leader_election
-    assert not election.disabled
-    assert election.lease_name == MANAGER_LEASE_NAME
-    timings = (election.lease_duration, election.renew_deadline, election.retry_period)
-    assert timings == (60, 40, 10)
+    check_shared_options(settings)
+    assert settings.leader_election.lease_name == MANAGER_LEASE_NAME
 
 
 @pytest.mark.parametrize(
@@ -420,25 +379,6 @@ def test_existing_certificate_secret() -> None:
 # -- security, probes, metrics -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value_set", sorted(HUB_VALUE_SETS))
-def test_pods_meet_the_restricted_pod_security_standard(value_set: str) -> None:
-    rendered = render_hub(HUB_VALUE_SETS[value_set])
-    for deployment in rendered.of_kind("Deployment"):
-        pod = deployment["spec"]["template"]["spec"]
-        assert pod["securityContext"]["runAsNonRoot"] is True
-        assert isinstance(pod["securityContext"]["runAsUser"], int)
-        assert pod["securityContext"]["runAsUser"] > 0
-        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-        for box in pod["containers"]:
-            context = box["securityContext"]
-            assert context["allowPrivilegeEscalation"] is False
-            assert context["readOnlyRootFilesystem"] is True
-            assert context["capabilities"] == {"drop": ["ALL"]}
-            assert {"name": "tmp", "mountPath": "/tmp"} in box["volumeMounts"]
-            assert box["resources"]["requests"]
-        assert {v["name"] for v in pod["volumes"] if "emptyDir" in v} == {"tmp"}
-
-
 def _http_get(box: dict[str, Any], probe: str) -> tuple[str, str, str]:
     get = box[probe]["httpGet"]
     return get["path"], get["port"], get["scheme"]
@@ -463,28 +403,6 @@ def test_probes() -> None:
         assert ports["healthz"] == health_port
         assert _http_get(webhook, "livenessProbe") == ("/healthz", "healthz", "HTTP")
         assert _http_get(webhook, "readinessProbe") == ("/readyz", "healthz", "HTTP")
-
-
-def test_plain_http_passes_insecure_serving(tmp_path: Path) -> None:
-    plain = HUB_VALUE_SETS["plain-http"]
-    assert "--insecure-serving" in args_of(render_hub(plain).one("Deployment", MANAGER))
-    assert "--insecure-serving" not in args_of(render_hub({}).one("Deployment", MANAGER))
-    assert manager_command(plain, tmp_path).settings.insecure_serving
-
-
-def test_manager_serving_certificate_secret_is_mounted_read_only() -> None:
-    deployment = render_hub(HUB_ALL_OPTIONS).one("Deployment", MANAGER)
-    pod = deployment["spec"]["template"]["spec"]
-    assert {"name": "serving-cert", "secret": {"secretName": "manager-serving-cert"}} in pod[
-        "volumes"
-    ]
-    assert {
-        "name": "serving-cert",
-        "mountPath": "/etc/hub-controller/serving-cert",
-        "readOnly": True,
-    } in container(deployment)["volumeMounts"]
-    default = render_hub({}).one("Deployment", MANAGER)["spec"]["template"]["spec"]
-    assert "serving-cert" not in {v["name"] for v in default["volumes"]}
 
 
 def test_service_monitors_scrape_both_components() -> None:
@@ -616,17 +534,3 @@ def test_release_name_prefixes_every_namespaced_object() -> None:
             assert obj["metadata"]["name"].startswith("ocm-hub-controller-"), obj["kind"]
     hook = webhook_configuration(rendered)["webhooks"][0]
     assert hook["clientConfig"]["service"]["name"] == "ocm-hub-controller-webhook"
-
-
-def test_names_stay_valid_for_the_longest_release_name() -> None:
-    assert len(LONG_RELEASE) == 53
-    rendered = render_hub({}, release=LONG_RELEASE)
-    for obj in rendered.objects:
-        name = obj["metadata"]["name"]
-        # Services are DNS-1035 labels; 63 characters is also the label value limit.
-        limit = 63 if obj["kind"] in ("Service", "Deployment") else 253
-        assert len(name) <= limit, (obj["kind"], name)
-        assert not name.endswith("-"), name
-    for deployment in rendered.of_kind("Deployment"):
-        labels = deployment["spec"]["template"]["metadata"]["labels"]
-        assert all(len(value) <= 63 for value in labels.values())

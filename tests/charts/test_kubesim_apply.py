@@ -23,16 +23,17 @@ from typing import Any
 import pytest
 import yaml
 
-from hubcontroller.webhook import WebhookServer, WebhookSettings
 from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient
 from tests.charts.rendering import (
+    AGENT,
     AGENT_CHART,
     AGENT_NAMESPACE,
     AGENT_VALUE_SETS,
+    HUB,
     HUB_CHART,
     HUB_NAMESPACE,
-    HUB_VALUE_SETS,
     LONG_RELEASE,
+    Chart,
     Rendered,
     container,
     render_agent,
@@ -42,7 +43,8 @@ from tests.conftest import Kubectl
 from tests.support.crds import crd
 from tests.support.prepare import is_kubesim, local_webhook_service, wait_admission
 from tests.support.targets import Cluster
-from tests.webhook.helpers import RecordingAccess, configmap, manifest_work, replica_set
+from tests.webhook.conftest import local_settings, running
+from tests.webhook.helpers import configmap, manifest_work, replica_set
 
 pytestmark = pytest.mark.kubectl
 
@@ -119,26 +121,16 @@ async def stored(kubectl: Kubectl, namespace: str) -> list[str]:
     return [name for name in result.stdout.split() if name != "serviceaccount/default"]
 
 
-async def test_agent_chart_objects_pass_a_server_side_dry_run(kubectl: Kubectl) -> None:
-    await prepare(kubectl, AGENT_NAMESPACE, AGENT_CHART)
-    for value_set in sorted(AGENT_VALUE_SETS):
-        rendered = render_agent(AGENT_VALUE_SETS[value_set])
+@pytest.mark.parametrize("chart", [AGENT, HUB], ids=lambda c: c.name)
+async def test_chart_objects_pass_a_server_side_dry_run(kubectl: Kubectl, chart: Chart) -> None:
+    await prepare(kubectl, chart.namespace, chart.path)
+    for value_set in sorted(chart.value_sets):
+        rendered = chart.render(chart.value_sets[value_set])
         printed = await dry_run(kubectl, rendered)
         assert sorted(printed) == expected_lines(rendered.objects), value_set
-    long_names = render_agent(AGENT_VALUE_SETS["service-monitor"], release=LONG_RELEASE)
+    long_names = chart.render(chart.value_sets["service-monitor"], release=LONG_RELEASE)
     assert sorted(await dry_run(kubectl, long_names)) == expected_lines(long_names.objects)
-    assert await stored(kubectl, AGENT_NAMESPACE) == []
-
-
-async def test_hub_chart_objects_pass_a_server_side_dry_run(kubectl: Kubectl) -> None:
-    await prepare(kubectl, HUB_NAMESPACE, HUB_CHART)
-    for value_set in sorted(HUB_VALUE_SETS):
-        rendered = render_hub(HUB_VALUE_SETS[value_set])
-        printed = await dry_run(kubectl, rendered)
-        assert sorted(printed) == expected_lines(rendered.objects), value_set
-    long_names = render_hub(HUB_VALUE_SETS["service-monitor"], release=LONG_RELEASE)
-    assert sorted(await dry_run(kubectl, long_names)) == expected_lines(long_names.objects)
-    assert await stored(kubectl, HUB_NAMESPACE) == []
+    assert await stored(kubectl, chart.namespace) == []
 
 
 async def test_the_dry_run_catches_invalid_objects(kubectl: Kubectl) -> None:
@@ -178,17 +170,8 @@ async def test_generated_webhook_registration_reaches_the_webhook(
     certdir.mkdir()
     for key in ("tls.crt", "tls.key"):
         (certdir / key).write_bytes(base64.b64decode(secret["data"][key]))
-    settings = WebhookSettings(
-        host="127.0.0.1",
-        port=0,
-        metrics_port=0,
-        health_probe_port=0,
-        certdir=str(certdir),
-        feature_gates=frozenset({"ManifestWorkReplicaSet"}),
-    )
-    server = WebhookServer(settings, access=RecordingAccess())
-    await server.start()
-    try:
+    settings = local_settings(certdir, feature_gates=frozenset({"ManifestWorkReplicaSet"}))
+    async with running(settings) as server:
         registration = rendered.one("ValidatingWebhookConfiguration")
         if is_kubesim(cluster):
             service = rendered.one("Service", "hub-controller-webhook")
@@ -226,23 +209,23 @@ async def test_generated_webhook_registration_reaches_the_webhook(
             for (resource, probe), hook in zip(probes, registration["webhooks"], strict=True):
                 await wait_admission(client, resource, probe, hook["name"])
 
-        duplicated = manifest_work([configmap("cm1"), configmap("cm1")], name="dup")
-        refused = await kubectl("create", "-f", "-", stdin=json.dumps(duplicated), check=False)
-        assert refused.returncode != 0
-        assert (
-            'admission webhook "manifestworkvalidators.admission.work.open-cluster-management.io"'
-            " denied the request: duplicate manifest for resource default/cm1 with resource type"
-            " v1.ConfigMap"
-        ) in refused.stderr
-
         await kubectl("create", "-f", "-", stdin=json.dumps(manifest_work(name="good")))
-
-        bad_set = replica_set([configmap("cm1"), configmap("cm1")], namespace="cluster1")
-        refused = await kubectl("create", "-f", "-", stdin=json.dumps(bad_set), check=False)
-        assert refused.returncode != 0
-        assert (
-            'admission webhook "manifestworkreplicasetvalidators.admission.work.open-cluster-'
-            'management.io" denied the request: duplicate manifest'
-        ) in refused.stderr
-    finally:
-        await server.stop()
+        refusals = (
+            (
+                manifest_work([configmap("cm1"), configmap("cm1")], name="dup"),
+                'admission webhook "manifestworkvalidators.admission.work.open-cluster-'
+                'management.io" denied the request: duplicate manifest for resource '
+                "default/cm1 with resource type v1.ConfigMap",
+            ),
+            (
+                replica_set([configmap("cm1"), configmap("cm1")], namespace="cluster1"),
+                'admission webhook "manifestworkreplicasetvalidators.admission.work.open-cluster-'
+                'management.io" denied the request: duplicate manifest',
+            ),
+        )
+        for refused_object, message in refusals:
+            refused = await kubectl(
+                "create", "-f", "-", stdin=json.dumps(refused_object), check=False
+            )
+            assert refused.returncode != 0
+            assert message in refused.stderr

@@ -12,21 +12,20 @@ import pytest
 import yaml
 
 from tests.charts.rendering import (
+    AGENT,
     AGENT_ALL_OPTIONS,
-    AGENT_CHART,
     AGENT_MINIMAL,
     AGENT_NAMESPACE,
     AGENT_VALUE_SETS,
     HUB_KUBECONFIG,
-    LONG_RELEASE,
     Values,
     args_of,
+    check_shared_options,
     container,
-    lint_findings,
     merged,
     render_agent,
 )
-from workagent.cli import AgentCommand, parse_command_line
+from workagent.cli import AgentCommand
 from workagent.settings import LEASE_NAME
 
 AGGREGATE_LABEL = "open-cluster-management.io/aggregate-to-work"
@@ -35,12 +34,7 @@ READ_WRITE = ("get", "list", "watch", "create", "update", "patch", "delete")
 
 def agent_command(values: Values, tmp_path: Path) -> AgentCommand:
     """The rendered Deployment's arguments, parsed by the agent's own command line."""
-    deployment = render_agent(values).one("Deployment")
-    assert container(deployment)["command"] == ["workagent"]
-    # The namespace file stands in for the pod's service account mount.
-    namespace_file = tmp_path / "namespace"
-    namespace_file.write_text(AGENT_NAMESPACE)
-    command = parse_command_line(args_of(deployment), namespace_file=namespace_file)
+    command = AGENT.command(values, tmp_path)
     assert isinstance(command, AgentCommand)
     return command
 
@@ -79,34 +73,6 @@ def test_renders_the_expected_objects(value_set: str) -> None:
             assert obj["metadata"]["namespace"] == AGENT_NAMESPACE, obj["kind"]
         assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
     assert values["clusterName"] in rendered.notes
-
-
-@pytest.mark.parametrize("value_set", sorted(AGENT_VALUE_SETS))
-def test_strict_lint_is_clean(value_set: str) -> None:
-    assert lint_findings(AGENT_CHART, AGENT_VALUE_SETS[value_set], namespace=AGENT_NAMESPACE) == []
-
-
-def test_chart_metadata() -> None:
-    with helm.Chart.load(AGENT_CHART) as chart:
-        assert chart.metadata["name"] == "work-agent"
-        # The image runs this distribution: keep the chart's appVersion in step with it.
-        assert chart.metadata["appVersion"] == metadata.version("ocm-work")
-        assert chart.schema is not None
-
-
-def test_crd_is_a_byte_identical_copy_of_the_generated_one() -> None:
-    """Helm installs crds/ verbatim; the copy must not drift from charts/crds/."""
-    chart_crds = sorted((AGENT_CHART / "crds").iterdir())
-    assert [p.name for p in chart_crds] == [
-        "work.open-cluster-management.io_appliedmanifestworks.yaml"
-    ]
-    for path in chart_crds:
-        source = AGENT_CHART.parent / "crds" / path.name
-        assert path.read_bytes() == source.read_bytes(), f"copy {source} to {path}"
-    with helm.Chart.load(AGENT_CHART) as chart:
-        # What Helm will install: exactly those files.
-        loaded = {c["filename"]: c["data"] for c in chart.crds}
-    assert loaded == {f"work-agent/crds/{p.name}": p.read_text() for p in chart_crds}
 
 
 # -- values schema ------------------------------------------------------------------------
@@ -230,18 +196,9 @@ def test_every_option_reaches_the_agent(tmp_path: Path) -> None:
     assert (settings.kube_api_qps, settings.kube_api_burst) == (100.5, 200)
     assert (settings.hub_kube_api_qps, settings.hub_kube_api_burst) == (75, 150)
     assert settings.listen == "[::]:9443"
-    assert not settings.insecure_serving
     assert settings.tls_cert_file == "/etc/work-agent/serving-cert/tls.crt"
     assert settings.tls_private_key_file == "/etc/work-agent/serving-cert/tls.key"
-    assert settings.tls_min_version == "VersionTLS13"
-    assert settings.tls_cipher_suites == (
-        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
-    )
-    assert (settings.log_format, settings.log_level) == ("console", "debug")
-    election = settings.leader_election
-    assert not election.disabled
-    timings = (election.lease_duration, election.renew_deadline, election.retry_period)
-    assert timings == (60, 40, 10)
+    check_shared_options(settings)
 
 
 def test_restart_on_kubeconfig_change_can_be_turned_off(tmp_path: Path) -> None:
@@ -308,29 +265,6 @@ def test_existing_hub_kubeconfig_secret_is_mounted_whole(tmp_path: Path) -> None
 # -- pod security, probes, resources -------------------------------------------------------
 
 
-@pytest.mark.parametrize("value_set", sorted(AGENT_VALUE_SETS))
-def test_pod_meets_the_restricted_pod_security_standard(value_set: str) -> None:
-    values = AGENT_VALUE_SETS[value_set]
-    pod = render_agent(values).one("Deployment")["spec"]["template"]["spec"]
-    user = values.get("securityContext", {}).get("runAsUser", 65532)
-    assert pod["securityContext"]["runAsNonRoot"] is True
-    assert pod["securityContext"]["runAsUser"] == user
-    assert isinstance(pod["securityContext"]["runAsGroup"], int)
-    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-    assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC")
-    for box in pod["containers"]:
-        context = box["securityContext"]
-        assert context["allowPrivilegeEscalation"] is False
-        assert context["readOnlyRootFilesystem"] is True
-        assert context["capabilities"] == {"drop": ["ALL"]}
-        assert "privileged" not in context
-        # A read-only root filesystem needs somewhere to write temporary files.
-        assert {"name": "tmp", "mountPath": "/tmp"} in box["volumeMounts"]
-        assert box["resources"]["requests"]
-    assert {v["name"] for v in pod["volumes"] if "emptyDir" in v} == {"tmp"}
-    assert all("hostPath" not in v for v in pod["volumes"])
-
-
 def test_probes_use_https_on_the_listen_port_unless_plain_http_is_chosen() -> None:
     plain = AGENT_VALUE_SETS["plain-http"]
     for values, port, scheme in (
@@ -345,27 +279,6 @@ def test_probes_use_https_on_the_listen_port_unless_plain_http_is_chosen() -> No
             assert box[probe]["httpGet"] == {"path": path, "port": "metrics", "scheme": scheme}
         service = rendered.one("Service")
         assert service["spec"]["ports"][0]["targetPort"] == "metrics"
-
-
-def test_plain_http_passes_insecure_serving(tmp_path: Path) -> None:
-    deployment = render_agent(AGENT_VALUE_SETS["plain-http"]).one("Deployment")
-    assert "--insecure-serving" in args_of(deployment)
-    assert "--insecure-serving" not in args_of(render_agent(AGENT_MINIMAL).one("Deployment"))
-    assert agent_command(AGENT_VALUE_SETS["plain-http"], tmp_path).settings.insecure_serving
-
-
-def test_serving_certificate_secret_is_mounted_read_only() -> None:
-    pod = render_agent(AGENT_ALL_OPTIONS).one("Deployment")["spec"]["template"]["spec"]
-    assert {"name": "serving-cert", "secret": {"secretName": "work-agent-serving-cert"}} in pod[
-        "volumes"
-    ]
-    assert {
-        "name": "serving-cert",
-        "mountPath": "/etc/work-agent/serving-cert",
-        "readOnly": True,
-    } in container({"spec": {"template": {"spec": pod}}})["volumeMounts"]
-    minimal = render_agent(AGENT_MINIMAL).one("Deployment")["spec"]["template"]["spec"]
-    assert "serving-cert" not in {v["name"] for v in minimal["volumes"]}
 
 
 def test_service_monitor_is_off_by_default_and_scrapes_the_metrics_service() -> None:
@@ -529,17 +442,3 @@ def test_release_name_prefixes_every_object() -> None:
 def test_rendered_yaml_round_trips() -> None:
     rendered = render_agent(AGENT_ALL_OPTIONS)
     assert list(yaml.safe_load_all(rendered.to_yaml())) == list(rendered.objects)
-
-
-def test_names_stay_valid_for_the_longest_release_name() -> None:
-    assert len(LONG_RELEASE) == 53
-    rendered = render_agent(AGENT_MINIMAL, release=LONG_RELEASE)
-    for obj in rendered.objects:
-        name = obj["metadata"]["name"]
-        # Services are DNS-1035 labels; 63 characters is also the label value limit.
-        limit = 63 if obj["kind"] in ("Service", "Deployment") else 253
-        assert len(name) <= limit, (obj["kind"], name)
-        assert not name.endswith("-"), name
-    for deployment in rendered.of_kind("Deployment"):
-        labels = deployment["spec"]["template"]["metadata"]["labels"]
-        assert all(len(value) <= 63 for value in labels.values())

@@ -10,7 +10,8 @@ client certificate of cluster1's agent (CN and O as OCM's registration issues).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,18 +23,29 @@ from demo.environment import grant_agent
 from hubcontroller.grpcserver import GrpcServerSettings
 from hubcontroller.grpcserver.server import GrpcServerService, build_grpc_server
 from kubesim.sim import KubeSim
-from ocmkit.kube import KubeClient
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 from ocmkit.runtime import Manager
 from tests.cloudevents.pki import CertificateAuthority, Pair
 from tests.conftest import eventually
 from tests.integration.conftest import (
+    configmap,
+    get_work,
+    has_cleanup_finalizer,
     hub,
     hub_client,
+    manifest_condition,
+    manifest_statuses,
     spoke,
     spoke_client,
     spoke_options,
+    update_work,
+    wait_applied,
+    wait_gone,
+    work_body,
+    work_condition,
 )
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
+from workagent.settings import AgentSettings
 
 __all__ = ["grant_agent", "hub", "hub_client", "spoke", "spoke_client", "spoke_options"]
 
@@ -186,18 +198,27 @@ def grpc_agent_settings(tmp_path: Path, config: Path, **overrides: Any) -> Any:
 
 
 @pytest.fixture
+def agent_config(grpc_hub: GrpcHub, pki: Pki, tmp_path: Path) -> Path:
+    """cluster1's agent config for our server, with the agent certificate."""
+    return write_agent_config(tmp_path / "agent-grpc.yaml", grpc_hub.url, pki)
+
+
+@contextlib.asynccontextmanager
+async def subscribed_agent(settings: AgentSettings) -> AsyncIterator[AgentRunner]:
+    """The agent with these settings (a CloudEvents driver), started and subscribed;
+    stopped on the way out."""
+    async with AgentRunner(settings) as runner:
+        await wait_subscribed(runner)
+        yield runner
+
+
+@pytest.fixture
 async def grpc_agent(
-    grpc_hub: GrpcHub, spoke_client: KubeClient, pki: Pki, tmp_path: Path
+    agent_config: Path, spoke_client: KubeClient, tmp_path: Path
 ) -> AsyncIterator[AgentRunner]:
     """cluster1's agent on the grpc driver, subscribed to our server."""
-    config = write_agent_config(tmp_path / "agent-grpc.yaml", grpc_hub.url, pki)
-    runner = AgentRunner(grpc_agent_settings(tmp_path, config))
-    await runner.start()
-    await wait_subscribed(runner)
-    try:
+    async with subscribed_agent(grpc_agent_settings(tmp_path, agent_config)) as runner:
         yield runner
-    finally:
-        await runner.stop()
 
 
 async def wait_subscribed(runner: AgentRunner, *, at_least: int = 1) -> None:
@@ -213,3 +234,120 @@ async def wait_subscribed(runner: AgentRunner, *, at_least: int = 1) -> None:
         )
 
     await eventually(subscribed, what="the agent to subscribe")
+
+
+def feedback_config(name: str) -> dict[str, Any]:
+    """A JSONPaths feedback rule on ``.data.key`` and a CEL condition rule (Ready when v2)."""
+    return {
+        "resourceIdentifier": {"resource": "configmaps", "name": name, "namespace": "default"},
+        "feedbackRules": [
+            {"type": "JSONPaths", "jsonPaths": [{"name": "key", "path": ".data.key"}]}
+        ],
+        "conditionRules": [
+            {"type": "CEL", "condition": "Ready", "celExpressions": ["object.data.key == 'v2'"]}
+        ],
+    }
+
+
+async def wait_feedback(
+    hub_client: KubeClient, value: str, ready: str, *, alive: Callable[[], None] | None = None
+) -> None:
+    """Until work1's ConfigMap (``feedback_config``) reports ``key`` = ``value`` and its
+    manifest condition Ready = ``ready`` on the hub; ``alive`` raises if a peer died."""
+
+    async def reported() -> bool:
+        if alive is not None:
+            alive()
+        work = await get_work(hub_client, "work1")
+        cond = manifest_condition(work, 0, "Ready")
+        entries = manifest_statuses(work)
+        values = (entries[0].get("statusFeedback") or {}).get("values") if entries else None
+        return (
+            values == [{"name": "key", "fieldValue": {"type": "String", "string": value}}]
+            and cond is not None
+            and cond["status"] == ready
+        )
+
+    await eventually(reported, what=f"feedback {value}, Ready={ready} on the hub")
+
+
+async def apply_with_feedback(
+    hub_client: KubeClient, spoke_client: KubeClient, *, alive: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """Work ``work1`` (ConfigMap cm1 with :func:`feedback_config`) through two versions:
+    applied with the finalizer the hub side adds with the first status, cm1 at v1, its
+    feedback v1 with Ready=False; then v2 applied and fed back with Ready=True. Returns
+    the work at v2 with both conditions aggregated (``alive`` as in :func:`wait_feedback`)."""
+    await hub_client.create(
+        MANIFESTWORKS,
+        work_body("work1", [configmap("cm1", key="v1")], manifestConfigs=[feedback_config("cm1")]),
+    )
+    work = await wait_applied(hub_client, "work1")
+    assert has_cleanup_finalizer(work)
+    assert (await spoke_client.get(CONFIGMAPS, "cm1", "default"))["data"] == {"key": "v1"}
+    await wait_feedback(hub_client, "v1", "False", alive=alive)
+    await update_work(hub_client, "work1", set_configmap("cm1", "v2"))
+    await wait_applied(hub_client, "work1", generation=2)
+    await wait_feedback(hub_client, "v2", "True", alive=alive)
+    work = await get_work(hub_client, "work1")
+    ready = work_condition(work, "Ready")
+    assert ready is not None and ready["reason"] == "ConditionRulesAggregated"
+    available = work_condition(work, "Available")
+    assert available is not None and available["status"] == "True"
+    return work
+
+
+async def change_while_down(
+    runner: AgentRunner,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    value: str,
+    generation: int,
+) -> None:
+    """Stop the agent, set work1's cm1 to ``value`` meanwhile, start it again: its resync
+    brings ``generation`` of the work to the spoke."""
+    await runner.stop()
+    await update_work(hub_client, "work1", set_configmap("cm1", value))
+    await runner.start()
+    await wait_subscribed(runner)
+    await wait_applied(hub_client, "work1", generation=generation)
+    await wait_configmap(spoke_client, "cm1", value, what="cm1 updated after the agent restart")
+
+
+async def delete_work1(hub_client: KubeClient, spoke_client: KubeClient) -> None:
+    """Delete ``work1``: cm1 leaves the spoke, then the work the hub (the server removes
+    the hub finalizer once the agent reports Deleted=True)."""
+    await hub_client.delete(MANIFESTWORKS, "work1", CLUSTER)
+    await wait_gone(spoke_client, CONFIGMAPS, "cm1", "default")
+    await wait_gone(hub_client, MANIFESTWORKS, "work1", CLUSTER)
+
+
+def set_configmap(name: str, value: str) -> Callable[[dict[str, Any]], None]:
+    """A change for ``update_work``: the work's one manifest becomes ConfigMap ``name``
+    with ``key: value``."""
+
+    def change(work: dict[str, Any]) -> None:
+        work["spec"]["workload"]["manifests"] = [configmap(name, key=value)]
+
+    return change
+
+
+async def wait_configmap(spoke_client: KubeClient, name: str, value: str, *, what: str) -> None:
+    """Until ConfigMap ``name`` in ``default`` on the spoke has ``key: value`` (only)."""
+
+    async def converged() -> bool:
+        cm = await spoke_client.get(CONFIGMAPS, name, "default")
+        return bool(cm["data"] == {"key": value})
+
+    await eventually(converged, what=what)
+
+
+async def wait_store_empty(runner: AgentRunner) -> None:
+    """Until the agent's local CloudEvents store holds no work (the agent forgot them)."""
+
+    async def forgotten() -> bool:
+        assert runner.agent is not None
+        store: Any = runner.agent.deps.hub
+        return list(store.works()) == []
+
+    await eventually(forgotten, what="the agent's local store to be empty")

@@ -71,6 +71,22 @@ class Peer:
         await asyncio.to_thread(functools.partial(self.process.stop, 10.0, kill=kill))
 
 
+class RestartablePeer:
+    """Base of a test's handle on one OCM process it starts, stops and starts again."""
+
+    peer: Peer | None
+
+    async def stop(self, *, kill: bool = False) -> None:
+        """Stop the process (with ``kill``: crash it); nothing if it never started."""
+        if self.peer is not None:
+            await self.peer.stop(kill=kill)
+
+    def check_alive(self) -> None:
+        """Raise with its log if it exited."""
+        assert self.peer is not None
+        self.peer.check_alive()
+
+
 def _fresh_log(log: Path) -> Path:
     """``log``, after moving an earlier run's (a restart) aside."""
     if log.exists():
@@ -170,16 +186,3 @@ async def spoke(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Clust
     async with open_cluster(REAL, realkube_pool) as cluster:
         cluster.write_kubeconfig(tmp_path / "spoke.kubeconfig")
         yield cluster
-
-
-def feedback_config(name: str) -> dict[str, Any]:
-    """A JSONPaths feedback rule on ``.data.key`` and a CEL condition rule (Ready when v2)."""
-    return {
-        "resourceIdentifier": {"resource": "configmaps", "name": name, "namespace": "default"},
-        "feedbackRules": [
-            {"type": "JSONPaths", "jsonPaths": [{"name": "key", "path": ".data.key"}]}
-        ],
-        "conditionRules": [
-            {"type": "CEL", "condition": "Ready", "celExpressions": ["object.data.key == 'v2'"]}
-        ],
-    }

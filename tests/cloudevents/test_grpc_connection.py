@@ -42,13 +42,9 @@ async def test_a_silent_server_is_abandoned_after_the_healthiness_timeout(
     config = write_agent_config(
         tmp_path / "silent.yaml", grpc_hub.url, pki, serverHealthinessTimeout="1s"
     )
-    runner = AgentRunner(grpc_agent_settings(tmp_path, config))
-    await runner.start()
-    try:
+    async with AgentRunner(grpc_agent_settings(tmp_path, config)) as runner:
         # No heartbeat ever comes: the agent reconnects (and resyncs) on its own.
         await wait_subscribed(runner, at_least=2)
-    finally:
-        await runner.stop()
 
 
 async def test_a_rotated_client_certificate_reconnects(

@@ -8,106 +8,40 @@ agent's status events back into ManifestWork status and finalizer changes.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
-from tests.cloudevents.conftest import GrpcHub, wait_subscribed
-from tests.conftest import eventually
+from tests.cloudevents.conftest import (
+    GrpcHub,
+    apply_with_feedback,
+    change_while_down,
+    delete_work1,
+    set_configmap,
+    wait_configmap,
+    wait_store_empty,
+    wait_subscribed,
+)
 from tests.integration.conftest import (
     configmap,
     exists,
     get_work,
-    has_cleanup_finalizer,
-    manifest_condition,
     update_work,
     wait_applied,
+    wait_gone,
     work_body,
-    work_condition,
 )
 from tests.support.programs import CLUSTER, AgentRunner
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 
 
-async def wait_gone(client: KubeClient, res: Any, name: str, namespace: str | None) -> None:
-    """Wait until the object no longer exists."""
-
-    async def gone() -> bool:
-        return not await exists(client, res, name, namespace)
-
-    await eventually(gone, what=f"{name} to be deleted")
-
-
 async def test_create_update_feedback_rules_delete(
     grpc_agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
 ) -> None:
-    config = {
-        "resourceIdentifier": {"resource": "configmaps", "name": "cm1", "namespace": "default"},
-        "feedbackRules": [
-            {"type": "JSONPaths", "jsonPaths": [{"name": "key", "path": ".data.key"}]}
-        ],
-        "conditionRules": [
-            {
-                "type": "CEL",
-                "condition": "Ready",
-                "celExpressions": ["object.data.key == 'v2'"],
-            }
-        ],
-    }
-    await hub_client.create(
-        MANIFESTWORKS, work_body("work1", [configmap("cm1", key="v1")], manifestConfigs=[config])
-    )
-    work = await wait_applied(hub_client, "work1")
-    assert has_cleanup_finalizer(work)  # added by the server on the first status event
-    cm = await spoke_client.get(CONFIGMAPS, "cm1", "default")
-    assert cm["data"] == {"key": "v1"}
-
-    async def feedback(value: str, ready: str) -> bool:
-        work = await get_work(hub_client, "work1")
-        cond = manifest_condition(work, 0, "Ready")
-        entries = work["status"]["resourceStatus"]["manifests"]
-        values = (entries[0].get("statusFeedback") or {}).get("values") or []
-        return (
-            values == [{"name": "key", "fieldValue": {"type": "String", "string": value}}]
-            and cond is not None
-            and cond["status"] == ready
-        )
-
-    await eventually(lambda: feedback("v1", "False"), what="feedback v1, Ready=False")
-
-    def bump(obj: dict[str, Any]) -> None:
-        obj["spec"]["workload"]["manifests"] = [configmap("cm1", key="v2")]
-
-    await update_work(hub_client, "work1", bump)
-    await wait_applied(hub_client, "work1", generation=2)
-
-    async def updated() -> bool:
-        cm = await spoke_client.get(CONFIGMAPS, "cm1", "default")
-        return bool(cm["data"] == {"key": "v2"})
-
-    await eventually(updated, what="cm1 updated")
-    await eventually(lambda: feedback("v2", "True"), what="feedback v2, Ready=True")
-    work = await get_work(hub_client, "work1")
-    ready = work_condition(work, "Ready")
-    assert ready is not None and ready["reason"] == "ConditionRulesAggregated"
-
-    await hub_client.delete(MANIFESTWORKS, "work1", CLUSTER)
-    await wait_gone(spoke_client, CONFIGMAPS, "cm1", "default")
-    await wait_gone(hub_client, MANIFESTWORKS, "work1", CLUSTER)
+    await apply_with_feedback(hub_client, spoke_client)
+    await wait_configmap(spoke_client, "cm1", "v2", what="cm1 updated")
+    await delete_work1(hub_client, spoke_client)
     # The agent forgets the work. (The server's delete_request, sent when the hub
     # object goes, may bring it back briefly as a deleting work: confirmed again.)
-
-    async def forgotten() -> bool:
-        return runner_store_works(grpc_agent) == []
-
-    await eventually(forgotten, what="the agent's local store to be empty")
-
-
-def runner_store_works(runner: AgentRunner) -> list[str]:
-    """Names of the works in the agent's local CloudEvents store."""
-    assert runner.agent is not None
-    store: Any = runner.agent.deps.hub
-    return sorted(w["metadata"]["name"] for w in store.works())
+    await wait_store_empty(grpc_agent)
 
 
 async def test_every_delete_option(
@@ -152,22 +86,13 @@ async def test_server_restart_mid_apply_loses_nothing(
     await grpc_hub.stop()
     # While the server is down: a new work, a spec change, a deletion.
     await hub_client.create(MANIFESTWORKS, work_body("new", [configmap("new")]))
-
-    def bump(obj: dict[str, Any]) -> None:
-        obj["spec"]["workload"]["manifests"] = [configmap("stays", key="v2")]
-
-    await update_work(hub_client, "stays", bump)
+    await update_work(hub_client, "stays", set_configmap("stays", "v2"))
     await hub_client.delete(MANIFESTWORKS, "gone", CLUSTER)
     await grpc_hub.start()
     await wait_subscribed(grpc_agent, at_least=2)
     await wait_applied(hub_client, "new")
     await wait_applied(hub_client, "stays", generation=2)
-
-    async def converged() -> bool:
-        cm = await spoke_client.get(CONFIGMAPS, "stays", "default")
-        return bool(cm["data"] == {"key": "v2"})
-
-    await eventually(converged, what="stays updated after the restart")
+    await wait_configmap(spoke_client, "stays", "v2", what="stays updated after the restart")
     # The deletion happened while disconnected: the resync's answer says so.
     await wait_gone(spoke_client, CONFIGMAPS, "gone", "default")
     await wait_gone(hub_client, MANIFESTWORKS, "gone", CLUSTER)
@@ -179,21 +104,7 @@ async def test_agent_restart_resyncs_without_reapplying(
     requests = RequestRecord(spoke)
     await hub_client.create(MANIFESTWORKS, work_body("work1", [configmap("cm1", key="v1")]))
     await wait_applied(hub_client, "work1")
-    await grpc_agent.stop()
-
-    def bump(obj: dict[str, Any]) -> None:
-        obj["spec"]["workload"]["manifests"] = [configmap("cm1", key="v2")]
-
-    await update_work(hub_client, "work1", bump)
-    await grpc_agent.start()
-    await wait_subscribed(grpc_agent)
-    await wait_applied(hub_client, "work1", generation=2)
-
-    async def converged() -> bool:
-        cm = await spoke_client.get(CONFIGMAPS, "cm1", "default")
-        return bool(cm["data"] == {"key": "v2"})
-
-    await eventually(converged, what="cm1 updated after the agent restart")
+    await change_while_down(grpc_agent, hub_client, spoke_client, "v2", generation=2)
     # One ConfigMap create in the whole test: the restarted agent updated it in place.
     assert requests.count("create", "configmaps", 201) == 1, requests.requests()
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
-from tests.cloudevents.conftest import GrpcHub, Pki, klusterlet_args, write_agent_config
+from tests.cloudevents.conftest import klusterlet_args
 from tests.integration.conftest import (
     configmap,
     wait_applied,
@@ -16,15 +16,10 @@ from tests.support.programs import CLUSTER
 
 
 async def test_klusterlet_style_command_line_converges(
-    grpc_hub: GrpcHub,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    pki: Pki,
-    tmp_path: Path,
+    agent_config: Path, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
-    config = write_agent_config(tmp_path / "config.yaml", grpc_hub.url, pki)
     await hub_client.create(MANIFESTWORKS, work_body("klusterlet", [configmap("from-grpc")]))
-    process = await start_agent_process(tmp_path, *klusterlet_args("grpc", config, tmp_path))
+    process = await start_agent_process(tmp_path, *klusterlet_args("grpc", agent_config, tmp_path))
     try:
         await wait_applied(hub_client, "klusterlet")
         cm = await spoke_client.get(CONFIGMAPS, "from-grpc", "default")

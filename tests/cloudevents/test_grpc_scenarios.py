@@ -20,23 +20,20 @@ from ocmkit.kube import (
     SERVICE_ACCOUNTS,
     KubeClient,
 )
-from tests.cloudevents.conftest import GrpcHub, Pki, grpc_agent_settings, write_agent_config
-from tests.cloudevents.test_grpc_e2e import wait_gone
+from tests.cloudevents.conftest import grpc_agent_settings
 from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
+    forget_work,
     get_applied_work,
     manifest_condition,
     update_work,
     wait_applied,
+    wait_gone,
     work_body,
 )
-from tests.integration.test_agent_e2e import (
-    EXECUTOR_BINDING,
-    EXECUTOR_ROLE,
-    executor_work,
-    strategy,
-)
+from tests.integration.test_agent_e2e import EXECUTOR_BINDING, EXECUTOR_ROLE, executor_work
+from tests.support.manifests import strategy
 from tests.support.programs import CLUSTER, AgentRunner
 
 
@@ -96,27 +93,16 @@ async def test_executor_denied_then_granted(
 
 
 async def test_work_deleted_while_the_agent_was_down_is_evicted(
-    grpc_hub: GrpcHub,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    pki: Pki,
-    tmp_path: Path,
+    agent_config: Path, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
     """A restarted agent's cache is empty, so the resync cannot say a work is gone:
     its AppliedManifestWork is evicted after the grace period (as in OCM)."""
-    config = write_agent_config(tmp_path / "agent-grpc.yaml", grpc_hub.url, pki)
-    runner = AgentRunner(grpc_agent_settings(tmp_path, config))
-    await runner.start()
-    try:
+    async with AgentRunner(grpc_agent_settings(tmp_path, agent_config)) as runner:
         await hub_client.create(MANIFESTWORKS, work_body("evicted", [configmap("evicted")]))
         await wait_applied(hub_client, "evicted")
         the_hash = runner.hub_hash
         await runner.stop()
-        # Gone from the hub without the agent's confirmation (finalizer dropped by hand).
-        await hub_client.patch(
-            MANIFESTWORKS, "evicted", {"metadata": {"finalizers": None}}, CLUSTER
-        )
-        await hub_client.delete(MANIFESTWORKS, "evicted", CLUSTER)
+        await forget_work(hub_client, "evicted")
         await wait_gone(hub_client, MANIFESTWORKS, "evicted", CLUSTER)
         assert await get_applied_work(spoke_client, the_hash, "evicted") is not None
 
@@ -128,5 +114,3 @@ async def test_work_deleted_while_the_agent_was_down_is_evicted(
 
         await eventually(evicted, what="the AppliedManifestWork to be evicted")
         await wait_gone(spoke_client, CONFIGMAPS, "evicted", "default")
-    finally:
-        await runner.stop()

@@ -12,7 +12,7 @@ import yaml
 
 from ocmkit.cloudevents.works import status_hash
 from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, KubeClient, NotFound
-from tests.cloudevents.conftest import CLIENT_ID, klusterlet_args, wait_subscribed
+from tests.cloudevents.conftest import CLIENT_ID, klusterlet_args, subscribed_agent, wait_subscribed
 from tests.cloudevents.mqttbroker import Mosquitto
 from tests.cloudevents.mqttsource import MqttWorkSource, topics
 from tests.conftest import eventually
@@ -68,13 +68,8 @@ async def mqtt_agent(
         cloudevents_client_id=CLIENT_ID,
         cloudevents_reconnect_seconds=0.2,
     )
-    runner = AgentRunner(settings)
-    await runner.start()
-    await wait_subscribed(runner)
-    try:
+    async with subscribed_agent(settings) as runner:
         yield runner
-    finally:
-        await runner.stop()
 
 
 async def wait_condition(source: MqttWorkSource, uid: str, ctype: str, generation: int = 1) -> None:

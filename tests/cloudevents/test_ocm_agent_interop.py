@@ -16,25 +16,23 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ocmkit.cloudevents.works import StatusUpdate, status_hash
-from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient
-from tests.cloudevents.conftest import CLIENT_ID, GrpcHub, Pki, write_agent_config
-from tests.cloudevents.ocmpeer import Peer, feedback_config, hub, spoke, start_ocm_agent
-from tests.cloudevents.test_grpc_e2e import wait_gone
-from tests.conftest import eventually
+from ocmkit.kube import APPLIED_MANIFESTWORKS, KubeClient
+from tests.cloudevents.conftest import (
+    CLIENT_ID,
+    GrpcHub,
+    apply_with_feedback,
+    delete_work1,
+    set_configmap,
+    wait_feedback,
+)
+from tests.cloudevents.ocmpeer import Peer, RestartablePeer, hub, spoke, start_ocm_agent
 from tests.integration.conftest import (
-    configmap,
-    get_work,
-    has_cleanup_finalizer,
-    manifest_condition,
     update_work,
     wait_applied,
-    work_body,
-    work_condition,
 )
 from tests.support.programs import CLUSTER
 from tests.support.requests import RequestRecord
@@ -62,7 +60,7 @@ def received(grpc_hub: GrpcHub) -> list[StatusUpdate]:
 
 
 @dataclass
-class OcmAgent:
+class OcmAgent(RestartablePeer):
     """OCM's agent process for cluster1 with the Klusterlet's CloudEvents flags; restartable."""
 
     folder: Path
@@ -80,24 +78,13 @@ class OcmAgent:
             client_id=CLIENT_ID,
         )
 
-    async def stop(self) -> None:
-        """SIGTERM and wait."""
-        if self.peer is not None:
-            await self.peer.stop()
-
-    def check_alive(self) -> None:
-        """Raise with its log if it exited."""
-        assert self.peer is not None
-        self.peer.check_alive()
-
 
 @pytest.fixture
 async def ocm_agent(
-    grpc_hub: GrpcHub, spoke_client: KubeClient, pki: Pki, tmp_path: Path
+    agent_config: Path, spoke_client: KubeClient, tmp_path: Path
 ) -> AsyncIterator[OcmAgent]:
     """OCM's agent for cluster1, using our server with the agent certificate."""
-    config = write_agent_config(tmp_path / "config.yaml", grpc_hub.url, pki)
-    agent = OcmAgent(tmp_path / "ocm", config, tmp_path / "spoke.kubeconfig")
+    agent = OcmAgent(tmp_path / "ocm", agent_config, tmp_path / "spoke.kubeconfig")
     agent.start()
     try:
         yield agent
@@ -114,58 +101,22 @@ async def test_ocm_agent_through_our_server(
     spoke_client: KubeClient,
 ) -> None:
     requests = RequestRecord(spoke)
-    await hub_client.create(
-        MANIFESTWORKS,
-        work_body("work1", [configmap("cm1", key="v1")], manifestConfigs=[feedback_config("cm1")]),
-    )
-    work = await wait_applied(hub_client, "work1")
-    assert has_cleanup_finalizer(work)  # our server adds it with the first status
-    assert (await spoke_client.get(CONFIGMAPS, "cm1", "default"))["data"] == {"key": "v1"}
+    await apply_with_feedback(hub_client, spoke_client, alive=ocm_agent.check_alive)
     # OCM's agent names the AppliedManifestWork from the hash of the gRPC url, as ours does.
     await spoke_client.get(
         APPLIED_MANIFESTWORKS, applied_work_name(hub_hash(grpc_hub.url), "work1")
     )
 
-    async def feedback(value: str, ready: str) -> bool:
-        ocm_agent.check_alive()
-        work = await get_work(hub_client, "work1")
-        cond = manifest_condition(work, 0, "Ready")
-        entries = (work.get("status") or {}).get("resourceStatus", {}).get("manifests") or []
-        values = (entries[0].get("statusFeedback") or {}).get("values") if entries else None
-        return (
-            values == [{"name": "key", "fieldValue": {"type": "String", "string": value}}]
-            and cond is not None
-            and cond["status"] == ready
-        )
-
-    await eventually(lambda: feedback("v1", "False"), what="feedback v1, Ready=False on the hub")
-
-    def to(value: str) -> Callable[[dict[str, Any]], None]:
-        def bump(obj: dict[str, Any]) -> None:
-            obj["spec"]["workload"]["manifests"] = [configmap("cm1", key=value)]
-
-        return bump
-
-    await update_work(hub_client, "work1", to("v2"))
-    await wait_applied(hub_client, "work1", generation=2)
-    await eventually(lambda: feedback("v2", "True"), what="feedback v2, Ready=True on the hub")
-    work = await get_work(hub_client, "work1")
-    available = work_condition(work, "Available")
-    assert available is not None and available["status"] == "True"
-
     # OCM's agent restarts: its resync (nothing cached) is answered by our server with
     # resync_response events, the change made meanwhile included; nothing is created twice.
     await ocm_agent.stop()
-    await update_work(hub_client, "work1", to("v3"))
+    await update_work(hub_client, "work1", set_configmap("cm1", "v3"))
     ocm_agent.start()
     await wait_applied(hub_client, "work1", generation=3)
-    await eventually(lambda: feedback("v3", "False"), what="feedback v3 after the restart")
+    await wait_feedback(hub_client, "v3", "False", alive=ocm_agent.check_alive)
     assert requests.count("create", "configmaps", 201) == 1, requests.requests()
 
-    await hub_client.delete(MANIFESTWORKS, "work1", CLUSTER)
-    await wait_gone(spoke_client, CONFIGMAPS, "cm1", "default")
-    # Our server removes the hub finalizer when OCM's agent reports Deleted=True.
-    await wait_gone(hub_client, MANIFESTWORKS, "work1", CLUSTER)
+    await delete_work1(hub_client, spoke_client)
 
     assert received, "OCM's agent sent no status event"
     assert any(u.deleted for u in received), [u.conditions for u in received]

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,24 +25,24 @@ from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 from tests.cloudevents.conftest import (
     AGENT_GROUP,
     Pki,
+    apply_with_feedback,
+    change_while_down,
+    delete_work1,
     grant_agent,
     grpc_agent_settings,
+    subscribed_agent,
+    wait_store_empty,
     wait_subscribed,
     write_agent_config,
 )
-from tests.cloudevents.ocmpeer import Peer, feedback_config, hub, spoke, start_ocm_server
-from tests.cloudevents.test_grpc_e2e import runner_store_works, wait_gone
-from tests.conftest import eventually
+from tests.cloudevents.ocmpeer import Peer, RestartablePeer, hub, spoke, start_ocm_server
 from tests.integration.conftest import (
     configmap,
     exists,
-    get_work,
-    has_cleanup_finalizer,
-    manifest_condition,
-    update_work,
+    forget_work,
     wait_applied,
+    wait_gone,
     work_body,
-    work_condition,
 )
 from tests.support.programs import CLUSTER, AgentRunner
 from tests.support.requests import RequestRecord
@@ -54,8 +53,9 @@ __all__ = ["hub", "spoke"]
 
 
 @dataclass
-class OcmServer:
-    """OCM's gRPC server process in front of the hub; restartable on the same port."""
+class OcmServer(RestartablePeer):
+    """OCM's gRPC server process in front of the hub; restartable on the same port (its
+    graceful stop holds open streams for seconds: ``stop(kill=True)`` crashes it)."""
 
     folder: Path
     hub_kubeconfig: Path
@@ -73,17 +73,6 @@ class OcmServer:
             client_ca=self.pki.ca.ca_file,
             port=self.port,
         )
-
-    async def stop(self, *, kill: bool = False) -> None:
-        """Stop the process (with ``kill``: crash it; its graceful stop holds open
-        streams for seconds)."""
-        if self.peer is not None:
-            await self.peer.stop(kill=kill)
-
-    def check_alive(self) -> None:
-        """Raise with its log if it exited."""
-        assert self.peer is not None
-        self.peer.check_alive()
 
 
 @pytest.fixture
@@ -108,13 +97,8 @@ async def test_our_agent_through_ocm_server(
 ) -> None:
     requests = RequestRecord(spoke)
     config = write_agent_config(tmp_path / "agent-grpc.yaml", f"127.0.0.1:{ocm_server.port}", pki)
-    runner = AgentRunner(grpc_agent_settings(tmp_path, config))
-    await runner.start()
-    try:
-        await wait_subscribed(runner)
+    async with subscribed_agent(grpc_agent_settings(tmp_path, config)) as runner:
         await _scenario(runner, ocm_server, hub_client, spoke_client)
-    finally:
-        await runner.stop()
     # One create per ConfigMap in the whole test: the restarted agent updated cm1 in place.
     assert requests.count("create", "configmaps", 201) == 2, requests.requests()
 
@@ -123,74 +107,22 @@ async def _scenario(
     runner: AgentRunner, server: OcmServer, hub_client: KubeClient, spoke_client: KubeClient
 ) -> None:
     await hub_client.create(MANIFESTWORKS, work_body("work2", [configmap("cm2")]))
-    await hub_client.create(
-        MANIFESTWORKS,
-        work_body("work1", [configmap("cm1", key="v1")], manifestConfigs=[feedback_config("cm1")]),
-    )
-    work = await wait_applied(hub_client, "work1")
-    assert has_cleanup_finalizer(work)  # OCM's server adds it with the first status
-    assert (await spoke_client.get(CONFIGMAPS, "cm1", "default"))["data"] == {"key": "v1"}
-
-    async def feedback(value: str, ready: str) -> bool:
-        server.check_alive()
-        work = await get_work(hub_client, "work1")
-        cond = manifest_condition(work, 0, "Ready")
-        entries = (work.get("status") or {}).get("resourceStatus", {}).get("manifests") or []
-        values = (entries[0].get("statusFeedback") or {}).get("values") if entries else None
-        return (
-            values == [{"name": "key", "fieldValue": {"type": "String", "string": value}}]
-            and cond is not None
-            and cond["status"] == ready
-        )
-
-    await eventually(lambda: feedback("v1", "False"), what="feedback v1, Ready=False on the hub")
-
-    def to(value: str) -> Any:
-        def bump(obj: dict[str, Any]) -> None:
-            obj["spec"]["workload"]["manifests"] = [configmap("cm1", key=value)]
-
-        return bump
-
-    await update_work(hub_client, "work1", to("v2"))
-    await wait_applied(hub_client, "work1", generation=2)
-    await eventually(lambda: feedback("v2", "True"), what="feedback v2, Ready=True on the hub")
-    work = await get_work(hub_client, "work1")
-    ready = work_condition(work, "Ready")
-    assert ready is not None and ready["reason"] == "ConditionRulesAggregated"
-    available = work_condition(work, "Available")
-    assert available is not None and available["status"] == "True"
+    # OCM's server adds the hub finalizer with the first status.
+    await apply_with_feedback(hub_client, spoke_client, alive=server.check_alive)
 
     # Agent restart: a change made while it is down arrives through the resync.
-    await runner.stop()
-    await update_work(hub_client, "work1", to("v3"))
-    await runner.start()
-    await wait_subscribed(runner)
-    await wait_applied(hub_client, "work1", generation=3)
-
-    async def v3() -> bool:
-        cm = await spoke_client.get(CONFIGMAPS, "cm1", "default")
-        return bool(cm["data"] == {"key": "v3"})
-
-    await eventually(v3, what="cm1 updated after the agent restart")
+    await change_while_down(runner, hub_client, spoke_client, "v3", generation=3)
 
     # A work that goes while the agent is disconnected (not restarted): OCM's server
     # answers the resync with a deletion that has no resourceversion; ours accepts it.
     await wait_applied(hub_client, "work2")
     await server.stop(kill=True)
-    await hub_client.patch(MANIFESTWORKS, "work2", {"metadata": {"finalizers": None}}, CLUSTER)
-    await hub_client.delete(MANIFESTWORKS, "work2", CLUSTER)
+    await forget_work(hub_client, "work2")
     await wait_gone(hub_client, MANIFESTWORKS, "work2", CLUSTER)
     await server.start()
     await wait_subscribed(runner, at_least=2)
     await wait_gone(spoke_client, CONFIGMAPS, "cm2", "default")
 
-    await hub_client.delete(MANIFESTWORKS, "work1", CLUSTER)
-    await wait_gone(spoke_client, CONFIGMAPS, "cm1", "default")
-    # OCM's server removes the hub finalizer when the agent reports Deleted=True.
-    await wait_gone(hub_client, MANIFESTWORKS, "work1", CLUSTER)
-
-    async def forgotten() -> bool:
-        return runner_store_works(runner) == []
-
-    await eventually(forgotten, what="the agent's local store to be empty")
+    await delete_work1(hub_client, spoke_client)
+    await wait_store_empty(runner)
     assert not await exists(spoke_client, CONFIGMAPS, "cm1", "default")

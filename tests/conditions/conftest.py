@@ -74,27 +74,42 @@ def job_running() -> dict[str, Any]:
     return job({"active": 1, "ready": 0, "startTime": "2025-02-20T18:52:58Z", "terminating": 0})
 
 
+#: When the test Job's pods reached their completions, and when it gave up retrying.
+_COMPLETED_AT = "2025-02-20T18:53:40Z"
+_FAILED_AT = "2025-02-20T18:55:01Z"
+
+
+def _job_condition(ctype: str, at: str, reason: str, message: str) -> dict[str, Any]:
+    """A True Job condition as the Job controller writes it (probed when it turned)."""
+    return {
+        "lastProbeTime": at,
+        "lastTransitionTime": at,
+        "message": message,
+        "reason": reason,
+        "status": "True",
+        "type": ctype,
+    }
+
+
+def _completions_reached(ctype: str) -> dict[str, Any]:
+    return _job_condition(
+        ctype, _COMPLETED_AT, "CompletionsReached", "Reached expected number of succeeded pods"
+    )
+
+
+def _backoff_limit(ctype: str) -> dict[str, Any]:
+    return _job_condition(
+        ctype, _FAILED_AT, "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+    )
+
+
 def job_complete() -> dict[str, Any]:
     return job(
         {
-            "completionTime": "2025-02-20T18:53:40Z",
+            "completionTime": _COMPLETED_AT,
             "conditions": [
-                {
-                    "lastProbeTime": "2025-02-20T18:53:40Z",
-                    "lastTransitionTime": "2025-02-20T18:53:40Z",
-                    "message": "Reached expected number of succeeded pods",
-                    "reason": "CompletionsReached",
-                    "status": "True",
-                    "type": "SuccessCriteriaMet",
-                },
-                {
-                    "lastProbeTime": "2025-02-20T18:53:40Z",
-                    "lastTransitionTime": "2025-02-20T18:53:40Z",
-                    "message": "Reached expected number of succeeded pods",
-                    "reason": "CompletionsReached",
-                    "status": "True",
-                    "type": "Complete",
-                },
+                _completions_reached("SuccessCriteriaMet"),
+                _completions_reached("Complete"),
             ],
             "ready": 0,
             "startTime": "2025-02-20T18:52:58Z",
@@ -109,16 +124,7 @@ def job_succeeding() -> dict[str, Any]:
     """Success criteria met, but the Job is not Complete yet (pods still terminating)."""
     return job(
         {
-            "conditions": [
-                {
-                    "lastProbeTime": "2025-02-20T18:53:40Z",
-                    "lastTransitionTime": "2025-02-20T18:53:40Z",
-                    "message": "Reached expected number of succeeded pods",
-                    "reason": "CompletionsReached",
-                    "status": "True",
-                    "type": "SuccessCriteriaMet",
-                }
-            ],
+            "conditions": [_completions_reached("SuccessCriteriaMet")],
             "ready": 0,
             "startTime": "2025-02-20T18:52:58Z",
             "succeeded": 1,
@@ -130,24 +136,7 @@ def job_succeeding() -> dict[str, Any]:
 def job_failed() -> dict[str, Any]:
     return job(
         {
-            "conditions": [
-                {
-                    "lastProbeTime": "2025-02-20T18:55:01Z",
-                    "lastTransitionTime": "2025-02-20T18:55:01Z",
-                    "message": "Job has reached the specified backoff limit",
-                    "reason": "BackoffLimitExceeded",
-                    "status": "True",
-                    "type": "FailureTarget",
-                },
-                {
-                    "lastProbeTime": "2025-02-20T18:55:01Z",
-                    "lastTransitionTime": "2025-02-20T18:55:01Z",
-                    "message": "Job has reached the specified backoff limit",
-                    "reason": "BackoffLimitExceeded",
-                    "status": "True",
-                    "type": "Failed",
-                },
-            ],
+            "conditions": [_backoff_limit("FailureTarget"), _backoff_limit("Failed")],
             "failed": 5,
             "ready": 0,
             "startTime": "2025-02-20T18:52:58Z",

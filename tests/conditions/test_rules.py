@@ -227,24 +227,23 @@ async def test_empty_message_expression_result_falls_back(
 async def test_message_expression_errors_keep_the_status(
     evaluator: ConditionRuleEvaluator,
 ) -> None:
-    compile_error = cel("Available", "true", message_expression="badcel")
-    assert await one(evaluator, compile_error, deployment()) == cond(
-        "Available",
-        "True",
-        "ConditionRuleEvaluated",
-        "ERROR: <input>:1:1: undeclared reference to 'badcel' (in container '')",
-    )
-    runtime_error = cel("Available", "false", message_expression="object.status.nope")
-    assert await one(evaluator, runtime_error, deployment()) == cond(
-        "Available", "False", "ConditionRuleEvaluated", "no such key: nope"
-    )
-    not_a_string = cel("Available", "true", message_expression="result")
-    assert await one(evaluator, not_a_string, deployment()) == cond(
-        "Available",
-        "True",
-        "ConditionRuleEvaluated",
-        "expected message expression to have a string result, got bool",
-    )
+    # (expression, message expression, status, message): a compile error, a runtime
+    # error, a result that is not a string.
+    cases = [
+        (
+            "true",
+            "badcel",
+            "True",
+            "ERROR: <input>:1:1: undeclared reference to 'badcel' (in container '')",
+        ),
+        ("false", "object.status.nope", "False", "no such key: nope"),
+        ("true", "result", "True", "expected message expression to have a string result, got bool"),
+    ]
+    for expression, message_expression, status, message in cases:
+        rule = cel("Available", expression, message_expression=message_expression)
+        assert await one(evaluator, rule, deployment()) == cond(
+            "Available", status, "ConditionRuleEvaluated", message
+        ), message_expression
 
 
 async def test_no_expressions_is_true(evaluator: ConditionRuleEvaluator) -> None:

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import pytest
 
 from tests.conditions.conftest import cel
+from tests.support.loop_lag import LoopLag
 from workagent.conditions import ConditionRuleEvaluator
 from workagent.conditions.pool import CelWorkerPool
 
@@ -65,29 +66,6 @@ async def timed(work: Awaitable[T]) -> tuple[T, float]:
     return result, loop.time() - start
 
 
-class Ticker:
-    """Measures how late the event loop runs a 10 ms sleeper."""
-
-    def __init__(self) -> None:
-        self.worst = 0.0
-        self._task: asyncio.Task[None] | None = None
-
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            before = loop.time()
-            await asyncio.sleep(0.01)  # sleep-ok: the ticker measuring event-loop lag
-            self.worst = max(self.worst, loop.time() - before - 0.01)
-
-    def __enter__(self) -> Ticker:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
-
-
 def worker_processes() -> list[int]:
     """Live CEL worker processes that are children of this test process (Linux)."""
     found = []
@@ -117,7 +95,7 @@ linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 async def test_runaway_is_cut_at_the_budget_while_others_proceed(
     evaluator: ConditionRuleEvaluator,
 ) -> None:
-    with Ticker() as ticker:
+    with LoopLag(period=0.01) as ticker:
         runaway = asyncio.create_task(
             timed(evaluator.evaluate_rules([cel("Complete", RUNAWAY)], OBJ, generation=1))
         )

@@ -80,6 +80,13 @@ def deployment(
     return obj
 
 
+def workload(
+    api_version: str, kind: str, status: dict[str, Any], *, name: str = "test"
+) -> dict[str, Any]:
+    """A ``kind`` object named ``name`` with ``status`` (no spec: the reader ignores it)."""
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, "status": status}
+
+
 # --- no rules -------------------------------------------------------------------
 
 
@@ -97,67 +104,63 @@ def test_empty_json_paths_rule_is_synced_with_no_values() -> None:
 # --- WellKnownStatus --------------------------------------------------------------
 
 
-def test_well_known_deployment() -> None:
-    obj = deployment({"readyReplicas": 1, "replicas": 2, "availableReplicas": 1})
-    result = read([WELL_KNOWN], obj)
-    assert result.values == [
-        integer("ReadyReplicas", 1),
-        integer("Replicas", 2),
-        integer("AvailableReplicas", 1),
-    ]
-    assert result.condition == SYNCED
-
-
-def test_well_known_deployment_partial_status_skips_missing_values() -> None:
-    # OCM's own test: no availableReplicas, so two values and no error.
-    result = read([WELL_KNOWN], deployment({"readyReplicas": 1, "replicas": 2}))
-    assert result.values == [integer("ReadyReplicas", 1), integer("Replicas", 2)]
-    assert result.condition == SYNCED
-
-
-def test_well_known_daemonset() -> None:
-    obj = {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": "ds"},
-        "status": {"numberReady": 2, "desiredNumberScheduled": 3, "numberAvailable": 1},
-    }
-    result = read([WELL_KNOWN], obj)
-    assert result.values == [
-        integer("NumberReady", 2),
-        integer("DesiredNumberScheduled", 3),
-        integer("NumberAvailable", 1),
-    ]
-    assert result.condition == SYNCED
-
-
-def test_well_known_job() -> None:
-    obj = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "test"},
-        "status": {
-            "conditions": [
-                {"type": "SuccessCriteriaMet", "status": "True"},
-                {"status": "True", "type": "Complete"},
+@pytest.mark.parametrize(
+    ("obj", "values"),
+    [
+        pytest.param(
+            deployment({"readyReplicas": 1, "replicas": 2, "availableReplicas": 1}),
+            [integer("ReadyReplicas", 1), integer("Replicas", 2), integer("AvailableReplicas", 1)],
+            id="deployment",
+        ),
+        # OCM's own test: no availableReplicas, so two values and no error.
+        pytest.param(
+            deployment({"readyReplicas": 1, "replicas": 2}),
+            [integer("ReadyReplicas", 1), integer("Replicas", 2)],
+            id="deployment-partial-status",
+        ),
+        pytest.param(
+            workload(
+                "apps/v1",
+                "DaemonSet",
+                {"numberReady": 2, "desiredNumberScheduled": 3, "numberAvailable": 1},
+                name="ds",
+            ),
+            [
+                integer("NumberReady", 2),
+                integer("DesiredNumberScheduled", 3),
+                integer("NumberAvailable", 1),
             ],
-            "succeeded": 1,
-        },
-    }
+            id="daemonset",
+        ),
+        pytest.param(
+            workload(
+                "batch/v1",
+                "Job",
+                {
+                    "conditions": [
+                        {"type": "SuccessCriteriaMet", "status": "True"},
+                        {"status": "True", "type": "Complete"},
+                    ],
+                    "succeeded": 1,
+                },
+            ),
+            [string("JobComplete", "True"), integer("JobSucceeded", 1)],
+            id="job",
+        ),
+        pytest.param(
+            workload(
+                "v1",
+                "Pod",
+                {"conditions": [{"status": "False", "type": "Ready"}], "phase": "Succeeded"},
+            ),
+            [string("PodReady", "False"), string("PodPhase", "Succeeded")],
+            id="pod",
+        ),
+    ],
+)
+def test_well_known_values(obj: dict[str, Any], values: list[dict[str, Any]]) -> None:
     result = read([WELL_KNOWN], obj)
-    assert result.values == [string("JobComplete", "True"), integer("JobSucceeded", 1)]
-    assert result.condition == SYNCED
-
-
-def test_well_known_pod() -> None:
-    obj = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "test"},
-        "status": {"conditions": [{"status": "False", "type": "Ready"}], "phase": "Succeeded"},
-    }
-    result = read([WELL_KNOWN], obj)
-    assert result.values == [string("PodReady", "False"), string("PodPhase", "Succeeded")]
+    assert result.values == values
     assert result.condition == SYNCED
 
 

@@ -10,17 +10,13 @@ reproduced by running it again.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from ocmkit.kube import KubeClient
 from tests.integration import conftest as integration
-from tests.support.programs import AgentRunner, agent_settings
 from tests.webhook import conftest as webhook
-from workagent.settings import AgentSettings
 
 STATUS_SYNC_SECONDS = 2.0
 
@@ -42,24 +38,13 @@ spoke = integration.spoke
 spoke_options = integration.spoke_options
 hub_client = integration.hub_client
 spoke_client = integration.spoke_client
+agent = integration.agent
 # The webhook's serving certificate fixtures.
 serving_cert = webhook.serving_cert
 certdir = webhook.certdir
 
 
-def hostile_agent_settings(tmp_path: Path) -> AgentSettings:
-    """The in-process agent's settings for this suite."""
-    return agent_settings(tmp_path, status_sync_interval=STATUS_SYNC_SECONDS)
-
-
 @pytest.fixture
-async def agent(
-    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
-) -> AsyncIterator[AgentRunner]:
-    """The real agent for ``cluster1``, running in-process and ready."""
-    runner = AgentRunner(hostile_agent_settings(tmp_path))
-    await runner.start()
-    try:
-        yield runner
-    finally:
-        await runner.stop()
+def agent_overrides() -> dict[str, Any]:
+    """The suite's agent syncs status every STATUS_SYNC_SECONDS."""
+    return {"status_sync_interval": STATUS_SYNC_SECONDS}

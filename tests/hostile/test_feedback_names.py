@@ -15,7 +15,7 @@ from tests.integration.conftest import (
     configmap,
     get_work,
     manifest_condition,
-    manifest_statuses,
+    values_of,
     wait_applied,
     work_body,
 )
@@ -44,9 +44,7 @@ async def test_a_name_given_twice_is_reported_once_with_a_message(
 
     await eventually(reported, timeout=20, what="the feedback to be reported")
     work = await get_work(hub_client, "twice")
-    assert manifest_statuses(work)[0]["statusFeedback"]["values"] == [
-        {"name": "a", "fieldValue": {"type": "String", "string": "1st"}}
-    ]
+    assert values_of(work, 0) == [("a", {"type": "String", "string": "1st"})]
     synced = manifest_condition(work, 0, "StatusFeedbackSynced")
     assert synced is not None
     assert (synced["status"], synced["reason"]) == ("False", "StatusFeedbackSyncFailed")

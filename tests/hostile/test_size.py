@@ -25,14 +25,15 @@ from ocmkit.kube import CONFIGMAPS, KubeClient
 from tests.conftest import eventually
 from tests.hostile.helpers import assert_alive, create_or_refusal
 from tests.integration.conftest import (
+    condition_is,
     configmap,
     get_applied_work,
     get_work,
     manifest_condition,
     manifest_statuses,
     wait_applied,
+    wait_work,
     work_body,
-    work_condition,
 )
 from tests.support.programs import AgentRunner, agent_settings
 from workagent.controllers.status import MAX_FEEDBACK_BYTES
@@ -48,12 +49,8 @@ async def agent(
 ) -> AsyncIterator[AgentRunner]:
     """The agent with OCM's default 30 s status sync: a 1,000-manifest work is
     re-read once per sync, which is not what these tests measure."""
-    runner = AgentRunner(agent_settings(tmp_path, workers=4))
-    await runner.start()
-    try:
+    async with AgentRunner(agent_settings(tmp_path, workers=4)) as runner:
         yield runner
-    finally:
-        await runner.stop()
 
 
 async def test_a_thousand_manifests_are_applied_and_reported(
@@ -61,14 +58,13 @@ async def test_a_thousand_manifests_are_applied_and_reported(
 ) -> None:
     manifests = [configmap(f"many-{i:04d}", index=str(i)) for i in range(MANY)]
     assert await create_or_refusal(hub_client, work_body("many", manifests)) is None
-
-    async def work_applied() -> bool:
-        work = await get_work(hub_client, "many")
-        cond = work_condition(work, "Applied")
-        return cond is not None and cond["status"] == "True"
-
-    await eventually(work_applied, timeout=60, what="the 1,000-manifest work to be applied")
-    work = await get_work(hub_client, "many")
+    work = await wait_work(
+        hub_client,
+        "many",
+        condition_is("Applied"),
+        "the 1,000-manifest work to be applied",
+        timeout=60,
+    )
     statuses = manifest_statuses(work)
     assert sorted(e["resourceMeta"]["ordinal"] for e in statuses) == list(range(MANY))
     assert all(
@@ -83,15 +79,14 @@ async def test_a_thousand_manifests_are_applied_and_reported(
     applied = await get_applied_work(spoke_client, agent.hub_hash, "many")
     assert applied is not None
     assert len((applied.get("status") or {}).get("appliedResources") or []) == MANY
-
-    async def all_available() -> bool:
-        work = await get_work(hub_client, "many")
-        available = work_condition(work, "Available")
-        return available is not None and available["status"] == "True"
-
-    await eventually(all_available, timeout=60, what="the 1,000 manifests to be Available")
+    work = await wait_work(
+        hub_client,
+        "many",
+        condition_is("Available"),
+        "the 1,000 manifests to be Available",
+        timeout=60,
+    )
     # The whole object, 1,000-entry status included, fits a real hub's etcd (1.5 MiB).
-    work = await get_work(hub_client, "many")
     assert len(json.dumps(work, separators=(",", ":"))) < 1536 * 1024
     assert_alive(agent)
 

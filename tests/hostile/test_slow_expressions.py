@@ -10,7 +10,6 @@ condition that says what went wrong.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from ocmkit.kube import KubeClient
@@ -20,10 +19,12 @@ from tests.integration.conftest import (
     configmap,
     get_work,
     manifest_condition,
-    manifest_statuses,
+    values_of,
     wait_applied,
     work_body,
 )
+from tests.support.loop_lag import LoopLag
+from tests.support.manifests import json_paths, manifest_config
 from tests.support.programs import AgentRunner
 from workagent.conditions import BUDGET_EXCEEDED_MESSAGE
 
@@ -35,51 +36,9 @@ SLOW_PATHS = ["..a..b", "..[?(@.b > 0)]", "..k..x", "..data..z"]
 SLOW_PATH_COUNT = 24
 
 
-def identifier(name: str) -> dict[str, str]:
-    """The resourceIdentifier of ConfigMap ``name`` in ``default``."""
-    return {"group": "", "resource": "configmaps", "namespace": "default", "name": name}
-
-
 def cel_rule(expression: str) -> dict[str, Any]:
     """A CEL condition rule setting condition ``Checked``."""
     return {"condition": "Checked", "type": "CEL", "celExpressions": [expression]}
-
-
-def json_paths(paths: list[tuple[str, str]]) -> dict[str, Any]:
-    """A JSONPaths feedback rule of (name, path) pairs."""
-    return {"type": "JSONPaths", "jsonPaths": [{"name": n, "path": p} for n, p in paths]}
-
-
-def feedback_value(work: dict[str, Any], name: str) -> Any:
-    """The value named ``name`` in the first manifest's status feedback, or None."""
-    for entry in manifest_statuses(work):
-        for value in (entry.get("statusFeedback") or {}).get("values") or []:
-            if value.get("name") == name:
-                return value.get("fieldValue")
-    return None
-
-
-class LoopLag:
-    """The worst delay of a 20 ms ticker: how long the event loop was held up."""
-
-    def __init__(self) -> None:
-        self.worst = 0.0
-        self._task: asyncio.Task[None] | None = None
-
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            before = loop.time()
-            await asyncio.sleep(0.02)  # sleep-ok: the ticker measuring event-loop lag
-            self.worst = max(self.worst, loop.time() - before - 0.02)
-
-    def __enter__(self) -> LoopLag:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
 
 
 async def test_slow_cel_and_jsonpath_hurt_no_other_work(
@@ -91,10 +50,7 @@ async def test_slow_cel_and_jsonpath_hurt_no_other_work(
         "slow-cel",
         [configmap("slow-cel", **keys)],
         manifestConfigs=[
-            {
-                "resourceIdentifier": identifier("slow-cel"),
-                "conditionRules": [cel_rule(RUNAWAY_CEL)],
-            }
+            manifest_config("", "configmaps", "slow-cel", rules=[cel_rule(RUNAWAY_CEL)])
         ],
     )
     # One 400 KB value: recursive descent visits each of its bytes.
@@ -103,10 +59,7 @@ async def test_slow_cel_and_jsonpath_hurt_no_other_work(
         "slow-jsonpath",
         [configmap("slow-jsonpath", k="x" * 400_000)],
         manifestConfigs=[
-            {
-                "resourceIdentifier": identifier("slow-jsonpath"),
-                "feedbackRules": [json_paths(paths)],
-            }
+            manifest_config("", "configmaps", "slow-jsonpath", feedback=[json_paths(*paths)])
         ],
     )
     with LoopLag() as lag:
@@ -119,11 +72,13 @@ async def test_slow_cel_and_jsonpath_hurt_no_other_work(
             "canary",
             [configmap("canary", key="ok")],
             manifestConfigs=[
-                {
-                    "resourceIdentifier": identifier("canary"),
-                    "conditionRules": [cel_rule("object.data.key == 'ok'")],
-                    "feedbackRules": [json_paths([("key", ".data.key"), ("any", "..key")])],
-                }
+                manifest_config(
+                    "",
+                    "configmaps",
+                    "canary",
+                    rules=[cel_rule("object.data.key == 'ok'")],
+                    feedback=[json_paths(("key", ".data.key"), ("any", "..key"))],
+                )
             ],
         )
         assert await create_or_refusal(hub_client, canary) is None
@@ -135,8 +90,8 @@ async def test_slow_cel_and_jsonpath_hurt_no_other_work(
             return (
                 checked is not None
                 and checked["status"] == "True"
-                and feedback_value(work, "key") == {"type": "String", "string": "ok"}
-                and feedback_value(work, "any") == {"type": "String", "string": "ok"}
+                and dict(values_of(work, 0)).get("key") == {"type": "String", "string": "ok"}
+                and dict(values_of(work, 0)).get("any") == {"type": "String", "string": "ok"}
             )
 
         # Seconds, not the minutes the expressions would take.

@@ -9,6 +9,7 @@ conditions with :func:`tests.conftest.eventually`, never on time.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ import pytest
 
 from ocmkit.kube import MANIFESTWORKS, KubeClient, NotFound
 from schemas.meta import format_time
+from schemas.meta import now as api_now
+from schemas.wire import CONDITION_COMPLETE
 from tests.conftest import eventually
 from tests.support.programs import (
     CLUSTER,
@@ -45,22 +48,15 @@ async def hub_test_client(kubeconfig: Path) -> KubeClient:
 async def hub_client(cluster: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """A client of the hub (kubesim or a real apiserver; kubeconfig ``tmp_path/kubeconfig``),
     CRDs installed."""
-    client = await hub_test_client(tmp_path / "kubeconfig")
-    try:
+    async with await hub_test_client(tmp_path / "kubeconfig") as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture
 async def manager(hub_client: KubeClient, tmp_path: Path) -> AsyncIterator[ManagerRunner]:
     """The real manager with the GC gate on, running in-process and ready."""
-    runner = ManagerRunner(manager_settings(tmp_path / "kubeconfig"))
-    await runner.start()
-    try:
+    async with ManagerRunner(manager_settings(tmp_path / "kubeconfig")) as runner:
         yield runner
-    finally:
-        await runner.stop()
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -116,6 +112,16 @@ async def write_conditions(
         {"status": {"conditions": list(conditions)}},
         CLUSTER,
         subresource="status",
+    )
+
+
+async def write_complete(
+    client: KubeClient, name: str, at: datetime | None = None
+) -> dict[str, Any]:
+    """Write work ``name``'s ``Complete=True`` as an agent would, turned at ``at`` (now by
+    default; an agent's clock may be off either way)."""
+    return await write_conditions(
+        client, name, condition(CONDITION_COMPLETE, "True", at or api_now())
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from hubcontroller.settings import (
     WebhookFlags,
 )
 from schemas import wire
-from tests.support.processes import REPO, program_command
+from tests.support.processes import run_console_script
 
 NO_FILE = Path("/nonexistent/serviceaccount/namespace")
 
@@ -459,13 +458,6 @@ def test_manager_settings_validate_directly() -> None:
 
 
 def test_console_script_refuses_unknown_flags() -> None:
-    done = subprocess.run(
-        program_command("hubcontroller", "manager", "--bogus"),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_console_script("hubcontroller", "manager", "--bogus")
     assert done.returncode == 2
     assert done.stderr == "hubcontroller: unknown flag: --bogus\n"

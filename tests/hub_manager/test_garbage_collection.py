@@ -31,6 +31,7 @@ from tests.hub_manager.conftest import (
     hub_test_client,
     wait_deleted,
     work_body,
+    write_complete,
     write_conditions,
 )
 from tests.support.programs import CLUSTER, ManagerRunner, manager_settings
@@ -127,46 +128,31 @@ async def test_completed_work_past_its_ttl_is_deleted(
     manager: ManagerRunner, hub_client: KubeClient
 ) -> None:
     await hub_client.create(MANIFESTWORKS, work_body("done-long-ago", ttl=1))
-    await write_conditions(
-        hub_client,
-        "done-long-ago",
-        condition(CONDITION_COMPLETE, "True", api_now() - timedelta(minutes=5)),
-    )
+    await write_complete(hub_client, "done-long-ago", api_now() - timedelta(minutes=5))
     await wait_deleted(hub_client, "done-long-ago")
 
 
 async def test_ttl_zero_deletes_at_once(manager: ManagerRunner, hub_client: KubeClient) -> None:
     await hub_client.create(MANIFESTWORKS, work_body("done-now", ttl=0))
     # Even a Complete "in the future" (agent clock ahead) does not hold back a ttl of 0.
-    await write_conditions(
-        hub_client,
-        "done-now",
-        condition(CONDITION_COMPLETE, "True", api_now() + timedelta(hours=1)),
-    )
+    await write_complete(hub_client, "done-now", api_now() + timedelta(hours=1))
     await wait_deleted(hub_client, "done-now")
 
 
 async def test_ttl_not_reached_is_requeued_and_deleted_later(
     manager: ManagerRunner, hub_client: KubeClient
 ) -> None:
-    requeues = REGISTRY.get_sample_value(
-        "controller_runtime_reconcile_total",
-        {"controller": CONTROLLER_NAME, "result": "requeue_after"},
-    )
+    def requeues() -> float:
+        labels = {"controller": CONTROLLER_NAME, "result": "requeue_after"}
+        return REGISTRY.get_sample_value("controller_runtime_reconcile_total", labels) or 0.0
+
+    before = requeues()
     await hub_client.create(MANIFESTWORKS, work_body("done-soon", ttl=1))
     # Completed one second "from now" with a ttl of 1 s: about two seconds to wait.
-    await write_conditions(
-        hub_client,
-        "done-soon",
-        condition(CONDITION_COMPLETE, "True", api_now() + timedelta(seconds=1)),
-    )
+    await write_complete(hub_client, "done-soon", api_now() + timedelta(seconds=1))
     await wait_deleted(hub_client, "done-soon")
-    after = REGISTRY.get_sample_value(
-        "controller_runtime_reconcile_total",
-        {"controller": CONTROLLER_NAME, "result": "requeue_after"},
-    )
     # The first look found the TTL running and requeued the key for the rest of it.
-    assert (after or 0) > (requeues or 0)
+    assert requeues() > before
 
 
 async def test_works_that_are_not_due_are_kept(
@@ -184,18 +170,12 @@ async def test_works_that_are_not_due_are_kept(
         )
     )
     await hub_client.create(MANIFESTWORKS, work_body("no-ttl"))
-    written.append(
-        await write_conditions(hub_client, "no-ttl", condition(CONDITION_COMPLETE, "True", far))
-    )
+    written.append(await write_complete(hub_client, "no-ttl", far))
     await hub_client.create(
         MANIFESTWORKS,
         work_body("from-replicaset", ttl=0, labels={MANIFEST_WORK_REPLICA_SET_LABEL: "ns.mwrs"}),
     )
-    written.append(
-        await write_conditions(
-            hub_client, "from-replicaset", condition(CONDITION_COMPLETE, "True", far)
-        )
-    )
+    written.append(await write_complete(hub_client, "from-replicaset", far))
     for work in written:
         await manager.settled(work)
     for work in written:
@@ -209,9 +189,7 @@ async def test_work_being_deleted_is_left_to_its_finalizers(
     body["metadata"]["finalizers"] = ["example.com/hold"]
     await hub_client.create(MANIFESTWORKS, body)
     await hub_client.delete(MANIFESTWORKS, "held", CLUSTER)
-    held = await write_conditions(
-        hub_client, "held", condition(CONDITION_COMPLETE, "True", api_now())
-    )
+    held = await write_complete(hub_client, "held")
     assert held["metadata"].get("deletionTimestamp")
     await manager.settled(held)
     assert await exists(hub_client, "held")
@@ -229,25 +207,22 @@ async def test_a_work_completing_later_is_collected_then(
     )
     await manager.settled(running)
     assert await exists(hub_client, "job")
-    await write_conditions(hub_client, "job", condition(CONDITION_COMPLETE, "True", api_now()))
+    await write_complete(hub_client, "job")
     await wait_deleted(hub_client, "job")
 
 
 async def test_gate_off_runs_no_collector(hub_client: KubeClient, tmp_path: Path) -> None:
     """Without CleanUpCompletedManifestWork the manager runs no collector: works stay."""
     await hub_client.create(MANIFESTWORKS, work_body("untouched", ttl=0))
-    await write_conditions(
-        hub_client, "untouched", condition(CONDITION_COMPLETE, "True", api_now())
-    )
-    runner = ManagerRunner(manager_settings(tmp_path / "kubeconfig", feature_gates=frozenset()))
-    await runner.start()
-    try:
+    await write_complete(hub_client, "untouched")
+    async with ManagerRunner(
+        manager_settings(tmp_path / "kubeconfig", feature_gates=frozenset())
+    ) as runner:
         assert runner.built is not None
         assert runner.built.manager.controllers == []
         # Nothing watches ManifestWorks at all: no gate needs them.
         assert runner.built.manager.informers == []
-    finally:
-        assert await runner.stop() == 0
+    assert runner.exit_code == 0
     assert await exists(hub_client, "untouched")
 
 
@@ -275,19 +250,14 @@ async def test_work_driver_config_collects_works_in_that_cluster(
             settings = manager_settings(
                 tmp_path / "kubeconfig", work_driver_config=str(tmp_path / "works.kubeconfig")
             )
-            runner = ManagerRunner(settings)
-            await runner.start()
-            try:
+            async with ManagerRunner(settings) as runner:
                 for client in (works_client, hub_client):
                     await client.create(MANIFESTWORKS, work_body("elsewhere", ttl=0))
-                    await write_conditions(
-                        client, "elsewhere", condition(CONDITION_COMPLETE, "True", api_now())
-                    )
+                    await write_complete(client, "elsewhere")
                 await wait_deleted(works_client, "elsewhere")
                 assert runner.built is not None
                 assert runner.built.deps.works.client is not runner.built.deps.hub
-            finally:
-                assert await runner.stop() == 0
+            assert runner.exit_code == 0
             # The hub of --kubeconfig is not where ManifestWorks are read: untouched.
             assert await exists(hub_client, "elsewhere")
         finally:
@@ -304,16 +274,15 @@ async def test_lease_is_held_and_released(hub_client: KubeClient, tmp_path: Path
         namespace="open-cluster-management-hub",
         identity="manager-a",
     )
-    runner = ManagerRunner(manager_settings(tmp_path / "kubeconfig", leader_election=election))
-    await runner.start()
-    try:
+    async with ManagerRunner(
+        manager_settings(tmp_path / "kubeconfig", leader_election=election)
+    ) as runner:
         lease = await hub_client.get(LEASES, "work-manager-lock", "open-cluster-management-hub")
         assert lease["spec"]["holderIdentity"] == "manager-a"
         await hub_client.create(MANIFESTWORKS, work_body("led", ttl=0))
-        await write_conditions(hub_client, "led", condition(CONDITION_COMPLETE, "True", api_now()))
+        await write_complete(hub_client, "led")
         await wait_deleted(hub_client, "led")
-    finally:
-        assert await runner.stop() == 0
+    assert runner.exit_code == 0
 
     async def released() -> bool:
         lease = await hub_client.get(LEASES, "work-manager-lock", "open-cluster-management-hub")
@@ -332,9 +301,9 @@ async def test_both_gates_run_both_controllers_on_one_work_cache(
 
     assert load_replicaset_builder() is not None, "the MWRS controller is part of this build"
     gates = frozenset({GATE_MANIFEST_WORK_REPLICA_SET, GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK})
-    runner = ManagerRunner(manager_settings(tmp_path / "kubeconfig", feature_gates=gates))
-    await runner.start()
-    try:
+    async with ManagerRunner(
+        manager_settings(tmp_path / "kubeconfig", feature_gates=gates)
+    ) as runner:
         assert runner.built is not None
         manager = runner.built.manager
         assert len(manager.controllers) == 2
@@ -345,9 +314,6 @@ async def test_both_gates_run_both_controllers_on_one_work_cache(
         assert runner.built.deps.gates == gates
         # The collector still works next to the replica set controller.
         await hub_client.create(MANIFESTWORKS, work_body("beside-mwrs", ttl=0))
-        await write_conditions(
-            hub_client, "beside-mwrs", condition(CONDITION_COMPLETE, "True", api_now())
-        )
+        await write_complete(hub_client, "beside-mwrs")
         await wait_deleted(hub_client, "beside-mwrs")
-    finally:
-        assert await runner.stop() == 0
+    assert runner.exit_code == 0

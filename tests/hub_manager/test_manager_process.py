@@ -8,14 +8,11 @@ from pathlib import Path
 import aiohttp
 
 from ocmkit.kube import MANIFESTWORKS, KubeClient
-from schemas.meta import now as api_now
-from schemas.wire import CONDITION_COMPLETE
 from tests.conftest import eventually
 from tests.hub_manager.conftest import (
-    condition,
     wait_deleted,
     work_body,
-    write_conditions,
+    write_complete,
 )
 from tests.support.processes import ProgramProcess, start_manager_process
 
@@ -72,9 +69,7 @@ async def test_manager_process_serves_probes_collects_and_stops_on_sigterm(
         assert 'workqueue_adds_total{name="ManifestWorkGarbageCollectionController"}' in metrics
 
         await hub_client.create(MANIFESTWORKS, work_body("process-done", ttl=0))
-        await write_conditions(
-            hub_client, "process-done", condition(CONDITION_COMPLETE, "True", api_now())
-        )
+        await write_complete(hub_client, "process-done")
         await wait_deleted(hub_client, "process-done")
     finally:
         code = await process.terminate()

@@ -9,7 +9,7 @@ wait on conditions with :func:`tests.conftest.eventually`, never on time.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from ocmkit.kube import (
 from schemas.wire import MANIFEST_WORK_FINALIZER
 from tests.conftest import eventually, pool_for
 from tests.support.crds import crd, object_schema
+from tests.support.manifests import configmap as configmap  # noqa: PLC0414 (re-exported: the suites import their work builders from here)
 from tests.support.programs import CLUSTER, CRD_DIR, AgentRunner, agent_settings, open_test_client
 from tests.support.targets import Cluster, open_cluster
 from workagent.identity import applied_work_name, hub_hash
@@ -35,13 +36,11 @@ SPOKE_CRDS = ("work.open-cluster-management.io_appliedmanifestworks.yaml",)
 
 
 @pytest.fixture
-async def hub(
-    target: str, request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[Cluster]:
-    """The hub (kubesim or a real control plane); ``hub_client`` installs the CRDs."""
-    async with open_cluster(target, pool_for(request, target)) as cluster:
-        cluster.write_kubeconfig(tmp_path / "hub.kubeconfig")
-        yield cluster
+def hub(cluster: Cluster, tmp_path: Path) -> Cluster:
+    """The hub: the test's cluster (kubesim or a real control plane; tests/conftest.py),
+    its kubeconfig also at ``hub.kubeconfig``; ``hub_client`` installs the CRDs."""
+    cluster.write_kubeconfig(tmp_path / "hub.kubeconfig")
+    return cluster
 
 
 @pytest.fixture
@@ -62,48 +61,51 @@ async def spoke(
         yield cluster
 
 
+async def _test_client(
+    tmp_path: Path, side: str, crds: Iterable[str], namespaces: Iterable[str] = ()
+) -> KubeClient:
+    """A test client (user agent ``integration-test``) of the ``side`` cluster (its
+    kubeconfig ``<side>.kubeconfig``), these CRDs of charts/crds and namespaces created."""
+    return await open_test_client(
+        tmp_path / f"{side}.kubeconfig",
+        user_agent="integration-test",
+        name=f"test-{side}",
+        crds=[CRD_DIR / name for name in crds],
+        namespaces=namespaces,
+    )
+
+
 @pytest.fixture
 async def hub_client(hub: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    """A test client of the hub (user agent ``integration-test``), CRDs installed."""
-    client = await open_test_client(
-        tmp_path / "hub.kubeconfig",
-        user_agent="integration-test",
-        name="test-hub",
-        crds=[CRD_DIR / name for name in HUB_CRDS],
-        namespaces=[CLUSTER],
-    )
-    try:
+    """A test client of the hub, the ManifestWork CRD and namespace ``cluster1`` installed."""
+    async with await _test_client(tmp_path, "hub", HUB_CRDS, [CLUSTER]) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture
 async def spoke_client(spoke: Cluster, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    """A test client of the spoke (user agent ``integration-test``), CRDs installed."""
-    client = await open_test_client(
-        tmp_path / "spoke.kubeconfig",
-        user_agent="integration-test",
-        name="test-spoke",
-        crds=[CRD_DIR / name for name in SPOKE_CRDS],
-    )
-    try:
+    """A test client of the spoke, the AppliedManifestWork CRD installed."""
+    async with await _test_client(tmp_path, "spoke", SPOKE_CRDS) as client:
         yield client
-    finally:
-        await client.close()
+
+
+@pytest.fixture
+def agent_overrides() -> dict[str, Any]:
+    """What the ``agent`` fixture's settings change from :func:`agent_settings`; a suite's
+    conftest overrides this fixture (the hostile suite: a short status sync period)."""
+    return {}
 
 
 @pytest.fixture
 async def agent(
-    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    tmp_path: Path,
+    agent_overrides: dict[str, Any],
 ) -> AsyncIterator[AgentRunner]:
     """The real agent for ``cluster1``, running in-process and ready."""
-    runner = AgentRunner(agent_settings(tmp_path))
-    await runner.start()
-    try:
+    async with AgentRunner(agent_settings(tmp_path, **agent_overrides)) as runner:
         yield runner
-    finally:
-        await runner.stop()
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -130,16 +132,6 @@ def work_body(name: str, manifests: list[dict[str, Any]], **spec: Any) -> dict[s
 WIDGET_CRD = crd(
     "example.com", "Widget", schema=object_schema(spec=object_schema(size={"type": "integer"}))
 )
-
-
-def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
-    """A ConfigMap manifest."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": data or {"key": "value"},
-    }
 
 
 async def get_work(hub_client: KubeClient, name: str) -> dict[str, Any]:
@@ -177,9 +169,23 @@ def work_condition(work: dict[str, Any], ctype: str) -> dict[str, Any] | None:
     return None
 
 
+def condition_is(ctype: str, status: str = "True") -> Callable[[dict[str, Any]], bool]:
+    """A check for :func:`wait_work`: the work-level condition ``ctype`` has ``status``."""
+    return lambda work: (work_condition(work, ctype) or {}).get("status") == status
+
+
 def manifest_statuses(work: dict[str, Any]) -> list[dict[str, Any]]:
     """``status.resourceStatus.manifests``."""
     return list(((work.get("status") or {}).get("resourceStatus") or {}).get("manifests") or [])
+
+
+def values_of(work: dict[str, Any], ordinal: int) -> list[tuple[str, dict[str, Any]]]:
+    """(name, fieldValue) of a manifest's status feedback, in order."""
+    for entry in manifest_statuses(work):
+        if entry["resourceMeta"]["ordinal"] == ordinal:
+            values = (entry.get("statusFeedback") or {}).get("values") or []
+            return [(v["name"], v["fieldValue"]) for v in values]
+    return []
 
 
 def manifest_condition(work: dict[str, Any], ordinal: int, ctype: str) -> dict[str, Any] | None:
@@ -220,6 +226,75 @@ async def exists(client: KubeClient, res: Any, name: str, namespace: str | None 
     return True
 
 
+async def wait_gone(
+    client: KubeClient, res: Any, name: str, namespace: str | None = None, *, what: str = ""
+) -> None:
+    """Wait until the object no longer exists."""
+
+    async def gone() -> bool:
+        return not await exists(client, res, name, namespace)
+
+    await eventually(gone, what=what or f"{name} to be deleted")
+
+
+async def wait_work(
+    hub_client: KubeClient,
+    name: str,
+    check: Callable[[dict[str, Any]], bool],
+    what: str,
+    *,
+    timeout: float = 30.0,
+) -> dict[str, Any]:
+    """Wait until ``check(work)`` holds; returns that work. On a timeout the
+    error shows the last work seen (generation and status conditions)."""
+    found: dict[str, Any] = {}
+    last: dict[str, Any] = {}
+
+    async def ok() -> bool:
+        work = await get_work(hub_client, name)
+        last.clear()
+        last.update(work)
+        if check(work):
+            found.clear()
+            found.update(work)
+            return True
+        return False
+
+    try:
+        await eventually(ok, timeout=timeout, what=what)
+    except AssertionError as err:
+        status = last.get("status") or {}
+        seen = {
+            "generation": (last.get("metadata") or {}).get("generation"),
+            "conditions": status.get("conditions"),
+            "manifests": [
+                m.get("conditions")
+                for m in (status.get("resourceStatus") or {}).get("manifests") or []
+            ],
+        }
+        raise AssertionError(f"{err}; last seen: {seen}") from err
+    return found
+
+
+async def create_and_wait(
+    hub_client: KubeClient,
+    body: dict[str, Any],
+    check: Callable[[dict[str, Any]], bool],
+    what: str,
+    *,
+    timeout: float = 30.0,
+) -> dict[str, Any]:
+    """Create work ``body`` on the hub and :func:`wait_work` until ``check`` holds."""
+    await hub_client.create(MANIFESTWORKS, body)
+    return await wait_work(hub_client, body["metadata"]["name"], check, what, timeout=timeout)
+
+
+async def delete_work(hub_client: KubeClient, name: str, *, what: str = "") -> None:
+    """Delete work ``name`` of ``cluster1`` and wait until it is gone from the hub."""
+    await hub_client.delete(MANIFESTWORKS, name, CLUSTER)
+    await wait_gone(hub_client, MANIFESTWORKS, name, CLUSTER, what=what or f"work {name} to go")
+
+
 async def get_applied_work(
     spoke_client: KubeClient, the_hash: str, work: str
 ) -> dict[str, Any] | None:
@@ -228,6 +303,13 @@ async def get_applied_work(
         return await spoke_client.get(APPLIED_MANIFESTWORKS, applied_work_name(the_hash, work))
     except NotFound:
         return None
+
+
+async def forget_work(hub_client: KubeClient, name: str) -> None:
+    """Delete work ``name`` from the hub without the agent's confirmation: its finalizer
+    is dropped by hand first (the agent is stopped or cut off meanwhile)."""
+    await hub_client.patch(MANIFESTWORKS, name, {"metadata": {"finalizers": None}}, CLUSTER)
+    await hub_client.delete(MANIFESTWORKS, name, CLUSTER)
 
 
 def has_cleanup_finalizer(work: dict[str, Any]) -> bool:

@@ -51,6 +51,8 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.support.manifests import configmap as configmap  # noqa: PLC0414 (conformance/ imports it from here)
+from tests.support.manifests import manifest_config, strategy
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
@@ -90,16 +92,6 @@ def hello_deployment(name: str = "hello", namespace: str = "default") -> dict[st
     }
 
 
-def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
-    """A ConfigMap manifest."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": data or {"key": "value"},
-    }
-
-
 # The executor of the docs' executor example, and what the docs assume it may do.
 EXECUTOR_NS, EXECUTOR = "default", "executor1"
 EXECUTOR_ROLE: dict[str, Any] = {
@@ -133,15 +125,7 @@ def hello_ssa_work(name: str = "hello-work-demo") -> dict[str, Any]:
         name,
         [hello_deployment()],
         manifestConfigs=[
-            {
-                "resourceIdentifier": {
-                    "group": "apps",
-                    "resource": "deployments",
-                    "namespace": "default",
-                    "name": "hello",
-                },
-                "updateStrategy": {"type": "ServerSideApply"},
-            }
+            manifest_config("apps", "deployments", "hello", strategy={"type": "ServerSideApply"})
         ],
     )
 
@@ -237,22 +221,6 @@ def assert_all_applied(work: dict[str, Any]) -> None:
 
 
 # -- (2) the four update strategies ------------------------------------------------------
-
-
-def strategy(name: str, kind: str, **server_side_apply: Any) -> dict[str, Any]:
-    """A manifestConfig giving ConfigMap ``default/<name>`` the update strategy ``kind``."""
-    update: dict[str, Any] = {"type": kind}
-    if server_side_apply:
-        update["serverSideApply"] = server_side_apply
-    return {
-        "resourceIdentifier": {
-            "group": "",
-            "resource": "configmaps",
-            "namespace": "default",
-            "name": name,
-        },
-        "updateStrategy": update,
-    }
 
 
 async def _data(spoke: KubeClient, name: str) -> dict[str, Any]:
@@ -402,18 +370,15 @@ def replica_patch_work(replicas: int = 3) -> dict[str, Any]:
             }
         ],
         manifestConfigs=[
-            {
-                "resourceIdentifier": {
-                    "group": "apps",
-                    "resource": "deployments",
-                    "namespace": "default",
-                    "name": "hello",
-                },
-                "updateStrategy": {
+            manifest_config(
+                "apps",
+                "deployments",
+                "hello",
+                strategy={
                     "type": "ServerSideApply",
                     "serverSideApply": {"force": True, "fieldManager": "work-agent-another"},
                 },
-            }
+            )
         ],
     )
 
@@ -530,9 +495,7 @@ async def test_executor_denied_then_granted(
     await spoke_client.create(ROLES, EXECUTOR_ROLE)
     gates = frozenset({FEATURE_EXECUTOR_VALIDATING_CACHES}) if caching else frozenset()
     requests = RequestRecord(spoke)
-    runner = AgentRunner(agent_settings(tmp_path, feature_gates=gates))
-    await runner.start()
-    try:
+    async with AgentRunner(agent_settings(tmp_path, feature_gates=gates)) as runner:
         await hub.create(MANIFESTWORKS, executor_work())
         work = await wait_applied(hub, "example-manifestwork", status="False")
         mc = manifest_condition(work, 0, "Applied")
@@ -579,5 +542,3 @@ async def test_executor_denied_then_granted(
         amw = await get_applied_work(spoke_client, runner.hub_hash, "example-manifestwork")
         assert amw is not None
         assert amw_owner_uids(live) == [amw["metadata"]["uid"]]
-    finally:
-        await runner.stop()

@@ -468,9 +468,7 @@ async def test_leader_election_and_probes(
         tmp_path,
         leader_election=LeaderElectionSettings(namespace=namespace, identity="agent-a"),
     )
-    runner = AgentRunner(settings)
-    await runner.start()
-    try:
+    async with AgentRunner(settings) as runner:
         lease = await spoke_client.get(LEASES, "work-agent-lock", namespace)
         assert lease["spec"]["holderIdentity"] == "agent-a"
         await hub_client.create(MANIFESTWORKS, work_body("led", [configmap("led-cm")]))
@@ -483,8 +481,7 @@ async def test_leader_election_and_probes(
             async with session.get(f"{base}/metrics") as response:
                 text = await response.text()
         assert 'workqueue_adds_total{name="manifestwork-controller"}' in text
-    finally:
-        assert await runner.stop() == 0
+    assert runner.exit_code == 0
     lease = await spoke_client.get(LEASES, "work-agent-lock", namespace)
     assert not lease["spec"].get("holderIdentity")
 
@@ -497,15 +494,11 @@ async def test_hub_hash_uses_the_server_string_as_written(
     kubeconfig["clusters"][0]["cluster"]["server"] = hub.url + "/"
     (tmp_path / "hub-slash.kubeconfig").write_text(yaml.safe_dump(kubeconfig))
     settings = agent_settings(tmp_path, hub_kubeconfig=str(tmp_path / "hub-slash.kubeconfig"))
-    runner = AgentRunner(settings)
-    await runner.start()
-    try:
+    async with AgentRunner(settings) as runner:
         assert runner.hub_hash == hub_hash(hub.url + "/") != hub_hash(hub.url)
         await hub_client.create(MANIFESTWORKS, work_body("slash", [configmap("slash-cm")]))
         await wait_applied(hub_client, "slash")
         assert await get_applied_work(spoke_client, hub_hash(hub.url + "/"), "slash") is not None
-    finally:
-        await runner.stop()
 
 
 async def test_removed_manifest_held_by_a_finalizer_stays_recorded(

@@ -46,7 +46,9 @@ from schemas.work_v1 import AppliedManifestWork, DeleteOption, ManifestWork
 from tests.conftest import eventually, pool_for
 from tests.integration.conftest import (
     configmap,
+    delete_work,
     exists,
+    forget_work,
     get_applied_work,
     get_work,
     has_cleanup_finalizer,
@@ -541,11 +543,7 @@ async def test_work_without_applied_work_is_released(clusters: Clusters) -> None
     deps = clusters.deps()
     await _work(clusters.hub, "never-applied")
     async with running_cleanup(deps):
-        await clusters.hub.delete(MANIFESTWORKS, "never-applied", CLUSTER)
-        await eventually(
-            _gone(clusters.hub, MANIFESTWORKS, "never-applied", CLUSTER),
-            what="the work to go",
-        )
+        await delete_work(clusters.hub, "never-applied", what="the work to go")
 
 
 async def test_shared_resource_survives_deletion_of_one_work(clusters: Clusters) -> None:
@@ -562,14 +560,12 @@ async def test_shared_resource_survives_deletion_of_one_work(clusters: Clusters)
     await _record(clusters.spoke, second, [_entry(shared)])
 
     async with running_cleanup(deps):
-        await clusters.hub.delete(MANIFESTWORKS, "work1", CLUSTER)
-        await eventually(_gone(clusters.hub, MANIFESTWORKS, "work1", CLUSTER), what="work1 gone")
+        await delete_work(clusters.hub, "work1", what="work1 gone")
         assert await _get_or_none(clusters.spoke, CONFIGMAPS, "own1", NS) is None
         live = await clusters.spoke.get(CONFIGMAPS, "shared", NS)
         assert _owner_uids(live) == [second["metadata"]["uid"]]
 
-        await clusters.hub.delete(MANIFESTWORKS, "work2", CLUSTER)
-        await eventually(_gone(clusters.hub, MANIFESTWORKS, "work2", CLUSTER), what="work2 gone")
+        await delete_work(clusters.hub, "work2", what="work2 gone")
         assert await _get_or_none(clusters.spoke, CONFIGMAPS, "shared", NS) is None
 
 
@@ -754,8 +750,7 @@ async def test_e2e_delete_options(
     for name in ("opt-a", "opt-b"):
         await _wait_owner_count(spoke_client, name, 0 if name in kept else 1)
 
-    await hub_client.delete(MANIFESTWORKS, "opts", CLUSTER)
-    await eventually(_gone(hub_client, MANIFESTWORKS, "opts", CLUSTER), what="the work to go")
+    await delete_work(hub_client, "opts", what="the work to go")
     assert await get_applied_work(spoke_client, agent.hub_hash, "opts") is None
     for name in ("opt-a", "opt-b"):
         assert await exists(spoke_client, CONFIGMAPS, name, "default") is (name in kept)
@@ -778,8 +773,7 @@ async def test_e2e_orphaning_follows_changes_of_the_delete_option(
         CLUSTER,
     )
     await _wait_owner_count(spoke_client, "opt-b", 1)
-    await hub_client.delete(MANIFESTWORKS, "switch", CLUSTER)
-    await eventually(_gone(hub_client, MANIFESTWORKS, "switch", CLUSTER), what="the work to go")
+    await delete_work(hub_client, "switch", what="the work to go")
     assert not await exists(spoke_client, CONFIGMAPS, "opt-b", "default")
 
 
@@ -795,8 +789,7 @@ async def test_e2e_shared_resource_survives_deletion_of_one_work(
     await _wait_owner_count(spoke_client, "shared", 2)
     shared_uid = (await spoke_client.get(CONFIGMAPS, "shared", "default"))["metadata"]["uid"]
 
-    await hub_client.delete(MANIFESTWORKS, "first", CLUSTER)
-    await eventually(_gone(hub_client, MANIFESTWORKS, "first", CLUSTER), what="first to go")
+    await delete_work(hub_client, "first", what="first to go")
     assert not await exists(spoke_client, CONFIGMAPS, "first-own", "default")
     live = await spoke_client.get(CONFIGMAPS, "shared", "default")
     assert live["metadata"]["uid"] == shared_uid
@@ -804,8 +797,7 @@ async def test_e2e_shared_resource_survives_deletion_of_one_work(
     assert second is not None
     assert _owner_uids(live) == [second["metadata"]["uid"]]
 
-    await hub_client.delete(MANIFESTWORKS, "second", CLUSTER)
-    await eventually(_gone(hub_client, MANIFESTWORKS, "second", CLUSTER), what="second to go")
+    await delete_work(hub_client, "second", what="second to go")
     assert not await exists(spoke_client, CONFIGMAPS, "shared", "default")
 
 
@@ -814,9 +806,7 @@ async def test_e2e_work_deleted_while_the_agent_was_away_is_evicted(
 ) -> None:
     """The hub forgot a work (finalizer removed by hand); after the grace period the
     agent deletes its AppliedManifestWork and resources."""
-    runner = AgentRunner(agent_settings(tmp_path, eviction_grace_period=0.5))
-    await runner.start()
-    try:
+    async with AgentRunner(agent_settings(tmp_path, eviction_grace_period=0.5)) as runner:
         await hub_client.create(MANIFESTWORKS, work_body("forgotten", [configmap("left")]))
         await hub_client.create(MANIFESTWORKS, work_body("kept", [configmap("stays")]))
         await wait_applied(hub_client, "forgotten")
@@ -824,10 +814,7 @@ async def test_e2e_work_deleted_while_the_agent_was_away_is_evicted(
         the_hash = runner.hub_hash
         await runner.stop()
 
-        await hub_client.patch(
-            MANIFESTWORKS, "forgotten", {"metadata": {"finalizers": None}}, CLUSTER
-        )
-        await hub_client.delete(MANIFESTWORKS, "forgotten", CLUSTER)
+        await forget_work(hub_client, "forgotten")
         assert await get_applied_work(spoke_client, the_hash, "forgotten") is not None
 
         await runner.start()
@@ -842,26 +829,19 @@ async def test_e2e_work_deleted_while_the_agent_was_away_is_evicted(
         assert not kept["metadata"].get("deletionTimestamp")
         assert not (kept.get("status") or {}).get("evictionStartTime")
         assert await exists(spoke_client, CONFIGMAPS, "stays", "default")
-    finally:
-        await runner.stop()
 
 
 async def test_e2e_eviction_disabled_keeps_unmanaged_work(
     hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
-    runner = AgentRunner(
+    async with AgentRunner(
         agent_settings(tmp_path, eviction_grace_period=EVICTION_DISABLED_AT_SECONDS)
-    )
-    await runner.start()
-    try:
+    ) as runner:
         await hub_client.create(MANIFESTWORKS, work_body("forgotten", [configmap("left")]))
         await wait_applied(hub_client, "forgotten")
         the_hash = runner.hub_hash
         await runner.stop()
-        await hub_client.patch(
-            MANIFESTWORKS, "forgotten", {"metadata": {"finalizers": None}}, CLUSTER
-        )
-        await hub_client.delete(MANIFESTWORKS, "forgotten", CLUSTER)
+        await forget_work(hub_client, "forgotten")
         # An eviction started by an earlier run with eviction on.
         await spoke_client.patch(
             APPLIED_MANIFESTWORKS,
@@ -881,5 +861,3 @@ async def test_e2e_eviction_disabled_keeps_unmanaged_work(
         assert applied is not None
         assert not applied["metadata"].get("deletionTimestamp")
         assert await exists(spoke_client, CONFIGMAPS, "left", "default")
-    finally:
-        await runner.stop()

@@ -25,6 +25,7 @@ from tests.integration.conftest import (
     hub_hash_of,
     work_body,
 )
+from tests.support.manifests import strategy
 from tests.support.processes import REPO
 from tests.support.programs import CLUSTER
 from tests.support.requests import RequestRecord
@@ -51,22 +52,6 @@ async def diff(*args: str) -> tuple[int, str, str]:
     )
     out, err = await asyncio.wait_for(process.communicate(), timeout=120)
     return process.returncode or 0, out.decode(), err.decode()
-
-
-def strategy(name: str, kind: str, **options: Any) -> dict[str, Any]:
-    """A manifestConfigs entry giving ConfigMap ``name`` the update strategy ``kind``."""
-    update: dict[str, Any] = {"type": kind}
-    if options:
-        update["serverSideApply"] = options
-    return {
-        "resourceIdentifier": {
-            "group": "",
-            "resource": "configmaps",
-            "namespace": "default",
-            "name": name,
-        },
-        "updateStrategy": update,
-    }
 
 
 def section(out: str, header: str) -> str:
@@ -116,19 +101,17 @@ async def test_each_strategy_and_no_write(
         strategy("ro", "ReadOnly"),
     ]
     work = work_body("w", manifests, manifestConfigs=configs)
-    (tmp_path / "work.yaml").write_text(yaml.safe_dump(work))
     spoke_config = str(tmp_path / "spoke.kubeconfig")
     hub_config = str(tmp_path / "hub.kubeconfig")
-    requests = RequestRecord(spoke)
 
-    code, out, err = await diff(
-        "-f",
-        str(tmp_path / "work.yaml"),
-        "--kubeconfig",
-        spoke_config,
-        "--hub-kubeconfig",
-        hub_config,
-    )
+    async def diff_file(name: str, work: dict[str, Any]) -> tuple[int, str, str]:
+        """``workagent diff -f`` of ``work`` (written to ``name``) against the test clusters."""
+        (tmp_path / name).write_text(yaml.safe_dump(work))
+        path = str(tmp_path / name)
+        return await diff("-f", path, "--kubeconfig", spoke_config, "--hub-kubeconfig", hub_config)
+
+    requests = RequestRecord(spoke)
+    code, out, err = await diff_file("work.yaml", work)
     assert code == 1, out + err
     assert "would change" in section(out, "ConfigMap default/upd (manifest 0, Update)")
     assert "-  k: old\n+  k: new" in section(out, "ConfigMap default/upd (")
@@ -174,11 +157,7 @@ async def test_each_strategy_and_no_write(
     # A manifest the agent would fail on: said with the API server's error, exit 2.
     conflict = work_body("w", [configmap("ssa", k="mine")],
                          manifestConfigs=[strategy("ssa", "ServerSideApply")])  # fmt: skip
-    (tmp_path / "conflict.yaml").write_text(yaml.safe_dump(conflict))
-    code, out, err = await diff(
-        "-f", str(tmp_path / "conflict.yaml"), "--kubeconfig", spoke_config,
-        "--hub-kubeconfig", hub_config,
-    )  # fmt: skip
+    code, out, err = await diff_file("conflict.yaml", conflict)
     assert code == 2, out + err
     assert out.startswith(
         "ConfigMap default/ssa (manifest 0, ServerSideApply): would fail: Apply failed with 1 "
@@ -188,11 +167,7 @@ async def test_each_strategy_and_no_write(
     # Only what is already so: exit 0.
     steady = work_body("w", [configmap("same", k="v"), configmap("ro", k="y")],
                        manifestConfigs=[strategy("ro", "ReadOnly")])  # fmt: skip
-    (tmp_path / "steady.json").write_text(yaml.safe_dump(steady))
-    code, out, err = await diff(
-        "-f", str(tmp_path / "steady.json"), "--kubeconfig", spoke_config,
-        "--hub-kubeconfig", hub_config,
-    )  # fmt: skip
+    code, out, err = await diff_file("steady.json", steady)
     assert (code, err) == (0, ""), out
     assert out.splitlines() == [
         "ConfigMap default/same (manifest 0, Update): no changes",

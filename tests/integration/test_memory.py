@@ -19,10 +19,12 @@ from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
     get_work,
+    values_of,
     wait_applied,
     work_body,
 )
-from tests.integration.test_status import config, json_paths, running_agent, string, values_of
+from tests.integration.test_status import running_agent, string
+from tests.support.manifests import json_paths, manifest_config
 from tests.support.programs import CLUSTER, AgentRunner
 from workagent.controllers.patcher import RecentWrites
 from workagent.polledreads import LIST_THRESHOLD
@@ -63,6 +65,25 @@ def listed(runner: AgentRunner, name: str) -> dict[str, Any] | None:
     return runner.agent.deps.polled_reads.peek(CONFIGMAPS, "default", name)
 
 
+async def apply_many(
+    runner: AgentRunner, hub_client: KubeClient, work: str, rule: dict[str, Any]
+) -> tuple[list[str], dict[str, Any]]:
+    """Apply work ``work`` of MANY ConfigMaps ``<work>-<i>``, the first with feedback
+    ``rule``; once status syncs read them from a list: (their names, the last one listed)."""
+    names = [f"{work}-{i}" for i in range(MANY)]
+    configs = [manifest_config("", "configmaps", names[0], feedback=[rule])]
+    before = served_from_lists()
+    await hub_client.create(
+        MANIFESTWORKS, work_body(work, [configmap(n) for n in names], manifestConfigs=configs)
+    )
+    await wait_applied(hub_client, work)
+    await eventually(holds(lambda: served_from_lists() > before), what="reads served from a list")
+    await eventually(holds(lambda: listed(runner, names[-1]) is not None), what="a listed object")
+    obj = listed(runner, names[-1])
+    assert obj is not None
+    return names, obj
+
+
 async def test_caches_hold_no_managed_fields_nor_old_writes(
     hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
@@ -92,23 +113,10 @@ async def test_lists_drop_managed_fields_no_rule_reads(
     hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
     """Status syncs of many ConfigMaps read them from a LIST that keeps no managedFields."""
-    names = [f"plain-{i}" for i in range(MANY)]
-    configs = [config("", "configmaps", names[0], feedback=[json_paths(("n", ".metadata.name"))])]
     async with running_agent(tmp_path) as runner:
-        before = served_from_lists()
-        await hub_client.create(
-            MANIFESTWORKS,
-            work_body("plain", [configmap(n) for n in names], manifestConfigs=configs),
+        names, obj = await apply_many(
+            runner, hub_client, "plain", json_paths(("n", ".metadata.name"))
         )
-        await wait_applied(hub_client, "plain")
-        await eventually(
-            holds(lambda: served_from_lists() > before), what="reads served from a list"
-        )
-        await eventually(
-            holds(lambda: listed(runner, names[-1]) is not None), what="a listed object"
-        )
-        obj = listed(runner, names[-1])
-        assert obj is not None
         assert "managedFields" not in obj["metadata"]
         assert (await spoke_client.get(CONFIGMAPS, names[-1], "default"))["metadata"].get(
             "managedFields"
@@ -121,24 +129,9 @@ async def test_feedback_over_managed_fields_with_lists(
     hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
     """A feedback path into managedFields keeps them in the lists, and keeps reporting."""
-    names = [f"owned-{i}" for i in range(MANY)]
     rule = json_paths(("manager", ".metadata.managedFields[0].manager"))
-    configs = [config("", "configmaps", names[0], feedback=[rule])]
     async with running_agent(tmp_path) as runner:
-        before = served_from_lists()
-        await hub_client.create(
-            MANIFESTWORKS,
-            work_body("owned", [configmap(n) for n in names], manifestConfigs=configs),
-        )
-        await wait_applied(hub_client, "owned")
-        await eventually(
-            holds(lambda: served_from_lists() > before), what="reads served from a list"
-        )
-        await eventually(
-            holds(lambda: listed(runner, names[-1]) is not None), what="a listed object"
-        )
-        obj = listed(runner, names[-1])
-        assert obj is not None
+        _, obj = await apply_many(runner, hub_client, "owned", rule)
         assert obj["metadata"].get("managedFields")
         # Reads served from lists since: the value is still there after them.
         mark = served_from_lists()

@@ -25,16 +25,17 @@ from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeCl
 from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
-    get_work,
     hub_hash_of,
     manifest_statuses,
     update_work,
     wait_applied,
+    wait_gone,
     work_body,
 )
-from tests.integration.test_serving_tls import get, started, unverified
 from tests.metrics_reference import parse_scrape, samples, undocumented_or_missing, value
+from tests.support.manifests import json_paths, manifest_config
 from tests.support.programs import CLUSTER
+from tests.support.serving_endpoint import AGENT, get, unverified
 from workagent.identity import applied_work_name
 
 INTERVAL = 1.0
@@ -42,16 +43,9 @@ INTERVAL = 1.0
 
 def watch_config(name: str) -> dict[str, Any]:
     """Watch-mode status feedback for ConfigMap ``name`` in ``default``."""
-    return {
-        "resourceIdentifier": {
-            "group": "",
-            "resource": "configmaps",
-            "namespace": "default",
-            "name": name,
-        },
-        "feedbackRules": [{"type": "JSONPaths", "jsonPaths": [{"name": "v", "path": ".data.k"}]}],
-        "feedbackScrapeType": "Watch",
-    }
+    return manifest_config(
+        "", "configmaps", name, feedback=[json_paths(("v", ".data.k"))], scrape="Watch"
+    )
 
 
 def condition_counts(works: list[dict[str, Any]], *, manifests: bool) -> dict[tuple[str, ...], int]:
@@ -91,7 +85,7 @@ async def test_every_documented_series_with_the_scenario_values(
             "spec": {"hubHash": the_hash, "manifestWorkName": "ghost", "agentID": the_hash},
         },
     )
-    process, host, port, scheme = await started(
+    process, host, port, scheme = await AGENT.started(
         tmp_path,
         f"--status-sync-interval={INTERVAL:g}s",
         "--appliedmanifestwork-eviction-grace-period=1s",
@@ -118,15 +112,9 @@ async def test_every_documented_series_with_the_scenario_values(
         await update_work(hub_client, "good", drop_b)
         await wait_applied(hub_client, "good", generation=2)
         await hub_client.delete(MANIFESTWORKS, "gone", CLUSTER)
-
-        async def gone() -> bool:
-            try:
-                await get_work(hub_client, "gone")
-            except NotFound:
-                return True
-            return False
-
-        await eventually(gone, what="work gone to be finalized")
+        await wait_gone(
+            hub_client, MANIFESTWORKS, "gone", CLUSTER, what="work gone to be finalized"
+        )
 
         async def ghost_evicted() -> bool:
             try:

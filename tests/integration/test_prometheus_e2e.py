@@ -37,8 +37,8 @@ from tests.integration.conftest import (
     wait_applied,
     work_body,
 )
-from tests.integration.test_serving_tls import started
 from tests.support.processes import free_port
+from tests.support.serving_endpoint import AGENT
 
 ALERT = "WorkAgentManifestWorkFailingToApply"
 #: The target's namespace label, as a Kubernetes scrape would attach it.
@@ -155,7 +155,7 @@ async def test_prometheus_scrapes_the_agent_and_the_failing_work_alert_fires_and
         merged(AGENT_MINIMAL, MONITORING), {"prometheusRule": {"for": {"failingToApply": "5s"}}}
     )
     rules = render_agent(values).one("PrometheusRule")["spec"]
-    agent, host, port, scheme = await started(tmp_path, "--status-sync-interval=1s")
+    agent, host, port, scheme = await AGENT.started(tmp_path, "--status-sync-interval=1s")
     assert scheme == "https"
     try:
         async with prometheus(tmp_path, f"{host}:{port}", rules) as server:

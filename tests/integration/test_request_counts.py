@@ -9,7 +9,9 @@ an observable state.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kubesim.sim import KubeSim
-from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
 from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
@@ -25,7 +27,9 @@ from tests.integration.conftest import (
     get_applied_work,
     get_work,
     manifest_condition,
+    values_of,
     wait_applied,
+    wait_gone,
     work_body,
     work_condition,
 )
@@ -94,14 +98,6 @@ def status_syncs() -> float:
     )
 
 
-def feedback_of(work: dict[str, Any], name: str) -> list[Any]:
-    """Status feedback values of the manifest named ``name``."""
-    for entry in (work.get("status") or {}).get("resourceStatus", {}).get("manifests") or []:
-        if entry["resourceMeta"].get("name") == name:
-            return list((entry.get("statusFeedback") or {}).get("values") or [])
-    return []
-
-
 def idle_work(index: int) -> dict[str, Any]:
     """Work ``idle-<index>``: five ConfigMaps, the first one's ``data.key`` fed back (Poll)."""
     names = [f"idle-{index}-{n}" for n in range(IDLE_OBJECTS)]
@@ -128,13 +124,30 @@ async def converge_idle_works(hub_client: KubeClient) -> None:
     async def reported() -> bool:
         for index in range(IDLE_WORKS):
             work = await get_work(hub_client, f"idle-{index}")
-            if work_condition(work, "Available") is None or not feedback_of(
-                work, f"idle-{index}-0"
-            ):
+            if work_condition(work, "Available") is None or not values_of(work, 0):
                 return False
         return True
 
     await eventually(reported, what="every idle work to report Available and feedback")
+
+
+async def sync_rounds(rounds: int) -> float:
+    """Wait for ``rounds`` rounds of status syncs of the idle works; the count before them."""
+    before = status_syncs()
+
+    async def synced() -> bool:
+        return status_syncs() >= before + rounds * IDLE_WORKS
+
+    await eventually(synced, what=f"{rounds} rounds of status syncs")
+    return before
+
+
+@contextlib.asynccontextmanager
+async def idle_agent(hub_client: KubeClient, tmp_path: Path) -> AsyncIterator[AgentRunner]:
+    """An agent with fast status syncs, the idle works applied and reported."""
+    async with AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC)) as runner:
+        await converge_idle_works(hub_client)
+        yield runner
 
 
 async def test_idle_status_syncs_list_instead_of_getting_each_object(
@@ -142,17 +155,9 @@ async def test_idle_status_syncs_list_instead_of_getting_each_object(
 ) -> None:
     """Idle, Poll-mode status syncs of 20 ConfigMaps of one namespace cost at most one
     LIST per sync and no GET, and a change of an object still reaches the hub."""
-    runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
-    await runner.start()
-    try:
-        await converge_idle_works(hub_client)
+    async with idle_agent(hub_client, tmp_path):
         requests = RequestRecord(spoke)
-        before = status_syncs()
-
-        async def synced() -> bool:
-            return status_syncs() >= before + 4 * IDLE_WORKS
-
-        await eventually(synced, what="four rounds of status syncs")
+        before = await sync_rounds(4)
         lists = requests.count("list", "configmaps")
         gets = requests.count("get", "configmaps")
         syncs = status_syncs() - before
@@ -166,10 +171,8 @@ async def test_idle_status_syncs_list_instead_of_getting_each_object(
 
         async def fed_back() -> bool:
             work = await get_work(hub_client, "idle-2")
-            return bool(
-                feedback_of(work, "idle-2-0")
-                == [{"name": "key", "fieldValue": {"type": "String", "string": "changed"}}]
-            )
+            # idle-2-0 is the work's first manifest.
+            return values_of(work, 0) == [("key", {"type": "String", "string": "changed"})]
 
         await eventually(fed_back, what="the changed value in the work's status feedback")
 
@@ -181,8 +184,6 @@ async def test_idle_status_syncs_list_instead_of_getting_each_object(
             return cond.get("status") == "False" and cond.get("reason") == "ResourceNotAvailable"
 
         await eventually(reported_missing, what="the deleted ConfigMap reported not available")
-    finally:
-        await runner.stop()
 
 
 @pytest.mark.kubesim_only("fault injection: the spoke answers every LIST of ConfigMaps 500")
@@ -191,17 +192,9 @@ async def test_a_failing_list_falls_back_to_one_get_per_object(
 ) -> None:
     """When the spoke refuses the LIST, status syncs read each object and still report."""
     spoke.inject(verb="list", resource="configmaps", code=500, userAgent="work")
-    runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
-    await runner.start()
-    try:
-        await converge_idle_works(hub_client)
+    async with idle_agent(hub_client, tmp_path):
         requests = RequestRecord(spoke)
-        before = status_syncs()
-
-        async def synced() -> bool:
-            return status_syncs() >= before + 2 * IDLE_WORKS
-
-        await eventually(synced, what="two rounds of status syncs")
+        before = await sync_rounds(2)
         # A failed list is tried again after an interval, not at every read.
         failed_lists = requests.count("list", "configmaps", 500)
         assert failed_lists <= status_syncs() - before
@@ -210,8 +203,6 @@ async def test_a_failing_list_falls_back_to_one_get_per_object(
         assert requests.count("get", "configmaps") >= IDLE_WORKS * IDLE_OBJECTS
         work = await get_work(hub_client, "idle-1")
         assert (work_condition(work, "Available") or {}).get("status") == "True"
-    finally:
-        await runner.stop()
 
 
 def reconciles(controller: str, result: str) -> float:
@@ -263,15 +254,9 @@ async def test_deleting_a_work_costs_one_delete_per_object_and_no_bookkeeping_re
     await eventually(cached, what="the AppliedManifestWork in the agent's cache")
     hub_requests, spoke_requests = RequestRecord(hub), RequestRecord(spoke)
     await hub_client.delete(MANIFESTWORKS, "doomed", "cluster1")
-
-    async def gone() -> bool:
-        try:
-            await get_work(hub_client, "doomed")
-        except NotFound:
-            return True
-        return False
-
-    await eventually(gone, what="the work gone from the hub")
+    await wait_gone(
+        hub_client, MANIFESTWORKS, "doomed", "cluster1", what="the work gone from the hub"
+    )
     assert spoke_requests.count("delete", "configmaps", 200) == len(names)
     assert spoke_requests.count("delete", "appliedmanifestworks") == 1
     assert spoke_requests.count("patch", "appliedmanifestworks") == 1  # the finalizer
@@ -289,10 +274,7 @@ async def test_objects_seen_in_a_status_list_are_deleted_without_a_get(
 ) -> None:
     """Deleting works whose objects the status syncs listed: each object is deleted on the
     listed version (its resourceVersion as precondition), none is read first."""
-    runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
-    await runner.start()
-    try:
-        await converge_idle_works(hub_client)
+    async with idle_agent(hub_client, tmp_path):
         requests = RequestRecord(spoke)
 
         async def listed() -> bool:
@@ -312,8 +294,6 @@ async def test_objects_seen_in_a_status_list_are_deleted_without_a_get(
         assert requests.count("get", "configmaps", 200) == 0
         remaining = await spoke_client.list(CONFIGMAPS, "default")
         assert not [o for o in remaining["items"] if o["metadata"]["name"].startswith("idle-")]
-    finally:
-        await runner.stop()
 
 
 #: Works x ConfigMaps of the request budget test (issue 19's work of five objects).
@@ -408,10 +388,7 @@ async def test_an_event_pass_corrects_drift_a_status_list_already_shows(
     """A pass an event asks for (here a label change) re-applies a drifted object while
     the status syncs' recent LIST holds it: whichever version the pass compares with,
     the drift is undone."""
-    runner = AgentRunner(agent_settings(tmp_path, status_sync_interval=FAST_SYNC))
-    await runner.start()
-    try:
-        await converge_idle_works(hub_client)
+    async with idle_agent(hub_client, tmp_path) as runner:
         assert runner.agent is not None
         deps = runner.agent.deps
         drifted = await spoke_client.patch(
@@ -436,5 +413,3 @@ async def test_an_event_pass_corrects_drift_a_status_list_already_shows(
             return bool(cm.get("data") == {"key": "value"})
 
         await eventually(corrected, what="the drifted ConfigMap applied again")
-    finally:
-        await runner.stop()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +25,21 @@ from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, DEPLOYMENTS, JOBS, MANIFESTWORKS, NAMESPACES, KubeClient
 from tests.conftest import eventually
 from tests.integration.conftest import (
+    condition_is,
     configmap,
+    create_and_wait,
     exists,
     get_work,
     manifest_condition,
     manifest_statuses,
     update_work,
+    values_of,
     wait_applied,
+    wait_work,
     work_body,
     work_condition,
 )
+from tests.support.manifests import json_paths, manifest_config
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
@@ -90,68 +95,16 @@ def spoke_options() -> dict[str, Any]:
 async def running_agent(tmp_path: Path, **overrides: Any) -> AsyncIterator[AgentRunner]:
     """The real agent with these settings (a fast status sync unless overridden)."""
     overrides.setdefault("status_sync_interval", FAST)
-    runner = AgentRunner(agent_settings(tmp_path, **overrides))
-    await runner.start()
-    try:
+    async with AgentRunner(agent_settings(tmp_path, **overrides)) as runner:
         yield runner
-    finally:
-        await runner.stop()
-
-
-def config(
-    group: str,
-    resource: str,
-    name: str,
-    namespace: str = "default",
-    *,
-    feedback: list[dict[str, Any]] | None = None,
-    rules: list[dict[str, Any]] | None = None,
-    scrape: str | None = None,
-) -> dict[str, Any]:
-    """One ``manifestConfigs`` entry."""
-    option: dict[str, Any] = {
-        "resourceIdentifier": {
-            "group": group,
-            "resource": resource,
-            "namespace": namespace,
-            "name": name,
-        }
-    }
-    if feedback is not None:
-        option["feedbackRules"] = feedback
-    if rules is not None:
-        option["conditionRules"] = rules
-    if scrape is not None:
-        option["feedbackScrapeType"] = scrape
-    return option
 
 
 WELL_KNOWN = {"type": "WellKnownStatus"}
 
 
-def json_paths(*paths: tuple[str, str] | tuple[str, str, str]) -> dict[str, Any]:
-    """A JSONPaths feedback rule from (name, path[, version]) tuples."""
-    entries = []
-    for item in paths:
-        entry = {"name": item[0], "path": item[1]}
-        if len(item) == 3:
-            entry["version"] = item[2]
-        entries.append(entry)
-    return {"type": "JSONPaths", "jsonPaths": entries}
-
-
 def cel(condition: str, *expressions: str, **extra: str) -> dict[str, Any]:
     """A CEL condition rule."""
     return {"type": "CEL", "condition": condition, "celExpressions": list(expressions), **extra}
-
-
-def values_of(work: dict[str, Any], ordinal: int) -> list[tuple[str, dict[str, Any]]]:
-    """(name, fieldValue) of a manifest's status feedback, in order."""
-    for entry in manifest_statuses(work):
-        if entry["resourceMeta"]["ordinal"] == ordinal:
-            values = (entry.get("statusFeedback") or {}).get("values") or []
-            return [(v["name"], v["fieldValue"]) for v in values]
-    return []
 
 
 def integer(n: int) -> dict[str, Any]:
@@ -167,38 +120,17 @@ def brief(cond: dict[str, Any] | None) -> tuple[Any, ...] | None:
     return None if cond is None else (cond["status"], cond["reason"], cond.get("message", ""))
 
 
-async def wait_work(
-    hub_client: KubeClient, name: str, check: Callable[[dict[str, Any]], bool], what: str
-) -> dict[str, Any]:
-    """Wait until ``check(work)`` holds; returns that work. On a timeout the
-    error shows the last work seen (generation and status conditions)."""
-    found: dict[str, Any] = {}
-    last: dict[str, Any] = {}
-
-    async def ok() -> bool:
-        work = await get_work(hub_client, name)
-        last.clear()
-        last.update(work)
-        if check(work):
-            found.clear()
-            found.update(work)
-            return True
-        return False
-
-    try:
-        await eventually(ok, what=what)
-    except AssertionError as err:
-        status = last.get("status") or {}
-        seen = {
-            "generation": (last.get("metadata") or {}).get("generation"),
-            "conditions": status.get("conditions"),
-            "manifests": [
-                m.get("conditions")
-                for m in (status.get("resourceStatus") or {}).get("manifests") or []
-            ],
-        }
-        raise AssertionError(f"{err}; last seen: {seen}") from err
-    return found
+def briefs(work: dict[str, Any], *where: tuple[int | None, str]) -> list[tuple[Any, ...] | None]:
+    """:func:`brief` of each (manifest ordinal, type) condition of ``work``; an ordinal of
+    None names the work's own condition."""
+    return [
+        brief(
+            work_condition(work, ctype)
+            if ordinal is None
+            else manifest_condition(work, ordinal, ctype)
+        )
+        for ordinal, ctype in where
+    ]
 
 
 def pool_of(runner: AgentRunner) -> FeedbackWatchPool:
@@ -227,7 +159,7 @@ async def test_seed_feedback_of_the_hello_deployment(
     """The seeds' example: WellKnownStatus plus an ``isAvailable`` JSONPath, polled."""
     manifests = [HELLO, configmap("plain")]
     configs = [
-        config(
+        manifest_config(
             "apps",
             "deployments",
             "hello",
@@ -238,12 +170,9 @@ async def test_seed_feedback_of_the_hello_deployment(
         )
     ]
     async with running_agent(tmp_path):
-        await hub_client.create(
-            MANIFESTWORKS, work_body("hello-work-demo", manifests, manifestConfigs=configs)
-        )
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "hello-work-demo",
+            work_body("hello-work-demo", manifests, manifestConfigs=configs),
             lambda w: len(values_of(w, 0)) == 4,
             "the hello deployment's feedback",
         )
@@ -279,12 +208,11 @@ async def test_converged_work_makes_no_hub_writes(
     hub: Cluster, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
     """Unchanged values and conditions cost no write, however often the status is synced."""
-    configs = [config("apps", "deployments", "hello", feedback=[WELL_KNOWN])]
+    configs = [manifest_config("apps", "deployments", "hello", feedback=[WELL_KNOWN])]
     async with running_agent(tmp_path, status_sync_interval=0.1):
-        await hub_client.create(MANIFESTWORKS, work_body("quiet", [HELLO], manifestConfigs=configs))
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "quiet",
+            work_body("quiet", [HELLO], manifestConfigs=configs),
             lambda w: len(values_of(w, 0)) == 3 and work_condition(w, "Available") is not None,
             "the feedback to converge",
         )
@@ -308,11 +236,11 @@ async def test_well_known_status_of_each_kind(
     """Deployment, DaemonSet, Job and Pod templates; any other kind is an error."""
     manifests = [HELLO, DAEMONSET, job("batch"), POD, configmap("no-template")]
     configs = [
-        config("apps", "deployments", "hello", feedback=[WELL_KNOWN]),
-        config("apps", "daemonsets", "agent", feedback=[WELL_KNOWN]),
-        config("batch", "jobs", "batch", feedback=[WELL_KNOWN]),
-        config("", "pods", "runner", feedback=[WELL_KNOWN]),
-        config("", "configmaps", "no-template", feedback=[WELL_KNOWN]),
+        manifest_config("apps", "deployments", "hello", feedback=[WELL_KNOWN]),
+        manifest_config("apps", "daemonsets", "agent", feedback=[WELL_KNOWN]),
+        manifest_config("batch", "jobs", "batch", feedback=[WELL_KNOWN]),
+        manifest_config("", "pods", "runner", feedback=[WELL_KNOWN]),
+        manifest_config("", "configmaps", "no-template", feedback=[WELL_KNOWN]),
     ]
     expected = {
         0: [
@@ -329,12 +257,9 @@ async def test_well_known_status_of_each_kind(
         3: [("PodReady", string("True")), ("PodPhase", string("Running"))],
     }
     async with running_agent(tmp_path):
-        await hub_client.create(
-            MANIFESTWORKS, work_body("kinds", manifests, manifestConfigs=configs)
-        )
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "kinds",
+            work_body("kinds", manifests, manifestConfigs=configs),
             lambda w: all(values_of(w, i) == v for i, v in expected.items()),
             "well-known values of every kind",
         )
@@ -358,7 +283,7 @@ async def test_json_paths(hub_client: KubeClient, spoke_client: KubeClient, tmp_
     without RawFeedbackJsonString a list is one too, while the other values stay."""
     manifests = [configmap("paths", test="some value"), HELLO]
     configs = [
-        config(
+        manifest_config(
             "",
             "configmaps",
             "paths",
@@ -370,7 +295,7 @@ async def test_json_paths(hub_client: KubeClient, spoke_client: KubeClient, tmp_
                 )
             ],
         ),
-        config(
+        manifest_config(
             "apps",
             "deployments",
             "hello",
@@ -384,29 +309,24 @@ async def test_json_paths(hub_client: KubeClient, spoke_client: KubeClient, tmp_
         ),
     ]
     async with running_agent(tmp_path):
-        await hub_client.create(
-            MANIFESTWORKS, work_body("paths", manifests, manifestConfigs=configs)
-        )
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "paths",
+            work_body("paths", manifests, manifestConfigs=configs),
             lambda w: bool(values_of(w, 0)) and bool(values_of(w, 1)),
             "values of both manifests",
         )
     assert values_of(work, 0) == [("test", string("some value")), ("name", string("paths"))]
-    assert brief(manifest_condition(work, 0, "StatusFeedbackSynced")) == (
-        "True",
-        "StatusFeedbackSynced",
-        "",
-    )
     assert values_of(work, 1) == [("replicas", integer(1))]
-    assert brief(manifest_condition(work, 1, "StatusFeedbackSynced")) == (
-        "False",
-        "StatusFeedbackSyncFailed",
-        "Sync status feedback failed with error [version set in the path other-version is not "
-        "matched for the related resource, the type []interface {} of the value for conds is "
-        "not found]",
-    )
+    assert briefs(work, (0, "StatusFeedbackSynced"), (1, "StatusFeedbackSynced")) == [
+        ("True", "StatusFeedbackSynced", ""),
+        (
+            "False",
+            "StatusFeedbackSyncFailed",
+            "Sync status feedback failed with error [version set in the path other-version is "
+            "not matched for the related resource, the type []interface {} of the value for "
+            "conds is not found]",
+        ),
+    ]
 
 
 async def test_json_raw_with_the_feature_gate(
@@ -414,7 +334,7 @@ async def test_json_raw_with_the_feature_gate(
 ) -> None:
     """With RawFeedbackJsonString a list is reported as compact JSON text."""
     configs = [
-        config(
+        manifest_config(
             "apps",
             "deployments",
             "hello",
@@ -423,9 +343,11 @@ async def test_json_raw_with_the_feature_gate(
     ]
     gates = frozenset({FEATURE_RAW_FEEDBACK_JSON_STRING})
     async with running_agent(tmp_path, feature_gates=gates):
-        await hub_client.create(MANIFESTWORKS, work_body("raw", [HELLO], manifestConfigs=configs))
-        work = await wait_work(
-            hub_client, "raw", lambda w: bool(values_of(w, 0)), "the raw conditions value"
+        work = await create_and_wait(
+            hub_client,
+            work_body("raw", [HELLO], manifestConfigs=configs),
+            lambda w: bool(values_of(w, 0)),
+            "the raw conditions value",
         )
     [(name, value)] = values_of(work, 0)
     assert (name, value["type"]) == ("conds", "JsonRaw")
@@ -445,7 +367,9 @@ async def test_watch_mode_reports_changes_without_waiting(
 ) -> None:
     """With ``feedbackScrapeType: Watch`` a status change reaches the hub at once,
     long before the (60 s) status sync interval."""
-    configs = [config("apps", "deployments", "hello", feedback=[WELL_KNOWN], scrape="Watch")]
+    configs = [
+        manifest_config("apps", "deployments", "hello", feedback=[WELL_KNOWN], scrape="Watch")
+    ]
     async with running_agent(tmp_path, status_sync_interval=60) as runner:
         await hub_client.create(
             MANIFESTWORKS, work_body("watched", [HELLO], manifestConfigs=configs)
@@ -493,7 +417,7 @@ async def test_watch_limit_falls_back_to_poll_and_promotes(
         pool = pool_of(runner)
         for name in names:
             configs = [
-                config(
+                manifest_config(
                     "",
                     "configmaps",
                     "cm",
@@ -537,7 +461,7 @@ async def test_switching_to_poll_releases_the_watch(
 ) -> None:
     """Scrape type Watch -> Poll: the registration goes, and with it the informer."""
     feedback = [json_paths(("key", ".data.key"))]
-    configs = [config("", "configmaps", "switch", feedback=feedback, scrape="Watch")]
+    configs = [manifest_config("", "configmaps", "switch", feedback=feedback, scrape="Watch")]
     async with running_agent(tmp_path) as runner:
         pool = pool_of(runner)
         await hub_client.create(
@@ -570,15 +494,12 @@ async def test_job_completion_completes_and_freezes_the_work(
     """A WellKnownConditions ``Complete`` rule on a Job: once it is True the work is
     Complete and no longer applied, while its status is still reported."""
     rules = [{"type": "WellKnownConditions", "condition": "Complete"}]
-    configs = [config("batch", "jobs", "once", rules=rules)]
+    configs = [manifest_config("batch", "jobs", "once", rules=rules)]
     async with running_agent(tmp_path) as runner:
-        await hub_client.create(
-            MANIFESTWORKS, work_body("batch", [job("once")], manifestConfigs=configs)
-        )
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "batch",
-            lambda w: (work_condition(w, "Complete") or {}).get("status") == "True",
+            work_body("batch", [job("once")], manifestConfigs=configs),
+            condition_is("Complete"),
             "the work to complete",
         )
         generation = work["metadata"]["generation"]
@@ -624,38 +545,29 @@ async def test_completed_manifest_is_not_reapplied_after_a_spec_change(
     """A manifest whose ``Complete`` is True is skipped by later applies; a CEL rule that
     is literally ``false`` keeps the work itself from completing."""
     configs = [
-        config(
+        manifest_config(
             "batch",
             "jobs",
             "first",
             rules=[{"type": "WellKnownConditions", "condition": "Complete"}],
         ),
-        config("", "configmaps", "never", rules=[cel("Complete", "false")]),
+        manifest_config("", "configmaps", "never", rules=[cel("Complete", "false")]),
     ]
     manifests = [job("first"), configmap("never", key="v1")]
     async with running_agent(tmp_path):
-        await hub_client.create(
-            MANIFESTWORKS, work_body("partly", manifests, manifestConfigs=configs)
-        )
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "partly",
+            work_body("partly", manifests, manifestConfigs=configs),
             lambda w: (
                 (manifest_condition(w, 0, "Complete") or {}).get("status") == "True"
                 and work_condition(w, "Complete") is not None
             ),
             "the job to complete",
         )
-        assert brief(manifest_condition(work, 1, "Complete")) == (
-            "False",
-            "ConditionRuleEvaluated",
-            "Manifest is not Complete",
-        )
-        assert brief(work_condition(work, "Complete")) == (
-            "False",
-            "ConditionRulesAggregated",
-            "Aggregated from 2 manifest conditions",
-        )
+        assert briefs(work, (1, "Complete"), (None, "Complete")) == [
+            ("False", "ConditionRuleEvaluated", "Manifest is not Complete"),
+            ("False", "ConditionRulesAggregated", "Aggregated from 2 manifest conditions"),
+        ]
 
         changed = copy.deepcopy(job("first"))
         changed["metadata"]["labels"] = {"edited": "yes"}
@@ -684,46 +596,32 @@ async def test_cel_rules_and_work_level_aggregation(
         messageExpression="result ? 'ready replicas: ' + string(object.status.readyReplicas) : 'no'",
     )
     configs = [
-        config("apps", "deployments", "hello", rules=[ready, cel("Degraded", "false")]),
-        config("", "configmaps", "side", rules=[cel("Degraded", "true")]),
+        manifest_config("apps", "deployments", "hello", rules=[ready, cel("Degraded", "false")]),
+        manifest_config("", "configmaps", "side", rules=[cel("Degraded", "true")]),
     ]
     async with running_agent(tmp_path):
-        await hub_client.create(
-            MANIFESTWORKS, work_body("rules", [HELLO, configmap("side")], manifestConfigs=configs)
-        )
-        work = await wait_work(
+        work = await create_and_wait(
             hub_client,
-            "rules",
-            lambda w: (work_condition(w, "Ready") or {}).get("status") == "True",
+            work_body("rules", [HELLO, configmap("side")], manifestConfigs=configs),
+            condition_is("Ready"),
             "the deployment to be Ready",
         )
         generation = work["metadata"]["generation"]
-        assert brief(manifest_condition(work, 0, "Ready")) == (
-            "True",
-            "ConditionRuleEvaluated",
-            "ready replicas: 1",
-        )
-        assert brief(work_condition(work, "Ready")) == (
-            "True",
-            "ConditionRulesAggregated",
-            "ready replicas: 1",
-        )
-        assert brief(manifest_condition(work, 0, "Degraded")) == (
-            "False",
-            "ConditionRuleEvaluated",
-            "Manifest is not Degraded",
-        )
-        assert brief(manifest_condition(work, 1, "Degraded")) == (
-            "True",
-            "ConditionRuleEvaluated",
-            "Manifest is Degraded",
-        )
+        assert briefs(
+            work,
+            (0, "Ready"),
+            (None, "Ready"),
+            (0, "Degraded"),
+            (1, "Degraded"),
+            (None, "Degraded"),
+        ) == [
+            ("True", "ConditionRuleEvaluated", "ready replicas: 1"),
+            ("True", "ConditionRulesAggregated", "ready replicas: 1"),
+            ("False", "ConditionRuleEvaluated", "Manifest is not Degraded"),
+            ("True", "ConditionRuleEvaluated", "Manifest is Degraded"),
+            ("False", "ConditionRulesAggregated", "Aggregated from 2 manifest conditions"),
+        ]
         degraded = work_condition(work, "Degraded")
-        assert brief(degraded) == (
-            "False",
-            "ConditionRulesAggregated",
-            "Aggregated from 2 manifest conditions",
-        )
         assert degraded is not None and degraded["observedGeneration"] == generation
         work_types = [c["type"] for c in work["status"]["conditions"]]
         assert sorted(work_types) == ["Applied", "Available", "Degraded", "Ready"]
@@ -734,25 +632,21 @@ async def test_cel_rules_and_work_level_aggregation(
         work = await wait_work(
             hub_client,
             "rules",
-            lambda w: (work_condition(w, "Available") or {}).get("status") == "False",
+            condition_is("Available", "False"),
             "the work to be unavailable",
         )
-        assert brief(manifest_condition(work, 1, "Available")) == (
-            "False",
-            "ResourceNotAvailable",
-            "Resource is not available",
-        )
-        assert brief(work_condition(work, "Available")) == (
-            "False",
-            "ResourcesNotAvailable",
-            "1 of 2 resources are not available",
-        )
+        assert briefs(work, (1, "Available"), (None, "Available")) == [
+            ("False", "ResourceNotAvailable", "Resource is not available"),
+            ("False", "ResourcesNotAvailable", "1 of 2 resources are not available"),
+        ]
 
         # The Degraded rules leave the spec: their conditions leave the status.
         def without_degraded(work: dict[str, Any]) -> None:
             work["spec"]["manifestConfigs"] = [
-                config("apps", "deployments", "hello", rules=[ready]),
-                config("", "configmaps", "side", feedback=[json_paths(("key", ".data.key"))]),
+                manifest_config("apps", "deployments", "hello", rules=[ready]),
+                manifest_config(
+                    "", "configmaps", "side", feedback=[json_paths(("key", ".data.key"))]
+                ),
             ]
 
         await update_work(hub_client, "rules", without_degraded)
@@ -782,7 +676,7 @@ async def test_unreadable_resource_is_unknown_and_keeps_its_rule_conditions(
     """A resource the spoke will not serve is Available=Unknown with the API server's
     message; the conditions of its rules keep their last value until it is readable."""
     ready = cel("Ready", "object.status.readyReplicas == 1")
-    configs = [config("apps", "deployments", "hello", rules=[ready])]
+    configs = [manifest_config("apps", "deployments", "hello", rules=[ready])]
     async with running_agent(tmp_path):
         await hub_client.create(
             MANIFESTWORKS, work_body("unread", [HELLO], manifestConfigs=configs)
@@ -790,7 +684,7 @@ async def test_unreadable_resource_is_unknown_and_keeps_its_rule_conditions(
         await wait_work(
             hub_client,
             "unread",
-            lambda w: (work_condition(w, "Ready") or {}).get("status") == "True",
+            condition_is("Ready"),
             "the deployment to be Ready",
         )
         fault = spoke.inject(verb="get", resource="deployments", code=500)

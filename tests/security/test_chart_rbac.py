@@ -292,9 +292,7 @@ async def test_agent_runs_on_exactly_its_chart_rbac(
         feature_gates=frozenset({GATE_EXECUTOR_VALIDATING_CACHES}),
         leader_election=LeaderElectionSettings(namespace=AGENT_NAMESPACE),
     )
-    runner = AgentRunner(settings)
-    await runner.start()
-    try:
+    async with AgentRunner(settings) as runner:
         executor = {
             "subject": {
                 "type": "ServiceAccount",
@@ -325,5 +323,4 @@ async def test_agent_runs_on_exactly_its_chart_rbac(
             )
 
         await eventually(cleaned_up, what="the work, its ConfigMap and its AMW deleted")
-    finally:
-        assert await runner.stop() == 0
+    assert runner.exit_code == 0

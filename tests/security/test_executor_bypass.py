@@ -37,6 +37,7 @@ from tests.integration.conftest import (
     work_body,
 )
 from tests.support.crds import crd
+from tests.support.manifests import manifest_config
 from tests.support.programs import AgentRunner, agent_settings
 
 SA_NS, SA_NAME = "default", "limited"
@@ -68,15 +69,7 @@ def configmap(name: str, **data: str) -> dict[str, Any]:
 
 def strategy_config(name: str, update_strategy: dict[str, Any]) -> dict[str, Any]:
     """A manifestConfig giving ConfigMap default/``name`` an update strategy."""
-    return {
-        "resourceIdentifier": {
-            "group": "",
-            "resource": "configmaps",
-            "namespace": "default",
-            "name": name,
-        },
-        "updateStrategy": update_strategy,
-    }
+    return manifest_config("", "configmaps", name, strategy=update_strategy)
 
 
 async def grant(spoke: KubeClient, name: str, rules: list[dict[str, Any]]) -> None:
@@ -113,12 +106,8 @@ async def agent(
 ) -> AsyncIterator[AgentRunner]:
     """The agent, with and without the ExecutorValidatingCaches gate."""
     gates = frozenset({GATE_EXECUTOR_VALIDATING_CACHES}) if request.param else frozenset()
-    runner = AgentRunner(agent_settings(tmp_path, feature_gates=gates))
-    await runner.start()
-    try:
+    async with AgentRunner(agent_settings(tmp_path, feature_gates=gates)) as runner:
         yield runner
-    finally:
-        await runner.stop()
 
 
 def applied_message(work: dict[str, Any], ordinal: int) -> tuple[str, str, str]:

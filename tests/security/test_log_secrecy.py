@@ -50,10 +50,12 @@ from schemas.wire import (
     PLACEMENT_LABEL,
 )
 from tests.conftest import eventually, pool_for
+from tests.integration.conftest import manifest_statuses, work_body
+from tests.support.manifests import configmap, json_paths, manifest_config, strategy
 from tests.support.prepare import ensure_namespace, install_crds, typed, wait_admission
 from tests.support.processes import REPO, ProgramProcess, free_port, start_module
 from tests.support.targets import Cluster, open_cluster
-from tests.webhook.helpers import install_cert, make_cert
+from tests.webhook.helpers import MW_HOOK, install_cert, make_cert, registered_hooks
 
 CLUSTER = "cluster1"
 CRD_DIR = REPO / "charts" / "crds"
@@ -65,8 +67,6 @@ WEBHOOKS = Resource(
     "ValidatingWebhookConfiguration",
     False,
 )
-MW_PATH = "/validate-work-open-cluster-management-io-v1-manifestwork"
-MWRS_PATH = "/validate-work-open-cluster-management-io-v1alpha1-manifestworkreplicaset"
 # Slow, shared CI machines start three Python processes at once.
 PATIENCE = 90.0
 
@@ -119,39 +119,9 @@ def secret(name: str, **fields: Any) -> dict[str, Any]:
     }
 
 
-def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
-    """A ConfigMap manifest."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": data,
-    }
-
-
-def work(name: str, manifests: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-    """A ManifestWork in ``cluster1``."""
-    return {
-        "apiVersion": MANIFESTWORKS.api_version,
-        "kind": MANIFESTWORKS.kind,
-        "metadata": {"name": name, "namespace": CLUSTER},
-        "spec": {"workload": {"manifests": manifests}, **spec},
-    }
-
-
 def feedback_config(resource: str, name: str, *paths: tuple[str, str]) -> dict[str, Any]:
     """A manifestConfig reading ``paths`` (name, JSONPath) of one object in ``default``."""
-    return {
-        "resourceIdentifier": {
-            "group": "",
-            "resource": resource,
-            "namespace": "default",
-            "name": name,
-        },
-        "feedbackRules": [
-            {"type": "JSONPaths", "jsonPaths": [{"name": n, "path": p} for n, p in paths]}
-        ],
-    }
+    return manifest_config("", resource, name, feedback=[json_paths(*paths)])
 
 
 def secrets_work(generation: int) -> dict[str, Any]:
@@ -174,12 +144,12 @@ def secrets_work(generation: int) -> dict[str, Any]:
         configs.append(
             feedback_config("configmaps", "app-settings", ("raw", ".data"), ("key", ".data.key"))
         )
-    return work("secrets", manifests, manifestConfigs=configs)
+    return work_body("secrets", manifests, manifestConfigs=configs)
 
 
 def failing_work() -> dict[str, Any]:
     """Manifests that fail: an API error, and two Secrets the agent or the server refuse."""
-    return work(
+    return work_body(
         "failing",
         [
             configmap("nowhere", "no-such-namespace", key=token("missingns")),
@@ -195,20 +165,10 @@ def failing_work() -> dict[str, Any]:
 
 def ssa_work() -> dict[str, Any]:
     """A ConfigMap applied server-side over a field another manager owns: a conflict."""
-    return work(
+    return work_body(
         "ssa",
         [configmap("contested", key=token("ssaours"))],
-        manifestConfigs=[
-            {
-                "resourceIdentifier": {
-                    "group": "",
-                    "resource": "configmaps",
-                    "namespace": "default",
-                    "name": "contested",
-                },
-                "updateStrategy": {"type": "ServerSideApply"},
-            }
-        ],
+        manifestConfigs=[strategy("contested", "ServerSideApply")],
     )
 
 
@@ -277,41 +237,13 @@ async def clusters(
             await spoke.close()
 
 
-MW_HOOK = "manifestworkvalidators.admission.work.open-cluster-management.io"
-MWRS_HOOK = "manifestworkreplicasetvalidators.admission.work.open-cluster-management.io"
-
-
 def webhook_registration(port: int, ca_pem: bytes) -> dict[str, Any]:
     """OCM's registration of both webhooks, pointing at ``https://127.0.0.1:<port>``."""
 
-    def hook(name: str, path: str, version: str, resource: str) -> dict[str, Any]:
-        return {
-            "name": name,
-            "clientConfig": {
-                "url": f"https://127.0.0.1:{port}{path}",
-                "caBundle": b64(ca_pem.decode()),
-            },
-            "rules": [
-                {
-                    "operations": ["CREATE", "UPDATE"],
-                    "apiGroups": ["work.open-cluster-management.io"],
-                    "apiVersions": [version],
-                    "resources": [resource],
-                }
-            ],
-            "failurePolicy": "Fail",
-            "sideEffects": "None",
-            "timeoutSeconds": 10,
-            "admissionReviewVersions": ["v1"],
-        }
-
-    return {
-        "metadata": {"name": MW_HOOK},
-        "webhooks": [
-            hook(MW_HOOK, MW_PATH, "v1", "manifestworks"),
-            hook(MWRS_HOOK, MWRS_PATH, "v1alpha1", "manifestworkreplicasets"),
-        ],
-    }
+    hooks = registered_hooks(
+        lambda path: {"url": f"https://127.0.0.1:{port}{path}", "caBundle": b64(ca_pem.decode())}
+    )
+    return {"metadata": {"name": MW_HOOK}, "webhooks": hooks}
 
 
 async def start_webhook(
@@ -352,7 +284,7 @@ async def start_webhook(
     async def register() -> None:
         await eventually(ready, timeout=PATIENCE, what="the webhook to be ready")
         await clusters.hub.create(WEBHOOKS, webhook_registration(port, cert.cert_pem))
-        probe = work("probe", [configmap("twice"), configmap("twice")])
+        probe = work_body("probe", [configmap("twice"), configmap("twice")])
         await wait_admission(clusters.hub, MANIFESTWORKS, probe, MW_HOOK)
 
     return process, register
@@ -411,11 +343,6 @@ def condition(conditions: Any, ctype: str) -> dict[str, Any] | None:
     return next((dict(c) for c in conditions or [] if c.get("type") == ctype), None)
 
 
-def manifests_of(found: dict[str, Any]) -> list[dict[str, Any]]:
-    """``status.resourceStatus.manifests``."""
-    return list(((found.get("status") or {}).get("resourceStatus") or {}).get("manifests") or [])
-
-
 async def wait_work(
     clusters: Clusters, processes: list[ProgramProcess], name: str, check: Any, what: str
 ) -> dict[str, Any]:
@@ -451,10 +378,15 @@ def applied(status: str, generation: int = 1) -> Any:
     return check
 
 
+def refused(manifests: int) -> Any:
+    """A check: Applied=False for generation 1, with ``manifests`` manifest statuses."""
+    return lambda found: applied("False")(found) and len(manifest_statuses(found)) == manifests
+
+
 def feedback_values(found: dict[str, Any]) -> dict[str, Any]:
     """Every feedback value of the work by name."""
     values: dict[str, Any] = {}
-    for entry in manifests_of(found):
+    for entry in manifest_statuses(found):
         for value in (entry.get("statusFeedback") or {}).get("values") or []:
             values[value["name"]] = value["fieldValue"]
     return values
@@ -549,8 +481,8 @@ async def run_scenario(clusters: Clusters, processes: list[ProgramProcess]) -> N
     # Webhook denials of works full of secrets: a duplicate, and too many bytes.
     duplicate = secret("twice", stringData={"k": token("duplicate")})
     for denied in (
-        work("duplicate", [duplicate, duplicate]),
-        work("too-big", [configmap("big", key=token("big") * 15000)]),
+        work_body("duplicate", [duplicate, duplicate]),
+        work_body("too-big", [configmap("big", key=token("big") * 15000)]),
     ):
         with pytest.raises(KubeError, match="denied the request"):
             await hub.create(MANIFESTWORKS, denied)
@@ -573,27 +505,15 @@ async def run_scenario(clusters: Clusters, processes: list[ProgramProcess]) -> N
         "password": b64(token("stringdata1")),
     }
 
-    failing = await wait_work(
-        clusters,
-        processes,
-        "failing",
-        lambda w: applied("False")(w) and len(manifests_of(w)) == 3,
-        "work failing refused",
-    )
+    failing = await wait_work(clusters, processes, "failing", refused(3), "work failing refused")
     # The third (data that is not base64) is refused by a real API server as it
     # decodes the body; kubesim stores it as given. Either way it went through.
-    for entry in manifests_of(failing)[:2]:
+    for entry in manifest_statuses(failing)[:2]:
         cond = condition(entry["conditions"], "Applied")
         assert cond is not None and cond["reason"] == "AppliedManifestFailed", entry
 
-    contested = await wait_work(
-        clusters,
-        processes,
-        "ssa",
-        lambda w: applied("False")(w) and len(manifests_of(w)) == 1,
-        "work ssa in conflict",
-    )
-    cond = condition(manifests_of(contested)[0]["conditions"], "Applied")
+    contested = await wait_work(clusters, processes, "ssa", refused(1), "work ssa in conflict")
+    cond = condition(manifest_statuses(contested)[0]["conditions"], "Applied")
     assert cond is not None and "conflict" in cond["message"], cond
 
     async def fanned_out() -> bool:

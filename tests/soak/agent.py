@@ -10,14 +10,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 
 from tests.faults.invariants import CLUSTER
-from tests.support.processes import REPO, free_port
+from tests.support.processes import free_port, module_command, start_program
 
 #: Clock ticks per second, the unit of utime and stime in ``/proc/<pid>/stat``.
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -97,18 +96,8 @@ class AgentProcesses:
         )
         with self.log_path.open("ab") as out:
             out.write(f"--- agent process {self.starts}\n".encode())
-            out.flush()
-            self.process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "workagent",
-                "agent",
-                *args,
-                cwd=str(REPO),
-                stdout=out,
-                stderr=asyncio.subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
+        command = module_command("workagent", "agent", *args)
+        self.process = (await start_program(command, self.log_path, append=True)).process
         return self.process.pid
 
     async def ready(self) -> bool:

@@ -33,3 +33,49 @@ def deployment(
             },
         },
     }
+
+
+def manifest_config(
+    group: str,
+    resource: str,
+    name: str,
+    namespace: str = "default",
+    *,
+    feedback: list[dict[str, Any]] | None = None,
+    rules: list[dict[str, Any]] | None = None,
+    scrape: str | None = None,
+    strategy: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One ``manifestConfigs`` entry of a work, for the object it identifies (the
+    options left None are left out)."""
+    options = {
+        "feedbackRules": feedback,
+        "conditionRules": rules,
+        "feedbackScrapeType": scrape,
+        "updateStrategy": strategy,
+    }
+    identifier = {"group": group, "resource": resource, "namespace": namespace, "name": name}
+    return {
+        "resourceIdentifier": identifier,
+        **{key: value for key, value in options.items() if value is not None},
+    }
+
+
+def strategy(name: str, kind: str, **server_side_apply: Any) -> dict[str, Any]:
+    """A manifestConfig giving ConfigMap ``default/<name>`` the update strategy ``kind``
+    (``serverSideApply`` options when given)."""
+    update: dict[str, Any] = {"type": kind}
+    if server_side_apply:
+        update["serverSideApply"] = server_side_apply
+    return manifest_config("", "configmaps", name, strategy=update)
+
+
+def json_paths(*paths: tuple[str, str] | tuple[str, str, str]) -> dict[str, Any]:
+    """A JSONPaths feedback rule from (name, path[, version]) tuples."""
+    entries = []
+    for item in paths:
+        entry = {"name": item[0], "path": item[1]}
+        if len(item) == 3:
+            entry["version"] = item[2]
+        entries.append(entry)
+    return {"type": "JSONPaths", "jsonPaths": entries}

@@ -140,14 +140,22 @@ async def service_account_user(
     if isinstance(cluster, KubeSim):
         groups = ("system:serviceaccounts", f"system:serviceaccounts:{namespace}")
         return User(username, cluster.add_user(username, groups))
+    return User(username, await service_account_token(admin, namespace, name))
+
+
+async def service_account_token(client: KubeClient, namespace: str, name: str) -> str:
+    """A token of ServiceAccount ``namespace/name`` from the TokenRequest API (a real
+    apiserver's; valid for an hour)."""
     request = {
         "apiVersion": "authentication.k8s.io/v1",
         "kind": "TokenRequest",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"expirationSeconds": 3600},
     }
-    answer = await admin.create(SERVICE_ACCOUNTS, request, namespace, subresource="token")
-    return User(username, str(answer["status"]["token"]))
+    answer = await client.create(SERVICE_ACCOUNTS, request, namespace, subresource="token")
+    token = answer["status"]["token"]
+    assert isinstance(token, str) and token
+    return token
 
 
 # -- RBAC ----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,18 @@ def module_command(module: str, *args: str) -> list[str]:
     the process it returns would kill uv and orphan the program.
     """
     return [sys.executable, "-m", module, *args]
+
+
+def run_console_script(
+    program: str, *args: str, check: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run this environment's installed ``program`` script (else ``python -m program``)
+    with ``args`` to its end, 60 s at most: its exit code and output."""
+    script = Path(sys.executable).parent / program
+    command = [str(script)] if script.exists() else [sys.executable, "-m", program]
+    return subprocess.run(
+        [*command, *args], cwd=REPO, capture_output=True, text=True, timeout=60, check=check
+    )
 
 
 async def start_program(

@@ -4,9 +4,9 @@ Both suites (``tests/integration`` for the agent, ``tests/hub_manager`` for
 the hub) drive their program the same way: start it with its ``run_*``
 coroutine on the test's event loop, wait until every controller runs, stop
 it gracefully and read its exit code. :class:`InProcessProgram` is that
-shape once; :class:`AgentRunner` and :class:`ManagerRunner` say which
-program and what it was built into. The test clients and the CRDs they
-install are here too.
+shape once (``async with`` runs it for the block); :class:`AgentRunner` and
+:class:`ManagerRunner` say which program and what it was built into. The
+test clients and the CRDs they install are here too.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from hubcontroller.controllers.garbage_collection import CONTROLLER_NAME
 from hubcontroller.manager import HubManager, ReplicaSetBuilder, run_manager
@@ -107,6 +107,14 @@ class InProcessProgram(Generic[Built]):
         """Stop and start again with the same settings (a new process, in effect)."""
         await self.stop()
         await self.start()
+
+    async def __aenter__(self) -> Self:
+        """``async with``: started and ready inside, stopped on the way out."""
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
 
 
 @dataclass

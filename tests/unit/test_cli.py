@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
-import subprocess
 import sys
 import types
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from ocmkit.flags import (
     parse_go_int,
 )
 from ocmkit.runtime import LeaderElectionSettings
+from tests.support.processes import run_console_script
 from workagent.cli import (
     AgentCommand,
     agent_flag_set,
@@ -81,13 +81,17 @@ def expected(**fields: object) -> AgentSettings:
 # --feature-gates=<Gate>=true per enabled gate), WorkKubeAPIQPS=100, WorkKubeAPIBurst=200,
 # WorkHubKubeAPIQPS=75, WorkHubKubeAPIBurst=150 and AppliedManifestWorkEvictionGracePeriod
 # = (10*time.Minute).String().
-OPERATOR_ARGS = [
+#: What the template passes first in every install mode.
+OPERATOR_ARGS_HEAD = [
     "/work",
     "agent",
     "--spoke-cluster-name=cluster1",
     "--workload-source-driver=kube",
     "--workload-source-config=/spoke/hub-kubeconfig/kubeconfig",
     "--agent-id=2f1e6a0c-6f8f-4a4c-9d8e-2f6f1b0e4c11",
+]
+OPERATOR_ARGS = [
+    *OPERATOR_ARGS_HEAD,
     "--feature-gates=RawFeedbackJsonString=true",
     "--feature-gates=ExecutorValidatingCaches=true",
     "--terminate-on-files=/spoke/hub-kubeconfig/kubeconfig",
@@ -104,12 +108,7 @@ OPERATOR_ARGS = [
 # WorkStatusSyncInterval=(90*time.Second).String(), TLSMinVersion=VersionTLS13,
 # TLSCipherSuites set and HealthCheckPort=9443 (which adds --health-port).
 OPERATOR_ARGS_HOSTED = [
-    "/work",
-    "agent",
-    "--spoke-cluster-name=cluster1",
-    "--workload-source-driver=kube",
-    "--workload-source-config=/spoke/hub-kubeconfig/kubeconfig",
-    "--agent-id=2f1e6a0c-6f8f-4a4c-9d8e-2f6f1b0e4c11",
+    *OPERATOR_ARGS_HEAD,
     "--spoke-kubeconfig=/spoke/config/kubeconfig",
     "--terminate-on-files=/spoke/config/kubeconfig",
     "--terminate-on-files=/spoke/hub-kubeconfig/kubeconfig",
@@ -733,37 +732,17 @@ def test_execute_help_goes_to_stdout() -> None:
     assert err.getvalue() == ""
 
 
-def console_script() -> list[str]:
-    """The installed ``workagent`` script of this environment (else ``python -m workagent``)."""
-    script = Path(sys.executable).parent / "workagent"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "workagent"]
-
-
 def test_console_script_refuses_an_unknown_flag() -> None:
-    done = subprocess.run(
-        [*console_script(), "agent", "--bogus"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_console_script("workagent", "agent", "--bogus")
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == "workagent: unknown flag: --bogus\n"
 
 
 def test_console_script_version_and_help() -> None:
-    version = subprocess.run(
-        [*console_script(), "--version"], capture_output=True, text=True, timeout=60, check=True
-    )
+    version = run_console_script("workagent", "--version", check=True)
     assert version.stdout.startswith("workagent version ")
-    helped = subprocess.run(
-        [*console_script(), "agent", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    helped = run_console_script("workagent", "agent", "--help", check=True)
     assert "--appliedmanifestwork-eviction-grace-period duration" in helped.stdout
 
 

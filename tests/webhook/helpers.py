@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-import datetime
 import ipaddress
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from hubcontroller.webhook import ExecuteAsRequest
+from tests.support.throwaway_pki import PrivateKey, new_key, pem, pem_key, signed_certificate
 
 WORK_GROUP = "work.open-cluster-management.io"
 WORK_V1 = f"{WORK_GROUP}/v1"
 WORK_V1ALPHA1 = f"{WORK_GROUP}/v1alpha1"
 MW_PATH = "/validate-work-open-cluster-management-io-v1-manifestwork"
 MWRS_PATH = "/validate-work-open-cluster-management-io-v1alpha1-manifestworkreplicaset"
+MW_HOOK = "manifestworkvalidators.admission.work.open-cluster-management.io"
+MWRS_HOOK = "manifestworkreplicasetvalidators.admission.work.open-cluster-management.io"
 CLUSTER = "cluster1"
 
 
@@ -52,21 +53,29 @@ def manifest_work(
     executor: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ManifestWork (one ConfigMap unless ``manifests`` is given)."""
-    spec: dict[str, Any] = {
-        "workload": {"manifests": [configmap()] if manifests is None else manifests}
-    }
-    if executor is not None:
-        spec["executor"] = executor
     return {
         "apiVersion": WORK_V1,
         "kind": "ManifestWork",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
+        "spec": work_spec([configmap()] if manifests is None else manifests, executor),
     }
 
 
+def work_spec(manifests: list[Any], executor: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ManifestWork's spec (or a ManifestWorkReplicaSet's template): these manifests,
+    and the executor if one is given."""
+    spec: dict[str, Any] = {"workload": {"manifests": manifests}}
+    if executor is not None:
+        spec["executor"] = executor
+    return spec
+
+
 def replica_set(
-    manifests: list[Any] | None = None, *, name: str = "mwrs1", namespace: str = "default"
+    manifests: list[Any] | None = None,
+    *,
+    name: str = "mwrs1",
+    namespace: str = "default",
+    executor: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ManifestWorkReplicaSet (one ConfigMap unless ``manifests`` is given)."""
     return {
@@ -75,11 +84,46 @@ def replica_set(
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
             "placementRefs": [{"name": "placement1"}],
-            "manifestWorkTemplate": {
-                "workload": {"manifests": [configmap()] if manifests is None else manifests}
-            },
+            "manifestWorkTemplate": work_spec(
+                [configmap()] if manifests is None else manifests, executor
+            ),
         },
     }
+
+
+def registered_hooks(
+    client_config: Callable[[str], dict[str, Any]],
+    *,
+    mw_version: str = "v1",
+    operations: tuple[str, ...] = ("CREATE", "UPDATE"),
+    review_versions: tuple[str, ...] = ("v1",),
+) -> list[dict[str, Any]]:
+    """OCM's two webhooks of a ValidatingWebhookConfiguration: ManifestWork (``mw_version``)
+    and ManifestWorkReplicaSet (v1alpha1) writes, each sent to ``client_config(path)``;
+    failing closed, no side effects, 10 s."""
+
+    def hook(name: str, path: str, version: str, resource: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "clientConfig": client_config(path),
+            "rules": [
+                {
+                    "operations": list(operations),
+                    "apiGroups": [WORK_GROUP],
+                    "apiVersions": [version],
+                    "resources": [resource],
+                }
+            ],
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "timeoutSeconds": 10,
+            "admissionReviewVersions": list(review_versions),
+        }
+
+    return [
+        hook(MW_HOOK, MW_PATH, mw_version, "manifestworks"),
+        hook(MWRS_HOOK, MWRS_PATH, "v1alpha1", "manifestworkreplicasets"),
+    ]
 
 
 def review(
@@ -185,41 +229,19 @@ class ServingCert:
 
 def make_cert(common_name: str = "webhook", *, key_type: str = "ec") -> ServingCert:
     """A self-signed certificate for 127.0.0.1 and localhost, valid for a day."""
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
-    if key_type == "rsa":
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    else:
-        key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
+    key: PrivateKey = (
+        rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        if key_type == "rsa"
+        else new_key()
     )
-    return ServingCert(
-        cert.public_bytes(serialization.Encoding.PEM),
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ),
+    names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    cert = signed_certificate(
         common_name,
+        key,
+        (x509.SubjectAlternativeName(names), False),
+        (x509.BasicConstraints(ca=True, path_length=None), True),
     )
+    return ServingCert(pem(cert), pem_key(key), common_name)
 
 
 def install_cert(certdir: Path, cert: ServingCert, *, atomic: bool = True) -> None:

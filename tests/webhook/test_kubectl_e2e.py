@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import datetime
 import ipaddress
 import json
 import shutil
@@ -45,11 +44,8 @@ import pytest
 import pytest_asyncio
 import yaml
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
-from hubcontroller.webhook import WebhookServer, WebhookSettings, run_webhook_server
+from hubcontroller.webhook import WebhookServer, run_webhook_server
 from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient
 from ocmkit.kube.mergepatch import merge_patch
 from schemas.wire import GATE_MANIFEST_WORK_REPLICA_SET, GATE_NIL_EXECUTOR_VALIDATING
@@ -61,16 +57,16 @@ from tests.support.prepare import (
     wait_allowed,
 )
 from tests.support.targets import KUBESIM, Cluster, PlanePool, open_cluster
+from tests.support.throwaway_pki import new_key, pem, pem_key, signed_certificate
+from tests.webhook.conftest import local_settings
+from tests.webhook.helpers import MW_HOOK, MWRS_HOOK, executor, registered_hooks, work_spec
+from tests.webhook.helpers import replica_set as mwrs
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.asyncio(loop_scope="module")]
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "charts" / "crds"
 HUB_NS = "open-cluster-management-hub"
 SERVICE = "cluster-manager-work-webhook"
-MW_HOOK = "manifestworkvalidators.admission.work.open-cluster-management.io"
-MWRS_HOOK = "manifestworkreplicasetvalidators.admission.work.open-cluster-management.io"
-MW_PATH = "/validate-work-open-cluster-management-io-v1-manifestwork"
-MWRS_PATH = "/validate-work-open-cluster-management-io-v1alpha1-manifestworkreplicaset"
 MW = "manifestwork.work.open-cluster-management.io"
 MWRS = "manifestworkreplicaset.work.open-cluster-management.io"
 CLUSTER = "cluster1"
@@ -92,48 +88,22 @@ class Pki:
     key_pem: bytes
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
 def make_pki(dns_name: str) -> Pki:
     """A throwaway CA and a serving certificate for ``dns_name``, valid for a day."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(_name("work-webhook-test-ca"))
-        .issuer_name(_name("work-webhook-test-ca"))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
+    ca_key, key = new_key(), new_key()
+    ca = signed_certificate(
+        "work-webhook-test-ca", ca_key, (x509.BasicConstraints(ca=True, path_length=None), True)
     )
-    key = ec.generate_private_key(ec.SECP256R1())
     names = [x509.DNSName(dns_name), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(dns_name))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
+    cert = signed_certificate(
+        dns_name,
+        key,
+        (x509.SubjectAlternativeName(names), False),
+        (x509.BasicConstraints(ca=False, path_length=None), True),
+        issuer=ca.subject,
+        signer=ca_key,
     )
-    return Pki(
-        ca.public_bytes(serialization.Encoding.PEM),
-        cert.public_bytes(serialization.Encoding.PEM),
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ),
-    )
+    return Pki(pem(ca), pem(cert), pem_key(key))
 
 
 # -- objects -----------------------------------------------------------------------------
@@ -180,16 +150,6 @@ def counted(length: int) -> int:
     return length + 1 + max(1, (length.bit_length() + 6) // 7)
 
 
-def sa_executor(namespace: str = "ns1", name: str = "sa1") -> dict[str, Any]:
-    """A ServiceAccount executor."""
-    return {
-        "subject": {
-            "type": "ServiceAccount",
-            "serviceAccount": {"namespace": namespace, "name": name},
-        }
-    }
-
-
 def work(
     manifests: list[dict[str, Any]] | None = None,
     *,
@@ -199,9 +159,7 @@ def work(
 ) -> dict[str, Any]:
     """A ManifestWork in ``cluster1`` (one ConfigMap unless told otherwise)."""
     if spec is None:
-        spec = {"workload": {"manifests": [configmap()] if manifests is None else manifests}}
-        if executor is not None:
-            spec["executor"] = executor
+        spec = work_spec([configmap()] if manifests is None else manifests, executor)
     return {
         "apiVersion": "work.open-cluster-management.io/v1",
         "kind": "ManifestWork",
@@ -217,17 +175,12 @@ def replica_set(
     executor: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ManifestWorkReplicaSet in ``cluster1`` (one ConfigMap unless told otherwise)."""
-    template: dict[str, Any] = {
-        "workload": {"manifests": [configmap()] if manifests is None else manifests}
-    }
-    if executor is not None:
-        template["executor"] = executor
-    return {
-        "apiVersion": "work.open-cluster-management.io/v1alpha1",
-        "kind": "ManifestWorkReplicaSet",
-        "metadata": {"name": name, "namespace": CLUSTER},
-        "spec": {"placementRefs": [{"name": "placement1"}], "manifestWorkTemplate": template},
-    }
+    return mwrs(
+        [configmap()] if manifests is None else manifests,
+        name=name,
+        namespace=CLUSTER,
+        executor=executor,
+    )
 
 
 def denied_create(hook: str, message: str) -> str:
@@ -316,37 +269,21 @@ def registration(cluster: Cluster, pki: Pki, port: int) -> list[dict[str, Any]]:
     """
     ca_bundle = base64.b64encode(pki.ca_pem).decode()
 
-    def hook(name: str, path: str, version: str, resource: str) -> dict[str, Any]:
-        return {
-            "name": name,
-            "clientConfig": {
-                "service": {"namespace": HUB_NS, "name": SERVICE, "port": port, "path": path},
-                "caBundle": ca_bundle,
-            },
-            "rules": [
-                {
-                    "operations": ["CREATE", "UPDATE", "DELETE"],
-                    "apiGroups": ["work.open-cluster-management.io"],
-                    "apiVersions": [version],
-                    "resources": [resource],
-                }
-            ],
-            "failurePolicy": "Fail",
-            "sideEffects": "None",
-            "timeoutSeconds": 10,
-            "admissionReviewVersions": ["v1beta1", "v1"],
-        }
-
     return [
         *local_webhook_service(cluster, HUB_NS, SERVICE, port),
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingWebhookConfiguration",
             "metadata": {"name": MW_HOOK},
-            "webhooks": [
-                hook(MW_HOOK, MW_PATH, "*", "manifestworks"),
-                hook(MWRS_HOOK, MWRS_PATH, "v1alpha1", "manifestworkreplicasets"),
-            ],
+            "webhooks": registered_hooks(
+                lambda path: {
+                    "service": {"namespace": HUB_NS, "name": SERVICE, "port": port, "path": path},
+                    "caBundle": ca_bundle,
+                },
+                mw_version="*",
+                operations=("CREATE", "UPDATE", "DELETE"),
+                review_versions=("v1beta1", "v1"),
+            ),
         },
     ]
 
@@ -421,14 +358,8 @@ async def running_hub(
             certdir.mkdir()
             (certdir / "tls.crt").write_bytes(pki.cert_pem)
             (certdir / "tls.key").write_bytes(pki.key_pem)
-            settings = WebhookSettings(
-                host="127.0.0.1",
-                port=0,
-                metrics_port=0,
-                health_probe_port=0,
-                certdir=str(certdir),
-                feature_gates=gates,
-                kubeconfig=str(webhook_kubeconfig),
+            settings = local_settings(
+                certdir, feature_gates=gates, kubeconfig=str(webhook_kubeconfig)
             )
             started: asyncio.Future[WebhookServer] = asyncio.get_running_loop().create_future()
             task = asyncio.create_task(
@@ -578,13 +509,11 @@ MW_CREATES: dict[str, Create] = {
     "manifests filling the limit": Create(work(_FULL), None, flags=_SERVER_SIDE),
     "manifests one byte over the limit": Create(work(_OVER), _SIZE, flags=_SERVER_SIDE),
     "alice, no executor": Create(work(), None, "alice"),
-    "alice, an executor she may use": Create(
-        work(executor=sa_executor("ns1", "sa1")), None, "alice"
-    ),
+    "alice, an executor she may use": Create(work(executor=executor("ns1", "sa1")), None, "alice"),
     "alice, an executor she may not use": Create(
-        work(executor=sa_executor("ns1", "sa2")), _ALICE_SA2, "alice"
+        work(executor=executor("ns1", "sa2")), _ALICE_SA2, "alice"
     ),
-    "admin, any executor": Create(work(executor=sa_executor("ns1", "sa2")), None),
+    "admin, any executor": Create(work(executor=executor("ns1", "sa2")), None),
     "executor without service account": Create(
         work(executor={"subject": {"type": "ServiceAccount"}}),
         "executor service account can not be nil",
@@ -603,7 +532,7 @@ MWRS_CREATES: dict[str, Create] = {
     "manifests one byte over the limit": Create(replica_set(_OVER), _SIZE, flags=_SERVER_SIDE),
     # No executor check for a replica set: its generated works are checked, as the controller.
     "alice, an executor she may not use": Create(
-        replica_set(executor=sa_executor("ns1", "sa2")), None, "alice"
+        replica_set(executor=executor("ns1", "sa2")), None, "alice"
     ),
 }
 
@@ -645,7 +574,7 @@ class Update:
     who: str = "alice"
 
 
-_SA1, _SA2 = sa_executor("ns1", "sa1"), sa_executor("ns1", "sa2")
+_SA1, _SA2 = executor("ns1", "sa1"), executor("ns1", "sa2")
 _EDITED = [configmap(), configmap("cm2")]
 
 UPDATES: dict[str, tuple[str, Update]] = {
