@@ -34,9 +34,9 @@ from hubcontroller.webhook.certs import CertificateError, CertificateReloader
 from hubcontroller.webhook.core import AdmissionValidator, Verdict
 from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASET, WebhookResource
 from hubcontroller.webhook.settings import WebhookSettings
-from hubcontroller.webhook.tlsconfig import server_context
 from ocmkit.kube import KubeClient, KubeConfigError
 from ocmkit.runtime import HealthChecks, Report
+from ocmkit.runtime.tls import TLSConfigError, server_context
 from schemas import wire
 
 log = structlog.get_logger(__name__)
@@ -126,7 +126,7 @@ class WebhookServer:
     async def start(self) -> None:
         """Listen for probes and metrics, load the certificate, listen for admissions.
 
-        Raises CertificateError, ssl.SSLError (TLS settings the local OpenSSL
+        Raises CertificateError, TLSConfigError (TLS settings the local OpenSSL
         cannot honour) or OSError (a port); whatever had started is closed again.
         """
         host = self.settings.host or None  # None: every interface, IPv4 and IPv6
@@ -314,7 +314,7 @@ async def run_webhook_server(
                 error=str(err),
             )
             return EXIT_FAILURE
-        except ssl.SSLError as err:
+        except (ssl.SSLError, TLSConfigError) as err:
             log.error(
                 "unusable TLS settings",
                 error=str(err),
