@@ -298,7 +298,6 @@ def _manager_notices(flags: ParsedFlags, settings: HubManagerSettings) -> list[F
 MANAGER_SPEC = command.CommandSpec(
     f"{PROG} {MANAGER_COMMAND}",
     MANAGER_DESCRIPTION,
-    (MANAGER, command.CLIENTS, command.ELECTION, command.SERVING, command.LOGGING, IGNORED),
     manager_flags,
     HubManagerSettings,
     ManagerCommand,
@@ -307,7 +306,6 @@ MANAGER_SPEC = command.CommandSpec(
 WEBHOOK_SPEC = command.CommandSpec(
     f"{PROG} {WEBHOOK_COMMAND}",
     WEBHOOK_DESCRIPTION,
-    (WEBHOOK, command.CLIENTS, command.LOGGING, IGNORED),
     webhook_flags,
     WebhookFlags,
     WebhookCommand,
@@ -315,7 +313,6 @@ WEBHOOK_SPEC = command.CommandSpec(
 GRPC_SPEC = command.CommandSpec(
     f"{PROG} {GRPC_COMMAND}",
     GRPC_DESCRIPTION,
-    (GRPC, command.CLIENTS, command.SERVING, command.LOGGING, IGNORED),
     grpc_server_flags,
     GrpcServerSettings,
     GrpcServerCommand,

@@ -412,7 +412,6 @@ class CommandSpec(Generic[_Checked, _Command]):
 
     command: str
     description: str
-    groups: tuple[str, ...]
     flags: Callable[[], tuple[Flag, ...]]
     settings: Callable[..., _Checked]
     result: Callable[[_Checked, tuple[FlagNotice, ...]], _Command]
@@ -421,7 +420,7 @@ class CommandSpec(Generic[_Checked, _Command]):
 
     def flag_set(self) -> FlagSet:
         """The command's parser."""
-        return FlagSet(f"{self.command} [flags]", self.description, self.flags(), self.groups)
+        return FlagSet(f"{self.command} [flags]", self.description, self.flags())
 
     def parse(
         self, args: Sequence[str], namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE

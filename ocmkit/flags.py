@@ -345,15 +345,16 @@ class ParsedFlags:
 
 
 class FlagSet:
-    """A set of flags parsed with pflag's rules, plus ``-h``/``--help``."""
+    """A set of flags parsed with pflag's rules, plus ``-h``/``--help``.
 
-    def __init__(
-        self, usage: str, description: str, flags: Sequence[Flag], groups: Sequence[str]
-    ) -> None:
+    Help lists the flags by group, the groups in the order they first appear.
+    """
+
+    def __init__(self, usage: str, description: str, flags: Sequence[Flag]) -> None:
         self.usage = usage
         self.description = description
         self.flags = tuple(flags)
-        self.groups = tuple(groups)
+        self.groups = tuple(dict.fromkeys(flag.group for flag in self.flags))
         self._long: dict[str, Flag] = {}
         self._short: dict[str, Flag] = {}
         for flag in self.flags:
@@ -365,8 +366,6 @@ class FlagSet:
                 if flag.shorthand in self._short or flag.shorthand == "h":
                     raise ValueError(f"flag -{flag.shorthand} defined twice")
                 self._short[flag.shorthand] = flag
-            if flag.group not in self.groups:
-                raise ValueError(f"flag --{flag.name} has unknown group {flag.group!r}")
 
     def lookup(self, token: str) -> Flag | None:
         """The flag a ``--name``/``-x`` token (value included or not) refers to, if any."""
@@ -483,8 +482,6 @@ class FlagSet:
         lines = [f"Usage:\n  {self.usage}", "", self.description.strip(), ""]
         for group in self.groups:
             members = [f for f in self.flags if f.group == group]
-            if not members:
-                continue
             lines.append(f"{group}:")
             for flag in members:
                 names = f"--{flag.name}"

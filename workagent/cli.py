@@ -258,7 +258,6 @@ def _agent_notices(flags: ParsedFlags, settings: AgentSettings) -> list[FlagNoti
 AGENT = command.CommandSpec(
     f"{PROG} agent",
     AGENT_DESCRIPTION,
-    (WORK, command.CLIENTS, command.ELECTION, command.SERVING, command.LOGGING, IGNORED),
     agent_flags,
     AgentSettings,
     AgentCommand,
@@ -276,7 +275,6 @@ def agent_flag_set() -> FlagSet:
 
 DIFF_INPUT = "Input flags"
 DIFF_CLUSTERS = "Cluster flags"
-DIFF_GROUPS = (DIFF_INPUT, DIFF_CLUSTERS)
 
 DIFF_DESCRIPTION = """
 Show what the agent would change on the managed cluster for one ManifestWork, without
@@ -343,7 +341,7 @@ def diff_flag_set() -> FlagSet:
             group=DIFF_CLUSTERS,
         ),
     )
-    return FlagSet(f"{PROG} diff [flags]", DIFF_DESCRIPTION, flags, DIFF_GROUPS)
+    return FlagSet(f"{PROG} diff [flags]", DIFF_DESCRIPTION, flags)
 
 
 def diff_command(args: Sequence[str]) -> DiffCommand | ShowText:
