@@ -21,10 +21,9 @@ from typing import Any, Final
 
 from hubcontroller.webhook.admission import UserInfo
 from ocmkit.kube import KubeClient
-from ocmkit.kube.access import ResourceAccess, access_allowed, subject_access_review
+from ocmkit.kube.access import ResourceAccess, ServiceAccount, access_allowed, subject_access_review
+from ocmkit.kube.resource import MANIFESTWORKS
 
-WORK_GROUP: Final = "work.open-cluster-management.io"
-MANIFESTWORKS: Final = "manifestworks"
 EXECUTE_AS: Final = "execute-as"
 
 
@@ -40,14 +39,14 @@ class ExecuteAsRequest:
     @property
     def executor_username(self) -> str:
         """``system:serviceaccount:<namespace>:<name>``: the SAR's resource name."""
-        return f"system:serviceaccount:{self.executor_namespace}:{self.executor_name}"
+        return ServiceAccount(self.executor_namespace, self.executor_name).user
 
     def subject_access_review(self) -> dict[str, Any]:
         """The SubjectAccessReview body, with Go's omitempty applied to every field."""
         access = ResourceAccess(
             verb=EXECUTE_AS,
-            group=WORK_GROUP,
-            resource=MANIFESTWORKS,
+            group=MANIFESTWORKS.group,
+            resource=MANIFESTWORKS.plural,
             namespace=self.namespace,
             name=self.executor_username,
         )
