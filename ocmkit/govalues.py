@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 __all__ = [
@@ -259,40 +260,51 @@ def go_marshal(value: Any, limit: int | None = None, *, sort_keys: bool = True) 
     """
     out: list[str] = []
     size = 0
-    # (True, text) is output as is; (False, value) is a value still to encode.
-    stack: list[tuple[bool, Any]] = [(False, value)]
-    while stack:
-        literal, item = stack.pop()
-        if literal:
-            piece: str = item
-        elif isinstance(item, Mapping):
-            if not item:
-                piece = "{}"
-            else:
-                piece = "{"
-                stack.append((True, "}"))
-                keys = sorted(item) if sort_keys else list(item)
-                for index in range(len(keys) - 1, -1, -1):
-                    key = keys[index]
-                    stack.append((False, item[key]))
-                    stack.append((True, ("," if index else "") + _json_string(key) + ":"))
-        elif isinstance(item, list | tuple):
-            if not item:
-                piece = "[]"
-            else:
-                piece = "["
-                stack.append((True, "]"))
-                for index in range(len(item) - 1, -1, -1):
-                    stack.append((False, item[index]))
-                    if index:
-                        stack.append((True, ","))
-        else:
-            piece = _json_scalar(item)
+    for piece in _pieces(value, _JSON_SYNTAX, sort_keys=sort_keys):
         out.append(piece)
         size += len(piece)
         if limit is not None and size > limit:
             raise JSONTooLong(f"longer than {limit}")
     return "".join(out)
+
+
+@dataclass(frozen=True)
+class _Syntax:
+    """How :func:`_pieces` spells maps, separators, keys and scalars."""
+
+    map_open: str
+    map_close: str
+    separator: str
+    key: Callable[[Any], str]
+    scalar: Callable[[Any], str]
+
+
+def _pieces(value: Any, syntax: _Syntax, *, sort_keys: bool = True) -> Iterator[str]:
+    """The text of ``value`` piece by piece, so callers can stop early (iterative: deep
+    nesting cannot exhaust the Python stack)."""
+    # (True, text) is output as is; (False, value) is a value still to encode.
+    stack: list[tuple[bool, Any]] = [(False, value)]
+    while stack:
+        literal, item = stack.pop()
+        if literal:
+            yield item
+        elif isinstance(item, Mapping):
+            yield syntax.map_open
+            stack.append((True, syntax.map_close))
+            keys = sorted(item) if sort_keys else list(item)
+            for index in range(len(keys) - 1, -1, -1):
+                key = keys[index]
+                stack.append((False, item[key]))
+                stack.append((True, (syntax.separator if index else "") + syntax.key(key)))
+        elif isinstance(item, list | tuple):
+            yield "["
+            stack.append((True, "]"))
+            for index in range(len(item) - 1, -1, -1):
+                stack.append((False, item[index]))
+                if index:
+                    stack.append((True, syntax.separator))
+        else:
+            yield syntax.scalar(item)
 
 
 # --- fmt %v ------------------------------------------------------------------
@@ -324,30 +336,13 @@ def go_format_value(value: Any, limit: int = FORMAT_LIMIT) -> str:
     """
     out: list[str] = []
     size = 0
-    stack: list[tuple[bool, Any]] = [(False, value)]
-    while stack:
-        literal, item = stack.pop()
-        if literal:
-            piece: str = item
-        elif isinstance(item, Mapping):
-            piece = "map["
-            stack.append((True, "]"))
-            keys = sorted(item)
-            for index in range(len(keys) - 1, -1, -1):
-                key = keys[index]
-                stack.append((False, item[key]))
-                stack.append((True, (" " if index else "") + str(key) + ":"))
-        elif isinstance(item, list | tuple):
-            piece = "["
-            stack.append((True, "]"))
-            for index in range(len(item) - 1, -1, -1):
-                stack.append((False, item[index]))
-                if index:
-                    stack.append((True, " "))
-        else:
-            piece = _v_scalar(item)
+    for piece in _pieces(value, _V_SYNTAX):
         out.append(piece)
         size += len(piece)
         if size > limit:
             return "".join(out)[:limit] + "..."
     return "".join(out)
+
+
+_JSON_SYNTAX = _Syntax("{", "}", ",", lambda key: _json_string(key) + ":", _json_scalar)
+_V_SYNTAX = _Syntax("map[", "]", " ", lambda key: f"{key}:", _v_scalar)
