@@ -51,7 +51,12 @@ from hubcontroller.controllers.replicaset_status import (
     report_write_failures,
     summarize,
 )
-from hubcontroller.controllers.replicaset_works import is_deleting, meta, owner_label_value
+from hubcontroller.controllers.replicaset_works import (
+    is_deleting,
+    meta,
+    owner_label_value,
+    owner_of,
+)
 from hubcontroller.controllers.replicaset_writes import (
     WorkWriter,
     patch_finalizers,
@@ -235,8 +240,7 @@ class ReplicaSetController:
     # -- reconcile -----------------------------------------------------------------------
     def works_of(self, replica_set: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The replica set's generated works: the cache plus this controller's newer writes."""
-        rs_meta = meta(replica_set)
-        owner = owner_label_value(str(rs_meta.get("namespace", "")), str(rs_meta.get("name", "")))
+        owner = owner_of(replica_set)
         cached = self.deps.works.store.by_index(WORKS_BY_OWNER, owner)
         return self.writer.overlay(owner, cached)
 
@@ -289,7 +293,7 @@ class ReplicaSetController:
     async def _finalize(self, replica_set: Mapping[str, Any], errors: list[KubeError]) -> bool:
         """Delete the generated works; True once the finalizer is removed."""
         works = self.works_of(replica_set)
-        owner = self._owner(replica_set)
+        owner = owner_of(replica_set)
         failed = await run_writes(
             [("delete", self.writer.delete(owner, w)) for w in works if not is_deleting(w)]
         )
@@ -306,16 +310,11 @@ class ReplicaSetController:
         ]
         with contextlib.suppress(NotFound):
             await patch_finalizers(self.deps.hub, replica_set, remaining)
-        self.writer.forget(self._owner(replica_set))
+        self.writer.forget(owner)
         return True
 
     def _remember(self, key: str, before: Mapping[str, Any], written: Mapping[str, Any]) -> None:
         self.own_writes.remember(key, written, str(meta(before).get("resourceVersion", "")))
-
-    @staticmethod
-    def _owner(replica_set: Mapping[str, Any]) -> str:
-        rs_meta = meta(replica_set)
-        return owner_label_value(str(rs_meta.get("namespace", "")), str(rs_meta.get("name", "")))
 
 
 def build_replicaset_controller(
