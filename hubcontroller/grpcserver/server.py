@@ -168,17 +168,9 @@ async def build_grpc_server(
     config = load_server_config(settings.server_config)
     for key in config.unused:
         log.warning("server config key not applied (gRPC core chooses it)", key=key)
-    if settings.kubeconfig:
-        hub = await KubeClient.from_kubeconfig(
-            settings.kubeconfig,
-            qps=settings.kube_api_qps,
-            burst=settings.kube_api_burst,
-            name="hub",
-        )
-    else:
-        hub = await KubeClient.in_cluster(
-            qps=settings.kube_api_qps, burst=settings.kube_api_burst, name="hub"
-        )
+    hub = await KubeClient.connect(
+        settings.kubeconfig, qps=settings.kube_api_qps, burst=settings.kube_api_burst, name="hub"
+    )
     service = GrpcServerService(settings, config, hub)
     manager = Manager(
         MANAGER_NAME,

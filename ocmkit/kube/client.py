@@ -23,7 +23,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, TypedDict, Unpack
 from urllib.parse import quote
 
 import aiohttp
@@ -67,6 +67,18 @@ _TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 Params = list[tuple[str, str]]
+
+
+class ClientOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`KubeClient` besides its configuration."""
+
+    qps: float
+    burst: int
+    user_agent: str | None
+    timeout: float
+    name: str
+    rate_limiter: TokenBucket | None
+    dry_run: bool
 
 
 def default_user_agent() -> str:
@@ -127,41 +139,25 @@ class KubeClient:
         path: str | None = None,
         *,
         context: str | None = None,
-        qps: float = 50,
-        burst: int = 100,
-        user_agent: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        name: str = "kube",
-        dry_run: bool = False,
+        **options: Unpack[ClientOptions],
     ) -> Self:
         """A client from a kubeconfig (default ``$KUBECONFIG`` or ``~/.kube/config``).
 
         Raises KubeConfigError when the file is missing or unusable.
         """
-        config = await load_kubeconfig(path, context=context)
-        return cls(
-            config,
-            qps=qps,
-            burst=burst,
-            user_agent=user_agent,
-            timeout=timeout,
-            name=name,
-            dry_run=dry_run,
-        )
+        return cls(await load_kubeconfig(path, context=context), **options)
 
     @classmethod
-    async def in_cluster(
-        cls,
-        *,
-        qps: float = 50,
-        burst: int = 100,
-        user_agent: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        name: str = "kube",
-    ) -> KubeClient:
+    async def in_cluster(cls, **options: Unpack[ClientOptions]) -> Self:
         """A client from the pod's service account. Raises KubeConfigError outside a pod."""
-        config = load_in_cluster()
-        return cls(config, qps=qps, burst=burst, user_agent=user_agent, timeout=timeout, name=name)
+        return cls(load_in_cluster(), **options)
+
+    @classmethod
+    async def connect(cls, kubeconfig: str, **options: Unpack[ClientOptions]) -> Self:
+        """A client from the ``kubeconfig`` file, or in-cluster when it is empty."""
+        if kubeconfig:
+            return await cls.from_kubeconfig(kubeconfig, **options)
+        return await cls.in_cluster(**options)
 
     def derive(self, name: str) -> KubeClient:
         """A client for another part of the program, as client-go builds several from one config.
