@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -36,6 +35,7 @@ from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASE
 from hubcontroller.webhook.settings import WebhookSettings
 from ocmkit.kube import KubeClient, KubeConfigError
 from ocmkit.runtime import HealthChecks, Report
+from ocmkit.runtime.manager import install_signal_handlers, remove_signal_handlers
 from ocmkit.runtime.tls import TLSConfigError, server_context
 from schemas import wire
 
@@ -303,7 +303,7 @@ async def run_webhook_server(
         log.error("invalid kubeconfig", error=str(err))
         return EXIT_CONFIG
     server = WebhookServer(settings, access=HubAccessReviewer(hub))
-    installed = _install_signal_handlers(stop)
+    installed = install_signal_handlers(lambda _signal: stop.set())
     try:
         try:
             await server.start()
@@ -332,22 +332,4 @@ async def run_webhook_server(
     finally:
         await server.stop()
         await hub.close()
-        _remove_signal_handlers(installed)
-
-
-def _install_signal_handlers(stop: asyncio.Event) -> list[signal.Signals]:
-    loop = asyncio.get_running_loop()
-    installed = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError, ValueError):
-            continue  # not the main thread: rely on `stop` or cancellation
-        installed.append(sig)
-    return installed
-
-
-def _remove_signal_handlers(installed: list[signal.Signals]) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in installed:
-        loop.remove_signal_handler(sig)
+        remove_signal_handlers(installed)
