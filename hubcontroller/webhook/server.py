@@ -36,6 +36,7 @@ from hubcontroller.webhook.settings import WebhookSettings
 from ocmkit.kube import KubeClient, KubeConfigError
 from ocmkit.runtime import HealthChecks, Report
 from ocmkit.runtime.manager import install_signal_handlers, remove_signal_handlers
+from ocmkit.runtime.observability import probe_response, serve
 from ocmkit.runtime.tls import TLSConfigError, server_context
 from schemas import wire
 
@@ -54,8 +55,6 @@ SHUTDOWN_GRACE: Final = 10.0
 HUB_QPS: Final = 20.0
 HUB_BURST: Final = 30
 USER_AGENT: Final = "work-webhook"
-
-_NO_STORE = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
 
 def served_resources(settings: WebhookSettings) -> tuple[WebhookResource, ...]:
@@ -166,20 +165,11 @@ class WebhookServer:
         port: int,
         ssl_context: ssl.SSLContext | None = None,
     ) -> int:
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE)
-        await runner.setup()
-        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
-        try:
-            await site.start()
-        except OSError as err:
-            await runner.cleanup()
-            raise OSError(
-                err.errno, f"cannot listen on {host or ''}:{port}: {err.strerror}"
-            ) from err
+        runner, bound = await serve(
+            app, host, port, ssl_context=ssl_context, shutdown_timeout=SHUTDOWN_GRACE
+        )
         self._runners.append(runner)
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        return int(sockets[0].getsockname()[1]) if sockets else port
+        return bound
 
     # -- admission --------------------------------------------------------------------------
     def _handler(
@@ -247,24 +237,15 @@ class WebhookServer:
         return None
 
     async def _healthz(self, request: web.Request) -> web.Response:
-        return _probe(Report("healthz", self.checks.livez().results))
+        return probe_response(Report("healthz", self.checks.livez().results))
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        return _probe(self.checks.readyz())
+        return probe_response(self.checks.readyz())
 
 
 def _errored(message: str) -> Verdict:
     rejection = Errored(400, message)
     return Verdict(answer(ADMISSION_V1, "", False, rejection.status()), False, 400, message)
-
-
-def _probe(report: Report) -> web.Response:
-    return web.Response(
-        status=200 if report.ok else 500,
-        text=report.render(),
-        content_type="text/plain",
-        headers=_NO_STORE,
-    )
 
 
 async def hub_client(kubeconfig: str) -> KubeClient:
