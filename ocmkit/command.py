@@ -332,7 +332,7 @@ def check_arguments(flags: ParsedFlags, command: str) -> None:
     """Refusals every command shares: stray arguments and a malformed ``--vmodule``."""
     if flags.positionals:
         raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{command}"')
-    vmodule = flags.string("vmodule")
+    vmodule = str(flags.values.get("vmodule") or "")
     if vmodule and not all(_VMODULE_ITEM.fullmatch(item) for item in vmodule.split(",")):
         raise UsageError(
             f'invalid argument "{vmodule}" for "--vmodule" flag: '

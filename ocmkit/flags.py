@@ -163,10 +163,6 @@ def _merge_maps(old: object, new: object) -> object:
     return {**old, **new}
 
 
-def _parse_duration(text: str) -> int:
-    return durations.parse_duration(text)
-
-
 def _same(value: object) -> object:
     return value
 
@@ -207,7 +203,7 @@ BOOL = FlagType("bool", parse_go_bool, takes_value=False)
 INT = FlagType("int", parse_go_int)
 INT32 = FlagType("int32", _parse_int32)
 FLOAT32 = FlagType("float32", parse_go_float)
-DURATION = FlagType("duration", _parse_duration, show=_show_duration, setting=_seconds)
+DURATION = FlagType("duration", durations.parse_duration, show=_show_duration, setting=_seconds)
 STRING_ARRAY = FlagType("stringArray", str, accumulate=_append_one, show=_show_list)
 STRING_SLICE = FlagType("strings", _parse_csv, accumulate=_append_all, show=_show_list)
 KLOG_LEVEL = FlagType("Level", parse_klog_level)

@@ -346,12 +346,9 @@ def diff_flag_set() -> FlagSet:
 
 def diff_command(args: Sequence[str]) -> DiffCommand | ShowText:
     """Parse ``workagent diff`` arguments."""
-    flag_set = diff_flag_set()
-    flags = flag_set.parse(args)
-    if flags.help_requested:
-        return ShowText(flag_set.help())
-    if flags.positionals:
-        raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{PROG} diff"')
+    flags = command.parse_flags(diff_flag_set(), args, f"{PROG} diff")
+    if isinstance(flags, ShowText):
+        return flags
     diff = DiffCommand(
         filename=flags.string("filename"),
         work=flags.string("work"),
