@@ -16,7 +16,7 @@ real one.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from hubcontroller.webhook.admission import UserInfo
@@ -24,7 +24,11 @@ from ocmkit.kube import KubeClient
 from ocmkit.kube.access import ResourceAccess, ServiceAccount, access_allowed, subject_access_review
 from ocmkit.kube.resource import MANIFESTWORKS
 
-EXECUTE_AS: Final = "execute-as"
+#: The permission the author of a work with an executor needs: ``execute-as`` on
+#: ``manifestworks`` (each request adds the work's namespace and the executor's user name).
+EXECUTE_AS: Final = ResourceAccess(
+    verb="execute-as", group=MANIFESTWORKS.group, resource=MANIFESTWORKS.plural
+)
 
 
 @dataclass(frozen=True)
@@ -43,13 +47,7 @@ class ExecuteAsRequest:
 
     def subject_access_review(self) -> dict[str, Any]:
         """The SubjectAccessReview body, with Go's omitempty applied to every field."""
-        access = ResourceAccess(
-            verb=EXECUTE_AS,
-            group=MANIFESTWORKS.group,
-            resource=MANIFESTWORKS.plural,
-            namespace=self.namespace,
-            name=self.executor_username,
-        )
+        access = replace(EXECUTE_AS, namespace=self.namespace, name=self.executor_username)
         spec: dict[str, Any] = {"resourceAttributes": access.attributes()}
         if self.user.username:
             spec["user"] = self.user.username
