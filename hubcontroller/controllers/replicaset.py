@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -63,12 +63,11 @@ from hubcontroller.controllers.replicaset_writes import (
     patch_status,
     run_writes,
 )
-from hubcontroller.deps import HubDeps
+from hubcontroller.deps import HubDeps, utc_now
 from ocmkit.kube import (
     MANIFESTWORK_REPLICASETS,
     PLACEMENT_DECISIONS,
     PLACEMENTS,
-    KubeClient,
     KubeError,
     NotFound,
 )
@@ -92,11 +91,6 @@ MAX_REQUEUE = timedelta(minutes=30)
 RESYNC_SECONDS = 30 * 60.0
 
 Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    """The current UTC time."""
-    return datetime.now(UTC)
 
 
 class ReconcileErrors(KubeError):
@@ -152,12 +146,7 @@ class ReplicaSetController:
         self.placements = placements
         self.decisions = decisions
         self.now = now
-        # Works are written through the works informer's client: with
-        # --work-driver-config ManifestWorks live behind a different kubeconfig.
-        client = deps.works.client
-        if not isinstance(client, KubeClient):
-            raise TypeError("the works informer must read through a KubeClient")
-        self.writer = WorkWriter(client, RecentWrites(clock=clock))
+        self.writer = WorkWriter(deps.works_client, RecentWrites(clock=clock))
         # Our own status and finalizer writes, until the replica set informer shows them.
         self.own_writes = RecentWrites(clock=clock)
         self.judgements = WorkJudgements()
