@@ -3,12 +3,8 @@
 The cluster-manager operator (and anyone with a Go hub's deployment) starts
 the hub processes with argument lists written for OCM's ``/work manager`` and
 ``/work webhook-server``; ours take those lists unchanged. The flag machinery
-(pflag rules: ``--flag=value`` and ``--flag value``, ``_`` read as ``-``,
-repeatable maps and lists, Go durations, booleans and integers) is
-:mod:`ocmkit.flags`, the groups shared with the agent :mod:`ocmkit.command`;
-this module only declares the hub's flags
-and turns them into :class:`~hubcontroller.settings.HubManagerSettings` and
-:class:`~hubcontroller.settings.WebhookFlags`.
+is :mod:`ocmkit.flags`, the command shell and the groups shared with the agent
+:mod:`ocmkit.command`; this module declares the hub's flags and commands.
 
 Flags of OCM that do not apply here are accepted and reported as ignored;
 anything unknown or malformed is a :class:`~ocmkit.flags.UsageError`, which

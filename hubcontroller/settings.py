@@ -148,7 +148,7 @@ class WebhookFlags:
     tls_cipher_suites: str = ""  # --tls-cipher-suites (comma-separated Go names)
     manifest_limit: int = DEFAULT_MANIFEST_LIMIT  # --manifestLimit (bytes)
     feature_gates: frozenset[str] = frozenset()  # --feature-gates (the enabled ones)
-    kubeconfig: str = ""  # --kubeconfig (empty: in-cluster)
+    kubeconfig: str = ""  # --kubeconfig (empty: $KUBECONFIG, in-cluster, ~/.kube/config)
     log_format: str = "json"  # --log-format json|console
     log_level: str = "info"  # -v / --log-level
 

@@ -47,15 +47,8 @@ class ValidationOptions:
 class WebhookSettings(WebhookFlags):
     """Flags of ``work webhook-server`` (:class:`~hubcontroller.settings.WebhookFlags`), checked.
 
-    ``metrics_port`` <= 0 and ``health_probe_port`` == 0 disable those
-    servers; ``port`` 0 picks a free port (tests). ``certdir`` empty means
-    :func:`default_cert_dir`. ``tls_min_version`` is a Go name
-    (``VersionTLS12``), empty for TLS 1.2; ``tls_cipher_suites`` a
-    comma-separated list of IANA names as Go spells them, empty for the
-    defaults. ``feature_gates`` holds the *enabled* hub gates.
-    ``kubeconfig`` empty means ``$KUBECONFIG``, in-cluster, then
-    ``~/.kube/config`` (controller-runtime's order). ``host`` is the listen
-    address, which OCM does not expose (empty: all interfaces).
+    ``port`` 0 picks a free port (tests); ``host`` is the listen address,
+    which OCM does not expose (empty: all interfaces).
     """
 
     host: str = ""
