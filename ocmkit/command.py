@@ -3,7 +3,9 @@
 ``workagent`` and ``hubcontroller`` declare their own flags and settings; what
 OCM's Go binaries have in common (library-go's leader-election and serving
 flags, klog's logging flags, the ``/work <command>`` argument list, version
-and help, one-line usage errors with exit code 2) is here, once.
+and help, one-line usage errors with exit code 2) is here, once. Each command
+is a :class:`CommandSpec`: its flags, and the settings dataclass whose fields
+:func:`settings_from` fills from the flags of the same names.
 
 This module is imported by ``--help`` and by every refused command line, so
 it stays light: the runtime (and the Kubernetes client) is imported only on
