@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, Self, TypedDict, Unpack
 from urllib.parse import quote
@@ -437,10 +438,24 @@ class KubeClient:
             headers["Content-Type"] = content_type
         return headers
 
-    async def _throttle(self) -> None:
-        """Wait for a token of the client's bucket (before the request's clock starts)."""
+    @contextlib.asynccontextmanager
+    async def _measured(self, verb: str, what: str) -> AsyncIterator[_Outcome]:
+        """One request: a token of the client's bucket first (before the request's clock
+        starts), then its duration and status code (``outcome.code``) in the metrics;
+        transport failures raise Unreachable."""
         waited = await self.rate_limiter.acquire()
         metrics.RATE_LIMITER_WAIT.labels(self.name).observe(waited)
+        start = time.perf_counter()
+        outcome = _Outcome()
+        try:
+            yield outcome
+        except _TRANSPORT_ERRORS as exc:
+            raise Unreachable(f"{what}: {self._describe(exc)}") from exc
+        finally:
+            elapsed = time.perf_counter() - start
+            metrics.REQUESTS.labels(self.name, verb, outcome.code).inc()
+            metrics.REQUEST_DURATION.labels(self.name, verb).observe(elapsed)
+            log.debug("%s %s -> %s in %.3fs", self.name, what, outcome.code, elapsed)
 
     async def _send(
         self,
@@ -486,10 +501,7 @@ class KubeClient:
             params = [*(params or []), ("dryRun", "All")]
             params = list(dict.fromkeys(params))  # once, if the caller asked too
         timeout = aiohttp.ClientTimeout(total=self.timeout)
-        await self._throttle()
-        start = time.perf_counter()
-        code = "<error>"
-        try:
+        async with self._measured(verb, f"{method} {path}") as outcome:
             response = await self._send(
                 method, path, params, data, content_type if data is not None else None, timeout
             )
@@ -497,14 +509,7 @@ class KubeClient:
                 raw = await response.read()
                 status = response.status
                 retry_after = response.headers.get("Retry-After")
-            code = str(status)
-        except _TRANSPORT_ERRORS as exc:
-            raise Unreachable(f"{method} {path}: {self._describe(exc)}") from exc
-        finally:
-            elapsed = time.perf_counter() - start
-            metrics.REQUESTS.labels(self.name, verb, code).inc()
-            metrics.REQUEST_DURATION.labels(self.name, verb).observe(elapsed)
-            log.debug("%s %s %s -> %s in %.3fs", self.name, method, path, code, elapsed)
+            outcome.code = str(status)
         if not 200 <= status < 300:
             raise self._error(status, raw, retry_after)
         if not raw:
@@ -523,21 +528,11 @@ class KubeClient:
         timeout = aiohttp.ClientTimeout(
             total=None, connect=self.timeout, sock_connect=self.timeout, sock_read=read_timeout
         )
-        await self._throttle()
-        start = time.perf_counter()
-        code = "<error>"
-        try:
+        async with self._measured("watch", f"watch {path}") as outcome:
             # The stream may stay quiet for long, but its headers come at once.
             async with asyncio.timeout(self.timeout):
                 response = await self._send("GET", path, params, None, None, timeout)
-            code = str(response.status)
-        except _TRANSPORT_ERRORS as exc:
-            raise Unreachable(f"watch {path}: {self._describe(exc)}") from exc
-        finally:
-            elapsed = time.perf_counter() - start
-            metrics.REQUESTS.labels(self.name, "watch", code).inc()
-            metrics.REQUEST_DURATION.labels(self.name, "watch").observe(elapsed)
-            log.debug("%s watch %s -> %s in %.3fs", self.name, path, code, elapsed)
+            outcome.code = str(response.status)
         stream: WatchStream | None = None
         try:
             if not 200 <= response.status < 300:
@@ -616,6 +611,11 @@ class KubeClient:
         obj.setdefault("apiVersion", res.api_version)
         obj.setdefault("kind", res.kind)
         return obj
+
+
+@dataclass
+class _Outcome:
+    code: str = "<error>"  # the HTTP status, once there is one
 
 
 class _ConnectionPool:
