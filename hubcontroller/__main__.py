@@ -84,7 +84,9 @@ def run_grpc_server_command(command: GrpcServerCommand) -> int:
     """Set up logging, report ignored flags, and serve CloudEvents over gRPC until stopped."""
     from hubcontroller.grpcserver.server import run  # noqa: PLC0415 (loads gRPC and the client)
 
-    return run(command.settings, notices=[n.message for n in command.notices])
+    settings = command.settings
+    start_logging(settings.log_format, settings.log_level, command.notices)
+    return run(settings)
 
 
 def run_webhook_command(command: WebhookCommand, stderr: TextIO) -> int:

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from ocmkit.kube import KubeClient
 from ocmkit.runtime import Informer
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware: the clock of rollouts, conditions and TTLs."""
+    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -21,3 +27,12 @@ class HubDeps:
     works: Informer
     gates: frozenset[str]
     workers: int = 5
+
+    @property
+    def works_client(self) -> KubeClient:
+        """The client of ``works``, through which works are written: with
+        ``--work-driver-config`` ManifestWorks live behind another kubeconfig."""
+        client = self.works.client
+        if not isinstance(client, KubeClient):
+            raise TypeError("the works informer must read through a KubeClient")
+        return client

@@ -83,12 +83,13 @@ def load_replicaset_builder() -> ReplicaSetBuilder | None:
 
 async def _client(path: str, settings: HubManagerSettings, name: str) -> KubeClient:
     """A hub client from ``path``, or in-cluster when it is empty."""
-    qps, burst = settings.kube_api_qps, settings.kube_api_burst
-    if path:
-        return await KubeClient.from_kubeconfig(
-            path, qps=qps, burst=burst, user_agent=HUB_USER_AGENT, name=name
-        )
-    return await KubeClient.in_cluster(qps=qps, burst=burst, user_agent=HUB_USER_AGENT, name=name)
+    return await KubeClient.connect(
+        path,
+        qps=settings.kube_api_qps,
+        burst=settings.kube_api_burst,
+        user_agent=HUB_USER_AGENT,
+        name=name,
+    )
 
 
 async def build_hub_manager(

@@ -316,34 +316,26 @@ class RolloutPlan:
         if kind is RolloutType.ALL:
             block: RolloutConfig = strategy.all or RolloutConfig()
             return cls(kind, timeout=_timeout(block, "all"))
-        if kind is RolloutType.PROGRESSIVE:
-            progressive = strategy.progressive
-            block = progressive or RolloutConfig()
-            concurrency = progressive.max_concurrency if progressive is not None else None
-            _check_size(block.max_failures, "progressive.maxFailures")
-            _check_size(concurrency, "progressive.maxConcurrency")
-            mandatory = progressive.mandatory_decision_groups if progressive is not None else None
-            return cls(
-                kind,
-                timeout=_timeout(block, "progressive"),
-                min_success_time=_min_success(block, "progressive"),
-                max_failures=block.max_failures,
-                max_concurrency=concurrency,
-                mandatory_groups=tuple(mandatory or ()),
-            )
-        if kind is RolloutType.PROGRESSIVE_PER_GROUP:
-            per_group = strategy.progressive_per_group
-            block = per_group or RolloutConfig()
-            _check_size(block.max_failures, "progressivePerGroup.maxFailures")
-            mandatory = per_group.mandatory_decision_groups if per_group is not None else None
-            return cls(
-                kind,
-                timeout=_timeout(block, "progressivePerGroup"),
-                min_success_time=_min_success(block, "progressivePerGroup"),
-                max_failures=block.max_failures,
-                mandatory_groups=tuple(mandatory or ()),
-            )
-        raise RolloutConfigError(f"incorrect rollout strategy type {kind!r}")  # pragma: no cover
+        where = dict(_SUB_OBJECTS).get(kind)
+        if where is None:  # pragma: no cover
+            raise RolloutConfigError(f"incorrect rollout strategy type {kind!r}")
+        progressive = strategy.progressive
+        given = progressive if kind is RolloutType.PROGRESSIVE else strategy.progressive_per_group
+        block = given or RolloutConfig()
+        _check_size(block.max_failures, f"{where}.maxFailures")
+        concurrency = None
+        if kind is RolloutType.PROGRESSIVE and progressive is not None:
+            concurrency = progressive.max_concurrency
+            _check_size(concurrency, f"{where}.maxConcurrency")
+        mandatory = given.mandatory_decision_groups if given is not None else None
+        return cls(
+            kind,
+            timeout=_timeout(block, where),
+            min_success_time=_min_success(block, where),
+            max_failures=block.max_failures,
+            max_concurrency=concurrency,
+            mandatory_groups=tuple(mandatory or ()),
+        )
 
 
 def _timeout(block: RolloutConfig, where: str) -> timedelta | None:

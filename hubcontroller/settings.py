@@ -14,7 +14,7 @@ client) is imported only where a value needs it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, ClassVar
 
 from ocmkit.command import DEFAULT_LISTEN
@@ -148,22 +148,16 @@ class WebhookFlags:
     tls_cipher_suites: str = ""  # --tls-cipher-suites (comma-separated Go names)
     manifest_limit: int = DEFAULT_MANIFEST_LIMIT  # --manifestLimit (bytes)
     feature_gates: frozenset[str] = frozenset()  # --feature-gates (the enabled ones)
-    kubeconfig: str = ""  # --kubeconfig (empty: in-cluster)
+    kubeconfig: str = ""  # --kubeconfig (empty: $KUBECONFIG, in-cluster, ~/.kube/config)
     log_format: str = "json"  # --log-format json|console
     log_level: str = "info"  # -v / --log-level
 
     def settings_fields(self) -> dict[str, object]:
         """The webhook settings' keyword arguments: every flag but the logging ones."""
         return {
-            "port": self.port,
-            "metrics_port": self.metrics_port,
-            "health_probe_port": self.health_probe_port,
-            "certdir": self.certdir,
-            "tls_min_version": self.tls_min_version,
-            "tls_cipher_suites": self.tls_cipher_suites,
-            "manifest_limit": self.manifest_limit,
-            "feature_gates": self.feature_gates,
-            "kubeconfig": self.kubeconfig,
+            spec.name: getattr(self, spec.name)
+            for spec in fields(WebhookFlags)
+            if spec.name not in ("log_format", "log_level")
         }
 
     def gate(self, name: str) -> bool:

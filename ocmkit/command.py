@@ -3,7 +3,9 @@
 ``workagent`` and ``hubcontroller`` declare their own flags and settings; what
 OCM's Go binaries have in common (library-go's leader-election and serving
 flags, klog's logging flags, the ``/work <command>`` argument list, version
-and help, one-line usage errors with exit code 2) is here, once.
+and help, one-line usage errors with exit code 2) is here, once. Each command
+is a :class:`CommandSpec`: its flags, and the settings dataclass whose fields
+:func:`settings_from` fills from the flags of the same names.
 
 This module is imported by ``--help`` and by every refused command line, so
 it stays light: the runtime (and the Kubernetes client) is imported only on
@@ -17,12 +19,12 @@ import importlib
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TextIO, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TextIO, TypeVar, cast
 
 from ocmkit import durations
 from ocmkit.flags import (
@@ -69,37 +71,39 @@ _Settings = TypeVar("_Settings")
 # -- flag groups ---------------------------------------------------------------------------
 
 
+def grouped(group: str, *flags: Flag) -> tuple[Flag, ...]:
+    """``flags``, each under the help section ``group``."""
+    return tuple(dataclasses.replace(flag, group=group) for flag in flags)
+
+
 def leader_election_flags(lease: str, component: str, default_namespace: str) -> tuple[Flag, ...]:
     """The library-go leader-election flags, shared by the agent and the hub manager."""
     second = durations.SECOND
-    return (
+    return grouped(
+        ELECTION,
         Flag(
             "disable-leader-election",
             BOOL,
             False,
             f"Run without the {lease} Lease (one replica only).",
-            group=ELECTION,
         ),
         Flag(
             "leader-election-lease-duration",
             DURATION,
             137 * second,
             "How long a standby waits after the last renewal before taking the Lease over.",
-            group=ELECTION,
         ),
         Flag(
             "leader-election-renew-deadline",
             DURATION,
             107 * second,
             "How long the leader keeps retrying a renewal before it stops leading.",
-            group=ELECTION,
         ),
         Flag(
             "leader-election-retry-period",
             DURATION,
             26 * second,
             "Time between attempts to acquire or renew the Lease.",
-            group=ELECTION,
         ),
         Flag(
             "namespace",
@@ -107,7 +111,6 @@ def leader_election_flags(lease: str, component: str, default_namespace: str) ->
             "",
             f"Namespace of the {component} and its Lease (empty: the pod's namespace, else "
             f"{default_namespace}).",
-            group=ELECTION,
         ),
     )
 
@@ -118,14 +121,14 @@ def serving_flags(component: str, group: str) -> tuple[Flag, ...]:
     ``--tls-min-version`` and ``--tls-cipher-suites`` are library-go's; the
     others are ours (OCM reads a certificate from ``--config``).
     """
-    return (
+    return grouped(
+        group,
         Flag(
             "listen",
             STRING,
             DEFAULT_LISTEN,
             "host:port of the /metrics, /livez, /readyz and /healthz endpoints (HTTPS unless "
             "--insecure-serving).",
-            group=group,
         ),
         Flag(
             "insecure-serving",
@@ -133,7 +136,6 @@ def serving_flags(component: str, group: str) -> tuple[Flag, ...]:
             False,
             f"Serve the metrics and probe endpoints over plain HTTP (not in OCM's {component}; "
             "for local runs and tests).",
-            group=group,
         ),
         Flag(
             "tls-cert-file",
@@ -141,14 +143,12 @@ def serving_flags(component: str, group: str) -> tuple[Flag, ...]:
             "",
             "PEM certificate (with any intermediates) of the metrics and probe endpoint "
             f"(not in OCM's {component}; empty: a self-signed certificate made at start-up).",
-            group=group,
         ),
         Flag(
             "tls-private-key-file",
             STRING,
             "",
             f"PEM private key matching --tls-cert-file (not in OCM's {component}).",
-            group=group,
         ),
         Flag(
             "tls-min-version",
@@ -156,7 +156,6 @@ def serving_flags(component: str, group: str) -> tuple[Flag, ...]:
             "",
             "Minimum TLS version of the metrics and probe endpoint: VersionTLS12 or "
             "VersionTLS13 (empty: VersionTLS12).",
-            group=group,
         ),
         Flag(
             "tls-cipher-suites",
@@ -164,44 +163,41 @@ def serving_flags(component: str, group: str) -> tuple[Flag, ...]:
             "",
             "Comma-separated TLS 1.2 cipher suites of the metrics and probe endpoint, Go names "
             "such as TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 (empty: OpenSSL's defaults).",
-            group=group,
         ),
     )
 
 
 def logging_flags(ignored_group: str) -> tuple[Flag, ...]:
     """klog's flags, as every OCM command accepts them, plus our level and format."""
+    levels = ", ".join(LOG_LEVELS)
     return (
-        Flag(
-            "v",
-            KLOG_LEVEL,
-            0,
-            f"klog verbosity: {DEBUG_VERBOSITY} or more logs at debug level, less at info.",
-            shorthand="v",
-            group=LOGGING,
+        *grouped(
+            LOGGING,
+            Flag(
+                "v",
+                KLOG_LEVEL,
+                0,
+                f"klog verbosity: {DEBUG_VERBOSITY} or more logs at debug level, less at info.",
+                shorthand="v",
+            ),
+            Flag("log-level", STRING, "", f"Log level ({levels}); overrides -v (empty: from -v)."),
+            Flag("log-format", STRING, "json", "Log line format: json or console."),
         ),
-        Flag(
-            "log-level",
-            STRING,
-            "",
-            f"Log level ({', '.join(LOG_LEVELS)}); overrides -v (empty: from -v).",
-            group=LOGGING,
-        ),
-        Flag("log-format", STRING, "json", "Log line format: json or console.", group=LOGGING),
-        Flag(
-            "vmodule",
-            STRING,
-            "",
-            "klog per-file verbosity (pattern=N,...).",
-            group=ignored_group,
-            ignored="per-file verbosity is not supported; use -v or --log-level",
-        ),
-        Flag(
-            "log-flush-frequency",
-            DURATION,
-            5 * durations.SECOND,
-            "klog flush interval; every log line is written at once here.",
-            group=ignored_group,
+        *grouped(
+            ignored_group,
+            Flag(
+                "vmodule",
+                STRING,
+                "",
+                "klog per-file verbosity (pattern=N,...).",
+                ignored="per-file verbosity is not supported; use -v or --log-level",
+            ),
+            Flag(
+                "log-flush-frequency",
+                DURATION,
+                5 * durations.SECOND,
+                "klog flush interval; every log line is written at once here.",
+            ),
         ),
     )
 
@@ -212,35 +208,32 @@ def kubeconfig_flag(cluster: str) -> Flag:
     return Flag("kubeconfig", STRING, "", help_text, group=CLIENTS)
 
 
-def client_rate_flags(prefix: str, server: str, note: str = "") -> tuple[Flag, Flag]:
+def client_rate_flags(prefix: str, server: str, note: str = "") -> tuple[Flag, ...]:
     """``--<prefix>kube-api-qps`` and ``-burst``: client-go's limits for ``server``'s API
     (``note`` is added to the QPS flag's help, e.g. how many clients have them)."""
-    return (
+    return grouped(
+        CLIENTS,
         Flag(
             f"{prefix}kube-api-qps",
             FLOAT32,
             50.0,
             f"Requests per second to {server} API server (<= 0: unlimited).{note}",
-            group=CLIENTS,
         ),
-        Flag(
-            f"{prefix}kube-api-burst",
-            INT,
-            100,
-            f"Request burst to {server} API server.",
-            group=CLIENTS,
-        ),
+        Flag(f"{prefix}kube-api-burst", INT, 100, f"Request burst to {server} API server."),
     )
 
 
-def feature_gates_flag(known: frozenset[str], group: str) -> Flag:
+def feature_gates_flag(
+    group: str, known: frozenset[str], alpha: frozenset[str], beta: frozenset[str]
+) -> Flag:
     """``--feature-gates`` (component-base's ``Gate=bool`` map) over the ``known`` gates."""
     help_text = (
         "Comma-separated Gate=bool pairs, repeatable. Gates (alpha, default false): "
         + ", ".join(sorted(known))
         + "; AllAlpha/AllBeta set every gate of that maturity not named."
     )
-    return Flag("feature-gates", feature_gates_type(known), {}, help_text, group=group)
+    gates = feature_gates_type(known, alpha, beta)
+    return Flag("feature-gates", gates, {}, help_text, group=group)
 
 
 def terminate_on_files_flag(example: str) -> Flag:
@@ -275,25 +268,6 @@ def component_namespace(flag_value: str, namespace_file: Path, default: str) -> 
     return detected or default
 
 
-def enabled_gates(
-    explicit: Mapping[str, bool],
-    known: frozenset[str],
-    alpha: frozenset[str],
-    beta: frozenset[str],
-) -> frozenset[str]:
-    """The gates switched on by a merged ``--feature-gates`` map.
-
-    Gates named explicitly win; AllAlpha/AllBeta then set the gates of their
-    maturity that were not named (component-base does the same, except that
-    it lets map order decide within one flag value).
-    """
-    enabled = {gate for gate, on in explicit.items() if on and gate in known}
-    for special, members in (("AllAlpha", alpha), ("AllBeta", beta)):
-        if explicit.get(special):
-            enabled |= {gate for gate in members if gate not in explicit}
-    return frozenset(enabled)
-
-
 def log_level_from(flags: ParsedFlags) -> str:
     """``--log-level`` if given, else klog's ``-v`` mapped onto our levels."""
     level = flags.string("log-level").strip().lower()
@@ -302,58 +276,6 @@ def log_level_from(flags: ParsedFlags) -> str:
             raise UsageError(f"--log-level {level!r} is not one of {', '.join(LOG_LEVELS)}")
         return level
     return "debug" if flags.integer("v") >= DEBUG_VERBOSITY else "info"
-
-
-class LoggingFields(TypedDict):
-    """The logging fields of a program's settings."""
-
-    log_format: str
-    log_level: str
-
-
-def logging_fields(flags: ParsedFlags) -> LoggingFields:
-    """``log_format`` and ``log_level`` of a settings object, from the logging flags."""
-    return {"log_format": flags.string("log-format"), "log_level": log_level_from(flags)}
-
-
-class ClientFields(TypedDict):
-    """The client fields of a program's settings (``--kubeconfig``, :func:`client_rate_flags`)."""
-
-    kubeconfig: str
-    kube_api_qps: float
-    kube_api_burst: int
-
-
-def client_fields(flags: ParsedFlags) -> ClientFields:
-    """``kubeconfig``, ``kube_api_qps`` and ``kube_api_burst`` of a settings object."""
-    return {
-        "kubeconfig": flags.string("kubeconfig"),
-        "kube_api_qps": flags.number("kube-api-qps"),
-        "kube_api_burst": flags.integer("kube-api-burst"),
-    }
-
-
-class ServingFields(TypedDict):
-    """The serving fields of a program's settings (:func:`serving_flags`)."""
-
-    listen: str
-    insecure_serving: bool
-    tls_cert_file: str
-    tls_private_key_file: str
-    tls_min_version: str
-    tls_cipher_suites: str
-
-
-def serving_fields(flags: ParsedFlags, *, listen: str | None = None) -> ServingFields:
-    """The settings fields of :func:`serving_flags`; ``listen`` overrides ``--listen``."""
-    return {
-        "listen": flags.string("listen") if listen is None else listen,
-        "insecure_serving": flags.boolean("insecure-serving"),
-        "tls_cert_file": flags.string("tls-cert-file"),
-        "tls_private_key_file": flags.string("tls-private-key-file"),
-        "tls_min_version": flags.string("tls-min-version"),
-        "tls_cipher_suites": flags.string("tls-cipher-suites"),
-    }
 
 
 def leader_election_from(
@@ -378,6 +300,33 @@ def leader_election_from(
     )
 
 
+def settings_from(
+    cls: Callable[..., _Settings],
+    flags: ParsedFlags,
+    namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE,
+    **computed: object,
+) -> _Settings:
+    """The settings dataclass ``cls`` from the flags: each field from the flag of its name.
+
+    A field ``a_b`` takes the flag keyed ``a-b`` (or ``a_b``, a flag's
+    ``dest``) as its type's ``setting`` holds it; ``log_level`` comes from
+    ``--log-level`` and ``-v``, ``leader_election`` from the leader-election
+    flags over the field's default; ``computed`` sets the fields no flag
+    fills alone. Fields without a flag keep their defaults.
+    """
+    values: dict[str, object] = {}
+    for spec in dataclasses.fields(cast("Any", cls)):
+        keys = [key for key in (spec.name, spec.name.replace("_", "-")) if key in flags.types]
+        if spec.name == "log_level":
+            values[spec.name] = log_level_from(flags)
+        elif spec.name == "leader_election":
+            lease = cast("Callable[[], LeaderElectionSettings]", spec.default_factory)()
+            values[spec.name] = leader_election_from(flags, lease, namespace_file)
+        elif keys:
+            values[spec.name] = flags.setting(keys[0])
+    return cls(**(values | computed))
+
+
 _VMODULE_ITEM = re.compile(r"[^=,]+=[0-9]+")
 
 
@@ -385,7 +334,7 @@ def check_arguments(flags: ParsedFlags, command: str) -> None:
     """Refusals every command shares: stray arguments and a malformed ``--vmodule``."""
     if flags.positionals:
         raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{command}"')
-    vmodule = flags.string("vmodule")
+    vmodule = str(flags.values.get("vmodule") or "")
     if vmodule and not all(_VMODULE_ITEM.fullmatch(item) for item in vmodule.split(",")):
         raise UsageError(
             f'invalid argument "{vmodule}" for "--vmodule" flag: '
@@ -402,15 +351,6 @@ def parse_flags(flag_set: FlagSet, args: Sequence[str], command: str) -> ParsedF
     return flags
 
 
-def validated(settings: _Settings, validate: Callable[[], None]) -> _Settings:
-    """``settings`` once ``validate()`` passed; its ValueError becomes a usage error."""
-    try:
-        validate()
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    return settings
-
-
 def notices_for(flags: ParsedFlags, flag_table: Iterable[Flag]) -> tuple[FlagNotice, ...]:
     """Warnings for the compatibility flags that were given (they change nothing)."""
     notices = []
@@ -423,7 +363,7 @@ def notices_for(flags: ParsedFlags, flag_table: Iterable[Flag]) -> tuple[FlagNot
 
 def plain_http_notices(flags: ParsedFlags) -> tuple[FlagNotice, ...]:
     """Warnings for TLS settings that ``--insecure-serving`` leaves without effect."""
-    if not flags.boolean("insecure-serving"):
+    if not flags.values.get("insecure-serving"):
         return ()
     notices = []
     for key in ("tls-min-version", "tls-cipher-suites"):
@@ -435,6 +375,73 @@ def plain_http_notices(flags: ParsedFlags) -> tuple[FlagNotice, ...]:
                 )
             )
     return tuple(notices)
+
+
+class _Validating(Protocol):
+    def validate(self) -> None: ...
+
+
+_Checked = TypeVar("_Checked", bound=_Validating)
+_Command = TypeVar("_Command")
+
+
+@dataclass(frozen=True)
+class Parsed(Generic[_Settings]):
+    """A program's command as parsed: the settings to run with, and notices about ignored flags."""
+
+    settings: _Settings
+    notices: tuple[FlagNotice, ...] = ()
+
+
+def _no_fields(flags: ParsedFlags) -> dict[str, object]:
+    return {}
+
+
+def _no_notices(flags: ParsedFlags, settings: object) -> tuple[FlagNotice, ...]:
+    return ()
+
+
+@dataclass(frozen=True)
+class CommandSpec(Generic[_Checked, _Command]):
+    """A command of a program: its flags and help, and the settings they make.
+
+    ``settings`` is the settings dataclass (filled by :func:`settings_from`,
+    ``computed`` giving the fields no single flag holds; then ``validate()``d),
+    ``result`` what :meth:`parse` returns for it; ``notices`` are the
+    command's own warnings, after those of :func:`notices_for` and
+    :func:`plain_http_notices`.
+    """
+
+    command: str
+    description: str
+    flags: Callable[[], tuple[Flag, ...]]
+    settings: Callable[..., _Checked]
+    result: Callable[[_Checked, tuple[FlagNotice, ...]], _Command]
+    computed: Callable[[ParsedFlags], dict[str, object]] = _no_fields
+    notices: Callable[[ParsedFlags, _Checked], Iterable[FlagNotice]] = _no_notices
+
+    def flag_set(self) -> FlagSet:
+        """The command's parser."""
+        return FlagSet(f"{self.command} [flags]", self.description, self.flags())
+
+    def parse(
+        self, args: Sequence[str], namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE_FILE
+    ) -> _Command | ShowText:
+        """Parse the command's arguments into validated settings (or its help).
+
+        ``namespace_file`` is where the pod's namespace is read (``--namespace``'s default).
+        """
+        flag_set = self.flag_set()
+        flags = parse_flags(flag_set, args, self.command)
+        if isinstance(flags, ShowText):
+            return flags
+        settings = settings_from(self.settings, flags, namespace_file, **self.computed(flags))
+        try:
+            settings.validate()
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        notices = notices_for(flags, flag_set.flags) + plain_http_notices(flags)
+        return self.result(settings, (*notices, *self.notices(flags, settings)))
 
 
 # -- the top-level command -----------------------------------------------------------------

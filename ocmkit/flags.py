@@ -20,9 +20,10 @@ are declared by each program; the groups both share are in
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ocmkit import durations
@@ -162,8 +163,14 @@ def _merge_maps(old: object, new: object) -> object:
     return {**old, **new}
 
 
-def _parse_duration(text: str) -> int:
-    return durations.parse_duration(text)
+def _same(value: object) -> object:
+    return value
+
+
+def _seconds(value: object) -> object:
+    # Settings hold durations as float seconds.
+    assert isinstance(value, int)
+    return value / durations.SECOND
 
 
 def _parse_int32(text: str) -> int:
@@ -179,7 +186,8 @@ def _parse_csv(text: str) -> tuple[str, ...]:
 class FlagType:
     """How one kind of flag value is read, combined when repeated, and shown in help.
 
-    ``accumulate`` is None when a repeated flag keeps its last value.
+    ``accumulate`` is None when a repeated flag keeps its last value;
+    ``setting`` turns the value into what a settings field holds.
     """
 
     name: str
@@ -187,6 +195,7 @@ class FlagType:
     takes_value: bool = True
     accumulate: Callable[[object, object], object] | None = None
     show: Callable[[object], str] = _show_plain
+    setting: Callable[[object], object] = _same
 
 
 STRING = FlagType("string", str, show=_show_string)
@@ -194,20 +203,49 @@ BOOL = FlagType("bool", parse_go_bool, takes_value=False)
 INT = FlagType("int", parse_go_int)
 INT32 = FlagType("int32", _parse_int32)
 FLOAT32 = FlagType("float32", parse_go_float)
-DURATION = FlagType("duration", _parse_duration, show=_show_duration)
+DURATION = FlagType("duration", durations.parse_duration, show=_show_duration, setting=_seconds)
 STRING_ARRAY = FlagType("stringArray", str, accumulate=_append_one, show=_show_list)
 STRING_SLICE = FlagType("strings", _parse_csv, accumulate=_append_all, show=_show_list)
 KLOG_LEVEL = FlagType("Level", parse_klog_level)
 
 
-def feature_gates_type(known: Iterable[str]) -> FlagType:
-    """The ``--feature-gates`` map type for this set of gates (repeats merge)."""
-    names = frozenset(known)
+def enabled_gates(
+    explicit: Mapping[str, bool],
+    known: frozenset[str],
+    alpha: frozenset[str],
+    beta: frozenset[str],
+) -> frozenset[str]:
+    """The gates switched on by a merged ``--feature-gates`` map.
+
+    Gates named explicitly win; AllAlpha/AllBeta then set the gates of their
+    maturity that were not named (component-base does the same, except that
+    it lets map order decide within one flag value).
+    """
+    enabled = {gate for gate, on in explicit.items() if on and gate in known}
+    for special, members in (("AllAlpha", alpha), ("AllBeta", beta)):
+        if explicit.get(special):
+            enabled |= {gate for gate in members if gate not in explicit}
+    return frozenset(enabled)
+
+
+def feature_gates_type(
+    known: frozenset[str], alpha: frozenset[str], beta: frozenset[str]
+) -> FlagType:
+    """The ``--feature-gates`` map type for these gates (repeats merge).
+
+    Its setting is the set of gates the merged map switches on.
+    """
 
     def parse(text: str) -> object:
-        return parse_feature_gates(text, names)
+        return parse_feature_gates(text, known)
 
-    return FlagType("mapStringBool", parse, accumulate=_merge_maps, show=_show_gates)
+    def setting(value: object) -> object:
+        assert isinstance(value, dict)
+        return enabled_gates(value, known, alpha, beta)
+
+    return FlagType(
+        "mapStringBool", parse, accumulate=_merge_maps, show=_show_gates, setting=setting
+    )
 
 
 # -- flags and flag sets ------------------------------------------------------------------
@@ -266,6 +304,7 @@ class ParsedFlags:
     given: dict[str, str] = field(default_factory=dict)  # key -> flag as spelled (last one)
     positionals: list[str] = field(default_factory=list)
     help_requested: bool = False
+    types: dict[str, FlagType] = field(default_factory=dict)  # key -> its flag's type
 
     def was_given(self, key: str) -> bool:
         """Whether the command line set this key (not just its default)."""
@@ -292,42 +331,26 @@ class ParsedFlags:
             raise TypeError(f"flag {key} is not an int")
         return value
 
-    def number(self, key: str) -> float:
-        """A float value."""
-        value = self.values[key]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise TypeError(f"flag {key} is not a number")
-        return float(value)
-
     def seconds(self, key: str) -> float:
         """A duration value as float seconds."""
         return self.integer(key) / durations.SECOND
 
-    def strings(self, key: str) -> tuple[str, ...]:
-        """A list value."""
-        value = self.values[key]
-        if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
-            raise TypeError(f"flag {key} is not a list of strings")
-        return value
-
-    def gates(self, key: str) -> dict[str, bool]:
-        """A feature-gate map value."""
-        value = self.values[key]
-        if not isinstance(value, dict):
-            raise TypeError(f"flag {key} is not a map")
-        return {str(k): bool(v) for k, v in value.items()}
+    def setting(self, key: str) -> object:
+        """The value of ``key`` as a settings field holds it (its type's ``setting``)."""
+        return self.types[key].setting(self.values[key])
 
 
 class FlagSet:
-    """A set of flags parsed with pflag's rules, plus ``-h``/``--help``."""
+    """A set of flags parsed with pflag's rules, plus ``-h``/``--help``.
 
-    def __init__(
-        self, usage: str, description: str, flags: Sequence[Flag], groups: Sequence[str]
-    ) -> None:
+    Help lists the flags by group, the groups in the order they first appear.
+    """
+
+    def __init__(self, usage: str, description: str, flags: Sequence[Flag]) -> None:
         self.usage = usage
         self.description = description
         self.flags = tuple(flags)
-        self.groups = tuple(groups)
+        self.groups = tuple(dict.fromkeys(flag.group for flag in self.flags))
         self._long: dict[str, Flag] = {}
         self._short: dict[str, Flag] = {}
         for flag in self.flags:
@@ -339,8 +362,6 @@ class FlagSet:
                 if flag.shorthand in self._short or flag.shorthand == "h":
                     raise ValueError(f"flag -{flag.shorthand} defined twice")
                 self._short[flag.shorthand] = flag
-            if flag.group not in self.groups:
-                raise ValueError(f"flag --{flag.name} has unknown group {flag.group!r}")
 
     def lookup(self, token: str) -> Flag | None:
         """The flag a ``--name``/``-x`` token (value included or not) refers to, if any."""
@@ -360,22 +381,23 @@ class FlagSet:
             return "=" not in token
         return len(token) == 2  # "-v" alone; "-v2" and "-v=2" carry the value
 
-    def defaults(self) -> dict[str, object]:
+    def defaults(self) -> ParsedFlags:
         """Every key with its default value."""
-        values: dict[str, object] = {}
+        parsed = ParsedFlags({})
         for flag in self.flags:
-            values.setdefault(flag.key, flag.default)
-        return values
+            parsed.values.setdefault(flag.key, flag.default)
+            parsed.types.setdefault(flag.key, flag.type)
+        return parsed
 
     def parse(self, args: Sequence[str]) -> ParsedFlags:
         """Parse ``args``; UsageError on the first problem, unless help was asked for."""
-        parsed = ParsedFlags(self.defaults())
+        parsed = self.defaults()
         try:
             self._parse_into(parsed, list(args))
         except UsageError:
             # `--help` shows the help even on a command line that would not parse.
             if _asks_for_help(args):
-                return ParsedFlags(self.defaults(), help_requested=True)
+                return dataclasses.replace(self.defaults(), help_requested=True)
             raise
         return parsed
 
@@ -456,8 +478,6 @@ class FlagSet:
         lines = [f"Usage:\n  {self.usage}", "", self.description.strip(), ""]
         for group in self.groups:
             members = [f for f in self.flags if f.group == group]
-            if not members:
-                continue
             lines.append(f"{group}:")
             for flag in members:
                 names = f"--{flag.name}"

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 __all__ = [
@@ -227,24 +228,6 @@ def _json_string(text: str) -> str:
     return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
 
 
-def _json_scalar(item: Any) -> str:
-    if item is None:
-        return "null"
-    if item is True:
-        return "true"
-    if item is False:
-        return "false"
-    if isinstance(item, str):
-        return _json_string(item)
-    if isinstance(item, int):
-        if INT64_MIN <= item <= INT64_MAX or isinstance(item, GoInt | GoUint8):
-            return str(int(item))
-        return json_float(int_as_float(item))
-    if isinstance(item, float):
-        return json_float(item)
-    raise GoJSONError(f"json: unsupported type: {go_type_name(item)}")
-
-
 def go_marshal(value: Any, limit: int | None = None, *, sort_keys: bool = True) -> str:
     """Go's ``json.Marshal(value)`` as text: compact, object keys sorted, ``<`` ``>``
     ``&`` U+2028 U+2029 escaped, other non-ASCII kept.
@@ -257,63 +240,87 @@ def go_marshal(value: Any, limit: int | None = None, *, sort_keys: bool = True) 
     value past the limit is an error anyway, and the object may be large.
     Iterative, so deep nesting cannot exhaust the Python stack.
     """
+    text, cut = _text(value, _JSON_SYNTAX, limit, sort_keys=sort_keys)
+    if cut:
+        raise JSONTooLong(f"longer than {limit}")
+    return text
+
+
+@dataclass(frozen=True)
+class _Syntax:
+    """How :func:`_pieces` spells maps, separators, keys and scalars."""
+
+    map_open: str
+    map_close: str
+    separator: str
+    key: Callable[[Any], str]
+    nil: str
+    string: Callable[[str], str]
+    number: Callable[[float], str]
+    other: Callable[[Any], str]
+
+    def scalar(self, item: Any) -> str:
+        """A value that is neither a map nor a list."""
+        if item is None:
+            return self.nil
+        if item is True:
+            return "true"
+        if item is False:
+            return "false"
+        if isinstance(item, str):
+            return self.string(item)
+        if isinstance(item, int):
+            if INT64_MIN <= item <= INT64_MAX or isinstance(item, GoInt | GoUint8):
+                return str(int(item))
+            return self.number(int_as_float(item))
+        if isinstance(item, float):
+            return self.number(item)
+        return self.other(item)
+
+
+def _text(
+    value: Any, syntax: _Syntax, limit: int | None, *, sort_keys: bool = True
+) -> tuple[str, bool]:
+    """The text of ``value``, stopped once longer than ``limit``; whether it was stopped."""
     out: list[str] = []
     size = 0
+    for piece in _pieces(value, syntax, sort_keys=sort_keys):
+        out.append(piece)
+        size += len(piece)
+        if limit is not None and size > limit:
+            return "".join(out), True
+    return "".join(out), False
+
+
+def _pieces(value: Any, syntax: _Syntax, *, sort_keys: bool = True) -> Iterator[str]:
+    """The text of ``value`` piece by piece, so callers can stop early (iterative: deep
+    nesting cannot exhaust the Python stack)."""
     # (True, text) is output as is; (False, value) is a value still to encode.
     stack: list[tuple[bool, Any]] = [(False, value)]
     while stack:
         literal, item = stack.pop()
         if literal:
-            piece: str = item
+            yield item
         elif isinstance(item, Mapping):
-            if not item:
-                piece = "{}"
-            else:
-                piece = "{"
-                stack.append((True, "}"))
-                keys = sorted(item) if sort_keys else list(item)
-                for index in range(len(keys) - 1, -1, -1):
-                    key = keys[index]
-                    stack.append((False, item[key]))
-                    stack.append((True, ("," if index else "") + _json_string(key) + ":"))
+            yield syntax.map_open
+            stack.append((True, syntax.map_close))
+            keys = sorted(item) if sort_keys else list(item)
+            for index in range(len(keys) - 1, -1, -1):
+                key = keys[index]
+                stack.append((False, item[key]))
+                stack.append((True, (syntax.separator if index else "") + syntax.key(key)))
         elif isinstance(item, list | tuple):
-            if not item:
-                piece = "[]"
-            else:
-                piece = "["
-                stack.append((True, "]"))
-                for index in range(len(item) - 1, -1, -1):
-                    stack.append((False, item[index]))
-                    if index:
-                        stack.append((True, ","))
+            yield "["
+            stack.append((True, "]"))
+            for index in range(len(item) - 1, -1, -1):
+                stack.append((False, item[index]))
+                if index:
+                    stack.append((True, syntax.separator))
         else:
-            piece = _json_scalar(item)
-        out.append(piece)
-        size += len(piece)
-        if limit is not None and size > limit:
-            raise JSONTooLong(f"longer than {limit}")
-    return "".join(out)
+            yield syntax.scalar(item)
 
 
 # --- fmt %v ------------------------------------------------------------------
-
-
-def _v_scalar(item: Any) -> str:
-    if item is None:
-        return "<nil>"
-    if item is True:
-        return "true"
-    if item is False:
-        return "false"
-    if isinstance(item, str):
-        return item
-    if isinstance(item, int):
-        if INT64_MIN <= item <= INT64_MAX or isinstance(item, GoInt | GoUint8):
-            return str(int(item))
-        return _v_float(int_as_float(item))
-    if isinstance(item, float):
-        return _v_float(item)
-    return repr(item)
 
 
 def go_format_value(value: Any, limit: int = FORMAT_LIMIT) -> str:
@@ -322,32 +329,17 @@ def go_format_value(value: Any, limit: int = FORMAT_LIMIT) -> str:
     Cut at about ``limit`` characters with ``...``: this text only ends up in
     error messages (Go prints it whole).
     """
-    out: list[str] = []
-    size = 0
-    stack: list[tuple[bool, Any]] = [(False, value)]
-    while stack:
-        literal, item = stack.pop()
-        if literal:
-            piece: str = item
-        elif isinstance(item, Mapping):
-            piece = "map["
-            stack.append((True, "]"))
-            keys = sorted(item)
-            for index in range(len(keys) - 1, -1, -1):
-                key = keys[index]
-                stack.append((False, item[key]))
-                stack.append((True, (" " if index else "") + str(key) + ":"))
-        elif isinstance(item, list | tuple):
-            piece = "["
-            stack.append((True, "]"))
-            for index in range(len(item) - 1, -1, -1):
-                stack.append((False, item[index]))
-                if index:
-                    stack.append((True, " "))
-        else:
-            piece = _v_scalar(item)
-        out.append(piece)
-        size += len(piece)
-        if size > limit:
-            return "".join(out)[:limit] + "..."
-    return "".join(out)
+    text, cut = _text(value, _V_SYNTAX, limit)
+    return text[:limit] + "..." if cut else text
+
+
+def _unsupported(item: Any) -> str:
+    raise GoJSONError(f"json: unsupported type: {go_type_name(item)}")
+
+
+def _json_key(key: str) -> str:
+    return _json_string(key) + ":"
+
+
+_JSON_SYNTAX = _Syntax("{", "}", ",", _json_key, "null", _json_string, json_float, _unsupported)
+_V_SYNTAX = _Syntax("map[", "]", " ", lambda key: f"{key}:", "<nil>", str, _v_float, repr)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ocmkit import command, durations
+from ocmkit.command import Parsed, grouped
 from ocmkit.flags import (
     BOOL,
     DURATION,
@@ -41,7 +42,6 @@ from workagent.settings import (
     KNOWN_AGENT_GATES,
     LEASE_NAME,
     AgentSettings,
-    default_leader_election,
 )
 
 PROG = "workagent"
@@ -52,7 +52,6 @@ __all__ = [
     "DiffCommand",
     "ShowText",
     "UsageError",
-    "agent_command",
     "agent_flag_set",
     "agent_flags",
     "diff_command",
@@ -63,90 +62,84 @@ __all__ = [
 
 WORK = "Work agent flags"
 IGNORED = "Accepted for compatibility with OCM's agent (no effect)"
-AGENT_GROUPS = (WORK, command.CLIENTS, command.ELECTION, command.SERVING, command.LOGGING, IGNORED)
 
 
 def agent_flags() -> tuple[Flag, ...]:
     """The flags of ``workagent agent``: OCM's work-agent flags, same names and types."""
     second = durations.SECOND
     return (
-        Flag(
-            "spoke-cluster-name",
-            STRING,
-            "",
-            "Name of the managed cluster: the hub namespace whose ManifestWorks this agent "
-            "applies. Required.",
-            dest="cluster_name",
-            aliases=("cluster-name",),
-            group=WORK,
+        *grouped(
+            WORK,
+            Flag(
+                "spoke-cluster-name",
+                STRING,
+                "",
+                "Name of the managed cluster: the hub namespace whose ManifestWorks this agent "
+                "applies. Required.",
+                dest="cluster_name",
+                aliases=("cluster-name",),
+            ),
+            Flag(
+                "agent-id",
+                STRING,
+                "",
+                "ID of this agent, written to spec.agentID of its AppliedManifestWorks "
+                "(empty: the hub hash).",
+            ),
+            Flag(
+                "workload-source-config",
+                STRING,
+                DEFAULT_HUB_KUBECONFIG,
+                "With --workload-source-driver=kube, the kubeconfig of the hub cluster (its "
+                "server URL defines the hub hash); with grpc or mqtt, the driver's config file "
+                "(url or brokerHost defines the hub hash).",
+                dest="hub_kubeconfig",
+                aliases=("hub-kubeconfig",),
+            ),
+            Flag(
+                "workload-source-driver",
+                STRING,
+                "kube",
+                "Where ManifestWorks come from: kube (the hub API server), grpc (OCM's hub gRPC "
+                "server) or mqtt (a broker), the last two as CloudEvents.",
+            ),
+            Flag(
+                "status-sync-interval",
+                DURATION,
+                30 * second,
+                "How often the status and feedback of applied resources are polled (each work "
+                "every x0.8 to x1 of it).",
+            ),
+            Flag(
+                "appliedmanifestwork-eviction-grace-period",
+                DURATION,
+                3600 * second,
+                "How long an AppliedManifestWork whose ManifestWork is gone is kept before its "
+                "resources are deleted; 876000h or more disables eviction.",
+                dest="eviction_grace_period",
+            ),
+            Flag(
+                "max-json-raw-length",
+                INT32,
+                1024,
+                "Maximum length of a JsonRaw status feedback value.",
+            ),
+            Flag(
+                "max-feedback-watch",
+                INT32,
+                50,
+                "Maximum number of resources watched for Watch-mode status feedback; beyond it "
+                "they are polled.",
+            ),
+            Flag(
+                "workload-agent-workers",
+                INT,
+                10,
+                "Concurrent workers of the apply, status and cleanup controllers (>= 1).",
+                dest="workers",
+            ),
         ),
-        Flag(
-            "agent-id",
-            STRING,
-            "",
-            "ID of this agent, written to spec.agentID of its AppliedManifestWorks "
-            "(empty: the hub hash).",
-            group=WORK,
-        ),
-        Flag(
-            "workload-source-config",
-            STRING,
-            DEFAULT_HUB_KUBECONFIG,
-            "With --workload-source-driver=kube, the kubeconfig of the hub cluster (its server "
-            "URL defines the hub hash); with grpc or mqtt, the driver's config file (url or "
-            "brokerHost defines the hub hash).",
-            dest="hub_kubeconfig",
-            aliases=("hub-kubeconfig",),
-            group=WORK,
-        ),
-        Flag(
-            "workload-source-driver",
-            STRING,
-            "kube",
-            "Where ManifestWorks come from: kube (the hub API server), grpc (OCM's hub gRPC "
-            "server) or mqtt (a broker), the last two as CloudEvents.",
-            group=WORK,
-        ),
-        Flag(
-            "status-sync-interval",
-            DURATION,
-            30 * second,
-            "How often the status and feedback of applied resources are polled (each work "
-            "every x0.8 to x1 of it).",
-            group=WORK,
-        ),
-        Flag(
-            "appliedmanifestwork-eviction-grace-period",
-            DURATION,
-            3600 * second,
-            "How long an AppliedManifestWork whose ManifestWork is gone is kept before its "
-            "resources are deleted; 876000h or more disables eviction.",
-            group=WORK,
-        ),
-        Flag(
-            "max-json-raw-length",
-            INT32,
-            1024,
-            "Maximum length of a JsonRaw status feedback value.",
-            group=WORK,
-        ),
-        Flag(
-            "max-feedback-watch",
-            INT32,
-            50,
-            "Maximum number of resources watched for Watch-mode status feedback; beyond it "
-            "they are polled.",
-            group=WORK,
-        ),
-        Flag(
-            "workload-agent-workers",
-            INT,
-            10,
-            "Concurrent workers of the apply, status and cleanup controllers (>= 1).",
-            dest="workers",
-            group=WORK,
-        ),
-        command.feature_gates_flag(KNOWN_AGENT_GATES, WORK),
+        command.feature_gates_flag(WORK, KNOWN_AGENT_GATES, ALPHA_AGENT_GATES, BETA_AGENT_GATES),
         command.kubeconfig_flag("managed cluster"),
         Flag(
             "spoke-kubeconfig",
@@ -164,21 +157,22 @@ def agent_flags() -> tuple[Flag, ...]:
         *command.client_rate_flags("hub-", "the hub's"),
         *command.leader_election_flags(LEASE_NAME, "agent", DEFAULT_COMPONENT_NAMESPACE),
         *command.serving_flags("agent", command.SERVING),
-        Flag(
-            "health-port",
-            INT32,
-            0,
-            "Port of the metrics and probe endpoints on all interfaces when --listen is not "
-            "given (0: 8443).",
-            group=command.SERVING,
-        ),
-        Flag(
-            "metrics-work-labels",
-            BOOL,
-            False,
-            "Add a work label (the ManifestWork's name) to the per-work gauges of /metrics; "
-            "one series per work and condition, so for small fleets only.",
-            group=command.SERVING,
+        *grouped(
+            command.SERVING,
+            Flag(
+                "health-port",
+                INT32,
+                0,
+                "Port of the metrics and probe endpoints on all interfaces when --listen is not "
+                "given (0: 8443).",
+            ),
+            Flag(
+                "metrics-work-labels",
+                BOOL,
+                False,
+                "Add a work label (the ManifestWork's name) to the per-work gauges of /metrics; "
+                "one series per work and condition, so for small fleets only.",
+            ),
         ),
         command.terminate_on_files_flag("hub kubeconfig"),
         *command.logging_flags(IGNORED),
@@ -190,21 +184,22 @@ def agent_flags() -> tuple[Flag, ...]:
             "there, e.g. <cluster>-work-agent).",
             group=WORK,
         ),
-        Flag(
-            "cloudevents-client-codecs",
-            STRING_SLICE,
-            (),
-            "CloudEvents codecs (accepted for OCM compatibility).",
-            group=IGNORED,
-            ignored="the agent always uses the manifestbundle codec, as OCM's does",
-        ),
-        Flag(
-            "hub-kubeconfig-dir",
-            STRING,
-            "/spoke/hub-kubeconfig",
-            "Mount directory of the hub kubeconfig secret (used by OCM's registration agent).",
-            group=IGNORED,
-            ignored="the hub kubeconfig is read from --workload-source-config",
+        *grouped(
+            IGNORED,
+            Flag(
+                "cloudevents-client-codecs",
+                STRING_SLICE,
+                (),
+                "CloudEvents codecs (accepted for OCM compatibility).",
+                ignored="the agent always uses the manifestbundle codec, as OCM's does",
+            ),
+            Flag(
+                "hub-kubeconfig-dir",
+                STRING,
+                "/spoke/hub-kubeconfig",
+                "Mount directory of the hub kubeconfig secret (used by OCM's registration agent).",
+                ignored="the hub kubeconfig is read from --workload-source-config",
+            ),
         ),
         command.operator_config_flag(IGNORED),
     )
@@ -217,25 +212,11 @@ OCM's `work agent`; durations use Go syntax (10s, 1m30s, 1h0m0s, 500ms).
 """
 
 
-def agent_flag_set() -> FlagSet:
-    """The parser of ``workagent agent``."""
-    return FlagSet(f"{PROG} agent [flags]", AGENT_DESCRIPTION, agent_flags(), AGENT_GROUPS)
-
-
 # -- from flags to settings ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AgentCommand:
+class AgentCommand(Parsed[AgentSettings]):
     """``workagent agent``: the settings to run with, and notices about ignored flags."""
-
-    settings: AgentSettings
-    notices: tuple[FlagNotice, ...] = ()
-
-
-def agent_gates(explicit: dict[str, bool]) -> frozenset[str]:
-    """The agent gates switched on by a merged ``--feature-gates`` map."""
-    return command.enabled_gates(explicit, KNOWN_AGENT_GATES, ALPHA_AGENT_GATES, BETA_AGENT_GATES)
 
 
 def listen_address(flags: ParsedFlags) -> str:
@@ -252,78 +233,48 @@ def listen_address(flags: ParsedFlags) -> str:
     return f"0.0.0.0:{port}" if port else command.DEFAULT_LISTEN
 
 
-def hub_kubeconfig_notices(flags: ParsedFlags) -> tuple[FlagNotice, ...]:
-    """``--hub-kubeconfig`` means something else in OCM's agent: say how it is read here."""
-    if flags.given.get("hub_kubeconfig") != "--hub-kubeconfig":
-        return ()
-    # OCM's work agent ignores this flag; here it names the hub kubeconfig.
-    return (
-        FlagNotice(
-            "--hub-kubeconfig",
-            "--hub-kubeconfig is read as --workload-source-config (OCM's work agent ignores it)",
-        ),
-    )
+def _agent_fields(flags: ParsedFlags) -> dict[str, object]:
+    # A client id means nothing to the kube driver (see _agent_notices).
+    kube = flags.string("workload-source-driver") == "kube"
+    client_id = "" if kube else flags.string("cloudevents-client-id")
+    return {"listen": listen_address(flags), "cloudevents_client_id": client_id}
 
 
-def driver_notices(flags: ParsedFlags) -> tuple[FlagNotice, ...]:
-    """A CloudEvents client id given to the kube driver changes nothing: say so."""
-    if flags.string("workload-source-driver") != "kube":
-        return ()
-    if not flags.was_given("cloudevents-client-id"):
-        return ()
-    spelled = flags.given["cloudevents-client-id"]
-    return (
-        FlagNotice(spelled, f"{spelled} is ignored: it only applies to the grpc and mqtt drivers"),
-    )
+def _agent_notices(flags: ParsedFlags, settings: AgentSettings) -> list[FlagNotice]:
+    notices = []
+    if flags.given.get("hub_kubeconfig") == "--hub-kubeconfig":
+        # OCM's work agent ignores this flag; here it names the hub kubeconfig.
+        message = (
+            "--hub-kubeconfig is read as --workload-source-config (OCM's work agent ignores it)"
+        )
+        notices.append(FlagNotice("--hub-kubeconfig", message))
+    if settings.workload_source_driver == "kube" and flags.was_given("cloudevents-client-id"):
+        spelled = flags.given["cloudevents-client-id"]
+        message = f"{spelled} is ignored: it only applies to the grpc and mqtt drivers"
+        notices.append(FlagNotice(spelled, message))
+    return notices
 
 
-def agent_command(
-    args: Sequence[str], *, namespace_file: Path = command.SERVICE_ACCOUNT_NAMESPACE_FILE
-) -> AgentCommand | ShowText:
-    """Parse ``workagent agent`` arguments into validated settings (or help)."""
-    flag_set = agent_flag_set()
-    flags = command.parse_flags(flag_set, args, f"{PROG} agent")
-    if isinstance(flags, ShowText):
-        return flags
-    driver = flags.string("workload-source-driver")
-    settings = AgentSettings(
-        cluster_name=flags.string("cluster_name"),
-        hub_kubeconfig=flags.string("hub_kubeconfig"),
-        workload_source_driver=driver,
-        cloudevents_client_id=flags.string("cloudevents-client-id") if driver != "kube" else "",
-        agent_id=flags.string("agent-id"),
-        spoke_kubeconfig=flags.string("spoke-kubeconfig"),
-        **command.client_fields(flags),
-        status_sync_interval=flags.seconds("status-sync-interval"),
-        eviction_grace_period=flags.seconds("appliedmanifestwork-eviction-grace-period"),
-        max_json_raw_length=flags.integer("max-json-raw-length"),
-        max_feedback_watch=flags.integer("max-feedback-watch"),
-        workers=flags.integer("workers"),
-        feature_gates=agent_gates(flags.gates("feature-gates")),
-        hub_kube_api_qps=flags.number("hub-kube-api-qps"),
-        hub_kube_api_burst=flags.integer("hub-kube-api-burst"),
-        leader_election=command.leader_election_from(
-            flags, default_leader_election(), namespace_file
-        ),
-        **command.serving_fields(flags, listen=listen_address(flags)),
-        metrics_work_labels=flags.boolean("metrics-work-labels"),
-        **command.logging_fields(flags),
-        terminate_on_files=flags.strings("terminate-on-files"),
-    )
-    notices = (
-        command.notices_for(flags, flag_set.flags)
-        + hub_kubeconfig_notices(flags)
-        + command.plain_http_notices(flags)
-        + driver_notices(flags)
-    )
-    return AgentCommand(command.validated(settings, settings.validate), notices)
+AGENT = command.CommandSpec(
+    f"{PROG} agent",
+    AGENT_DESCRIPTION,
+    agent_flags,
+    AgentSettings,
+    AgentCommand,
+    computed=_agent_fields,
+    notices=_agent_notices,
+)
+
+
+def agent_flag_set() -> FlagSet:
+    """The parser of ``workagent agent``."""
+    return AGENT.flag_set()
 
 
 # -- workagent diff ------------------------------------------------------------------------
 
 DIFF_INPUT = "Input flags"
 DIFF_CLUSTERS = "Cluster flags"
-DIFF_GROUPS = (DIFF_INPUT, DIFF_CLUSTERS)
 
 DIFF_DESCRIPTION = """
 Show what the agent would change on the managed cluster for one ManifestWork, without
@@ -390,17 +341,14 @@ def diff_flag_set() -> FlagSet:
             group=DIFF_CLUSTERS,
         ),
     )
-    return FlagSet(f"{PROG} diff [flags]", DIFF_DESCRIPTION, flags, DIFF_GROUPS)
+    return FlagSet(f"{PROG} diff [flags]", DIFF_DESCRIPTION, flags)
 
 
 def diff_command(args: Sequence[str]) -> DiffCommand | ShowText:
     """Parse ``workagent diff`` arguments."""
-    flag_set = diff_flag_set()
-    flags = flag_set.parse(args)
-    if flags.help_requested:
-        return ShowText(flag_set.help())
-    if flags.positionals:
-        raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{PROG} diff"')
+    flags = command.parse_flags(diff_flag_set(), args, f"{PROG} diff")
+    if isinstance(flags, ShowText):
+        return flags
     diff = DiffCommand(
         filename=flags.string("filename"),
         work=flags.string("work"),
@@ -446,4 +394,4 @@ def parse_command_line(
         return diff_command(found.rest)
     if found.command != "agent":
         raise UsageError(f'unknown command "{found.command}"; the commands are "agent" and "diff"')
-    return agent_command(found.rest, namespace_file=namespace_file)
+    return AGENT.parse(found.rest, namespace_file)

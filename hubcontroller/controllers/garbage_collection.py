@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import Enum
 from typing import Any
 
 import structlog
 
-from hubcontroller.deps import HubDeps
+from hubcontroller.deps import HubDeps, utc_now
 from hubcontroller.metrics import TTL_DELETIONS
 from ocmkit.kube import MANIFESTWORKS, Conflict, KubeClient, NotFound
 from ocmkit.runtime import Controller, Informer, Object, Result, WorkQueue, object_key
@@ -35,11 +35,6 @@ log = structlog.get_logger(__name__)
 CONTROLLER_NAME = "ManifestWorkGarbageCollectionController"
 
 Now = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    """The current time, timezone-aware (the clock TTLs are measured on)."""
-    return datetime.now(UTC)
 
 
 class Action(Enum):
@@ -120,16 +115,12 @@ class ManifestWorkGarbageCollector:
     """The reconcile of :data:`CONTROLLER_NAME`: keys are ``namespace/name`` of works.
 
     ``works`` is the shared all-namespaces ManifestWork informer; deletes go
-    through its client (the ManifestWork client, which ``--work-driver-config``
-    may point elsewhere than the hub).
+    through ``client``, the ManifestWork client (:attr:`HubDeps.works_client`).
     """
 
-    def __init__(self, works: Informer, *, now: Now = utc_now) -> None:
+    def __init__(self, works: Informer, client: KubeClient, *, now: Now = utc_now) -> None:
         self._works = works
-        client = works.client
-        if not isinstance(client, KubeClient):
-            raise TypeError("the works informer must read through a KubeClient")
-        self._client: KubeClient = client
+        self._client = client
         self._now = now
 
     async def reconcile(self, key: str) -> Result | None:
@@ -181,7 +172,7 @@ def garbage_collection_controller(deps: HubDeps, *, now: Now = utc_now) -> Contr
     # Deletions need no handler: a vanished work has nothing left to collect, and
     # a pending requeue for it finds it missing from the cache and stops.
     deps.works.add_handler(on_add=enqueue, on_update=lambda _old, new: enqueue(new))
-    collector = ManifestWorkGarbageCollector(deps.works, now=now)
+    collector = ManifestWorkGarbageCollector(deps.works, deps.works_client, now=now)
     return Controller(
         CONTROLLER_NAME, queue, collector.reconcile, workers=deps.workers, depends_on=[deps.works]
     )

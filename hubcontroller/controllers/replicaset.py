@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -51,19 +51,23 @@ from hubcontroller.controllers.replicaset_status import (
     report_write_failures,
     summarize,
 )
-from hubcontroller.controllers.replicaset_works import is_deleting, meta, owner_label_value
+from hubcontroller.controllers.replicaset_works import (
+    is_deleting,
+    meta,
+    owner_label_value,
+    owner_of,
+)
 from hubcontroller.controllers.replicaset_writes import (
     WorkWriter,
     patch_finalizers,
     patch_status,
     run_writes,
 )
-from hubcontroller.deps import HubDeps
+from hubcontroller.deps import HubDeps, utc_now
 from ocmkit.kube import (
     MANIFESTWORK_REPLICASETS,
     PLACEMENT_DECISIONS,
     PLACEMENTS,
-    KubeClient,
     KubeError,
     NotFound,
 )
@@ -87,11 +91,6 @@ MAX_REQUEUE = timedelta(minutes=30)
 RESYNC_SECONDS = 30 * 60.0
 
 Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    """The current UTC time."""
-    return datetime.now(UTC)
 
 
 class ReconcileErrors(KubeError):
@@ -147,12 +146,7 @@ class ReplicaSetController:
         self.placements = placements
         self.decisions = decisions
         self.now = now
-        # Works are written through the works informer's client: with
-        # --work-driver-config ManifestWorks live behind a different kubeconfig.
-        client = deps.works.client
-        if not isinstance(client, KubeClient):
-            raise TypeError("the works informer must read through a KubeClient")
-        self.writer = WorkWriter(client, RecentWrites(clock=clock))
+        self.writer = WorkWriter(deps.works_client, RecentWrites(clock=clock))
         # Our own status and finalizer writes, until the replica set informer shows them.
         self.own_writes = RecentWrites(clock=clock)
         self.judgements = WorkJudgements()
@@ -235,8 +229,7 @@ class ReplicaSetController:
     # -- reconcile -----------------------------------------------------------------------
     def works_of(self, replica_set: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The replica set's generated works: the cache plus this controller's newer writes."""
-        rs_meta = meta(replica_set)
-        owner = owner_label_value(str(rs_meta.get("namespace", "")), str(rs_meta.get("name", "")))
+        owner = owner_of(replica_set)
         cached = self.deps.works.store.by_index(WORKS_BY_OWNER, owner)
         return self.writer.overlay(owner, cached)
 
@@ -289,7 +282,7 @@ class ReplicaSetController:
     async def _finalize(self, replica_set: Mapping[str, Any], errors: list[KubeError]) -> bool:
         """Delete the generated works; True once the finalizer is removed."""
         works = self.works_of(replica_set)
-        owner = self._owner(replica_set)
+        owner = owner_of(replica_set)
         failed = await run_writes(
             [("delete", self.writer.delete(owner, w)) for w in works if not is_deleting(w)]
         )
@@ -306,16 +299,11 @@ class ReplicaSetController:
         ]
         with contextlib.suppress(NotFound):
             await patch_finalizers(self.deps.hub, replica_set, remaining)
-        self.writer.forget(self._owner(replica_set))
+        self.writer.forget(owner)
         return True
 
     def _remember(self, key: str, before: Mapping[str, Any], written: Mapping[str, Any]) -> None:
         self.own_writes.remember(key, written, str(meta(before).get("resourceVersion", "")))
-
-    @staticmethod
-    def _owner(replica_set: Mapping[str, Any]) -> str:
-        rs_meta = meta(replica_set)
-        return owner_label_value(str(rs_meta.get("namespace", "")), str(rs_meta.get("name", "")))
 
 
 def build_replicaset_controller(

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from hubcontroller.controllers.replicaset_works import (
     cluster_rollout_status,
@@ -52,48 +52,33 @@ class WorkJudgements:
     """Remembered spec matches and rollout statuses, by work uid."""
 
     def __init__(self) -> None:
-        self._matches: dict[str, tuple[int, str, bool]] = {}
-        self._statuses: dict[str, tuple[str, ClusterRolloutStatus]] = {}
-        self._conditions: dict[str, tuple[str, frozenset[str]]] = {}
+        self._matches: dict[str, tuple[object, bool]] = {}
+        self._statuses: dict[str, tuple[object, ClusterRolloutStatus]] = {}
+        self._conditions: dict[str, tuple[object, frozenset[str]]] = {}
 
     def matches(self, work: Mapping[str, Any], template: Template) -> bool:
         """Whether the work's spec equals the template (spec/hub.md 2.4.1)."""
-        work_meta = meta(work)
-        uid, generation = str(work_meta.get("uid", "")), work_meta.get("generation")
-        if not uid or not isinstance(generation, int) or generation <= 0:
-            return bool(comparable_spec(work.get("spec")) == template.comparable)
-        known = self._matches.get(uid)
-        if known is not None and known[0] == generation and known[1] == template.digest:
-            return known[2]
-        result = bool(comparable_spec(work.get("spec")) == template.comparable)
-        self._matches[uid] = (generation, template.digest, result)
-        return result
+        generation = meta(work).get("generation")
+        valid = isinstance(generation, int) and generation > 0
+        return _remembered(
+            self._matches,
+            work,
+            (generation, template.digest) if valid else None,
+            lambda: bool(comparable_spec(work.get("spec")) == template.comparable),
+        )
 
     def rollout_status(self, cluster: str, work: Mapping[str, Any]) -> ClusterRolloutStatus:
         """The work's cluster rollout status (spec/hub.md 2.4)."""
-        work_meta = meta(work)
-        uid, version = str(work_meta.get("uid", "")), str(work_meta.get("resourceVersion", ""))
-        if not uid or not version:
-            return cluster_rollout_status(cluster, work)
-        known = self._statuses.get(uid)
-        if known is not None and known[0] == version and known[1].cluster == cluster:
-            return known[1]
-        status = cluster_rollout_status(cluster, work)
-        self._statuses[uid] = (version, status)
-        return status
+        version = meta(work).get("resourceVersion")
+        stamp = (version, cluster) if version else None
+        return _remembered(
+            self._statuses, work, stamp, lambda: cluster_rollout_status(cluster, work)
+        )
 
     def true_conditions(self, work: Mapping[str, Any]) -> frozenset[str]:
         """The types of the work's True conditions."""
-        work_meta = meta(work)
-        uid, version = str(work_meta.get("uid", "")), str(work_meta.get("resourceVersion", ""))
-        if not uid or not version:
-            return true_conditions(work)
-        known = self._conditions.get(uid)
-        if known is not None and known[0] == version:
-            return known[1]
-        result = true_conditions(work)
-        self._conditions[uid] = (version, result)
-        return result
+        version = meta(work).get("resourceVersion")
+        return _remembered(self._conditions, work, version, lambda: true_conditions(work))
 
     def forget(self, work: Mapping[str, Any]) -> None:
         """Drop what is remembered about a deleted work."""
@@ -104,3 +89,27 @@ class WorkJudgements:
 
     def __len__(self) -> int:
         return len(self._matches.keys() | self._statuses.keys() | self._conditions.keys())
+
+
+_T = TypeVar("_T")
+
+
+def _remembered(
+    cache: dict[str, tuple[object, _T]],
+    work: Mapping[str, Any],
+    stamp: object,
+    compute: Callable[[], _T],
+) -> _T:
+    """``compute()``, remembered by the work's uid while ``stamp`` stays the same.
+
+    Without a uid or a stamp nothing is remembered.
+    """
+    uid = str(meta(work).get("uid", ""))
+    if not uid or not stamp:
+        return compute()
+    known = cache.get(uid)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    value = compute()
+    cache[uid] = (stamp, value)
+    return value

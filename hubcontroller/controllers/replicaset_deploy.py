@@ -45,7 +45,7 @@ from hubcontroller.controllers.replicaset_works import (
     is_deleting,
     label_value_problems,
     meta,
-    owner_label_value,
+    owner_of,
 )
 from hubcontroller.controllers.replicaset_writes import WorkWriter, Write, run_writes
 from hubcontroller.rollout import (
@@ -163,9 +163,8 @@ class DeployStep:
     ) -> DeployOutcome:
         """Deploy one replica set; ``works`` are its generated works as last seen."""
         outcome = DeployOutcome()
-        rs_meta = meta(replica_set)
-        namespace, name = str(rs_meta.get("namespace", "")), str(rs_meta.get("name", ""))
-        owner = owner_label_value(namespace, name)
+        namespace = str(meta(replica_set).get("namespace", ""))
+        owner = owner_of(replica_set)
         problems = label_value_problems(owner)
         if problems:
             draft.set_condition(

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hubcontroller.controllers.replicaset_works import meta, owner_label_value
+from hubcontroller.controllers.replicaset_works import meta, owner_of
 from schemas.wire import MANIFEST_WORK_REPLICA_SET_LABEL, PLACEMENT_LABEL
 
 __all__ = [
@@ -60,8 +60,7 @@ def replica_sets_by_placement(replica_set: dict[str, Any]) -> list[str]:
 
 def replica_sets_by_owner(replica_set: dict[str, Any]) -> list[str]:
     """Index function: the owner label value the replica set's works carry."""
-    rs_meta = meta(replica_set)
-    return [owner_label_value(str(rs_meta.get("namespace", "")), str(rs_meta.get("name", "")))]
+    return [owner_of(replica_set)]
 
 
 def work_owner(work: Mapping[str, Any]) -> str | None:

@@ -32,6 +32,7 @@ __all__ = [
     "is_deleting",
     "label_value_problems",
     "owner_label_value",
+    "owner_of",
     "spec_written_at",
     "template_of",
     "true_conditions",
@@ -47,6 +48,12 @@ _LABEL_VALUE_MAX = 63
 def owner_label_value(namespace: str, name: str) -> str:
     """The value of the owner label on generated works: ``<namespace>.<name>``."""
     return f"{namespace}.{name}"
+
+
+def owner_of(replica_set: Mapping[str, Any]) -> str:
+    """The owner label value of a replica set's works."""
+    rs_meta = meta(replica_set)
+    return owner_label_value(str(rs_meta.get("namespace", "")), str(rs_meta.get("name", "")))
 
 
 def label_value_problems(value: str) -> list[str]:
@@ -98,9 +105,7 @@ def desired_work(
     """
     rs_meta = meta(replica_set)
     labels = dict(rs_meta.get("labels") or {})
-    labels[MANIFEST_WORK_REPLICA_SET_LABEL] = owner_label_value(
-        str(rs_meta.get("namespace", "")), str(rs_meta.get("name", ""))
-    )
+    labels[MANIFEST_WORK_REPLICA_SET_LABEL] = owner_of(replica_set)
     labels[PLACEMENT_NAME_LABEL] = placement
     metadata: dict[str, Any] = {"namespace": cluster, "labels": labels}
     if existing_name:

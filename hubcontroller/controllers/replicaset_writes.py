@@ -144,28 +144,25 @@ async def patch_finalizers(
     client: KubeClient, replica_set: Mapping[str, Any], finalizers: list[str]
 ) -> dict[str, Any]:
     """Set the replica set's finalizers (merge patch with preconditions)."""
-    rs_meta = meta(replica_set)
-    body = with_preconditions(replica_set, {"metadata": {"finalizers": finalizers}})
-    return await client.patch(
-        MANIFESTWORK_REPLICASETS,
-        str(rs_meta.get("name")),
-        body,
-        str(rs_meta.get("namespace")),
-    )
+    return await _patch(client, replica_set, {"metadata": {"finalizers": finalizers}})
 
 
 async def patch_status(
     client: KubeClient, replica_set: Mapping[str, Any], old: Any, new: Any
 ) -> dict[str, Any]:
     """Send the merge patch from status ``old`` to ``new`` to the status subresource."""
+    patch = {"status": merge_patch(old or {}, new)}
+    return await _patch(client, replica_set, patch, subresource="status")
+
+
+async def _patch(
+    client: KubeClient, replica_set: Mapping[str, Any], patch: Any, subresource: str | None = None
+) -> dict[str, Any]:
     rs_meta = meta(replica_set)
-    body = with_preconditions(replica_set, {"status": merge_patch(old or {}, new)})
+    body = with_preconditions(replica_set, patch)
+    name, namespace = str(rs_meta.get("name")), str(rs_meta.get("namespace"))
     return await client.patch(
-        MANIFESTWORK_REPLICASETS,
-        str(rs_meta.get("name")),
-        body,
-        str(rs_meta.get("namespace")),
-        subresource="status",
+        MANIFESTWORK_REPLICASETS, name, body, namespace, subresource=subresource
     )
 
 

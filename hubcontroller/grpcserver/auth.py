@@ -30,12 +30,10 @@ from ocmkit.cloudevents.event import (
     EventType,
 )
 from ocmkit.kube import KubeClient, KubeError, Resource
+from ocmkit.kube.access import ResourceAccess, access_allowed, subject_access_review
+from ocmkit.kube.resource import MANIFESTWORKS
 
 TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
-SUBJECT_ACCESS_REVIEWS = Resource(
-    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
-)
-WORK_GROUP = "work.open-cluster-management.io"
 CACHE_SECONDS = 30.0
 WATCH_ACTION = "watch_request"
 
@@ -168,28 +166,19 @@ class Authorizer:
         key = (who, cluster, verb, subresource)
         if self._allowed.get(key):
             return
-        attributes: dict[str, Any] = {
-            "verb": verb,
-            "namespace": cluster,
-            "group": WORK_GROUP,
-            "resource": "manifestworks",
-        }
-        if subresource:
-            attributes["subresource"] = subresource
-        body = {
-            "apiVersion": SUBJECT_ACCESS_REVIEWS.api_version,
-            "kind": SUBJECT_ACCESS_REVIEWS.kind,
-            "spec": {
-                "resourceAttributes": attributes,
-                "user": who.user,
-                "groups": list(who.groups),
-            },
-        }
+        access = ResourceAccess(
+            verb=verb,
+            group=MANIFESTWORKS.group,
+            resource=MANIFESTWORKS.plural,
+            subresource=subresource,
+            namespace=cluster,
+        )
+        spec = {"resourceAttributes": access.attributes(), "user": who.user, "groups": who.groups}
         try:
-            review = await self._hub.create(SUBJECT_ACCESS_REVIEWS, body)
+            allowed = await access_allowed(self._hub, subject_access_review(spec))
         except KubeError as err:
             raise AuthError(grpc.StatusCode.PERMISSION_DENIED, f"access denied: {err}") from None
-        if not (review.get("status") or {}).get("allowed"):
+        if not allowed:
             raise AuthError(
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"access denied: the event {event_type} is not allowed, (cluster={cluster}, "

@@ -13,7 +13,6 @@ import asyncio
 import hashlib
 import math
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from hubcontroller.grpcserver.broker import CloudEventBroker
 from hubcontroller.grpcserver.config import GrpcServerConfig, GrpcServerSettings, load_server_config
 from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import add_CloudEventServiceServicer_to_server
 from ocmkit.kube import KubeClient
-from ocmkit.runtime import Manager, ManagerSettings, configure_logging, run_main
+from ocmkit.runtime import Manager, ManagerSettings, run_main
 
 log = structlog.get_logger(__name__)
 
@@ -168,17 +167,9 @@ async def build_grpc_server(
     config = load_server_config(settings.server_config)
     for key in config.unused:
         log.warning("server config key not applied (gRPC core chooses it)", key=key)
-    if settings.kubeconfig:
-        hub = await KubeClient.from_kubeconfig(
-            settings.kubeconfig,
-            qps=settings.kube_api_qps,
-            burst=settings.kube_api_burst,
-            name="hub",
-        )
-    else:
-        hub = await KubeClient.in_cluster(
-            qps=settings.kube_api_qps, burst=settings.kube_api_burst, name="hub"
-        )
+    hub = await KubeClient.connect(
+        settings.kubeconfig, qps=settings.kube_api_qps, burst=settings.kube_api_burst, name="hub"
+    )
     service = GrpcServerService(settings, config, hub)
     manager = Manager(
         MANAGER_NAME,
@@ -199,9 +190,6 @@ async def run_grpc_server(settings: GrpcServerSettings, *, handle_signals: bool 
     return await run_main(build)
 
 
-def run(settings: GrpcServerSettings, *, notices: Sequence[str] = ()) -> int:
-    """Configure logging, log the ``notices`` (ignored flags) and run the server."""
-    configure_logging(settings.log_format, settings.log_level)
-    for notice in notices:
-        log.warning(notice)
+def run(settings: GrpcServerSettings) -> int:
+    """Run the server in a new event loop; returns the exit code."""
     return asyncio.run(run_grpc_server(settings))

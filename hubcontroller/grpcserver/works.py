@@ -33,7 +33,7 @@ from ocmkit.cloudevents.works import (
     spec_event,
 )
 from ocmkit.kube import MANIFESTWORKS, Conflict, KubeClient, NotFound
-from ocmkit.kube.mergepatch import merge_patch
+from ocmkit.kube.mergepatch import merge_patch, with_preconditions
 from ocmkit.runtime import Informer, strip_managed_fields
 from schemas.wire import MANIFEST_WORK_FINALIZER
 
@@ -200,14 +200,5 @@ class WorkService:
 
     async def _patch(self, work: Object, patch: dict[str, Any]) -> Object:
         meta = _meta(work)
-        body = {
-            **patch,
-            "metadata": {
-                **patch.get("metadata", {}),
-                "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-        }
-        return await self._hub.patch(
-            MANIFESTWORKS, str(meta["name"]), body, str(meta["namespace"]), patch_type="merge"
-        )
+        body = with_preconditions(work, patch)
+        return await self._hub.patch(MANIFESTWORKS, str(meta["name"]), body, str(meta["namespace"]))

@@ -9,7 +9,7 @@ Modules: ``settings`` (flags), ``admission`` (the AdmissionReview envelope
 and controller-runtime's answer shapes), ``resources`` (paths, decoding),
 ``manifests`` (§5.1), ``rules`` (§5.2, §5.3), ``access`` (the SAR),
 ``core`` (review in, answer out), ``rawjson`` (raw manifest bytes),
-``certs`` (certificate reloading), ``tlsconfig``, ``metrics``, ``server``.
+``certs`` (certificate reloading), ``metrics``, ``server``.
 """
 
 from hubcontroller.webhook.access import AccessCheck, ExecuteAsRequest, HubAccessReviewer

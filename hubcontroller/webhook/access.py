@@ -16,16 +16,19 @@ real one.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from hubcontroller.webhook.admission import UserInfo
 from ocmkit.kube import KubeClient
-from ocmkit.kube.access import ResourceAccess, access_allowed, subject_access_review
+from ocmkit.kube.access import ResourceAccess, ServiceAccount, access_allowed, subject_access_review
+from ocmkit.kube.resource import MANIFESTWORKS
 
-WORK_GROUP: Final = "work.open-cluster-management.io"
-MANIFESTWORKS: Final = "manifestworks"
-EXECUTE_AS: Final = "execute-as"
+#: The permission the author of a work with an executor needs: ``execute-as`` on
+#: ``manifestworks`` (each request adds the work's namespace and the executor's user name).
+EXECUTE_AS: Final = ResourceAccess(
+    verb="execute-as", group=MANIFESTWORKS.group, resource=MANIFESTWORKS.plural
+)
 
 
 @dataclass(frozen=True)
@@ -40,17 +43,11 @@ class ExecuteAsRequest:
     @property
     def executor_username(self) -> str:
         """``system:serviceaccount:<namespace>:<name>``: the SAR's resource name."""
-        return f"system:serviceaccount:{self.executor_namespace}:{self.executor_name}"
+        return ServiceAccount(self.executor_namespace, self.executor_name).user
 
     def subject_access_review(self) -> dict[str, Any]:
         """The SubjectAccessReview body, with Go's omitempty applied to every field."""
-        access = ResourceAccess(
-            verb=EXECUTE_AS,
-            group=WORK_GROUP,
-            resource=MANIFESTWORKS,
-            namespace=self.namespace,
-            name=self.executor_username,
-        )
+        access = replace(EXECUTE_AS, namespace=self.namespace, name=self.executor_username)
         spec: dict[str, Any] = {"resourceAttributes": access.attributes()}
         if self.user.username:
             spec["user"] = self.user.username

@@ -14,34 +14,27 @@ malformed requests; their messages follow Go's decoder.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from hubcontroller.webhook.admission import Errored
 from hubcontroller.webhook.manifests import Manifest, manifests_of
 from ocmkit.govalues import json_type
+from ocmkit.kube.access import ServiceAccount
+from ocmkit.kube.resource import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, Resource
 
 # The Go decoder's words for an absent embedded object.
 NO_CONTENT: Final = "there is no content to decode"
 
 
 @dataclass(frozen=True)
-class WebhookResource:
-    """A kind the webhook validates."""
+class WebhookResource(Resource):
+    """A kind the webhook validates: its API resource, and where its manifests are."""
 
-    group: str
-    version: str
-    kind: str
-    plural: str
     #: Where the manifests are inside the object.
-    manifests_path: tuple[str, ...]
+    manifests_path: tuple[str, ...] = ()
     #: Go type names along ``manifests_path`` (for decoder-style messages).
-    go_types: tuple[str, ...]
-
-    @property
-    def api_version(self) -> str:
-        """``group/version``."""
-        return f"{self.group}/{self.version}"
+    go_types: tuple[str, ...] = ()
 
     @property
     def path(self) -> str:
@@ -55,18 +48,12 @@ class WebhookResource:
 
 
 MANIFESTWORK: Final = WebhookResource(
-    group="work.open-cluster-management.io",
-    version="v1",
-    kind="ManifestWork",
-    plural="manifestworks",
+    **asdict(MANIFESTWORKS),
     manifests_path=("spec", "workload", "manifests"),
     go_types=("v1.ManifestWorkSpec", "v1.ManifestsTemplate", "[]v1.Manifest"),
 )
 MANIFESTWORK_REPLICASET: Final = WebhookResource(
-    group="work.open-cluster-management.io",
-    version="v1alpha1",
-    kind="ManifestWorkReplicaSet",
-    plural="manifestworkreplicasets",
+    **asdict(MANIFESTWORK_REPLICASETS),
     manifests_path=("spec", "manifestWorkTemplate", "workload", "manifests"),
     go_types=(
         "v1alpha1.ManifestWorkReplicaSetSpec",
@@ -84,14 +71,6 @@ def resource_for(group: str, kind: str) -> WebhookResource | None:
         if resource.group == group and resource.kind == kind:
             return resource
     return None
-
-
-@dataclass(frozen=True)
-class ServiceAccount:
-    """``spec.executor.subject.serviceAccount``."""
-
-    namespace: str
-    name: str
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ from typing import Final
 from hubcontroller.webhook.access import AccessCheck, ExecuteAsRequest
 from hubcontroller.webhook.admission import DELETE, UPDATE, BadRequest, Denied, UserInfo
 from hubcontroller.webhook.manifests import ManifestValidator
-from hubcontroller.webhook.resources import Executor, ServiceAccount, WorkObject
+from hubcontroller.webhook.resources import Executor, WorkObject
 from hubcontroller.webhook.settings import ValidationOptions
+from ocmkit.kube.access import ServiceAccount
 from schemas import wire
 
 MANIFESTS_EMPTY: Final = "manifests should not be empty"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -34,9 +33,11 @@ from hubcontroller.webhook.certs import CertificateError, CertificateReloader
 from hubcontroller.webhook.core import AdmissionValidator, Verdict
 from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASET, WebhookResource
 from hubcontroller.webhook.settings import WebhookSettings
-from hubcontroller.webhook.tlsconfig import server_context
 from ocmkit.kube import KubeClient, KubeConfigError
 from ocmkit.runtime import HealthChecks, Report
+from ocmkit.runtime.manager import install_signal_handlers, remove_signal_handlers
+from ocmkit.runtime.observability import probe_response, serve
+from ocmkit.runtime.tls import TLSConfigError, server_context
 from schemas import wire
 
 log = structlog.get_logger(__name__)
@@ -54,8 +55,6 @@ SHUTDOWN_GRACE: Final = 10.0
 HUB_QPS: Final = 20.0
 HUB_BURST: Final = 30
 USER_AGENT: Final = "work-webhook"
-
-_NO_STORE = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
 
 def served_resources(settings: WebhookSettings) -> tuple[WebhookResource, ...]:
@@ -126,7 +125,7 @@ class WebhookServer:
     async def start(self) -> None:
         """Listen for probes and metrics, load the certificate, listen for admissions.
 
-        Raises CertificateError, ssl.SSLError (TLS settings the local OpenSSL
+        Raises CertificateError, TLSConfigError (TLS settings the local OpenSSL
         cannot honour) or OSError (a port); whatever had started is closed again.
         """
         host = self.settings.host or None  # None: every interface, IPv4 and IPv6
@@ -166,20 +165,11 @@ class WebhookServer:
         port: int,
         ssl_context: ssl.SSLContext | None = None,
     ) -> int:
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE)
-        await runner.setup()
-        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
-        try:
-            await site.start()
-        except OSError as err:
-            await runner.cleanup()
-            raise OSError(
-                err.errno, f"cannot listen on {host or ''}:{port}: {err.strerror}"
-            ) from err
+        runner, bound = await serve(
+            app, host, port, ssl_context=ssl_context, shutdown_timeout=SHUTDOWN_GRACE
+        )
         self._runners.append(runner)
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        return int(sockets[0].getsockname()[1]) if sockets else port
+        return bound
 
     # -- admission --------------------------------------------------------------------------
     def _handler(
@@ -247,24 +237,15 @@ class WebhookServer:
         return None
 
     async def _healthz(self, request: web.Request) -> web.Response:
-        return _probe(Report("healthz", self.checks.livez().results))
+        return probe_response(Report("healthz", self.checks.livez().results))
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        return _probe(self.checks.readyz())
+        return probe_response(self.checks.readyz())
 
 
 def _errored(message: str) -> Verdict:
     rejection = Errored(400, message)
     return Verdict(answer(ADMISSION_V1, "", False, rejection.status()), False, 400, message)
-
-
-def _probe(report: Report) -> web.Response:
-    return web.Response(
-        status=200 if report.ok else 500,
-        text=report.render(),
-        content_type="text/plain",
-        headers=_NO_STORE,
-    )
 
 
 async def hub_client(kubeconfig: str) -> KubeClient:
@@ -303,7 +284,7 @@ async def run_webhook_server(
         log.error("invalid kubeconfig", error=str(err))
         return EXIT_CONFIG
     server = WebhookServer(settings, access=HubAccessReviewer(hub))
-    installed = _install_signal_handlers(stop)
+    installed = install_signal_handlers(lambda _signal: stop.set())
     try:
         try:
             await server.start()
@@ -314,7 +295,7 @@ async def run_webhook_server(
                 error=str(err),
             )
             return EXIT_FAILURE
-        except ssl.SSLError as err:
+        except (ssl.SSLError, TLSConfigError) as err:
             log.error(
                 "unusable TLS settings",
                 error=str(err),
@@ -332,22 +313,4 @@ async def run_webhook_server(
     finally:
         await server.stop()
         await hub.close()
-        _remove_signal_handlers(installed)
-
-
-def _install_signal_handlers(stop: asyncio.Event) -> list[signal.Signals]:
-    loop = asyncio.get_running_loop()
-    installed = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError, ValueError):
-            continue  # not the main thread: rely on `stop` or cancellation
-        installed.append(sig)
-    return installed
-
-
-def _remove_signal_handlers(installed: list[signal.Signals]) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in installed:
-        loop.remove_signal_handler(sig)
+        remove_signal_handlers(installed)

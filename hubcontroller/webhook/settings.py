@@ -10,29 +10,16 @@ process before anything listens.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from hubcontroller.webhook.tlsconfig import parse_cipher_suites, parse_tls_version
-from schemas import wire
+from hubcontroller.settings import DEFAULT_MANIFEST_LIMIT, KNOWN_HUB_GATES, WebhookFlags
+from ocmkit.runtime.tls import parse_cipher_suites, parse_tls_version
 
-DEFAULT_PORT = 9443
-DEFAULT_METRICS_PORT = 8080
-DEFAULT_HEALTH_PROBE_PORT = 8000
-#: 500 KiB, OCM's default ``--manifestLimit``.
-DEFAULT_MANIFEST_LIMIT = 512000
+__all__ = ["DEFAULT_MANIFEST_LIMIT", "ValidationOptions", "WebhookSettings", "default_cert_dir"]
+
 CERT_FILE = "tls.crt"
 KEY_FILE = "tls.key"
-
-#: Gates of the hub work components (api.md §6); any other name is a startup error.
-HUB_FEATURE_GATES = frozenset(
-    {
-        wire.GATE_NIL_EXECUTOR_VALIDATING,
-        wire.GATE_MANIFEST_WORK_REPLICA_SET,
-        wire.GATE_CLOUD_EVENTS_DRIVERS,
-        wire.GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
-    }
-)
 
 
 def default_cert_dir() -> Path:
@@ -57,28 +44,13 @@ class ValidationOptions:
 
 
 @dataclass(frozen=True)
-class WebhookSettings:
-    """Flags of ``work webhook-server``.
+class WebhookSettings(WebhookFlags):
+    """Flags of ``work webhook-server`` (:class:`~hubcontroller.settings.WebhookFlags`), checked.
 
-    ``metrics_port`` <= 0 and ``health_probe_port`` == 0 disable those
-    servers; ``port`` 0 picks a free port (tests). ``certdir`` empty means
-    :func:`default_cert_dir`. ``tls_min_version`` is a Go name
-    (``VersionTLS12``), empty for TLS 1.2; ``tls_cipher_suites`` a
-    comma-separated list of IANA names as Go spells them, empty for the
-    defaults. ``feature_gates`` holds the *enabled* hub gates.
-    ``kubeconfig`` empty means ``$KUBECONFIG``, in-cluster, then
-    ``~/.kube/config`` (controller-runtime's order).
+    ``port`` 0 picks a free port (tests); ``host`` is the listen address,
+    which OCM does not expose (empty: all interfaces).
     """
 
-    port: int = DEFAULT_PORT
-    metrics_port: int = DEFAULT_METRICS_PORT
-    health_probe_port: int = DEFAULT_HEALTH_PROBE_PORT
-    certdir: str = ""
-    tls_min_version: str = ""
-    tls_cipher_suites: str = ""
-    manifest_limit: int = DEFAULT_MANIFEST_LIMIT
-    feature_gates: frozenset[str] = field(default_factory=frozenset)
-    kubeconfig: str = ""
     host: str = ""
 
     def __post_init__(self) -> None:
@@ -89,11 +61,11 @@ class WebhookSettings:
             raise ValueError(f"--metrics-port={self.metrics_port}: must be a port number")
         if self.manifest_limit < 0:
             raise ValueError(f"--manifestLimit={self.manifest_limit}: must not be negative")
-        unknown = sorted(self.feature_gates - HUB_FEATURE_GATES)
+        unknown = sorted(self.feature_gates - KNOWN_HUB_GATES)
         if unknown:
             raise ValueError(
                 f"--feature-gates: unrecognized feature gate: {', '.join(unknown)} "
-                f"(known: {', '.join(sorted(HUB_FEATURE_GATES))})"
+                f"(known: {', '.join(sorted(KNOWN_HUB_GATES))})"
             )
         # Parsed here only to fail early; the TLS context parses them again.
         parse_tls_version(self.tls_min_version)

@@ -1,8 +1,8 @@
 """SubjectAccessReviews: may a user do something? (``authorization.k8s.io/v1``).
 
-The agent asks the spoke whether a work's executor may apply a manifest; the
-hub's webhook asks the hub whether a work's author may ``execute-as`` that
-executor. Both create the review with their own identity (which needs
+The agent asks the spoke whether a work's executor (a :class:`ServiceAccount`)
+may apply a manifest; the hub's webhook asks the hub whether a work's author
+may ``execute-as`` that executor. Both create the review with their own identity (which needs
 ``create`` on ``subjectaccessreviews``) and read ``status.allowed``.
 """
 
@@ -15,6 +15,32 @@ from typing import Any
 from ocmkit.kube.client import KubeClient
 from ocmkit.kube.errors import ServerError
 from ocmkit.kube.resource import SUBJECT_ACCESS_REVIEWS
+
+SERVICE_ACCOUNT_USER_PREFIX = "system:serviceaccount:"
+SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
+AUTHENTICATED_GROUP = "system:authenticated"
+
+
+@dataclass(frozen=True)
+class ServiceAccount:
+    """A service account, named as the API server authenticates its tokens."""
+
+    namespace: str
+    name: str
+
+    @property
+    def user(self) -> str:
+        """``system:serviceaccount:<ns>:<name>``, the user name its token authenticates as."""
+        return f"{SERVICE_ACCOUNT_USER_PREFIX}{self.namespace}:{self.name}"
+
+    @property
+    def groups(self) -> list[str]:
+        """The groups a service-account token carries, in OCM's order."""
+        return [
+            SERVICE_ACCOUNTS_GROUP,
+            AUTHENTICATED_GROUP,
+            f"{SERVICE_ACCOUNTS_GROUP}:{self.namespace}",
+        ]
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,9 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, TypedDict, Unpack
 from urllib.parse import quote
 
 import aiohttp
@@ -67,6 +68,18 @@ _TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 Params = list[tuple[str, str]]
+
+
+class ClientOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`KubeClient` besides its configuration."""
+
+    qps: float
+    burst: int
+    user_agent: str | None
+    timeout: float
+    name: str
+    rate_limiter: TokenBucket | None
+    dry_run: bool
 
 
 def default_user_agent() -> str:
@@ -127,41 +140,25 @@ class KubeClient:
         path: str | None = None,
         *,
         context: str | None = None,
-        qps: float = 50,
-        burst: int = 100,
-        user_agent: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        name: str = "kube",
-        dry_run: bool = False,
+        **options: Unpack[ClientOptions],
     ) -> Self:
         """A client from a kubeconfig (default ``$KUBECONFIG`` or ``~/.kube/config``).
 
         Raises KubeConfigError when the file is missing or unusable.
         """
-        config = await load_kubeconfig(path, context=context)
-        return cls(
-            config,
-            qps=qps,
-            burst=burst,
-            user_agent=user_agent,
-            timeout=timeout,
-            name=name,
-            dry_run=dry_run,
-        )
+        return cls(await load_kubeconfig(path, context=context), **options)
 
     @classmethod
-    async def in_cluster(
-        cls,
-        *,
-        qps: float = 50,
-        burst: int = 100,
-        user_agent: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        name: str = "kube",
-    ) -> KubeClient:
+    async def in_cluster(cls, **options: Unpack[ClientOptions]) -> Self:
         """A client from the pod's service account. Raises KubeConfigError outside a pod."""
-        config = load_in_cluster()
-        return cls(config, qps=qps, burst=burst, user_agent=user_agent, timeout=timeout, name=name)
+        return cls(load_in_cluster(), **options)
+
+    @classmethod
+    async def connect(cls, kubeconfig: str, **options: Unpack[ClientOptions]) -> Self:
+        """A client from the ``kubeconfig`` file, or in-cluster when it is empty."""
+        if kubeconfig:
+            return await cls.from_kubeconfig(kubeconfig, **options)
+        return await cls.in_cluster(**options)
 
     def derive(self, name: str) -> KubeClient:
         """A client for another part of the program, as client-go builds several from one config.
@@ -441,10 +438,24 @@ class KubeClient:
             headers["Content-Type"] = content_type
         return headers
 
-    async def _throttle(self) -> None:
-        """Wait for a token of the client's bucket (before the request's clock starts)."""
+    @contextlib.asynccontextmanager
+    async def _measured(self, verb: str, what: str) -> AsyncIterator[_Outcome]:
+        """One request: a token of the client's bucket first (before the request's clock
+        starts), then its duration and status code (``outcome.code``) in the metrics;
+        transport failures raise Unreachable."""
         waited = await self.rate_limiter.acquire()
         metrics.RATE_LIMITER_WAIT.labels(self.name).observe(waited)
+        start = time.perf_counter()
+        outcome = _Outcome()
+        try:
+            yield outcome
+        except _TRANSPORT_ERRORS as exc:
+            raise Unreachable(f"{what}: {self._describe(exc)}") from exc
+        finally:
+            elapsed = time.perf_counter() - start
+            metrics.REQUESTS.labels(self.name, verb, outcome.code).inc()
+            metrics.REQUEST_DURATION.labels(self.name, verb).observe(elapsed)
+            log.debug("%s %s -> %s in %.3fs", self.name, what, outcome.code, elapsed)
 
     async def _send(
         self,
@@ -490,10 +501,7 @@ class KubeClient:
             params = [*(params or []), ("dryRun", "All")]
             params = list(dict.fromkeys(params))  # once, if the caller asked too
         timeout = aiohttp.ClientTimeout(total=self.timeout)
-        await self._throttle()
-        start = time.perf_counter()
-        code = "<error>"
-        try:
+        async with self._measured(verb, f"{method} {path}") as outcome:
             response = await self._send(
                 method, path, params, data, content_type if data is not None else None, timeout
             )
@@ -501,14 +509,7 @@ class KubeClient:
                 raw = await response.read()
                 status = response.status
                 retry_after = response.headers.get("Retry-After")
-            code = str(status)
-        except _TRANSPORT_ERRORS as exc:
-            raise Unreachable(f"{method} {path}: {self._describe(exc)}") from exc
-        finally:
-            elapsed = time.perf_counter() - start
-            metrics.REQUESTS.labels(self.name, verb, code).inc()
-            metrics.REQUEST_DURATION.labels(self.name, verb).observe(elapsed)
-            log.debug("%s %s %s -> %s in %.3fs", self.name, method, path, code, elapsed)
+            outcome.code = str(status)
         if not 200 <= status < 300:
             raise self._error(status, raw, retry_after)
         if not raw:
@@ -527,21 +528,11 @@ class KubeClient:
         timeout = aiohttp.ClientTimeout(
             total=None, connect=self.timeout, sock_connect=self.timeout, sock_read=read_timeout
         )
-        await self._throttle()
-        start = time.perf_counter()
-        code = "<error>"
-        try:
+        async with self._measured("watch", f"watch {path}") as outcome:
             # The stream may stay quiet for long, but its headers come at once.
             async with asyncio.timeout(self.timeout):
                 response = await self._send("GET", path, params, None, None, timeout)
-            code = str(response.status)
-        except _TRANSPORT_ERRORS as exc:
-            raise Unreachable(f"watch {path}: {self._describe(exc)}") from exc
-        finally:
-            elapsed = time.perf_counter() - start
-            metrics.REQUESTS.labels(self.name, "watch", code).inc()
-            metrics.REQUEST_DURATION.labels(self.name, "watch").observe(elapsed)
-            log.debug("%s watch %s -> %s in %.3fs", self.name, path, code, elapsed)
+            outcome.code = str(response.status)
         stream: WatchStream | None = None
         try:
             if not 200 <= response.status < 300:
@@ -620,6 +611,11 @@ class KubeClient:
         obj.setdefault("apiVersion", res.api_version)
         obj.setdefault("kind", res.kind)
         return obj
+
+
+@dataclass
+class _Outcome:
+    code: str = "<error>"  # the HTTP status, once there is one
 
 
 class _ConnectionPool:

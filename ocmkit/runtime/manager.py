@@ -157,9 +157,8 @@ class Manager:
 
     async def run(self) -> int:
         """Run until stopped; returns the process exit code (0 after a clean stop)."""
-        loop = asyncio.get_running_loop()
         if self.settings.handle_signals:
-            self._install_signal_handlers(loop)
+            self._signals = install_signal_handlers(self._on_signal)
         self._loop_monitor.start()
         try:
             try:
@@ -247,7 +246,7 @@ class Manager:
             await _bounded(f"closing {name}", close())
         await self.observability.stop()
         await self._loop_monitor.stop()
-        self._remove_signal_handlers()
+        remove_signal_handlers(self._signals)
         log.info("stopped", reason=reason, exit_code=self._exit_code)
 
     # -- health --------------------------------------------------------------------
@@ -267,26 +266,33 @@ class Manager:
         return None
 
     # -- signals -------------------------------------------------------------------
-    def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, self._on_signal, sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                continue  # not the main thread or not supported: rely on request_stop
-            self._signals.append(sig)
-
-    def _remove_signal_handlers(self) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in self._signals:
-            loop.remove_signal_handler(sig)
-        self._signals.clear()
-
     def _on_signal(self, sig: signal.Signals) -> None:
         if self._stop.is_set():
             log.error("second signal during shutdown, exiting now", signal=sig.name)
             os._exit(EXIT_FAILURE)
         log.info("signal received, shutting down gracefully", signal=sig.name)
         self.request_stop(sig.name)
+
+
+def install_signal_handlers(on_signal: Callable[[signal.Signals], None]) -> list[signal.Signals]:
+    """Call ``on_signal`` on SIGTERM and SIGINT; returns the signals now handled."""
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, on_signal, sig)
+        except (NotImplementedError, RuntimeError, ValueError):
+            continue  # not the main thread or not supported: the caller stops otherwise
+        installed.append(sig)
+    return installed
+
+
+def remove_signal_handlers(installed: list[signal.Signals]) -> None:
+    """Undo :func:`install_signal_handlers` (and empty ``installed``)."""
+    loop = asyncio.get_running_loop()
+    for sig in installed:
+        loop.remove_signal_handler(sig)
+    installed.clear()
 
 
 async def run_main(

@@ -38,6 +38,40 @@ def parse_bind_address(address: str) -> tuple[str, int]:
     return host, port
 
 
+async def serve(
+    app: web.Application,
+    host: str | None,
+    port: int,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    shutdown_timeout: float = 1.0,
+) -> tuple[web.AppRunner, int]:
+    """Serve ``app`` on ``host:port``: its runner, and the port bound (``port`` 0 picks one).
+
+    OSError names the address when it cannot listen.
+    """
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=shutdown_timeout)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
+    try:
+        await site.start()
+    except OSError as err:
+        await runner.cleanup()
+        raise OSError(err.errno, f"cannot listen on {host or ''}:{port}: {err.strerror}") from err
+    sockets = getattr(site._server, "sockets", None) or []
+    return runner, int(sockets[0].getsockname()[1]) if sockets else port
+
+
+def probe_response(report: Report) -> web.Response:
+    """A probe's answer: 200 or 500, one line per check, never cached."""
+    return web.Response(
+        status=200 if report.ok else 500,
+        text=report.render(),
+        content_type="text/plain",
+        headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"},
+    )
+
+
 class ObservabilityServer:
     """Serves metrics and health probes on ``bind_address`` (``127.0.0.1:0`` picks a port)."""
 
@@ -76,21 +110,9 @@ class ObservabilityServer:
         """Start listening."""
         if self._runner is not None:
             return
-        runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, ssl_context=self._ssl)
-        try:
-            await site.start()
-        except OSError as err:
-            await runner.cleanup()
-            raise OSError(
-                err.errno, f"cannot listen on {self.host}:{self.port}: {err.strerror}"
-            ) from err
-        self._runner = runner
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        self._runner, self.port = await serve(
+            self.app(), self.host, self.port, ssl_context=self._ssl
+        )
         log.info(
             "serving metrics and health probes",
             address=f"{self.host}:{self.port}",
@@ -118,9 +140,4 @@ class ObservabilityServer:
                 log.info(f"{report.kind} passing")
             else:
                 log.warning(f"{report.kind} failing", checks=failed)
-        return web.Response(
-            status=200 if report.ok else 500,
-            text=report.render(),
-            content_type="text/plain",
-            headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"},
-        )
+        return probe_response(report)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from ocmkit.kube.ratelimit import TokenBucket
 from ocmkit.runtime.clock import Clock, MonotonicClock
 
 
@@ -70,17 +71,11 @@ class BucketRateLimiter:
             raise ValueError(f"need qps > 0 and burst >= 1, got qps={qps} burst={burst}")
         self.qps = qps
         self.burst = burst
-        self._clock = clock or MonotonicClock()
-        self._tokens = float(burst)
-        self._last = self._clock.now()
+        self._bucket = TokenBucket(qps, burst, clock=(clock or MonotonicClock()).now)
 
     def when(self, key: str) -> float:
         """Reserve a token; the delay until it is available (0 while the burst lasts)."""
-        now = self._clock.now()
-        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-        self._last = now
-        self._tokens -= 1.0
-        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+        return self._bucket.reserve()
 
     def forget(self, key: str) -> None:
         """The bucket keeps no per-key state."""

@@ -6,39 +6,34 @@ from dataclasses import dataclass
 from typing import Any
 
 from ocmkit.kube import Resource
+from ocmkit.kube.access import (
+    AUTHENTICATED_GROUP,
+    SERVICE_ACCOUNT_USER_PREFIX,
+    SERVICE_ACCOUNTS_GROUP,
+    ServiceAccount,
+)
 from schemas.work_v1 import ExecutorSubjectType, ManifestWorkExecutor
 from workagent.executor.base import InvalidExecutorError, NotAllowedError
 
-SERVICE_ACCOUNT_USER_PREFIX = "system:serviceaccount:"
-SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
-AUTHENTICATED_GROUP = "system:authenticated"
+__all__ = [
+    "AUTHENTICATED_GROUP",
+    "SERVICE_ACCOUNTS_GROUP",
+    "SERVICE_ACCOUNT_USER_PREFIX",
+    "ManifestTarget",
+    "ServiceAccountExecutor",
+    "escalation_not_allowed",
+    "not_allowed",
+    "service_account_of",
+]
 
 
-@dataclass(frozen=True)
-class ServiceAccountExecutor:
-    """A work's executor: a service account on the spoke, seen as the API server sees it."""
-
-    namespace: str
-    name: str
+class ServiceAccountExecutor(ServiceAccount):
+    """A work's executor: a service account on the spoke (its ``user`` and ``groups``)."""
 
     @property
     def key(self) -> str:
         """``namespace/name``: the executor's key in the cache and its work queue."""
         return f"{self.namespace}/{self.name}"
-
-    @property
-    def user(self) -> str:
-        """``system:serviceaccount:<ns>:<name>``, the user name its token authenticates as."""
-        return f"{SERVICE_ACCOUNT_USER_PREFIX}{self.namespace}:{self.name}"
-
-    @property
-    def groups(self) -> list[str]:
-        """The groups a service-account token carries, in OCM's order."""
-        return [
-            SERVICE_ACCOUNTS_GROUP,
-            AUTHENTICATED_GROUP,
-            f"{SERVICE_ACCOUNTS_GROUP}:{self.namespace}",
-        ]
 
     @classmethod
     def from_key(cls, key: str) -> ServiceAccountExecutor:

@@ -77,6 +77,29 @@ class MqttTopics:
     source_broadcast: str = ""
     agent_broadcast: str = ""
 
+    def problem(self) -> str | None:
+        """What OCM's topic rules find wrong here (the first thing), or None."""
+        for key, value, pattern, required in (
+            ("topics.sourceEvents", self.source_events, _SOURCE_EVENTS, True),
+            ("topics.agentEvents", self.agent_events, _AGENT_EVENTS, True),
+            ("topics.sourceBroadcast", self.source_broadcast, _SOURCE_BROADCAST, False),
+            ("topics.agentBroadcast", self.agent_broadcast, _AGENT_BROADCAST, False),
+        ):
+            if not value:
+                if required:
+                    return f"{key} is required"
+                continue
+            if not pattern.match(value):
+                return f"{key} {value!r} does not match {pattern.pattern}"
+        if strip_share(self.agent_events).count("+") > 1 and not self.agent_broadcast:
+            # The spec resync request is for every source: with no concrete source in
+            # agentEvents it can only go to agentBroadcast.
+            return (
+                f"topics.agentEvents {self.agent_events!r} has no concrete source segment: "
+                "set it, or set topics.agentBroadcast"
+            )
+        return None
+
 
 @dataclass(frozen=True)
 class MqttConfig:
@@ -249,25 +272,9 @@ def load_mqtt_config(path: str) -> MqttConfig:
         source_broadcast=reader.string("sourceBroadcast", raw_topics),
         agent_broadcast=reader.string("agentBroadcast", raw_topics),
     )
-    for key, value, pattern, required in (
-        ("topics.sourceEvents", topics.source_events, _SOURCE_EVENTS, True),
-        ("topics.agentEvents", topics.agent_events, _AGENT_EVENTS, True),
-        ("topics.sourceBroadcast", topics.source_broadcast, _SOURCE_BROADCAST, False),
-        ("topics.agentBroadcast", topics.agent_broadcast, _AGENT_BROADCAST, False),
-    ):
-        if not value:
-            if required:
-                raise reader.fail(f"{key} is required")
-            continue
-        if not pattern.match(value):
-            raise reader.fail(f"{key} {value!r} does not match {pattern.pattern}")
-    if strip_share(topics.agent_events).count("+") > 1 and not topics.agent_broadcast:
-        # The spec resync request is for every source: with no concrete source in
-        # agentEvents it can only go to agentBroadcast.
-        raise reader.fail(
-            f"topics.agentEvents {topics.agent_events!r} has no concrete source segment: "
-            "set it, or set topics.agentBroadcast"
-        )
+    problem = topics.problem()
+    if problem is not None:
+        raise reader.fail(problem)
     pub_qos = reader.integer("pubQoS", 1)
     sub_qos = reader.integer("subQoS", 1)
     for key, qos in (("pubQoS", pub_qos), ("subQoS", sub_qos)):
