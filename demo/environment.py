@@ -5,12 +5,12 @@
   namespace of the ManifestWorkReplicaSet;
 - one kubesim per managed cluster, with simulated workloads (Deployments
   become ready, Jobs complete) and the AppliedManifestWork CRD;
-- the hub controller (``run_manager``) with the ManifestWorkReplicaSet and
+- the hub controller (``build_hub_manager``) with the ManifestWorkReplicaSet and
   CleanUpCompletedManifestWork gates on;
 - the hub's CloudEvents gRPC server (``hubcontroller grpc-server``) on a
   loopback port, TLS with a self-signed certificate, agents authenticated by
   bearer token (TokenReview) and authorized by SubjectAccessReview;
-- one work agent per managed cluster (``run_agent``): ``cluster1``..``cluster3``
+- one work agent per managed cluster (``build_agent``): ``cluster1``..``cluster3``
   watch the hub API server (driver kube), ``cluster4`` gets its works over gRPC
   (driver grpc), as a Klusterlet in gRPC mode runs it.
 
@@ -34,7 +34,7 @@ import yaml
 
 from hubcontroller.grpcserver import GrpcServerSettings
 from hubcontroller.grpcserver.server import GrpcServerService, build_grpc_server
-from hubcontroller.manager import HubManager, run_manager
+from hubcontroller.manager import HubManager, build_hub_manager
 from hubcontroller.settings import (
     GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
     GATE_MANIFEST_WORK_REPLICA_SET,
@@ -43,9 +43,9 @@ from hubcontroller.settings import (
 )
 from kubesim.sim import KubeSim
 from ocmkit.kube import CRDS, NAMESPACES, ROLE_BINDINGS, ROLES, AlreadyExists, KubeClient
-from ocmkit.runtime import Manager
+from ocmkit.runtime import Manager, run_built
 from ocmkit.runtime.selfsigned import self_signed_certificate
-from workagent.agent import Agent, run_agent
+from workagent.agent import Agent, build_agent
 from workagent.settings import AgentSettings, default_leader_election
 
 REPO = Path(__file__).resolve().parents[1]
@@ -235,7 +235,9 @@ class Environment:
         def built(hub: HubManager) -> None:
             component.manager = hub.manager
 
-        task = asyncio.create_task(run_manager(settings, handle_signals=False, on_built=built))
+        task = asyncio.create_task(
+            run_built(lambda: build_hub_manager(settings, handle_signals=False), built)
+        )
         component = Component("hub controller", task)
         return component
 
@@ -283,7 +285,9 @@ class Environment:
         def built(agent: Agent) -> None:
             component.manager = agent.manager
 
-        task = asyncio.create_task(run_agent(settings, handle_signals=False, on_built=built))
+        task = asyncio.create_task(
+            run_built(lambda: build_agent(settings, handle_signals=False), built)
+        )
         component = Component(f"work agent {cluster}" + (" (over gRPC)" if grpc else ""), task)
         return component
 

@@ -73,11 +73,16 @@ def run_manager_command(command: ManagerCommand) -> int:
     """Set up logging, report ignored flags, and run the work manager until it stops."""
     # Imported here, not at the top: the manager loads the runtime and the client,
     # which help, --version and usage errors have no use for.
-    from hubcontroller.manager import run_manager  # noqa: PLC0415
+    from hubcontroller.manager import build_hub_manager  # noqa: PLC0415
+    from ocmkit.runtime import run_built  # noqa: PLC0415
 
     settings = command.settings
     start_logging(settings.log_format, settings.log_level, command.notices)
-    return int(asyncio.run(run_manager(settings)))
+    return asyncio.run(
+        run_built(
+            lambda: build_hub_manager(settings), terminate_on_files=settings.terminate_on_files
+        )
+    )
 
 
 def run_grpc_server_command(command: GrpcServerCommand) -> int:

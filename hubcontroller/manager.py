@@ -1,7 +1,7 @@
 """The hub work manager's composition root: clients, the shared cache, gated controllers.
 
-``run_manager(settings)`` is what ``hubcontroller manager`` runs (``run``
-wraps it in an event loop with logging configured). Everything the hub
+``hubcontroller manager`` runs ``build_hub_manager(settings)`` with
+:func:`~ocmkit.runtime.run_built`. Everything the hub
 controllers share is built here once and handed to them as one frozen
 :class:`~hubcontroller.deps.HubDeps`:
 
@@ -23,7 +23,6 @@ informers and controllers while leading and shuts down gracefully on SIGTERM.
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,8 +46,6 @@ from ocmkit.runtime import (
     LeaderElector,
     Manager,
     ManagerSettings,
-    configure_logging,
-    run_built,
 )
 
 log = structlog.get_logger(__name__)
@@ -70,9 +67,6 @@ class HubManager:
 
     manager: Manager
     deps: HubDeps
-
-
-OnBuilt = Callable[[HubManager], None]
 
 
 def load_replicaset_builder() -> ReplicaSetBuilder | None:
@@ -103,7 +97,7 @@ async def build_hub_manager(
     ``replicaset_builder`` replaces the lazily loaded MWRS controller builder
     (tests, embedding). Raises KubeConfigError for an unusable kubeconfig and
     ValueError for settings that cannot run (both become one log line and
-    exit code 2 under :func:`run_manager`).
+    exit code 2 under :func:`~ocmkit.runtime.run_built`).
     """
     settings.validate()
     # Before any client exists: a certificate that does not load leaves nothing to close.
@@ -197,31 +191,3 @@ def _compose(
         leader_election=not settings.leader_election.disabled,
     )
     return manager, deps
-
-
-async def run_manager(
-    settings: HubManagerSettings,
-    *,
-    handle_signals: bool = True,
-    on_built: OnBuilt | None = None,
-    replicaset_builder: ReplicaSetBuilder | None = None,
-) -> int:
-    """Run the hub work manager until SIGTERM (or cancellation); returns the exit code.
-
-    0 after a clean stop, 1 when leadership is lost or a controller crashes,
-    2 for a bad kubeconfig or settings (one clear log line). ``on_built`` is
-    called with the built manager before it starts (tests use it).
-    """
-    return await run_built(
-        lambda: build_hub_manager(
-            settings, handle_signals=handle_signals, replicaset_builder=replicaset_builder
-        ),
-        on_built,
-        terminate_on_files=settings.terminate_on_files,
-    )
-
-
-def run(settings: HubManagerSettings) -> int:
-    """Configure logging and run the manager in a new event loop; returns the exit code."""
-    configure_logging(settings.log_format, settings.log_level)
-    return asyncio.run(run_manager(settings))

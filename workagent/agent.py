@@ -1,7 +1,7 @@
 """The work agent's composition root: clients, caches, controllers, lifecycle.
 
-``run(settings)`` is what ``workagent agent`` calls; ``run_agent(settings)``
-is the same as a coroutine, for tests and embedding. Everything the
+``run(settings)`` is what ``workagent agent`` calls; tests and embedders
+run ``build_agent`` with :func:`~ocmkit.runtime.run_built`. Everything the
 controllers share is built here once and handed to them as one frozen
 :class:`~workagent.controllers.deps.AgentDeps`.
 """
@@ -59,7 +59,6 @@ __all__ = [
     "default_collaborators",
     "kubeconfig_server",
     "run",
-    "run_agent",
 ]
 
 log = structlog.get_logger(__name__)
@@ -91,7 +90,6 @@ class Agent:
     deps: AgentDeps
 
 
-OnBuilt = Callable[[Agent], None]
 CollaboratorsFactory = Callable[[KubeClient, AgentSettings], Collaborators]
 
 
@@ -236,28 +234,9 @@ async def build_agent(
     return Agent(manager=manager, deps=deps)
 
 
-async def run_agent(
-    settings: AgentSettings,
-    *,
-    handle_signals: bool = True,
-    on_built: OnBuilt | None = None,
-    collaborators: CollaboratorsFactory | None = None,
-) -> int:
-    """Run the agent until SIGTERM (or cancellation); returns the exit code.
-
-    ``on_built`` is called with the built agent before it starts (tests use
-    it to reach the manager). A bad kubeconfig or bad settings end it with
-    code 2 and one clear log line; a changed ``--terminate-on-files`` file
-    ends it with code 0.
-    """
-    return await run_built(
-        lambda: build_agent(settings, handle_signals=handle_signals, collaborators=collaborators),
-        on_built,
-        terminate_on_files=settings.terminate_on_files,
-    )
-
-
 def run(settings: AgentSettings) -> int:
     """Configure logging and run the agent in a new event loop; returns the exit code."""
     configure_logging(settings.log_format, settings.log_level)
-    return asyncio.run(run_agent(settings))
+    return asyncio.run(
+        run_built(lambda: build_agent(settings), terminate_on_files=settings.terminate_on_files)
+    )

@@ -2,7 +2,7 @@
 
 The hub and the managed cluster are the integration suite's kubesims; the
 gRPC server (``hubcontroller grpc-server``'s code) runs in-process on a free
-loopback port, backed by the hub; the agent runs ``run_agent`` with
+loopback port, backed by the hub; the agent runs in-process (``AgentRunner``) with
 ``--workload-source-driver=grpc`` and a config file naming that port, with a
 client certificate of cluster1's agent (CN and O as OCM's registration issues).
 """

@@ -3,7 +3,7 @@
 One hub (OCM CRDs, a Placement selecting ``cluster1``..``cluster3``) runs the
 ManifestWorkReplicaSet controller in-process, built as the composition root
 builds it. Each cluster is an API server of its own with the real work agent
-(``run_agent``) in-process: leader election off, probes on a
+(``build_agent`` under ``run_built``) in-process: leader election off, probes on a
 free port, a short status sync interval. Nobody plays the agent: every
 ``Applied`` and ``Available`` condition the controller judges was written by
 an agent that applied the ConfigMap to its cluster.

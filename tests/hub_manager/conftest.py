@@ -1,6 +1,6 @@
 """Hub manager fixtures: a hub with the OCM CRDs, and the real manager in-process.
 
-Everything goes through real HTTP: the manager runs ``run_manager(settings)``
+Everything goes through real HTTP: the manager runs ``build_hub_manager(settings)``
 in-process (or ``uv run hubcontroller manager ...`` as a subprocess) against
 the hub, kubesim or a real kube-apiserver (each test runs on both). Tests observe the hub with their own client and wait on
 conditions with :func:`tests.conftest.eventually`, never on time.

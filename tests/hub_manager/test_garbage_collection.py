@@ -22,6 +22,7 @@ from hubcontroller.controllers.garbage_collection import (
 )
 from hubcontroller.settings import GATE_MANIFEST_WORK_REPLICA_SET
 from ocmkit.kube import MANIFESTWORKS, KubeClient
+from ocmkit.runtime import run_built
 from schemas.meta import now as api_now
 from schemas.wire import CONDITION_APPLIED, CONDITION_COMPLETE, MANIFEST_WORK_REPLICA_SET_LABEL
 from tests.conftest import eventually, pool_for
@@ -236,7 +237,8 @@ async def test_replicaset_gate_without_the_controller_is_a_config_error(
     settings = manager_settings(
         tmp_path / "kubeconfig", feature_gates=frozenset({GATE_MANIFEST_WORK_REPLICA_SET})
     )
-    assert await manager_module.run_manager(settings, handle_signals=False) == 2
+    build = manager_module.build_hub_manager
+    assert await run_built(lambda: build(settings, handle_signals=False)) == 2
 
 
 async def test_work_driver_config_collects_works_in_that_cluster(

@@ -2,7 +2,7 @@
 
 The hub and the spoke are kubesims or real control planes (the ``target``
 fixture: every test runs on both unless marked ``kubesim_only``). Everything
-goes through real HTTP: the agent runs ``run_agent(settings)`` in-process (or
+goes through real HTTP: the agent runs ``build_agent(settings)`` under ``run_built`` in-process (or
 ``uv run workagent agent ...`` as a subprocess) against the two API servers. Tests observe the clusters with their own clients and
 wait on conditions with :func:`tests.conftest.eventually`, never on time.
 """

@@ -29,7 +29,7 @@ from ocmkit.kube import (
     Resource,
     ServerError,
 )
-from ocmkit.runtime import LeaderElectionSettings
+from ocmkit.runtime import LeaderElectionSettings, run_built
 from tests.conftest import eventually
 from tests.integration.conftest import (
     WIDGET_CRD,
@@ -50,7 +50,7 @@ from tests.support.processes import start_agent_process
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
-from workagent.agent import kubeconfig_server, run_agent
+from workagent.agent import build_agent, kubeconfig_server
 from workagent.identity import hub_hash
 
 HELLO_DEPLOYMENT = hello_deployment()
@@ -428,7 +428,7 @@ async def test_agent_subprocess_with_operator_flags(
 async def test_bad_hub_kubeconfig_is_one_clear_error(tmp_path: Path) -> None:
     """A missing hub kubeconfig ends the agent with exit code 2, no traceback."""
     settings = agent_settings(tmp_path, hub_kubeconfig=str(tmp_path / "missing"))
-    assert await run_agent(settings, handle_signals=False) == 2
+    assert await run_built(lambda: build_agent(settings, handle_signals=False)) == 2
     (tmp_path / "broken").write_text("clusters: [\n")
     with pytest.raises(KubeConfigError, match="cannot read hub kubeconfig"):
         kubeconfig_server(str(tmp_path / "broken"))

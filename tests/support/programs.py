@@ -19,18 +19,18 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from hubcontroller.controllers.garbage_collection import CONTROLLER_NAME
-from hubcontroller.manager import HubManager, ReplicaSetBuilder, run_manager
+from hubcontroller.manager import HubManager, ReplicaSetBuilder, build_hub_manager
 from hubcontroller.settings import (
     GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
     HubManagerSettings,
     default_manager_leader_election,
 )
 from ocmkit.kube import NAMESPACES, KubeClient
-from ocmkit.runtime import Controller, LeaderElectionSettings, Manager, object_key
+from ocmkit.runtime import Controller, LeaderElectionSettings, Manager, object_key, run_built
 from tests.conftest import eventually
 from tests.support.prepare import install_crds
 from tests.support.processes import REPO
-from workagent.agent import Agent, CollaboratorsFactory, run_agent
+from workagent.agent import Agent, CollaboratorsFactory, build_agent
 from workagent.settings import AgentSettings
 
 CRD_DIR = REPO / "charts" / "crds"
@@ -119,7 +119,7 @@ class InProcessProgram(Generic[Built]):
 
 @dataclass
 class AgentRunner(InProcessProgram[Agent]):
-    """The real agent, run in-process with ``run_agent`` until :meth:`stop`."""
+    """The real agent, run in-process with ``run_built`` until :meth:`stop`."""
 
     settings: AgentSettings
     collaborators: CollaboratorsFactory | None = None
@@ -137,11 +137,11 @@ class AgentRunner(InProcessProgram[Agent]):
         return self.built.deps.hub_hash
 
     def _run(self, on_built: Callable[[Agent], None]) -> Coroutine[Any, Any, int]:
-        return run_agent(
-            self.settings,
-            handle_signals=False,
-            on_built=on_built,
-            collaborators=self.collaborators,
+        settings = self.settings
+        return run_built(
+            lambda: build_agent(settings, handle_signals=False, collaborators=self.collaborators),
+            on_built,
+            terminate_on_files=settings.terminate_on_files,
         )
 
 
@@ -164,7 +164,7 @@ def agent_settings(tmp_path: Path, **overrides: Any) -> AgentSettings:
 
 @dataclass
 class ManagerRunner(InProcessProgram[HubManager]):
-    """The real hub manager, run in-process with ``run_manager`` until :meth:`stop`."""
+    """The real hub manager, run in-process with ``run_built`` until :meth:`stop`."""
 
     settings: HubManagerSettings
     replicaset_builder: ReplicaSetBuilder | None = None
@@ -172,11 +172,11 @@ class ManagerRunner(InProcessProgram[HubManager]):
     start_timeout: ClassVar[float | None] = 30
 
     def _run(self, on_built: Callable[[HubManager], None]) -> Coroutine[Any, Any, int]:
-        return run_manager(
-            self.settings,
-            handle_signals=False,
-            on_built=on_built,
-            replicaset_builder=self.replicaset_builder,
+        settings, builder = self.settings, self.replicaset_builder
+        return run_built(
+            lambda: build_hub_manager(settings, handle_signals=False, replicaset_builder=builder),
+            on_built,
+            terminate_on_files=settings.terminate_on_files,
         )
 
     @property
