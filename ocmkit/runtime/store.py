@@ -91,22 +91,38 @@ def namespace_index(obj: Object) -> list[str]:
 
 
 class Store:
-    """A keyed cache of objects with named indexes (``by_index``)."""
+    """A keyed cache of objects with named indexes (``by_index``).
+
+    Objects are kept as they are given and read back shared (callers must not
+    change them); a subclass may keep another form through :meth:`_pack` and
+    :meth:`_unpack` (:class:`~ocmkit.runtime.textstore.TextStore`).
+    """
 
     def __init__(self) -> None:
-        self._items: dict[str, Object] = {}
+        self._items: dict[str, Any] = {}
         self._indexers: dict[str, IndexFunc] = {}
         # index name -> indexed value -> keys
         self._indices: dict[str, dict[str, set[str]]] = {}
 
+    @staticmethod
+    def _pack(obj: Object) -> Any:
+        """The form an object is kept in."""
+        return obj
+
+    @staticmethod
+    def _unpack(kept: Any) -> Object:
+        """The object back from the form it is kept in."""
+        return cast(Object, kept)
+
     # -- reading ------------------------------------------------------------------------
     def get(self, key: str) -> Object | None:
         """The cached object with this key, or None."""
-        return self._items.get(key)
+        kept = self._items.get(key)
+        return None if kept is None else self._unpack(kept)
 
     def list(self) -> _Objects:
-        """Every cached object (a new list; the objects are shared)."""
-        return list(self._items.values())
+        """Every cached object (a new list)."""
+        return [self._unpack(kept) for kept in self._items.values()]
 
     def list_keys(self) -> _Keys:
         """Every cached key."""
@@ -114,10 +130,7 @@ class Store:
 
     def by_index(self, name: str, value: str) -> _Objects:
         """Objects whose index function ``name`` returned ``value``."""
-        if name not in self._indexers:
-            raise KeyError(f"no index named {name!r}")
-        keys = self._indices[name].get(value, ())
-        return [self._items[k] for k in sorted(keys)]
+        return [self._unpack(self._items[k]) for k in self.index_keys(name, value)]
 
     def index_keys(self, name: str, value: str) -> _Keys:
         """Keys whose index function ``name`` returned ``value``."""
@@ -141,25 +154,27 @@ class Store:
             raise ValueError(f"index {name!r} already exists")
         self._indexers[name] = fn
         self._indices[name] = {}
-        for key, obj in self._items.items():
-            self._index(name, fn, key, obj)
+        for key, kept in self._items.items():
+            self._index(name, fn, key, self._unpack(kept))
 
     # -- writing (the informer's job) ---------------------------------------------------
     def put(self, key: str, obj: Object) -> Object | None:
         """Store ``obj`` under ``key``; returns the object it replaced."""
-        old = self._items.get(key)
+        old = self.get(key)
         if old is not None:
             self._unindex(key, old)
-        self._items[key] = obj
+        self._items[key] = self._pack(obj)
         for name, fn in self._indexers.items():
             self._index(name, fn, key, obj)
         return old
 
     def delete(self, key: str) -> Object | None:
         """Remove ``key``; returns the object that was cached."""
-        old = self._items.pop(key, None)
-        if old is not None:
-            self._unindex(key, old)
+        kept = self._items.pop(key, None)
+        if kept is None:
+            return None
+        old = self._unpack(kept)
+        self._unindex(key, old)
         return old
 
     def _index(self, name: str, fn: IndexFunc, key: str, obj: Object) -> None:
