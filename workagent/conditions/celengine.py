@@ -254,34 +254,29 @@ def runtime_error_text(exc: CELEvalError) -> str:
     return _cap(text.split(" (in activation", 1)[0])
 
 
+# Order matters: BoolType, IntType and UintType are all Python ints, and
+# celpy sometimes returns plain Python values (``'a' + 'b'`` is a str).
+_GO_TYPE_NAMES: Final[tuple[tuple[type | tuple[type, ...], str], ...]] = (
+    ((celtypes.BoolType, bool), "bool"),
+    (celtypes.UintType, "uint64"),
+    (celtypes.TimestampType, "time.Time"),
+    (celtypes.DurationType, "time.Duration"),
+    (int, "int64"),
+    (float, "float64"),
+    (str, "string"),
+    (bytes, "[]uint8"),
+    (type(None), "structpb.NullValue"),
+    (list, "[]interface {}"),
+    (dict, "map[string]interface {}"),
+    (Quantity, "*resource.Quantity"),
+)
+
+
 def go_type_name(value: Any) -> str:
     """The Go type cel-go's ``out.Value()`` would have for a result (``reflect.TypeOf``)."""
-    # Order matters: BoolType, IntType and UintType are all Python ints, and
-    # celpy sometimes returns plain Python values (``'a' + 'b'`` is a str).
-    if isinstance(value, celtypes.BoolType | bool):
-        return "bool"
-    if isinstance(value, celtypes.UintType):
-        return "uint64"
-    if isinstance(value, celtypes.TimestampType):
-        return "time.Time"
-    if isinstance(value, celtypes.DurationType):
-        return "time.Duration"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bytes):
-        return "[]uint8"
-    if value is None:
-        return "structpb.NullValue"
-    if isinstance(value, list):
-        return "[]interface {}"
-    if isinstance(value, dict):
-        return "map[string]interface {}"
-    if isinstance(value, Quantity):
-        return "*resource.Quantity"
+    for kind, name in _GO_TYPE_NAMES:
+        if isinstance(value, kind):
+            return name
     if isinstance(value, type) or callable(value):
         return "*types.Type"
     return type(value).__name__

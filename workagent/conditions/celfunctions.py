@@ -49,11 +49,13 @@ import math
 import operator
 import re
 from collections.abc import Callable, Iterable
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, Final
 
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
+
+from workagent.quantity import parse_quantity
 
 # google-re2 ships with celpy (its ``matches`` uses it) but has no type stubs.
 re2: Any = importlib.import_module("re2")
@@ -528,23 +530,6 @@ def _compare(a: Any, b: Any) -> int:
 # Quantity (Kubernetes quantity library)
 # --------------------------------------------------------------------------
 
-_BINARY_SUFFIXES: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL_SUFFIXES: Final = {
-    "n": -9,
-    "u": -6,
-    "m": -3,
-    "": 0,
-    "k": 3,
-    "M": 6,
-    "G": 9,
-    "T": 12,
-    "P": 15,
-    "E": 18,
-}
-_QUANTITY_RE: Final = re.compile(
-    r"^(?P<number>[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
-)
 _QUANTITY_FORMAT_ERROR: Final = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
@@ -573,21 +558,8 @@ class Quantity:
 
 
 def _parse_quantity(text: str) -> Quantity | None:
-    found = _QUANTITY_RE.match(text)
-    if found is None:
-        return None
-    try:
-        number = Decimal(found["number"])
-    except InvalidOperation:  # pragma: no cover - the pattern admits only numbers
-        return None
-    suffix = found["suffix"] or ""
-    if suffix in _BINARY_SUFFIXES:
-        value = number * (2 ** _BINARY_SUFFIXES[suffix])
-    elif suffix in _DECIMAL_SUFFIXES:
-        value = number.scaleb(_DECIMAL_SUFFIXES[suffix])
-    else:
-        value = number.scaleb(int(suffix[1:]))
-    return Quantity(text, value)
+    value = parse_quantity(text)
+    return None if value is None else Quantity(text, value)
 
 
 def _decimal_text(value: Decimal) -> str:
@@ -644,32 +616,23 @@ def quantity_as_float(q: Any) -> celtypes.DoubleType:
     return celtypes.DoubleType(float(_quantity(q).value))
 
 
-def quantity_add(q: Any, other: Any) -> Quantity:
-    """``q.add(q2)`` / ``q.add(int)``."""
-    value = _quantity(q).value + _quantity_or_int(other)
-    return Quantity(_decimal_text(value), value)
+def _quantity_arithmetic(op: Callable[[Decimal, Decimal], Decimal]) -> Callable[..., Quantity]:
+    """``q.add(q2|int)`` and ``q.sub(q2|int)``."""
+
+    def run(q: Any, other: Any) -> Quantity:
+        value = op(_quantity(q).value, _quantity_or_int(other))
+        return Quantity(_decimal_text(value), value)
+
+    return run
 
 
-def quantity_sub(q: Any, other: Any) -> Quantity:
-    """``q.sub(q2)`` / ``q.sub(int)``."""
-    value = _quantity(q).value - _quantity_or_int(other)
-    return Quantity(_decimal_text(value), value)
+def _quantity_comparison(result: Callable[[Decimal, Decimal], Any]) -> Callable[..., Any]:
+    """``q.isGreaterThan(q2)``, ``q.isLessThan(q2)``, ``q.compareTo(q2)``."""
 
+    def run(q: Any, other: Any) -> Any:
+        return result(_quantity(q).value, _quantity(other).value)
 
-def quantity_greater(q: Any, other: Any) -> celtypes.BoolType:
-    """``q.isGreaterThan(q2)``."""
-    return celtypes.BoolType(_quantity(q).value > _quantity(other).value)
-
-
-def quantity_less(q: Any, other: Any) -> celtypes.BoolType:
-    """``q.isLessThan(q2)``."""
-    return celtypes.BoolType(_quantity(q).value < _quantity(other).value)
-
-
-def quantity_compare(q: Any, other: Any) -> celtypes.IntType:
-    """``q.compareTo(q2)``: -1, 0 or 1."""
-    a, b = _quantity(q).value, _quantity(other).value
-    return celtypes.IntType((a > b) - (a < b))
+    return run
 
 
 # --------------------------------------------------------------------------
@@ -677,44 +640,25 @@ def quantity_compare(q: Any, other: Any) -> celtypes.IntType:
 # --------------------------------------------------------------------------
 
 
-def to_int(value: Any) -> Any:
-    """``int(x)``."""
-    if isinstance(value, str):
+def _conversion(
+    cel_type: Callable[[Any], Any], parse: Callable[[str], Any], go_parser: str, name: str
+) -> Callable[[Any], Any]:
+    """``int(x)``, ``uint(x)``, ``double(x)``: a string is parsed, anything else converted."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return cel_type(parse(value))
+            except ValueError:
+                raise CelFunctionError(
+                    f'strconv.{go_parser}: parsing "{value}": invalid syntax'
+                ) from None
         try:
-            return celtypes.IntType(int(value, 10))
-        except ValueError:
-            raise CelFunctionError(f'strconv.ParseInt: parsing "{value}": invalid syntax') from None
-    try:
-        return celtypes.IntType(value)
-    except (ValueError, OverflowError):
-        raise CelFunctionError("range error converting value to int") from None
+            return cel_type(value)
+        except (ValueError, OverflowError):
+            raise CelFunctionError(f"range error converting value to {name}") from None
 
-
-def to_uint(value: Any) -> Any:
-    """``uint(x)``."""
-    if isinstance(value, str):
-        try:
-            return celtypes.UintType(int(value, 10))
-        except ValueError:
-            raise CelFunctionError(
-                f'strconv.ParseUint: parsing "{value}": invalid syntax'
-            ) from None
-    try:
-        return celtypes.UintType(value)
-    except (ValueError, OverflowError):
-        raise CelFunctionError("range error converting value to uint") from None
-
-
-def to_double(value: Any) -> Any:
-    """``double(x)``."""
-    if isinstance(value, str):
-        try:
-            return celtypes.DoubleType(float(value))
-        except ValueError:
-            raise CelFunctionError(
-                f'strconv.ParseFloat: parsing "{value}": invalid syntax'
-            ) from None
-    return celtypes.DoubleType(value)
+    return convert
 
 
 # --------------------------------------------------------------------------
@@ -903,9 +847,9 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "_%_": _modulo,
     "_[_]": _index,
     # Conversions.
-    "int": to_int,
-    "uint": to_uint,
-    "double": to_double,
+    "int": _conversion(celtypes.IntType, int, "ParseInt", "int"),
+    "uint": _conversion(celtypes.UintType, int, "ParseUint", "uint"),
+    "double": _conversion(celtypes.DoubleType, float, "ParseFloat", "double"),
     # OCM.
     "hasConditions": has_conditions,
     # Strings.
@@ -940,11 +884,11 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "isInteger": quantity_is_integer,
     "asInteger": quantity_as_integer,
     "asApproximateFloat": quantity_as_float,
-    "add": quantity_add,
-    "sub": quantity_sub,
-    "isGreaterThan": quantity_greater,
-    "isLessThan": quantity_less,
-    "compareTo": quantity_compare,
+    "add": _quantity_arithmetic(operator.add),
+    "sub": _quantity_arithmetic(operator.sub),
+    "isGreaterThan": _quantity_comparison(lambda a, b: celtypes.BoolType(a > b)),
+    "isLessThan": _quantity_comparison(lambda a, b: celtypes.BoolType(a < b)),
+    "compareTo": _quantity_comparison(lambda a, b: celtypes.IntType((a > b) - (a < b))),
 }
 FUNCTIONS.update({name: _propagating(function) for name, function in FUNCTIONS.items()})
 

@@ -38,6 +38,7 @@ from ocmkit.kube import (
     Resource,
     WatchEvent,
 )
+from ocmkit.kube.mergepatch import apply_merge_patch
 
 Object = dict[str, Any]
 #: Publishes a work's new status; raises (e.g. Unreachable) when it cannot.
@@ -45,19 +46,6 @@ StatusPublisher = Callable[[Object], Awaitable[None]]
 
 #: How many changes a watch can resume from.
 HISTORY = 2048
-
-
-def apply_merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: ``target`` with the JSON merge ``patch`` applied (a new value)."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = apply_merge_patch(result.get(key), value)
-    return result
 
 
 def _meta(obj: Object) -> dict[str, Any]:
