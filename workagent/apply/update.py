@@ -171,10 +171,4 @@ class UpdateApplier:
 
     def _log(self, action: str, target: Target) -> None:
         # Names only: manifests and Secret data never reach the log.
-        log.info(
-            f"resource {action}",
-            strategy=self.strategy,
-            resource=str(target.resource),
-            namespace=target.namespace or "",
-            name=target.name,
-        )
+        target.log_written(log, f"resource {action}", self.strategy)

@@ -113,6 +113,17 @@ CONFLICT_FACTOR = 5
 #: Writes of the work's status, each after a 409 on fresh data (a GET).
 STATUS_CONFLICT_ATTEMPTS = 3
 
+#: Failures of a manifest that are expected outcomes (bad input, refusals, API errors).
+_EXPECTED_FAILURES = (
+    ManifestError,
+    InvalidManifest,
+    NotAllowedError,
+    InvalidExecutorError,
+    ServerSideApplyConflict,
+    IgnoreFieldsError,
+    KubeError,
+)
+
 #: The CRD's maxLength of a condition message: a longer one would fail the whole patch.
 MAX_MESSAGE_LENGTH = 32768
 
@@ -134,28 +145,15 @@ def applied_condition(result: ManifestResult, generation: int) -> dict[str, Any]
     """The manifest-level ``Applied`` condition for one result."""
     err = result.error
     if err is None:
-        return new_condition(
-            CONDITION_APPLIED,
-            "True",
-            REASON_APPLIED_MANIFEST_COMPLETE,
-            "Apply manifest complete",
-            generation,
-        )
-    if isinstance(err, IgnoreFieldsError):
-        return new_condition(
-            CONDITION_APPLIED,
-            "False",
-            REASON_APPLIED_MANIFEST_SSA_IGNORE_FIELD_ERROR,
-            _bounded(f"Failed to process ignoreFields: {describe_error(err)}"),
-            generation,
-        )
-    return new_condition(
-        CONDITION_APPLIED,
-        "False",
-        REASON_APPLIED_MANIFEST_FAILED,
-        _bounded(f"Failed to apply manifest: {describe_error(err)}"),
-        generation,
-    )
+        status, reason = "True", REASON_APPLIED_MANIFEST_COMPLETE
+        message = "Apply manifest complete"
+    elif isinstance(err, IgnoreFieldsError):
+        status, reason = "False", REASON_APPLIED_MANIFEST_SSA_IGNORE_FIELD_ERROR
+        message = _bounded(f"Failed to process ignoreFields: {describe_error(err)}")
+    else:
+        status, reason = "False", REASON_APPLIED_MANIFEST_FAILED
+        message = _bounded(f"Failed to apply manifest: {describe_error(err)}")
+    return new_condition(CONDITION_APPLIED, status, reason, message, generation)
 
 
 def build_status(
@@ -179,22 +177,14 @@ def build_status(
             for entry in merged
             for c in entry.get("conditions") or []
         )
-        cond = (
-            new_condition(
-                CONDITION_APPLIED,
-                "False",
-                REASON_APPLIED_MANIFEST_WORK_FAILED,
-                "Failed to apply manifest work",
-                generation,
-            )
-            if failed
-            else new_condition(
-                CONDITION_APPLIED,
-                "True",
-                REASON_APPLIED_MANIFEST_WORK_COMPLETE,
-                "Apply manifest work complete",
-                generation,
-            )
+        cond = new_condition(
+            CONDITION_APPLIED,
+            *(
+                ("False", REASON_APPLIED_MANIFEST_WORK_FAILED, "Failed to apply manifest work")
+                if failed
+                else ("True", REASON_APPLIED_MANIFEST_WORK_COMPLETE, "Apply manifest work complete")
+            ),
+            generation,
         )
         conditions = status.setdefault("conditions", [])
         set_condition(conditions, cond, moment)
@@ -633,35 +623,20 @@ class ManifestWorkController:
             deps.polled_reads.note_applied(result.resource, namespace, result.obj)
         except (asyncio.CancelledError, RecordingFailed):
             raise
-        except (
-            ManifestError,
-            InvalidManifest,
-            NotAllowedError,
-            InvalidExecutorError,
-            ServerSideApplyConflict,
-            IgnoreFieldsError,
-            KubeError,
-        ) as err:
-            # Expected outcomes, reported on the manifest: no warning, no traceback.
-            result.error = err
-            log.info(
-                "manifest not applied",
-                ordinal=result.ordinal,
-                manifest_kind=meta.get("kind"),
-                manifest_name=meta.get("name"),
-                error=describe_error(err),
-            )
         except Exception as err:
-            # A strategy bug must cost this manifest only, never the worker.
             result.error = err
-            log.warning(
-                "manifest apply failed unexpectedly",
-                ordinal=result.ordinal,
-                manifest_kind=meta.get("kind"),
-                manifest_name=meta.get("name"),
-                error=describe_error(err),
-                exc_info=True,
-            )
+            fields = {
+                "ordinal": result.ordinal,
+                "manifest_kind": meta.get("kind"),
+                "manifest_name": meta.get("name"),
+                "error": describe_error(err),
+            }
+            if isinstance(err, _EXPECTED_FAILURES):
+                # Reported on the manifest: no warning, no traceback.
+                log.info("manifest not applied", **fields)
+            else:
+                # A strategy bug must cost this manifest only, never the worker.
+                log.warning("manifest apply failed unexpectedly", **fields, exc_info=True)
 
 
 def manifestwork_controller(

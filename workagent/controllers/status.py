@@ -39,7 +39,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
@@ -109,21 +109,15 @@ def _meta_str(meta: dict[str, Any], field: str) -> str:
     return str(meta.get(field) or "")
 
 
+def _meta_parts(meta: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    """Group, resource, version, namespace and name of a resourceMeta ("" when unset)."""
+    group, resource, version = (_meta_str(meta, f) for f in ("group", "resource", "version"))
+    return group, resource, version, _meta_str(meta, "namespace"), _meta_str(meta, "name")
+
+
 def index_by_resource(work: Object) -> list[str]:
     """Index function: every object listed in ``status.resourceStatus.manifests``."""
-    keys = []
-    for entry in _manifests(work):
-        meta = entry.get("resourceMeta") or {}
-        keys.append(
-            resource_index_key(
-                _meta_str(meta, "group"),
-                _meta_str(meta, "resource"),
-                _meta_str(meta, "version"),
-                _meta_str(meta, "namespace"),
-                _meta_str(meta, "name"),
-            )
-        )
-    return keys
+    return [resource_index_key(*_meta_parts(e.get("resourceMeta") or {})) for e in _manifests(work)]
 
 
 def _manifests(work: Object) -> list[dict[str, Any]]:
@@ -146,6 +140,9 @@ class ReadOutcome:
 def _available(status: str, reason: str, message: str) -> Condition:
     # Manifest-level Available carries no observedGeneration (section 9).
     return new_condition(CONDITION_AVAILABLE, status, reason, message, None)
+
+
+_AVAILABLE: Final = _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available")
 
 
 def _is_rule_condition(cond: Condition) -> bool:
@@ -357,15 +354,11 @@ class AvailableStatusController:
         work_name = str(work["metadata"]["name"])
         meta = entry.get("resourceMeta") or {}
         conditions: list[Condition] = entry.setdefault("conditions", [])
-        group, resource = _meta_str(meta, "group"), _meta_str(meta, "resource")
-        version = _meta_str(meta, "version")
-        namespace, obj_name = _meta_str(meta, "namespace"), _meta_str(meta, "name")
+        group, resource, version, namespace, obj_name = _meta_parts(meta)
         option = find_manifest_config(spec.manifest_configs, group, resource, namespace, obj_name)
         fresh = known.get(object_identity(meta)) if known is not None else None
         outcome = (
-            ReadOutcome(
-                fresh, _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available")
-            )
+            ReadOutcome(fresh, _AVAILABLE)
             if fresh is not None
             else await self._read(meta, managed_fields=reads_managed_fields(option))
         )
@@ -449,8 +442,7 @@ class AvailableStatusController:
         if pool is None:
             return
         work_name = str(work["metadata"]["name"])
-        group, resource = _meta_str(meta, "group"), _meta_str(meta, "resource")
-        namespace, obj_name = _meta_str(meta, "namespace"), _meta_str(meta, "name")
+        group, resource, _version, namespace, obj_name = _meta_parts(meta)
         watch = option is not None and option.feedback_scrape_type == FeedbackScrapeType.WATCH
         # Beyond OCM: a work being deleted starts no new watch (its AppliedManifestWork
         # finalizer is releasing them), it is only polled until it is gone.
@@ -471,9 +463,7 @@ class AvailableStatusController:
                     "Unknown", REASON_INCOMPLETE_RESOURCE_META, "Resource meta is incomplete"
                 ),
             )
-        group, version = _meta_str(meta, "group"), _meta_str(meta, "version")
-        resource, namespace = _meta_str(meta, "resource"), _meta_str(meta, "namespace")
-        name = _meta_str(meta, "name")
+        group, resource, version, namespace, name = _meta_parts(meta)
         obj: Object | None
         cached = (
             self.pool.lookup(group, version, resource, namespace, name)
@@ -509,9 +499,7 @@ class AvailableStatusController:
                 _available("False", REASON_RESOURCE_NOT_AVAILABLE, "Resource is not available"),
                 mode,
             )
-        return ReadOutcome(
-            obj, _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available"), mode
-        )
+        return ReadOutcome(obj, _AVAILABLE, mode)
 
 
 def _reported_generation(work: Object) -> int:
