@@ -109,15 +109,13 @@ def _meta_str(meta: dict[str, Any], field: str) -> str:
     return str(meta.get(field) or "")
 
 
-def _meta_parts(meta: dict[str, Any]) -> tuple[str, str, str, str, str]:
-    """Group, resource, version, namespace and name of a resourceMeta ("" when unset)."""
-    group, resource, version = (_meta_str(meta, f) for f in ("group", "resource", "version"))
-    return group, resource, version, _meta_str(meta, "namespace"), _meta_str(meta, "name")
-
-
 def index_by_resource(work: Object) -> list[str]:
     """Index function: every object listed in ``status.resourceStatus.manifests``."""
-    return [resource_index_key(*_meta_parts(e.get("resourceMeta") or {})) for e in _manifests(work)]
+    keys = []
+    for entry in _manifests(work):
+        group, version, resource, namespace, name = object_identity(entry.get("resourceMeta") or {})
+        keys.append(resource_index_key(group, resource, version, namespace, name))
+    return keys
 
 
 def _manifests(work: Object) -> list[dict[str, Any]]:
@@ -354,7 +352,7 @@ class AvailableStatusController:
         work_name = str(work["metadata"]["name"])
         meta = entry.get("resourceMeta") or {}
         conditions: list[Condition] = entry.setdefault("conditions", [])
-        group, resource, version, namespace, obj_name = _meta_parts(meta)
+        group, version, resource, namespace, obj_name = object_identity(meta)
         option = find_manifest_config(spec.manifest_configs, group, resource, namespace, obj_name)
         fresh = known.get(object_identity(meta)) if known is not None else None
         outcome = (
@@ -442,7 +440,7 @@ class AvailableStatusController:
         if pool is None:
             return
         work_name = str(work["metadata"]["name"])
-        group, resource, _version, namespace, obj_name = _meta_parts(meta)
+        group, _version, resource, namespace, obj_name = object_identity(meta)
         watch = option is not None and option.feedback_scrape_type == FeedbackScrapeType.WATCH
         # Beyond OCM: a work being deleted starts no new watch (its AppliedManifestWork
         # finalizer is releasing them), it is only polled until it is gone.
@@ -463,7 +461,7 @@ class AvailableStatusController:
                     "Unknown", REASON_INCOMPLETE_RESOURCE_META, "Resource meta is incomplete"
                 ),
             )
-        group, resource, version, namespace, name = _meta_parts(meta)
+        group, version, resource, namespace, name = object_identity(meta)
         obj: Object | None
         cached = (
             self.pool.lookup(group, version, resource, namespace, name)
@@ -556,11 +554,3 @@ def _resource_of(meta: dict[str, Any]) -> Resource:
         kind=_meta_str(meta, "kind"),
         namespaced=bool(meta.get("namespace")),
     )
-
-
-def status_controller(deps: AgentDeps) -> Controller:
-    """Build the status controller and register its event handlers and index.
-
-    Call it once per ``deps``: it adds the ``byWorkIndex`` index to ``deps.works``.
-    """
-    return AvailableStatusController(deps).controller
