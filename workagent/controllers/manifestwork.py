@@ -80,7 +80,7 @@ from workagent.controllers.conditions import (
     set_condition,
 )
 from workagent.controllers.deps import AgentDeps
-from workagent.controllers.manifestconfig import find_manifest_config
+from workagent.controllers.manifestconfig import find_manifest_config, work_spec
 from workagent.controllers.manifests import ManifestError, map_resource, parse_manifest
 from workagent.controllers.metrics import count_apply_failure
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
@@ -303,12 +303,8 @@ class ManifestWorkController:
     async def _sync(self, cached: dict[str, Any], *, use_lists: bool) -> Result | None:
         deps = self.deps
         work = copy.deepcopy(cached)
-        raw_spec = dict(work.get("spec") or {})
-        # Manifests stay raw: each one's problems are reported on that manifest alone
-        # (a hub with an older CRD may send one without apiVersion or kind).
-        manifests = list((raw_spec.pop("workload", None) or {}).get("manifests") or [])
         try:
-            spec = ManifestWorkSpec.model_validate(raw_spec)
+            spec, manifests = work_spec(work)
         except ValueError as err:
             # The hub validated it with the same schema; only a foreign writer gets here.
             raise TerminalError(f"unreadable spec: {err}") from err

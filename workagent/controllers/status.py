@@ -76,7 +76,7 @@ from workagent.controllers.conditions import (
 )
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.managedfields import reads_managed_fields
-from workagent.controllers.manifestconfig import find_manifest_config
+from workagent.controllers.manifestconfig import find_manifest_config, work_spec
 from workagent.controllers.manifestwork import _log_fields, describe_error
 from workagent.controllers.metrics import MODE_POLL, MODE_WATCH
 from workagent.controllers.patcher import RecentWrites, normalized, patch_status
@@ -232,10 +232,8 @@ class AvailableStatusController:
         deps = self.deps
         work = copy.deepcopy(cached)
         generation = _reported_generation(work)
-        raw_spec = dict(work.get("spec") or {})
-        raw_spec.pop("workload", None)
         try:
-            spec = ManifestWorkSpec.model_validate(raw_spec)
+            spec = work_spec(work)[0]
         except ValueError as err:
             # The hub validated it with the same schema; only a foreign writer gets here.
             raise TerminalError(f"unreadable spec: {err}") from err
@@ -317,10 +315,8 @@ class AvailableStatusController:
         rules (CEL may take its time budget; ``Applied`` must not wait): this
         controller then writes its part after the pass, as before.
         """
-        raw_spec = dict(work.get("spec") or {})
-        raw_spec.pop("workload", None)
         try:
-            spec = ManifestWorkSpec.model_validate(raw_spec)
+            spec = work_spec(work)[0]
         except ValueError:
             return False
         if any(option.condition_rules for option in spec.manifest_configs or []):
