@@ -829,29 +829,18 @@ def _propagating(function: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-#: Functions and operator overrides bound to every program.
-FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
-    # Operators (celpy looks them up by these names). The ternary and the
-    # unary operators are celpy's own, only made to propagate errors.
-    "_?_:_": celtypes.logical_condition,
-    "!_": celtypes.logical_not,
-    "-_": operator.neg,
-    "_==_": _equal_op,
-    "_!=_": _not_equal_op,
-    "_<_": _bool_op(functools.partial(_ordered, operator.lt)),
-    "_<=_": _bool_op(functools.partial(_ordered, operator.le)),
-    "_>_": _bool_op(functools.partial(_ordered, operator.gt)),
-    "_>=_": _bool_op(functools.partial(_ordered, operator.ge)),
-    "_in_": _in_op,
-    "_/_": _divide,
-    "_%_": _modulo,
-    "_[_]": _index,
+#: Library functions called as ``f(x)``.
+GLOBAL_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     # Conversions.
     "int": _conversion(celtypes.IntType, int, "ParseInt", "int"),
     "uint": _conversion(celtypes.UintType, int, "ParseUint", "uint"),
     "double": _conversion(celtypes.DoubleType, float, "ParseFloat", "double"),
-    # OCM.
-    "hasConditions": has_conditions,
+    "hasConditions": has_conditions,  # OCM
+    "quantity": quantity,
+    "isQuantity": is_quantity,
+}
+#: Library functions called as methods, ``x.f(...)``.
+METHODS: Final[dict[str, Callable[..., Any]]] = {
     # Strings.
     "charAt": char_at,
     "indexOf": index_of,
@@ -878,8 +867,6 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "distinct": distinct,
     "sort": list_sort,
     # Quantity.
-    "quantity": quantity,
-    "isQuantity": is_quantity,
     "sign": quantity_sign,
     "isInteger": quantity_is_integer,
     "asInteger": quantity_as_integer,
@@ -889,6 +876,26 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "isGreaterThan": _quantity_comparison(lambda a, b: celtypes.BoolType(a > b)),
     "isLessThan": _quantity_comparison(lambda a, b: celtypes.BoolType(a < b)),
     "compareTo": _quantity_comparison(lambda a, b: celtypes.IntType((a > b) - (a < b))),
+}
+#: Functions and operator overrides bound to every program.
+FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
+    # Operators (celpy looks them up by these names). The ternary and the
+    # unary operators are celpy's own, only made to propagate errors.
+    "_?_:_": celtypes.logical_condition,
+    "!_": celtypes.logical_not,
+    "-_": operator.neg,
+    "_==_": _equal_op,
+    "_!=_": _not_equal_op,
+    "_<_": _bool_op(functools.partial(_ordered, operator.lt)),
+    "_<=_": _bool_op(functools.partial(_ordered, operator.le)),
+    "_>_": _bool_op(functools.partial(_ordered, operator.gt)),
+    "_>=_": _bool_op(functools.partial(_ordered, operator.ge)),
+    "_in_": _in_op,
+    "_/_": _divide,
+    "_%_": _modulo,
+    "_[_]": _index,
+    **GLOBAL_FUNCTIONS,
+    **METHODS,
 }
 FUNCTIONS.update({name: _propagating(function) for name, function in FUNCTIONS.items()})
 
