@@ -174,15 +174,19 @@ def _string_last_index_of(s: str, sub: str, offset: int) -> int:
     return s.rfind(sub, 0, min(offset, len(s) - len(sub)) + len(sub))
 
 
+def _list_search(
+    items: list[Any], item: Any, offset: Any, order: Iterable[int]
+) -> celtypes.IntType:
+    """The first index in ``order`` holding ``item``, or -1 (lists take no offset)."""
+    if offset is not None:
+        raise TypeError("no such overload")
+    return celtypes.IntType(next((i for i in order if cel_equal(items[i], item)), -1))
+
+
 def index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
     """``s.indexOf(t[, i])`` for strings, ``l.indexOf(x)`` for lists."""
     if isinstance(target, list):
-        if offset is not None:
-            raise TypeError("no such overload")
-        for i, element in enumerate(target):
-            if cel_equal(element, item):
-                return celtypes.IntType(i)
-        return celtypes.IntType(-1)
+        return _list_search(target, item, offset, range(len(target)))
     s, sub = _string(target), _string(item)
     return celtypes.IntType(_string_index_of(s, sub, 0 if offset is None else _int(offset)))
 
@@ -190,12 +194,7 @@ def index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
 def last_index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
     """``s.lastIndexOf(t[, i])`` for strings, ``l.lastIndexOf(x)`` for lists."""
     if isinstance(target, list):
-        if offset is not None:
-            raise TypeError("no such overload")
-        for i in range(len(target) - 1, -1, -1):
-            if cel_equal(target[i], item):
-                return celtypes.IntType(i)
-        return celtypes.IntType(-1)
+        return _list_search(target, item, offset, range(len(target) - 1, -1, -1))
     s, sub = _string(target), _string(item)
     if offset is None:
         if sub == "":
@@ -756,14 +755,6 @@ def _bool_op(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any], celtyp
     return op
 
 
-def _equal_op(a: Any, b: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(cel_equal(a, b))
-
-
-def _not_equal_op(a: Any, b: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(not cel_equal(a, b))
-
-
 def _in_op(item: Any, container: Any) -> celtypes.BoolType:
     if isinstance(container, list):
         return celtypes.BoolType(any(cel_equal(item, e) for e in container))
@@ -776,17 +767,15 @@ def _integral(value: Any) -> bool:
     return _is_number(value) and not isinstance(value, float)
 
 
-def _divide(a: Any, b: Any) -> Any:
-    # Integer division by zero is an error; double division follows IEEE 754 (celpy's own).
-    if _integral(a) and _integral(b) and int(b) == 0:
-        raise CelFunctionError("division by zero")
-    return operator.truediv(a, b)
+def _by_nonzero(op: Callable[[Any, Any], Any], message: str) -> Callable[[Any, Any], Any]:
+    """``/`` and ``%``: an integer zero divisor is an error; doubles follow IEEE 754 (celpy's)."""
 
+    def run(a: Any, b: Any) -> Any:
+        if _integral(a) and _integral(b) and int(b) == 0:
+            raise CelFunctionError(message)
+        return op(a, b)
 
-def _modulo(a: Any, b: Any) -> Any:
-    if _integral(a) and _integral(b) and int(b) == 0:
-        raise CelFunctionError("modulus by zero")
-    return operator.mod(a, b)
+    return run
 
 
 def _index(container: Any, key: Any) -> Any:
@@ -884,15 +873,15 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "_?_:_": celtypes.logical_condition,
     "!_": celtypes.logical_not,
     "-_": operator.neg,
-    "_==_": _equal_op,
-    "_!=_": _not_equal_op,
+    "_==_": _bool_op(cel_equal),
+    "_!=_": _bool_op(lambda a, b: not cel_equal(a, b)),
     "_<_": _bool_op(functools.partial(_ordered, operator.lt)),
     "_<=_": _bool_op(functools.partial(_ordered, operator.le)),
     "_>_": _bool_op(functools.partial(_ordered, operator.gt)),
     "_>=_": _bool_op(functools.partial(_ordered, operator.ge)),
     "_in_": _in_op,
-    "_/_": _divide,
-    "_%_": _modulo,
+    "_/_": _by_nonzero(operator.truediv, "division by zero"),
+    "_%_": _by_nonzero(operator.mod, "modulus by zero"),
     "_[_]": _index,
     **GLOBAL_FUNCTIONS,
     **METHODS,
