@@ -7,32 +7,18 @@ of the :class:`CelFunctionError` family, whose message is what cel-go says
 message. celpy reports TypeErrors raised by a function as ``no such
 overload``, which is also cel-go's wording for a call on the wrong types.
 
-What exists (``s`` string, ``l`` list, ``q`` quantity):
-
-* OCM: ``hasConditions(x)``.
-* Strings (cel-go ``ext.Strings``): ``s.charAt(i)``, ``s.indexOf(t[, i])``,
-  ``s.lastIndexOf(t[, i])``, ``s.lowerAscii()``, ``s.upperAscii()``,
-  ``s.replace(a, b[, n])``, ``s.split(sep[, n])``, ``s.substring(i[, j])``,
-  ``s.trim()``, ``s.reverse()``, ``l.join([sep])``; plus celpy's own
-  ``contains``, ``startsWith``, ``endsWith``, ``matches`` (``matches`` is
-  replaced here to use a cached RE2 and cel-go's error text), ``size``.
-* Format (Kubernetes): ``s.format(l)`` with ``%s %d %f %e %b %o %x %X %%``
-  and a precision (``%.2f``).
-* Regex (Kubernetes): ``s.find(re)``, ``s.findAll(re[, n])`` (RE2, as cel-go).
-* Lists (Kubernetes and cel-go ``ext.Lists``): ``l.isSorted()``, ``l.sum()``,
-  ``l.min()`` (a celpy macro), ``l.max()``, ``l.indexOf(x)``,
-  ``l.lastIndexOf(x)``, ``l.slice(i, j)``, ``l.flatten([depth])``,
-  ``l.distinct()``, ``l.reverse()``, ``l.sort()``.
-* Quantity (Kubernetes): ``quantity(s)``, ``isQuantity(s)``, ``q.sign()``,
-  ``q.isInteger()``, ``q.asInteger()``, ``q.asApproximateFloat()``,
-  ``q.add(q|int)``, ``q.sub(q|int)``, ``q.isGreaterThan(q)``,
-  ``q.isLessThan(q)``, ``q.compareTo(q)``, and ``==`` between quantities.
-* Conversions ``int``, ``uint``, ``double`` with cel-go's parse errors.
-* Operators: heterogeneous equality (``1 == 1.0`` is true, ``1 == 'a'`` is
-  false, as in cel-go) and cross-type numeric ordering (``1 < 2.5``), which
-  Kubernetes enables and celpy rejects; ``/`` and ``%`` with cel-go's
-  ``division by zero`` / ``modulus by zero``; ``[]`` with cel-go's
-  ``no such key`` / ``index out of range`` messages.
+What exists is in the tables at the end, :data:`GLOBAL_FUNCTIONS` (OCM's
+``hasConditions``, the Kubernetes ``quantity``/``isQuantity``, the ``int``,
+``uint``, ``double`` conversions with cel-go's parse errors) and
+:data:`METHODS` (cel-go ``ext.Strings`` and ``ext.Lists``, the Kubernetes
+format, regex, lists and quantity libraries; each function's docstring gives
+its CEL form), besides celpy's own ``contains``, ``startsWith``, ``endsWith``,
+``size`` and the ``min`` macro (``matches`` is replaced to use a cached RE2 and
+cel-go's error text). :data:`FUNCTIONS` also overrides operators where celpy
+differs from cel-go as Kubernetes runs it: heterogeneous equality (``1 == 1.0``
+is true, ``1 == 'a'`` false), cross-type numeric ordering (``1 < 2.5``), and
+cel-go's messages for ``/``, ``%`` and ``[]`` (``division by zero``,
+``no such key``, ``index out of range``).
 
 Not provided (calls are compile errors ``undeclared reference``): the URL,
 IP, CIDR and semver libraries, ``strings.quote``, ``math.*``, optional types
