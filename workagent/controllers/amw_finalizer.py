@@ -18,7 +18,6 @@ from ocmkit.kube import APPLIED_MANIFESTWORKS, NotFound
 from ocmkit.runtime import (
     Controller,
     ItemExponentialFailureRateLimiter,
-    Object,
     Result,
     WorkQueue,
 )
@@ -51,15 +50,7 @@ class AppliedManifestWorkFinalizer:
         """A controller fed by events of this agent's AppliedManifestWorks."""
         deps = self._deps
         queue = WorkQueue(NAME)
-
-        def on_applied(obj: Object) -> None:
-            if _agent_id(obj) == deps.agent_id:
-                queue.add(str((obj.get("metadata") or {}).get("name") or ""))
-
-        deps.applied.add_handler(
-            on_add=on_applied,
-            on_update=lambda _old, new: on_applied(new),
-        )
+        deps.queue_own_applied(queue)
         return Controller(
             NAME,
             queue,
@@ -72,7 +63,7 @@ class AppliedManifestWorkFinalizer:
         """One pass for AppliedManifestWork ``name``."""
         deps = self._deps
         applied = deps.applied.store.get(name)
-        if applied is None or _agent_id(applied) != deps.agent_id:
+        if applied is None or not deps.is_own_applied(applied):
             self._waits.forget(name)
             return None
         if not is_deleting(applied) or not has_finalizer(applied, APPLIED_MANIFEST_WORK_FINALIZER):
@@ -122,7 +113,3 @@ class AppliedManifestWorkFinalizer:
             return None
         log.info("all applied resources are gone, removed the finalizer")
         return None
-
-
-def _agent_id(obj: Object) -> str:
-    return str((obj.get("spec") or {}).get("agentID") or "")
