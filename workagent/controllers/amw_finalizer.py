@@ -51,13 +51,7 @@ class AppliedManifestWorkFinalizer:
         deps = self._deps
         queue = WorkQueue(NAME)
         deps.queue_own_applied(queue)
-        return Controller(
-            NAME,
-            queue,
-            self.reconcile,
-            workers=deps.settings.workers,
-            depends_on=(deps.applied,),
-        )
+        return deps.controller(NAME, queue, self.reconcile, deps.applied)
 
     async def reconcile(self, name: str) -> Result | None:
         """One pass for AppliedManifestWork ``name``."""

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ocmkit.kube import KubeClient, RESTMapper
-from ocmkit.runtime import Informer, Object, WorkQueue
+from ocmkit.runtime import Controller, Informer, Object, Reconcile, WorkQueue
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply.base import Applier
 from workagent.conditions import ConditionRuleEvaluator
@@ -69,6 +69,13 @@ class AgentDeps:
     def status_client(self) -> KubeClient:
         """The managed cluster's client for status reads of applied objects."""
         return self.spoke_status or self.spoke
+
+    def controller(
+        self, name: str, queue: WorkQueue, reconcile: Reconcile, *informers: Informer
+    ) -> Controller:
+        """A controller with ``--workload-agent-workers`` workers, started once ``informers``
+        have synced."""
+        return Controller(name, queue, reconcile, self.settings.workers, depends_on=informers)
 
     def is_own_applied(self, applied: Object) -> bool:
         """Whether an AppliedManifestWork is this agent's (its ``spec.agentID``)."""

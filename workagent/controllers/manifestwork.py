@@ -220,12 +220,8 @@ class ManifestWorkController:
         self.deps = deps
         self._fill_status = fill_status
         self.queue = WorkQueue(QUEUE_NAME)
-        self.controller = Controller(
-            QUEUE_NAME,
-            self.queue,
-            self.reconcile,
-            workers=deps.settings.workers,
-            depends_on=[deps.works, deps.applied],
+        self.controller = deps.controller(
+            QUEUE_NAME, self.queue, self.reconcile, deps.works, deps.applied
         )
         # Works queued by an event since their last pass began (the others are
         # periodic drift-correction passes, which may compare with a recent list).

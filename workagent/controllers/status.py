@@ -44,7 +44,7 @@ from typing import Any, Final
 import structlog
 
 from ocmkit.kube import MANIFESTWORKS, Conflict, KubeError, NotFound, Resource
-from ocmkit.runtime import Controller, Object, Result, TerminalError, WorkQueue, bound_context
+from ocmkit.runtime import Object, Result, TerminalError, WorkQueue, bound_context
 from schemas.meta import now
 from schemas.wire import (
     CONDITION_APPLIED,
@@ -163,13 +163,7 @@ class AvailableStatusController:
         self.deps = deps
         self.pool: FeedbackWatchPool | None = deps.watch_pool
         self.queue = WorkQueue(QUEUE_NAME)
-        self.controller = Controller(
-            QUEUE_NAME,
-            self.queue,
-            self.reconcile,
-            workers=deps.settings.workers,
-            depends_on=[deps.works],
-        )
+        self.controller = deps.controller(QUEUE_NAME, self.queue, self.reconcile, deps.works)
         self._written = RecentWrites(lambda name: work_from_cache(deps, name))
         deps.works.add_indexer(BY_WORK_INDEX, index_by_resource)
         deps.works.add_handler(
