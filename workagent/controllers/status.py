@@ -140,7 +140,14 @@ def _available(status: str, reason: str, message: str) -> Condition:
     return new_condition(CONDITION_AVAILABLE, status, reason, message, None)
 
 
+# Shared: set_condition copies what it merges.
 _AVAILABLE: Final = _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available")
+_NOT_AVAILABLE: Final = _available(
+    "False", REASON_RESOURCE_NOT_AVAILABLE, "Resource is not available"
+)
+_INCOMPLETE: Final = _available(
+    "Unknown", REASON_INCOMPLETE_RESOURCE_META, "Resource meta is incomplete"
+)
 
 
 def _is_rule_condition(cond: Condition) -> bool:
@@ -445,23 +452,17 @@ class AvailableStatusController:
         Without ``managed_fields`` the object may lack ``metadata.managedFields``.
         """
         if not (meta.get("resource") and meta.get("version") and meta.get("name")):
-            return ReadOutcome(
-                None,
-                _available(
-                    "Unknown", REASON_INCOMPLETE_RESOURCE_META, "Resource meta is incomplete"
-                ),
-            )
+            return ReadOutcome(None, _INCOMPLETE)
         group, version, resource, namespace, name = object_identity(meta)
         obj: Object | None
+        pool = self.pool
         cached = (
-            self.pool.lookup(group, version, resource, namespace, name)
-            if self.pool is not None
-            else None
+            pool.lookup(group, version, resource, namespace, name) if pool is not None else None
         )
-        mode = MODE_WATCH if cached is not None else MODE_POLL
         if cached is not None:
-            obj = cached.obj
+            obj, mode = cached.obj, MODE_WATCH
         else:
+            mode = MODE_POLL
             try:
                 obj = await self.deps.polled_reads.read(
                     self.deps.status_client,
@@ -472,22 +473,10 @@ class AvailableStatusController:
                     managed_fields=managed_fields,
                 )
             except KubeError as err:
-                return ReadOutcome(
-                    None,
-                    _available(
-                        "Unknown",
-                        REASON_FETCHING_RESOURCE_FAILED,
-                        f"Failed to fetch resource: {describe_error(err)}",
-                    ),
-                    mode,
-                )
-        if obj is None:
-            return ReadOutcome(
-                None,
-                _available("False", REASON_RESOURCE_NOT_AVAILABLE, "Resource is not available"),
-                mode,
-            )
-        return ReadOutcome(obj, _AVAILABLE, mode)
+                message = f"Failed to fetch resource: {describe_error(err)}"
+                failed = _available("Unknown", REASON_FETCHING_RESOURCE_FAILED, message)
+                return ReadOutcome(None, failed, mode)
+        return ReadOutcome(obj, _AVAILABLE if obj is not None else _NOT_AVAILABLE, mode)
 
 
 def _reported_generation(work: Object) -> int:
