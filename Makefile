@@ -8,7 +8,7 @@ UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: setup setup-test setup-debian demo test lint typecheck imports unit bench clean setup-bench bench-full bench-docs bench-micro soak realkube unit-kubesim unit-realkube conformance conformance-folder proto ocm
+.PHONY: setup setup-test setup-debian demo test lint typecheck imports unit bench clean setup-bench runtime-env bench-full bench-docs bench-micro soak realkube unit-kubesim unit-realkube conformance conformance-folder proto ocm
 
 # Debian packages the tests run for real (prometheus: `prometheus` and `promtool`;
 # mosquitto: an MQTT broker for the mqtt driver). One line, so branches merge easily.
@@ -138,8 +138,12 @@ conformance: conformance-folder setup
 BENCH_ARGS ?=
 BENCH := $(RUN) --group bench python tests/benchmarks/bench_suite.py
 
-setup-bench: $(UV)
+setup-bench: $(UV) runtime-env
 	$(SYNC) --group bench
+
+# The agent under benchmark runs with the runtime dependencies only, as in the image.
+runtime-env: $(UV)
+	UV_PROJECT_ENVIRONMENT=.tools/runtime $(UV) sync --frozen --quiet --no-dev
 
 bench: setup-bench realkube
 	$(BENCH) $(BENCH_ARGS)

@@ -56,6 +56,7 @@ from cryptography.x509.oid import NameOID
 from kubesim import errors
 from kubesim.errors import ApiError
 from kubesim.jsonerrors import go_message
+from kubesim.jsonvalues import unmarshal_kind
 from kubesim.resources import Registry, ResourceType
 from kubesim.selectors import LabelSelector, label_selector_from_api
 from kubesim.store import Store
@@ -680,7 +681,7 @@ class Admission:
         if not isinstance(review, dict):
             raise _CallFailure(
                 "failed to call webhook: couldn't get version/kind; json parse error: json: "
-                f"cannot unmarshal {_json_type(review)} into Go value of type struct "
+                f"cannot unmarshal {unmarshal_kind(review)} into Go value of type struct "
                 '{ APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string '
                 '"json:\\"kind,omitempty\\"" }'
             )
@@ -905,15 +906,6 @@ class _DialFailure(Exception):
     def __init__(self, shown: str, message: str) -> None:
         super().__init__(message)
         self.shown = shown
-
-
-def _json_type(value: Any) -> str:
-    """The JSON type name Go's decoder uses in "cannot unmarshal X" errors."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "string" if isinstance(value, str) else "array"
 
 
 def _errno_text(exc: OSError | None) -> str:

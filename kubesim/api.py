@@ -25,6 +25,7 @@ from kubesim import aggregation, errors, listopts
 from kubesim.crdschema import CRDSchema, validate_crd_schema
 from kubesim.defaults import PVC_PROTECTION, ClusterIPAllocator, apply_defaults, update_strategy
 from kubesim.errors import ApiError
+from kubesim.jsonvalues import unmarshal_kind
 from kubesim.listopts import ListOptions, bookmark, sends_initial_events, too_large
 from kubesim.managedfields import (
     ApplyConflict,
@@ -795,23 +796,13 @@ class Api:
         meta = old["metadata"]
         pre = preconditions or {}
         # The delete strategy checks preconditions first, naming the kind.
-        if pre.get("uid") and pre["uid"] != meta["uid"]:
-            raise errors.conflict(
-                rt.kind,
-                name,
-                rt.group,
-                why=f"the UID in the precondition ({pre['uid']}) does not match the UID in "
-                f"record ({meta['uid']}). The object might have been deleted and then recreated",
-            )
-        if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
-            raise errors.conflict(
-                rt.kind,
-                name,
-                rt.group,
-                why=f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does "
-                f"not match the ResourceVersion in record ({meta['resourceVersion']}). The "
-                "object might have been modified",
-            )
+        for key, label, likely in _DELETE_PRECONDITIONS:
+            if pre.get(key) and pre[key] != meta[key]:
+                why = (
+                    f"the {label} in the precondition ({pre[key]}) does not match the {label} "
+                    f"in record ({meta[key]}). The object might have been {likely}"
+                )
+                raise errors.conflict(rt.kind, name, rt.group, why=why)
         if propagation not in (None, "", "Background", "Foreground", "Orphan"):
             raise errors.invalid(
                 "DeleteOptions",
@@ -1468,16 +1459,12 @@ _META_TYPES: dict[str, type | tuple[type, ...]] = {
 _GO_TYPES = {str: "string", dict: "map", list: "slice", int: "int64"}
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+# DeleteOptions preconditions in the order checked: field, its name in the message, and
+# what probably happened to the object.
+_DELETE_PRECONDITIONS = (
+    ("uid", "UID", "deleted and then recreated"),
+    ("resourceVersion", "ResourceVersion", "modified"),
+)
 
 
 def _internal_package(group: str) -> str:
@@ -1508,9 +1495,11 @@ def _check_meta_types(rt: ResourceType, body: dict[str, Any]) -> None:
     """Reject bodies whose metadata cannot decode, as the apiserver's decoder does (400)."""
 
     def fail(field: str, value: Any, go_type: str) -> ApiError:
+        # A null member has always been answered as "object" here (Go would take null as "").
+        kind = "object" if value is None else unmarshal_kind(value)
         return errors.bad_request(
             f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: json: '
-            f"cannot unmarshal {_json_kind(value)} into Go struct field {field} of type {go_type}"
+            f"cannot unmarshal {kind} into Go struct field {field} of type {go_type}"
         )
 
     for key in ("apiVersion", "kind"):

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from kubesim.api import META_ORDER
 from kubesim.errors import ApiError, go_json
+from kubesim.jsonvalues import go_quote
 
 _ADMISSION: Final = "admissionregistration.k8s.io"
 _APIEXT: Final = "apiextensions.k8s.io"
@@ -51,15 +52,6 @@ _PAD: Final = ord("=")
 _VALID: Final = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 # Go maps (sorted when encoded) among the fields of objects shown in patch errors.
 _GO_MAPS: Final = frozenset({"labels", "annotations", "data", "binaryData", "stringData"})
-_GO_ESCAPES: Final = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-}
 
 
 def _corrupt_offset(src: bytes) -> int | None:
@@ -210,26 +202,6 @@ def patched_json(media: str, original: Any, patch: Any, patched: Any) -> str:
                 parts = _pointer_parts(pointer)
                 touched.update(parts[:i] for i in range(1, len(parts)))
     return _json_patched(patched, touched)
-
-
-def go_quote(text: str) -> str:
-    """``strconv.Quote``: Go's ``%q`` of a string."""
-    out = ['"']
-    for char in text:
-        if char in '"\\':
-            out.append("\\" + char)
-        elif char in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[char])
-        elif char.isprintable() or char == " ":
-            out.append(char)
-        elif ord(char) < 0x80:
-            out.append(f"\\x{ord(char):02x}")
-        elif ord(char) < 0x10000:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(f"\\U{ord(char):08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def patch_invalid(shown: str, detail: str) -> ApiError:

@@ -67,6 +67,7 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
 from kubesim.errors import field_required, invalid
+from kubesim.jsonvalues import json_equal, schema_type
 from kubesim.objectmeta import OBJECT_META_FIELDS
 
 Cause = dict[str, Any]
@@ -183,18 +184,8 @@ def _go_float(f: float) -> str:
 
 
 def _go_v(value: Any) -> str:
-    """How ``field.Error`` prints a bad value (``%q`` strings, ``%#v`` compounds)."""
-    if value is None:
-        return '"null"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_float(value)
-    if isinstance(value, str):
-        return _go_quote(value)
-    return _go_sharp_v(value)
+    """How ``field.Error`` prints a bad value (``%q`` strings, ``%#v`` compounds, null quoted)."""
+    return '"null"' if value is None else _go_sharp_v(value)
 
 
 def _go_sharp_v(value: Any) -> str:
@@ -224,37 +215,8 @@ def _bound(limit: float, data: int | float) -> str:
     return _go_float(float(limit))
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: booleans are not numbers, 1 equals 1.0."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if _is_number(a) and _is_number(b):
-        return bool(a == b)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and bool(a == b)
 
 
 # --------------------------------------------------------------------------
@@ -903,7 +865,7 @@ def _check(node: _Node, value: Any, path: _Path, out: list[Cause]) -> None:
         _check_enum(node, value, path, out)
         return
     if node.type and not _type_matches(node.type, value):
-        out.append(_type_cause(path, _json_type(value), node.type))
+        out.append(_type_cause(path, schema_type(value), node.type))
     _check_junctors(node, value, path, out)
     if isinstance(value, str):
         _check_string(node, value, path, out)
@@ -917,7 +879,7 @@ def _check(node: _Node, value: Any, path: _Path, out: list[Cause]) -> None:
 
 
 def _check_enum(node: _Node, value: Any, path: _Path, out: list[Cause]) -> None:
-    if node.enum is None or any(_json_equal(value, e) for e in node.enum):
+    if node.enum is None or any(json_equal(value, e) for e in node.enum):
         return
     allowed = [e if isinstance(e, str) else json.dumps(e, separators=(",", ":")) for e in node.enum]
     quoted = ", ".join(_go_quote(a) for a in allowed)
@@ -1111,7 +1073,7 @@ def _walk_structure(
                 _walk_structure(node.additional, v, _key(path, k), out)
     elif isinstance(value, list):
         if node.list_type == "set":
-            out.extend(_set_duplicates(value, path))
+            out.extend(_duplicates(value, path, _go_v))
         elif node.list_type == "map":
             out.extend(_map_duplicates(value, node.list_map_keys, path))
         for i, item in enumerate(value):
@@ -1123,27 +1085,23 @@ def _identity(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _duplicate_positions(keys: list[str]) -> list[int]:
-    """The second appearance of every repeated key (the apiserver reports those)."""
+def _duplicates(items: list[Any], path: _Path, shown: Callable[[Any], str]) -> list[Cause]:
+    """A Duplicate cause at the second appearance of every repeated item (the apiserver
+    reports those), the item rendered by ``shown``."""
     seen: dict[str, int] = {}
-    dupes: list[int] = []
-    for i, k in enumerate(keys):
-        seen[k] = seen.get(k, 0) + 1
-        if seen[k] == 2:
-            dupes.append(i)
-    return dupes
-
-
-def _set_duplicates(value: list[Any], path: _Path) -> list[Cause]:
-    keys = [_identity(v) for v in value]
-    return [
-        _cause(
-            "FieldValueDuplicate",
-            _field_str(_index(path, i)),
-            f"Duplicate value: {_go_v(value[i])}",
-        )
-        for i in _duplicate_positions(keys)
-    ]
+    out: list[Cause] = []
+    for i, item in enumerate(items):
+        key = _identity(item)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] == 2:
+            out.append(
+                _cause(
+                    "FieldValueDuplicate",
+                    _field_str(_index(path, i)),
+                    f"Duplicate value: {shown(item)}",
+                )
+            )
+    return out
 
 
 def _map_duplicates(value: list[Any], key_fields: list[str], path: _Path) -> list[Cause]:
@@ -1155,15 +1113,7 @@ def _map_duplicates(value: list[Any], key_fields: list[str], path: _Path) -> lis
         {k: item[k] for k in key_fields if k in item} if isinstance(item, dict) else {}
         for item in value
     ]
-    keys = [_identity(m) for m in key_maps]
-    return [
-        _cause(
-            "FieldValueDuplicate",
-            _field_str(_index(path, i)),
-            f"Duplicate value: {_go_sharp_v(key_maps[i])}",
-        )
-        for i in _duplicate_positions(keys)
-    ]
+    return _duplicates(key_maps, path, _go_sharp_v)
 
 
 # --------------------------------------------------------------------------

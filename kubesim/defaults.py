@@ -490,7 +490,8 @@ def _default_container(c: Obj) -> None:
     _order(c, _CONTAINER_ORDER)
 
 
-_VOLUME_SOURCES = (
+# The volume source members of a Volume: a volume without one gets an emptyDir.
+VOLUME_SOURCES = (
     "hostPath",
     "emptyDir",
     "gcePersistentDisk",
@@ -524,7 +525,7 @@ _VOLUME_SOURCES = (
 
 
 def _default_volume(vol: Obj) -> None:
-    if not any(vol.get(k) is not None for k in _VOLUME_SOURCES):
+    if not any(vol.get(k) is not None for k in VOLUME_SOURCES):
         vol["emptyDir"] = {}
     for key in ("secret", "configMap", "downwardAPI", "projected"):
         source = _existing(vol, key)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
+
+from kubesim.jsonvalues import go_quote, schema_type
 
 
 class ApiError(Exception):
@@ -70,14 +73,17 @@ def qualified(resource: str, group: str) -> str:
     return f"{resource}.{group}" if group else resource
 
 
+def _about_object(
+    code: int, reason: str, resource: str, name: str, group: str, what: str
+) -> ApiError:
+    """An error worded ``<resource> "<name>" <what>``, with the object in its details."""
+    message = f'{qualified(resource, group)} "{name}" {what}'
+    return ApiError(code, reason, message, _details(name, resource, group))
+
+
 def not_found(resource: str, name: str, group: str = "") -> ApiError:
     """404 NotFound for ``resource`` ``name``."""
-    return ApiError(
-        404,
-        "NotFound",
-        f'{qualified(resource, group)} "{name}" not found',
-        _details(name, resource, group),
-    )
+    return _about_object(404, "NotFound", resource, name, group, "not found")
 
 
 def not_found_path() -> ApiError:
@@ -87,12 +93,7 @@ def not_found_path() -> ApiError:
 
 def already_exists(resource: str, name: str, group: str = "") -> ApiError:
     """409 AlreadyExists."""
-    return ApiError(
-        409,
-        "AlreadyExists",
-        f'{qualified(resource, group)} "{name}" already exists',
-        _details(name, resource, group),
-    )
+    return _about_object(409, "AlreadyExists", resource, name, group, "already exists")
 
 
 def conflict(resource: str, name: str, group: str = "", why: str | None = None) -> ApiError:
@@ -133,9 +134,27 @@ def invalid(
     return ApiError(422, "Invalid", f'{qual} "{name}" is invalid: {joined}', details)
 
 
+def shown_value(value: Any) -> str:
+    """A bad value as ``field.Error`` shows it: strings quoted as ``%q``, numbers and
+    booleans bare, whole numbers without a fraction, objects and arrays by type name."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, int | float):
+        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    if isinstance(value, Mapping | list):
+        return f'"{schema_type(value)}"'
+    return str(value)
+
+
 def field_invalid(field: str, value: Any, detail: str) -> dict[str, Any]:
     """A FieldValueInvalid cause."""
-    shown = f'"{value}"' if isinstance(value, str) else _go_value(value)
+    return field_invalid_shown(field, shown_value(value), detail)
+
+
+def field_invalid_shown(field: str, shown: str, detail: str) -> dict[str, Any]:
+    """A FieldValueInvalid cause whose value is already rendered (``shown``)."""
     return {
         "reason": "FieldValueInvalid",
         "message": f"Invalid value: {shown}: {detail}",
@@ -156,54 +175,12 @@ def field_forbidden(field: str, detail: str) -> dict[str, Any]:
 
 def field_not_supported(field: str, value: Any, allowed: list[str]) -> dict[str, Any]:
     """A FieldValueNotSupported cause."""
-    shown = f'"{value}"' if isinstance(value, str) else _go_value(value)
     quoted = ", ".join(f'"{a}"' for a in allowed)
     return {
         "reason": "FieldValueNotSupported",
-        "message": f"Unsupported value: {shown}: supported values: {quoted}",
+        "message": f"Unsupported value: {shown_value(value)}: supported values: {quoted}",
         "field": field,
     }
-
-
-def field_type_invalid(field: str, value: Any, expected: str) -> dict[str, Any]:
-    """A FieldValueTypeInvalid cause (CRD schema type mismatch)."""
-    shown = f'"{value}"' if isinstance(value, str) else _go_value(value)
-    return {
-        "reason": "FieldValueTypeInvalid",
-        "message": (
-            f"Invalid value: {shown}: {field} in body must be of type {expected}: "
-            f'"{_json_type(value)}"'
-        ),
-        "field": field,
-    }
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
-
-
-def _go_value(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return '"object"'
-    if isinstance(value, list):
-        return '"array"'
-    return str(value)
 
 
 def bad_request(message: str) -> ApiError:

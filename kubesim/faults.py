@@ -5,13 +5,23 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from kubesim import errors
 from kubesim.errors import ApiError
 
 FAULT_CODES = (409, 429, 500, 503)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
+
+
+def _admin_json(record: Any) -> dict[str, Any]:
+    """A record as the admin API shows it: every field, camelCase, in declared order."""
+    return {_camel(f.name): getattr(record, f.name) for f in fields(record)}
 
 
 @dataclass
@@ -36,16 +46,7 @@ class FaultRule:
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> FaultRule:
         """Build a rule from the admin API's JSON, rejecting bad values with 400."""
-        allowed = {
-            "verb",
-            "resource",
-            "code",
-            "count",
-            "fraction",
-            "retryAfter",
-            "latency",
-            "userAgent",
-        }
+        allowed = {_camel(f.name) for f in fields(cls)} - {"hits"}
         unknown = set(body) - allowed
         if unknown:
             raise errors.bad_request(f"unknown fault fields: {sorted(unknown)}")
@@ -73,17 +74,7 @@ class FaultRule:
 
     def to_json(self) -> dict[str, Any]:
         """The rule as the admin API shows it."""
-        return {
-            "verb": self.verb,
-            "resource": self.resource,
-            "code": self.code,
-            "count": self.count,
-            "fraction": self.fraction,
-            "retryAfter": self.retry_after,
-            "latency": self.latency,
-            "userAgent": self.user_agent,
-            "hits": self.hits,
-        }
+        return _admin_json(self)
 
     def matches(self, verb: str, resource: str, user_agent: str) -> bool:
         """Whether a request is subject to this rule."""
@@ -206,15 +197,7 @@ class JournalEntry:
 
     def to_json(self) -> dict[str, Any]:
         """The entry as the admin API shows it."""
-        return {
-            "at": self.at,
-            "verb": self.verb,
-            "resource": self.resource,
-            "user": self.user,
-            "userAgent": self.user_agent,
-            "code": self.code,
-            "dryRun": self.dry_run,
-        }
+        return _admin_json(self)
 
 
 @dataclass

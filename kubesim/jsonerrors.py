@@ -8,7 +8,7 @@ same failures differently, so its errors are translated.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 
 class GoJSONError(ValueError):
@@ -46,25 +46,28 @@ def _container(doc: str, pos: int) -> str:
     return stack[-1] if stack else ""
 
 
+# The start of Python's message, and where Go says the bad character stands.
+_WHERE: Final = (
+    ("Expecting property name", "looking for beginning of object key string"),
+    ("Expecting value", "looking for beginning of value"),
+    ("Expecting ':'", "after object key"),
+    ("Extra data", "after top-level value"),
+    ("Invalid control character", "in string literal"),
+)
+
+
 def go_message(exc: json.JSONDecodeError) -> str:
     """Go's encoding/json message for a Python decode error."""
     doc, pos, msg = exc.doc, exc.pos, exc.msg
     if msg.startswith("Unterminated string") or pos >= len(doc):
         return "unexpected end of JSON input"
     c = _char(doc[pos])
-    if msg.startswith("Expecting property name"):
-        return f"invalid character {c} looking for beginning of object key string"
-    if msg.startswith("Expecting value"):
-        return f"invalid character {c} looking for beginning of value"
-    if msg.startswith("Expecting ':'"):
-        return f"invalid character {c} after object key"
+    for prefix, where in _WHERE:
+        if msg.startswith(prefix):
+            return f"invalid character {c} {where}"
     if msg.startswith("Expecting ','"):
         where = "object key:value pair" if _container(doc, pos) == "{" else "array element"
         return f"invalid character {c} after {where}"
-    if msg.startswith("Extra data"):
-        return f"invalid character {c} after top-level value"
-    if msg.startswith("Invalid control character"):
-        return f"invalid character {c} in string literal"
     if msg.startswith("Invalid \\escape"):
         return f"invalid character {_char(doc[pos + 1 : pos + 2] or ' ')} in string escape code"
     return msg

@@ -39,6 +39,7 @@ from datetime import datetime
 from typing import Any, Final, Self
 
 from kubesim.errors import ApiError
+from kubesim.jsonvalues import json_equal, prune_nulls
 from kubesim.listtypes import ListSpec, ListTypeResolver, Path, builtin_list_type
 from kubesim.objectmeta import OBJECT_META_FIELDS
 
@@ -503,19 +504,6 @@ def _ordered(paths: Iterable[FieldPath]) -> list[FieldPath]:
 # Field sets of objects
 
 
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: ``1 == 1.0`` but ``True != 1``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and bool(a == b)
-
-
 def _granular_list(ctx: _Context, names: Path, *values: Any) -> _Items | None:
     """How to key the list's items if they are tracked one by one, else None (atomic)."""
     spec = ctx.list_spec(names)
@@ -592,13 +580,8 @@ class _Diff:
         self._leaf(path, old, new)
 
     def _leaf(self, path: FieldPath, old: Any, new: Any) -> None:
-        if not path:
-            return
-        if old is _MISSING:
-            self.changed.add(path)
-        elif new is _MISSING:
-            self.removed.add(path)
-        elif not _json_equal(old, new):
+        self._node(path, old, new)
+        if path and old is not _MISSING and new is not _MISSING and not json_equal(old, new):
             self.changed.add(path)
 
     def _node(self, path: FieldPath, old: Any, new: Any) -> None:
@@ -611,28 +594,32 @@ class _Diff:
         elif new is _MISSING:
             self.removed.add(path)
 
+    def _members(
+        self,
+        path: FieldPath,
+        sides: tuple[Any, Any],
+        lhs: Mapping[Any, Any],
+        rhs: Mapping[Any, Any],
+    ) -> list[tuple[Any, Any, Any]]:
+        """(key, before, after) of a map's or list's members, old ones first; a container
+        empty (or null) on both sides is a leaf and has none."""
+        if not lhs and not rhs:
+            self._leaf(path, *sides)
+            return []
+        self._node(path, *sides)
+        keys = [*lhs, *(k for k in rhs if k not in lhs)]
+        return [(k, lhs.get(k, _MISSING), rhs.get(k, _MISSING)) for k in keys]
+
     def _map(self, names: Path, path: FieldPath, old: Any, new: Any) -> None:
         lhs: Mapping[str, Any] = old if isinstance(old, Mapping) else {}
         rhs: Mapping[str, Any] = new if isinstance(new, Mapping) else {}
-        if not lhs and not rhs:
-            # Empty (or null) on both sides: the map is a leaf.
-            self._leaf(path, old, new)
-            return
-        self._node(path, old, new)
-        for key in [*lhs, *(k for k in rhs if k not in lhs)]:
-            before, after = lhs.get(key, _MISSING), rhs.get(key, _MISSING)
+        for key, before, after in self._members(path, (old, new), lhs, rhs):
             self.walk((*names, key), (*path, "f:" + key), before, after)
 
     def _list(self, names: Path, path: FieldPath, items: _Items, sides: tuple[Any, Any]) -> None:
-        old, new = sides
-        lhs = items.index(old) or {}
-        rhs = items.index(new) or {}
-        if not lhs and not rhs:
-            self._leaf(path, old, new)
-            return
-        self._node(path, old, new)
-        for element in [*lhs, *(e for e in rhs if e not in lhs)]:
-            before, after = lhs.get(element, _MISSING), rhs.get(element, _MISSING)
+        lhs = items.index(sides[0]) or {}
+        rhs = items.index(sides[1]) or {}
+        for element, before, after in self._members(path, sides, lhs, rhs):
             if items.spec.kind == "set":
                 self._leaf((*path, element), before, after)
             else:
@@ -969,7 +956,7 @@ def _merge(ctx: _Context, names: Path, live: Any, config: Any, *, item: bool = F
     """``config`` merged into ``live`` (both already private copies)."""
     if isinstance(config, dict):
         if not isinstance(live, dict) or (not item and ctx.atomic_map(names)):
-            return _without_nulls(config)
+            return prune_nulls(config)
         for key, value in config.items():
             if value is None:
                 # An applied null unsets the field (its applier owns it).
@@ -980,7 +967,7 @@ def _merge(ctx: _Context, names: Path, live: Any, config: Any, *, item: bool = F
     if isinstance(config, list):
         items = _granular_list(ctx, names, config, live)
         if items is None or not isinstance(live, list):
-            return _without_nulls(config)
+            return prune_nulls(config)
         wanted = items.index(config) or {}
         merged: list[Any] = []
         seen: set[str] = set()
@@ -996,18 +983,10 @@ def _merge(ctx: _Context, names: Path, live: Any, config: Any, *, item: bool = F
             else:
                 merged.append(existing)
         merged.extend(
-            _without_nulls(value) for element, value in wanted.items() if element not in seen
+            prune_nulls(value) for element, value in wanted.items() if element not in seen
         )
         return merged
     return config
-
-
-def _without_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
-    return value
 
 
 def _remove_path(ctx: _Context, obj: dict[str, Any], path: FieldPath) -> None:

@@ -84,6 +84,21 @@ class _Message:
             self.buf += struct.pack("<d", float(value))
 
 
+def _wrap(number: int, inner: _Message) -> _Message:
+    """A message whose one field ``number`` holds ``inner`` (gnostic's oneof wrappers)."""
+    outer = _Message()
+    outer.message(number, inner)
+    return outer
+
+
+def _named(name: str, value: _Message) -> _Message:
+    """A gnostic ``Named*`` entry: the name (field 1) and the value (field 2)."""
+    entry = _Message()
+    entry.string(1, name)
+    entry.message(2, value)
+    return entry
+
+
 def _any(value: Any) -> _Message:
     """gnostic's ``Any``: the value as YAML."""
     msg = _Message()
@@ -94,10 +109,7 @@ def _any(value: Any) -> _Message:
 def _extensions(msg: _Message, number: int, node: Mapping[str, Any]) -> None:
     for key, value in node.items():
         if key.startswith("x-"):
-            named = _Message()
-            named.string(1, key)
-            named.message(2, _any(value))
-            msg.message(number, named)
+            msg.message(number, _named(key, _any(value)))
 
 
 def _schema(node: Mapping[str, Any]) -> _Message:
@@ -126,9 +138,7 @@ def _schema(node: Mapping[str, Any]) -> _Message:
         msg.message(20, _any(value))
     extra = node.get("additionalProperties")
     if isinstance(extra, Mapping):
-        item = _Message()
-        item.message(1, _schema(extra))
-        msg.message(21, item)
+        msg.message(21, _wrap(1, _schema(extra)))
     elif isinstance(extra, bool):
         item = _Message()
         item._key(2, _VARINT)
@@ -141,9 +151,7 @@ def _schema(node: Mapping[str, Any]) -> _Message:
         msg.message(22, types)
     items = node.get("items")
     if isinstance(items, Mapping):
-        wrapper = _Message()
-        wrapper.message(1, _schema(items))
-        msg.message(23, wrapper)
+        msg.message(23, _wrap(1, _schema(items)))
     for part in node.get("allOf") or []:
         if isinstance(part, Mapping):
             msg.message(24, _schema(part))
@@ -159,10 +167,7 @@ def _named_schemas(schemas: Mapping[str, Any]) -> _Message:
     msg = _Message()
     for name, schema in schemas.items():
         if isinstance(schema, Mapping):
-            named = _Message()
-            named.string(1, name)
-            named.message(2, _schema(schema))
-            msg.message(1, named)
+            msg.message(1, _named(name, _schema(schema)))
     return msg
 
 
@@ -177,13 +182,8 @@ def _parameter(node: Mapping[str, Any]) -> _Message:
     schema: Mapping[str, Any] = nested if isinstance(nested, Mapping) else node
     query.string(6, schema.get("type"))
     query.boolean(20, schema.get("uniqueItems"))
-    non_body = _Message()
-    non_body.message(3, query)
-    parameter = _Message()
-    parameter.message(2, non_body)
-    item = _Message()
-    item.message(1, parameter)
-    return item
+    # Parameters item > Parameter (field 2: non-body) > NonBodyParameter (field 3: query).
+    return _wrap(1, _wrap(2, _wrap(3, query)))
 
 
 def _response(node: Mapping[str, Any]) -> _Message:
@@ -195,12 +195,8 @@ def _response(node: Mapping[str, Any]) -> _Message:
         content = node.get("content") or {}
         schema = (content.get("application/json") or {}).get("schema")
     if isinstance(schema, Mapping):
-        item = _Message()
-        item.message(1, _schema(schema))
-        response.message(2, item)
-    value = _Message()
-    value.message(1, response)
-    return value
+        response.message(2, _wrap(1, _schema(schema)))
+    return _wrap(1, response)
 
 
 def _operation(node: Mapping[str, Any]) -> _Message:
@@ -216,10 +212,7 @@ def _operation(node: Mapping[str, Any]) -> _Message:
     responses = _Message()
     for code, response in (node.get("responses") or {}).items():
         if isinstance(response, Mapping):
-            named = _Message()
-            named.string(1, str(code))
-            named.message(2, _response(response))
-            responses.message(1, named)
+            responses.message(1, _named(str(code), _response(response)))
     msg.message(9, responses)
     _extensions(msg, 13, node)
     return msg
@@ -244,10 +237,7 @@ def encode_document(doc: Mapping[str, Any]) -> bytes:
             operation = item.get(verb)
             if isinstance(operation, Mapping):
                 path_item.message(number, _operation(operation))
-        named = _Message()
-        named.string(1, path)
-        named.message(2, path_item)
-        paths.message(2, named)
+        paths.message(2, _named(path, path_item))
     msg.message(8, paths)
     msg.message(9, _named_schemas(doc.get("definitions") or {}))
     return bytes(msg.buf)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from kubesim.errors import ApiError, bad_request, unsupported_media_type, unsupported_patch_type
+from kubesim.jsonvalues import json_equal, prune_nulls, unmarshal_kind
 from kubesim.listtypes import ListSpec, ListTypeResolver, Path
 
 __all__ = [
@@ -59,34 +60,6 @@ def _unprocessable(detail: str) -> ApiError:
 # --------------------------------------------------------------------------
 
 
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: unlike Python's ``==``, ``true`` is not ``1``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b
-
-
-def _json_kind(value: Any) -> str:
-    """The JSON type name encoding/json uses in "cannot unmarshal X" errors."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def go_value(value: Any) -> str:
     """Render a decoded JSON value as Go's ``%v`` does, for error messages."""
     if value is None:
@@ -100,15 +73,6 @@ def go_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + " ".join(go_value(v) for v in value) + "]"
     return str(value)
-
-
-def _prune_nulls(value: Any) -> Any:
-    """Drop null members of every object inside ``value`` (evanphx ``pruneNulls``)."""
-    if isinstance(value, dict):
-        return {k: _prune_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_prune_nulls(v) for v in value]
-    return value
 
 
 # --------------------------------------------------------------------------
@@ -130,7 +94,7 @@ def merge_patch(original: Any, patch: Any) -> Any:
 def _merge(target: Any, patch: Any) -> Any:
     """RFC 7386 on an owned ``target``; values taken from ``patch`` are copied."""
     if not isinstance(patch, dict):
-        return _prune_nulls(copy.deepcopy(patch))
+        return prune_nulls(copy.deepcopy(patch))
     result: dict[str, Any] = target if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -258,34 +222,15 @@ def _apply_op(doc: Any, op: dict[str, Any]) -> None:
         )
         raise _OpError(f"{kind} operation failed to decode path: {why}")
     value = op.get("value")
-
-    if kind == "add":
-        found = _find_parent(doc, path)
-        if found is None:
-            raise _OpError(
-                f'add operation does not apply: doc is missing path: "{path}": missing value'
-            )
-        try:
-            _add(*found, value)
-        except _OpError as exc:
-            raise _OpError(f"error in add for path: '{path}': {exc}") from None
-    elif kind == "remove":
-        found = _find_parent(doc, path)
-        if found is None:
-            raise _OpError(
-                f'remove operation does not apply: doc is missing path: "{path}": missing value'
-            )
-        try:
-            _remove(*found)
-        except _OpError as exc:
-            raise _OpError(f"error in remove for path: '{path}': {exc}") from None
-    elif kind == "replace":
-        found = _find_parent(doc, path)
-        if found is None:
-            raise _OpError(
-                f"replace operation does not apply: doc is missing path: {path}: missing value"
-            )
-        container, key = found
+    if kind not in _MISSING_PATH:
+        _move_or_copy(doc, kind, op, path)
+        return
+    found = _find_parent(doc, path)
+    if found is None:
+        missing = _MISSING_PATH[kind].format(path)
+        raise _OpError(f"{kind} operation does not apply: {missing}: missing value")
+    container, key = found
+    if kind == "replace":
         try:
             present, _ = _get(container, key)
         except _OpError:
@@ -298,21 +243,31 @@ def _apply_op(doc: Any, op: dict[str, Any]) -> None:
             container[key] = value
         else:
             container[int(key)] = value
-    elif kind == "test":
-        found = _find_parent(doc, path)
-        if found is None:
-            raise _OpError(f"test operation does not apply: is missing path: {path}: missing value")
-        try:
-            present, current = _get(*found)
-        except _OpError as exc:
-            raise _OpError(f"error in test for path: '{path}': {exc}") from None
+        return
+    try:
+        if kind == "add":
+            _add(container, key, value)
+        elif kind == "remove":
+            _remove(container, key)
+        else:
+            present, current = _get(container, key)
+    except _OpError as exc:
+        raise _OpError(f"error in {kind} for path: '{path}': {exc}") from None
+    if kind == "test":
         # A missing member and an explicit null both pass a test for null.
         if not (present and current is not None) and value is None:
             return
-        if not present or not _json_equal(current, value):
+        if not present or not json_equal(current, value):
             raise _OpError(f"testing value {path} failed: test failed")
-    else:
-        _move_or_copy(doc, kind, op, path)
+
+
+# How each operation that works at its path words a path whose parent is missing.
+_MISSING_PATH: Final = {
+    "add": 'doc is missing path: "{}"',
+    "remove": 'doc is missing path: "{}"',
+    "replace": "doc is missing path: {}",
+    "test": "is missing path: {}",
+}
 
 
 def _move_or_copy(doc: Any, kind: str, op: dict[str, Any], path: str) -> None:
@@ -373,12 +328,13 @@ def json_patch(original: Any, ops: Any) -> Any:
         return copy.deepcopy(original)
     if not isinstance(ops, list):
         raise bad_request(
-            f"json: cannot unmarshal {_json_kind(ops)} into Go value of type jsonpatch.Patch"
+            f"json: cannot unmarshal {unmarshal_kind(ops)} into Go value of type jsonpatch.Patch"
         )
     for op in ops:
         if not isinstance(op, dict):
             raise bad_request(
-                f"json: cannot unmarshal {_json_kind(op)} into Go value of type jsonpatch.Operation"
+                f"json: cannot unmarshal {unmarshal_kind(op)} into Go value of type "
+                "jsonpatch.Operation"
             )
     if len(ops) > _MAX_JSON_PATCH_OPS:
         raise ApiError(
@@ -437,7 +393,7 @@ def _ident(item: Any, key: str) -> Any:
 def _index(order: list[Any], item: Any, key: str) -> int:
     wanted = _ident(item, key)
     for i, other in enumerate(order):
-        if _json_equal(_ident(other, key), wanted):
+        if json_equal(_ident(other, key), wanted):
             return i
     return -1
 
@@ -571,7 +527,7 @@ class _StrategicMerger:
             current = original.get(field)
             if isinstance(current, list):
                 original[field] = [
-                    item for item in current if not any(_json_equal(item, v) for v in values)
+                    item for item in current if not any(json_equal(item, v) for v in values)
                 ]
         if retain is not None:
             for key in [k for k in original if k not in retain]:
@@ -641,7 +597,7 @@ class _StrategicMerger:
             return
         i = 0
         for wanted in order:
-            if i < len(kept) and _json_equal(_ident(kept[i], key), _ident(wanted, key)):
+            if i < len(kept) and json_equal(_ident(kept[i], key), _ident(wanted, key)):
                 i += 1
         if i < len(kept):
             raise bad_request(
@@ -664,7 +620,7 @@ class _StrategicMerger:
         if not _check_elements(original, patch):
             merged = list(original)
             for item in patch:
-                if not any(_json_equal(item, seen) for seen in merged):
+                if not any(json_equal(item, seen) for seen in merged):
                     merged.append(item)
             in_patch, server_only = _partition(merged, patch, "")
             return _normalize_order(in_patch, server_only, patch, original, "")
@@ -686,7 +642,7 @@ class _StrategicMerger:
             if directive == "delete":
                 if key not in item:
                     raise _no_merge_key(item, key)
-                live = [o for o in live if not _json_equal(o.get(key), item[key]) or key not in o]
+                live = [o for o in live if not json_equal(o.get(key), item[key]) or key not in o]
             elif directive == "replace":
                 replace = True
             elif directive == "merge":
@@ -799,7 +755,7 @@ def apply_patch(
             body = {}
         if not isinstance(body, dict):
             raise bad_request(
-                f"json: cannot unmarshal {_json_kind(body)} into Go value of type "
+                f"json: cannot unmarshal {unmarshal_kind(body)} into Go value of type "
                 "map[string]interface {}"
             )
         result = strategic_merge_patch(original, body, list_type)

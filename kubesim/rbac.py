@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesim import errors
+from kubesim.jsonvalues import go_quote
 from kubesim.objectmeta import OBJECT_META_FIELDS
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -409,7 +410,7 @@ def _build_index(lister: Lister) -> _Index:
             # A ClusterRoleBinding naming a Role looks in namespace "": never found.
             role = roles.get((namespace, name))
             return (role, "") if role is not None else ((), _not_found("role", name))
-        return (), f"unsupported role reference kind: {_go_quote(kind)}"
+        return (), f"unsupported role reference kind: {go_quote(kind)}"
 
     def add(obj: Mapping[str, Any], namespace: str) -> None:
         meta = _meta(obj)
@@ -419,10 +420,10 @@ def _build_index(lister: Lister) -> _Index:
         rules, error = resolve(ref, namespace)
         ref_kind, ref_name = _str(ref.get("kind")), _str(ref.get("name"))
         if namespace:
-            label = f"RoleBinding {_go_quote(name + '/' + namespace)}"
+            label = f"RoleBinding {go_quote(name + '/' + namespace)}"
             table = index.namespaced.setdefault(namespace, {})
         else:
-            label = f"ClusterRoleBinding {_go_quote(name)}"
+            label = f"ClusterRoleBinding {go_quote(name)}"
             table = index.cluster
         raw_subjects = obj.get("subjects")
         subjects = raw_subjects if isinstance(raw_subjects, list) else []
@@ -435,7 +436,7 @@ def _build_index(lister: Lister) -> _Index:
                 table.setdefault(key, []).append((pos, i))
         index.bindings.append(
             _Binding(
-                describe=f"{label} of {ref_kind} {_go_quote(ref_name)}",
+                describe=f"{label} of {ref_kind} {go_quote(ref_name)}",
                 subjects=tuple(descriptions),
                 rules=rules,
                 error=error,
@@ -457,23 +458,23 @@ def _subject_key(subject: Any, binding_namespace: str) -> tuple[_SubjectKey | No
         return None, ""
     kind, name = _str(subject.get("kind")), _str(subject.get("name"))
     if kind == "User":
-        return ("user", name), f"User {_go_quote(name)}"
+        return ("user", name), f"User {go_quote(name)}"
     if kind == "Group":
-        return ("group", name), f"Group {_go_quote(name)}"
+        return ("group", name), f"Group {go_quote(name)}"
     if kind == "ServiceAccount":
         # The authorizer defaults an unset subject namespace to the binding's
         # (RoleBindings only; a ClusterRoleBinding has none, so it never matches).
         namespace = _str(subject.get("namespace")) or binding_namespace
-        text = f"ServiceAccount {_go_quote(name + '/' + namespace)}"
+        text = f"ServiceAccount {go_quote(name + '/' + namespace)}"
         if not namespace:
             return None, text
         return ("user", f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}"), text
-    return None, f"{kind} {_go_quote(name)}"
+    return None, f"{kind} {go_quote(name)}"
 
 
 def _not_found(resource: str, name: str) -> str:
     # The informer listers' NotFound uses the singular resource name.
-    return f"{resource}.{RBAC_GROUP} {_go_quote(name)} not found"
+    return f"{resource}.{RBAC_GROUP} {go_quote(name)} not found"
 
 
 def _aggregate(messages: Sequence[str]) -> str:
@@ -605,21 +606,21 @@ def describe_denial(attrs: Attributes, reason: str = "") -> str:
     for non-resource requests. A non-empty ``reason`` is appended after ``": "``
     as the apiserver does.
     """
-    user, verb = _go_quote(attrs.user), attrs.verb
+    user, verb = go_quote(attrs.user), attrs.verb
     if not attrs.resource_request:
-        message = f"User {user} cannot {verb} path {_go_quote(attrs.path)}"
+        message = f"User {user} cannot {verb} path {go_quote(attrs.path)}"
     else:
         resource = attrs.resource
         if attrs.subresource:
             resource += "/" + attrs.subresource
         where = (
-            f"in the namespace {_go_quote(attrs.namespace)}"
+            f"in the namespace {go_quote(attrs.namespace)}"
             if attrs.namespace
             else "at the cluster scope"
         )
         message = (
-            f"User {user} cannot {verb} resource {_go_quote(resource)} "
-            f"in API group {_go_quote(attrs.api_group)} {where}"
+            f"User {user} cannot {verb} resource {go_quote(resource)} "
+            f"in API group {go_quote(attrs.api_group)} {where}"
         )
     return f"{message}: {reason}" if reason else message
 
@@ -846,36 +847,6 @@ def _metadata_set(metadata: Mapping[str, Any], *, ignore_namespace: bool) -> boo
 
 # ---------------------------------------------------------------------------
 # Go formatting, for messages that embed Go values
-
-_GO_ESCAPES = {
-    "\a": r"\a",
-    "\b": r"\b",
-    "\f": r"\f",
-    "\n": r"\n",
-    "\r": r"\r",
-    "\t": r"\t",
-    "\v": r"\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
-
-
-def _go_quote(text: str) -> str:
-    """``fmt.Sprintf("%q", text)`` (strconv.Quote)."""
-    out = ['"']
-    for ch in text:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def _go_non_resource(attrs: Mapping[str, str]) -> str:

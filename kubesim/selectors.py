@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesim.errors import bad_request
+from kubesim.jsonvalues import dig, go_quote
 
 __all__ = [
     "FieldSelector",
@@ -28,7 +29,6 @@ __all__ = [
     "LabelSelector",
     "Requirement",
     "field_support",
-    "go_quote",
     "is_dns1123_subdomain",
     "is_qualified_name",
     "is_valid_label_value",
@@ -129,26 +129,6 @@ def is_valid_label_value(value: str) -> list[str]:
     if not _LABEL_VALUE_RE.fullmatch(value):
         errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
-
-
-def go_quote(value: str) -> str:
-    """Quote a string as Go's ``%q`` does for ordinary printable text."""
-    out = ['"']
-    for ch in value:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 def _go_strings(values: Sequence[str] | None) -> str:
@@ -696,7 +676,7 @@ class FieldSelector:
             # Without a kind's field set, read other fields by their dotted path.
             for t in self.terms:
                 if t.field not in values:
-                    found = _get(obj, *t.field.split("."))
+                    found = dig(obj, *t.field.split("."))
                     values[t.field] = "" if isinstance(found, Mapping | list) else _s(found)
         for t in self.terms:
             equal = values.get(t.field, "") == t.value
@@ -751,15 +731,6 @@ class FieldSupport:
     custom: bool
 
 
-def _get(obj: Mapping[str, Any], *path: str) -> Any:
-    cur: Any = obj
-    for p in path:
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(p)
-    return cur
-
-
 def _s(value: Any) -> str:
     if value is None:
         return ""
@@ -770,19 +741,19 @@ def _s(value: Any) -> str:
 
 def _pod_fields(obj: Mapping[str, Any]) -> Mapping[str, str]:
     return {
-        "spec.nodeName": _s(_get(obj, "spec", "nodeName")),
-        "spec.restartPolicy": _s(_get(obj, "spec", "restartPolicy")),
-        "spec.schedulerName": _s(_get(obj, "spec", "schedulerName")),
-        "spec.serviceAccountName": _s(_get(obj, "spec", "serviceAccountName")),
-        "status.phase": _s(_get(obj, "status", "phase")),
-        "status.podIP": _s(_get(obj, "status", "podIP")),
-        "status.nominatedNodeName": _s(_get(obj, "status", "nominatedNodeName")),
+        "spec.nodeName": _s(dig(obj, "spec", "nodeName")),
+        "spec.restartPolicy": _s(dig(obj, "spec", "restartPolicy")),
+        "spec.schedulerName": _s(dig(obj, "spec", "schedulerName")),
+        "spec.serviceAccountName": _s(dig(obj, "spec", "serviceAccountName")),
+        "status.phase": _s(dig(obj, "status", "phase")),
+        "status.podIP": _s(dig(obj, "status", "podIP")),
+        "status.nominatedNodeName": _s(dig(obj, "status", "nominatedNodeName")),
     }
 
 
 def _event_fields(obj: Mapping[str, Any]) -> Mapping[str, str]:
     inv = obj.get("involvedObject") or {}
-    source = _s(_get(obj, "source", "component")) or _s(obj.get("reportingComponent"))
+    source = _s(dig(obj, "source", "component")) or _s(obj.get("reportingComponent"))
     out = {f"involvedObject.{k}": _s(inv.get(k)) for k in _INVOLVED_KEYS}
     out.update(
         {
@@ -803,19 +774,19 @@ def _secret_fields(obj: Mapping[str, Any]) -> Mapping[str, str]:
 
 
 def _namespace_fields(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return {"status.phase": _s(_get(obj, "status", "phase"))}
+    return {"status.phase": _s(dig(obj, "status", "phase"))}
 
 
 def _node_fields(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return {"spec.unschedulable": _s(bool(_get(obj, "spec", "unschedulable")))}
+    return {"spec.unschedulable": _s(bool(dig(obj, "spec", "unschedulable")))}
 
 
 def _rc_fields(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return {"status.replicas": _s(_get(obj, "status", "replicas") or 0)}
+    return {"status.replicas": _s(dig(obj, "status", "replicas") or 0)}
 
 
 def _job_fields(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return {"status.successful": _s(_get(obj, "status", "succeeded") or 0)}
+    return {"status.successful": _s(dig(obj, "status", "succeeded") or 0)}
 
 
 _META = ("metadata.name", "metadata.namespace")

@@ -441,10 +441,7 @@ class Server:
             await asyncio.to_thread(openapi_models.available)
         warnings: list[str] = []
         try:
-            if self.admission.configured():
-                resp = await self._admitted_write(request, user, t, caller, validation, warnings)
-            else:
-                resp = await self._write(request, t, caller, validation, warnings)
+            resp = await self._write(request, user, t, caller, validation, warnings)
         except AdmissionRefused as refused:
             resp, warnings = error_response(refused.error), refused.warnings
         return _with_warnings(resp, warnings)
@@ -476,19 +473,6 @@ class Server:
                 tables.to_table(rt, listed["items"], listed["metadata"], include=include)
             )
         return json_response(listed)
-
-    async def _write(
-        self,
-        request: web.Request,
-        t: Target,
-        caller: Caller,
-        validation: str,
-        warnings: list[str],
-    ) -> web.Response:
-        """POST, PUT and PATCH; unknown fields are checked as ``validation`` says."""
-        body = await _read_body(request, t.rt, patch=request.method == "PATCH")
-        obj, code = self._perform(request, t, caller, validation, warnings, body)
-        return self._object_response(t, obj, code)
 
     def _object_response(self, t: Target, obj: dict[str, Any], code: int) -> web.Response:
         """The answer to a write: the stored object's JSON, encoded once when it was stored."""
@@ -610,7 +594,7 @@ class Server:
             options=options,
         )
 
-    async def _admitted_write(
+    async def _write(
         self,
         request: web.Request,
         user: User,
@@ -619,9 +603,10 @@ class Server:
         validation: str,
         warnings: list[str],
     ) -> web.Response:
-        """A write while validating webhooks are configured.
+        """POST, PUT and PATCH; unknown fields are checked as ``validation`` says.
 
-        Without a matching webhook this is :meth:`_write`. With one, a dry run
+        Without a matching validating webhook (none without configurations)
+        the write is performed at once. With one, a dry run
         computes the object as it would be stored, the webhooks review it, and
         only then is it written, unless the stored object changed meanwhile:
         admission then starts over, as kube-apiserver's GuaranteedUpdate

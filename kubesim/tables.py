@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from kubesim.jsonvalues import dig
 from kubesim.resources import ResourceType
 
 Obj = Mapping[str, Any]
@@ -111,20 +112,12 @@ def age(timestamp: Any) -> str:
 # -- small helpers -----------------------------------------------------------------------
 
 
-def _get(obj: Any, *path: str) -> Any:
-    for part in path:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(part)
-    return obj
-
-
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _created(o: Obj) -> str:
-    return age(_get(o, "metadata", "creationTimestamp"))
+    return age(dig(o, "metadata", "creationTimestamp"))
 
 
 def _labels(labels: Any) -> str:
@@ -154,7 +147,7 @@ def _selector(sel: Any) -> str:
 
 
 def _pod_spec(o: Obj, *path: str) -> Mapping[str, Any]:
-    spec = _get(o, *path)
+    spec = dig(o, *path)
     return spec if isinstance(spec, Mapping) else {}
 
 
@@ -171,29 +164,37 @@ def _images(*path: str) -> Cell:
 
 
 def _status(*path: str) -> Cell:
-    return lambda o: _int(_get(o, "status", *path))
+    return lambda o: _int(dig(o, "status", *path))
 
 
 def _created_at(o: Obj) -> str:
-    return str(_get(o, "metadata", "creationTimestamp") or "")
+    return str(dig(o, "metadata", "creationTimestamp") or "")
 
 
 _TEMPLATE = ("spec", "template", "spec")
-_NAME = Column("Name", "string", lambda o: _get(o, "metadata", "name"), 0, _NAME_DOC, "name")
+_NAME = Column("Name", "string", lambda o: dig(o, "metadata", "name"), 0, _NAME_DOC, "name")
 _AGE = Column("Age", "string", _created, 0, _AGE_DOC)
+# Deployments and StatefulSets: ready replicas of desired ones.
+_READY_REPLICAS = Column(
+    "Ready",
+    "string",
+    lambda o: f"{_int(dig(o, 'status', 'readyReplicas'))}/{_int(dig(o, 'spec', 'replicas'))}",
+    0,
+    "Number of the pod with ready state",
+)
 
 
 # -- per-kind printers ---------------------------------------------------------------------
 
 
 def _pod_ready(o: Obj) -> str:
-    total = len(_get(o, "spec", "containers") or [])
-    ready = sum(1 for c in _get(o, "status", "containerStatuses") or [] if c.get("ready"))
+    total = len(dig(o, "spec", "containers") or [])
+    ready = sum(1 for c in dig(o, "status", "containerStatuses") or [] if c.get("ready"))
     return f"{ready}/{total}"
 
 
 def _pod_status(o: Obj) -> str:
-    status = _get(o, "status") or {}
+    status = dig(o, "status") or {}
     reason = status.get("reason") or status.get("phase") or ""
     running = False
     for c in reversed(status.get("containerStatuses") or []):
@@ -210,7 +211,7 @@ def _pod_status(o: Obj) -> str:
             running = True
     if reason == "Completed" and running:
         reason = "Running"
-    if _get(o, "metadata", "deletionTimestamp"):
+    if dig(o, "metadata", "deletionTimestamp"):
         reason = "Unknown" if status.get("reason") == "NodeLost" else "Terminating"
     return str(reason)
 
@@ -218,9 +219,9 @@ def _pod_status(o: Obj) -> str:
 def _pod_restarts(o: Obj) -> str:
     count = 0
     last: datetime | None = None
-    for c in _get(o, "status", "containerStatuses") or []:
+    for c in dig(o, "status", "containerStatuses") or []:
         count += _int(c.get("restartCount"))
-        finished = _parse_time(_get(c, "lastState", "terminated", "finishedAt"))
+        finished = _parse_time(dig(c, "lastState", "terminated", "finishedAt"))
         if finished is not None and (last is None or finished > last):
             last = finished
     if count and last is not None:
@@ -229,11 +230,11 @@ def _pod_restarts(o: Obj) -> str:
 
 
 def _pod_gates(o: Obj) -> str:
-    gates = _get(o, "spec", "readinessGates") or []
+    gates = dig(o, "spec", "readinessGates") or []
     if not gates:
         return "<none>"
     true = {
-        c.get("type") for c in _get(o, "status", "conditions") or [] if c.get("status") == "True"
+        c.get("type") for c in dig(o, "status", "conditions") or [] if c.get("status") == "True"
     }
     return f"{sum(1 for g in gates if g.get('conditionType') in true)}/{len(gates)}"
 
@@ -243,13 +244,13 @@ def _or_none(value: Any) -> str:
 
 
 def _svc_external(o: Obj) -> str:
-    spec = _get(o, "spec") or {}
+    spec = dig(o, "spec") or {}
     kind = spec.get("type", "ClusterIP")
     external = list(spec.get("externalIPs") or [])
     if kind == "ExternalName":
         return str(spec.get("externalName", ""))
     if kind == "LoadBalancer":
-        ingress = _get(o, "status", "loadBalancer", "ingress") or []
+        ingress = dig(o, "status", "loadBalancer", "ingress") or []
         found = [i.get("ip") or i.get("hostname") for i in ingress] + external
         found = [f for f in found if f]
         return ",".join(found) if found else "<pending>"
@@ -257,7 +258,7 @@ def _svc_external(o: Obj) -> str:
 
 
 def _svc_ports(o: Obj) -> str:
-    ports = _get(o, "spec", "ports") or []
+    ports = dig(o, "spec", "ports") or []
     out = []
     for p in ports:
         proto = p.get("protocol", "TCP")
@@ -282,13 +283,13 @@ def _endpoints(o: Obj) -> str:
 
 def _job_status(o: Obj) -> str:
     conds = {
-        c.get("type") for c in _get(o, "status", "conditions") or [] if c.get("status") == "True"
+        c.get("type") for c in dig(o, "status", "conditions") or [] if c.get("status") == "True"
     }
     if "Complete" in conds:
         return "Complete"
     if "Failed" in conds:
         return "Failed"
-    if _get(o, "metadata", "deletionTimestamp"):
+    if dig(o, "metadata", "deletionTimestamp"):
         return "Terminating"
     if "Suspended" in conds:
         return "Suspended"
@@ -298,19 +299,19 @@ def _job_status(o: Obj) -> str:
 
 
 def _job_completions(o: Obj) -> str:
-    succeeded = _int(_get(o, "status", "succeeded"))
-    completions = _get(o, "spec", "completions")
+    succeeded = _int(dig(o, "status", "succeeded"))
+    completions = dig(o, "spec", "completions")
     if isinstance(completions, int):
         return f"{succeeded}/{completions}"
-    parallelism = _int(_get(o, "spec", "parallelism"))
+    parallelism = _int(dig(o, "spec", "parallelism"))
     return f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
 
 
 def _job_duration(o: Obj) -> str:
-    start = _parse_time(_get(o, "status", "startTime"))
+    start = _parse_time(dig(o, "status", "startTime"))
     if start is None:
         return ""
-    end = _parse_time(_get(o, "status", "completionTime")) or datetime.now(UTC)
+    end = _parse_time(dig(o, "status", "completionTime")) or datetime.now(UTC)
     return human_duration((end - start).total_seconds())
 
 
@@ -319,7 +320,7 @@ def _bool_ptr(value: Any) -> str:
 
 
 def _last_schedule(o: Obj) -> str:
-    last = _get(o, "status", "lastScheduleTime")
+    last = dig(o, "status", "lastScheduleTime")
     return age(last) if last else "<none>"
 
 
@@ -343,18 +344,18 @@ def _subjects(kind: str) -> Cell:
 
 
 def _node_status(o: Obj) -> str:
-    conds = {c.get("type"): c.get("status") for c in _get(o, "status", "conditions") or []}
+    conds = {c.get("type"): c.get("status") for c in dig(o, "status", "conditions") or []}
     out = ["Unknown"]
     if "Ready" in conds:
         out = ["Ready" if conds["Ready"] == "True" else "NotReady"]
-    if _get(o, "spec", "unschedulable"):
+    if dig(o, "spec", "unschedulable"):
         out.append("SchedulingDisabled")
     return ",".join(out)
 
 
 def _node_roles(o: Obj) -> str:
     roles = set()
-    for key, value in (_get(o, "metadata", "labels") or {}).items():
+    for key, value in (dig(o, "metadata", "labels") or {}).items():
         if key.startswith("node-role.kubernetes.io/") and key != "node-role.kubernetes.io/":
             roles.add(key.split("/", 1)[1])
         elif key == "kubernetes.io/role" and value:
@@ -364,7 +365,7 @@ def _node_roles(o: Obj) -> str:
 
 def _node_address(kind: str) -> Cell:
     def cell(o: Obj) -> str:
-        for addr in _get(o, "status", "addresses") or []:
+        for addr in dig(o, "status", "addresses") or []:
             if addr.get("type") == kind:
                 return str(addr.get("address", ""))
         return "<none>"
@@ -381,28 +382,28 @@ _ACCESS_MODES = {
 
 
 def _pvc_status(o: Obj) -> str:
-    if _get(o, "metadata", "deletionTimestamp"):
+    if dig(o, "metadata", "deletionTimestamp"):
         return "Terminating"
-    return str(_get(o, "status", "phase") or "")
+    return str(dig(o, "status", "phase") or "")
 
 
 def _pvc_modes(o: Obj) -> str:
-    modes = _get(o, "status", "accessModes") or []
+    modes = dig(o, "status", "accessModes") or []
     return ",".join(_ACCESS_MODES.get(m, m) for m in modes)
 
 
 def _pvc_class(o: Obj) -> str:
-    name = _get(o, "spec", "storageClassName")
+    name = dig(o, "spec", "storageClassName")
     if name is None:
-        name = (_get(o, "metadata", "annotations") or {}).get(
+        name = (dig(o, "metadata", "annotations") or {}).get(
             "volume.beta.kubernetes.io/storage-class", ""
         )
     return str(name)
 
 
 def _event_source(o: Obj) -> str:
-    component = _get(o, "source", "component") or o.get("reportingController") or ""
-    host = _get(o, "source", "host") or o.get("reportingInstance") or ""
+    component = dig(o, "source", "component") or o.get("reportingController") or ""
+    host = dig(o, "source", "host") or o.get("reportingInstance") or ""
     return f"{component}, {host}" if host else str(component)
 
 
@@ -410,10 +411,10 @@ def _event_last_seen(o: Obj) -> str:
     for value in (
         o.get("lastTimestamp"),
         o.get("deprecatedLastTimestamp"),
-        _get(o, "series", "lastObservedTime"),
+        dig(o, "series", "lastObservedTime"),
         o.get("eventTime"),
         o.get("firstTimestamp"),
-        _get(o, "metadata", "creationTimestamp"),
+        dig(o, "metadata", "creationTimestamp"),
     ):
         if value:
             return age(value)
@@ -426,13 +427,13 @@ def _event_object(o: Obj) -> str:
 
 
 def _event_count(o: Obj) -> str:
-    count = o.get("count") or o.get("deprecatedCount") or _get(o, "series", "count") or 1
+    count = o.get("count") or o.get("deprecatedCount") or dig(o, "series", "count") or 1
     return str(count)
 
 
 def _pdb_value(field: str) -> Cell:
     def cell(o: Obj) -> str:
-        value = _get(o, "spec", field)
+        value = dig(o, "spec", field)
         return "N/A" if value is None else str(value)
 
     return cell
@@ -459,7 +460,7 @@ def _workload_columns(selector_path: tuple[str, ...], *template: str) -> list[Co
             "Images referenced by each container in the template.",
         ),
         Column(
-            "Selector", "string", lambda o: _selector(_get(o, *selector_path)), 1, "Label selector."
+            "Selector", "string", lambda o: _selector(dig(o, *selector_path)), 1, "Label selector."
         ),
     ]
 
@@ -492,21 +493,21 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "IP",
             "string",
-            lambda o: _or_none(_get(o, "status", "podIP")),
+            lambda o: _or_none(dig(o, "status", "podIP")),
             1,
             "IP address allocated to the pod.",
         ),
         Column(
             "Node",
             "string",
-            lambda o: _or_none(_get(o, "spec", "nodeName")),
+            lambda o: _or_none(dig(o, "spec", "nodeName")),
             1,
             "Name of the node the pod runs on.",
         ),
         Column(
             "Nominated Node",
             "string",
-            lambda o: _or_none(_get(o, "status", "nominatedNodeName")),
+            lambda o: _or_none(dig(o, "status", "nominatedNodeName")),
             1,
             "Nominated node.",
         ),
@@ -517,7 +518,7 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "Status",
             "string",
-            lambda o: _get(o, "status", "phase") or "",
+            lambda o: dig(o, "status", "phase") or "",
             0,
             "The status of the namespace",
         ),
@@ -562,14 +563,14 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "Type",
             "string",
-            lambda o: _get(o, "spec", "type") or "ClusterIP",
+            lambda o: dig(o, "spec", "type") or "ClusterIP",
             0,
             "How the service is exposed.",
         ),
         Column(
             "Cluster-IP",
             "string",
-            lambda o: _or_none(_get(o, "spec", "clusterIP")),
+            lambda o: _or_none(dig(o, "spec", "clusterIP")),
             0,
             "The IP address of the service.",
         ),
@@ -579,7 +580,7 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "Selector",
             "string",
-            lambda o: _labels(_get(o, "spec", "selector")),
+            lambda o: _labels(dig(o, "spec", "selector")),
             1,
             "Route service traffic to pods with these labels.",
         ),
@@ -621,13 +622,13 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
             lambda o: age(
                 o.get("firstTimestamp")
                 or o.get("eventTime")
-                or _get(o, "metadata", "creationTimestamp")
+                or dig(o, "metadata", "creationTimestamp")
             ),
             1,
             "First occurrence.",
         ),
         Column("Count", "string", _event_count, 1, "The number of times this event has occurred."),
-        Column("Name", "string", lambda o: _get(o, "metadata", "name"), 1, _NAME_DOC, "name"),
+        Column("Name", "string", lambda o: dig(o, "metadata", "name"), 1, _NAME_DOC, "name"),
     ],
     ("", "PersistentVolumeClaim"): [
         _NAME,
@@ -635,14 +636,14 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "Volume",
             "string",
-            lambda o: _get(o, "spec", "volumeName") or "",
+            lambda o: dig(o, "spec", "volumeName") or "",
             0,
             "The bound volume.",
         ),
         Column(
             "Capacity",
             "string",
-            lambda o: _get(o, "status", "capacity", "storage") or "",
+            lambda o: dig(o, "status", "capacity", "storage") or "",
             0,
             "The capacity of the bound volume.",
         ),
@@ -651,7 +652,7 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "VolumeAttributesClass",
             "string",
-            lambda o: _get(o, "spec", "volumeAttributesClassName") or "<unset>",
+            lambda o: dig(o, "spec", "volumeAttributesClassName") or "<unset>",
             0,
             "The volume attributes class.",
         ),
@@ -659,7 +660,7 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "VolumeMode",
             "string",
-            lambda o: _get(o, "spec", "volumeMode") or "<unset>",
+            lambda o: dig(o, "spec", "volumeMode") or "<unset>",
             1,
             "The volume mode.",
         ),
@@ -672,7 +673,7 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "Version",
             "string",
-            lambda o: _get(o, "status", "nodeInfo", "kubeletVersion") or "",
+            lambda o: dig(o, "status", "nodeInfo", "kubeletVersion") or "",
             0,
             "Kubelet version.",
         ),
@@ -681,36 +682,28 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "OS-Image",
             "string",
-            lambda o: _get(o, "status", "nodeInfo", "osImage") or "<unknown>",
+            lambda o: dig(o, "status", "nodeInfo", "osImage") or "<unknown>",
             1,
             "OS image.",
         ),
         Column(
             "Kernel-Version",
             "string",
-            lambda o: _get(o, "status", "nodeInfo", "kernelVersion") or "<unknown>",
+            lambda o: dig(o, "status", "nodeInfo", "kernelVersion") or "<unknown>",
             1,
             "Kernel version.",
         ),
         Column(
             "Container-Runtime",
             "string",
-            lambda o: _get(o, "status", "nodeInfo", "containerRuntimeVersion") or "<unknown>",
+            lambda o: dig(o, "status", "nodeInfo", "containerRuntimeVersion") or "<unknown>",
             1,
             "Container runtime.",
         ),
     ],
     ("apps", "Deployment"): [
         _NAME,
-        Column(
-            "Ready",
-            "string",
-            lambda o: (
-                f"{_int(_get(o, 'status', 'readyReplicas'))}/{_int(_get(o, 'spec', 'replicas'))}"
-            ),
-            0,
-            "Number of the pod with ready state",
-        ),
+        _READY_REPLICAS,
         Column(
             "Up-to-date",
             "string",
@@ -733,7 +726,7 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "Desired",
             "integer",
-            lambda o: _int(_get(o, "spec", "replicas")),
+            lambda o: _int(dig(o, "spec", "replicas")),
             0,
             "Desired number of pods.",
         ),
@@ -750,15 +743,7 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
     ],
     ("apps", "StatefulSet"): [
         _NAME,
-        Column(
-            "Ready",
-            "string",
-            lambda o: (
-                f"{_int(_get(o, 'status', 'readyReplicas'))}/{_int(_get(o, 'spec', 'replicas'))}"
-            ),
-            0,
-            "Number of the pod with ready state",
-        ),
+        _READY_REPLICAS,
         _AGE,
         *_workload_columns(("spec", "selector"), *_TEMPLATE)[:2],
     ],
@@ -802,7 +787,7 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "Node Selector",
             "string",
-            lambda o: _labels(_get(o, *_TEMPLATE, "nodeSelector")),
+            lambda o: _labels(dig(o, *_TEMPLATE, "nodeSelector")),
             0,
             "Node selector of the pods.",
         ),
@@ -828,28 +813,28 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "Schedule",
             "string",
-            lambda o: _get(o, "spec", "schedule") or "",
+            lambda o: dig(o, "spec", "schedule") or "",
             0,
             "The schedule in Cron format.",
         ),
         Column(
             "Timezone",
             "string",
-            lambda o: _or_none(_get(o, "spec", "timeZone")),
+            lambda o: _or_none(dig(o, "spec", "timeZone")),
             0,
             "The time zone of the schedule.",
         ),
         Column(
             "Suspend",
             "boolean",
-            lambda o: _bool_ptr(_get(o, "spec", "suspend")),
+            lambda o: _bool_ptr(dig(o, "spec", "suspend")),
             0,
             "Whether subsequent executions are suspended.",
         ),
         Column(
             "Active",
             "integer",
-            lambda o: len(_get(o, "status", "active") or []),
+            lambda o: len(dig(o, "status", "active") or []),
             0,
             "Currently running jobs.",
         ),
@@ -894,7 +879,7 @@ _PRINTERS: dict[tuple[str, str], list[Column]] = {
         Column(
             "Holder",
             "string",
-            lambda o: _get(o, "spec", "holderIdentity") or "",
+            lambda o: dig(o, "spec", "holderIdentity") or "",
             0,
             "The holder of the lease.",
         ),

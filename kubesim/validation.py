@@ -26,18 +26,22 @@ from kubesim.defaults import (
     JOB_NAME_LABEL,
     LEGACY_CONTROLLER_UID_LABEL,
     LEGACY_JOB_NAME_LABEL,
+    VOLUME_SOURCES,
     parse_quantity,
 )
 from kubesim.errors import (
     ApiError,
     field_forbidden,
+    field_invalid,
+    field_invalid_shown,
     field_not_supported,
     field_required,
     go_json,
     invalid,
+    shown_value,
 )
+from kubesim.jsonvalues import go_quote
 from kubesim.selectors import (
-    go_quote,
     is_dns1123_subdomain,
     is_qualified_name,
     is_valid_label_value,
@@ -164,38 +168,10 @@ def _mask_trailing_dash(name: str) -> str:
 # --------------------------------------------------------------------------
 
 
-def _shown(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return go_quote(value)
-    if isinstance(value, int | float):
-        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-    if isinstance(value, Mapping):
-        return '"object"'
-    if isinstance(value, list):
-        return '"array"'
-    return str(value)
-
-
-def _invalid(field: str, value: Any, detail: str) -> Cause:
-    return _invalid_shown(field, _shown(value), detail)
-
-
-def _invalid_shown(field: str, shown: str, detail: str) -> Cause:
-    return {
-        "reason": "FieldValueInvalid",
-        "message": f"Invalid value: {shown}: {detail}",
-        "field": field,
-    }
-
-
 def _duplicate(field: str, value: Any) -> Cause:
     return {
         "reason": "FieldValueDuplicate",
-        "message": f"Duplicate value: {_shown(value)}",
+        "message": f"Duplicate value: {shown_value(value)}",
         "field": field,
     }
 
@@ -203,7 +179,7 @@ def _duplicate(field: str, value: Any) -> Cause:
 def _not_found(field: str, value: Any) -> Cause:
     return {
         "reason": "FieldValueNotFound",
-        "message": f"Not found: {_shown(value)}",
+        "message": f"Not found: {shown_value(value)}",
         "field": field,
     }
 
@@ -310,7 +286,7 @@ def _same(a: Any, b: Any) -> bool:
 
 def _nonneg(causes: list[Cause], field: str, value: Any) -> None:
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
-        causes.append(_invalid(field, value, _NEGATIVE))
+        causes.append(field_invalid(field, value, _NEGATIVE))
 
 
 # --------------------------------------------------------------------------
@@ -356,22 +332,22 @@ def validate_name(
         problems = _path_segment(name, True)
     else:
         problems = rule(_mask_trailing_dash(name) if prefix else name)
-    return [_invalid(field, name, msg) for msg in problems]
+    return [field_invalid(field, name, msg) for msg in problems]
 
 
 def _labels(causes: list[Cause], labels: Any, field: str) -> None:
     for key, value in _map(labels).items():
-        causes.extend(_invalid(field, key, msg) for msg in is_qualified_name(str(key)))
+        causes.extend(field_invalid(field, key, msg) for msg in is_qualified_name(str(key)))
         if not isinstance(value, str):
             continue
-        causes.extend(_invalid(field, value, msg) for msg in is_valid_label_value(value))
+        causes.extend(field_invalid(field, value, msg) for msg in is_valid_label_value(value))
 
 
 def _annotations(causes: list[Cause], annotations: Any, field: str) -> None:
     total = 0
     for key, value in _map(annotations).items():
         # Annotation keys are qualified names, case-insensitively.
-        causes.extend(_invalid(field, key, msg) for msg in is_qualified_name(str(key).lower()))
+        causes.extend(field_invalid(field, key, msg) for msg in is_qualified_name(str(key).lower()))
         total += len(str(key)) + len(value if isinstance(value, str) else "")
     if total > _TOTAL_ANNOTATION_SIZE:
         causes.append(_too_long(field, _TOTAL_ANNOTATION_SIZE))
@@ -380,10 +356,10 @@ def _annotations(causes: list[Cause], annotations: Any, field: str) -> None:
 def _finalizers(causes: list[Cause], finalizers: Any, field: str) -> None:
     values = _list(finalizers)
     for fin in values:
-        causes.extend(_invalid(field, fin, msg) for msg in is_qualified_name(str(fin)))
+        causes.extend(field_invalid(field, fin, msg) for msg in is_qualified_name(str(fin)))
     if "orphan" in values and "foregroundDeletion" in values:
         causes.append(
-            _invalid_shown(
+            field_invalid_shown(
                 field,
                 _go_strings(values),
                 "finalizer orphan and foregroundDeletion cannot be both set",
@@ -397,22 +373,26 @@ def _owner_references(causes: list[Cause], refs: Any, field: str) -> None:
         api_version = _str(ref.get("apiVersion"))
         version = api_version.rsplit("/", 1)[-1] if api_version else ""
         if not version:
-            causes.append(_invalid(f"{field}.apiVersion", api_version, "version must not be empty"))
+            causes.append(
+                field_invalid(f"{field}.apiVersion", api_version, "version must not be empty")
+            )
         if not ref.get("kind"):
             causes.append(
-                _invalid(f"{field}.kind", _str(ref.get("kind")), "kind must not be empty")
+                field_invalid(f"{field}.kind", _str(ref.get("kind")), "kind must not be empty")
             )
         if not ref.get("name"):
             causes.append(
-                _invalid(f"{field}.name", _str(ref.get("name")), "name must not be empty")
+                field_invalid(f"{field}.name", _str(ref.get("name")), "name must not be empty")
             )
         if not ref.get("uid"):
-            causes.append(_invalid(f"{field}.uid", _str(ref.get("uid")), "uid must not be empty"))
+            causes.append(
+                field_invalid(f"{field}.uid", _str(ref.get("uid")), "uid must not be empty")
+            )
         if ref.get("controller") is True:
             name = _str(ref.get("name"))
             if controller:
                 causes.append(
-                    _invalid(
+                    field_invalid(
                         field,
                         refs,
                         'Only one reference can have Controller set to true. Found "true" in '
@@ -450,7 +430,8 @@ def _validate_meta_create(
             causes.append(field_required("metadata.namespace"))
         else:
             causes.extend(
-                _invalid("metadata.namespace", namespace, m) for m in is_dns1123_label(namespace)
+                field_invalid("metadata.namespace", namespace, m)
+                for m in is_dns1123_label(namespace)
             )
     _nonneg(causes, "metadata.generation", meta.get("generation"))
     _meta_common(causes, meta)
@@ -476,14 +457,14 @@ def _validate_meta_update(old: Obj, new: Obj) -> list[Cause]:
             )
     old_gen, new_gen = old_meta.get("generation"), new_meta.get("generation")
     if isinstance(old_gen, int) and isinstance(new_gen, int) and new_gen < old_gen:
-        causes.append(_invalid("metadata.generation", new_gen, "must not be decremented"))
+        causes.append(field_invalid("metadata.generation", new_gen, "must not be decremented"))
     for key in ("name", "namespace"):
         if _str(new_meta.get(key)) != _str(old_meta.get(key)):
-            causes.append(_invalid(f"metadata.{key}", _str(new_meta.get(key)), IMMUTABLE))
+            causes.append(field_invalid(f"metadata.{key}", _str(new_meta.get(key)), IMMUTABLE))
     # An update without uid or creationTimestamp keeps the stored ones.
     for key in ("uid", "creationTimestamp"):
         if new_meta.get(key) and new_meta.get(key) != old_meta.get(key):
-            causes.append(_invalid(f"metadata.{key}", new_meta.get(key), IMMUTABLE))
+            causes.append(field_invalid(f"metadata.{key}", new_meta.get(key), IMMUTABLE))
     _meta_common(causes, new_meta)
     return causes
 
@@ -497,44 +478,13 @@ _PULL_POLICIES = ["Always", "IfNotPresent", "Never"]
 _RESTART_POLICIES = ["Always", "OnFailure", "Never"]
 _DNS_POLICIES = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"]
 _TERMINATION_MESSAGE_POLICIES = ["File", "FallbackToLogsOnError"]
-_VOLUME_SOURCE_KEYS = (
-    "hostPath",
-    "emptyDir",
-    "gcePersistentDisk",
-    "awsElasticBlockStore",
-    "gitRepo",
-    "secret",
-    "nfs",
-    "iscsi",
-    "glusterfs",
-    "persistentVolumeClaim",
-    "rbd",
-    "flexVolume",
-    "cinder",
-    "cephfs",
-    "flocker",
-    "downwardAPI",
-    "fc",
-    "azureFile",
-    "configMap",
-    "vsphereVolume",
-    "quobyte",
-    "azureDisk",
-    "photonPersistentDisk",
-    "projected",
-    "portworxVolume",
-    "scaleIO",
-    "storageos",
-    "csi",
-    "ephemeral",
-)
 
 
 def _validate_volumes(causes: list[Cause], volumes: Any, path: str) -> set[str]:
     names: set[str] = set()
     for i, vol in enumerate(_dicts(volumes)):
         vpath = f"{path}[{i}]"
-        sources = [k for k in _VOLUME_SOURCE_KEYS if vol.get(k) is not None]
+        sources = [k for k in VOLUME_SOURCES if vol.get(k) is not None]
         if not sources:
             causes.append(field_required(vpath, "must specify a volume type"))
         elif len(sources) > 1:
@@ -545,7 +495,7 @@ def _validate_volumes(causes: list[Cause], volumes: Any, path: str) -> set[str]:
         if not name:
             causes.append(field_required(f"{vpath}.name"))
         else:
-            causes.extend(_invalid(f"{vpath}.name", name, m) for m in is_dns1123_label(name))
+            causes.extend(field_invalid(f"{vpath}.name", name, m) for m in is_dns1123_label(name))
         if name in names:
             causes.append(_duplicate(f"{vpath}.name", name))
         names.add(name)
@@ -559,12 +509,12 @@ def _validate_resources(causes: list[Cause], resources: Any, path: str) -> None:
         for rname, raw in values.items():
             q = parse_quantity(raw)
             if q is not None and q < 0:
-                causes.append(_invalid(f"{path}.{section}[{rname}]", str(raw), _NEGATIVE))
+                causes.append(field_invalid(f"{path}.{section}[{rname}]", str(raw), _NEGATIVE))
     for rname, raw in requests.items():
         req, lim = parse_quantity(raw), parse_quantity(limits.get(rname))
         if rname in limits and req is not None and lim is not None and req > lim:
             causes.append(
-                _invalid(
+                field_invalid(
                     f"{path}.requests", str(raw), f"must be less than or equal to {rname} limit"
                 )
             )
@@ -583,7 +533,7 @@ def _validate_container(
     if not name:
         causes.append(field_required(f"{path}.name"))
     else:
-        causes.extend(_invalid(f"{path}.name", name, m) for m in is_dns1123_label(name))
+        causes.extend(field_invalid(f"{path}.name", name, m) for m in is_dns1123_label(name))
     if name and name in all_names:
         causes.append(_duplicate(f"{path}.name", name))
     all_names.add(name)
@@ -592,7 +542,7 @@ def _validate_container(
         causes.append(field_required(f"{path}.image"))
     elif is_pod and image != image.strip():
         causes.append(
-            _invalid(f"{path}.image", image, "must not have leading or trailing whitespace")
+            field_invalid(f"{path}.image", image, "must not have leading or trailing whitespace")
         )
     port_names: set[str] = set()
     for i, port in enumerate(_dicts(c.get("ports"))):
@@ -600,7 +550,7 @@ def _validate_container(
         pname = _str(port.get("name"))
         if pname:
             problems = _port_name(pname)
-            causes.extend(_invalid(f"{ppath}.name", pname, m) for m in problems)
+            causes.extend(field_invalid(f"{ppath}.name", pname, m) for m in problems)
             if not problems and pname in port_names:
                 causes.append(_duplicate(f"{ppath}.name", pname))
             port_names.add(pname)
@@ -608,10 +558,10 @@ def _validate_container(
         if not container_port:
             causes.append(field_required(f"{ppath}.containerPort"))
         elif not 1 <= _int(container_port) <= 65535:
-            causes.append(_invalid(f"{ppath}.containerPort", container_port, _PORT_RANGE))
+            causes.append(field_invalid(f"{ppath}.containerPort", container_port, _PORT_RANGE))
         host_port = port.get("hostPort")
         if host_port and not 1 <= _int(host_port) <= 65535:
-            causes.append(_invalid(f"{ppath}.hostPort", host_port, _PORT_RANGE))
+            causes.append(field_invalid(f"{ppath}.hostPort", host_port, _PORT_RANGE))
         protocol = _str(port.get("protocol"))
         if not protocol:
             causes.append(field_required(f"{ppath}.protocol"))
@@ -624,7 +574,7 @@ def _validate_container(
             causes.append(field_required(epath))
         elif not _ENV_NAME_RE.fullmatch(ename):
             causes.append(
-                _invalid(
+                field_invalid(
                     epath,
                     ename,
                     regex_error(
@@ -644,7 +594,7 @@ def _validate_container(
         if not mount_path:
             causes.append(field_required(f"{mpath}.mountPath"))
         if mount_path and mount_path in mount_paths:
-            causes.append(_invalid(f"{mpath}.mountPath", mount_path, "must be unique"))
+            causes.append(field_invalid(f"{mpath}.mountPath", mount_path, "must be unique"))
         mount_paths.add(mount_path)
     _validate_resources(causes, c.get("resources"), f"{path}.resources")
     policy = _str(c.get("terminationMessagePolicy"))
@@ -690,7 +640,7 @@ def _validate_pod_spec(causes: list[Cause], spec: Any, path: str, *, is_pod: boo
     deadline = spec.get("activeDeadlineSeconds")
     if isinstance(deadline, int) and not 1 <= deadline <= 2147483647:
         causes.append(
-            _invalid(
+            field_invalid(
                 f"{path}.activeDeadlineSeconds",
                 deadline,
                 "must be between 1 and 2147483647, inclusive",
@@ -751,9 +701,9 @@ def _validate_api_selector(causes: list[Cause], selector: Any, path: str) -> Non
                     )
                 )
         else:
-            causes.append(_invalid(f"{epath}.operator", op, "not a valid selector operator"))
+            causes.append(field_invalid(f"{epath}.operator", op, "not a valid selector operator"))
         key = _str(expr.get("key"))
-        causes.extend(_invalid(f"{epath}.key", key, m) for m in is_qualified_name(key))
+        causes.extend(field_invalid(f"{epath}.key", key, m) for m in is_qualified_name(key))
 
 
 def _template_labels_match(
@@ -771,7 +721,7 @@ def _template_labels_match(
         return
     if _selector_matches(sel, labels) is False:
         causes.append(
-            _invalid_shown(
+            field_invalid_shown(
                 f"{path}.metadata.labels",
                 go_string_map(labels),
                 "`selector` does not match template `labels`",
@@ -790,7 +740,7 @@ def _replicated_selector(
     _validate_api_selector(causes, selector, "spec.selector")
     sel = _map(selector)
     if not sel.get("matchLabels") and not sel.get("matchExpressions"):
-        causes.append(_invalid_shown("spec.selector", go_label_selector(selector), empty_msg))
+        causes.append(field_invalid_shown("spec.selector", go_label_selector(selector), empty_msg))
 
 
 def _selector_is_valid(selector: Any) -> bool:
@@ -803,7 +753,9 @@ def _validate_replicated_template(
     selector = spec.get("selector")
     if not _selector_is_valid(selector):
         causes.append(
-            _invalid_shown("spec.selector", go_label_selector(selector), "invalid label selector")
+            field_invalid_shown(
+                "spec.selector", go_label_selector(selector), "invalid label selector"
+            )
         )
         return
     template = spec.get("template")
@@ -816,7 +768,7 @@ def _validate_replicated_template(
     if tspec.get("activeDeadlineSeconds") is not None:
         if replicaset_style:
             causes.append(
-                _invalid(
+                field_invalid(
                     "spec.template.spec.activeDeadlineSeconds",
                     tspec.get("activeDeadlineSeconds"),
                     f"activeDeadlineSeconds in {kind} is not Supported",
@@ -835,14 +787,16 @@ def _int_or_percent(causes: list[Cause], value: Any, path: str) -> None:
     if isinstance(value, str):
         if not _PERCENT_RE.fullmatch(value):
             causes.append(
-                _invalid_shown(
+                field_invalid_shown(
                     path, _go_intstr(value), "must be an integer or percentage (e.g '5%')"
                 )
             )
         elif int(value[:-1]) > 100:
-            causes.append(_invalid_shown(path, _go_intstr(value), "must not be greater than 100%"))
+            causes.append(
+                field_invalid_shown(path, _go_intstr(value), "must not be greater than 100%")
+            )
     elif isinstance(value, int) and value < 0:
-        causes.append(_invalid(path, value, _NEGATIVE))
+        causes.append(field_invalid(path, value, _NEGATIVE))
 
 
 def _intstr_value(value: Any) -> int:
@@ -857,7 +811,7 @@ def _validate_rolling(causes: list[Cause], rolling: Mapping[str, Any], path: str
     _int_or_percent(causes, surge, f"{path}.maxSurge")
     if _intstr_value(unavailable) == 0 and _intstr_value(surge) == 0:
         causes.append(
-            _invalid_shown(
+            field_invalid_shown(
                 f"{path}.maxUnavailable",
                 _go_intstr(unavailable),
                 "may not be 0 when `maxSurge` is 0",
@@ -899,7 +853,7 @@ def _deployment_spec(causes: list[Cause], obj: Obj) -> None:
         _nonneg(causes, "spec.progressDeadlineSeconds", deadline)
         if deadline <= _int(spec.get("minReadySeconds")):
             causes.append(
-                _invalid(
+                field_invalid(
                     "spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"
                 )
             )
@@ -921,7 +875,9 @@ def _statefulset_spec(causes: list[Cause], obj: Obj) -> None:
         causes.append(field_required("spec.podManagementPolicy"))
     elif policy not in ("OrderedReady", "Parallel"):
         causes.append(
-            _invalid("spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'")
+            field_invalid(
+                "spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'"
+            )
         )
     strategy = _map(spec.get("updateStrategy"))
     stype = _str(strategy.get("type"))
@@ -930,7 +886,7 @@ def _statefulset_spec(causes: list[Cause], obj: Obj) -> None:
     elif stype == "OnDelete":
         if strategy.get("rollingUpdate") is not None:
             causes.append(
-                _invalid(
+                field_invalid(
                     "spec.updateStrategy.rollingUpdate",
                     strategy.get("rollingUpdate"),
                     "only allowed for updateStrategy 'RollingUpdate'",
@@ -941,7 +897,7 @@ def _statefulset_spec(causes: list[Cause], obj: Obj) -> None:
         _nonneg(causes, "spec.updateStrategy.rollingUpdate.partition", rolling.get("partition"))
     else:
         causes.append(
-            _invalid("spec.updateStrategy", strategy, "must be 'RollingUpdate' or 'OnDelete'")
+            field_invalid("spec.updateStrategy", strategy, "must be 'RollingUpdate' or 'OnDelete'")
         )
     _nonneg(causes, "spec.replicas", spec.get("replicas"))
     _nonneg(causes, "spec.minReadySeconds", spec.get("minReadySeconds"))
@@ -964,7 +920,7 @@ def _daemonset_spec(causes: list[Cause], obj: Obj) -> None:
         causes.append(field_not_supported("spec.template.spec.restartPolicy", restart, ["Always"]))
     if tspec.get("activeDeadlineSeconds") is not None:
         causes.append(
-            _invalid(
+            field_invalid(
                 "spec.template.spec.activeDeadlineSeconds",
                 tspec.get("activeDeadlineSeconds"),
                 "activeDeadlineSeconds in DaemonSet is not Supported",
@@ -1028,7 +984,7 @@ def _job_spec(causes: list[Cause], spec: Mapping[str, Any]) -> None:
     ):
         labels = _map(_map(spec.get("template")).get("metadata")).get("labels")
         causes.append(
-            _invalid_shown(
+            field_invalid_shown(
                 "spec.template.metadata.labels",
                 go_string_map(labels),
                 "`selector` does not match template `labels`",
@@ -1058,10 +1014,12 @@ def _job_generated_selector(causes: list[Cause], obj: Obj) -> None:
         if key not in labels:
             causes.append(field_required(lpath, f"must be '{expected}'"))
         elif labels[key] != expected:
-            causes.append(_invalid_shown(lpath, go_string_map(labels), f"must be '{expected}'"))
+            causes.append(
+                field_invalid_shown(lpath, go_string_map(labels), f"must be '{expected}'")
+            )
     if _selector_matches(spec.get("selector"), expected_labels) is False:
         causes.append(
-            _invalid_shown(
+            field_invalid_shown(
                 "spec.selector",
                 go_label_selector(spec.get("selector")),
                 "`selector` not auto-generated",
@@ -1155,7 +1113,7 @@ def _cronjob_spec(causes: list[Cause], obj: Obj) -> None:
     else:
         problem = _cron_problem(schedule)
         if problem:
-            causes.append(_invalid("spec.schedule", schedule, problem))
+            causes.append(field_invalid("spec.schedule", schedule, problem))
     _nonneg(causes, "spec.startingDeadlineSeconds", spec.get("startingDeadlineSeconds"))
     policy = _str(spec.get("concurrencyPolicy"))
     if not policy:
@@ -1168,7 +1126,7 @@ def _cronjob_spec(causes: list[Cause], obj: Obj) -> None:
     _job_spec_common(causes, job_spec, "spec.jobTemplate.spec")
     if job_spec.get("selector") is not None:
         causes.append(
-            _invalid_shown(
+            field_invalid_shown(
                 "spec.jobTemplate.spec.selector",
                 go_label_selector(job_spec.get("selector")),
                 "`selector` will be auto-generated",
@@ -1187,7 +1145,7 @@ def _cronjob_create(causes: list[Cause], obj: Obj) -> None:
     name = _str(_meta(obj).get("name"))
     # The controller appends an 11-character suffix to make Job names.
     if len(name) > 52:
-        causes.append(_invalid("metadata.name", name, "must be no more than 52 characters"))
+        causes.append(field_invalid("metadata.name", name, "must be no more than 52 characters"))
 
 
 def _pod_spec_create(causes: list[Cause], obj: Obj) -> None:
@@ -1217,10 +1175,10 @@ def _replica_status(
     replicas = _int(status.get("replicas"))
     for key in bounded:
         if _int(status.get(key)) > replicas:
-            causes.append(_invalid(f"status.{key}", _int(status.get(key)), _GREATER))
+            causes.append(field_invalid(f"status.{key}", _int(status.get(key)), _GREATER))
     available = _int(status.get("availableReplicas"))
     if available > _int(status.get("readyReplicas")):
-        causes.append(_invalid("status.availableReplicas", available, ready_msg))
+        causes.append(field_invalid("status.availableReplicas", available, ready_msg))
 
 
 def _collision_count(causes: list[Cause], old: Obj | None, new: Obj) -> None:
@@ -1229,7 +1187,9 @@ def _collision_count(causes: list[Cause], old: Obj | None, new: Obj) -> None:
     old_count = _map(old.get("status")).get("collisionCount")
     new_count = _map(new.get("status")).get("collisionCount")
     if isinstance(old_count, int) and (new_count is None or _int(new_count) < old_count):
-        causes.append(_invalid("status.collisionCount", _int(new_count), "cannot be decremented"))
+        causes.append(
+            field_invalid("status.collisionCount", _int(new_count), "cannot be decremented")
+        )
 
 
 def _deployment_status(causes: list[Cause], obj: Obj, old: Obj | None) -> None:
@@ -1330,7 +1290,7 @@ def _service_spec(causes: list[Cause], obj: Obj) -> None:
         cname = _str(spec.get("externalName")).removesuffix(".")
         if cname:
             causes.extend(
-                _invalid("spec.externalName", cname, m) for m in is_dns1123_subdomain(cname)
+                field_invalid("spec.externalName", cname, m) for m in is_dns1123_subdomain(cname)
             )
         else:
             causes.append(field_required("spec.externalName"))
@@ -1341,12 +1301,12 @@ def _service_spec(causes: list[Cause], obj: Obj) -> None:
         if len(ports) > 1 and not pname:
             causes.append(field_required(f"{ppath}.name"))
         elif pname:
-            causes.extend(_invalid(f"{ppath}.name", pname, m) for m in is_dns1123_label(pname))
+            causes.extend(field_invalid(f"{ppath}.name", pname, m) for m in is_dns1123_label(pname))
             if pname in names:
                 causes.append(_duplicate(f"{ppath}.name", pname))
             names.add(pname)
         if not 1 <= _int(port.get("port")) <= 65535:
-            causes.append(_invalid(f"{ppath}.port", port.get("port"), _PORT_RANGE))
+            causes.append(field_invalid(f"{ppath}.port", port.get("port"), _PORT_RANGE))
         protocol = _str(port.get("protocol"))
         if not protocol:
             causes.append(field_required(f"{ppath}.protocol"))
@@ -1354,9 +1314,11 @@ def _service_spec(causes: list[Cause], obj: Obj) -> None:
             causes.append(field_not_supported(f"{ppath}.protocol", protocol, _PROTOCOLS))
         target = port.get("targetPort")
         if isinstance(target, str):
-            causes.extend(_invalid(f"{ppath}.targetPort", target, m) for m in _port_name(target))
+            causes.extend(
+                field_invalid(f"{ppath}.targetPort", target, m) for m in _port_name(target)
+            )
         elif isinstance(target, int) and not 1 <= target <= 65535:
-            causes.append(_invalid(f"{ppath}.targetPort", target, _PORT_RANGE))
+            causes.append(field_invalid(f"{ppath}.targetPort", target, _PORT_RANGE))
         if stype == "ClusterIP" and port.get("nodePort"):
             causes.append(
                 field_forbidden(f"{ppath}.nodePort", "may not be used when `type` is 'ClusterIP'")
@@ -1374,7 +1336,7 @@ def _service_spec(causes: list[Cause], obj: Obj) -> None:
     cluster_ip = spec.get("clusterIP")
     if cluster_ip and cluster_ips and cluster_ips[0] != cluster_ip:
         causes.append(
-            _invalid_shown(
+            field_invalid_shown(
                 "spec.clusterIPs", _go_strings(cluster_ips), "first value must match `clusterIP`"
             )
         )
@@ -1385,7 +1347,7 @@ def _service_spec(causes: list[Cause], obj: Obj) -> None:
             ipaddress.ip_address(str(ip))
         except ValueError:
             causes.append(
-                _invalid(
+                field_invalid(
                     f"spec.clusterIPs[{i}]",
                     ip,
                     "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
@@ -1403,16 +1365,22 @@ def _service_update(causes: list[Cause], old: Obj, new: Obj) -> None:
     shown = _go_strings(new_ips)
     if len(old_ips) == len(new_ips):
         if old_ips != new_ips:
-            causes.append(_invalid_shown("spec.clusterIPs[0]", shown, "may not change once set"))
+            causes.append(
+                field_invalid_shown("spec.clusterIPs[0]", shown, "may not change once set")
+            )
     elif len(old_ips) > len(new_ips):
         if not new_ips:
             causes.append(
-                _invalid_shown("spec.clusterIPs[0]", shown, "primary clusterIP can not be unset")
+                field_invalid_shown(
+                    "spec.clusterIPs[0]", shown, "primary clusterIP can not be unset"
+                )
             )
         elif new_ips[0] != old_ips[0]:
-            causes.append(_invalid_shown("spec.clusterIPs[0]", shown, "may not change once set"))
+            causes.append(
+                field_invalid_shown("spec.clusterIPs[0]", shown, "may not change once set")
+            )
     elif old_ips and new_ips[0] != old_ips[0]:
-        causes.append(_invalid_shown("spec.clusterIPs[0]", shown, "may not change once set"))
+        causes.append(field_invalid_shown("spec.clusterIPs[0]", shown, "may not change once set"))
 
 
 # --------------------------------------------------------------------------
@@ -1435,17 +1403,21 @@ def _config_data(causes: list[Cause], obj: Obj, *, secret: bool) -> None:
     data, binary = _map(obj.get("data")), _map(obj.get("binaryData"))
     total = 0
     for key, value in data.items():
-        causes.extend(_invalid(f"data[{key}]", key, m) for m in _config_key(str(key)))
+        causes.extend(field_invalid(f"data[{key}]", key, m) for m in _config_key(str(key)))
         if key in binary:
-            causes.append(_invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
+            causes.append(
+                field_invalid(f"data[{key}]", key, "duplicate of key present in binaryData")
+            )
         total += _data_size(value, secret)
     for key, value in binary.items():
-        causes.extend(_invalid(f"binaryData[{key}]", key, m) for m in _config_key(str(key)))
+        causes.extend(field_invalid(f"binaryData[{key}]", key, m) for m in _config_key(str(key)))
         if key in data:
-            causes.append(_invalid(f"binaryData[{key}]", key, "duplicate of key present in data"))
+            causes.append(
+                field_invalid(f"binaryData[{key}]", key, "duplicate of key present in data")
+            )
         total += _data_size(value, True)
     for key in _map(obj.get("stringData")):
-        causes.extend(_invalid(f"stringData[{key}]", key, m) for m in _config_key(str(key)))
+        causes.extend(field_invalid(f"stringData[{key}]", key, m) for m in _config_key(str(key)))
     if total > _MAX_DATA_SIZE:
         causes.append(
             {
@@ -1504,17 +1476,17 @@ def _immutable_data(causes: list[Cause], old: Obj, new: Obj) -> None:
 
 def _secret_update(causes: list[Cause], old: Obj, new: Obj) -> None:
     if _str(new.get("type")) != _str(old.get("type")):
-        causes.append(_invalid("type", _str(new.get("type")), IMMUTABLE))
+        causes.append(field_invalid("type", _str(new.get("type")), IMMUTABLE))
     _immutable_data(causes, old, new)
 
 
 def _namespace_create(causes: list[Cause], obj: Obj) -> None:
     for fin in _list(_map(obj.get("spec")).get("finalizers")):
         name = str(fin)
-        causes.extend(_invalid("spec.finalizers", name, m) for m in is_qualified_name(name))
+        causes.extend(field_invalid("spec.finalizers", name, m) for m in is_qualified_name(name))
         if "/" not in name and name not in ("kubernetes", "orphan", "foregroundDeletion"):
             causes.append(
-                _invalid(
+                field_invalid(
                     "spec.finalizers",
                     name,
                     "name is neither a standard finalizer name nor is it fully qualified",
@@ -1536,7 +1508,7 @@ def _policy_rules(causes: list[Cause], rules: Any, *, namespaced: bool) -> None:
         if urls:
             if namespaced:
                 causes.append(
-                    _invalid_shown(
+                    field_invalid_shown(
                         f"{path}.nonResourceURLs",
                         _go_strings(urls),
                         "namespaced rules cannot apply to non-resource URLs",
@@ -1544,7 +1516,7 @@ def _policy_rules(causes: list[Cause], rules: Any, *, namespaced: bool) -> None:
                 )
             if _list(rule.get("apiGroups")) or _list(rule.get("resources")):
                 causes.append(
-                    _invalid_shown(
+                    field_invalid_shown(
                         f"{path}.nonResourceURLs",
                         _go_strings(urls),
                         "rules cannot apply to both regular resources and non-resource URLs",
@@ -1585,7 +1557,9 @@ def _binding(causes: list[Cause], obj: Obj, *, namespaced: bool) -> None:
     if not ref_name:
         causes.append(field_required("roleRef.name"))
     else:
-        causes.extend(_invalid("roleRef.name", ref_name, m) for m in _path_segment(ref_name, False))
+        causes.extend(
+            field_invalid("roleRef.name", ref_name, m) for m in _path_segment(ref_name, False)
+        )
     for i, subject in enumerate(_dicts(obj.get("subjects"))):
         spath = f"subjects[{i}]"
         sname = _str(subject.get("name"))
@@ -1595,7 +1569,7 @@ def _binding(causes: list[Cause], obj: Obj, *, namespaced: bool) -> None:
         if kind == "ServiceAccount":
             if sname:
                 causes.extend(
-                    _invalid(f"{spath}.name", sname, m) for m in is_dns1123_subdomain(sname)
+                    field_invalid(f"{spath}.name", sname, m) for m in is_dns1123_subdomain(sname)
                 )
             if subject.get("apiGroup"):
                 causes.append(
@@ -1631,7 +1605,7 @@ def _binding_update(causes: list[Cause], old: Obj, new: Obj) -> None:
             f"rbac.RoleRef{{APIGroup:{go_quote(_str(ref.get('apiGroup')))}, "
             f"Kind:{go_quote(_str(ref.get('kind')))}, Name:{go_quote(_str(ref.get('name')))}}}"
         )
-        causes.append(_invalid_shown("roleRef", shown, "cannot change roleRef"))
+        causes.append(field_invalid_shown("roleRef", shown, "cannot change roleRef"))
 
 
 # --------------------------------------------------------------------------
@@ -1652,7 +1626,7 @@ def _crd_name(causes: list[Cause], obj: Obj) -> None:
     expected = f"{_str(_map(spec.get('names')).get('plural'))}.{_str(spec.get('group'))}"
     if name != expected:
         problems.append('must be spec.names.plural+"."+spec.group')
-    causes.extend(_invalid("metadata.name", name, m) for m in problems)
+    causes.extend(field_invalid("metadata.name", name, m) for m in problems)
 
 
 def _go_versions(versions: Any) -> str:
@@ -1661,8 +1635,8 @@ def _go_versions(versions: Any) -> str:
         return "[]apiextensions.CustomResourceDefinitionVersion(nil)"
     shown = ", ".join(
         "apiextensions.CustomResourceDefinitionVersion{"
-        f"Name:{go_quote(_str(v.get('name')))}, Served:{_shown(bool(v.get('served')))}, "
-        f"Storage:{_shown(bool(v.get('storage')))}, ...}}"
+        f"Name:{go_quote(_str(v.get('name')))}, Served:{shown_value(bool(v.get('served')))}, "
+        f"Storage:{shown_value(bool(v.get('storage')))}, ...}}"
         for v in items
     )
     return "[]apiextensions.CustomResourceDefinitionVersion{" + shown + "}"
@@ -1674,9 +1648,11 @@ def _crd_spec(causes: list[Cause], obj: Obj) -> None:
     if not group:
         causes.append(field_required("spec.group"))
     elif problems := is_dns1123_subdomain(group):
-        causes.append(_invalid("spec.group", group, ",".join(problems)))
+        causes.append(field_invalid("spec.group", group, ",".join(problems)))
     elif len(group.split(".")) < 2:
-        causes.append(_invalid("spec.group", group, "should be a domain with at least one dot"))
+        causes.append(
+            field_invalid("spec.group", group, "should be a domain with at least one dot")
+        )
     scope = _str(spec.get("scope"))
     if not scope:
         causes.append(field_required("spec.scope"))
@@ -1695,7 +1671,7 @@ def _crd_spec(causes: list[Cause], obj: Obj) -> None:
             unique = False
         seen.add(vname)
         if problems := is_dns1035_label(vname):
-            causes.append(_invalid(f"{vpath}.name", vname, ",".join(problems)))
+            causes.append(field_invalid(f"{vpath}.name", vname, ",".join(problems)))
         schema = _map(version.get("schema")).get("openAPIV3Schema")
         if not isinstance(schema, Mapping):
             causes.append(field_required(f"{vpath}.schema.openAPIV3Schema", "schemas are required"))
@@ -1705,16 +1681,16 @@ def _crd_spec(causes: list[Cause], obj: Obj) -> None:
             if not root_type:
                 causes.append(field_required(tpath, "must not be empty at the root"))
             elif root_type != "object":
-                causes.append(_invalid(tpath, root_type, "must be object at the root"))
+                causes.append(field_invalid(tpath, root_type, "must be object at the root"))
     if not unique:
         causes.append(
-            _invalid_shown(
+            field_invalid_shown(
                 "spec.versions", _go_versions(versions), "must contain unique version names"
             )
         )
     if storage_count != 1:
         causes.append(
-            _invalid_shown(
+            field_invalid_shown(
                 "spec.versions",
                 _go_versions(versions),
                 "must have exactly one version marked as storage version",
@@ -1725,10 +1701,10 @@ def _crd_spec(causes: list[Cause], obj: Obj) -> None:
     if not plural:
         causes.append(field_required("spec.names.plural"))
     elif problems := is_dns1035_label(plural):
-        causes.append(_invalid("spec.names.plural", plural, ",".join(problems)))
+        causes.append(field_invalid("spec.names.plural", plural, ",".join(problems)))
     singular = _str(names.get("singular"))
     if singular and (problems := is_dns1035_label(singular)):
-        causes.append(_invalid("spec.names.singular", singular, ",".join(problems)))
+        causes.append(field_invalid("spec.names.singular", singular, ",".join(problems)))
     kind = _str(names.get("kind"))
     list_kind = _str(names.get("listKind"))
     if not kind:
@@ -1736,7 +1712,7 @@ def _crd_spec(causes: list[Cause], obj: Obj) -> None:
     for key, value in (("kind", kind), ("listKind", list_kind)):
         if value and (problems := is_dns1035_label(value.lower())):
             causes.append(
-                _invalid(
+                field_invalid(
                     f"spec.names.{key}",
                     value,
                     "may have mixed case, but should otherwise match: " + ",".join(problems),
@@ -1746,14 +1722,16 @@ def _crd_spec(causes: list[Cause], obj: Obj) -> None:
         causes.append(field_required("spec.names.listKind"))
     elif kind and kind == list_kind:
         causes.append(
-            _invalid("spec.names.listKind", list_kind, "kind and listKind may not be the same")
+            field_invalid("spec.names.listKind", list_kind, "kind and listKind may not be the same")
         )
     for i, short in enumerate(_list(names.get("shortNames"))):
         if problems := is_dns1035_label(str(short)):
-            causes.append(_invalid(f"spec.names.shortNames[{i}]", short, ",".join(problems)))
+            causes.append(field_invalid(f"spec.names.shortNames[{i}]", short, ",".join(problems)))
     for i, category in enumerate(_list(names.get("categories"))):
         if problems := is_dns1035_label(str(category)):
-            causes.append(_invalid(f"spec.names.categories[{i}]", category, ",".join(problems)))
+            causes.append(
+                field_invalid(f"spec.names.categories[{i}]", category, ",".join(problems))
+            )
     strategy = _str(_map(spec.get("conversion")).get("strategy"))
     if strategy and strategy not in ("None", "Webhook"):
         causes.append(
@@ -1787,17 +1765,19 @@ def _crd_stored_versions(causes: list[Cause], obj: Obj) -> None:
     path = "status.storedVersions"
     if not stored:
         causes.append(
-            _invalid_shown(path, _go_strings(stored), "must have at least one stored version")
+            field_invalid_shown(path, _go_strings(stored), "must have at least one stored version")
         )
         return
     versions = _dicts(_map(obj.get("spec")).get("versions"))
     names = [_str(v.get("name")) for v in versions]
     for v in versions:
         if v.get("storage") is True and _str(v.get("name")) not in stored:
-            causes.append(_invalid(path, v, "must have the storage version " + _str(v.get("name"))))
+            causes.append(
+                field_invalid(path, v, "must have the storage version " + _str(v.get("name")))
+            )
     for i, name in enumerate(stored):
         if name not in names:
-            causes.append(_invalid(f"{path}[{i}]", name, "must appear in spec.versions"))
+            causes.append(field_invalid(f"{path}[{i}]", name, "must appear in spec.versions"))
 
 
 def _crd_create(causes: list[Cause], obj: Obj) -> None:
@@ -1817,17 +1797,17 @@ def _crd_update(causes: list[Cause], old: Obj, new: Obj) -> None:
     old_spec, new_spec = _map(old.get("spec")), _map(new.get("spec"))
     if _crd_established(old):
         if old_spec.get("scope") != new_spec.get("scope"):
-            causes.append(_invalid("spec.scope", _str(new_spec.get("scope")), IMMUTABLE))
+            causes.append(field_invalid("spec.scope", _str(new_spec.get("scope")), IMMUTABLE))
         old_kind = _map(old_spec.get("names")).get("kind")
         new_kind = _map(new_spec.get("names")).get("kind")
         if old_kind != new_kind:
-            causes.append(_invalid("spec.names.kind", _str(new_kind), IMMUTABLE))
+            causes.append(field_invalid("spec.names.kind", _str(new_kind), IMMUTABLE))
     if old_spec.get("group") != new_spec.get("group"):
-        causes.append(_invalid("spec.group", _str(new_spec.get("group")), IMMUTABLE))
+        causes.append(field_invalid("spec.group", _str(new_spec.get("group")), IMMUTABLE))
     old_plural = _map(old_spec.get("names")).get("plural")
     new_plural = _map(new_spec.get("names")).get("plural")
     if old_plural != new_plural:
-        causes.append(_invalid("spec.names.plural", _str(new_plural), IMMUTABLE))
+        causes.append(field_invalid("spec.names.plural", _str(new_plural), IMMUTABLE))
 
 
 # --------------------------------------------------------------------------
@@ -1839,7 +1819,7 @@ def _immutable_selector(causes: list[Cause], old: Obj, new: Obj) -> None:
     old_sel = _map(old.get("spec")).get("selector")
     new_sel = _map(new.get("spec")).get("selector")
     if not _same(old_sel, new_sel):
-        causes.append(_invalid_shown("spec.selector", go_label_selector(new_sel), IMMUTABLE))
+        causes.append(field_invalid_shown("spec.selector", go_label_selector(new_sel), IMMUTABLE))
 
 
 def _statefulset_update(causes: list[Cause], old: Obj, new: Obj) -> None:
@@ -1866,19 +1846,23 @@ def _statefulset_update(causes: list[Cause], old: Obj, new: Obj) -> None:
 def _job_update(causes: list[Cause], old: Obj, new: Obj) -> None:
     old_spec, new_spec = _map(old.get("spec")), _map(new.get("spec"))
     if old_spec.get("completions") != new_spec.get("completions"):
-        causes.append(_invalid("spec.completions", new_spec.get("completions"), IMMUTABLE))
+        causes.append(field_invalid("spec.completions", new_spec.get("completions"), IMMUTABLE))
     if not _same(old_spec.get("selector"), new_spec.get("selector")):
         causes.append(
-            _invalid_shown("spec.selector", go_label_selector(new_spec.get("selector")), IMMUTABLE)
+            field_invalid_shown(
+                "spec.selector", go_label_selector(new_spec.get("selector")), IMMUTABLE
+            )
         )
     old_tpl, new_tpl = _map(old_spec.get("template")), _map(new_spec.get("template"))
     if old_spec.get("suspend") is True and not _map(old.get("status")).get("startTime"):
         # A suspended Job that never started may change its scheduling directives.
         old_tpl, new_tpl = _mask_scheduling(old_tpl), _mask_scheduling(new_tpl)
     if not _same(old_tpl, new_tpl):
-        causes.append(_invalid("spec.template", new_spec.get("template"), IMMUTABLE))
+        causes.append(field_invalid("spec.template", new_spec.get("template"), IMMUTABLE))
     if old_spec.get("completionMode") != new_spec.get("completionMode"):
-        causes.append(_invalid("spec.completionMode", new_spec.get("completionMode"), IMMUTABLE))
+        causes.append(
+            field_invalid("spec.completionMode", new_spec.get("completionMode"), IMMUTABLE)
+        )
 
 
 def _mask_scheduling(template: Mapping[str, Any]) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from typing import Any
 
 from kubesim.api import Api, Caller, now
 from kubesim.errors import ApiError
+from kubesim.jsonvalues import prune_nulls
 from kubesim.store import Event
 
 DELAY_ANNOTATION = "kubesim.io/delay-seconds"
@@ -80,15 +81,6 @@ def _int(value: Any, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return default
     return int(value)
-
-
-def _pruned(value: Any) -> Any:
-    """``value`` without ``None`` members (a merge patch never stores them)."""
-    if isinstance(value, dict):
-        return {k: _pruned(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_pruned(v) for v in value]
-    return value
 
 
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -331,40 +323,19 @@ def _job(addresses: PodAddresses, obj: Obj, current: Status) -> Status | None:
         return status
     status.pop("active", None)
     if _annotations(obj).get(JOB_RESULT_ANNOTATION) == "Failed":
+        ctypes, reason = ("FailureTarget", "Failed"), "BackoffLimitExceeded"
         message = "Job has reached the specified backoff limit"
         status["failed"] = max(_int(spec.get("backoffLimit"), 6), 0) + 1
-        for ctype in ("FailureTarget", "Failed"):
-            conds = _replace_condition(
-                conds,
-                _condition(
-                    conds,
-                    ctype,
-                    "True",
-                    "BackoffLimitExceeded",
-                    message,
-                    stamp=stamp,
-                    times=_JOB_TIMES,
-                ),
-            )
     else:
+        ctypes, reason = ("SuccessCriteriaMet", "Complete"), "CompletionsReached"
         message = "Reached expected number of succeeded pods"
         _with_counts(status, {"succeeded": completions}, keep_zero=())
         if spec.get("completionMode") == "Indexed" and completions:
             status["completedIndexes"] = "0" if completions == 1 else f"0-{completions - 1}"
         status["completionTime"] = stamp
-        for ctype in ("SuccessCriteriaMet", "Complete"):
-            conds = _replace_condition(
-                conds,
-                _condition(
-                    conds,
-                    ctype,
-                    "True",
-                    "CompletionsReached",
-                    message,
-                    stamp=stamp,
-                    times=_JOB_TIMES,
-                ),
-            )
+    for ctype in ctypes:
+        cond = _condition(conds, ctype, "True", reason, message, stamp=stamp, times=_JOB_TIMES)
+        conds = _replace_condition(conds, cond)
     status["conditions"] = conds
     return status
 
@@ -614,7 +585,7 @@ def status_patch(current: Status, desired: Status) -> dict[str, Any]:
     """The top-level merge patch turning ``current`` into ``desired`` (empty: no change)."""
     patch: dict[str, Any] = {}
     for key, value in desired.items():
-        if _pruned(current.get(key)) != _pruned(value):
+        if prune_nulls(current.get(key)) != prune_nulls(value):
             patch[key] = value
     for key in current:
         if key not in desired:

@@ -99,6 +99,20 @@ _TYPE_NAMES = {
 }
 
 
+# Length errors: the message, the context key of the limit and what is counted.
+_COUNTED = {
+    "string_too_short": ("must be at least {} long", "min_length", "character"),
+    "string_too_long": ("must be at most {} long", "max_length", "character"),
+    "too_short": ("must have at least {}", "min_length", "item"),
+    "too_long": ("must have at most {}", "max_length", "item"),
+}
+# Numeric bounds: the message and the context key of the bound.
+_BOUNDS = {
+    "greater_than_equal": ("must be greater than or equal to", "ge"),
+    "less_than_equal": ("must be less than or equal to", "le"),
+}
+
+
 def _plural(n: Any, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -108,18 +122,12 @@ def _message(kind: str, ctx: dict[str, Any], fallback: str) -> str:
         return f"must be {_TYPE_NAMES[kind]}"
     if kind in ("enum", "literal_error"):
         return f"must be {ctx.get('expected', '')}".rstrip()
-    if kind == "string_too_short":
-        return f"must be at least {_plural(ctx.get('min_length'), 'character')} long"
-    if kind == "string_too_long":
-        return f"must be at most {_plural(ctx.get('max_length'), 'character')} long"
-    if kind == "too_short":
-        return f"must have at least {_plural(ctx.get('min_length'), 'item')}"
-    if kind == "too_long":
-        return f"must have at most {_plural(ctx.get('max_length'), 'item')}"
-    if kind == "greater_than_equal":
-        return f"must be greater than or equal to {ctx.get('ge')}"
-    if kind == "less_than_equal":
-        return f"must be less than or equal to {ctx.get('le')}"
+    if kind in _COUNTED:
+        template, key, unit = _COUNTED[kind]
+        return template.format(_plural(ctx.get(key), unit))
+    if kind in _BOUNDS:
+        text, key = _BOUNDS[kind]
+        return f"{text} {ctx.get(key)}"
     # Our own checks (PydanticCustomError) already speak in this style; the
     # rest of pydantic's messages get the same "must ..." voice.
     for head, repl in (("Input should be ", "must be "), ("Value error, ", "")):

@@ -15,6 +15,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    ValidationInfo,
     field_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -190,18 +191,11 @@ class KubeObject(WireModel):
                 self.kind = self.api_resource.kind
         super().model_post_init(context)
 
-    @field_validator("api_version")
+    @field_validator("api_version", "kind")
     @classmethod
-    def _check_api_version(cls, value: str) -> str:
-        expected = cls.api_resource.api_version
-        if value and value != expected:
-            raise ValueError(f"must be {expected}")
-        return value
-
-    @field_validator("kind")
-    @classmethod
-    def _check_kind(cls, value: str) -> str:
-        expected = cls.api_resource.kind
+    def _check_type_meta(cls, value: str, info: ValidationInfo) -> str:
+        # The ResourceInfo attributes carry the same names as the two fields.
+        expected = getattr(cls.api_resource, info.field_name or "")
         if value and value != expected:
             raise ValueError(f"must be {expected}")
         return value

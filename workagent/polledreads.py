@@ -31,21 +31,23 @@ namespace) said it reads them (a feedback path or CEL rule that may, see
 them gets a GET, and the following lists keep them while it keeps reading.
 
 Watch-mode objects never come here: the feedback watch pool serves them.
-Objects from a list are shared between readers and must not be modified.
+A list keeps its objects as JSON text; each read decodes its own copy.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import structlog
 from prometheus_client import Counter
 
 from ocmkit.kube import Forbidden, KubeClient, KubeError, NotFound, Resource
-from ocmkit.runtime import Object, compact
+from ocmkit.runtime import Object, strip_managed_fields
 
 log = structlog.get_logger(__name__)
 
@@ -82,6 +84,35 @@ def _rv(obj: Object) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
+class _Listed:
+    """The objects of one list, each kept as JSON text and decoded when read.
+
+    A list serves status syncs for half an interval and is then kept only for
+    :meth:`PolledReads.peek`; as text it costs about a third of the decoded
+    objects' memory. Every read gets a fresh object.
+    """
+
+    def __init__(self, items: list[Object], *, managed: bool) -> None:
+        self._objects: dict[str, tuple[str, bytes]] = {}
+        for item in items:
+            obj = item if managed else strip_managed_fields(item)
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            self._objects[name] = (_rv(obj), json.dumps(obj, separators=(",", ":")).encode())
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def get(self, name: str) -> Object | None:
+        """Object ``name`` as listed (None: not in the list)."""
+        entry = self._objects.get(name)
+        return None if entry is None else cast(Object, json.loads(entry[1]))
+
+    def rv(self, name: str) -> str | None:
+        """The listed resourceVersion of ``name`` (None: not in the list)."""
+        entry = self._objects.get(name)
+        return None if entry is None else entry[0]
+
+
 @dataclass
 class _Bucket:
     """What is known of the objects of one (resource, namespace)."""
@@ -95,8 +126,8 @@ class _Bucket:
     #: name -> when a status sync last asked for it with its managedFields
     demand_managed: dict[str, float] = field(default_factory=dict)
     pruned_at: float = 0.0
-    #: name -> object, from the last list (None: no usable list)
-    listed: dict[str, Object] | None = None
+    #: the last list (None: no usable list)
+    listed: _Listed | None = None
     #: when the last list was sent (its objects are at least this fresh)
     listed_at: float = 0.0
     #: whether the objects of the last list kept their managedFields
@@ -104,7 +135,7 @@ class _Bucket:
     #: name -> (when, object) the apply loop got from the server
     applied: dict[str, tuple[float, Object]] = field(default_factory=dict)
     #: a list being sent; readers share it
-    inflight: asyncio.Task[dict[str, Object] | None] | None = None
+    inflight: asyncio.Task[_Listed | None] | None = None
     #: no lists before this time (failed or wasteful)
     lists_from: float = 0.0
 
@@ -203,15 +234,21 @@ class PolledReads:
             return bucket.listed.get(name)
         return None
 
-    def peek(self, res: Resource, namespace: str, name: str) -> Object | None:
+    def peek(
+        self, res: Resource, namespace: str, name: str, *, demand: bool = False
+    ) -> Object | None:
         """The newest version of an object seen in a list or an apply, however old.
 
         None when there is none. Only for decisions that a precondition on the
         object's resourceVersion makes the API server check again (a DELETE).
+        ``demand``: count the object as read, as :meth:`read` does, so that the
+        reads of its (resource, namespace) keep being served by lists.
         """
         bucket = self._buckets.get((res.group, res.version, res.plural, namespace))
         if bucket is None:
             return None
+        if demand:
+            bucket.demand[name] = self._clock()
         applied = bucket.applied.get(name)
         if applied is not None and applied[0] >= bucket.listed_at:
             return applied[1]
@@ -225,8 +262,7 @@ class PolledReads:
         if bucket is None:
             bucket = self._buckets[key] = _Bucket(since=now)
         name = str((obj.get("metadata") or {}).get("name") or "")
-        listed = bucket.listed.get(name) if bucket.listed is not None else None
-        if listed is not None and _rv(listed) == _rv(obj):
+        if bucket.listed is not None and bucket.listed.rv(name) == _rv(obj):
             return  # the list has this very version
         if not bucket.demand_managed:
             # Kept without managedFields (a reader of them reads a list or GETs);
@@ -241,17 +277,20 @@ class PolledReads:
         res: Resource,
         namespace: str,
         bucket: _Bucket,
-        previous: dict[str, Object],
-        listed: dict[str, Object],
+        previous: _Listed,
+        listed: _Listed,
     ) -> None:
         """Tell the listeners of the objects some status sync reads that changed."""
         for name in bucket.demand:
-            before, now = previous.get(name), listed.get(name)
-            if before is None or (now is not None and _rv(now) == _rv(before)):
+            before, now = previous.rv(name), listed.rv(name)
+            if before is None or now == before:
                 continue  # new to the lists (the apply loop reports it) or unchanged
+            changed = listed.get(name) if now is not None else previous.get(name)
+            if changed is None:
+                continue
             for listener in self._listeners:
                 try:
-                    listener(res, namespace, now if now is not None else before)
+                    listener(res, namespace, changed)
                 except Exception:  # a listener's bug must not cost the list
                     log.exception("polled reads listener failed")
 
@@ -284,7 +323,7 @@ class PolledReads:
         bucket: _Bucket,
         now: float,
         interval: float,
-    ) -> dict[str, Object] | None:
+    ) -> _Listed | None:
         """A list of the bucket at most max age old, listing it if due; None: use GETs."""
         max_age = interval * MAX_AGE_FRACTION
         if bucket.listed is not None and now - bucket.listed_at < max_age:
@@ -302,7 +341,7 @@ class PolledReads:
 
     async def _list(
         self, client: KubeClient, res: Resource, namespace: str, bucket: _Bucket, interval: float
-    ) -> dict[str, Object] | None:
+    ) -> _Listed | None:
         started = self._clock()
         backoff = max(MIN_BACKOFF_SECONDS, interval * BACKOFF_INTERVALS)
         try:
@@ -343,9 +382,7 @@ class PolledReads:
         LISTS.labels("served").inc()
         # Kept when any reader asked for them by now; one asking later GETs until the next list.
         managed = bool(bucket.demand_managed)
-        if not managed:
-            items = [compact(o) for o in items]
-        listed = {str((o.get("metadata") or {}).get("name") or ""): o for o in items}
+        listed = _Listed(items, managed=managed)
         previous = bucket.listed
         bucket.listed, bucket.listed_at, bucket.listed_managed = listed, started, managed
         if previous is not None and self._listeners:

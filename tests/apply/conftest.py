@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from kubesim.sim import KubeSim
-from ocmkit.kube import APPLIED_MANIFESTWORKS, CRDS, NAMESPACES, KubeClient, Resource
+from ocmkit.kube import APPLIED_MANIFESTWORKS, CRDS, KubeClient, Resource
 from schemas.crdgen import crd_for
 from schemas.work_v1 import AppliedManifestWork, ManifestConfigOption
 from tests.conftest import Raw
+from tests.support.simclient import sim_client
 from workagent.apply import ApplyRequest
 
 NS = "apply"
@@ -25,26 +26,15 @@ WRITE_VERBS = ("create", "update", "patch", "delete")
 @pytest.fixture
 async def kube(sim: KubeSim, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """The agent's spoke client (User-Agent ``work-agent``) with namespace ``apply`` created."""
-    client = await KubeClient.from_kubeconfig(
-        str(tmp_path / "kubeconfig"), user_agent="work-agent", qps=0, name="apply-test"
-    )
-    await client.create(NAMESPACES, {"metadata": {"name": NS}})
-    try:
+    async with sim_client(tmp_path, "work-agent", "apply-test", NS) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture
 async def other(sim: KubeSim, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """Another writer on the managed cluster (field manager ``spoke-user``)."""
-    client = await KubeClient.from_kubeconfig(
-        str(tmp_path / "kubeconfig"), user_agent="spoke-user/1.0", qps=0, name="other"
-    )
-    try:
+    async with sim_client(tmp_path, "spoke-user/1.0", "other") as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture
@@ -65,6 +55,26 @@ async def owner(kube: KubeClient) -> dict[str, Any]:
         "kind": "AppliedManifestWork",
         "name": amw["metadata"]["name"],
         "uid": amw["metadata"]["uid"],
+    }
+
+
+def web_deployment(
+    image: str = "nginx:1.25", *, replicas: int = 2, **container: Any
+) -> dict[str, Any]:
+    """Deployment ``web`` of one container (``container``: its other fields), with the
+    null creationTimestamps a manifest from a work carries."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": NS, "creationTimestamp": None},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}, "creationTimestamp": None},
+                "spec": {"containers": [{"name": "web", "image": image, **container}]},
+            },
+        },
     }
 
 

@@ -8,16 +8,12 @@ import pytest
 
 from ocmkit.kube import CONFIGMAPS, DEPLOYMENTS, KubeClient, NotFound
 from tests.apply.conftest import NS, Writes, marker, request
+from tests.support.manifests import configmap as configmap_manifest
 from workagent.apply import CreateOnlyApplier, ReadOnlyApplier
 
 
 def configmap(value: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "once", "namespace": NS},
-        "data": {"key": value},
-    }
+    return configmap_manifest("once", NS, key=value)
 
 
 async def test_create_only_creates_then_never_updates(

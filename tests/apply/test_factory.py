@@ -7,6 +7,7 @@ from typing import Any
 from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
 from schemas.work_v1 import UpdateStrategy
 from tests.apply.conftest import Writes, request
+from tests.support.manifests import configmap
 from workagent.apply import (
     Appliers,
     CreateOnlyApplier,
@@ -39,12 +40,7 @@ async def test_server_side_options_from_the_strategy(
         strategy(type="ServerSideApply", serverSideApply={"fieldManager": "work-agent-y"})
     )
     assert isinstance(chosen, ServerSideApplier)
-    manifest: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "cm", "namespace": "apply"},
-        "data": {"a": "1"},
-    }
+    manifest: dict[str, Any] = configmap("cm", "apply", a="1")
     # No option in the request: the strategy's options apply.
     live = await chosen.apply(request(CONFIGMAPS, manifest, owner))
     assert "work-agent-y" in {e["manager"] for e in live["metadata"]["managedFields"]}

@@ -20,10 +20,8 @@ from ocmkit.kube import (
 )
 from schemas.work_v1 import UpdateStrategy
 from tests.apply.conftest import NS, Writes, request
-from tests.kube.helpers import WIDGET_CRD
+from tests.kube.helpers import WIDGET_CRD, WIDGETS
 from workagent.apply import Appliers
-
-WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
 
 
 def _meta(name: str) -> dict[str, Any]:

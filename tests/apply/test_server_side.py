@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from ocmkit.kube import CONFIGMAPS, CRDS, DEPLOYMENTS, JOBS, KubeClient, Resource
-from tests.apply.conftest import NS, Writes, managers, marker, request
-from tests.kube.helpers import WIDGET_CRD
+from ocmkit.kube import CONFIGMAPS, CRDS, DEPLOYMENTS, JOBS, KubeClient
+from tests.apply.conftest import NS, Writes, managers, marker, request, web_deployment
+from tests.kube.helpers import WIDGET_CRD, WIDGETS
 from workagent.apply import (
     CONFIG_SPEC_HASH_ANNOTATION,
     Appliers,
@@ -17,8 +17,6 @@ from workagent.apply import (
     ServerSideApplier,
     ServerSideApplyConflict,
 )
-
-WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
 
 
 def ssa(**config: Any) -> dict[str, Any]:
@@ -38,22 +36,6 @@ def configmap(**data: str) -> dict[str, Any]:
     }
 
 
-def deployment(replicas: int = 2, image: str = "nginx:1.25") -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": NS, "creationTimestamp": None},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}, "creationTimestamp": None},
-                "spec": {"containers": [{"name": "web", "image": image}]},
-            },
-        },
-    }
-
-
 async def test_applies_with_work_agent_manager_and_owner(
     kube: KubeClient, owner: dict[str, Any]
 ) -> None:
@@ -68,8 +50,8 @@ async def test_null_creation_timestamps_do_not_bump_the_generation(
     kube: KubeClient, owner: dict[str, Any]
 ) -> None:
     applier = ServerSideApplier(kube)
-    first = await applier.apply(request(DEPLOYMENTS, deployment(), owner))
-    again = await applier.apply(request(DEPLOYMENTS, deployment(), owner))
+    first = await applier.apply(request(DEPLOYMENTS, web_deployment(), owner))
+    again = await applier.apply(request(DEPLOYMENTS, web_deployment(), owner))
     assert first["metadata"]["generation"] == again["metadata"]["generation"] == 1
     assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
 
@@ -114,7 +96,7 @@ async def test_ignore_fields_on_spoke_present(
         ]
     )
     applier = ServerSideApplier(kube)
-    manifest = deployment(replicas=2)
+    manifest = web_deployment(replicas=2)
     manifest["metadata"]["annotations"] = {"note": "hub", "keep": "yes"}
     live = await applier.apply(request(DEPLOYMENTS, manifest, owner, option=option))
     # Created from the full manifest: the ignored field gets its initial value,
@@ -159,15 +141,19 @@ async def test_ignore_fields_on_spoke_change(
         ignoreFields=[{"condition": "OnSpokeChange", "jsonPaths": [".spec.replicas"]}],
     )
     applier = ServerSideApplier(kube)
-    await applier.apply(request(DEPLOYMENTS, deployment(replicas=2), owner, option=option))
+    await applier.apply(request(DEPLOYMENTS, web_deployment(replicas=2), owner, option=option))
     await other.patch(DEPLOYMENTS, "web", {"spec": {"replicas": 5}}, NS)
     # A spoke-side edit alone stands.
     await writes.reset()
-    live = await applier.apply(request(DEPLOYMENTS, deployment(replicas=2), owner, option=option))
+    live = await applier.apply(
+        request(DEPLOYMENTS, web_deployment(replicas=2), owner, option=option)
+    )
     assert await writes.writes() == 0
     assert live["spec"]["replicas"] == 5
     # A hub-side change of the field is part of the hash: it is applied over the spoke edit.
-    live = await applier.apply(request(DEPLOYMENTS, deployment(replicas=3), owner, option=option))
+    live = await applier.apply(
+        request(DEPLOYMENTS, web_deployment(replicas=3), owner, option=option)
+    )
     assert live["spec"]["replicas"] == 3
 
 
@@ -182,12 +168,12 @@ async def test_ignore_fields_error(kube: KubeClient, owner: dict[str, Any], writ
         IgnoreFieldsError, match=r"^JSON Pointer error in '/spec/template/spec/containers/3'"
     ):
         await ServerSideApplier(kube).apply(
-            request(DEPLOYMENTS, deployment(), owner, option=option)
+            request(DEPLOYMENTS, web_deployment(), owner, option=option)
         )
     bad_jq = ssa(ignoreFields=[{"condition": "OnSpokePresent", "jqPathExpressions": [".spec |"]}])
     with pytest.raises(IgnoreFieldsError, match=r"^JQ expression error in '\.spec \|'"):
         await ServerSideApplier(kube).apply(
-            request(DEPLOYMENTS, deployment(), owner, option=bad_jq)
+            request(DEPLOYMENTS, web_deployment(), owner, option=bad_jq)
         )
     assert await writes.writes() == 0
 

@@ -24,16 +24,14 @@ from ocmkit.kube import (
     KubeClient,
     Resource,
 )
-from tests.apply.conftest import NS, Writes, managers, marker, request
-from tests.kube.helpers import WIDGET_CRD
+from tests.apply.conftest import NS, Writes, managers, marker, request, web_deployment
+from tests.kube.helpers import WIDGET_CRD, WIDGETS
 from workagent.apply import (
     SERVICE_SPEC_HASH_ANNOTATION,
     Appliers,
     InvalidManifest,
     UpdateApplier,
 )
-
-WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
 
 
 def configmap(**data: str) -> dict[str, Any]:
@@ -46,29 +44,8 @@ def configmap(**data: str) -> dict[str, Any]:
 
 
 def deployment(image: str = "nginx:1.25") -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": NS, "creationTimestamp": None},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}, "creationTimestamp": None},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "web",
-                            "image": image,
-                            "ports": [{"containerPort": 80}],
-                            "resources": {},
-                        }
-                    ]
-                },
-            },
-        },
-        "status": {},
-    }
+    manifest = web_deployment(image, ports=[{"containerPort": 80}], resources={})
+    return {**manifest, "status": {}}
 
 
 def job(image: str = "busybox:1") -> dict[str, Any]:

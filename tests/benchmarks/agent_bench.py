@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import subprocess
 import sys
 import tempfile
@@ -65,27 +64,10 @@ def _work(name: str, manifests: int) -> dict[str, Any]:
 
 
 def _agent(tmp: Path, qps: float) -> subprocess.Popen[bytes]:
-    burst = max(int(qps * 2), 1) if qps > 0 else 100
-    args = [
-        sys.executable,
-        "-m",
-        "workagent",
-        "agent",
-        f"--spoke-cluster-name={CLUSTER}",
-        f"--workload-source-config={tmp / 'hub.kubeconfig'}",
-        f"--spoke-kubeconfig={tmp / 'spoke.kubeconfig'}",
-        "--disable-leader-election",
-        "--listen=127.0.0.1:0",
-        f"--kube-api-qps={qps:g}",
-        f"--kube-api-burst={burst}",
-        f"--hub-kube-api-qps={qps:g}",
-        f"--hub-kube-api-burst={burst}",
-        "--log-level=warning",
-    ]
-    with (tmp / "agent.log").open("wb") as out:
-        return subprocess.Popen(
-            args, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-        )
+    hub, spoke = tmp / "hub.kubeconfig", tmp / "spoke.kubeconfig"
+    return benchkit.start_process(
+        benchkit.agent_command(hub, spoke, CLUSTER, 0, qps), tmp / "agent.log"
+    )
 
 
 # -- measuring ----------------------------------------------------------------------------

@@ -141,23 +141,11 @@ class Params:
     settle_quiet: float = SETTLE_QUIET
 
 
-def qps_flags(qps: float) -> tuple[str, str]:
-    """``--kube-api-qps`` and ``--kube-api-burst`` values for a QPS column.
-
-    The burst is twice the QPS, as OCM's defaults (50/100). Unlimited is -1:
-    client-go takes 0 for its default of 5 and disables the limiter only
-    below 0; ours takes any value <= 0 as unlimited.
-    """
-    if qps <= 0:
-        return "-1", "100"
-    return f"{qps:g}", str(max(int(qps * 2), 1))
-
-
 def qps_label(qps: float) -> str:
     """``"QPS 50/100"`` or ``"QPS unlimited"``."""
     if qps <= 0:
         return "QPS unlimited"
-    return "QPS {}/{}".format(*qps_flags(qps))
+    return "QPS {}/{}".format(*benchkit.qps_flags(qps))
 
 
 def agent_argv(
@@ -165,8 +153,8 @@ def agent_argv(
 ) -> list[str]:
     """The agent's command line: ours with the suite's flags, or the template filled in."""
     interval = f"{p.status_sync_interval:g}s"
-    qps, burst = qps_flags(p.agent_qps)
     if spec.command is not None:
+        qps, burst = benchkit.qps_flags(p.agent_qps)
         values = {
             "hub_kubeconfig": str(hub),
             "spoke_kubeconfig": str(spoke),
@@ -182,23 +170,9 @@ def agent_argv(
             raise SystemExit(
                 f"--agent-cmd: unknown placeholder {err}; known: {sorted(values)}"
             ) from None
-    return [
-        sys.executable,
-        "-m",
-        "workagent",
-        "agent",
-        f"--spoke-cluster-name={cluster}",
-        f"--workload-source-config={hub}",
-        f"--spoke-kubeconfig={spoke}",
-        "--disable-leader-election",
-        f"--listen=127.0.0.1:{port}",
-        f"--status-sync-interval={interval}",
-        f"--kube-api-qps={qps}",
-        f"--kube-api-burst={burst}",
-        f"--hub-kube-api-qps={qps}",
-        f"--hub-kube-api-burst={burst}",
-        "--log-level=warning",
-    ]
+    return benchkit.agent_command(
+        hub, spoke, cluster, port, p.agent_qps, f"--status-sync-interval={interval}"
+    )
 
 
 # -- objects ---------------------------------------------------------------------------

@@ -15,27 +15,53 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import yaml
 
-from ocmkit.kube import CRDS, AlreadyExists, KubeClient, NotFound, Resource, TooManyRequests
+from ocmkit.kube import CRDS, AlreadyExists, KubeClient, Resource, TooManyRequests
+from tests.support.manifests import configmap as configmap_manifest
+from tests.support.prepare import crd_documents, wait_served
+from tests.support.processes import free_port
+
+__all__ = ["free_port"]  # the agents' /metrics ports, with the tests' helper
 
 REPO = Path(__file__).resolve().parents[2]
+#: The Python our agent runs on: the runtime dependencies only (``make runtime-env``), as
+#: in the container image. The development environment's extras would count in its RSS
+#: (structlog imports rich when it is installed: about 3 MiB).
+RUNTIME_PYTHON = REPO / ".tools" / "runtime" / "bin" / "python"
+
+
+def agent_python() -> str:
+    """The interpreter for our agent: :data:`RUNTIME_PYTHON`, else this one (said once)."""
+    if RUNTIME_PYTHON.exists():
+        return str(RUNTIME_PYTHON)
+    if not _warned:
+        _warned.append(True)
+        print(
+            f"note: {RUNTIME_PYTHON} is missing (make runtime-env): the agent runs with the "
+            "development dependencies, which add to its RSS",
+            file=sys.stderr,
+        )
+    return sys.executable
+
+
+_warned: list[bool] = []
 CRD_DIR = REPO / "charts" / "crds"
 MANIFESTWORK_CRD = "work.open-cluster-management.io_manifestworks.yaml"
 APPLIED_MANIFESTWORK_CRD = "work.open-cluster-management.io_appliedmanifestworks.yaml"
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+#: Requests in flight in the micro-benchmarks.
+CONCURRENCY = 16
 
 StatsKey = tuple[str, str]  # (verb, resource)
 
@@ -45,12 +71,7 @@ StatsKey = tuple[str, str]  # (verb, resource)
 
 def configmap(name: str, namespace: str = "default", value: str = "value") -> dict[str, Any]:
     """A small ConfigMap manifest."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": {"key": value},
-    }
+    return configmap_manifest(name, namespace, key=value)
 
 
 def condition_true(work: dict[str, Any], kind: str) -> bool:
@@ -64,37 +85,16 @@ def condition_true(work: dict[str, Any], kind: str) -> bool:
     return False
 
 
-async def install_crds(client: KubeClient, *files: str, timeout: float = 60) -> None:
+async def install_crds(client: KubeClient, *files: str) -> None:
     """Create the CRDs of ``files`` (from charts/crds) and wait until they are served.
 
-    Existing ones are kept. kubesim serves a CRD at once; a real apiserver
-    marks it ``Established`` a moment after the create.
+    Existing ones are kept: a real cluster that already runs OCM keeps its CRDs.
     """
-    names = []
-    for file in files:
-        for doc in yaml.safe_load_all((CRD_DIR / file).read_text()):
-            if doc:
-                names.append(doc["metadata"]["name"])
-                # A real cluster that already runs OCM keeps its CRDs.
-                with contextlib.suppress(AlreadyExists):
-                    await client.create(CRDS, doc)
-
-    async def established() -> bool:
-        for name in names:
-            try:
-                crd = await client.get(CRDS, name)
-            except NotFound:
-                return False
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if not any(
-                c.get("type") == "Established" and c.get("status") == "True" for c in conditions
-            ):
-                return False
-        return True
-
-    await until(
-        established, None, timeout, f"the CRDs {', '.join(names)} to be established", period=0.1
-    )
+    crds = crd_documents(CRD_DIR / file for file in files)
+    for crd in crds:
+        with contextlib.suppress(AlreadyExists):
+            await client.create(CRDS, crd)
+    await wait_served(client, crds)
 
 
 async def wait_watchable(client: KubeClient, res: Resource, timeout: float = 60) -> None:
@@ -115,23 +115,55 @@ async def wait_watchable(client: KubeClient, res: Resource, timeout: float = 60)
 # -- processes ------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    """A TCP port that was free a moment ago (for an agent's /metrics)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def start_process(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """``args`` as a child process, everything it prints in ``log``."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
 
 
 def start_kubesim(kubeconfig: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
     """``kubesim serve`` on a port the OS picks; it writes ``kubeconfig`` when ready."""
     args = [sys.executable, "-m", "kubesim", "serve", "--port", "0", "--kubeconfig"]
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            [*args, str(kubeconfig), *extra],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=dict(os.environ),
-        )
+    return start_process([*args, str(kubeconfig), *extra], log)
+
+
+def qps_flags(qps: float) -> tuple[str, str]:
+    """``--kube-api-qps`` and ``--kube-api-burst`` values for a QPS column.
+
+    The burst is twice the QPS, as OCM's defaults (50/100). Unlimited is -1:
+    client-go takes 0 for its default of 5 and disables the limiter only
+    below 0; ours takes any value <= 0 as unlimited.
+    """
+    if qps <= 0:
+        return "-1", "100"
+    return f"{qps:g}", str(max(int(qps * 2), 1))
+
+
+def agent_command(
+    hub: Path, spoke: Path, cluster: str, port: int, qps: float, *extra: str
+) -> list[str]:
+    """Our agent's command line: the cluster's kubeconfigs, /metrics on ``port`` (0: any),
+    ``qps`` on both clients (:func:`qps_flags`), then ``extra`` flags."""
+    qps_value, burst = qps_flags(qps)
+    return [
+        agent_python(),
+        "-m",
+        "workagent",
+        "agent",
+        f"--spoke-cluster-name={cluster}",
+        f"--workload-source-config={hub}",
+        f"--spoke-kubeconfig={spoke}",
+        "--disable-leader-election",
+        f"--listen=127.0.0.1:{port}",
+        *extra,
+        f"--kube-api-qps={qps_value}",
+        f"--kube-api-burst={burst}",
+        f"--hub-kube-api-qps={qps_value}",
+        f"--hub-kube-api-burst={burst}",
+        "--log-level=warning",
+    ]
 
 
 async def wait_file(path: Path, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
@@ -141,6 +173,18 @@ async def wait_file(path: Path, proc: subprocess.Popen[bytes], timeout: float = 
         if proc.poll() is not None or time.monotonic() > deadline:
             raise SystemExit(f"kubesim did not start ({path.name})")
         await asyncio.sleep(0.05)  # sleep-ok: polling with a deadline
+
+
+@contextlib.asynccontextmanager
+async def kubesim_process(directory: Path) -> AsyncIterator[Path]:
+    """A serving ``kubesim serve`` (output in ``directory``); yields its kubeconfig."""
+    kubeconfig = directory / "kubeconfig"
+    proc = start_kubesim(kubeconfig, directory / "kubesim.log")
+    try:
+        await wait_file(kubeconfig, proc)
+        yield kubeconfig
+    finally:
+        stop(proc)
 
 
 def stop(proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
@@ -403,6 +447,21 @@ async def until(
         if time.perf_counter() - t0 > timeout:
             raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
         await asyncio.sleep(period)  # sleep-ok: polling with a deadline
+
+
+async def bounded(
+    n: int, make: Callable[[int], Awaitable[object]], concurrency: int = CONCURRENCY
+) -> float:
+    """Run ``make(i)`` for i < n, ``concurrency`` at a time; the seconds it took."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        async with gate:
+            await make(i)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    return time.perf_counter() - t0
 
 
 def percentile(values: Iterable[float], q: float) -> float:

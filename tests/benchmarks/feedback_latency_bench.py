@@ -75,7 +75,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import statistics
 import subprocess
@@ -198,29 +197,11 @@ def _feedback(work: dict[str, Any]) -> dict[str, Any]:
 def _agent(
     tmp: Path, port: int, interval: str, qps: float, max_watch: int, log_name: str
 ) -> subprocess.Popen[bytes]:
-    burst = max(int(qps * 2), 1) if qps > 0 else 100
-    args = [
-        sys.executable,
-        "-m",
-        "workagent",
-        "agent",
-        f"--spoke-cluster-name={CLUSTER}",
-        f"--workload-source-config={tmp / 'hub.kubeconfig'}",
-        f"--spoke-kubeconfig={tmp / 'spoke.kubeconfig'}",
-        "--disable-leader-election",
-        f"--listen=127.0.0.1:{port}",
-        f"--status-sync-interval={interval}",
-        f"--max-feedback-watch={max_watch}",
-        f"--kube-api-qps={qps:g}",
-        f"--kube-api-burst={burst}",
-        f"--hub-kube-api-qps={qps:g}",
-        f"--hub-kube-api-burst={burst}",
-        "--log-level=warning",
-    ]
-    with (tmp / log_name).open("wb") as out:
-        return subprocess.Popen(
-            args, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-        )
+    hub, spoke = tmp / "hub.kubeconfig", tmp / "spoke.kubeconfig"
+    extra = (f"--status-sync-interval={interval}", f"--max-feedback-watch={max_watch}")
+    return benchkit.start_process(
+        benchkit.agent_command(hub, spoke, CLUSTER, port, qps, *extra), tmp / log_name
+    )
 
 
 # -- measuring ------------------------------------------------------------------------------

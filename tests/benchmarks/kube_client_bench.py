@@ -12,30 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
+import benchkit
 
 from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
 
-CONCURRENCY = 16
 OBJECTS = 200
 GETS = 5000
 
 
 async def _rate(label: str, n: int, one: Callable[[int], Awaitable[object]]) -> None:
-    gate = asyncio.Semaphore(CONCURRENCY)
-
-    async def limited(i: int) -> None:
-        async with gate:
-            await one(i)
-
-    started = time.perf_counter()
-    await asyncio.gather(*(limited(i) for i in range(n)))
-    elapsed = time.perf_counter() - started
+    elapsed = await benchkit.bounded(n, one)
     print(f"{label:<44} {n:>6} requests  {n / elapsed:>8.0f} req/s")
 
 

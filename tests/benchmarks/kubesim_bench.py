@@ -9,54 +9,30 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import benchkit
 import yaml
 
-CONCURRENCY = 16
 
-
-async def _wait_kubeconfig(path: Path, proc: subprocess.Popen[bytes]) -> tuple[str, str]:
-    deadline = time.monotonic() + 20
-    while not path.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("kubesim did not start")
-        await asyncio.sleep(0.05)  # sleep-ok: polling with a deadline
-    cfg = yaml.safe_load(path.read_text())
-    return cfg["clusters"][0]["cluster"]["server"], cfg["users"][0]["user"]["token"]
-
-
-async def _rate(name: str, n: int, make: Any) -> None:
-    sem = asyncio.Semaphore(CONCURRENCY)
-
-    async def one(i: int) -> None:
-        async with sem:
-            await make(i)
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(n)))
-    dt = time.perf_counter() - t0
+async def _rate(name: str, n: int, make: Callable[[int], Awaitable[object]]) -> None:
+    dt = await benchkit.bounded(n, make)
     print(f"{name:<40} {n:>6} requests  {n / dt:>9.0f} req/s")
 
 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        kc = Path(tmp) / "kc"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kubesim", "serve", "--port", "0", "--kubeconfig", str(kc)],
-            env=dict(os.environ),
-        )
-        try:
-            base, token = await _wait_kubeconfig(kc, proc)
+        async with benchkit.kubesim_process(Path(tmp)) as kc:
+            cfg = yaml.safe_load(kc.read_text())
+            base = cfg["clusters"][0]["cluster"]["server"]
+            token = cfg["users"][0]["user"]["token"]
             hdr = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-            conn = aiohttp.TCPConnector(limit=CONCURRENCY * 2)
+            conn = aiohttp.TCPConnector(limit=benchkit.CONCURRENCY * 2)
             async with aiohttp.ClientSession(base, headers=hdr, connector=conn) as s:
 
                 async def req(method: str, path: str, body: Any = None, **kw: Any) -> Any:
@@ -127,9 +103,6 @@ async def main() -> None:
                     f"{'watch fan-out (100 watchers)':<40} {writes:>6} writes    {writes * watchers / dt:>9.0f} events/s delivered"
                 )
                 await asyncio.gather(*tasks, return_exceptions=True)
-        finally:
-            proc.terminate()
-            proc.wait(10)
 
 
 if __name__ == "__main__":

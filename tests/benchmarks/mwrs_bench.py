@@ -19,21 +19,16 @@ default) means no client-side limit; OCM's default is 50.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
-import yaml
+import benchkit
 
 from hubcontroller.controllers.replicaset import build_replicaset_controller
 from hubcontroller.deps import HubDeps
 from ocmkit.kube import (
-    CRDS,
     MANIFESTWORK_REPLICASETS,
     MANIFESTWORKS,
     NAMESPACES,
@@ -49,8 +44,8 @@ from schemas.wire import (
     MANIFEST_WORK_REPLICA_SET_LABEL,
     PLACEMENT_LABEL,
 )
+from tests.support.manifests import configmap
 
-REPO = Path(__file__).resolve().parents[2]
 CRD_FILES = (
     "work.open-cluster-management.io_manifestworks.yaml",
     "work.open-cluster-management.io_manifestworkreplicasets.yaml",
@@ -58,60 +53,16 @@ CRD_FILES = (
     "cluster.open-cluster-management.io_placementdecisions.yaml",
 )
 NS = "bench"
-CONCURRENCY = 16
+#: How long any phase may take.
+TIMEOUT = 600.0
 PER_DECISION = 100  # the API's documented limit of decisions per PlacementDecision
-TEMPLATE = {
-    "workload": {
-        "manifests": [
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "bench", "namespace": "default"},
-                "data": {"key": "value"},
-            }
-        ]
-    }
-}
-
-
-async def _wait_kubeconfig(path: Path, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 20
-    while not path.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("kubesim did not start")
-        await asyncio.sleep(0.05)  # sleep-ok: polling with a deadline
-
-
-async def _bounded(n: int, make: Callable[[int], Awaitable[Any]]) -> float:
-    """Run ``make(i)`` for i < n with CONCURRENCY in flight; returns the seconds taken."""
-    sem = asyncio.Semaphore(CONCURRENCY)
-
-    async def one(i: int) -> None:
-        async with sem:
-            await make(i)
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(n)))
-    return time.perf_counter() - t0
-
-
-async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 600) -> float:
-    """Poll ``check`` every 50 ms; returns the seconds until it held."""
-    t0 = time.perf_counter()
-    while not await check():
-        if time.perf_counter() - t0 > timeout:
-            raise SystemExit("timed out")
-        await asyncio.sleep(0.05)  # sleep-ok: polling with a deadline
-    return time.perf_counter() - t0
+TEMPLATE = {"workload": {"manifests": [configmap("bench", key="value")]}}
 
 
 async def _seed(client: KubeClient, clusters: list[str]) -> None:
-    for file in CRD_FILES:
-        for doc in yaml.safe_load_all((REPO / "charts" / "crds" / file).read_text()):
-            if doc:
-                await client.create(CRDS, doc)
+    await benchkit.install_crds(client, *CRD_FILES)
     await client.create(NAMESPACES, {"metadata": {"name": NS}})
-    took = await _bounded(
+    took = await benchkit.bounded(
         len(clusters), lambda i: client.create(NAMESPACES, {"metadata": {"name": clusters[i]}})
     )
     print(f"{'seed: cluster namespaces':<48} {len(clusters):>6}  in {took:.2f} s")
@@ -187,13 +138,13 @@ async def bench(kubeconfig: Path, clusters: list[str], qps: float) -> dict[str, 
         }
         t0 = time.perf_counter()
         await client.create(MANIFESTWORK_REPLICASETS, body, NS)
-        works_at = await _until(all_works)
+        works_at = await benchkit.until(all_works, None, TIMEOUT, "every ManifestWork", period=0.05)
         total = len(clusters)
 
         async def fanned_out() -> bool:
             return await summary(total=total) and await condition("PlacementVerified", "True")
 
-        await _until(fanned_out)
+        await benchkit.until(fanned_out, None, TIMEOUT, "the fan-out summary", period=0.05)
         summary_at = time.perf_counter() - t0
         limit = "no QPS limit" if qps <= 0 else f"qps={qps:g}"
         print(
@@ -228,14 +179,14 @@ async def bench(kubeconfig: Path, clusters: list[str], qps: float) -> dict[str, 
             )
 
         t1 = time.perf_counter()
-        writes = await _bounded(len(items), report)
+        writes = await benchkit.bounded(len(items), report)
 
         async def converged() -> bool:
             return await summary(total=total, applied=total, available=total) and await condition(
                 "ManifestworkApplied", "True"
             )
 
-        await _until(converged)
+        await benchkit.until(converged, None, TIMEOUT, "the rollout to converge", period=0.05)
         settled = time.perf_counter() - t1
         print(
             f"{'status: agents report (the event source)':<48} {total:>6}  {writes:>6.2f} s "
@@ -264,17 +215,8 @@ async def measure(count: int, qps: float = 0.0) -> dict[str, float]:
     """One fan-out to ``count`` clusters in a fresh ``kubesim serve``; the figures of ``bench``."""
     clusters = [f"cluster{i:04d}" for i in range(count)]
     with tempfile.TemporaryDirectory() as tmp:
-        kc = Path(tmp) / "kc"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kubesim", "serve", "--port", "0", "--kubeconfig", str(kc)],
-            env=dict(os.environ),
-        )
-        try:
-            await _wait_kubeconfig(kc, proc)
+        async with benchkit.kubesim_process(Path(tmp)) as kc:
             return await bench(kc, clusters, qps)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
 
 
 async def main() -> None:

@@ -9,44 +9,20 @@ here, over loopback, through the real client.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+import benchkit
 
 from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
 from ocmkit.runtime import Informer, Object, WorkQueue
 
 OBJECTS = 10_000
 WATCH_UPDATES = 2_000
-CONCURRENCY = 16
 QUEUE_KEYS = 200_000
 QUEUE_WORKERS = 10
 NS = "bench"
-
-
-async def _wait_kubeconfig(path: Path, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 20
-    while not path.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("kubesim did not start")
-        await asyncio.sleep(0.05)  # sleep-ok: polling with a deadline
-
-
-async def _bounded(n: int, make: object) -> float:
-    """Run ``make(i)`` for i < n with CONCURRENCY in flight; returns the seconds taken."""
-    assert callable(make)
-    sem = asyncio.Semaphore(CONCURRENCY)
-
-    async def one(i: int) -> None:
-        async with sem:
-            await make(i)
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(n)))
-    return time.perf_counter() - t0
 
 
 async def informer_bench(kubeconfig: Path) -> None:
@@ -54,7 +30,7 @@ async def informer_bench(kubeconfig: Path) -> None:
     writer = await KubeClient.from_kubeconfig(str(kubeconfig), qps=0, name="bench-writer")
     try:
         await client.create(NAMESPACES, {"metadata": {"name": NS}})
-        seed = await _bounded(
+        seed = await benchkit.bounded(
             OBJECTS,
             lambda i: writer.create(
                 CONFIGMAPS, {"metadata": {"name": f"c{i}"}, "data": {"i": str(i)}}, NS
@@ -104,7 +80,7 @@ async def informer_bench(kubeconfig: Path) -> None:
         )
 
         t1 = time.perf_counter()
-        writes = await _bounded(
+        writes = await benchkit.bounded(
             WATCH_UPDATES,
             lambda i: writer.patch(CONFIGMAPS, f"c{i}", {"data": {"i": f"u{i}"}}, NS),
         )
@@ -161,17 +137,8 @@ async def queue_bench() -> None:
 async def main() -> None:
     await queue_bench()
     with tempfile.TemporaryDirectory() as tmp:
-        kc = Path(tmp) / "kc"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kubesim", "serve", "--port", "0", "--kubeconfig", str(kc)],
-            env=dict(os.environ),
-        )
-        try:
-            await _wait_kubeconfig(kc, proc)
+        async with benchkit.kubesim_process(Path(tmp)) as kc:
             await informer_bench(kc)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
 
 
 if __name__ == "__main__":

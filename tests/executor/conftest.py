@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from kubesim.sim import KubeSim
-from ocmkit.kube import NAMESPACES, KubeClient
+from ocmkit.kube import KubeClient
 from schemas.work_v1 import ManifestWorkExecutor
+from tests.support.simclient import sim_client
 from workagent.executor import Access, AccessReviewer
 
 NS = "demo"
@@ -23,15 +24,8 @@ RBAC = "rbac.authorization.k8s.io/v1"
 @pytest.fixture
 async def spoke(sim: KubeSim, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """The agent's spoke client (kubesim's admin, no QPS limit) with namespaces created."""
-    client = await KubeClient.from_kubeconfig(
-        str(tmp_path / "kubeconfig"), user_agent="work-agent", qps=0, name="executor-test"
-    )
-    for name in (NS, SA_NS):
-        await client.create(NAMESPACES, {"metadata": {"name": name}})
-    try:
+    async with sim_client(tmp_path, "work-agent", "executor-test", NS, SA_NS) as client:
         yield client
-    finally:
-        await client.close()
 
 
 class CountingReviewer(AccessReviewer):

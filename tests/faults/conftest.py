@@ -9,7 +9,7 @@ instead of 30 s. Nothing else differs from the integration tests.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +17,7 @@ import pytest
 
 from kubesim.sim import KubeSim
 from ocmkit.kube import KubeClient
+from tests.faults.invariants import CONVERGE_SECONDS, Expected, converged
 from tests.integration import conftest as integration
 from tests.integration.conftest import (
     hub_hash_of,
@@ -40,16 +41,23 @@ def fault_agent_settings(tmp_path: Path) -> AgentSettings:
 
 
 @pytest.fixture
-async def agent(
+async def runner(
     hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> AsyncIterator[AgentRunner]:
-    """The real agent for ``cluster1``, running in-process and ready."""
-    runner = AgentRunner(fault_agent_settings(tmp_path))
-    await runner.start()
+    """The real agent for ``cluster1``, in-process, not started (a test may inject faults
+    first); stopped at the end."""
+    agent = AgentRunner(fault_agent_settings(tmp_path))
     try:
-        yield runner
+        yield agent
     finally:
-        await runner.stop()
+        await agent.stop()
+
+
+@pytest.fixture
+async def agent(runner: AgentRunner) -> AgentRunner:
+    """The real agent for ``cluster1``, running in-process and ready."""
+    await runner.start()
+    return runner
 
 
 @pytest.fixture
@@ -67,6 +75,20 @@ class Clusters:
     hub_client: KubeClient
     spoke_client: KubeClient
     the_hash: str
+
+    async def converged(
+        self,
+        expected: Expected | Collection[str],
+        *,
+        timeout: float = CONVERGE_SECONDS,
+        what: str = "the agent to converge",
+    ) -> None:
+        """Wait for :func:`converged` on these clusters; a bare collection names the works."""
+        if not isinstance(expected, Expected):
+            expected = Expected(works=expected)
+        await converged(
+            self.hub_client, self.spoke_client, self.the_hash, expected, timeout=timeout, what=what
+        )
 
 
 @pytest.fixture

@@ -24,7 +24,8 @@ from kubesim.api import Caller
 from kubesim.faults import JournalEntry
 from kubesim.resources import ResourceType
 from kubesim.sim import KubeSim
-from ocmkit.kube import MANIFESTWORKS, KubeClient, NotFound
+from ocmkit.kube import MANIFESTWORKS, KubeClient, KubeError, NotFound
+from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
     update_work,
@@ -56,6 +57,14 @@ async def create_work(
     if labels:
         body["metadata"]["labels"] = dict(labels)
     return await hub.create(MANIFESTWORKS, body)
+
+
+async def create_works(hub: KubeClient, prefix: str, count: int, size: int) -> set[str]:
+    """Create works ``<prefix>-<i>`` of ``size`` ConfigMaps each; their names."""
+    names = {f"{prefix}-{i}" for i in range(count)}
+    for name in sorted(names):
+        await create_work(hub, name, configmaps(name, size))
+    return names
 
 
 async def set_manifests(
@@ -125,6 +134,29 @@ async def admin_fault(sim: KubeSim, body: dict[str, Any]) -> Any:
     ):
         assert response.status == 201, await response.text()
         return await response.json()
+
+
+async def reachable(client: KubeClient) -> bool:
+    """Whether the hub answers a read."""
+    try:
+        await client.list(MANIFESTWORKS, CLUSTER)
+    except KubeError:
+        return False
+    return True
+
+
+async def take_hub_away(hub: KubeSim, client: KubeClient, outage: str, seconds: float) -> None:
+    """Start a hub outage: ``refuse-connections`` for ``seconds`` (returns once the hub
+    refuses), or ``stop-start``: the hub stopped until the test starts it again."""
+    if outage == "refuse-connections":
+        await admin_fault(hub, {"action": "refuse-connections", "seconds": seconds})
+
+        async def refused() -> bool:
+            return not await reachable(client)
+
+        await eventually(refused, what="the hub to refuse connections")
+    else:
+        await hub.stop()
 
 
 async def agent_requests(sim: KubeSim, agent: str) -> Counter[tuple[str, str, int]]:

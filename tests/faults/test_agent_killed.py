@@ -15,9 +15,6 @@ returns kills uv and leaves the agent running, orphaned.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,24 +22,26 @@ import pytest
 
 from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
 from tests.conftest import eventually
-from tests.faults.conftest import STATUS_SYNC_SECONDS, Clusters
+from tests.faults.conftest import Clusters
 from tests.faults.harness import (
     AGENT_ON_SPOKE,
+    agent_args,
     agent_requests,
     configmaps,
     create_work,
     delete_work,
     set_manifests,
+    spawn_agent,
     successes,
 )
-from tests.faults.invariants import Expected, converged, problems
+from tests.faults.invariants import Expected, problems
 from tests.integration.conftest import (
     get_applied_work,
     get_work,
     manifest_statuses,
     wait_applied,
 )
-from tests.support.processes import REPO, ProgramProcess
+from tests.support.processes import ProgramProcess
 from tests.support.programs import AgentRunner
 from workagent.controllers.applied import recorded_resources
 
@@ -64,32 +63,11 @@ class Agents:
     async def start(self) -> ProgramProcess:
         """Start a new agent process (its output appended to ``agent-process.log``)."""
         self.starts += 1
-        args = (
-            "--spoke-cluster-name=cluster1",
-            f"--workload-source-config={self.tmp_path / 'hub.kubeconfig'}",
-            f"--spoke-kubeconfig={self.tmp_path / 'spoke.kubeconfig'}",
-            f"--status-sync-interval={STATUS_SYNC_SECONDS:g}s",
-            "--disable-leader-election",
-            "--listen=127.0.0.1:0",
-            "--kube-api-qps=0",
-            "--hub-kube-api-qps=0",
-        )
-        log_path = self.tmp_path / "agent-process.log"
-        with log_path.open("ab") as out:
+        with (self.tmp_path / "agent-process.log").open("ab") as out:
             out.write(f"--- agent process {self.starts}\n".encode())
-            out.flush()
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "workagent",
-                "agent",
-                *args,
-                cwd=str(REPO),
-                stdout=out,
-                stderr=asyncio.subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        self.current = ProgramProcess(process, log_path)
+        hub, spoke = self.tmp_path / "hub.kubeconfig", self.tmp_path / "spoke.kubeconfig"
+        args = agent_args(hub, spoke, "--disable-leader-election")
+        self.current = await spawn_agent(self.tmp_path, "process", *args)
         return self.current
 
     async def kill(self) -> None:
@@ -148,13 +126,7 @@ async def test_killed_mid_apply_and_mid_delete(
 
     await agents.start()
     expected = Expected(works={"bystander", "big"})
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        expected,
-        what="convergence after the kill mid-apply",
-    )
+    await env.converged(expected, what="convergence after the kill mid-apply")
 
     # Mid-delete: the agent deletes the 50 objects 16 at a time; slow deletes let
     # the kill land after some are gone and before all are.
@@ -174,13 +146,7 @@ async def test_killed_mid_apply_and_mid_delete(
     await set_manifests(env.hub_client, "bystander", configmaps("bystander", 1, v="later"))
 
     await agents.start()
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={"bystander"}),
-        what="convergence after the kill mid-delete",
-    )
+    await env.converged({"bystander"}, what="convergence after the kill mid-delete")
 
 
 async def test_manifests_removed_while_the_killed_agent_was_down(
@@ -242,7 +208,7 @@ async def test_resources_are_recorded_before_they_are_created(
     await eventually(listed_while_creating, what="the manifests listed before all exist")
     assert await count(env.spoke_client, "early-") < len(names), "listed only once all existed"
     env.spoke.clear_faults()
-    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"early"}))
+    await env.converged({"early"})
 
     async def amw_status_writes() -> int:
         counts = await agent_requests(env.spoke, AGENT_ON_SPOKE)
@@ -252,13 +218,13 @@ async def test_resources_are_recorded_before_they_are_created(
     before = await amw_status_writes()
     written = await set_manifests(env.hub_client, "early", configmaps("early", 8))
     await wait_applied(env.hub_client, "early", generation=written["metadata"]["generation"])
-    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"early"}))
+    await env.converged({"early"})
     assert await amw_status_writes() - before == 2
     # A new generation that adds nothing: only the final write, dropping the removed ones.
     before = await amw_status_writes()
     written = await set_manifests(env.hub_client, "early", configmaps("early", 5))
     await wait_applied(env.hub_client, "early", generation=written["metadata"]["generation"])
-    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"early"}))
+    await env.converged({"early"})
     assert await amw_status_writes() - before == 1
 
 
@@ -293,9 +259,4 @@ async def test_a_failed_create_is_not_left_recorded(
     await eventually(reported_and_unrecorded, what="both failures reported, nothing recorded")
     await env.spoke_client.create(NAMESPACES, {"metadata": {"name": "nowhere"}})
     await set_manifests(env.hub_client, "failing", configmaps("lost", 1, namespace="nowhere"))
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={"failing"}, namespaces=("nowhere",)),
-    )
+    await env.converged(Expected(works={"failing"}, namespaces=("nowhere",)))

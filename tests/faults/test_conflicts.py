@@ -51,13 +51,14 @@ from tests.faults.harness import (
     set_manifests,
     touch_labels,
 )
-from tests.faults.invariants import Expected, converged
+from tests.faults.invariants import Expected
 from tests.integration.conftest import (
     configmap,
     get_work,
     update_work,
     work_condition,
 )
+from tests.support.manifests import deployment
 from tests.support.programs import AgentRunner
 from workagent.controllers import manifestwork
 from workagent.identity import applied_work_name
@@ -66,19 +67,7 @@ pytestmark = pytest.mark.kubesim_only(
     "the fault suite injects faults through kubesim (fault API, journal, restarts)"
 )
 
-APP: dict[str, Any] = {
-    "apiVersion": "apps/v1",
-    "kind": "Deployment",
-    "metadata": {"name": "drift-app", "namespace": "default"},
-    "spec": {
-        "replicas": 2,
-        "selector": {"matchLabels": {"app": "drift"}},
-        "template": {
-            "metadata": {"labels": {"app": "drift"}},
-            "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]},
-        },
-    },
-}
+APP = deployment("drift-app", "default", image="busybox:1.36")
 
 EXTERNAL_CONDITION: dict[str, Any] = {
     "type": "ExternalCheck",
@@ -102,7 +91,7 @@ async def test_spoke_drift_is_restored(
     await create_work(env.hub_client, "drift", [configmap("drift-cm", key="v1"), APP])
     await create_work(env.hub_client, "steady", configmaps("steady", 2))
     expected = Expected(works={"drift", "steady"})
-    await converged(env.hub_client, env.spoke_client, env.the_hash, expected)
+    await env.converged(expected)
 
     cm = await env.spoke_client.get(CONFIGMAPS, "drift-cm", "default")
     cm["data"] = {"key": "tampered", "extra": "added by someone else"}
@@ -114,13 +103,7 @@ async def test_spoke_drift_is_restored(
 
     if trigger == "labels":
         await touch_labels(env.hub_client, "drift", resync="1")
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        expected,
-        what=f"the drift to be undone ({trigger})",
-    )
+    await env.converged(expected, what=f"the drift to be undone ({trigger})")
 
 
 def external_condition(work: dict[str, Any]) -> dict[str, Any] | None:
@@ -135,7 +118,7 @@ async def test_another_status_writer_is_not_overwritten(
     """The agent and another writer share the status: neither loses its conditions."""
     await create_work(env.hub_client, "shared", configmaps("shared", 2))
     expected = Expected(works={"shared"})
-    await converged(env.hub_client, env.spoke_client, env.the_hash, expected)
+    await env.converged(expected)
 
     def add_external(work: dict[str, Any]) -> None:
         conditions = work.setdefault("status", {}).setdefault("conditions", [])
@@ -158,9 +141,7 @@ async def test_another_status_writer_is_not_overwritten(
 
     await eventually(patch_held, what="the agent's status patch to be held")
     await update_work(env.hub_client, "shared", add_external, subresource="status")
-    await converged(
-        env.hub_client, env.spoke_client, env.the_hash, expected, what="convergence after the race"
-    )
+    await env.converged(expected, what="convergence after the race")
     work = await get_work(env.hub_client, "shared")
     assert external_condition(work) == EXTERNAL_CONDITION
 
@@ -172,13 +153,7 @@ async def test_another_status_writer_is_not_overwritten(
 
     await update_work(env.hub_client, "shared", replace_status, subresource="status")
     await touch_labels(env.hub_client, "shared", resync="1")
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        expected,
-        what="the agent's conditions to be back",
-    )
+    await env.converged(expected, what="the agent's conditions to be back")
     work = await get_work(env.hub_client, "shared")
     assert external_condition(work) == EXTERNAL_CONDITION
 
@@ -190,9 +165,7 @@ async def test_object_taken_over_while_its_old_work_is_deleted(
     """A new work takes over an object while the old work's cleanup is deleting it:
     the cleanup must not delete the object the new work now owns too."""
     await create_work(env.hub_client, "handover-old", [configmap("handover-cm", key="v")])
-    await converged(
-        env.hub_client, env.spoke_client, env.the_hash, Expected(works={"handover-old"})
-    )
+    await env.converged({"handover-old"})
 
     # The old work's cleanup reads the object (owned by the old work only) and sends
     # its DELETE, which is held 2 s; meanwhile the new work adopts the object.
@@ -219,9 +192,7 @@ async def test_object_taken_over_while_its_old_work_is_deleted(
     # Without the resourceVersion precondition on the cleanup's DELETE, the held
     # delete removed the adopted object, and nothing restored it before the new
     # work's periodic resync (4 min): converging at all is the regression test.
-    await converged(
-        env.hub_client, env.spoke_client, env.the_hash, Expected(works={"handover-new"})
-    )
+    await env.converged({"handover-new"})
 
 
 async def _uid(spoke_client: KubeClient, name: str) -> str | None:
@@ -238,7 +209,7 @@ async def test_stale_deletions_are_recorded_while_status_writes_fail(
     """Found by the soak: a manifest removed, re-added and removed again while the
     agent's hub status writes all fail must not leave its object behind."""
     await create_work(env.hub_client, "churn", [configmap("churn-a"), configmap("churn-b")])
-    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"churn"}))
+    await env.converged({"churn"})
     first = await _uid(env.spoke_client, "churn-b")
     env.hub.inject(verb="patch", resource="manifestworks/status", code=409, userAgent=AGENT_ON_HUB)
     await set_manifests(env.hub_client, "churn", [configmap("churn-a")])
@@ -256,6 +227,4 @@ async def test_stale_deletions_are_recorded_while_status_writes_fail(
     await eventually(recreated, what="churn-b created again")
     await set_manifests(env.hub_client, "churn", [configmap("churn-a")])
     env.hub.clear_faults()
-    await converged(
-        env.hub_client, env.spoke_client, env.the_hash, Expected(works={"churn"}), timeout=20
-    )
+    await env.converged({"churn"}, timeout=20)

@@ -35,7 +35,6 @@ from tests.faults.harness import (
     create_work,
     spawn_agent,
 )
-from tests.faults.invariants import Expected, converged
 from tests.support.processes import ProgramProcess
 from tests.support.programs import AgentRunner
 
@@ -104,7 +103,7 @@ async def test_rotated_kubeconfig_restarts_the_agent(
     await create_work(env.hub_client, "early", configmaps("early", 2))
     agent: ProgramProcess = await spawn_agent(tmp_path, "first", *args)
     try:
-        await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"early"}))
+        await env.converged({"early"})
 
         await revoke(env.hub, old_token)
         await create_work(env.hub_client, "late", configmaps("late", 2))
@@ -129,12 +128,8 @@ async def test_rotated_kubeconfig_restarts_the_agent(
 
     restarted = await spawn_agent(tmp_path, "restarted", *args)
     try:
-        await converged(
-            env.hub_client,
-            env.spoke_client,
-            env.the_hash,
-            Expected(works={"early", "late"}),
-            what="the restarted agent to converge with the new token",
+        await env.converged(
+            {"early", "late"}, what="the restarted agent to converge with the new token"
         )
     finally:
         assert await restarted.terminate() == EXIT_OK
@@ -159,16 +154,12 @@ async def test_token_file_is_reread_after_401(
     await runner.start()
     try:
         await create_work(env.hub_client, "early", configmaps("early", 2))
-        await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"early"}))
+        await env.converged({"early"})
         await revoke(env.hub, old_token)
         await create_work(env.hub_client, "late", configmaps("late", 2))
         token_file.write_text(env.hub.add_user("agent", groups=("system:masters",)))
-        await converged(
-            env.hub_client,
-            env.spoke_client,
-            env.the_hash,
-            Expected(works={"early", "late"}),
-            what="the agent to converge with the token re-read from the file",
+        await env.converged(
+            {"early", "late"}, what="the agent to converge with the token re-read from the file"
         )
         assert runner.agent is not None and not runner.agent.manager.stopping
     finally:

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient, KubeError
+from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, KubeClient
 from tests.conftest import eventually
 from tests.faults.conftest import STATUS_SYNC_SECONDS, Clusters
-from tests.faults.harness import HubApi, admin_fault, configmaps, create_work
-from tests.faults.invariants import CLUSTER, Expected, converged
+from tests.faults.harness import HubApi, configmaps, create_work, reachable, take_hub_away
+from tests.faults.invariants import CLUSTER
 from tests.support.programs import AgentRunner, agent_settings
 
 pytestmark = pytest.mark.kubesim_only(
@@ -58,15 +58,6 @@ async def agent(
         await runner.stop()
 
 
-async def reachable(client: KubeClient) -> bool:
-    """Whether the cluster answers a read."""
-    try:
-        await client.list(MANIFESTWORKS, CLUSTER)
-    except KubeError:
-        return False
-    return True
-
-
 async def configmap_uids(spoke: KubeClient) -> dict[str, str]:
     """UID by name of the spoke ConfigMaps in ``default``."""
     items = (await spoke.list(CONFIGMAPS, "default"))["items"]
@@ -92,7 +83,7 @@ async def test_nothing_is_evicted_while_the_hub_is_unreachable(
     names = (*STAYING, DELETED, FORCED)
     for name in names:
         await create_work(env.hub_client, name, configmaps(name, 2))
-    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works=set(names)))
+    await env.converged(set(names))
     before = await configmap_uids(env.spoke_client)
     amw_uids = {
         a["metadata"]["name"]: a["metadata"]["uid"]
@@ -100,15 +91,7 @@ async def test_nothing_is_evicted_while_the_hub_is_unreachable(
     }
 
     api = HubApi(env.hub)
-    if outage == "refuse-connections":
-        await admin_fault(env.hub, {"action": "refuse-connections", "seconds": OUTAGE_SECONDS})
-
-        async def refused() -> bool:
-            return not await reachable(env.hub_client)
-
-        await eventually(refused, what="the hub to refuse connections")
-    else:
-        await env.hub.stop()
+    await take_hub_away(env.hub, env.hub_client, outage, OUTAGE_SECONDS)
     loop = asyncio.get_running_loop()
     outage_ends = loop.time() + OUTAGE_SECONDS
     api.delete(DELETED)
@@ -140,13 +123,7 @@ async def test_nothing_is_evicted_while_the_hub_is_unreachable(
 
     await eventually(outage_over, timeout=OUTAGE_SECONDS + 30, what="the hub to be back")
 
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works=set(STAYING)),
-        what="the gone works cleaned up, the others kept",
-    )
+    await env.converged(set(STAYING), what="the gone works cleaned up, the others kept")
     after = await configmap_uids(env.spoke_client)
     kept = {n: u for n, u in before.items() if n.startswith("stay-")}
     assert after == kept, "the staying works' objects must be the same instances"

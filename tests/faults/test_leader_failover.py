@@ -35,7 +35,6 @@ from tests.faults.harness import (
     spawn_agent,
     writes_of,
 )
-from tests.faults.invariants import Expected, converged
 from tests.support.processes import ProgramProcess
 
 pytestmark = pytest.mark.kubesim_only(
@@ -160,9 +159,7 @@ async def test_standby_takes_over_from_a_killed_leader(
     await replicas.start("agent-b", lease, renew, retry)
     await wait_standing_by(replicas, env.spoke, "agent-b")
     await create_work(env.hub_client, "during", configmaps("during", 2))
-    await converged(
-        env.hub_client, env.spoke_client, env.the_hash, Expected(works={"before", "during"})
-    )
+    await env.converged({"before", "during"})
     assert await lease_holder(env.spoke_client) == leader
 
     killed_at = time.monotonic()
@@ -176,11 +173,8 @@ async def test_standby_takes_over_from_a_killed_leader(
 
     # The bound on the takeover time is asserted below, from kubesim's journal.
     await eventually(taken_over, timeout=60, what="the standby to take the Lease")
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={"before", "during", "after"}),
+    await env.converged(
+        {"before", "during", "after"},
         what="the new leader to apply the work created after the kill",
     )
 
@@ -213,7 +207,7 @@ async def test_graceful_leader_releases_the_lease(
     await replicas.start("agent-b", lease, renew, retry)
     await wait_standing_by(replicas, env.spoke, "agent-b")
     await create_work(env.hub_client, "first", configmaps("first", 2))
-    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"first"}))
+    await env.converged({"first"})
 
     stopping_at = time.monotonic()
     assert await replicas.running["agent-a"].terminate() == 0
@@ -228,12 +222,8 @@ async def test_graceful_leader_releases_the_lease(
     took = first_lease_write(env.spoke, "agent-b")
     # Without the release the standby could not take over before lease - retry (29 s).
     assert took.at - stopping_at < lease / 2, took.at - stopping_at
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={"first", "second"}),
-        what="the new leader to apply the work created after the handover",
+    await env.converged(
+        {"first", "second"}, what="the new leader to apply the work created after the handover"
     )
     # The leader drains its controllers before it releases the Lease, so even though
     # the standby may take over before the old process has exited, their writes

@@ -25,22 +25,23 @@ import asyncio
 
 import pytest
 
-from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, KubeError
+from ocmkit.kube import CONFIGMAPS, KubeClient
 from tests.conftest import eventually
 from tests.faults.conftest import Clusters
 from tests.faults.harness import (
     AGENT_ON_SPOKE,
     HubApi,
-    admin_fault,
     agent_requests,
     configmaps,
     create_work,
+    create_works,
     delete_work,
+    reachable,
     set_manifests,
     successes,
+    take_hub_away,
     touch_labels,
 )
-from tests.faults.invariants import CLUSTER, Expected, converged
 from tests.integration.conftest import (
     configmap,
     get_applied_work,
@@ -64,15 +65,6 @@ async def uids(spoke_client: KubeClient, prefix: str) -> dict[str, str]:
     }
 
 
-async def reachable(client: KubeClient) -> bool:
-    """Whether the cluster answers a read."""
-    try:
-        await client.list(MANIFESTWORKS, CLUSTER)
-    except KubeError:
-        return False
-    return True
-
-
 @pytest.mark.parametrize("outage", ["refuse-connections", "stop-start"])
 async def test_hub_unreachable_then_back(
     outage: str,
@@ -80,14 +72,7 @@ async def test_hub_unreachable_then_back(
     env: Clusters,
 ) -> None:
     """Changes made while the hub is away are caught up once, none lost or doubled."""
-    for i in range(4):
-        await create_work(env.hub_client, f"away-{i}", configmaps(f"away-{i}", 3))
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={f"away-{i}" for i in range(4)}),
-    )
+    await env.converged(await create_works(env.hub_client, "away", 4, 3))
     before = await uids(env.spoke_client, "away-")
     amws_before = {
         name: (await get_applied_work(env.spoke_client, env.the_hash, name) or {})["metadata"][
@@ -102,15 +87,7 @@ async def test_hub_unreachable_then_back(
         env.hub_client, "away-3", [*configmaps("away-3", 3), configmap("away-3-new")]
     )
     api = HubApi(env.hub)
-    if outage == "refuse-connections":
-        await admin_fault(env.hub, {"action": "refuse-connections", "seconds": HUB_DOWN_SECONDS})
-
-        async def refused() -> bool:
-            return not await reachable(env.hub_client)
-
-        await eventually(refused, what="the hub to refuse connections")
-    else:
-        await env.hub.stop()
+    await take_hub_away(env.hub, env.hub_client, outage, HUB_DOWN_SECONDS)
 
     # While the hub is away, through its storage: create, change, delete, relabel.
     api.create("away-new", configmaps("away-new", 3))
@@ -132,12 +109,8 @@ async def test_hub_unreachable_then_back(
     # And right after: one more change over HTTP.
     await touch_labels(env.hub_client, "away-new", late="yes")
 
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={"away-0", "away-2", "away-3", "away-new"}),
-        what=f"catch-up after the hub outage ({outage})",
+    await env.converged(
+        {"away-0", "away-2", "away-3", "away-new"}, what=f"catch-up after the hub outage ({outage})"
     )
 
     # Nothing done twice: untouched objects and AppliedManifestWorks are the same
@@ -168,14 +141,7 @@ async def test_spoke_apiserver_restarted(
     env: Clusters,
 ) -> None:
     """The spoke apiserver restarts mid-apply; the agent resumes and converges."""
-    for i in range(3):
-        await create_work(env.hub_client, f"reboot-{i}", configmaps(f"reboot-{i}", 3))
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={f"reboot-{i}" for i in range(3)}),
-    )
+    await env.converged(await create_works(env.hub_client, "reboot", 3, 3))
 
     # Slow creates keep the big work in flight when the apiserver goes down.
     env.spoke.inject(verb="create", resource="configmaps", latency=0.1, userAgent=AGENT_ON_SPOKE)
@@ -199,10 +165,7 @@ async def test_spoke_apiserver_restarted(
     await restart
     env.spoke.clear_faults()
 
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={"reboot-0", "reboot-2", "reboot-big", "reboot-new"}),
+    await env.converged(
+        {"reboot-0", "reboot-2", "reboot-big", "reboot-new"},
         what="convergence after the spoke restart",
     )

@@ -12,18 +12,14 @@ reads (its User-Agent, so the tests' own clients stay fast):
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from kubesim.faults import FaultRule
 from kubesim.sim import KubeSim
-from ocmkit.kube import KubeClient
 from tests.conftest import eventually
-from tests.faults.conftest import Clusters, fault_agent_settings
-from tests.faults.harness import AGENT_ON_HUB, AGENT_ON_SPOKE, configmaps, create_work
-from tests.faults.invariants import Expected, converged, problems
+from tests.faults.conftest import Clusters
+from tests.faults.harness import AGENT_ON_HUB, AGENT_ON_SPOKE, configmaps, create_work, create_works
+from tests.faults.invariants import problems
 from tests.support.programs import AgentRunner
 
 pytestmark = pytest.mark.kubesim_only(
@@ -33,18 +29,6 @@ pytestmark = pytest.mark.kubesim_only(
 READS = ("get", "list", "watch")
 #: How long a read of a Secret takes in the slow-type test.
 SLOW_SECONDS = 8.0
-
-
-@pytest.fixture
-async def runner(
-    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
-) -> AsyncIterator[AgentRunner]:
-    """The in-process agent, not started: the test injects faults first."""
-    agent = AgentRunner(fault_agent_settings(tmp_path))
-    try:
-        yield agent
-    finally:
-        await agent.stop()
 
 
 def slow_reads(sim: KubeSim, user_agent: str, latency: float) -> list[FaultRule]:
@@ -62,26 +46,13 @@ async def test_slow_reads_everywhere_still_converge(
     spoke_rules = slow_reads(env.spoke, AGENT_ON_SPOKE, 0.2)
     await create_work(env.hub_client, "early", configmaps("early", 3))
     await runner.start()
-    for i in range(3):
-        await create_work(env.hub_client, f"slow-{i}", configmaps(f"slow-{i}", 2))
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={"early", "slow-0", "slow-1", "slow-2"}),
-        what="convergence with slow reads",
-    )
+    works = {"early", *await create_works(env.hub_client, "slow", 3, 2)}
+    await env.converged(works, what="convergence with slow reads")
     # A 410 storm makes the informers relist, slowly, while the hub moves on.
     env.hub.expire_watches()
     env.spoke.expire_watches()
     await create_work(env.hub_client, "after-410", configmaps("after-410", 2))
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={"early", "slow-0", "slow-1", "slow-2", "after-410"}),
-        what="convergence after relists with slow reads",
-    )
+    await env.converged({*works, "after-410"}, what="convergence after relists with slow reads")
     # The agent reads works only through its informer: no GETs on the hub.
     used = [r for r in hub_rules if r.verb != "get"] + spoke_rules
     idle = [(r.verb, r.user_agent) for r in used if r.hits == 0]
@@ -112,9 +83,7 @@ async def test_one_slow_resource_type_does_not_stop_other_works(
         return slow.hits >= 1
 
     await eventually(slow_read_started, what="the agent to read the Secret")
-    fast = {f"fast-{i}" for i in range(4)}
-    for name in sorted(fast):
-        await create_work(env.hub_client, name, configmaps(name, 2))
+    fast = await create_works(env.hub_client, "fast", 4, 2)
     slow_problems: list[str] = []
 
     async def fast_converged() -> bool:
@@ -129,10 +98,4 @@ async def test_one_slow_resource_type_does_not_stop_other_works(
     # Same snapshot: the slow work had not converged yet, so its read was in flight.
     assert slow_problems, "the Secret read was not slow"
     env.spoke.clear_faults()
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={"slow", *fast}),
-        what="the slow work once its read returned",
-    )
+    await env.converged({"slow", *fast}, what="the slow work once its read returned")

@@ -30,13 +30,15 @@ from ocmkit.kube import CONFIGMAPS, CRDS, NAMESPACES, KubeClient, NotFound, Reso
 from tests.conftest import eventually
 from tests.faults.conftest import Clusters
 from tests.faults.harness import AGENT_ON_SPOKE, configmaps, create_work
-from tests.faults.invariants import Expected, converged
+from tests.faults.invariants import Expected
 from tests.integration.conftest import (
     WIDGET_CRD,
     get_work,
     manifest_statuses,
     work_condition,
 )
+from tests.kube.helpers import WIDGETS
+from tests.support.prepare import typed
 from tests.support.programs import AgentRunner
 
 pytestmark = pytest.mark.kubesim_only(
@@ -47,18 +49,6 @@ pytestmark = pytest.mark.kubesim_only(
 HOLD = "fault-test.example.com/hold"
 #: Per-create latency: long enough for the deletion to land between two creates.
 CREATE_LATENCY = 0.2
-
-WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
-
-
-def widget(name: str, size: int) -> dict[str, Any]:
-    """A Widget manifest in ``default``."""
-    return {
-        "apiVersion": "example.com/v1",
-        "kind": "Widget",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"size": size},
-    }
 
 
 def namespace(name: str) -> dict[str, Any]:
@@ -122,7 +112,14 @@ async def test_crd_deleted_while_its_resources_are_applied(
         verb="create", resource="widgets", latency=CREATE_LATENCY, userAgent=AGENT_ON_SPOKE
     )
     names = [f"w-{i}" for i in range(8)]
-    manifests = [WIDGET_CRD, *(widget(n, i) for i, n in enumerate(names)), *configmaps("cr", 1)]
+    manifests = [
+        WIDGET_CRD,
+        *(
+            typed(WIDGETS, metadata={"name": n, "namespace": "default"}, spec={"size": i})
+            for i, n in enumerate(names)
+        ),
+        *configmaps("cr", 1),
+    ]
     await create_work(env.hub_client, "widgets", manifests)
 
     async def partly_applied() -> bool:
@@ -139,12 +136,8 @@ async def test_crd_deleted_while_its_resources_are_applied(
     await eventually(reported, timeout=30, what="the widgets to report the terminating CRD")
     env.spoke.clear_faults()
     await release(env.spoke_client, CRDS, WIDGET_CRD["metadata"]["name"])
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={"widgets"}, kinds=(CRDS, WIDGETS)),
-        what="the CRD and its widgets back",
+    await env.converged(
+        Expected(works={"widgets"}, kinds=(CRDS, WIDGETS)), what="the CRD and its widgets back"
     )
 
 
@@ -173,10 +166,7 @@ async def test_namespace_of_the_work_deleted_mid_apply(
     await eventually(reported, timeout=30, what="the configmaps to report the namespace")
     env.spoke.clear_faults()
     await release(env.spoke_client, NAMESPACES, "team")
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
+    await env.converged(
         Expected(works={"team"}, namespaces=("team",), kinds=(NAMESPACES,)),
         what="the namespace and its configmaps back",
     )
@@ -208,10 +198,7 @@ async def test_namespace_outside_the_work_deleted_mid_apply(
     await eventually(reported, timeout=30, what="the configmaps to report the missing namespace")
     env.spoke.clear_faults()
     await env.spoke_client.create(NAMESPACES, copy.deepcopy(namespace("guests")))
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
+    await env.converged(
         Expected(works={"guests"}, namespaces=("guests",)),
         what="the configmaps back in the recreated namespace",
     )

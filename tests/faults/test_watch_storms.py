@@ -28,7 +28,7 @@ from ocmkit.kube import DEPLOYMENTS, MANIFESTWORKS, NAMESPACES, Conflict, KubeCl
 from tests.conftest import eventually
 from tests.faults.conftest import Clusters
 from tests.faults.harness import delete_work
-from tests.faults.invariants import Expected, converged
+from tests.faults.invariants import Expected
 from tests.integration.conftest import (
     manifest_statuses,
     work_body,
@@ -130,11 +130,8 @@ async def test_feedback_converges_through_watch_storms(
         )
         await env.hub_client.create(MANIFESTWORKS, body)
     all_namespaces = (*NAMESPACES_UNDER_TEST, LEAVING)
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={n for n, _ in [*objects, leaving]}, namespaces=all_namespaces),
+    await env.converged(
+        Expected(works={n for n, _ in [*objects, leaving]}, namespaces=all_namespaces)
     )
 
     assert runner.agent is not None and runner.agent.deps.watch_pool is not None
@@ -178,9 +175,7 @@ async def test_feedback_converges_through_watch_storms(
         fed_back, timeout=STATUS_SYNC_SECONDS / 3, what=f"feedback ready={last} on every work"
     )
     expected = Expected(works={n for n, _ in objects}, namespaces=all_namespaces)
-    await converged(
-        env.hub_client, env.spoke_client, env.the_hash, expected, what="convergence after storms"
-    )
+    await env.converged(expected, what="convergence after storms")
     assert len(pool.watched()) == len(NAMESPACES_UNDER_TEST)
 
     async def one_watch_per_informer() -> bool:

@@ -10,8 +10,6 @@ clusters again, so every fault hits a freshly reconnected informer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import aiohttp
 import pytest
 
@@ -21,11 +19,11 @@ from tests.faults.conftest import Clusters
 from tests.faults.harness import (
     configmaps,
     create_work,
+    create_works,
     delete_work,
     set_manifests,
     touch_labels,
 )
-from tests.faults.invariants import Expected, converged
 from tests.integration.conftest import (
     configmap,
 )
@@ -50,42 +48,20 @@ async def test_watch_drops_and_410_storms(
     env: Clusters,
 ) -> None:
     """Works created, changed and deleted between watch drops and expiries converge."""
-    for i in range(4):
-        await create_work(env.hub_client, f"storm-{i}", configmaps(f"storm-{i}", 3))
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={f"storm-{i}" for i in range(4)}),
-    )
-
-    def close_both() -> None:
-        env.hub.close_watches()
-        env.spoke.close_watches()
-
-    def expire_both() -> None:
-        env.hub.expire_watches()
-        env.spoke.expire_watches()
-
-    def expire_hub_close_spoke() -> None:
-        env.hub.expire_watches()
-        env.spoke.close_watches()
-
-    def close_hub_expire_spoke() -> None:
-        env.hub.close_watches()
-        env.spoke.expire_watches()
+    await env.converged(await create_works(env.hub_client, "storm", 4, 3))
 
     changed = [configmap("storm-0-0", v="changed"), *configmaps("storm-0-new", 2)]
-    rounds: list[tuple[str, Callable[[], None]]] = [
-        ("create storm-4", close_both),
-        ("change storm-0", expire_both),
-        ("delete storm-1", expire_hub_close_spoke),
-        ("relabel storm-2", close_hub_expire_spoke),
-        ("delete storm-3", expire_both),
-        ("create storm-5", expire_both),
-        ("change storm-4", close_both),
+    # (action, whether the hub's watches expire, whether the spoke's do; else closed)
+    rounds = [
+        ("create storm-4", False, False),
+        ("change storm-0", True, True),
+        ("delete storm-1", True, False),
+        ("relabel storm-2", False, True),
+        ("delete storm-3", True, True),
+        ("create storm-5", True, True),
+        ("change storm-4", False, False),
     ]
-    for action, fault in rounds:
+    for action, hub_expires, spoke_expires in rounds:
         if action == "create storm-4":
             await create_work(env.hub_client, "storm-4", configmaps("storm-4", 2))
         elif action == "change storm-0":
@@ -100,7 +76,11 @@ async def test_watch_drops_and_410_storms(
             await create_work(env.hub_client, "storm-5", configmaps("storm-5", 3), team="a")
         else:
             await set_manifests(env.hub_client, "storm-4", configmaps("storm-4", 1, v="shrunk"))
-        fault()
+        for sim, expire in ((env.hub, hub_expires), (env.spoke, spoke_expires)):
+            if expire:
+                sim.expire_watches()
+            else:
+                sim.close_watches()
 
         async def watching_again() -> bool:
             return await open_watches(env.hub) >= 1 and await open_watches(env.spoke) >= 1
@@ -109,10 +89,6 @@ async def test_watch_drops_and_410_storms(
             watching_again, timeout=60, what=f"the agent to watch again after {action}"
         )
 
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={"storm-0", "storm-2", "storm-4", "storm-5"}),
-        what="convergence after the watch storms",
+    await env.converged(
+        {"storm-0", "storm-2", "storm-4", "storm-5"}, what="convergence after the watch storms"
     )

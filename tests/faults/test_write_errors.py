@@ -34,10 +34,11 @@ from tests.faults.harness import (
     set_manifests,
     successes,
 )
-from tests.faults.invariants import Expected, converged
+from tests.faults.invariants import Expected
 from tests.integration.conftest import (
     configmap,
 )
+from tests.support.manifests import deployment
 from tests.support.programs import AgentRunner
 
 pytestmark = pytest.mark.kubesim_only(
@@ -52,19 +53,7 @@ SECRET: dict[str, Any] = {
     "data": {"token": "c2VjcmV0"},
 }
 
-DEPLOYMENT: dict[str, Any] = {
-    "apiVersion": "apps/v1",
-    "kind": "Deployment",
-    "metadata": {"name": "burst-app", "namespace": "default", "labels": {"app": "burst"}},
-    "spec": {
-        "replicas": 2,
-        "selector": {"matchLabels": {"app": "burst"}},
-        "template": {
-            "metadata": {"labels": {"app": "burst"}},
-            "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]},
-        },
-    },
-}
+DEPLOYMENT = deployment("burst-app", "default", image="busybox:1.36")
 
 
 async def test_throttling_and_server_errors_on_writes(
@@ -75,12 +64,7 @@ async def test_throttling_and_server_errors_on_writes(
     await create_work(env.hub_client, "burst-0", [SECRET, DEPLOYMENT, *configmaps("burst-0", 2)])
     await create_work(env.hub_client, "burst-1", configmaps("burst-1", 4))
     await create_work(env.hub_client, "burst-2", configmaps("burst-2", 3))
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        Expected(works={"burst-0", "burst-1", "burst-2"}),
-    )
+    await env.converged({"burst-0", "burst-1", "burst-2"})
 
     # 30% of the agent's writes fail with 500, until cleared.
     for verb in WRITE_VERBS:
@@ -89,37 +73,24 @@ async def test_throttling_and_server_errors_on_writes(
         env.hub.inject(
             verb="patch", resource=resource, code=500, fraction=0.3, userAgent=AGENT_ON_HUB
         )
-    # Bursts: the first N matching writes fail.
+    # Bursts: the first N matching writes fail; a 429 asks for a 1 s wait (Retry-After).
+    burst_table = [
+        (env.spoke, AGENT_ON_SPOKE, "create", "configmaps", 503, 4),
+        (env.spoke, AGENT_ON_SPOKE, "update", "configmaps", 429, 3),
+        (env.spoke, AGENT_ON_SPOKE, "delete", "configmaps", 503, 3),
+        (env.hub, AGENT_ON_HUB, "patch", "manifestworks/status", 429, 3),
+        (env.hub, AGENT_ON_HUB, "patch", "manifestworks/status", 503, 4),
+    ]
     bursts: list[FaultRule] = [
-        env.spoke.inject(
-            verb="create", resource="configmaps", code=503, count=4, userAgent=AGENT_ON_SPOKE
-        ),
-        env.spoke.inject(
-            verb="update",
-            resource="configmaps",
-            code=429,
-            retryAfter=1,
-            count=3,
-            userAgent=AGENT_ON_SPOKE,
-        ),
-        env.spoke.inject(
-            verb="delete", resource="configmaps", code=503, count=3, userAgent=AGENT_ON_SPOKE
-        ),
-        env.hub.inject(
-            verb="patch",
-            resource="manifestworks/status",
-            code=429,
-            retryAfter=1,
-            count=3,
-            userAgent=AGENT_ON_HUB,
-        ),
-        env.hub.inject(
-            verb="patch",
-            resource="manifestworks/status",
-            code=503,
-            count=4,
-            userAgent=AGENT_ON_HUB,
-        ),
+        sim.inject(
+            verb=verb,
+            resource=resource,
+            code=code,
+            count=count,
+            userAgent=user_agent,
+            **({"retryAfter": 1} if code == 429 else {}),
+        )
+        for sim, user_agent, verb, resource, code, count in burst_table
     ]
 
     # Under the faults: two new works, two changed ones (values, a removed and an
@@ -144,23 +115,11 @@ async def test_throttling_and_server_errors_on_writes(
 
     await eventually(bursts_spent, timeout=60, what="the agent to retry through every burst")
     expected = Expected(works={"burst-0", "burst-1", "burst-3", "burst-4"})
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        expected,
-        what="convergence under 30% write errors",
-    )
+    await env.converged(expected, what="convergence under 30% write errors")
 
     env.hub.clear_faults()
     env.spoke.clear_faults()
-    await converged(
-        env.hub_client,
-        env.spoke_client,
-        env.the_hash,
-        expected,
-        what="convergence after the faults",
-    )
+    await env.converged(expected, what="convergence after the faults")
 
     # Every object was created by one successful request. ConfigMaps: burst-0 (2),
     # burst-1 (4 + 1 extra), burst-2 (3), burst-3 (4); Secrets: burst-0's and burst-4's.
@@ -177,7 +136,7 @@ async def test_a_throttled_manifest_waits_for_retry_after(
 ) -> None:
     """After a 429 with Retry-After 3 s on a spoke write, the work is not retried sooner."""
     await create_work(env.hub_client, "throttled", [configmap("throttled-cm", v="1")])
-    await converged(env.hub_client, env.spoke_client, env.the_hash, Expected(works={"throttled"}))
+    await env.converged({"throttled"})
     assert agent.agent is not None
     controller = next(
         c for c in agent.agent.manager.controllers if c.name == "manifestwork-controller"

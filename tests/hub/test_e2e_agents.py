@@ -52,6 +52,7 @@ from tests.hub.test_replicaset import NS, Hub, hub_client
 from tests.integration.conftest import (
     SPOKE_CRDS,
 )
+from tests.support.manifests import configmap
 from tests.support.prepare import ensure_namespace, install_crds
 from tests.support.programs import CRD_DIR, AgentRunner, agent_settings
 from tests.support.targets import Cluster, PlanePool, open_cluster
@@ -63,18 +64,7 @@ MWRS = "demo"
 
 def template(version: str) -> dict[str, Any]:
     """One ConfigMap ``default/demo`` whose ``data.version`` tells the rollouts apart."""
-    return {
-        "workload": {
-            "manifests": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": "demo", "namespace": "default"},
-                    "data": {"version": version},
-                }
-            ]
-        }
-    }
+    return {"workload": {"manifests": [configmap("demo", version=version)]}}
 
 
 @dataclass

@@ -39,7 +39,6 @@ from ocmkit.kube import (
     PLACEMENT_DECISIONS,
     PLACEMENTS,
     KubeClient,
-    NotFound,
 )
 from ocmkit.kube.mergepatch import merge_patch
 from ocmkit.runtime import Controller, Informer
@@ -57,6 +56,8 @@ from schemas.wire import (
     PLACEMENT_NAME_LABEL,
 )
 from tests.conftest import eventually
+from tests.integration.conftest import exists
+from tests.support.manifests import configmap
 from tests.support.prepare import install_crds, typed
 from tests.support.targets import Cluster
 
@@ -271,18 +272,7 @@ CRD_FILES = (
 )
 NS = "ocm-ns"
 CLUSTERS = [f"cluster{i:02d}" for i in range(10)]
-TEMPLATE: dict[str, Any] = {
-    "workload": {
-        "manifests": [
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "demo", "namespace": "default"},
-                "data": {"version": "1"},
-            }
-        ]
-    }
-}
+TEMPLATE: dict[str, Any] = {"workload": {"manifests": [configmap("demo", version="1")]}}
 
 Group = tuple[str, Sequence[str]]  # (group name, clusters); the index is the position
 
@@ -365,6 +355,12 @@ class Hub:
 
     async def get_rs(self, name: str) -> dict[str, Any]:
         return await self.client.get(MANIFESTWORK_REPLICASETS, name, NS)
+
+    async def wait_rs_gone(self, name: str) -> None:
+        async def gone() -> bool:
+            return not await exists(self.client, MANIFESTWORK_REPLICASETS, name, NS)
+
+        await eventually(gone, what=f"the replica set {name} to disappear")
 
     async def condition(self, name: str, kind: str) -> dict[str, Any] | None:
         rs = await self.get_rs(name)
@@ -772,15 +768,7 @@ async def test_deleting_the_replica_set_deletes_its_works(running: Hub) -> None:
     await hub.wait_works("mwrs", CLUSTERS)
     await hub.client.delete(MANIFESTWORK_REPLICASETS, "mwrs", NS)
     await hub.wait_works("mwrs", [])
-
-    async def gone() -> bool:
-        try:
-            await hub.get_rs("mwrs")
-        except NotFound:
-            return True
-        return False
-
-    await eventually(gone, what="the replica set to disappear")
+    await hub.wait_rs_gone("mwrs")
 
 
 async def test_foreground_deletion_waits_for_the_works(running: Hub) -> None:
@@ -810,15 +798,7 @@ async def test_foreground_deletion_waits_for_the_works(running: Hub) -> None:
     await hub.client.patch(
         MANIFESTWORKS, work["metadata"]["name"], {"metadata": {"finalizers": None}}, "cluster00"
     )
-
-    async def gone() -> bool:
-        try:
-            await hub.get_rs("mwrs")
-        except NotFound:
-            return True
-        return False
-
-    await eventually(gone, what="the replica set to disappear")
+    await hub.wait_rs_gone("mwrs")
 
 
 # -- bad input ----------------------------------------------------------------------------------

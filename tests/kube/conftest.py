@@ -9,22 +9,17 @@ import pytest
 from aiohttp import web
 
 from kubesim.sim import KubeSim
-from ocmkit.kube import NAMESPACES, KubeClient
+from ocmkit.kube import KubeClient
 from tests.kube.helpers import NS, FakeServer
+from tests.support.simclient import sim_client
 
 
 @pytest.fixture
 async def client(sim: KubeSim, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """A client for ``sim`` (admin token, User-Agent ``work-agent``, unlimited QPS) with the
     namespace ``demo`` created."""
-    kube = await KubeClient.from_kubeconfig(
-        str(tmp_path / "kubeconfig"), user_agent="work-agent", qps=0, name="test"
-    )
-    await kube.create(NAMESPACES, {"metadata": {"name": NS}})
-    try:
+    async with sim_client(tmp_path, "work-agent", "test", NS) as kube:
         yield kube
-    finally:
-        await kube.close()
 
 
 @pytest.fixture

@@ -9,13 +9,14 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import REGISTRY
 
-from ocmkit.kube import KubeClient
+from ocmkit.kube import KubeClient, Resource
 from ocmkit.kube.config import ClusterConfig
 from ocmkit.kube.credentials import StaticCredentials
 from tests.support.crds import ANY_CONTENT, crd, object_schema
 
 NS = "demo"
 
+WIDGETS = Resource("example.com", "v1", "widgets", "Widget", True)
 WIDGET_CRD = crd(
     "example.com",
     "Widget",

@@ -12,18 +12,10 @@ import pytest
 
 from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, KubeClient, NotFound
+from tests.support.manifests import configmap
 from workagent.dryrun import DryRunClient, apply_merge_patch
 
 WRITES = ("create", "update", "patch", "delete")
-
-
-def cm(name: str, value: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default"},
-        "data": {"k": value},
-    }
 
 
 def test_apply_merge_patch_is_rfc_7386() -> None:
@@ -55,11 +47,11 @@ async def test_writes_chain_in_the_overlay_and_store_nothing(
     sim: KubeSim, clients: tuple[KubeClient, DryRunClient]
 ) -> None:
     real, dry = clients
-    live = await real.create(CONFIGMAPS, cm("old", "1"))
+    live = await real.create(CONFIGMAPS, configmap("old", k="1"))
     sim.journal().reset()
 
     # Created in the dry run only: read back, then merge-patched (sent as a dry-run create).
-    created = await dry.create(CONFIGMAPS, cm("new", "1"))
+    created = await dry.create(CONFIGMAPS, configmap("new", k="1"))
     assert created["metadata"]["uid"]
     assert (await dry.get(CONFIGMAPS, "new", "default"))["data"] == {"k": "1"}
     patched = await dry.patch(CONFIGMAPS, "new", {"metadata": {"labels": {"l": "v"}}}, "default")
@@ -68,7 +60,7 @@ async def test_writes_chain_in_the_overlay_and_store_nothing(
     first = await dry.patch(
         CONFIGMAPS,
         "old",
-        cm("old", "2"),
+        configmap("old", k="2"),
         "default",
         patch_type="apply",
         field_manager="t",
@@ -81,7 +73,7 @@ async def test_writes_chain_in_the_overlay_and_store_nothing(
     await dry.delete(CONFIGMAPS, "old", "default")
     with pytest.raises(NotFound):
         await dry.get(CONFIGMAPS, "old", "default")
-    again = await dry.create(CONFIGMAPS, cm("old", "3"))
+    again = await dry.create(CONFIGMAPS, configmap("old", k="3"))
     assert again["data"] == {"k": "3"}
     assert ("", "configmaps", "default", "old") in dry.recreated
 

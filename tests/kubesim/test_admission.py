@@ -36,6 +36,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubesim.sim import KubeSim
 from tests.conftest import Kubectl, Raw
 from tests.support.crds import crd
+from tests.support.manifests import deployment
 
 CONFIGS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 ADMIN_GROUPS = ["system:masters", "system:authenticated"]
@@ -835,21 +836,9 @@ async def test_write_is_admitted_again_when_the_object_changed_meanwhile(
 
 async def test_scale_subresource_is_reviewed_as_a_scale(raw: Raw, webhook: Webhook) -> None:
     await namespace(raw, "hooks")
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-            },
-        },
-    }
+    web = deployment("web", "hooks", container="c", image="nginx")
     deployments = "/apis/apps/v1/namespaces/hooks/deployments"
-    code, _ = await raw.request("POST", deployments, deployment)
+    code, _ = await raw.request("POST", deployments, web)
     assert code == 201
     rules = [
         {

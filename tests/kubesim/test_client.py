@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client, watch
+from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubesim.sim import KubeSim
 from tests.conftest import Raw, eventually
 from tests.support.crds import ANY_CONTENT, crd, object_schema
+from tests.support.manifests import deployment
 
 
 async def _ns(api: client.ApiClient, name: str = "demo") -> None:
     await client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+
+
+@contextlib.asynccontextmanager
+async def _api_of(sim: KubeSim, tmp_path: Path) -> AsyncIterator[client.ApiClient]:
+    """A kubernetes_asyncio client of ``sim``, configured from the kubeconfig it writes."""
+    sim.write_kubeconfig(tmp_path / "kc")
+    cfg = client.Configuration()
+    await config.load_kube_config(config_file=str(tmp_path / "kc"), client_configuration=cfg)
+    async with client.ApiClient(cfg) as api:
+        yield api
 
 
 def _cm(name: str, data: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:
@@ -103,33 +117,23 @@ async def test_watch_replays_history_and_streams(api_client: client.ApiClient) -
 
 
 async def test_watch_from_expired_version_gets_410(tmp_path: Any) -> None:
-    sim = KubeSim(watch_history=3)
-    await sim.start()
-    try:
-        sim.write_kubeconfig(tmp_path / "kc")
-        from kubernetes_asyncio import config
-
-        cfg = client.Configuration()
-        await config.load_kube_config(config_file=str(tmp_path / "kc"), client_configuration=cfg)
-        async with client.ApiClient(cfg) as api:
-            core = client.CoreV1Api(api)
-            await _ns(api)
-            first = await core.create_namespaced_config_map("demo", _cm("a"))
-            for i in range(5):
-                await core.patch_namespaced_config_map("a", "demo", {"data": {"i": str(i)}})
-            w = watch.Watch()
-            with pytest.raises(ApiException) as exc:
-                async with w.stream(
-                    core.list_namespaced_config_map,
-                    "demo",
-                    resource_version=first.metadata.resource_version,
-                    timeout_seconds=1,
-                ) as stream:
-                    async for _ in stream:
-                        pass
-            assert exc.value.status == 410
-    finally:
-        await sim.stop()
+    async with KubeSim(watch_history=3) as sim, _api_of(sim, tmp_path) as api:
+        core = client.CoreV1Api(api)
+        await _ns(api)
+        first = await core.create_namespaced_config_map("demo", _cm("a"))
+        for i in range(5):
+            await core.patch_namespaced_config_map("a", "demo", {"data": {"i": str(i)}})
+        w = watch.Watch()
+        with pytest.raises(ApiException) as exc:
+            async with w.stream(
+                core.list_namespaced_config_map,
+                "demo",
+                resource_version=first.metadata.resource_version,
+                timeout_seconds=1,
+            ) as stream:
+                async for _ in stream:
+                    pass
+        assert exc.value.status == 410
 
 
 async def test_finalizers_hold_deletion(api_client: client.ApiClient) -> None:
@@ -328,17 +332,7 @@ async def test_no_custom_object_is_created_while_its_crd_is_terminating(
 async def test_deployment_generation_and_status_subresource(api_client: client.ApiClient) -> None:
     apps = client.AppsV1Api(api_client)
     await _ns(api_client)
-    body = {
-        "metadata": {"name": "web"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "c", "image": "nginx:1"}]},
-            },
-        },
-    }
+    body = deployment("web", "demo", container="c", image="nginx:1")
     d = await apps.create_namespaced_deployment("demo", body)
     assert d.metadata.generation == 1 and d.spec.strategy.type == "RollingUpdate"
     d = await apps.patch_namespaced_deployment("web", "demo", {"metadata": {"labels": {"x": "y"}}})
@@ -503,19 +497,9 @@ async def test_restart_keeps_state_on_the_same_port(
 
 
 async def test_tls_serving_with_kubeconfig_ca(tmp_path: Any) -> None:
-    sim = KubeSim(tls=True)
-    await sim.start()
-    try:
-        sim.write_kubeconfig(tmp_path / "kc")
-        from kubernetes_asyncio import config
-
-        cfg = client.Configuration()
-        await config.load_kube_config(config_file=str(tmp_path / "kc"), client_configuration=cfg)
-        async with client.ApiClient(cfg) as api:
-            ns = await client.CoreV1Api(api).create_namespace({"metadata": {"name": "tls"}})
-            assert ns.metadata.labels == {"kubernetes.io/metadata.name": "tls"}
-    finally:
-        await sim.stop()
+    async with KubeSim(tls=True) as sim, _api_of(sim, tmp_path) as api:
+        ns = await client.CoreV1Api(api).create_namespace({"metadata": {"name": "tls"}})
+        assert ns.metadata.labels == {"kubernetes.io/metadata.name": "tls"}
     assert sim.url.startswith("https://")
     await asyncio.sleep(0)
 

@@ -14,28 +14,20 @@ from typing import Any
 
 from kubesim.sim import KubeSim
 from tests.conftest import Raw
+from tests.support.manifests import configmap
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
 
-def cm(name: str, value: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default"},
-        "data": {"k": value},
-    }
-
-
 async def test_every_write_verb_honours_dry_run(sim: KubeSim, raw: Raw) -> None:
     await raw.request("POST", "/api/v1/namespaces", {"metadata": {"name": "default"}})
-    code, dry = await raw.request("POST", f"{CMS}?dryRun=All", cm("a", "0"))
+    code, dry = await raw.request("POST", f"{CMS}?dryRun=All", configmap("a", k="0"))
     assert code == 201
     assert dry["metadata"]["uid"] and dry["metadata"]["creationTimestamp"]
     assert "resourceVersion" not in dry["metadata"]
     assert (await raw.request("GET", f"{CMS}/a"))[0] == 404
 
-    code, live = await raw.request("POST", CMS, cm("a", "1"))
+    code, live = await raw.request("POST", CMS, configmap("a", k="1"))
     assert code == 201
     rv = live["metadata"]["resourceVersion"]
     sim.journal().reset()
@@ -48,7 +40,12 @@ async def test_every_write_verb_honours_dry_run(sim: KubeSim, raw: Raw) -> None:
             "application/json-patch+json",
         ),
         ("PATCH", "", {"data": {"k": "4"}}, "application/strategic-merge-patch+json"),
-        ("PATCH", "&fieldManager=t&force=true", cm("a", "5"), "application/apply-patch+yaml"),
+        (
+            "PATCH",
+            "&fieldManager=t&force=true",
+            configmap("a", k="5"),
+            "application/apply-patch+yaml",
+        ),
         ("PUT", "", {**live, "data": {"k": "6"}}, "application/json"),
     ]
     for method, extra, body, content_type in writes:
@@ -68,7 +65,7 @@ async def test_every_write_verb_honours_dry_run(sim: KubeSim, raw: Raw) -> None:
     code, _ = await raw.request(
         "PATCH",
         f"{CMS}/b?dryRun=All&fieldManager=t",
-        cm("b", "1"),
+        configmap("b", k="1"),
         content_type="application/apply-patch+yaml",
     )
     assert code == 201

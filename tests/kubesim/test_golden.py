@@ -62,17 +62,7 @@ def _compare(name: str, index: int, recorded: dict[str, Any], status: int, body:
     assert not diffs, f"{where}:\n" + "\n".join(diffs)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "crud-and-errors.json",
-        "server-side-apply.json",
-        "defaulting-and-generation.json",
-        "crd-lifecycle.json",
-        "authorization.json",
-        "namespace-termination.json",
-    ],
-)
+@pytest.mark.parametrize("name", ORDER)
 async def test_replay_matches_recorded_apiserver(raw: Raw, name: str) -> None:
     mapping: dict[str, str] = {}
     # The later recordings assume the namespace (and objects) made by earlier ones.

@@ -11,8 +11,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kubesim.sim import KubeSim
-from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient, Resource
+from ocmkit.kube import CONFIGMAPS, KubeClient, Resource
 from ocmkit.runtime import Informer, Object
+from tests.support.simclient import sim_client
 
 NS = "demo"
 
@@ -20,14 +21,8 @@ NS = "demo"
 @pytest.fixture
 async def kube(sim: KubeSim, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """An admin client for ``sim`` (no client-side QPS limit) with namespace ``demo``."""
-    client = await KubeClient.from_kubeconfig(
-        str(tmp_path / "kubeconfig"), user_agent="work-agent-test", qps=0, name="runtime-test"
-    )
-    await client.create(NAMESPACES, {"metadata": {"name": NS}})
-    try:
+    async with sim_client(tmp_path, "work-agent-test", "runtime-test", NS) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @dataclass
@@ -73,6 +68,15 @@ async def informers(kube: KubeClient) -> AsyncIterator[InformerFactory]:
     finally:
         for informer in made:
             await informer.stop()
+
+
+async def recorded(informers: InformerFactory, name: str, **kw: Any) -> tuple[Informer, Recorder]:
+    """Informer ``name`` (``kw`` as for :func:`informers`) with a Recorder, started and synced."""
+    informer = informers(name=name, **kw)
+    rec = Recorder().attach(informer)
+    await informer.start()
+    assert await informer.wait_synced(10)
+    return informer, rec
 
 
 def sample(metric: str, **labels: str) -> float:

@@ -11,7 +11,7 @@ from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
 from ocmkit.runtime import Object, namespace_index
 from tests.conftest import eventually
-from tests.runtime.conftest import NS, InformerFactory, Recorder, cm, sample
+from tests.runtime.conftest import NS, InformerFactory, Recorder, cm, recorded, sample
 
 
 async def test_initial_sync_fills_the_cache_and_delivers_adds(
@@ -92,10 +92,7 @@ async def test_add_update_delete_arrive_in_order_after_the_cache(
 async def test_watch_closed_by_the_server_resumes_without_relist(
     sim: KubeSim, kube: KubeClient, informers: InformerFactory
 ) -> None:
-    informer = informers(name="t-closed")
-    rec = Recorder().attach(informer)
-    await informer.start()
-    assert await informer.wait_synced(10)
+    informer, rec = await recorded(informers, "t-closed")
     reconnects = sample("informer_watch_reconnects_total", informer="t-closed")
 
     async def watching() -> bool:
@@ -118,10 +115,7 @@ async def test_410_relist_delivers_a_delete_missed_during_the_gap(
 ) -> None:
     for name in ("victim", "changed", "stable"):
         await kube.create(CONFIGMAPS, cm(name, v="old"), NS)
-    informer = informers(name="t-gone")
-    rec = Recorder().attach(informer)
-    await informer.start()
-    assert await informer.wait_synced(10)
+    informer, rec = await recorded(informers, "t-gone")
     await informer.wait_handlers_idle()
     rec.events.clear()
     # Keep the informer off the watch (throttled) while things change...
@@ -155,10 +149,7 @@ async def test_delete_while_list_and_watch_fail_is_delivered_after_recovery(
     sim: KubeSim, kube: KubeClient, informers: InformerFactory
 ) -> None:
     await kube.create(CONFIGMAPS, cm("victim", v="last"), NS)
-    informer = informers(name="t-gap")
-    rec = Recorder().attach(informer)
-    await informer.start()
-    assert await informer.wait_synced(10)
+    informer, rec = await recorded(informers, "t-gap")
     sim.inject(verb="watch", resource="configmaps", code=500)
     sim.inject(verb="list", resource="configmaps", code=500)
     sim.close_watches()
@@ -183,10 +174,7 @@ async def test_delete_while_list_and_watch_fail_is_delivered_after_recovery(
 async def test_429_storm_is_ridden_out_honouring_retry_after(
     sim: KubeSim, kube: KubeClient, informers: InformerFactory
 ) -> None:
-    informer = informers(name="t-429")
-    rec = Recorder().attach(informer)
-    await informer.start()
-    assert await informer.wait_synced(10)
+    _, rec = await recorded(informers, "t-429")
     sim.inject(verb="watch", resource="configmaps", code=429, count=3, retryAfter=1)
     with structlog.testing.capture_logs() as logs:
         sim.close_watches()
@@ -207,10 +195,7 @@ async def test_429_storm_is_ridden_out_honouring_retry_after(
 async def test_apiserver_restart_is_survived(
     sim: KubeSim, kube: KubeClient, informers: InformerFactory
 ) -> None:
-    informer = informers(name="t-restart")
-    rec = Recorder().attach(informer)
-    await informer.start()
-    assert await informer.wait_synced(10)
+    informer, rec = await recorded(informers, "t-restart")
     await sim.restart(downtime=0.3)
     await kube.create(CONFIGMAPS, cm("after-restart"), NS)
 
@@ -313,10 +298,9 @@ async def test_resync_redelivers_cached_objects_as_updates(
 async def test_watchdog_reports_and_replaces_a_stuck_watch(
     sim: KubeSim, kube: KubeClient, informers: InformerFactory
 ) -> None:
-    informer = informers(name="t-stuck", watch_timeout_seconds=1, stall_grace_seconds=0.3)
-    rec = Recorder().attach(informer)
-    await informer.start()
-    assert await informer.wait_synced(10)
+    informer, rec = await recorded(
+        informers, "t-stuck", watch_timeout_seconds=1, stall_grace_seconds=0.3
+    )
     assert informer.liveness_failure() is None
     # Every new watch hangs before answering: the connection is open but silent.
     sim.inject(verb="watch", resource="configmaps", latency=30)

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from ocmkit.kube import CONFIGMAPS, KubeClient
 from ocmkit.runtime import Object, strip_managed_fields
 from tests.conftest import eventually
-from tests.runtime.conftest import NS, InformerFactory, Recorder, cm
+from tests.runtime.conftest import NS, InformerFactory, cm, recorded
 
 
 def cached(informer_store: Callable[[], Object | None]) -> Callable[[], Awaitable[bool]]:
@@ -24,10 +24,7 @@ async def test_listed_and_watched_objects_lose_their_managed_fields(
 ) -> None:
     await kube.create(CONFIGMAPS, cm("listed", a="1"), NS)
     assert (await kube.get(CONFIGMAPS, "listed", NS))["metadata"].get("managedFields")
-    informer = informers(name="t-transform", transform=strip_managed_fields)
-    rec = Recorder().attach(informer)
-    await informer.start()
-    assert await informer.wait_synced(10)
+    informer, rec = await recorded(informers, "t-transform", transform=strip_managed_fields)
     await kube.create(CONFIGMAPS, cm("watched", a="1"), NS)
     await eventually(cached(lambda: informer.store.get(f"{NS}/watched")), what="the watched one")
     await informer.wait_handlers_idle()

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support.manifests import configmap
+
 T0 = "2024-05-06T07:08:09Z"
 
 
@@ -27,12 +29,7 @@ def manifest_work_spec() -> dict[str, Any]:
     return {
         "workload": {
             "manifests": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": "cm", "namespace": "default"},
-                    "data": {"a": "b"},
-                },
+                configmap("cm", a="b"),
                 {
                     "apiVersion": "apps/v1",
                     "kind": "Deployment",

@@ -68,11 +68,16 @@ async def test_every_sample_is_stored_and_read_back(raw: Raw) -> None:
         assert model.metadata.uid
 
 
+def _unsaved(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    """A sample as a client sends it: named ``name``, no other metadata, no status."""
+    del obj["status"]
+    obj["metadata"] = {"name": name}
+    return obj
+
+
 async def test_status_written_from_a_model(raw: Raw) -> None:
     await _install(raw)
-    obj = samples.manifest_work()
-    del obj["status"]
-    obj["metadata"] = {"name": "demo"}
+    obj = _unsaved(samples.manifest_work(), "demo")
     status, body = await raw.request("POST", _path(obj), obj)
     assert status == 201, body
 
@@ -99,9 +104,7 @@ async def test_status_written_from_a_model(raw: Raw) -> None:
 
 async def test_server_defaults_read_the_same_as_model_defaults(raw: Raw) -> None:
     await _install(raw)
-    mwrs = samples.manifest_work_replica_set()
-    del mwrs["status"]
-    mwrs["metadata"] = {"name": "mwrs"}
+    mwrs = _unsaved(samples.manifest_work_replica_set(), "mwrs")
     status, body = await raw.request("POST", _path(mwrs), mwrs)
     assert status == 201, body
     ours = ManifestWorkReplicaSet.from_wire(mwrs)
@@ -124,9 +127,7 @@ async def test_server_defaults_read_the_same_as_model_defaults(raw: Raw) -> None
 
 async def test_rejections_name_the_same_field(raw: Raw) -> None:
     await _install(raw)
-    obj = copy.deepcopy(samples.manifest_work())
-    del obj["status"]
-    obj["metadata"] = {"name": "bad"}
+    obj = _unsaved(copy.deepcopy(samples.manifest_work()), "bad")
     del obj["spec"]["workload"]["manifests"][1]["kind"]
     obj["spec"]["manifestConfigs"][0]["conditionRules"][1]["condition"] = ""
     status, body = await raw.request("POST", _path(obj), obj)

@@ -57,11 +57,14 @@ class AppliedManifestWorkFinalizer:
         """One pass for AppliedManifestWork ``name``."""
         deps = self._deps
         applied = deps.applied.store.get(name)
-        if applied is None or not deps.is_own_applied(applied):
+        if (
+            applied is None
+            or not deps.is_own_applied(applied)
+            or not is_deleting(applied)
+            or not has_finalizer(applied, APPLIED_MANIFEST_WORK_FINALIZER)
+        ):
             self._waits.forget(name)
-            return None
-        if not is_deleting(applied) or not has_finalizer(applied, APPLIED_MANIFEST_WORK_FINALIZER):
-            self._waits.forget(name)
+            deps.cleanup_blocked.discard(name)
             return None
 
         resources = recorded_resources(applied)
@@ -79,6 +82,9 @@ class AppliedManifestWorkFinalizer:
             cause=ORPHAN_WORK_DELETED,
         )
         changed = pending != resources
+        if pending or errors:
+            # Tell the ManifestWorkFinalizer before the status event reaches it.
+            deps.cleanup_blocked.add(name)
         if changed and pending:
             status = {**(applied.get("status") or {}), "appliedResources": pending}
             try:
@@ -96,6 +102,7 @@ class AppliedManifestWorkFinalizer:
         # Nothing left: the finalizer goes at once, without first writing the
         # empty list (the object is about to disappear with its status).
         self._waits.forget(name)
+        deps.cleanup_blocked.discard(name)
         remaining = [
             f for f in applied["metadata"]["finalizers"] if f != APPLIED_MANIFEST_WORK_FINALIZER
         ]

@@ -16,10 +16,13 @@ The rules that keep it safe:
   object, or a later GET answered 404), so an object held by a foreign
   finalizer keeps the work alive.
 
-The object is read with a GET before it is judged, unless the status syncs'
-coalesced lists (:mod:`workagent.polledreads`) show a version that is ours
-to delete: then that version is deleted directly, its resourceVersion as a
-precondition, and a 409 sends it down the GET path.
+The object is judged on the newest version the status syncs' coalesced lists
+or the apply loop saw (:mod:`workagent.polledreads`), else read as a
+Poll-mode status sync reads it: one GET, or, where many objects of one
+namespace are read (a work's, many works deleted at once), a share of a
+LIST. A version that is ours to delete is deleted directly, its
+resourceVersion as a precondition; a 409, an object being deleted or one
+not ours alone is judged again on a GET.
 """
 
 from __future__ import annotations
@@ -125,14 +128,31 @@ async def delete_applied_resources(
     deleted = ORPHAN_DELETIONS.labels(cause)
 
     async def one(entry: dict[str, Any]) -> tuple[bool, Exception | None]:
+        res, name = resource_of(entry), str(entry.get("name") or "")
+        namespace = str(entry.get("namespace") or "")
         async with limit:
-            known = deps.polled_reads.peek(
-                resource_of(entry), str(entry.get("namespace") or ""), str(entry.get("name") or "")
-            )
-            if known is not None:
-                outcome = await _delete_known(deps.spoke, entry, known, owner_uid, reason, deleted)
-                if outcome is not None:
-                    return outcome
+            # The newest version a list or the apply loop saw, however old: the
+            # resourceVersion precondition makes the server check it.
+            known = deps.polled_reads.peek(res, namespace, name, demand=True)
+            if known is None:
+                # Else read like a status sync: where many entries of one namespace go
+                # at once (a work's, many works'), they share a LIST.
+                try:
+                    known = await deps.polled_reads.read(
+                        deps.status_client,
+                        res,
+                        namespace,
+                        name,
+                        interval=deps.settings.status_sync_interval,
+                    )
+                except Exception as exc:
+                    return True, ResourceDeletionError(entry, "get", exc)
+                if known is None:
+                    return False, None
+            outcome = await _delete_known(deps.spoke, entry, known, owner_uid, reason, deleted)
+            if outcome is not None:
+                return outcome
+            # Changed since that read, being deleted, or not ours alone: judged on a GET.
             return await _delete_one(deps.spoke, entry, owner_uid, reason, deleted)
 
     outcomes = await asyncio.gather(*(one(entry) for entry in resources))

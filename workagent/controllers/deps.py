@@ -34,6 +34,9 @@ class AgentDeps:
     status controller's Poll-mode reads (coalesced LISTs) and is told by the
     apply loop of the objects it got from the server. ``status_syncs`` records
     when each work's status was last synced, for ``/metrics``.
+    ``cleanup_blocked`` names the AppliedManifestWorks whose last finalizer pass
+    left resources behind (held by a finalizer, or an error): the works the
+    ManifestWorkFinalizer reports ``Deleting`` for.
 
     The managed cluster has one client per part of the agent, each with its
     own QPS/burst bucket as client-go gives each client it builds: ``spoke``
@@ -57,6 +60,7 @@ class AgentDeps:
     rule_evaluator: ConditionRuleEvaluator | None = None
     polled_reads: PolledReads = field(default_factory=PolledReads)
     status_syncs: StatusSyncs = field(default_factory=StatusSyncs)
+    cleanup_blocked: set[str] = field(default_factory=set)
     spoke_work: KubeClient | None = None
     spoke_status: KubeClient | None = None
 

@@ -1,11 +1,16 @@
 """The ManifestWorkFinalizer (spec/agent.md section 8.1).
 
 Holds a deleted ManifestWork on the hub until the agent has cleaned up after
-it: it marks the work ``Deleting``, deletes the work's AppliedManifestWork on
-the spoke, waits for that to be gone (the AppliedManifestWork finalizer only
-lets it go once every owned resource is gone, section 8.2), and only then
-removes the ``manifest-work-cleanup`` finalizer. So the hub object disappears
-last: foreground deletion across two clusters.
+it: it deletes the work's AppliedManifestWork on the spoke, waits for that to be
+gone (the AppliedManifestWork finalizer only lets it go once every owned
+resource is gone, section 8.2), and only then removes the
+``manifest-work-cleanup`` finalizer. So the hub object disappears last:
+foreground deletion across two clusters.
+
+Unlike OCM's agent, which writes the work condition ``Deleting`` before it
+deletes the AppliedManifestWork, this one writes it only when a clean-up pass
+left resources behind (a foreign finalizer, an error): a work whose resources
+go at once is released without a status write it would carry for a moment.
 """
 
 from __future__ import annotations
@@ -123,11 +128,15 @@ class ManifestWorkFinalizer:
                 # NotFound: the hub object went meanwhile (its finalizer removed by
                 # hand); it was being deleted, so cleaning up is still what is wanted.
                 with contextlib.suppress(NotFound):
-                    await self._mark_deleting(work)
-                with contextlib.suppress(NotFound):
                     await deps.work_client.delete(APPLIED_MANIFESTWORKS, applied_name)
                 self._delete_sent[applied_name] = uid
                 log.info("deleting the applied manifest work", applied_work=applied_name)
+            elif applied_name in deps.cleanup_blocked:
+                # Deleting is reported once a clean-up pass has left something behind:
+                # a clean-up that finishes at once releases the hub object without
+                # that status write (one request per work fewer).
+                with contextlib.suppress(NotFound):
+                    await self._mark_deleting(work)
             return Result(requeue_after=self._waits.when(work_name))
 
         if applied_name not in self._seen_deleted and applied_name not in self._delete_sent:

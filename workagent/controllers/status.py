@@ -1,7 +1,9 @@
 """AvailableStatusController: status of the applied resources (spec/agent.md §10-§14).
 
 One sync of work ``W`` (only once ``W`` has the cleanup finalizer and a
-work-level ``Applied`` condition; a deleting work is still synced):
+work-level ``Applied`` condition; a deleting work only while its clean-up is
+held up, :attr:`AgentDeps.cleanup_blocked`: OCM syncs it throughout, writing
+each object's disappearance to a work about to go):
 
 1. for every entry of ``status.resourceStatus.manifests`` read the live object
    (from the feedback watch pool's cache when it has a synced informer, else a
@@ -81,6 +83,7 @@ from workagent.controllers.manifestwork import _log_fields, describe_error
 from workagent.controllers.metrics import MODE_POLL, MODE_WATCH
 from workagent.controllers.patcher import RecentWrites, normalized, patch_status
 from workagent.feedback import is_cheap, read_feedback
+from workagent.identity import applied_work_name
 from workagent.settings import FEATURE_RAW_FEEDBACK_JSON_STRING
 from workagent.watchpool import FeedbackWatchPool
 
@@ -225,6 +228,12 @@ class AvailableStatusController:
         ):
             syncs.forget(key)
             return None  # nothing to report before the work was applied once
+        if (
+            is_deleting(cached)
+            and applied_work_name(self.deps.hub_hash, key) not in self.deps.cleanup_blocked
+        ):
+            syncs.forget(key)
+            return None
         syncs.due(key)
         with bound_context(**_log_fields(cached)):
             return await self._sync(key, cached)

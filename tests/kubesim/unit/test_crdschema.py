@@ -15,6 +15,7 @@ from kubesim import crdschema
 from kubesim.crdschema import CRDSchema, unsupported_rules, validate_crd_schema
 from kubesim.errors import ApiError
 from tests.fixtures import APISERVER_RECORDINGS, UPSTREAM_CRDS, upstream_crd_files
+from tests.support.manifests import configmap
 
 CRDS = upstream_crd_files()
 
@@ -64,12 +65,7 @@ def manifestwork(**spec: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "workload": {
             "manifests": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": "cm", "namespace": "default"},
-                    "data": {"key": "value"},
-                },
+                configmap("cm", key="value"),
                 {
                     "apiVersion": "apps/v1",
                     "kind": "Deployment",
