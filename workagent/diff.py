@@ -59,7 +59,7 @@ from workagent.apply import (
 )
 from workagent.cli import PROG, DiffCommand
 from workagent.controllers.apply_results import ManifestResult
-from workagent.controllers.manifestconfig import find_manifest_config
+from workagent.controllers.manifestconfig import find_manifest_config, work_spec
 from workagent.controllers.manifests import ManifestError, map_resource, parse_manifest
 from workagent.controllers.manifestwork import describe_error
 from workagent.controllers.ownership import (
@@ -149,12 +149,10 @@ def check_work(doc: Any, where: str) -> dict[str, Any]:
     return doc
 
 
-def work_spec(work: dict[str, Any]) -> tuple[ManifestWorkSpec, list[Any]]:
+def checked_work_spec(work: dict[str, Any]) -> tuple[ManifestWorkSpec, list[Any]]:
     """The spec without the manifests (validated as the agent does) and the raw manifests."""
-    raw = dict(work.get("spec") or {})
-    manifests = list((raw.pop("workload", None) or {}).get("manifests") or [])
     try:
-        return ManifestWorkSpec.model_validate(raw), manifests
+        return work_spec(work)
     except ValueError as err:
         raise DiffError(f"invalid ManifestWork spec: {_first_line(str(err))}") from None
 
@@ -225,7 +223,7 @@ class WorkDiff:
 
     async def manifests(self, work: dict[str, Any]) -> tuple[list[ManifestDiff], str]:
         """The outcome of every manifest, in the agent's apply order; and a note."""
-        spec, manifests = work_spec(work)
+        spec, manifests = checked_work_spec(work)
         work_name = str(work["metadata"]["name"])
         owner, note = await self.owner(work_name)
         results = [parse_manifest(i, raw) for i, raw in enumerate(manifests)]

@@ -128,6 +128,7 @@ class FeedbackWatchPool:
         key = WatchKey(resource.group, resource.version, resource.plural, namespace)
         reg = Registration(key, name, work)
         entry = self._entries.get(key)
+        new_informer = False
         if entry is None:
             if self._stopped or len(self._entries) >= self._max:
                 if reg not in self._fallen_back:
@@ -142,17 +143,15 @@ class FeedbackWatchPool:
                     )
                 return False
             entry = self._entries[key] = _Entry(self._new_informer(key, resource))
-            entry.registrations.add(reg)
-            self._fallen_back.discard(reg)
-            self._publish()
+            new_informer = True
+        entry.registrations.add(reg)
+        self._fallen_back.discard(reg)
+        self._publish()
+        if new_informer:
             # Registered in the dict before the first await: a concurrent
             # registration of the same key shares this informer.
             await self._start(entry.informer)
             log.info("watching for status feedback", watch=str(key))
-            return True
-        entry.registrations.add(reg)
-        self._fallen_back.discard(reg)
-        self._publish()
         return True
 
     async def unregister(

@@ -13,10 +13,11 @@ from workagent.apply.ignore_fields import (
     remove_by_jq,
     remove_by_jsonpath,
     remove_by_pointer,
+    select_by_jsonpath,
     trim,
 )
 from workagent.apply.jq import JqParseError, delete_paths
-from workagent.apply.jsonpath import JSONPathError, parse, select
+from workagent.feedback.jsonpath import JSONPathError
 
 DOC: dict[str, Any] = {
     "apiVersion": "apps/v1",
@@ -40,20 +41,22 @@ def doc() -> dict[str, Any]:
     return copy.deepcopy(DOC)
 
 
-def test_jsonpath_subset() -> None:
+def test_jsonpath_selection() -> None:
     d = doc()
-    assert list(select(parse(".spec.replicas"), d)) == [3]
-    assert list(select(parse(""), d)) == [d]
-    images = select(parse(".spec.template.spec.containers[*].image"), d)
+    assert list(select_by_jsonpath(d, ".spec.replicas")) == [3]
+    assert list(select_by_jsonpath(d, "")) == [d]
+    images = select_by_jsonpath(d, ".spec.template.spec.containers[*].image")
     assert list(images) == ["app:1", "side:1"]
-    named = select(parse('.spec.template.spec.containers[?(@.name=="side")].image'), d)
+    named = select_by_jsonpath(d, '.spec.template.spec.containers[?(@.name=="side")].image')
     assert list(named) == ["side:1"]
-    assert list(select(parse("$..image"), d)) == ["app:1", "side:1"]
-    assert list(select(parse(".spec.template.spec.containers[-1].name"), d)) == ["side"]
-    assert list(select(parse(".metadata.annotations['b.c/d']"), d)) == ["2"]
-    assert list(select(parse(".spec.missing.deeper"), d)) == []
+    assert list(select_by_jsonpath(d, "$..image")) == ["app:1", "side:1"]
+    assert list(select_by_jsonpath(d, ".spec.template.spec.containers[-1].name")) == ["side"]
+    assert list(select_by_jsonpath(d, ".metadata.annotations['a']")) == ["1"]
+    # As in client-go (so in OCM), a bracketed key is a field path: 'b.c/d' is b, then c/d.
+    assert list(select_by_jsonpath(d, ".metadata.annotations['b.c/d']")) == []
+    assert list(select_by_jsonpath(d, ".spec.missing.deeper")) == []
     with pytest.raises(JSONPathError):
-        parse("spec.replicas")
+        select_by_jsonpath(d, "spec.replicas")
 
 
 def test_remove_by_jsonpath_deletes_the_last_segment_from_selected_maps() -> None:

@@ -14,7 +14,7 @@ from workagent.apply.merge import (
     semantic_equal,
 )
 from workagent.apply.owners import merge_owner_refs, same_owner
-from workagent.apply.quantity import parse_quantity, same_quantity
+from workagent.quantity import parse_quantity, same_quantity
 
 AMW = {
     "apiVersion": "work.open-cluster-management.io/v1",

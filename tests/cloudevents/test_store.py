@@ -17,7 +17,8 @@ from ocmkit.kube import (
     NotFound,
     Unreachable,
 )
-from workagent.sources.store import LocalWorkStore, apply_merge_patch
+from ocmkit.kube.mergepatch import apply_merge_patch
+from workagent.sources.store import LocalWorkStore
 
 FINALIZER = "cluster.open-cluster-management.io/manifest-work-cleanup"
 

@@ -53,11 +53,5 @@ class CreateOnlyApplier:
         obj = await self.client.create(
             target.resource, for_create(target.required), target.namespace
         )
-        log.info(
-            "resource created",
-            strategy=self.strategy,
-            resource=str(target.resource),
-            namespace=target.namespace or "",
-            name=target.name,
-        )
+        target.log_written(log, "resource created", self.strategy)
         return obj

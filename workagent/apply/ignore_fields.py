@@ -3,7 +3,9 @@
 Three ways to name a field, each with OCM's error handling:
 
 * ``jsonPaths``: the path is split on ``.``; the part before the last
-  segment is evaluated as a Kubernetes JSONPath (missing keys allowed) and
+  segment is evaluated as a Kubernetes JSONPath (missing keys allowed) by
+  the client-go port the status feedback uses
+  (:mod:`workagent.feedback.jsonpath`, as OCM uses client-go's for both) and
   the last segment's key is deleted from every map it selects. Errors are
   only logged. Keys containing ``.`` cannot be addressed this way.
 * ``jsonPointers``: a JSON-Patch ``remove`` at the pointer, with
@@ -26,11 +28,16 @@ import structlog
 from schemas.work_v1 import IgnoreField, IgnoreFieldsCondition
 from workagent.apply.base import IgnoreFieldsError
 from workagent.apply.jq import JqError, JqParseError, JqTimeout, delete_paths
-from workagent.apply.jsonpath import JSONPathError, parse, select
+from workagent.feedback.jsonpath import JSONPathError, compile_path
 
 log = structlog.get_logger(__name__)
 
 JQ_TIMEOUT_SECONDS: Final = 1.0
+
+
+def select_by_jsonpath(obj: Any, path: str) -> list[Any]:
+    """Every value (not a copy) the JSONPath ``path`` selects; raises JSONPathError."""
+    return [value for found in compile_path(path).find_results(obj) for value in found]
 
 
 def remove_by_jsonpath(obj: dict[str, Any], path: str) -> None:
@@ -40,8 +47,7 @@ def remove_by_jsonpath(obj: dict[str, Any], path: str) -> None:
     suffix = "." + last_key
     parent = path[: -len(suffix)] if path.endswith(suffix) else path
     try:
-        steps = parse(parent)
-        found = list(select(steps, obj))
+        found = select_by_jsonpath(obj, parent)
     except JSONPathError as exc:
         log.warning("ignoreFields jsonPath not usable", path=path, error=str(exc))
         return

@@ -19,6 +19,7 @@ stay valid.
 from __future__ import annotations
 
 import json
+import operator
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -268,41 +269,34 @@ def _sort_key(value: Any) -> tuple[Any, ...]:
     return (_ORDER[kind], value)
 
 
+_COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
 def _compare(left: Node, op: str, right: Node) -> Node:
+    compare = _COMPARISONS[op]
+
     def run(output: Output, budget: _Budget) -> Iterator[Output]:
         for _, b in right(output, budget):
             for _, a in left(output, budget):
-                ka, kb = _sort_key(a), _sort_key(b)
-                result = {
-                    "==": ka == kb,
-                    "!=": ka != kb,
-                    "<": ka < kb,
-                    "<=": ka <= kb,
-                    ">": ka > kb,
-                    ">=": ka >= kb,
-                }[op]
-                yield None, result
+                yield None, compare(_sort_key(a), _sort_key(b))
 
     return run
 
 
-def _and(left: Node, right: Node) -> Node:
+def _logical(left: Node, right: Node, *, decided_by: bool) -> Node:
+    """``and`` (decided by a false left side) and ``or`` (by a true one)."""
+
     def run(output: Output, budget: _Budget) -> Iterator[Output]:
         for _, a in left(output, budget):
-            if not _truthy(a):
-                yield None, False
-                continue
-            for _, b in right(output, budget):
-                yield None, _truthy(b)
-
-    return run
-
-
-def _or(left: Node, right: Node) -> Node:
-    def run(output: Output, budget: _Budget) -> Iterator[Output]:
-        for _, a in left(output, budget):
-            if _truthy(a):
-                yield None, True
+            if _truthy(a) == decided_by:
+                yield None, decided_by
                 continue
             for _, b in right(output, budget):
                 yield None, _truthy(b)
@@ -360,14 +354,14 @@ class _Parser:
         node = self.and_()
         while self.peek() == ("ident", "or"):
             self.take()
-            node = _or(node, self.and_())
+            node = _logical(node, self.and_(), decided_by=True)
         return node
 
     def and_(self) -> Node:
         node = self.compare()
         while self.peek() == ("ident", "and"):
             self.take()
-            node = _and(node, self.compare())
+            node = _logical(node, self.compare(), decided_by=False)
         return node
 
     def compare(self) -> Node:

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from workagent.apply.owners import merge_owner_refs, without_removal_markers
-from workagent.apply.quantity import same_quantity
+from workagent.quantity import same_quantity
 
 #: A label or annotation key ending with this deletes the key without it.
 REMOVAL_KEY_SUFFIX = "-"

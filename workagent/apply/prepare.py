@@ -32,6 +32,17 @@ class Target:
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.resource} {where}"
 
+    def log_written(self, logger: Any, event: str, strategy: str, **extra: Any) -> None:
+        """Log a write of the object on ``logger``: what and where, never the content."""
+        logger.info(
+            event,
+            strategy=strategy,
+            resource=str(self.resource),
+            namespace=self.namespace or "",
+            name=self.name,
+            **extra,
+        )
+
 
 def prepare(request: ApplyRequest) -> Target:
     """Copy the manifest, drop ``metadata.uid``, and find its name and namespace.

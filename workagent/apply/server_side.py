@@ -155,12 +155,7 @@ class ServerSideApplier:
             )
         except Conflict as exc:
             raise ServerSideApplyConflict(exc.message) from exc
-        log.info(
-            "resource server-side applied",
-            strategy=self.strategy,
-            resource=str(target.resource),
-            namespace=target.namespace or "",
-            name=target.name,
-            field_manager=field_manager,
+        target.log_written(
+            log, "resource server-side applied", self.strategy, field_manager=field_manager
         )
         return await ensure_owner(self.client, target.resource, applied, request.owner)

@@ -88,7 +88,7 @@ class UpdateApplier:
             existing = request.known or await self.client.get(res, target.name, target.namespace)
         except NotFound:
             created = await self.client.create(res, for_create(required), target.namespace)
-            self._log("created", target)
+            target.log_written(log, "resource created", self.strategy)
             self.cache.put(key, CacheEntry(required_hash, _rv(created), required))
             return created
 
@@ -131,7 +131,7 @@ class UpdateApplier:
             )
         except (AlreadyExists, Forbidden):
             return None
-        self._log("created", target)
+        target.log_written(log, "resource created", self.strategy)
         return created
 
     async def _write(self, target: Target, existing: dict[str, Any], plan: Plan) -> dict[str, Any]:
@@ -146,7 +146,7 @@ class UpdateApplier:
             if plan.recreate_if_immutable and IMMUTABLE_MESSAGE in exc.message:
                 return await self._recreate(target, existing, body)
             raise
-        self._log("updated", target)
+        target.log_written(log, "resource updated", self.strategy)
         return updated
 
     async def _recreate(
@@ -166,15 +166,5 @@ class UpdateApplier:
             meta.pop(field, None)
         fresh.pop("status", None)
         created = await self.client.create(target.resource, for_create(fresh), target.namespace)
-        self._log("recreated", target)
+        target.log_written(log, "resource recreated", self.strategy)
         return created
-
-    def _log(self, action: str, target: Target) -> None:
-        # Names only: manifests and Secret data never reach the log.
-        log.info(
-            f"resource {action}",
-            strategy=self.strategy,
-            resource=str(target.resource),
-            namespace=target.namespace or "",
-            name=target.name,
-        )

@@ -29,6 +29,8 @@ from typing import Any, Final
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from workagent.conditions.celfunctions import GLOBAL_FUNCTIONS, METHODS
+
 #: Longest expression accepted (cel-go's own limit is 100,000 code points).
 MAX_EXPRESSION_CHARS: Final = 4096
 #: Deepest syntax tree accepted. A typical rule is ~30 deep; 32 nested brackets
@@ -44,31 +46,13 @@ MESSAGE_VARIABLES: Final = frozenset({"object", "result"})
 _TYPE_IDENTIFIERS: Final = frozenset(
     {"bool", "bytes", "double", "int", "list", "map", "null_type", "string", "type", "uint"}
 )
-# Functions callable as ``f(x)``.
+# Functions callable as ``f(x)``: CEL's own and our library's.
 _GLOBAL_FUNCTIONS: Final = frozenset(
-    {
-        "bool",
-        "bytes",
-        "double",
-        "duration",
-        "dyn",
-        "has",
-        "hasConditions",
-        "int",
-        "isQuantity",
-        "matches",
-        "quantity",
-        "size",
-        "string",
-        "timestamp",
-        "type",
-        "uint",
-    }
-)
-# Functions callable as ``x.f()``.
+    {"bool", "bytes", "duration", "dyn", "has", "matches", "size", "string", "timestamp", "type"}
+) | frozenset(GLOBAL_FUNCTIONS)
+# Functions callable as ``x.f()``: CEL's own (and celpy's ``min`` macro) and our library's.
 _METHODS: Final = frozenset(
     {
-        # Standard.
         "contains",
         "endsWith",
         "matches",
@@ -84,43 +68,9 @@ _METHODS: Final = frozenset(
         "getMinutes",
         "getMonth",
         "getSeconds",
-        # Strings and format.
-        "charAt",
-        "format",
-        "indexOf",
-        "join",
-        "lastIndexOf",
-        "lowerAscii",
-        "replace",
-        "reverse",
-        "split",
-        "substring",
-        "trim",
-        "upperAscii",
-        # Regex.
-        "find",
-        "findAll",
-        # Lists.
-        "distinct",
-        "flatten",
-        "isSorted",
-        "max",
         "min",
-        "slice",
-        "sort",
-        "sum",
-        # Quantity.
-        "add",
-        "asApproximateFloat",
-        "asInteger",
-        "compareTo",
-        "isGreaterThan",
-        "isInteger",
-        "isLessThan",
-        "sign",
-        "sub",
     }
-)
+) | frozenset(METHODS)
 _COMPREHENSIONS: Final = frozenset({"all", "exists", "exists_one", "filter", "map"})
 # Nodes that only wrap their single child on the way down to an identifier.
 _WRAPPERS: Final = frozenset(

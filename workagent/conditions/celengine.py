@@ -56,10 +56,10 @@ from workagent.conditions.protocol import (
 from workagent.conditions.reasons import (
     BUDGET_EXCEEDED_MESSAGE,
     FALSE,
-    MAX_MESSAGE_CHARS,
     REASON_EVALUATED,
     REASON_EXPRESSION_ERROR,
     TRUE,
+    cap_message,
 )
 
 #: Compiled programs kept per worker.
@@ -137,8 +137,8 @@ class CelEngine:
             program = self.compile(source, celcheck.RULE_VARIABLES)
             if isinstance(program, CompileFailure):
                 if program.internal:
-                    return internal_error(_cap(program.text))
-                return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, _cap(program.text))
+                    return internal_error(cap_message(program.text))
+                return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, cap_message(program.text))
             value, error = _run(program, activation)
             if error is not None:
                 if error == BUDGET_EXCEEDED_MESSAGE:
@@ -160,13 +160,13 @@ class CelEngine:
         if isinstance(program, CompileFailure):
             # OCM keeps only the first line of the issue text, without the snippet.
             text = program.text if program.internal else celcheck.first_line(program.text)
-            return MessageOutcome(error=_cap(text))
+            return MessageOutcome(error=cap_message(text))
         value, error = _run(program, activation)
         if error is not None:
             return MessageOutcome(error=error)
         # celpy's ``+`` on strings returns a plain str, not a StringType.
         if isinstance(value, str):
-            return MessageOutcome(message=_cap(str(value)) or None)
+            return MessageOutcome(message=cap_message(str(value)) or None)
         return MessageOutcome(
             error=f"expected message expression to have a string result, got {go_type_name(value)}"
         )
@@ -209,14 +209,14 @@ def _run(program: Any, activation: Mapping[str, Any]) -> tuple[Any, str | None]:
     except CelBudgetError:
         return None, BUDGET_EXCEEDED_MESSAGE
     except _OWN_ERRORS as exc:
-        return None, _cap(error_text(exc))
+        return None, cap_message(error_text(exc))
     except RecursionError:
         return None, _RECURSION_MESSAGE
     except MemoryError:
         # The worker's address-space limit: as much a cost overrun as a slow loop.
         return None, BUDGET_EXCEEDED_MESSAGE
     except Exception as exc:  # celpy internals (unsupported features ...)
-        return None, _cap(f"evaluation failed: {_one_line(exc)}")
+        return None, cap_message(f"evaluation failed: {_one_line(exc)}")
     # celpy's map() keeps per-element errors inside the list; cel-go fails the call.
     if isinstance(value, list):
         for element in value:
@@ -236,13 +236,13 @@ def runtime_error_text(exc: CELEvalError) -> str:
         if issubclass(kind, CelBudgetError) or issubclass(kind, MemoryError):
             return BUDGET_EXCEEDED_MESSAGE
         if issubclass(kind, _OWN_ERRORS) and detail_text:
-            return _cap(detail_text)
+            return cap_message(detail_text)
         if issubclass(kind, RecursionError):
             return _RECURSION_MESSAGE
     if text.startswith("no such member in mapping: "):
-        return _cap("no such key: " + text.split(": ", 1)[1].strip("'"))
+        return cap_message("no such key: " + text.split(": ", 1)[1].strip("'"))
     if text.startswith("undeclared reference to "):
-        return _cap(text.split(" (in activation", 1)[0] + " (in container '')")
+        return cap_message(text.split(" (in activation", 1)[0] + " (in container '')")
     if text.endswith("does not support field selection"):
         return "no such overload"
     if kind is TypeError or text.startswith("found no matching overload"):
@@ -250,38 +250,33 @@ def runtime_error_text(exc: CELEvalError) -> str:
     if kind is ZeroDivisionError:
         return "division by zero"
     if text in ("return error for overflow", "overflow"):
-        return "integer overflow" if detail_text in ("", "overflow") else _cap(detail_text)
-    return _cap(text.split(" (in activation", 1)[0])
+        return "integer overflow" if detail_text in ("", "overflow") else cap_message(detail_text)
+    return cap_message(text.split(" (in activation", 1)[0])
+
+
+# Order matters: BoolType, IntType and UintType are all Python ints, and
+# celpy sometimes returns plain Python values (``'a' + 'b'`` is a str).
+_GO_TYPE_NAMES: Final[tuple[tuple[type | tuple[type, ...], str], ...]] = (
+    ((celtypes.BoolType, bool), "bool"),
+    (celtypes.UintType, "uint64"),
+    (celtypes.TimestampType, "time.Time"),
+    (celtypes.DurationType, "time.Duration"),
+    (int, "int64"),
+    (float, "float64"),
+    (str, "string"),
+    (bytes, "[]uint8"),
+    (type(None), "structpb.NullValue"),
+    (list, "[]interface {}"),
+    (dict, "map[string]interface {}"),
+    (Quantity, "*resource.Quantity"),
+)
 
 
 def go_type_name(value: Any) -> str:
     """The Go type cel-go's ``out.Value()`` would have for a result (``reflect.TypeOf``)."""
-    # Order matters: BoolType, IntType and UintType are all Python ints, and
-    # celpy sometimes returns plain Python values (``'a' + 'b'`` is a str).
-    if isinstance(value, celtypes.BoolType | bool):
-        return "bool"
-    if isinstance(value, celtypes.UintType):
-        return "uint64"
-    if isinstance(value, celtypes.TimestampType):
-        return "time.Time"
-    if isinstance(value, celtypes.DurationType):
-        return "time.Duration"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bytes):
-        return "[]uint8"
-    if value is None:
-        return "structpb.NullValue"
-    if isinstance(value, list):
-        return "[]interface {}"
-    if isinstance(value, dict):
-        return "map[string]interface {}"
-    if isinstance(value, Quantity):
-        return "*resource.Quantity"
+    for kind, name in _GO_TYPE_NAMES:
+        if isinstance(value, kind):
+            return name
     if isinstance(value, type) or callable(value):
         return "*types.Type"
     return type(value).__name__
@@ -290,7 +285,3 @@ def go_type_name(value: Any) -> str:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:1000]
-
-
-def _cap(text: str) -> str:
-    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS]

@@ -7,32 +7,18 @@ of the :class:`CelFunctionError` family, whose message is what cel-go says
 message. celpy reports TypeErrors raised by a function as ``no such
 overload``, which is also cel-go's wording for a call on the wrong types.
 
-What exists (``s`` string, ``l`` list, ``q`` quantity):
-
-* OCM: ``hasConditions(x)``.
-* Strings (cel-go ``ext.Strings``): ``s.charAt(i)``, ``s.indexOf(t[, i])``,
-  ``s.lastIndexOf(t[, i])``, ``s.lowerAscii()``, ``s.upperAscii()``,
-  ``s.replace(a, b[, n])``, ``s.split(sep[, n])``, ``s.substring(i[, j])``,
-  ``s.trim()``, ``s.reverse()``, ``l.join([sep])``; plus celpy's own
-  ``contains``, ``startsWith``, ``endsWith``, ``matches`` (``matches`` is
-  replaced here to use a cached RE2 and cel-go's error text), ``size``.
-* Format (Kubernetes): ``s.format(l)`` with ``%s %d %f %e %b %o %x %X %%``
-  and a precision (``%.2f``).
-* Regex (Kubernetes): ``s.find(re)``, ``s.findAll(re[, n])`` (RE2, as cel-go).
-* Lists (Kubernetes and cel-go ``ext.Lists``): ``l.isSorted()``, ``l.sum()``,
-  ``l.min()`` (a celpy macro), ``l.max()``, ``l.indexOf(x)``,
-  ``l.lastIndexOf(x)``, ``l.slice(i, j)``, ``l.flatten([depth])``,
-  ``l.distinct()``, ``l.reverse()``, ``l.sort()``.
-* Quantity (Kubernetes): ``quantity(s)``, ``isQuantity(s)``, ``q.sign()``,
-  ``q.isInteger()``, ``q.asInteger()``, ``q.asApproximateFloat()``,
-  ``q.add(q|int)``, ``q.sub(q|int)``, ``q.isGreaterThan(q)``,
-  ``q.isLessThan(q)``, ``q.compareTo(q)``, and ``==`` between quantities.
-* Conversions ``int``, ``uint``, ``double`` with cel-go's parse errors.
-* Operators: heterogeneous equality (``1 == 1.0`` is true, ``1 == 'a'`` is
-  false, as in cel-go) and cross-type numeric ordering (``1 < 2.5``), which
-  Kubernetes enables and celpy rejects; ``/`` and ``%`` with cel-go's
-  ``division by zero`` / ``modulus by zero``; ``[]`` with cel-go's
-  ``no such key`` / ``index out of range`` messages.
+What exists is in the tables at the end, :data:`GLOBAL_FUNCTIONS` (OCM's
+``hasConditions``, the Kubernetes ``quantity``/``isQuantity``, the ``int``,
+``uint``, ``double`` conversions with cel-go's parse errors) and
+:data:`METHODS` (cel-go ``ext.Strings`` and ``ext.Lists``, the Kubernetes
+format, regex, lists and quantity libraries; each function's docstring gives
+its CEL form), besides celpy's own ``contains``, ``startsWith``, ``endsWith``,
+``size`` and the ``min`` macro (``matches`` is replaced to use a cached RE2 and
+cel-go's error text). :data:`FUNCTIONS` also overrides operators where celpy
+differs from cel-go as Kubernetes runs it: heterogeneous equality (``1 == 1.0``
+is true, ``1 == 'a'`` false), cross-type numeric ordering (``1 < 2.5``), and
+cel-go's messages for ``/``, ``%`` and ``[]`` (``division by zero``,
+``no such key``, ``index out of range``).
 
 Not provided (calls are compile errors ``undeclared reference``): the URL,
 IP, CIDR and semver libraries, ``strings.quote``, ``math.*``, optional types
@@ -49,11 +35,13 @@ import math
 import operator
 import re
 from collections.abc import Callable, Iterable
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, Final
 
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
+
+from workagent.quantity import parse_quantity
 
 # google-re2 ships with celpy (its ``matches`` uses it) but has no type stubs.
 re2: Any = importlib.import_module("re2")
@@ -172,15 +160,19 @@ def _string_last_index_of(s: str, sub: str, offset: int) -> int:
     return s.rfind(sub, 0, min(offset, len(s) - len(sub)) + len(sub))
 
 
+def _list_search(
+    items: list[Any], item: Any, offset: Any, order: Iterable[int]
+) -> celtypes.IntType:
+    """The first index in ``order`` holding ``item``, or -1 (lists take no offset)."""
+    if offset is not None:
+        raise TypeError("no such overload")
+    return celtypes.IntType(next((i for i in order if cel_equal(items[i], item)), -1))
+
+
 def index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
     """``s.indexOf(t[, i])`` for strings, ``l.indexOf(x)`` for lists."""
     if isinstance(target, list):
-        if offset is not None:
-            raise TypeError("no such overload")
-        for i, element in enumerate(target):
-            if cel_equal(element, item):
-                return celtypes.IntType(i)
-        return celtypes.IntType(-1)
+        return _list_search(target, item, offset, range(len(target)))
     s, sub = _string(target), _string(item)
     return celtypes.IntType(_string_index_of(s, sub, 0 if offset is None else _int(offset)))
 
@@ -188,12 +180,7 @@ def index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
 def last_index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
     """``s.lastIndexOf(t[, i])`` for strings, ``l.lastIndexOf(x)`` for lists."""
     if isinstance(target, list):
-        if offset is not None:
-            raise TypeError("no such overload")
-        for i in range(len(target) - 1, -1, -1):
-            if cel_equal(target[i], item):
-                return celtypes.IntType(i)
-        return celtypes.IntType(-1)
+        return _list_search(target, item, offset, range(len(target) - 1, -1, -1))
     s, sub = _string(target), _string(item)
     if offset is None:
         if sub == "":
@@ -528,23 +515,6 @@ def _compare(a: Any, b: Any) -> int:
 # Quantity (Kubernetes quantity library)
 # --------------------------------------------------------------------------
 
-_BINARY_SUFFIXES: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL_SUFFIXES: Final = {
-    "n": -9,
-    "u": -6,
-    "m": -3,
-    "": 0,
-    "k": 3,
-    "M": 6,
-    "G": 9,
-    "T": 12,
-    "P": 15,
-    "E": 18,
-}
-_QUANTITY_RE: Final = re.compile(
-    r"^(?P<number>[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
-)
 _QUANTITY_FORMAT_ERROR: Final = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
@@ -573,21 +543,8 @@ class Quantity:
 
 
 def _parse_quantity(text: str) -> Quantity | None:
-    found = _QUANTITY_RE.match(text)
-    if found is None:
-        return None
-    try:
-        number = Decimal(found["number"])
-    except InvalidOperation:  # pragma: no cover - the pattern admits only numbers
-        return None
-    suffix = found["suffix"] or ""
-    if suffix in _BINARY_SUFFIXES:
-        value = number * (2 ** _BINARY_SUFFIXES[suffix])
-    elif suffix in _DECIMAL_SUFFIXES:
-        value = number.scaleb(_DECIMAL_SUFFIXES[suffix])
-    else:
-        value = number.scaleb(int(suffix[1:]))
-    return Quantity(text, value)
+    value = parse_quantity(text)
+    return None if value is None else Quantity(text, value)
 
 
 def _decimal_text(value: Decimal) -> str:
@@ -644,32 +601,23 @@ def quantity_as_float(q: Any) -> celtypes.DoubleType:
     return celtypes.DoubleType(float(_quantity(q).value))
 
 
-def quantity_add(q: Any, other: Any) -> Quantity:
-    """``q.add(q2)`` / ``q.add(int)``."""
-    value = _quantity(q).value + _quantity_or_int(other)
-    return Quantity(_decimal_text(value), value)
+def _quantity_arithmetic(op: Callable[[Decimal, Decimal], Decimal]) -> Callable[..., Quantity]:
+    """``q.add(q2|int)`` and ``q.sub(q2|int)``."""
+
+    def run(q: Any, other: Any) -> Quantity:
+        value = op(_quantity(q).value, _quantity_or_int(other))
+        return Quantity(_decimal_text(value), value)
+
+    return run
 
 
-def quantity_sub(q: Any, other: Any) -> Quantity:
-    """``q.sub(q2)`` / ``q.sub(int)``."""
-    value = _quantity(q).value - _quantity_or_int(other)
-    return Quantity(_decimal_text(value), value)
+def _quantity_comparison(result: Callable[[Decimal, Decimal], Any]) -> Callable[..., Any]:
+    """``q.isGreaterThan(q2)``, ``q.isLessThan(q2)``, ``q.compareTo(q2)``."""
 
+    def run(q: Any, other: Any) -> Any:
+        return result(_quantity(q).value, _quantity(other).value)
 
-def quantity_greater(q: Any, other: Any) -> celtypes.BoolType:
-    """``q.isGreaterThan(q2)``."""
-    return celtypes.BoolType(_quantity(q).value > _quantity(other).value)
-
-
-def quantity_less(q: Any, other: Any) -> celtypes.BoolType:
-    """``q.isLessThan(q2)``."""
-    return celtypes.BoolType(_quantity(q).value < _quantity(other).value)
-
-
-def quantity_compare(q: Any, other: Any) -> celtypes.IntType:
-    """``q.compareTo(q2)``: -1, 0 or 1."""
-    a, b = _quantity(q).value, _quantity(other).value
-    return celtypes.IntType((a > b) - (a < b))
+    return run
 
 
 # --------------------------------------------------------------------------
@@ -677,44 +625,25 @@ def quantity_compare(q: Any, other: Any) -> celtypes.IntType:
 # --------------------------------------------------------------------------
 
 
-def to_int(value: Any) -> Any:
-    """``int(x)``."""
-    if isinstance(value, str):
+def _conversion(
+    cel_type: Callable[[Any], Any], parse: Callable[[str], Any], go_parser: str, name: str
+) -> Callable[[Any], Any]:
+    """``int(x)``, ``uint(x)``, ``double(x)``: a string is parsed, anything else converted."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return cel_type(parse(value))
+            except ValueError:
+                raise CelFunctionError(
+                    f'strconv.{go_parser}: parsing "{value}": invalid syntax'
+                ) from None
         try:
-            return celtypes.IntType(int(value, 10))
-        except ValueError:
-            raise CelFunctionError(f'strconv.ParseInt: parsing "{value}": invalid syntax') from None
-    try:
-        return celtypes.IntType(value)
-    except (ValueError, OverflowError):
-        raise CelFunctionError("range error converting value to int") from None
+            return cel_type(value)
+        except (ValueError, OverflowError):
+            raise CelFunctionError(f"range error converting value to {name}") from None
 
-
-def to_uint(value: Any) -> Any:
-    """``uint(x)``."""
-    if isinstance(value, str):
-        try:
-            return celtypes.UintType(int(value, 10))
-        except ValueError:
-            raise CelFunctionError(
-                f'strconv.ParseUint: parsing "{value}": invalid syntax'
-            ) from None
-    try:
-        return celtypes.UintType(value)
-    except (ValueError, OverflowError):
-        raise CelFunctionError("range error converting value to uint") from None
-
-
-def to_double(value: Any) -> Any:
-    """``double(x)``."""
-    if isinstance(value, str):
-        try:
-            return celtypes.DoubleType(float(value))
-        except ValueError:
-            raise CelFunctionError(
-                f'strconv.ParseFloat: parsing "{value}": invalid syntax'
-            ) from None
-    return celtypes.DoubleType(value)
+    return convert
 
 
 # --------------------------------------------------------------------------
@@ -812,14 +741,6 @@ def _bool_op(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any], celtyp
     return op
 
 
-def _equal_op(a: Any, b: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(cel_equal(a, b))
-
-
-def _not_equal_op(a: Any, b: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(not cel_equal(a, b))
-
-
 def _in_op(item: Any, container: Any) -> celtypes.BoolType:
     if isinstance(container, list):
         return celtypes.BoolType(any(cel_equal(item, e) for e in container))
@@ -832,17 +753,15 @@ def _integral(value: Any) -> bool:
     return _is_number(value) and not isinstance(value, float)
 
 
-def _divide(a: Any, b: Any) -> Any:
-    # Integer division by zero is an error; double division follows IEEE 754 (celpy's own).
-    if _integral(a) and _integral(b) and int(b) == 0:
-        raise CelFunctionError("division by zero")
-    return operator.truediv(a, b)
+def _by_nonzero(op: Callable[[Any, Any], Any], message: str) -> Callable[[Any, Any], Any]:
+    """``/`` and ``%``: an integer zero divisor is an error; doubles follow IEEE 754 (celpy's)."""
 
+    def run(a: Any, b: Any) -> Any:
+        if _integral(a) and _integral(b) and int(b) == 0:
+            raise CelFunctionError(message)
+        return op(a, b)
 
-def _modulo(a: Any, b: Any) -> Any:
-    if _integral(a) and _integral(b) and int(b) == 0:
-        raise CelFunctionError("modulus by zero")
-    return operator.mod(a, b)
+    return run
 
 
 def _index(container: Any, key: Any) -> Any:
@@ -885,29 +804,18 @@ def _propagating(function: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-#: Functions and operator overrides bound to every program.
-FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
-    # Operators (celpy looks them up by these names). The ternary and the
-    # unary operators are celpy's own, only made to propagate errors.
-    "_?_:_": celtypes.logical_condition,
-    "!_": celtypes.logical_not,
-    "-_": operator.neg,
-    "_==_": _equal_op,
-    "_!=_": _not_equal_op,
-    "_<_": _bool_op(functools.partial(_ordered, operator.lt)),
-    "_<=_": _bool_op(functools.partial(_ordered, operator.le)),
-    "_>_": _bool_op(functools.partial(_ordered, operator.gt)),
-    "_>=_": _bool_op(functools.partial(_ordered, operator.ge)),
-    "_in_": _in_op,
-    "_/_": _divide,
-    "_%_": _modulo,
-    "_[_]": _index,
+#: Library functions called as ``f(x)``.
+GLOBAL_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     # Conversions.
-    "int": to_int,
-    "uint": to_uint,
-    "double": to_double,
-    # OCM.
-    "hasConditions": has_conditions,
+    "int": _conversion(celtypes.IntType, int, "ParseInt", "int"),
+    "uint": _conversion(celtypes.UintType, int, "ParseUint", "uint"),
+    "double": _conversion(celtypes.DoubleType, float, "ParseFloat", "double"),
+    "hasConditions": has_conditions,  # OCM
+    "quantity": quantity,
+    "isQuantity": is_quantity,
+}
+#: Library functions called as methods, ``x.f(...)``.
+METHODS: Final[dict[str, Callable[..., Any]]] = {
     # Strings.
     "charAt": char_at,
     "indexOf": index_of,
@@ -934,17 +842,35 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "distinct": distinct,
     "sort": list_sort,
     # Quantity.
-    "quantity": quantity,
-    "isQuantity": is_quantity,
     "sign": quantity_sign,
     "isInteger": quantity_is_integer,
     "asInteger": quantity_as_integer,
     "asApproximateFloat": quantity_as_float,
-    "add": quantity_add,
-    "sub": quantity_sub,
-    "isGreaterThan": quantity_greater,
-    "isLessThan": quantity_less,
-    "compareTo": quantity_compare,
+    "add": _quantity_arithmetic(operator.add),
+    "sub": _quantity_arithmetic(operator.sub),
+    "isGreaterThan": _quantity_comparison(lambda a, b: celtypes.BoolType(a > b)),
+    "isLessThan": _quantity_comparison(lambda a, b: celtypes.BoolType(a < b)),
+    "compareTo": _quantity_comparison(lambda a, b: celtypes.IntType((a > b) - (a < b))),
+}
+#: Functions and operator overrides bound to every program.
+FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
+    # Operators (celpy looks them up by these names). The ternary and the
+    # unary operators are celpy's own, only made to propagate errors.
+    "_?_:_": celtypes.logical_condition,
+    "!_": celtypes.logical_not,
+    "-_": operator.neg,
+    "_==_": _bool_op(cel_equal),
+    "_!=_": _bool_op(lambda a, b: not cel_equal(a, b)),
+    "_<_": _bool_op(functools.partial(_ordered, operator.lt)),
+    "_<=_": _bool_op(functools.partial(_ordered, operator.le)),
+    "_>_": _bool_op(functools.partial(_ordered, operator.gt)),
+    "_>=_": _bool_op(functools.partial(_ordered, operator.ge)),
+    "_in_": _in_op,
+    "_/_": _by_nonzero(operator.truediv, "division by zero"),
+    "_%_": _by_nonzero(operator.mod, "modulus by zero"),
+    "_[_]": _index,
+    **GLOBAL_FUNCTIONS,
+    **METHODS,
 }
 FUNCTIONS.update({name: _propagating(function) for name, function in FUNCTIONS.items()})
 

@@ -31,3 +31,8 @@ BUDGET_EXCEEDED_MESSAGE: Final = "CEL evaluation budget exceeded"
 #: metav1.Condition's ``message`` maxLength: a longer message makes the hub
 #: reject the whole status patch, so rule messages are cut to this many characters.
 MAX_MESSAGE_CHARS: Final = 32768
+
+
+def cap_message(text: str) -> str:
+    """``text`` cut to :data:`MAX_MESSAGE_CHARS` characters."""
+    return text[:MAX_MESSAGE_CHARS]

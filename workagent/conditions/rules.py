@@ -39,11 +39,11 @@ from schemas.meta import CONDITION_TYPE_PATTERN
 from workagent.conditions.pool import DEFAULT_WORKERS, CelWorkerPool
 from workagent.conditions.protocol import CelProgram, ExpressionsOutcome, ProgramOutcome
 from workagent.conditions.reasons import (
-    MAX_MESSAGE_CHARS,
     REASON_EVALUATED,
     REASON_INVALID,
     TRUE,
     UNKNOWN,
+    cap_message,
 )
 from workagent.conditions.wellknown import well_known_rule
 
@@ -165,7 +165,7 @@ def _resolve(rule: ConditionRule, obj: Mapping[str, Any]) -> dict[str, Any] | _P
         "type": condition,
         "status": UNKNOWN,
         "reason": REASON_INVALID,
-        "message": _cap(f"unrecognized condition rule type {rule_type}"),
+        "message": cap_message(f"unrecognized condition rule type {rule_type}"),
     }
 
 
@@ -179,7 +179,7 @@ def _condition(pending: _Pending, outcome: ProgramOutcome) -> dict[str, Any]:
         "type": pending.condition,
         "status": expressions.status,
         "reason": expressions.reason,
-        "message": _cap(message),
+        "message": cap_message(message),
     }
 
 
@@ -195,10 +195,6 @@ def _message(pending: _Pending, status: str, outcome: ProgramOutcome) -> str:
     if status == TRUE:
         return f"Manifest is {pending.condition}"
     return f"Manifest is not {pending.condition}"
-
-
-def _cap(message: str) -> str:
-    return message[:MAX_MESSAGE_CHARS]
 
 
 # One evaluator per event loop for the module-level helpers: its worker pipes

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from workagent.feedback.wellknown import group_version_kind
+
 
 @dataclass(frozen=True)
 class WellKnownRule:
@@ -37,24 +39,11 @@ _POD_COMPLETE: Final = WellKnownRule(
     message_expression='"Pod is in phase " + object.status.phase',
 )
 
-# (group, version, kind) -> condition -> rule.
+# (group, version, kind), as the feedback's GroupVersionKind -> condition -> rule.
 _RULES: Final[Mapping[tuple[str, str, str], Mapping[str, WellKnownRule]]] = {
     ("batch", "v1", "Job"): {"Complete": _JOB_COMPLETE},
     ("", "v1", "Pod"): {"Complete": _POD_COMPLETE},
 }
-
-
-def group_version_kind(obj: Mapping[str, Any]) -> tuple[str, str, str]:
-    """The object's (group, version, kind), as ``schema.ParseGroupVersion`` reads ``apiVersion``."""
-    api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    if not isinstance(api_version, str) or not isinstance(kind, str):
-        return "", "", ""
-    parts = api_version.split("/")
-    if len(parts) == 1:
-        return "", parts[0], kind
-    if len(parts) == 2:
-        return parts[0], parts[1], kind
-    return "", "", kind
 
 
 def well_known_rule(obj: Mapping[str, Any], condition: str) -> WellKnownRule | None:

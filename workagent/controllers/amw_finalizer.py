@@ -18,7 +18,6 @@ from ocmkit.kube import APPLIED_MANIFESTWORKS, NotFound
 from ocmkit.runtime import (
     Controller,
     ItemExponentialFailureRateLimiter,
-    Object,
     Result,
     WorkQueue,
 )
@@ -51,22 +50,8 @@ class AppliedManifestWorkFinalizer:
         """A controller fed by events of this agent's AppliedManifestWorks."""
         deps = self._deps
         queue = WorkQueue(NAME)
-
-        def on_applied(obj: Object) -> None:
-            if _agent_id(obj) == deps.agent_id:
-                queue.add(str((obj.get("metadata") or {}).get("name") or ""))
-
-        deps.applied.add_handler(
-            on_add=on_applied,
-            on_update=lambda _old, new: on_applied(new),
-        )
-        return Controller(
-            NAME,
-            queue,
-            self.reconcile,
-            workers=deps.settings.workers,
-            depends_on=(deps.applied,),
-        )
+        deps.queue_own_applied(queue)
+        return deps.controller(NAME, queue, self.reconcile, deps.applied)
 
     async def reconcile(self, name: str) -> Result | None:
         """One pass for AppliedManifestWork ``name``."""
@@ -74,7 +59,7 @@ class AppliedManifestWorkFinalizer:
         applied = deps.applied.store.get(name)
         if (
             applied is None
-            or _agent_id(applied) != deps.agent_id
+            or not deps.is_own_applied(applied)
             or not is_deleting(applied)
             or not has_finalizer(applied, APPLIED_MANIFEST_WORK_FINALIZER)
         ):
@@ -129,7 +114,3 @@ class AppliedManifestWorkFinalizer:
             return None
         log.info("all applied resources are gone, removed the finalizer")
         return None
-
-
-def _agent_id(obj: Object) -> str:
-    return str((obj.get("spec") or {}).get("agentID") or "")

@@ -19,7 +19,7 @@ import structlog
 from ocmkit.kube import KubeError, NotFound
 from ocmkit.runtime import ItemExponentialFailureRateLimiter, Object
 from schemas.wire import CONDITION_APPLIED
-from workagent.controllers.apply_results import ManifestResult
+from workagent.controllers.apply_results import ManifestResult, object_identity
 from workagent.controllers.conditions import find_condition
 from workagent.controllers.deletion import delete_applied_resources
 from workagent.controllers.deps import AgentDeps
@@ -129,13 +129,9 @@ def entry_identity(entry: dict[str, Any]) -> Identity:
     )
 
 
-def _sort_key(entry: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(str(entry.get(f) or "") for f in _SORT_FIELDS)
-
-
 def sort_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Sorted by group, version, resource, namespace, name (the order OCM writes)."""
-    return sorted(entries, key=_sort_key)
+    return sorted(entries, key=object_identity)
 
 
 async def _delete_stale(
@@ -233,7 +229,7 @@ def _sorted_unique(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     (two manifests naming it) is recorded once."""
     unique: dict[tuple[str, ...], dict[str, Any]] = {}
     for entry in entries:
-        unique.setdefault((*_sort_key(entry), str(entry.get("uid") or "")), entry)
+        unique.setdefault((*object_identity(entry), str(entry.get("uid") or "")), entry)
     return sort_entries(list(unique.values()))
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ocmkit.kube import KubeClient, RESTMapper
-from ocmkit.runtime import Informer
+from ocmkit.runtime import Controller, Informer, Object, Reconcile, WorkQueue
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply.base import Applier
 from workagent.conditions import ConditionRuleEvaluator
@@ -73,3 +73,23 @@ class AgentDeps:
     def status_client(self) -> KubeClient:
         """The managed cluster's client for status reads of applied objects."""
         return self.spoke_status or self.spoke
+
+    def controller(
+        self, name: str, queue: WorkQueue, reconcile: Reconcile, *informers: Informer
+    ) -> Controller:
+        """A controller with ``--workload-agent-workers`` workers, started once ``informers``
+        have synced."""
+        return Controller(name, queue, reconcile, self.settings.workers, depends_on=informers)
+
+    def is_own_applied(self, applied: Object) -> bool:
+        """Whether an AppliedManifestWork is this agent's (its ``spec.agentID``)."""
+        return str((applied.get("spec") or {}).get("agentID") or "") == self.agent_id
+
+    def queue_own_applied(self, queue: WorkQueue) -> None:
+        """Queue the name of this agent's AppliedManifestWorks on their add and update events."""
+
+        def on_applied(obj: Object) -> None:
+            if self.is_own_applied(obj):
+                queue.add(str((obj.get("metadata") or {}).get("name") or ""))
+
+        self.applied.add_handler(on_add=on_applied, on_update=lambda _old, new: on_applied(new))

@@ -112,15 +112,8 @@ class UnmanagedAppliedWorkEvictor:
             name = str((obj.get("metadata") or {}).get("name") or "")
             queue.add(applied_work_name(deps.hub_hash, name))
 
-        def on_applied(obj: Object) -> None:
-            if str((obj.get("spec") or {}).get("agentID") or "") == deps.agent_id:
-                queue.add(str((obj.get("metadata") or {}).get("name") or ""))
-
         deps.works.add_handler(on_add=on_work, on_delete=on_work)
-        deps.applied.add_handler(
-            on_add=on_applied,
-            on_update=lambda _old, new: on_applied(new),
-        )
+        deps.queue_own_applied(queue)
         # One worker, as OCM: evictions are rare and need no parallelism.
         return Controller(NAME, queue, self.reconcile, 1, depends_on=(deps.works, deps.applied))
 
@@ -132,7 +125,7 @@ class UnmanagedAppliedWorkEvictor:
             return None
         if is_deleting(applied):
             return None
-        if str((applied.get("spec") or {}).get("agentID") or "") != deps.agent_id:
+        if not deps.is_own_applied(applied):
             return None
         work_name = str((applied.get("spec") or {}).get("manifestWorkName") or "")
         work_found = bool(work_name) and work_from_cache(deps, work_name) is not None

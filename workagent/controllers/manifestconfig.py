@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
-from schemas.work_v1 import ManifestConfigOption, ResourceIdentifier
+from schemas.work_v1 import ManifestConfigOption, ManifestWorkSpec, ResourceIdentifier
 
 
 @lru_cache(maxsize=512)
@@ -77,3 +78,15 @@ def find_manifest_config(
         update_strategy=strategy,
         feedback_scrape_type=matching[-1].feedback_scrape_type,
     )
+
+
+def work_spec(work: dict[str, Any]) -> tuple[ManifestWorkSpec, list[Any]]:
+    """A work's spec without the manifests, validated, and the raw manifests.
+
+    Manifests stay raw: each one's problems are reported on that manifest alone
+    (a hub with an older CRD may send one without apiVersion or kind). Raises
+    ValueError for a spec the schema refuses.
+    """
+    raw = dict(work.get("spec") or {})
+    manifests = list((raw.pop("workload", None) or {}).get("manifests") or [])
+    return ManifestWorkSpec.model_validate(raw), manifests

@@ -80,7 +80,7 @@ from workagent.controllers.conditions import (
     set_condition,
 )
 from workagent.controllers.deps import AgentDeps
-from workagent.controllers.manifestconfig import find_manifest_config
+from workagent.controllers.manifestconfig import find_manifest_config, work_spec
 from workagent.controllers.manifests import ManifestError, map_resource, parse_manifest
 from workagent.controllers.metrics import count_apply_failure
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
@@ -113,6 +113,17 @@ CONFLICT_FACTOR = 5
 #: Writes of the work's status, each after a 409 on fresh data (a GET).
 STATUS_CONFLICT_ATTEMPTS = 3
 
+#: Failures of a manifest that are expected outcomes (bad input, refusals, API errors).
+_EXPECTED_FAILURES = (
+    ManifestError,
+    InvalidManifest,
+    NotAllowedError,
+    InvalidExecutorError,
+    ServerSideApplyConflict,
+    IgnoreFieldsError,
+    KubeError,
+)
+
 #: The CRD's maxLength of a condition message: a longer one would fail the whole patch.
 MAX_MESSAGE_LENGTH = 32768
 
@@ -134,28 +145,15 @@ def applied_condition(result: ManifestResult, generation: int) -> dict[str, Any]
     """The manifest-level ``Applied`` condition for one result."""
     err = result.error
     if err is None:
-        return new_condition(
-            CONDITION_APPLIED,
-            "True",
-            REASON_APPLIED_MANIFEST_COMPLETE,
-            "Apply manifest complete",
-            generation,
-        )
-    if isinstance(err, IgnoreFieldsError):
-        return new_condition(
-            CONDITION_APPLIED,
-            "False",
-            REASON_APPLIED_MANIFEST_SSA_IGNORE_FIELD_ERROR,
-            _bounded(f"Failed to process ignoreFields: {describe_error(err)}"),
-            generation,
-        )
-    return new_condition(
-        CONDITION_APPLIED,
-        "False",
-        REASON_APPLIED_MANIFEST_FAILED,
-        _bounded(f"Failed to apply manifest: {describe_error(err)}"),
-        generation,
-    )
+        status, reason = "True", REASON_APPLIED_MANIFEST_COMPLETE
+        message = "Apply manifest complete"
+    elif isinstance(err, IgnoreFieldsError):
+        status, reason = "False", REASON_APPLIED_MANIFEST_SSA_IGNORE_FIELD_ERROR
+        message = _bounded(f"Failed to process ignoreFields: {describe_error(err)}")
+    else:
+        status, reason = "False", REASON_APPLIED_MANIFEST_FAILED
+        message = _bounded(f"Failed to apply manifest: {describe_error(err)}")
+    return new_condition(CONDITION_APPLIED, status, reason, message, generation)
 
 
 def build_status(
@@ -179,22 +177,14 @@ def build_status(
             for entry in merged
             for c in entry.get("conditions") or []
         )
-        cond = (
-            new_condition(
-                CONDITION_APPLIED,
-                "False",
-                REASON_APPLIED_MANIFEST_WORK_FAILED,
-                "Failed to apply manifest work",
-                generation,
-            )
-            if failed
-            else new_condition(
-                CONDITION_APPLIED,
-                "True",
-                REASON_APPLIED_MANIFEST_WORK_COMPLETE,
-                "Apply manifest work complete",
-                generation,
-            )
+        cond = new_condition(
+            CONDITION_APPLIED,
+            *(
+                ("False", REASON_APPLIED_MANIFEST_WORK_FAILED, "Failed to apply manifest work")
+                if failed
+                else ("True", REASON_APPLIED_MANIFEST_WORK_COMPLETE, "Apply manifest work complete")
+            ),
+            generation,
         )
         conditions = status.setdefault("conditions", [])
         set_condition(conditions, cond, moment)
@@ -230,12 +220,8 @@ class ManifestWorkController:
         self.deps = deps
         self._fill_status = fill_status
         self.queue = WorkQueue(QUEUE_NAME)
-        self.controller = Controller(
-            QUEUE_NAME,
-            self.queue,
-            self.reconcile,
-            workers=deps.settings.workers,
-            depends_on=[deps.works, deps.applied],
+        self.controller = deps.controller(
+            QUEUE_NAME, self.queue, self.reconcile, deps.works, deps.applied
         )
         # Works queued by an event since their last pass began (the others are
         # periodic drift-correction passes, which may compare with a recent list).
@@ -313,12 +299,8 @@ class ManifestWorkController:
     async def _sync(self, cached: dict[str, Any], *, use_lists: bool) -> Result | None:
         deps = self.deps
         work = copy.deepcopy(cached)
-        raw_spec = dict(work.get("spec") or {})
-        # Manifests stay raw: each one's problems are reported on that manifest alone
-        # (a hub with an older CRD may send one without apiVersion or kind).
-        manifests = list((raw_spec.pop("workload", None) or {}).get("manifests") or [])
         try:
-            spec = ManifestWorkSpec.model_validate(raw_spec)
+            spec, manifests = work_spec(work)
         except ValueError as err:
             # The hub validated it with the same schema; only a foreign writer gets here.
             raise TerminalError(f"unreadable spec: {err}") from err
@@ -633,35 +615,20 @@ class ManifestWorkController:
             deps.polled_reads.note_applied(result.resource, namespace, result.obj)
         except (asyncio.CancelledError, RecordingFailed):
             raise
-        except (
-            ManifestError,
-            InvalidManifest,
-            NotAllowedError,
-            InvalidExecutorError,
-            ServerSideApplyConflict,
-            IgnoreFieldsError,
-            KubeError,
-        ) as err:
-            # Expected outcomes, reported on the manifest: no warning, no traceback.
-            result.error = err
-            log.info(
-                "manifest not applied",
-                ordinal=result.ordinal,
-                manifest_kind=meta.get("kind"),
-                manifest_name=meta.get("name"),
-                error=describe_error(err),
-            )
         except Exception as err:
-            # A strategy bug must cost this manifest only, never the worker.
             result.error = err
-            log.warning(
-                "manifest apply failed unexpectedly",
-                ordinal=result.ordinal,
-                manifest_kind=meta.get("kind"),
-                manifest_name=meta.get("name"),
-                error=describe_error(err),
-                exc_info=True,
-            )
+            fields = {
+                "ordinal": result.ordinal,
+                "manifest_kind": meta.get("kind"),
+                "manifest_name": meta.get("name"),
+                "error": describe_error(err),
+            }
+            if isinstance(err, _EXPECTED_FAILURES):
+                # Reported on the manifest: no warning, no traceback.
+                log.info("manifest not applied", **fields)
+            else:
+                # A strategy bug must cost this manifest only, never the worker.
+                log.warning("manifest apply failed unexpectedly", **fields, exc_info=True)
 
 
 def manifestwork_controller(

@@ -95,6 +95,17 @@ for _reason in (ORPHAN_REMOVED_FROM_WORK, ORPHAN_WORK_DELETED):
     ORPHAN_DELETIONS.labels(_reason)
 
 
+#: The agent's own refusals, by name; first match wins (an UnknownResourceType is a ManifestError).
+_FAILURE_REASONS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (UnknownResourceType, "UnknownResourceType"),
+    ((ManifestError, InvalidManifest), "InvalidManifest"),
+    (NotAllowedError, "ExecutorNotAllowed"),
+    (InvalidExecutorError, "InvalidExecutor"),
+    (ServerSideApplyConflict, "ServerSideApplyConflict"),
+    (IgnoreFieldsError, "IgnoreFieldsError"),
+)
+
+
 def failure_reason(err: Exception) -> str:
     """The ``reason`` label of an apply failure: a small, fixed set of values.
 
@@ -102,18 +113,9 @@ def failure_reason(err: Exception) -> str:
     ``ServerError``, ``Unreachable``, ...), the agent's own refusals by name,
     anything else ``Unexpected``.
     """
-    if isinstance(err, UnknownResourceType):
-        return "UnknownResourceType"
-    if isinstance(err, ManifestError | InvalidManifest):
-        return "InvalidManifest"
-    if isinstance(err, NotAllowedError):
-        return "ExecutorNotAllowed"
-    if isinstance(err, InvalidExecutorError):
-        return "InvalidExecutor"
-    if isinstance(err, ServerSideApplyConflict):
-        return "ServerSideApplyConflict"
-    if isinstance(err, IgnoreFieldsError):
-        return "IgnoreFieldsError"
+    for kind, reason in _FAILURE_REASONS:
+        if isinstance(err, kind):
+            return reason
     if isinstance(err, KubeError):
         return type(err).__name__
     return "Unexpected"

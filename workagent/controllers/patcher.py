@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ocmkit.kube import KubeClient, Resource
+from ocmkit.kube import Resource
 from ocmkit.kube.mergepatch import merge_patch, normalized, semantically_equal, with_preconditions
 from workagent.sources.base import WorkClient
 
@@ -29,7 +29,7 @@ __all__ = [
 
 
 async def patch_status(
-    client: KubeClient | WorkClient,
+    client: WorkClient,
     res: Resource,
     obj: dict[str, Any],
     new_status: dict[str, Any],
@@ -49,7 +49,7 @@ async def patch_status(
 
 
 async def patch_metadata_and_spec(
-    client: KubeClient | WorkClient,
+    client: WorkClient,
     res: Resource,
     obj: dict[str, Any],
     *,

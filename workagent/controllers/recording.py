@@ -39,6 +39,7 @@ from ocmkit.kube import (
     KubeClient,
     KubeError,
     NoKindMatch,
+    Resource,
     RESTMapper,
     split_api_version,
 )
@@ -108,6 +109,21 @@ async def _cached_entry(mapper: RESTMapper, result: ManifestResult) -> dict[str,
         group, version = split_api_version(str(required.get("apiVersion") or ""))
     except (NoKindMatch, ValueError):
         return None
+    return _entry(meta, resource, group, version)
+
+
+def _mapped_entry(result: ManifestResult) -> dict[str, Any] | None:
+    """The applied-resource entry of a manifest the apply loop mapped (None: unusable)."""
+    meta, resource = result.meta, result.resource
+    if resource is None:
+        return None
+    return _entry(meta, resource, str(meta.get("group") or ""), str(meta.get("version") or ""))
+
+
+def _entry(
+    meta: dict[str, Any], resource: Resource, group: str, version: str
+) -> dict[str, Any] | None:
+    """A manifest's entry; None without a name, or a namespace if ``resource`` needs one."""
     namespace = str(meta.get("namespace") or "") if resource.namespaced else ""
     name = str(meta.get("name") or "")
     if not name or (resource.namespaced and not namespace):
@@ -116,21 +132,6 @@ async def _cached_entry(mapper: RESTMapper, result: ManifestResult) -> dict[str,
         "group": group,
         "version": version,
         "resource": resource.plural,
-        "namespace": namespace,
-        "name": name,
-    }
-
-
-def _mapped_entry(result: ManifestResult) -> dict[str, Any] | None:
-    """The applied-resource entry of a manifest the apply loop mapped (None: unusable)."""
-    meta, resource = result.meta, result.resource
-    name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
-    if resource is None or not name or (resource.namespaced and not namespace):
-        return None
-    return {
-        "group": str(meta.get("group") or ""),
-        "version": str(meta.get("version") or ""),
-        "resource": str(meta.get("resource") or ""),
         "namespace": namespace,
         "name": name,
     }

@@ -41,12 +41,12 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
 from ocmkit.kube import MANIFESTWORKS, Conflict, KubeError, NotFound, Resource
-from ocmkit.runtime import Controller, Object, Result, TerminalError, WorkQueue, bound_context
+from ocmkit.runtime import Object, Result, TerminalError, WorkQueue, bound_context
 from schemas.meta import now
 from schemas.wire import (
     CONDITION_APPLIED,
@@ -78,7 +78,7 @@ from workagent.controllers.conditions import (
 )
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.managedfields import reads_managed_fields
-from workagent.controllers.manifestconfig import find_manifest_config
+from workagent.controllers.manifestconfig import find_manifest_config, work_spec
 from workagent.controllers.manifestwork import _log_fields, describe_error
 from workagent.controllers.metrics import MODE_POLL, MODE_WATCH
 from workagent.controllers.patcher import RecentWrites, normalized, patch_status
@@ -116,16 +116,8 @@ def index_by_resource(work: Object) -> list[str]:
     """Index function: every object listed in ``status.resourceStatus.manifests``."""
     keys = []
     for entry in _manifests(work):
-        meta = entry.get("resourceMeta") or {}
-        keys.append(
-            resource_index_key(
-                _meta_str(meta, "group"),
-                _meta_str(meta, "resource"),
-                _meta_str(meta, "version"),
-                _meta_str(meta, "namespace"),
-                _meta_str(meta, "name"),
-            )
-        )
+        group, version, resource, namespace, name = object_identity(entry.get("resourceMeta") or {})
+        keys.append(resource_index_key(group, resource, version, namespace, name))
     return keys
 
 
@@ -151,6 +143,16 @@ def _available(status: str, reason: str, message: str) -> Condition:
     return new_condition(CONDITION_AVAILABLE, status, reason, message, None)
 
 
+# Shared: set_condition copies what it merges.
+_AVAILABLE: Final = _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available")
+_NOT_AVAILABLE: Final = _available(
+    "False", REASON_RESOURCE_NOT_AVAILABLE, "Resource is not available"
+)
+_INCOMPLETE: Final = _available(
+    "Unknown", REASON_INCOMPLETE_RESOURCE_META, "Resource meta is incomplete"
+)
+
+
 def _is_rule_condition(cond: Condition) -> bool:
     return str(cond.get("reason") or "").startswith(CONDITION_RULE_REASON_PREFIX)
 
@@ -171,13 +173,7 @@ class AvailableStatusController:
         self.deps = deps
         self.pool: FeedbackWatchPool | None = deps.watch_pool
         self.queue = WorkQueue(QUEUE_NAME)
-        self.controller = Controller(
-            QUEUE_NAME,
-            self.queue,
-            self.reconcile,
-            workers=deps.settings.workers,
-            depends_on=[deps.works],
-        )
+        self.controller = deps.controller(QUEUE_NAME, self.queue, self.reconcile, deps.works)
         self._written = RecentWrites(lambda name: work_from_cache(deps, name))
         deps.works.add_indexer(BY_WORK_INDEX, index_by_resource)
         deps.works.add_handler(
@@ -246,10 +242,8 @@ class AvailableStatusController:
         deps = self.deps
         work = copy.deepcopy(cached)
         generation = _reported_generation(work)
-        raw_spec = dict(work.get("spec") or {})
-        raw_spec.pop("workload", None)
         try:
-            spec = ManifestWorkSpec.model_validate(raw_spec)
+            spec = work_spec(work)[0]
         except ValueError as err:
             # The hub validated it with the same schema; only a foreign writer gets here.
             raise TerminalError(f"unreadable spec: {err}") from err
@@ -331,10 +325,8 @@ class AvailableStatusController:
         rules (CEL may take its time budget; ``Applied`` must not wait): this
         controller then writes its part after the pass, as before.
         """
-        raw_spec = dict(work.get("spec") or {})
-        raw_spec.pop("workload", None)
         try:
-            spec = ManifestWorkSpec.model_validate(raw_spec)
+            spec = work_spec(work)[0]
         except ValueError:
             return False
         if any(option.condition_rules for option in spec.manifest_configs or []):
@@ -366,15 +358,11 @@ class AvailableStatusController:
         work_name = str(work["metadata"]["name"])
         meta = entry.get("resourceMeta") or {}
         conditions: list[Condition] = entry.setdefault("conditions", [])
-        group, resource = _meta_str(meta, "group"), _meta_str(meta, "resource")
-        version = _meta_str(meta, "version")
-        namespace, obj_name = _meta_str(meta, "namespace"), _meta_str(meta, "name")
+        group, version, resource, namespace, obj_name = object_identity(meta)
         option = find_manifest_config(spec.manifest_configs, group, resource, namespace, obj_name)
         fresh = known.get(object_identity(meta)) if known is not None else None
         outcome = (
-            ReadOutcome(
-                fresh, _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available")
-            )
+            ReadOutcome(fresh, _AVAILABLE)
             if fresh is not None
             else await self._read(meta, managed_fields=reads_managed_fields(option))
         )
@@ -458,8 +446,7 @@ class AvailableStatusController:
         if pool is None:
             return
         work_name = str(work["metadata"]["name"])
-        group, resource = _meta_str(meta, "group"), _meta_str(meta, "resource")
-        namespace, obj_name = _meta_str(meta, "namespace"), _meta_str(meta, "name")
+        group, _version, resource, namespace, obj_name = object_identity(meta)
         watch = option is not None and option.feedback_scrape_type == FeedbackScrapeType.WATCH
         # Beyond OCM: a work being deleted starts no new watch (its AppliedManifestWork
         # finalizer is releasing them), it is only polled until it is gone.
@@ -474,25 +461,17 @@ class AvailableStatusController:
         Without ``managed_fields`` the object may lack ``metadata.managedFields``.
         """
         if not (meta.get("resource") and meta.get("version") and meta.get("name")):
-            return ReadOutcome(
-                None,
-                _available(
-                    "Unknown", REASON_INCOMPLETE_RESOURCE_META, "Resource meta is incomplete"
-                ),
-            )
-        group, version = _meta_str(meta, "group"), _meta_str(meta, "version")
-        resource, namespace = _meta_str(meta, "resource"), _meta_str(meta, "namespace")
-        name = _meta_str(meta, "name")
+            return ReadOutcome(None, _INCOMPLETE)
+        group, version, resource, namespace, name = object_identity(meta)
         obj: Object | None
+        pool = self.pool
         cached = (
-            self.pool.lookup(group, version, resource, namespace, name)
-            if self.pool is not None
-            else None
+            pool.lookup(group, version, resource, namespace, name) if pool is not None else None
         )
-        mode = MODE_WATCH if cached is not None else MODE_POLL
         if cached is not None:
-            obj = cached.obj
+            obj, mode = cached.obj, MODE_WATCH
         else:
+            mode = MODE_POLL
             try:
                 obj = await self.deps.polled_reads.read(
                     self.deps.status_client,
@@ -503,24 +482,10 @@ class AvailableStatusController:
                     managed_fields=managed_fields,
                 )
             except KubeError as err:
-                return ReadOutcome(
-                    None,
-                    _available(
-                        "Unknown",
-                        REASON_FETCHING_RESOURCE_FAILED,
-                        f"Failed to fetch resource: {describe_error(err)}",
-                    ),
-                    mode,
-                )
-        if obj is None:
-            return ReadOutcome(
-                None,
-                _available("False", REASON_RESOURCE_NOT_AVAILABLE, "Resource is not available"),
-                mode,
-            )
-        return ReadOutcome(
-            obj, _available("True", REASON_RESOURCE_AVAILABLE, "Resource is available"), mode
-        )
+                message = f"Failed to fetch resource: {describe_error(err)}"
+                failed = _available("Unknown", REASON_FETCHING_RESOURCE_FAILED, message)
+                return ReadOutcome(None, failed, mode)
+        return ReadOutcome(obj, _AVAILABLE if obj is not None else _NOT_AVAILABLE, mode)
 
 
 def _reported_generation(work: Object) -> int:
@@ -577,11 +542,3 @@ def _resource_of(meta: dict[str, Any]) -> Resource:
         kind=_meta_str(meta, "kind"),
         namespaced=bool(meta.get("namespace")),
     )
-
-
-def status_controller(deps: AgentDeps) -> Controller:
-    """Build the status controller and register its event handlers and index.
-
-    Call it once per ``deps``: it adds the ``byWorkIndex`` index to ``deps.works``.
-    """
-    return AvailableStatusController(deps).controller

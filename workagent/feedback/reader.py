@@ -10,7 +10,7 @@ condition, and the values that could be read are still reported, as OCM does.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ocmkit.govalues import (
@@ -96,147 +96,126 @@ def read_feedback(
     # (OCM's agent wedges so); beyond the cap it is this value's error instead.
     max_json_raw_length = min(max_json_raw_length, HUB_JSON_RAW_LIMIT)
 
-    values: list[FeedbackValue] = []
-    errors: list[str] = []
+    reader = _Reader(obj, raw_json, max_json_raw_length)
     gvk: GroupVersionKind | None = None
-    budget = WorkBudget()
     for rule in rules:
         try:
             if gvk is None:
                 gvk = group_version_kind(obj)
-            _read_rule(rule, obj, gvk, raw_json, max_json_raw_length, budget, values, errors)
+            reader.read_rule(rule, gvk)
         except Exception as exc:  # a bug or an unforeseen input must not stop the status sync
-            errors.append(
+            reader.errors.append(
                 f"failed to read status feedback: internal error: {type(exc).__name__}: {exc}"
             )
 
-    values = _first_of_each_name(values, errors)
+    errors = reader.errors
+    values = _first_of_each_name(reader.values, errors)
     if errors:
         message = _truncate(f"Sync status feedback failed with error {_aggregate(errors)}")
         return FeedbackResult(values, ("False", REASON_STATUS_FEEDBACK_SYNC_FAILED, message))
     return FeedbackResult(values, ("True", REASON_STATUS_FEEDBACK_SYNCED, ""))
 
 
-def _read_rule(
-    rule: FeedbackRule,
-    obj: Mapping[str, Any],
-    gvk: GroupVersionKind,
-    raw_json: bool,
-    max_json_raw_length: int,
-    budget: WorkBudget,
-    values: list[FeedbackValue],
-    errors: list[str],
-) -> None:
-    if rule.type == FeedbackRuleType.WELL_KNOWN_STATUS:
-        paths = WELL_KNOWN_STATUS_PATHS.get(gvk)
-        if paths is None:
-            errors.append(f"cannot find the wellknown statuses for resource with gvk {gvk}")
-            return
-        for name, path in paths:
-            _read_path(name, path, obj, raw_json, max_json_raw_length, budget, values, errors)
-    elif rule.type == FeedbackRuleType.JSON_PATHS:
-        for json_path in rule.json_paths or ():
-            if json_path.version and json_path.version != gvk.version:
-                errors.append(
-                    f"version set in the path {json_path.name} is not matched "
-                    "for the related resource"
+@dataclass
+class _Reader:
+    """The values and errors of one object's rules, read with one shared work budget."""
+
+    obj: Mapping[str, Any]
+    raw_json: bool
+    max_json_raw_length: int
+    budget: WorkBudget = field(default_factory=WorkBudget)
+    values: list[FeedbackValue] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def read_rule(self, rule: FeedbackRule, gvk: GroupVersionKind) -> None:
+        if rule.type == FeedbackRuleType.WELL_KNOWN_STATUS:
+            paths = WELL_KNOWN_STATUS_PATHS.get(gvk)
+            if paths is None:
+                self.errors.append(
+                    f"cannot find the wellknown statuses for resource with gvk {gvk}"
                 )
-                continue
-            _read_path(
-                json_path.name,
-                json_path.path,
-                obj,
-                raw_json,
-                max_json_raw_length,
-                budget,
-                values,
-                errors,
+                return
+            for name, path in paths:
+                self.read_path(name, path)
+        elif rule.type == FeedbackRuleType.JSON_PATHS:
+            for json_path in rule.json_paths or ():
+                if json_path.version and json_path.version != gvk.version:
+                    self.errors.append(
+                        f"version set in the path {json_path.name} is not matched "
+                        "for the related resource"
+                    )
+                    continue
+                self.read_path(json_path.name, json_path.path)
+        # Any other type reads nothing, as in OCM (the CRD enum prevents it).
+
+    def read_path(self, name: str, path: str) -> None:
+        try:
+            value = self._value_by_path(name, path)
+        except _FeedbackError as exc:
+            self.errors.append(str(exc))
+            return
+        except Exception as exc:  # a bug or an unforeseen input must not hide the other values
+            self.errors.append(
+                f"failed to find value for {name} with error: internal error: "
+                f"{type(exc).__name__}: {exc}"
             )
-    # Any other type reads nothing, as in OCM (the CRD enum prevents it).
+            return
+        if value is not None:
+            self.values.append(value)
 
+    def _value_by_path(self, name: str, path: str) -> FeedbackValue | None:
+        """OCM's ``getValueByJsonPath``: the typed value, None for no value, or an error."""
+        raw_json, max_json_raw_length = self.raw_json, self.max_json_raw_length
+        try:
+            template = compile_path(path)
+        except JSONPathParseError as exc:
+            quoted = path if len(path) <= MAX_PATH_LENGTH else path[:_PATH_QUOTE] + "..."
+            raise _FeedbackError(
+                f"failed to parse json path {quoted} of {name} with error: {exc}"
+            ) from None
+        try:
+            results = template.find_results(self.obj, self.budget)
+        except JSONPathEvalError as exc:
+            raise _FeedbackError(f"failed to find value for {name} with error: {exc}") from None
 
-def _read_path(
-    name: str,
-    path: str,
-    obj: Mapping[str, Any],
-    raw_json: bool,
-    max_json_raw_length: int,
-    budget: WorkBudget,
-    values: list[FeedbackValue],
-    errors: list[str],
-) -> None:
-    try:
-        value = _value_by_path(name, path, obj, raw_json, max_json_raw_length, budget)
-    except _FeedbackError as exc:
-        errors.append(str(exc))
-        return
-    except Exception as exc:  # a bug or an unforeseen input must not hide the other values
-        errors.append(
-            f"failed to find value for {name} with error: internal error: "
-            f"{type(exc).__name__}: {exc}"
+        if not results or not results[0]:
+            return None
+        first = results[0]
+        # Several matches become one JSON list only with the gate; otherwise the first wins.
+        value: Any = first[0] if len(first) == 1 or not raw_json else list(first)
+        if value is None:
+            return None
+
+        if isinstance(value, bool):
+            return {"name": name, "fieldValue": {"type": "Boolean", "boolean": value}}
+        if is_go_int64(value):
+            return {"name": name, "fieldValue": {"type": "Integer", "integer": int(value)}}
+        if isinstance(value, str):
+            return {"name": name, "fieldValue": {"type": "String", "string": str(value)}}
+
+        # Objects, arrays, floats (and Go-only types such as a path's int literal).
+        if not raw_json:
+            raise _FeedbackError(
+                f"the type {go_type_name(value)} of the value for {name} is not found"
+            )
+        too_long = _FeedbackError(
+            f"the length of returned json raw string for name {name} is larger than "
+            f"the maximum length {max_json_raw_length}"
         )
-        return
-    if value is not None:
-        values.append(value)
-
-
-def _value_by_path(
-    name: str,
-    path: str,
-    obj: Mapping[str, Any],
-    raw_json: bool,
-    max_json_raw_length: int,
-    budget: WorkBudget,
-) -> FeedbackValue | None:
-    """OCM's ``getValueByJsonPath``: the typed value, None for no value, or an error."""
-    try:
-        template = compile_path(path)
-    except JSONPathParseError as exc:
-        quoted = path if len(path) <= MAX_PATH_LENGTH else path[:_PATH_QUOTE] + "..."
-        raise _FeedbackError(
-            f"failed to parse json path {quoted} of {name} with error: {exc}"
-        ) from None
-    try:
-        results = template.find_results(obj, budget)
-    except JSONPathEvalError as exc:
-        raise _FeedbackError(f"failed to find value for {name} with error: {exc}") from None
-
-    if not results or not results[0]:
-        return None
-    first = results[0]
-    # Several matches become one JSON list only with the gate; otherwise the first wins.
-    value: Any = first[0] if len(first) == 1 or not raw_json else list(first)
-    if value is None:
-        return None
-
-    if isinstance(value, bool):
-        return {"name": name, "fieldValue": {"type": "Boolean", "boolean": value}}
-    if is_go_int64(value):
-        return {"name": name, "fieldValue": {"type": "Integer", "integer": int(value)}}
-    if isinstance(value, str):
-        return {"name": name, "fieldValue": {"type": "String", "string": str(value)}}
-
-    # Objects, arrays, floats (and Go-only types such as a path's int literal).
-    if not raw_json:
-        raise _FeedbackError(f"the type {go_type_name(value)} of the value for {name} is not found")
-    too_long = _FeedbackError(
-        f"the length of returned json raw string for name {name} is larger than "
-        f"the maximum length {max_json_raw_length}"
-    )
-    try:
-        raw = go_marshal(value, limit=max(max_json_raw_length, 0))
-    except JSONTooLong:
-        raise too_long from None
-    except GoJSONError as exc:
-        raise _FeedbackError(
-            f"failed to parse the resource to json string for name {name}: {exc}"
-        ) from None
-    # Go compares the byte length of the encoding.
-    if len(raw) > max_json_raw_length or (
-        not raw.isascii() and len(raw.encode("utf-8")) > max_json_raw_length
-    ):
-        raise too_long
-    return {"name": name, "fieldValue": {"type": "JsonRaw", "jsonRaw": raw}}
+        try:
+            raw = go_marshal(value, limit=max(max_json_raw_length, 0))
+        except JSONTooLong:
+            raise too_long from None
+        except GoJSONError as exc:
+            raise _FeedbackError(
+                f"failed to parse the resource to json string for name {name}: {exc}"
+            ) from None
+        # Go compares the byte length of the encoding.
+        if len(raw) > max_json_raw_length or (
+            not raw.isascii() and len(raw.encode("utf-8")) > max_json_raw_length
+        ):
+            raise too_long
+        return {"name": name, "fieldValue": {"type": "JsonRaw", "jsonRaw": raw}}
 
 
 def _first_of_each_name(values: list[FeedbackValue], errors: list[str]) -> list[FeedbackValue]:

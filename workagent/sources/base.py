@@ -1,6 +1,6 @@
 """The seam between where ManifestWorks come from and the agent's controllers.
 
-A :class:`WorkSource` gives the agent a :class:`WorkClient` (the works
+A :class:`WorkSource` gives the agent a :data:`WorkClient` (the works
 informer lists and watches through it; the controllers get and patch works
 through it) and the hub hash; a source that needs a connection of its own
 also gives a :class:`SourceService` for the manager to run. The kube source's
@@ -11,46 +11,14 @@ CloudEvents sources' is a :class:`~workagent.sources.store.LocalWorkStore`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol, TypeAlias
 
-from ocmkit.kube import Resource
-from ocmkit.runtime.informer import ListWatcher
+from ocmkit.kube import KubeClient
+from workagent.sources.store import LocalWorkStore
 
-
-class WorkClient(ListWatcher, Protocol):
-    """What the agent does with ManifestWorks: list and watch them (the works
-    informer), get and merge-patch them (the controllers)."""
-
-    async def get(
-        self,
-        res: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        subresource: str | None = None,
-    ) -> dict[str, Any]:
-        """One object."""
-        ...
-
-    async def patch(
-        self,
-        res: Resource,
-        name: str,
-        body: Any,
-        namespace: str | None = None,
-        *,
-        patch_type: Any = "merge",
-        field_manager: str | None = None,
-        force: bool | None = None,
-        subresource: str | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """A patch of the object or of its ``status``."""
-        ...
-
-    async def close(self) -> None:
-        """Release connections."""
-        ...
+#: What the agent does with ManifestWorks: list and watch them (the works
+#: informer), get and merge-patch them (the controllers).
+WorkClient: TypeAlias = KubeClient | LocalWorkStore
 
 
 class SourceService(Protocol):

@@ -38,6 +38,7 @@ from ocmkit.kube import (
     Resource,
     WatchEvent,
 )
+from ocmkit.kube.mergepatch import apply_merge_patch
 
 Object = dict[str, Any]
 #: Publishes a work's new status; raises (e.g. Unreachable) when it cannot.
@@ -45,19 +46,6 @@ StatusPublisher = Callable[[Object], Awaitable[None]]
 
 #: How many changes a watch can resume from.
 HISTORY = 2048
-
-
-def apply_merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: ``target`` with the JSON merge ``patch`` applied (a new value)."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = apply_merge_patch(result.get(key), value)
-    return result
 
 
 def _meta(obj: Object) -> dict[str, Any]:
@@ -198,18 +186,16 @@ class LocalWorkStore:
         for queue in list(self._watchers):
             queue.put_nowait(None)
 
+    # KubeClient's options come as ``**options``: its signatures say what they are,
+    # and callers of WorkClient (KubeClient | LocalWorkStore) are checked against
+    # them. What this store cannot honour (selectors, other patch types, dry runs)
+    # is refused.
+
     async def list(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        page_size: int = 500,
-        resource_version: str | None = None,
+        self, res: Resource, namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
         """Every cached work (selectors are not supported: the agent uses none)."""
-        self._check(res, namespace, label_selector, field_selector)
+        self._check(res, namespace, **options)
         return {
             "apiVersion": res.api_version,
             "kind": f"{res.kind}List",
@@ -218,47 +204,24 @@ class LocalWorkStore:
         }
 
     def watch(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        resource_version: str,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        timeout_seconds: int = 300,
-        allow_bookmarks: bool = True,
+        self, res: Resource, namespace: str | None = None, **options: Any
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
-        """Changes after ``resource_version`` until ``timeout_seconds`` pass."""
-        self._check(res, namespace, label_selector, field_selector)
-        return self._watch(resource_version, timeout_seconds)
+        """Changes after ``resource_version`` until ``timeout_seconds`` (300) pass."""
+        self._check(res, namespace, **options)
+        return self._watch(options["resource_version"], options.get("timeout_seconds", 300))
 
     async def get(
-        self,
-        res: Resource,
-        name: str,
-        namespace: str | None = None,
-        *,
-        subresource: str | None = None,
+        self, res: Resource, name: str, namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
         """One cached work (a copy)."""
-        self._check(res, namespace)
+        self._check(res, namespace, **options)
         obj = self._objects.get(name)
         if obj is None:
             raise _not_found(name)
         return copy.deepcopy(obj)
 
     async def patch(
-        self,
-        res: Resource,
-        name: str,
-        body: Any,
-        namespace: str | None = None,
-        *,
-        patch_type: str = "merge",
-        field_manager: str | None = None,
-        force: bool | None = None,
-        subresource: str | None = None,
-        dry_run: bool = False,
+        self, res: Resource, name: str, body: Any, namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
         """A JSON merge patch with uid/resourceVersion preconditions.
 
@@ -267,7 +230,9 @@ class LocalWorkStore:
         that succeeded; an unchanged status is neither published nor stored.
         """
         self._check(res, namespace)
-        if patch_type != "merge" or not isinstance(body, dict) or dry_run:
+        subresource = options.get("subresource")
+        merge = options.get("patch_type", "merge") == "merge" and not options.get("dry_run")
+        if not merge or not isinstance(body, dict):
             raise BadRequest(400, "BadRequest", "only JSON merge patches are supported here")
         if subresource not in (None, "status"):
             raise NotFound(404, "NotFound", f"subresource {subresource!r} not found")
@@ -282,18 +247,12 @@ class LocalWorkStore:
             return self._patch_object(name, current, body)
 
     # -- internals -------------------------------------------------------------------
-    def _check(
-        self,
-        res: Resource,
-        namespace: str | None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> None:
+    def _check(self, res: Resource, namespace: str | None, **options: Any) -> None:
         if res != MANIFESTWORKS:
             raise NotFound(404, "NotFound", f"{res} is not served by a CloudEvents source")
         if namespace not in (None, self.namespace):
             raise NotFound(404, "NotFound", f"namespace {namespace!r} is not served here")
-        if label_selector or field_selector:
+        if options.get("label_selector") or options.get("field_selector"):
             raise BadRequest(400, "BadRequest", "selectors are not supported by the local store")
 
     @staticmethod
