@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -137,6 +138,7 @@ def _entry(
     }
 
 
+@dataclass
 class AppliedRecord:
     """The AppliedManifestWork of one reconcile, kept listing what is about to be created.
 
@@ -147,26 +149,19 @@ class AppliedRecord:
     told of every write as ``(before, after)``.
     """
 
-    def __init__(
-        self,
-        applied_work: Object,
-        mapper: RESTMapper,
-        spoke: KubeClient,
-        *,
-        creates: Callable[[dict[str, Any]], bool],
-        on_written: Callable[[Object, Object], None],
-    ) -> None:
-        self.applied_work = applied_work
-        self._creates = creates
-        self._mapper = mapper
-        self._spoke = spoke
-        self._on_written = on_written
-        entries = recorded_resources(applied_work)
+    applied_work: Object
+    mapper: RESTMapper
+    spoke: KubeClient
+    creates: Callable[[dict[str, Any]], bool] = field(kw_only=True)
+    on_written: Callable[[Object, Object], None] = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        entries = recorded_resources(self.applied_work)
         self._recorded = {entry_identity(e) for e in entries}
         # Entries with a UID were seen to exist by an earlier pass's bookkeeping.
         self._seen = {entry_identity(e) for e in entries if e.get("uid")}
         # A deleting record is being torn down by its finalizer, which owns its status.
-        self._frozen = bool((applied_work.get("metadata") or {}).get("deletionTimestamp"))
+        self._frozen = bool((self.applied_work.get("metadata") or {}).get("deletionTimestamp"))
 
     def seen_existing(self, result: ManifestResult) -> bool:
         """Whether the object of ``result`` (mapped) has been seen to exist.
@@ -189,7 +184,7 @@ class AppliedRecord:
             mine is None
             or self._frozen
             or entry_identity(mine) in self._recorded
-            or not self._creates(mine)
+            or not self.creates(mine)
         ):
             return
         new: dict[Identity, dict[str, Any]] = {entry_identity(mine): mine}
@@ -199,12 +194,12 @@ class AppliedRecord:
             entry = (
                 _mapped_entry(other)
                 if other.resource is not None
-                else await _cached_entry(self._mapper, other)
+                else await _cached_entry(self.mapper, other)
             )
             if entry is None:
                 continue
             key = entry_identity(entry)
-            if key not in self._recorded and self._creates(entry):
+            if key not in self._recorded and self.creates(entry):
                 new.setdefault(key, entry)
         await self._write(list(new.values()))
         self._recorded.update(new)
@@ -214,10 +209,10 @@ class AppliedRecord:
         status = copy.deepcopy(before.get("status") or {})
         status["appliedResources"] = sort_entries([*recorded_resources(before), *entries])
         try:
-            written = await patch_status(self._spoke, APPLIED_MANIFESTWORKS, before, status)
+            written = await patch_status(self.spoke, APPLIED_MANIFESTWORKS, before, status)
         except KubeError as err:
             raise RecordingFailed(err) from err
         if written is not None:
             self.applied_work = written
-            self._on_written(before, written)
+            self.on_written(before, written)
             log.info("recorded resources before applying them", count=len(entries))
