@@ -41,6 +41,7 @@ with plane_pool() as pool:
     }
     print(json.dumps(info), flush=True)
     if sys.argv[2] == "exit":
+        sys.stdin.readline()  # the test has looked at what runs: now end normally
         raise SystemExit(0)
     time.sleep(600)  # sleep-ok: waits to be signalled by the test
 """
@@ -76,6 +77,7 @@ def run_child(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[str], dict[st
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(tmp_path / "kubeconfig"), mode],
         cwd=REPO,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -100,6 +102,8 @@ def test_nothing_is_left_however_the_run_ends(tmp_path: Path, ending: str) -> No
     assert len(info["pids"]) == 3 and all(alive(pid) for pid in info["pids"])
     assert all(listening(port) for port in info["ports"])
     if ending == "exit":
+        assert child.stdin is not None
+        child.stdin.close()  # the child's readline returns: it exits normally
         child.wait(timeout=60)
     else:
         got = subprocess.run(
