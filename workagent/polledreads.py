@@ -21,8 +21,9 @@ are served from that list for a while:
   nothing);
 - a LIST that fails (say, the agent may ``get`` but not ``list`` the
   resource) or that returns far more objects than the agent reads there
-  (a namespace full of foreign objects) turns that (resource, namespace) back
-  to one GET per object for a while.
+  (a namespace full of foreign objects: neither read lately nor owned by an
+  AppliedManifestWork) turns that (resource, namespace) back to one GET per
+  object for a while.
 
 Listed objects are kept without ``metadata.managedFields`` (for a small
 ConfigMap three quarters of its size), unless a reader of that (resource,
@@ -48,6 +49,7 @@ from prometheus_client import Counter
 
 from ocmkit.kube import Forbidden, KubeClient, KubeError, NotFound, Resource
 from ocmkit.runtime import Object, strip_managed_fields
+from workagent.controllers.ownership import is_applied_work_reference
 
 log = structlog.get_logger(__name__)
 
@@ -78,6 +80,25 @@ SERVED = Counter(
 
 #: (group, version, plural, namespace)
 BucketKey = tuple[str, str, str, str]
+
+
+def _useful(items: list[Object], demand: dict[str, float]) -> int:
+    """How many listed objects the agent reads or will read: those asked for lately
+    and those some work applied (an AppliedManifestWork owns them).
+
+    The works' own objects count even while nobody reads them, as when many
+    works are being deleted (their status syncs stop; their deletion reads
+    them one by one from the list).
+    """
+    return sum(
+        1
+        for obj in items
+        if str((obj.get("metadata") or {}).get("name") or "") in demand
+        or any(
+            is_applied_work_reference(ref)
+            for ref in (obj.get("metadata") or {}).get("ownerReferences") or []
+        )
+    )
 
 
 def _rv(obj: Object) -> str:
@@ -365,7 +386,7 @@ class PolledReads:
         items = answer.get("items") or []
         # While works are still being applied, what they will read is not known yet.
         settled = started - bucket.since >= interval * DEMAND_INTERVALS
-        if settled and len(items) > WASTE_FACTOR * len(bucket.demand):
+        if settled and len(items) > WASTE_FACTOR * _useful(items, bucket.demand):
             # Mostly objects of others: GETs cost the server less.
             bucket.lists_from = started + backoff
             bucket.listed = None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from ocmkit.kube import KubeClient, Resource
+import pytest
+
+from ocmkit.kube import APPLIED_MANIFESTWORKS, KubeClient, Resource
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
-from workagent.polledreads import LIST_THRESHOLD, PolledReads
+from workagent.polledreads import DEMAND_INTERVALS, LIST_THRESHOLD, WASTE_FACTOR, PolledReads
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 INTERVAL = 10.0
@@ -101,6 +103,47 @@ async def test_a_list_tells_of_the_objects_it_shows_changed_or_gone(
     found = await read_all(reads, spoke_client, names)  # the second list
     assert names[1] not in found
     assert sorted(told) == sorted([(names[0], _rv(changed)), (names[1], _rv(gone))])
+
+
+@pytest.mark.parametrize("owned", [True, False], ids=["owned", "foreign"])
+async def test_a_list_of_mostly_unread_objects_is_kept_only_for_the_works_own(
+    spoke_client: KubeClient, spoke: Cluster, owned: bool
+) -> None:
+    """A list returning far more objects than are read goes back to GETs when the rest
+    are foreign objects, but not when an AppliedManifestWork owns them (the works'
+    own objects, say while many works are deleted and their status syncs stop)."""
+    owners = []
+    if owned:
+        record = await spoke_client.create(
+            APPLIED_MANIFESTWORKS,
+            {
+                "metadata": {"name": "polled-owner"},
+                "spec": {"hubHash": "h", "agentID": "a", "manifestWorkName": "w"},
+            },
+        )
+        owners = [
+            {
+                "apiVersion": APPLIED_MANIFESTWORKS.api_version,
+                "kind": APPLIED_MANIFESTWORKS.kind,
+                "name": "polled-owner",
+                "uid": record["metadata"]["uid"],
+            }
+        ]
+    read = [f"polled-{n}" for n in range(LIST_THRESHOLD + 2)]
+    unread = [f"unread-{n}" for n in range(WASTE_FACTOR * len(read))]
+    for name in read + unread:
+        body = {"metadata": {"name": name, "ownerReferences": owners}}
+        await spoke_client.create(CONFIGMAPS, body, "default")
+    clock = ManualClock()
+    reads = PolledReads(clock=clock)
+    await read_all(reads, spoke_client, read)  # demand builds up; the first list
+    clock.now += INTERVAL * DEMAND_INTERVALS  # settled: what is read is known now
+    requests = RequestRecord(spoke)
+    assert await read_all(reads, spoke_client, read) == read
+    assert requests.count("list", "configmaps", user_agents=TEST_AGENT) == 1
+    # Owned: the list serves the round; foreign: wasteful, so each object is read.
+    gets = 0 if owned else len(read)
+    assert requests.count("get", "configmaps", user_agents=TEST_AGENT) == gets
 
 
 def _rv(obj: dict[str, object]) -> str:
