@@ -6,8 +6,7 @@ controllers build on it, never the other way round.
 
 # First: makes the kubernetes_asyncio imports below light (see the module).
 from ocmkit.kube import _lightimport  # noqa: F401
-from ocmkit.kube.client import DEFAULT_TIMEOUT, KubeClient, PatchType, default_user_agent
-from ocmkit.kube.config import ClusterConfig, load_in_cluster, load_kubeconfig
+from ocmkit.kube.client import KubeClient, default_user_agent
 from ocmkit.kube.errors import (
     AlreadyExists,
     BadRequest,
@@ -32,21 +31,16 @@ from ocmkit.kube.resource import (
     CONFIGMAPS,
     CRDS,
     DEPLOYMENTS,
-    EVENTS,
-    EVENTS_V1,
     JOBS,
     LEASES,
     MANIFESTWORK_REPLICASETS,
     MANIFESTWORKS,
     NAMESPACES,
-    NODES,
     PLACEMENT_DECISIONS,
     PLACEMENTS,
-    PODS,
     ROLE_BINDINGS,
     ROLES,
     SECRETS,
-    SELF_SUBJECT_ACCESS_REVIEWS,
     SERVICE_ACCOUNTS,
     SERVICES,
     SUBJECT_ACCESS_REVIEWS,
@@ -54,7 +48,7 @@ from ocmkit.kube.resource import (
     split_api_version,
 )
 from ocmkit.kube.restmapper import RESTMapper
-from ocmkit.kube.watch import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, WatchEvent
+from ocmkit.kube.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 
 __all__ = [
     "ADDED",
@@ -64,32 +58,24 @@ __all__ = [
     "CLUSTER_ROLE_BINDINGS",
     "CONFIGMAPS",
     "CRDS",
-    "DEFAULT_TIMEOUT",
     "DELETED",
     "DEPLOYMENTS",
-    "ERROR",
-    "EVENTS",
-    "EVENTS_V1",
     "JOBS",
     "LEASES",
     "MANIFESTWORKS",
     "MANIFESTWORK_REPLICASETS",
     "MODIFIED",
     "NAMESPACES",
-    "NODES",
     "PLACEMENTS",
     "PLACEMENT_DECISIONS",
-    "PODS",
     "ROLES",
     "ROLE_BINDINGS",
     "SECRETS",
-    "SELF_SUBJECT_ACCESS_REVIEWS",
     "SERVICES",
     "SERVICE_ACCOUNTS",
     "SUBJECT_ACCESS_REVIEWS",
     "AlreadyExists",
     "BadRequest",
-    "ClusterConfig",
     "Conflict",
     "Forbidden",
     "Gone",
@@ -99,7 +85,6 @@ __all__ = [
     "KubeError",
     "NoKindMatch",
     "NotFound",
-    "PatchType",
     "RESTMapper",
     "Resource",
     "ServerError",
@@ -109,7 +94,5 @@ __all__ = [
     "Unreachable",
     "WatchEvent",
     "default_user_agent",
-    "load_in_cluster",
-    "load_kubeconfig",
     "split_api_version",
 ]

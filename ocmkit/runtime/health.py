@@ -141,8 +141,6 @@ class LoopMonitor:
     timeout; this check catches the slower death of a loop that only lags.
     """
 
-    name = "loop"
-
     def __init__(self, interval: float = 1.0, max_lag: float = 30.0) -> None:
         self.interval = interval
         self.max_lag = max_lag
@@ -173,10 +171,6 @@ class LoopMonitor:
         lag = max(self.lag, late)
         if lag > self.max_lag:
             return f"event loop lagging {lag:.1f}s (limit {self.max_lag:.0f}s)"
-        return None
-
-    def readiness_failure(self) -> str | None:
-        """Readiness does not depend on loop lag."""
         return None
 
     async def _tick(self) -> None:

@@ -1,24 +1,10 @@
 """Informers: a local cache of one resource kept current by list + watch.
 
-The loop follows client-go's reflector:
-
-1. list (a quorum read) and replace the cache, delivering the differences to
-   the handlers (adds, updates, and deletions of objects that vanished while
-   the informer was not watching);
-2. watch from the list's resourceVersion with bookmarks and a server-side
-   timeout; bookmarks only advance the resourceVersion;
-3. when the watch ends cleanly, watch again from the last resourceVersion;
-   on ``410 Gone`` relist at once; on other failures wait with jittered
-   exponential backoff (at least the server's ``Retry-After``) and retry: the
-   watch again for throttling and lost connections, a relist otherwise.
-
-A watchdog bounds every watch: one that makes no progress (no event, no
-bookmark, no clean end) for longer than its timeout plus a grace period is
-abandoned and reopened, and reported by :meth:`Informer.liveness_failure`.
-
-Handlers run after the cache is updated, in event order, each handler set in
-its own task with an unbounded queue: a slow handler delays only itself, never
-the intake of events or other handlers.
+The loop follows client-go's reflector (list, watch from the list's
+resourceVersion, relist on ``410 Gone``, jittered backoff otherwise), with a
+watchdog that reopens a watch making no progress; docs/runtime.md has the
+details. Handlers run after the cache is updated, each handler set in its own
+task, so a slow handler delays only itself.
 """
 
 from __future__ import annotations
@@ -38,7 +24,6 @@ from ocmkit.kube import (
     BOOKMARK,
     DELETED,
     Gone,
-    KubeClient,
     KubeError,
     Resource,
     TooManyRequests,
@@ -147,14 +132,7 @@ class ListWatcher(Protocol):
     name: str
 
     async def list(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        page_size: int = 500,
-        resource_version: str | None = None,
+        self, res: Resource, namespace: str | None = None, *, field_selector: str | None = None
     ) -> dict[str, Any]:
         """All objects and the list's resourceVersion."""
         ...
@@ -165,17 +143,15 @@ class ListWatcher(Protocol):
         namespace: str | None = None,
         *,
         resource_version: str,
-        label_selector: str | None = None,
         field_selector: str | None = None,
         timeout_seconds: int = 300,
-        allow_bookmarks: bool = True,
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
-        """Changes after ``resource_version``."""
+        """Changes after ``resource_version`` (bookmarks allowed)."""
         ...
 
 
 class Informer:
-    """A cache of one resource (optionally one namespace, filtered by selectors).
+    """A cache of one resource (optionally one namespace, filtered by a field selector).
 
     ``name`` (default: the resource's plural) labels logs, metrics and health
     checks. ``watch_timeout_seconds`` is the server-side watch timeout (each
@@ -189,10 +165,9 @@ class Informer:
 
     def __init__(
         self,
-        client: KubeClient | ListWatcher,
+        client: ListWatcher,
         resource: Resource,
         namespace: str | None = None,
-        label_selector: str | None = None,
         field_selector: str | None = None,
         resync_seconds: float | None = None,
         *,
@@ -201,7 +176,6 @@ class Informer:
         stall_grace_seconds: float = 30.0,
         backoff_initial: float = 0.8,
         backoff_max: float = 30.0,
-        page_size: int = 500,
         transform: Transform | None = None,
         store: Store | None = None,
     ) -> None:
@@ -212,13 +186,11 @@ class Informer:
         self.client = client
         self.resource = resource
         self.namespace = namespace
-        self.label_selector = label_selector
         self.field_selector = field_selector
         self.resync_seconds = resync_seconds
         self.name = name or resource.plural
         self.watch_timeout_seconds = watch_timeout_seconds
         self.stall_grace_seconds = stall_grace_seconds
-        self.page_size = page_size
         self.transform = transform
         self.store = store if store is not None else Store()
         self._backoff = Backoff(backoff_initial, backoff_max)
@@ -416,8 +388,6 @@ class Informer:
                     retry_in_seconds=round(delay, 2),
                 )
                 await self._pause(delay)
-            except asyncio.CancelledError:
-                raise
             except Exception as err:
                 # A bug or an unexpected payload: never let the loop die silently.
                 metrics.INFORMER_ERRORS.labels(informer=self.name, verb=verb, code="0").inc()
@@ -458,11 +428,7 @@ class Informer:
     async def _list(self) -> None:
         self._phase = "listing"
         answer = await self.client.list(
-            self.resource,
-            self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            page_size=self.page_size,
+            self.resource, self.namespace, field_selector=self.field_selector
         )
         items: list[Object] = answer.get("items") or []
         if self.transform is not None:
@@ -516,10 +482,8 @@ class Informer:
                     self.resource,
                     self.namespace,
                     resource_version=self._resource_version,
-                    label_selector=self.label_selector,
                     field_selector=self.field_selector,
                     timeout_seconds=timeout,
-                    allow_bookmarks=True,
                 ) as events:
                     self._progress()
                     self._record_success()

@@ -1,14 +1,8 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, as client-go does it.
 
-One replica holds the Lease and renews it every ``retry_period``; the others
-poll it and take over once it has not been renewed for ``lease_duration``
-(measured on their own clock from when they last saw it change, so clocks
-need not agree). A leader that cannot renew within ``renew_deadline`` stops
-leading. On a clean shutdown the leader releases the Lease (empty
-``holderIdentity``, ``leaseDurationSeconds: 1``) so a standby takes over at
-once instead of waiting for it to expire.
-
-Defaults are OCM's: 137 s lease, 107 s renew deadline, 26 s retry period.
+Expiry is measured on each candidate's own clock from when it last saw the
+Lease change, so clocks need not agree; on a clean shutdown the leader
+releases the Lease so a standby takes over at once (docs/runtime.md).
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """The Manager: runs informers, controllers, leader election and the probe server.
 
-Order of a run:
-
-1. serve /metrics and the probes at once (a standby, or a process waiting for
-   an unreachable apiserver, must still answer and say why it is not ready);
-2. campaign for the Lease (unless leader election is disabled) and wait to lead;
-3. start the informers, then the controllers (each waits for its informers);
-4. run until SIGTERM/SIGINT, :meth:`Manager.request_stop`, lost leadership
-   or a controller crash.
-
-Shutdown (the reverse): readiness fails at once, controllers stop taking keys
-and drain in-flight reconciles within ``shutdown_deadline``, informers stop,
-the Lease is released, clients are closed, the probe server stops. A second
-signal exits immediately.
+The probes are served before anything else, so that a standby, or a process
+waiting for an unreachable apiserver, still answers and says why it is not
+ready; shutdown is the start-up in reverse (docs/runtime.md).
 """
 
 from __future__ import annotations
@@ -32,7 +22,7 @@ import structlog
 
 from ocmkit.kube import KubeConfigError
 from ocmkit.runtime.controller import Controller
-from ocmkit.runtime.health import HealthChecks, LoopMonitor
+from ocmkit.runtime.health import HealthChecks, HealthSource, LoopMonitor
 from ocmkit.runtime.informer import Informer
 from ocmkit.runtime.leaderelection import LeaderElector
 from ocmkit.runtime.observability import ObservabilityServer
@@ -60,23 +50,15 @@ class ManagerSettings:
     handle_signals: bool = True
 
 
-class Service(Protocol):
+class Service(HealthSource, Protocol):
     """A background task set the manager runs while leading (e.g. a CloudEvents
     connection): started before the informers, stopped after them."""
-
-    name: str
 
     async def start(self) -> None:
         """Start in the background (returns at once)."""
 
     async def stop(self) -> None:
         """Stop; called once at shutdown."""
-
-    def readiness_failure(self) -> str | None:
-        """Why it is not ready (None when ready)."""
-
-    def liveness_failure(self) -> str | None:
-        """Why it is broken (None when healthy)."""
 
 
 class Manager:
@@ -88,12 +70,11 @@ class Manager:
         *,
         settings: ManagerSettings | None = None,
         leader_elector: LeaderElector | None = None,
-        observability: ObservabilityServer | None = None,
     ) -> None:
         self.name = name
         self.settings = settings or ManagerSettings()
         self.leader_elector = leader_elector
-        self.observability = observability or ObservabilityServer(
+        self.observability = ObservabilityServer(
             self.settings.bind_address, ssl_context=self.settings.ssl_context
         )
         self.informers: list[Informer] = []

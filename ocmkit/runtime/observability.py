@@ -15,7 +15,7 @@ import ssl
 
 import structlog
 from aiohttp import web
-from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client import REGISTRY
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from ocmkit.runtime.health import HealthChecks, Report
@@ -80,12 +80,10 @@ class ObservabilityServer:
         bind_address: str = "0.0.0.0:8443",  # OCM default of --listen
         *,
         checks: HealthChecks | None = None,
-        registry: CollectorRegistry = REGISTRY,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.host, self.port = parse_bind_address(bind_address)
         self.checks = checks or HealthChecks()
-        self._registry = registry
         self._ssl = ssl_context
         self._runner: web.AppRunner | None = None
         self._last: dict[str, bool] = {}
@@ -100,7 +98,7 @@ class ObservabilityServer:
     def app(self) -> web.Application:
         """The aiohttp application (also usable with aiohttp's test client)."""
         app = web.Application()
-        app.router.add_get("/metrics", make_aiohttp_handler(self._registry))
+        app.router.add_get("/metrics", make_aiohttp_handler(REGISTRY))
         app.router.add_get("/livez", self._livez)
         app.router.add_get("/healthz", self._livez)
         app.router.add_get("/readyz", self._readyz)
