@@ -352,29 +352,17 @@ def parse_flags(flag_set: FlagSet, args: Sequence[str], command: str) -> ParsedF
 
 
 def notices_for(flags: ParsedFlags, flag_table: Iterable[Flag]) -> tuple[FlagNotice, ...]:
-    """Warnings for the compatibility flags that were given (they change nothing)."""
-    notices = []
-    for flag in flag_table:
-        if flag.ignored and flags.was_given(flag.key):
-            spelled = flags.given[flag.key]
-            notices.append(FlagNotice(spelled, f"{spelled} is ignored: {flag.ignored}"))
-    return tuple(notices)
-
-
-def plain_http_notices(flags: ParsedFlags) -> tuple[FlagNotice, ...]:
-    """Warnings for TLS settings that ``--insecure-serving`` leaves without effect."""
-    if not flags.values.get("insecure-serving"):
-        return ()
-    notices = []
-    for key in ("tls-min-version", "tls-cipher-suites"):
-        if flags.was_given(key):
-            spelled = flags.given[key]
-            notices.append(
-                FlagNotice(
-                    spelled, f"{spelled} has no effect: --insecure-serving serves plain HTTP"
-                )
-            )
-    return tuple(notices)
+    """Warnings for given flags that change nothing: the compatibility flags, and the
+    TLS settings that ``--insecure-serving`` leaves without effect."""
+    why = {flag.key: f"is ignored: {flag.ignored}" for flag in flag_table if flag.ignored}
+    if flags.values.get("insecure-serving"):
+        for key in ("tls-min-version", "tls-cipher-suites"):
+            why[key] = "has no effect: --insecure-serving serves plain HTTP"
+    return tuple(
+        FlagNotice(flags.given[key], f"{flags.given[key]} {reason}")
+        for key, reason in why.items()
+        if flags.was_given(key)
+    )
 
 
 class _Validating(Protocol):
@@ -408,8 +396,7 @@ class CommandSpec(Generic[_Checked, _Command]):
     ``settings`` is the settings dataclass (filled by :func:`settings_from`,
     ``computed`` giving the fields no single flag holds; then ``validate()``d),
     ``result`` what :meth:`parse` returns for it; ``notices`` are the
-    command's own warnings, after those of :func:`notices_for` and
-    :func:`plain_http_notices`.
+    command's own warnings, after those of :func:`notices_for`.
     """
 
     command: str
@@ -440,7 +427,7 @@ class CommandSpec(Generic[_Checked, _Command]):
             settings.validate()
         except ValueError as err:
             raise UsageError(str(err)) from None
-        notices = notices_for(flags, flag_set.flags) + plain_http_notices(flags)
+        notices = notices_for(flags, flag_set.flags)
         return self.result(settings, (*notices, *self.notices(flags, settings)))
 
 

@@ -290,7 +290,6 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         timeout_seconds: int = 300,
-        allow_bookmarks: bool = True,
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
         """Open one watch request; use as ``async with client.watch(...) as events``.
 
@@ -304,8 +303,7 @@ class KubeClient:
         if resource_version:
             # Empty means "from now, with the current objects as ADDED": leave it out.
             params.append(("resourceVersion", resource_version))
-        if allow_bookmarks:
-            params.append(("allowWatchBookmarks", "true"))
+        params.append(("allowWatchBookmarks", "true"))
         if timeout_seconds > 0:
             params.append(("timeoutSeconds", str(timeout_seconds)))
         if label_selector:

@@ -72,13 +72,11 @@ class RESTMapper:
         client: KubeClient,
         *,
         min_refresh_interval: float = 1.0,
-        concurrency: int = DISCOVERY_CONCURRENCY,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._client = client
         self._interval = min_refresh_interval
-        self._concurrency = max(1, concurrency)
         self._clock = clock
         self._sleep = sleep
         self._tables = _Tables()
@@ -189,7 +187,7 @@ class RESTMapper:
                 g, _, v = str(gv.get("groupVersion", "")).partition("/")
                 if g and v:
                     wanted.append((g, v))
-        limit = asyncio.Semaphore(self._concurrency)
+        limit = asyncio.Semaphore(DISCOVERY_CONCURRENCY)
 
         async def fetch(group: str, version: str) -> dict[str, Any] | KubeError:
             async with limit:
