@@ -14,6 +14,7 @@ the paths that start a program.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import os
@@ -257,17 +258,6 @@ def operator_config_flag(ignored_group: str) -> Flag:
 # -- from flags to settings ----------------------------------------------------------------
 
 
-def component_namespace(flag_value: str, namespace_file: Path, default: str) -> str:
-    """``--namespace``, else the pod's namespace (service account file), else ``default``."""
-    if flag_value:
-        return flag_value
-    try:
-        detected = namespace_file.read_text().strip()
-    except OSError:
-        detected = ""
-    return detected or default
-
-
 def log_level_from(flags: ParsedFlags) -> str:
     """``--log-level`` if given, else klog's ``-v`` mapped onto our levels."""
     level = flags.string("log-level").strip().lower()
@@ -286,13 +276,16 @@ def leader_election_from(
     """The program's Lease settings (``defaults``) with the leader-election flags applied.
 
     ``defaults`` carries the identity (``<hostname>_<uuid>``, as library-go's)
-    and the namespace used when neither ``--namespace`` nor the pod says one.
+    and the namespace used when neither ``--namespace`` nor the pod's service
+    account (``namespace_file``) says one.
     """
+    namespace = flags.string("namespace")
+    if not namespace:
+        with contextlib.suppress(OSError):
+            namespace = namespace_file.read_text().strip()
     return dataclasses.replace(
         defaults,
-        namespace=component_namespace(
-            flags.string("namespace"), namespace_file, defaults.namespace
-        ),
+        namespace=namespace or defaults.namespace,
         disabled=flags.boolean("disable-leader-election"),
         lease_duration=flags.seconds("leader-election-lease-duration"),
         renew_deadline=flags.seconds("leader-election-renew-deadline"),

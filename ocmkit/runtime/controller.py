@@ -231,7 +231,8 @@ class Controller:
             error_type=type(err).__name__,
             retry_in_seconds=round(delay, 3),
             retries=self.queue.num_requeues(key),
-            exc_info=_unexpected(err),
+            # A traceback helps, except for API errors, whose message says it all.
+            exc_info=not isinstance(err, KubeError),
         )
 
     def _record_result(self, key: str, result: Result | None) -> None:
@@ -251,8 +252,3 @@ def _being_cancelled() -> bool:
     """True if the current task has a pending cancellation request."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-def _unexpected(err: BaseException) -> bool:
-    """Whether a traceback helps: not for API errors, whose message says it all."""
-    return not isinstance(err, KubeError)

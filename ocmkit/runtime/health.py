@@ -1,10 +1,7 @@
 """Liveness and readiness checks, composed from named check functions.
 
-A check returns ``None`` when healthy and a reason otherwise. Informers and the
-leader elector are *health sources*: objects with a ``name`` and
-``liveness_failure()`` / ``readiness_failure()`` methods, registered in one
-call. The rendered report follows kube-apiserver's verbose ``/readyz``:
-one ``[+]name ok`` or ``[-]name: reason`` line per check.
+A check returns ``None`` when healthy and a reason otherwise; the report
+follows kube-apiserver's verbose ``/readyz``, so a failing probe says why.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The endpoint for probes and scrapes: /metrics, /livez, /readyz, /healthz.
 
-HTTPS when given an ``ssl_context`` (the agent's default, as OCM's: see
-:mod:`ocmkit.runtime.tls`), else plain HTTP.
-
 Served by aiohttp on the process's own event loop (no thread): answering at
-all proves the loop is alive. Probe answers are 200 or 500 with a
-kube-apiserver style body naming each check, so a failing ``/readyz`` says why
-(``[-]informer manifestworks: not synced: 403 Forbidden: ...``).
+all proves the loop is alive.
 """
 
 from __future__ import annotations
@@ -95,22 +90,16 @@ class ObservabilityServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{scheme}://{host}:{self.port}"
 
-    def app(self) -> web.Application:
-        """The aiohttp application (also usable with aiohttp's test client)."""
+    async def start(self) -> None:
+        """Start listening."""
+        if self._runner is not None:
+            return
         app = web.Application()
         app.router.add_get("/metrics", make_aiohttp_handler(REGISTRY))
         app.router.add_get("/livez", self._livez)
         app.router.add_get("/healthz", self._livez)
         app.router.add_get("/readyz", self._readyz)
-        return app
-
-    async def start(self) -> None:
-        """Start listening."""
-        if self._runner is not None:
-            return
-        self._runner, self.port = await serve(
-            self.app(), self.host, self.port, ssl_context=self._ssl
-        )
+        self._runner, self.port = await serve(app, self.host, self.port, ssl_context=self._ssl)
         log.info(
             "serving metrics and health probes",
             address=f"{self.host}:{self.port}",

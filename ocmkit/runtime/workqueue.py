@@ -103,7 +103,10 @@ class WorkQueue:
             return
         self._waiting[key] = ready
         heapq.heappush(self._heap, (ready, next(self._seq), key))
-        self._poke_pump()
+        # Wake the pump: it may be sleeping until a later ready time.
+        if self._pump_wakeup is not None and not self._pump_wakeup.done():
+            self._pump_wakeup.set_result(None)
+        self._ensure_pump()
 
     def add_rate_limited(self, key: str, *, at_least: float = 0.0) -> float:
         """Queue ``key`` after the rate limiter's delay; returns that delay in seconds.
@@ -253,11 +256,6 @@ class WorkQueue:
                 continue  # superseded by an earlier add_after
             del self._waiting[key]
             self.add(key)
-
-    def _poke_pump(self) -> None:
-        if self._pump_wakeup is not None and not self._pump_wakeup.done():
-            self._pump_wakeup.set_result(None)
-        self._ensure_pump()
 
     def _ensure_pump(self) -> None:
         """Start the task that promotes delayed keys, if there are any and a loop runs."""
