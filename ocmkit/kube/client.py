@@ -466,21 +466,16 @@ class KubeClient:
     ) -> aiohttp.ClientResponse:
         """Send one request; the caller reads and releases the response."""
         session = self._ensure_session()
-        headers = await self._headers(content_type)
-        kwargs: dict[str, Any] = {}
-        if self.config.proxy:
-            kwargs["proxy"] = self.config.proxy
-        if self.config.tls_server_name:
-            kwargs["server_hostname"] = self.config.tls_server_name
         return await session.request(
             method,
             yarl.URL(self._host + path, encoded=True),
             params=params or None,
             data=data,
-            headers=headers,
+            headers=await self._headers(content_type),
             timeout=timeout,
             allow_redirects=False,
-            **kwargs,
+            proxy=self.config.proxy or None,
+            server_hostname=self.config.tls_server_name or None,
         )
 
     async def _call(
