@@ -323,8 +323,12 @@ def settings_from(
 _VMODULE_ITEM = re.compile(r"[^=,]+=[0-9]+")
 
 
-def check_arguments(flags: ParsedFlags, command: str) -> None:
-    """Refusals every command shares: stray arguments and a malformed ``--vmodule``."""
+def parse_flags(flag_set: FlagSet, args: Sequence[str], command: str) -> ParsedFlags | ShowText:
+    """``command``'s flags (or its help when asked for), with the refusals every command
+    shares: stray arguments and a malformed ``--vmodule``."""
+    flags = flag_set.parse(args)
+    if flags.help_requested:
+        return ShowText(flag_set.help())
     if flags.positionals:
         raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{command}"')
     vmodule = str(flags.values.get("vmodule") or "")
@@ -333,14 +337,6 @@ def check_arguments(flags: ParsedFlags, command: str) -> None:
             f'invalid argument "{vmodule}" for "--vmodule" flag: '
             "expect comma-separated list of filename=N"
         )
-
-
-def parse_flags(flag_set: FlagSet, args: Sequence[str], command: str) -> ParsedFlags | ShowText:
-    """``command``'s flags, checked by :func:`check_arguments`; its help when asked for."""
-    flags = flag_set.parse(args)
-    if flags.help_requested:
-        return ShowText(flag_set.help())
-    check_arguments(flags, command)
     return flags
 
 

@@ -363,23 +363,14 @@ class FlagSet:
                     raise ValueError(f"flag -{flag.shorthand} defined twice")
                 self._short[flag.shorthand] = flag
 
-    def lookup(self, token: str) -> Flag | None:
-        """The flag a ``--name``/``-x`` token (value included or not) refers to, if any."""
-        if token.startswith("--"):
-            name = normalize_flag_name(token[2:].partition("=")[0])
-            return self._long.get(name)
-        if token.startswith("-") and len(token) > 1:
-            return self._short.get(token[1])
-        return None
-
     def takes_separate_value(self, token: str) -> bool:
-        """Whether this flag token consumes the next argument as its value."""
-        flag = self.lookup(token)
-        if flag is None or not flag.type.takes_value:
-            return False
+        """Whether this flag token (``--name``, ``-x``) consumes the next argument as its value."""
         if token.startswith("--"):
-            return "=" not in token
-        return len(token) == 2  # "-v" alone; "-v2" and "-v=2" carry the value
+            flag = self._long.get(normalize_flag_name(token[2:].partition("=")[0]))
+            return flag is not None and flag.type.takes_value and "=" not in token
+        flag = self._short.get(token[1:2])
+        # "-v" alone; "-v2" and "-v=2" carry the value.
+        return flag is not None and flag.type.takes_value and len(token) == 2
 
     def defaults(self) -> ParsedFlags:
         """Every key with its default value."""
