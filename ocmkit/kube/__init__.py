@@ -1,7 +1,6 @@
 """Async Kubernetes client: dynamic resources, typed errors, watches, QPS limits, RESTMapper.
 
-``ocmkit.kube`` imports nothing else of ``workagent``: the runtime and the
-controllers build on it, never the other way round.
+The bottom layer of the kit: it imports nothing else of ours.
 """
 
 # First: makes the kubernetes_asyncio imports below light (see the module).

@@ -1,9 +1,4 @@
-"""The asyncio controller runtime shared by the work agent and the hub controller.
-
-Informers (list + watch caches), work queues, controllers, leader election,
-the metrics/probe server, logging setup and the process manager. It builds on
-:mod:`ocmkit.kube` and imports nothing else of ``workagent``.
-"""
+"""The asyncio controller runtime the work agent and the hub controller share (docs/runtime.md)."""
 
 from ocmkit.runtime.clock import Clock, MonotonicClock
 from ocmkit.runtime.controller import Controller, Reconcile, Result, TerminalError

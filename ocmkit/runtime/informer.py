@@ -361,11 +361,11 @@ class Informer:
                     limit_seconds=round(self._stall_limit, 1),
                 )
             except KubeError as err:
-                refused = isinstance(err, Unauthorized) and not isinstance(
-                    self._last_error, Unauthorized
-                )
-                self._record_failure(verb, err)
-                if refused:
+                code = str(err.code)
+                metrics.INFORMER_ERRORS.labels(informer=self.name, verb=verb, code=code).inc()
+                if self._last_error is None:
+                    self._failing_since = asyncio.get_running_loop().time()
+                if isinstance(err, Unauthorized) and not isinstance(self._last_error, Unauthorized):
                     # Unlike an outage, retrying cannot help until the credentials
                     # change (a rotated kubeconfig or token file): say so once, loudly.
                     self._log.error(
@@ -374,6 +374,7 @@ class Informer:
                         cluster=self.client.name,
                         resource=str(self.resource),
                     )
+                self._last_error = err
                 # client-go retries the watch itself only when the apiserver was
                 # unreachable or throttling; anything else may mean the watch
                 # cannot resume, so relist.
@@ -403,12 +404,6 @@ class Informer:
     async def _pause(self, seconds: float) -> None:
         self._phase = "backoff"
         await asyncio.sleep(seconds)
-
-    def _record_failure(self, verb: str, err: KubeError) -> None:
-        metrics.INFORMER_ERRORS.labels(informer=self.name, verb=verb, code=str(err.code)).inc()
-        if self._last_error is None:
-            self._failing_since = asyncio.get_running_loop().time()
-        self._last_error = err
 
     def _record_success(self) -> None:
         if self._last_error is not None:

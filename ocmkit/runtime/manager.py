@@ -88,7 +88,12 @@ class Manager:
         self._stopping = False
         self._signals: list[signal.Signals] = []
         self._controller_tasks: dict[asyncio.Task[None], Controller] = {}
-        self._register_checks()
+        self.checks.add_liveness("loop", self._loop_monitor.liveness_failure)
+        self.checks.add_readiness(
+            "shutdown", lambda: "shutting down" if self._stop.is_set() or self._stopping else None
+        )
+        if leader_elector is not None:
+            self.checks.add_source(leader_elector, prefix="leader-election")
 
     # -- composition ----------------------------------------------------------------
     @property
@@ -231,14 +236,6 @@ class Manager:
         log.info("stopped", reason=reason, exit_code=self._exit_code)
 
     # -- health --------------------------------------------------------------------
-    def _register_checks(self) -> None:
-        self.checks.add_liveness("loop", self._loop_monitor.liveness_failure)
-        self.checks.add_readiness(
-            "shutdown", lambda: "shutting down" if self._stop.is_set() or self._stopping else None
-        )
-        if self.leader_elector is not None:
-            self.checks.add_source(self.leader_elector, prefix="leader-election")
-
     def _standby(self) -> str | None:
         """Non-None while informers are not expected to run: standing by for the Lease."""
         elector = self.leader_elector
