@@ -8,7 +8,7 @@ because every reader and handler shares them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, cast
 
 import structlog
@@ -100,9 +100,6 @@ class Store:
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._items))
 
     # -- indexes ------------------------------------------------------------------------
     def add_indexer(self, name: str, fn: IndexFunc) -> None:

@@ -160,12 +160,8 @@ def check_serving_flags(
 
 
 def needs_rsa_key(cipher_suites: str) -> bool:
-    """Whether the chosen TLS 1.2 suites all authenticate with RSA (an ECDSA key could not).
-
-    Unknown names are for :func:`parse_cipher_suites` to refuse; here they count as nothing.
-    """
-    chosen = [CIPHER_SUITES.get(name.strip()) for name in cipher_suites.split(",") if name.strip()]
-    tls12 = [openssl for openssl in chosen if openssl]
+    """Whether the chosen TLS 1.2 suites all authenticate with RSA (an ECDSA key could not)."""
+    tls12 = parse_cipher_suites(cipher_suites)
     return bool(tls12) and not any("ECDSA" in openssl for openssl in tls12)
 
 
