@@ -208,11 +208,6 @@ def parse_duration_seconds(text: str) -> float:
     return parse_duration(text) / SECOND
 
 
-def seconds_to_nanoseconds(seconds: float) -> int:
-    """Float seconds as whole nanoseconds, rounded to the nearest one."""
-    return round(seconds * SECOND)
-
-
 def format_duration_seconds(seconds: float) -> str:
     """Float seconds in Go's duration notation, rounded to the nanosecond."""
-    return format_duration(seconds_to_nanoseconds(seconds))
+    return format_duration(round(seconds * SECOND))

@@ -47,11 +47,6 @@ class ClusterConfig:
     tls_server_name: str | None = None
 
 
-def default_kubeconfig_path() -> str:
-    """``$KUBECONFIG`` (possibly a ``:``-separated list), else ``~/.kube/config``."""
-    return os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
-
-
 def _check_files(paths: str) -> None:
     """Fail clearly on missing or non-kubeconfig files before the loader's vaguer errors."""
     found = False
@@ -90,7 +85,9 @@ async def load_kubeconfig(path: str | None = None, *, context: str | None = None
 
     Raises KubeConfigError naming the file and the problem.
     """
-    paths = str(path) if path is not None else default_kubeconfig_path()
+    # $KUBECONFIG may be a ":"-separated list.
+    default = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    paths = str(path) if path is not None else default
     _check_files(paths)
     cfg = Configuration()
     try:
