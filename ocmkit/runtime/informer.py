@@ -69,28 +69,25 @@ class _Listener:
         self.on_delete = on_delete
         self.pending: deque[_Notification] = deque()
         self._wakeup = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self.idle = asyncio.Event()  # set while nothing is pending
+        self.idle.set()
         self.task: asyncio.Task[None] | None = None
 
     def push(self, note: _Notification) -> None:
         self.pending.append(note)
-        self._idle.clear()
+        self.idle.clear()
         self._wakeup.set()
 
     def start(self) -> None:
         if self.task is None:
             self.task = asyncio.create_task(self._run(), name=f"informer-{self.informer}-handler")
 
-    async def wait_idle(self) -> None:
-        await self._idle.wait()
-
     async def _run(self) -> None:
         while True:
             while self.pending:
                 note = self.pending.popleft()
                 await self._deliver(note)
-            self._idle.set()
+            self.idle.set()
             self._wakeup.clear()
             await self._wakeup.wait()
 
@@ -106,23 +103,17 @@ class _Listener:
                 result = self.on_delete(note.new)
             if result is not None and inspect.isawaitable(result):
                 await result
-        except asyncio.CancelledError:
+        except (Exception, asyncio.CancelledError) as err:
             task = asyncio.current_task()
-            if task is not None and task.cancelling() > 0:
+            if isinstance(err, asyncio.CancelledError) and task and task.cancelling() > 0:
                 raise
-            self._handler_failed(note)
-        except Exception:
-            # A handler bug must not stop delivery of later events.
-            self._handler_failed(note)
-
-    def _handler_failed(self, note: _Notification) -> None:
-        """Log a handler failure with its traceback (called from an except block)."""
-        log.exception(
-            "event handler failed",
-            informer=self.informer,
-            notification=note.kind,
-            object_key=object_key(note.new),
-        )
+            # A handler bug (a CancelledError it let out too) must not stop later events.
+            log.exception(
+                "event handler failed",
+                informer=self.informer,
+                notification=note.kind,
+                object_key=object_key(note.new),
+            )
 
 
 class ListWatcher(Protocol):
@@ -291,7 +282,7 @@ class Informer:
     async def wait_handlers_idle(self) -> None:
         """Wait until every handler has processed every event delivered so far."""
         for listener in list(self._listeners):
-            await listener.wait_idle()
+            await listener.idle.wait()
 
     @property
     def resource_version(self) -> str:
