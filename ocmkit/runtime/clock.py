@@ -19,14 +19,10 @@ class Clock(Protocol):
         """Seconds on a monotonic scale (only differences are meaningful)."""
         ...
 
-    async def sleep(self, seconds: float) -> None:
-        """Suspend the calling task for ``seconds`` of this clock's time."""
-        ...
-
     async def sleep_until(self, deadline: float) -> None:
         """Suspend the calling task until :meth:`now` reaches ``deadline``.
 
-        Unlike ``sleep(deadline - now())`` computed by the caller, this cannot
+        Unlike a sleep of ``deadline - now()`` computed by the caller, this cannot
         oversleep when the task starts running after the clock has moved.
         """
         ...
@@ -42,10 +38,6 @@ class MonotonicClock:
     def now(self) -> float:
         """Current monotonic time in seconds."""
         return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        """Sleep for real."""
-        await asyncio.sleep(max(seconds, 0.0))
 
     async def sleep_until(self, deadline: float) -> None:
         """Sleep for real until ``deadline``."""

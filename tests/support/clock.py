@@ -10,8 +10,8 @@ import itertools
 class FakeClock:
     """A clock that moves only when told to (for tests).
 
-    ``sleep`` parks the caller until :meth:`advance` moves time past its
-    deadline; a zero or negative sleep just yields to the event loop.
+    ``sleep_until`` parks the caller until :meth:`advance` moves time past its
+    deadline; a deadline already passed just yields to the event loop.
     """
 
     def __init__(self, start: float = 1000.0) -> None:
@@ -22,10 +22,6 @@ class FakeClock:
     def now(self) -> float:
         """The current fake time."""
         return self._now
-
-    async def sleep(self, seconds: float) -> None:
-        """Wait until fake time reaches now + ``seconds``."""
-        await self.sleep_until(self._now + seconds)
 
     async def sleep_until(self, deadline: float) -> None:
         """Wait until fake time reaches ``deadline``."""
