@@ -23,7 +23,6 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Literal, Self, TypedDict, Unpack
 from urllib.parse import quote
 
@@ -194,12 +193,7 @@ class KubeClient:
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     # -- verbs -------------------------------------------------------------------------
