@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 import structlog
 
+from ocmkit.command import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ocmkit.kube import KubeConfigError
 from ocmkit.runtime.controller import Controller
 from ocmkit.runtime.health import HealthChecks, HealthSource, LoopMonitor
@@ -28,10 +29,6 @@ from ocmkit.runtime.leaderelection import LeaderElector
 from ocmkit.runtime.observability import ObservabilityServer
 
 log = structlog.get_logger(__name__)
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_CONFIG = 2
 
 # Limit of each shutdown step after the controllers drained (lease release, closers).
 CLEANUP_TIMEOUT = 10.0
@@ -288,10 +285,10 @@ async def run_main(
         manager = await build()
     except KubeConfigError as err:
         log.error("invalid kubeconfig", error=str(err))
-        return EXIT_CONFIG
+        return EXIT_USAGE
     except ValueError as err:
         log.error("invalid settings", error=str(err))
-        return EXIT_CONFIG
+        return EXIT_USAGE
     if not terminate_on_files:
         return await manager.run()
     watcher = asyncio.create_task(stop_on_file_change(manager, tuple(terminate_on_files)))
