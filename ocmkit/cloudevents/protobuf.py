@@ -30,6 +30,8 @@ from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEventAttributeValue
 
 CONTENT_TYPE_KEY = "contenttype"
 PREFIX = "ce-"
+#: The response header that opens a Subscribe stream.
+SUBSCRIPTION_ID_HEADER = "subscription-id"
 _SPEC_ATTRIBUTES = frozenset(
     {"id", "source", "specversion", "type", "time", "subject", "dataschema", "datacontenttype"}
 )

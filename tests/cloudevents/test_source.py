@@ -42,9 +42,6 @@ class MemoryTransport:
     async def publish(self, event: CloudEvent) -> None:
         self.published.append(event)
 
-    async def close(self) -> None:
-        """Nothing to close."""
-
 
 def hub_work(name: str, cluster: str = "cluster1") -> dict[str, Any]:
     return {

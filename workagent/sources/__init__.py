@@ -10,7 +10,7 @@ finalizer patches, so the controllers cannot tell them apart.
 from __future__ import annotations
 
 from workagent.settings import AgentSettings
-from workagent.sources.base import SourceService, WorkClient, WorkSource
+from workagent.sources.base import WorkClient, WorkSource
 from workagent.sources.kube import kube_work_source, kubeconfig_server
 
 DRIVER_KUBE = "kube"
@@ -23,7 +23,6 @@ __all__ = [
     "DRIVER_GRPC",
     "DRIVER_KUBE",
     "DRIVER_MQTT",
-    "SourceService",
     "WorkClient",
     "WorkSource",
     "build_work_source",

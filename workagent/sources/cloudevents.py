@@ -106,7 +106,6 @@ class CloudEventsWorkSource:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._subscribed = False
-        await self.transport.close()
         await self.store.close()
 
     @property

@@ -180,7 +180,3 @@ class MqttTransport:
             await client.publish(topic, payload, qos=self.config.pub_qos, properties=props)
         except aiomqtt.MqttError as err:
             raise Unreachable(f"mqtt publish: {err}") from None
-
-    async def close(self) -> None:
-        """Nothing to do: the subscription's context closes the connection."""
-        self._client = None

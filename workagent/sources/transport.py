@@ -46,6 +46,3 @@ class Transport(Protocol):
 
     async def publish(self, event: CloudEvent) -> None:
         """Send one event; raises a KubeError subtype (NotReady when disconnected)."""
-
-    async def close(self) -> None:
-        """Close the connection for good."""
