@@ -85,7 +85,7 @@ class WorkService:
                 informer.add_handler(
                     on_add=lambda w: self._emit(w, CREATE_REQUEST),
                     on_update=self._on_update,
-                    on_delete=self._on_delete,
+                    on_delete=lambda w: self._emit(w, DELETE_REQUEST),
                 )
                 self._informers[cluster] = informer
                 await informer.start()
@@ -119,16 +119,6 @@ class WorkService:
     def _on_update(self, old: Object, new: Object) -> None:
         if needs_update_event(old, new):
             self._emit(new, UPDATE_REQUEST)
-
-    def _on_delete(self, work: Object) -> None:
-        gone = dict(work)
-        meta = dict(_meta(work))
-        if not meta.get("deletionTimestamp"):
-            from ocmkit.cloudevents.event import format_time, utcnow  # noqa: PLC0415
-
-            meta["deletionTimestamp"] = format_time(utcnow())
-        gone["metadata"] = meta
-        self._emit(gone, DELETE_REQUEST)
 
     # -- agent requests -----------------------------------------------------------------
     async def resync(self, cluster: str, versions: dict[str, int]) -> list[CloudEvent]:

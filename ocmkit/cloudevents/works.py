@@ -21,6 +21,7 @@ from ocmkit.cloudevents.event import (
     CLOUDEVENTS_DATA_TYPE_ANNOTATION,
     CLOUDEVENTS_ORIGINAL_SOURCE_LABEL,
     CONDITION_DELETED,
+    DELETE_REQUEST,
     EXT_CLUSTER_NAME,
     EXT_DELETION_TIMESTAMP,
     EXT_LOG_TRACING,
@@ -205,7 +206,10 @@ class SequenceIds:
 
 
 def spec_event(work: dict[str, Any], action: str, source: str = KUBE_SOURCE) -> CloudEvent:
-    """The spec event of a ManifestWork (``data`` = ManifestBundle unless it is deleting)."""
+    """The spec event of a ManifestWork (``data`` = ManifestBundle unless it is deleting).
+
+    A ``delete_request`` always carries a deletion timestamp: the work's, else now.
+    """
     meta = work.get("metadata") or {}
     event = CloudEvent.new(
         source,
@@ -220,7 +224,7 @@ def spec_event(work: dict[str, Any], action: str, source: str = KUBE_SOURCE) -> 
         },
     )
     deleting = meta.get("deletionTimestamp")
-    if deleting:
+    if deleting or action == DELETE_REQUEST:
         event.extensions[EXT_DELETION_TIMESTAMP] = _time_value(deleting)
         return event
     spec = work.get("spec") or {}
