@@ -1,13 +1,9 @@
 """Who is calling, and may they: OCM's gRPC authentication and authorization.
 
-Authentication (in OCM's order): a bearer token in the ``authorization``
-metadata, checked with a TokenReview on the hub; else the verified client
-certificate (user = CN, groups = O). Authorization: a SubjectAccessReview on
-the hub for ``manifestworks`` of group ``work.open-cluster-management.io`` in
-the event's cluster namespace: Subscribe needs ``watch``, a spec resync
-request ``list``, a status update ``update`` on ``manifestworks/status``.
-Answers are cached for ``CACHE_SECONDS`` (allowed ones only), so a busy agent
-does not cost a review per status event.
+A bearer token (TokenReview) first, else the verified client certificate;
+then a SubjectAccessReview for the event's verb on ``manifestworks`` in the
+cluster namespace. Allowed answers are cached for ``CACHE_SECONDS``, so a busy
+agent does not cost a review per status event.
 """
 
 from __future__ import annotations

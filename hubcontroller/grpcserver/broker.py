@@ -1,15 +1,8 @@
 """The CloudEventService: Subscribe and Publish, as OCM's hub gRPC server answers them.
 
-Subscribe: authenticate, authorize ``watch`` on the cluster's works, send the
-``subscription-id`` header, then stream the cluster's spec events, with a
-heartbeat every ``--broker-heartbeat-interval``. Nothing is kept for an agent
-that is not connected (it resyncs when it comes back). A subscriber that
-cannot keep up loses its stream (and resyncs) instead of growing a queue.
-
-Publish: a ``spec.resync_request`` is answered on the cluster's streams; a
-``status.update_request`` is written to the hub. Refusals use OCM's codes:
-``UNAUTHENTICATED``, ``PERMISSION_DENIED``, ``INVALID_ARGUMENT`` (undecodable)
-and ``FAILED_PRECONDITION`` (the write failed).
+Nothing is kept for an agent that is not connected (it resyncs when it comes
+back), and a subscriber that cannot keep up loses its stream (and resyncs)
+instead of growing a queue. Refusals use OCM's status codes.
 """
 
 from __future__ import annotations

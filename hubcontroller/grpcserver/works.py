@@ -1,13 +1,7 @@
 """The hub's ManifestWorks as CloudEvents: per-cluster caches, spec events, status writes.
 
 A cluster namespace gets its own ManifestWork informer the first time an
-agent of that cluster subscribes (list+watch of that namespace only). Its
-events become spec events for the cluster's subscribers: add ->
-``create_request``; an update that changes labels, annotations or the
-generation, or any update while deleting -> ``update_request``; delete ->
-``delete_request`` (with a deletion timestamp). Status events are written
-back: ``Deleted=True`` removes the cleanup finalizer; otherwise, unless the
-hub has a newer generation, the finalizer is ensured and the status patched.
+agent of that cluster subscribes (list+watch of that namespace only).
 """
 
 from __future__ import annotations

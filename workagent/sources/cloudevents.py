@@ -1,14 +1,8 @@
 """The CloudEvents work source: spec events into the local store, status events out.
 
-One task keeps the driver subscribed: subscribe, publish a spec resync
-request (one entry per cached work, UID -> generation), then apply every
-spec event to :class:`~workagent.sources.store.LocalWorkStore`; on any
-failure wait (5 s x5 per step, jittered, at most a minute, reset after ten
-quiet minutes) and do it all again. The store's status patches become
-``status.update_request`` events here, and a second task confirms deletions:
-a deleting work whose finalizers are gone is reported with condition
-``Deleted`` and then dropped from the store (at once, and again every 2 s
-until the publish succeeds).
+One task keeps the driver subscribed (resync request first, reconnecting with
+backoff); a second confirms to the source the deletions the agent finished.
+docs/cloudevents.md describes the protocol.
 """
 
 from __future__ import annotations
@@ -80,13 +74,15 @@ class CloudEventsWorkSource:
         self.store.on_finalized(self._wake_deletions)
         self._backoff = Backoff(reconnect_initial, reconnect_max, factor=5.0)
         self._sequence = SequenceIds()
-        self._subscribed = False
+        #: Whether the subscription is up (publishes can go out).
+        self.subscribed = False
+        #: How many times the source subscribed (1 + reconnects).
+        self.subscriptions = 0
         self._last_error = "not connected yet"
         self._last_failure = float("-inf")
         self._deletions = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._side_tasks: set[asyncio.Task[None]] = set()
-        self._subscriptions = 0
         self._log = log.bind(driver=transport.name, cluster=cluster)
 
     # -- lifecycle (the manager's) ---------------------------------------------------
@@ -105,22 +101,12 @@ class CloudEventsWorkSource:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._subscribed = False
+        self.subscribed = False
         await self.store.close()
-
-    @property
-    def subscribed(self) -> bool:
-        """Whether the subscription is up (publishes can go out)."""
-        return self._subscribed
-
-    @property
-    def subscriptions(self) -> int:
-        """How many times the source subscribed (1 + reconnects)."""
-        return self._subscriptions
 
     def readiness_failure(self) -> str | None:
         """Why the agent cannot exchange events now (None while subscribed)."""
-        return None if self._subscribed else f"not subscribed: {self._last_error}"
+        return None if self.subscribed else f"not subscribed: {self._last_error}"
 
     def liveness_failure(self) -> str | None:
         """A background task that died is a bug: report it."""
@@ -135,8 +121,8 @@ class CloudEventsWorkSource:
         while True:
             try:
                 async with self.transport.subscription() as events:
-                    self._subscribed = True
-                    self._subscriptions += 1
+                    self.subscribed = True
+                    self.subscriptions += 1
                     self._log.info(
                         "subscribed",
                         endpoint=self.transport.endpoint,
@@ -153,7 +139,7 @@ class CloudEventsWorkSource:
             except Exception as err:
                 self._last_error = repr(err)
                 self._log.exception("cloudevents subscription failed unexpectedly")
-            self._subscribed = False
+            self.subscribed = False
             now = loop.time()
             if now - self._last_failure > BACKOFF_RESET_SECONDS:
                 self._backoff.reset()
@@ -232,7 +218,7 @@ class CloudEventsWorkSource:
 
     # -- publishing ----------------------------------------------------------------
     async def _publish(self, work: Object, action: str) -> None:
-        if not self._subscribed:
+        if not self.subscribed:
             raise NotReady()
         event = status_event(
             work,

@@ -1,11 +1,8 @@
 """The grpc driver: OCM's CloudEventService over gRPC (docs/cloudevents.md).
 
-Subscribe for the cluster, wait for the ``subscription-id`` header, then read
-events (heartbeats are dropped; with ``serverHealthinessTimeout`` a silent
-stream is abandoned). Every subscription opens a new channel, so the client
-certificate and key files are read afresh on each reconnect; while
-subscribed they are checked every ``cert_check_seconds`` and a change ends
-the subscription (the source reconnects with the new pair).
+Every subscription opens a new channel, so rotated client certificate files
+are read afresh on each reconnect; while subscribed, a change of the files
+ends the subscription.
 """
 
 from __future__ import annotations
