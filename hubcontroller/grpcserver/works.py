@@ -142,17 +142,15 @@ class WorkService:
         work = next((w for w in informer.store.list() if _meta(w).get("uid") == update.uid), None)
         if work is None:
             return "work not found"
-        for attempt in range(3):
+        for _ in range(2):  # on a conflict read the work again: three attempts in all
             try:
                 return await self._write(work, update)
             except Conflict:
-                if attempt == 2:
-                    raise
                 try:
                     work = await self._hub.get(MANIFESTWORKS, _meta(work)["name"], update.cluster)
                 except NotFound:
                     return "work not found"
-        return "conflict"  # not reached
+        return await self._write(work, update)
 
     async def _write(self, work: Object, update: StatusUpdate) -> str:
         meta = _meta(work)

@@ -106,6 +106,9 @@ class MqttConfig:
     """The mqtt driver's config file."""
 
     broker_host: str
+    #: ``brokerHost`` split into host and port.
+    host: str
+    port: int
     topics: MqttTopics
     tls: TLSMaterial
     username: str = ""
@@ -114,23 +117,6 @@ class MqttConfig:
     dial_timeout: float = 60.0
     pub_qos: int = 1
     sub_qos: int = 1
-
-    @property
-    def host(self) -> str:
-        """The broker's host (``brokerHost`` without the port)."""
-        return _split_host_port(self.broker_host)[0]
-
-    @property
-    def port(self) -> int:
-        """The broker's port."""
-        return _split_host_port(self.broker_host)[1]
-
-
-def _split_host_port(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise SourceConfigError(f"brokerHost {text!r} is not host:port")
-    return host.strip("[]"), int(port)
 
 
 class _Reader:
@@ -259,10 +245,9 @@ def load_mqtt_config(path: str) -> MqttConfig:
     broker = reader.string("brokerHost")
     if not broker:
         raise reader.fail("brokerHost is required")
-    try:
-        _split_host_port(broker)
-    except SourceConfigError as err:
-        raise reader.fail(str(err)) from None
+    host, sep, port = broker.rpartition(":")
+    if not sep or not port.isdigit():
+        raise reader.fail(f"brokerHost {broker!r} is not host:port")
     raw_topics = reader.doc.get("topics")
     if not isinstance(raw_topics, dict):
         raise reader.fail("topics is required")
@@ -282,6 +267,8 @@ def load_mqtt_config(path: str) -> MqttConfig:
             raise reader.fail(f"{key} must be 0, 1 or 2")
     return MqttConfig(
         broker_host=broker,
+        host=host.strip("[]"),
+        port=int(port),
         topics=topics,
         tls=reader.tls(),
         username=reader.string("username"),
