@@ -54,6 +54,13 @@ WORK_API_VERSION = "work.open-cluster-management.io/v1"
 MAX_MANIFESTS_BYTES = 500 * 1024
 #: The source name OCM's hub server puts on its events.
 KUBE_SOURCE = "kube"
+#: ManifestWork spec fields a ManifestBundle carries besides the manifests, and their
+#: names in the bundle.
+_BUNDLE_FIELDS = {
+    "deleteOption": "deleteOption",
+    "manifestConfigs": "manifestConfigs",
+    "executor": "executer",  # sic: the wire name
+}
 
 # metav1.ObjectMeta in Go's field order (json.Marshal writes struct fields in order).
 _OBJECT_META_FIELDS = (
@@ -229,12 +236,9 @@ def spec_event(work: dict[str, Any], action: str, source: str = KUBE_SOURCE) -> 
         return event
     spec = work.get("spec") or {}
     bundle: dict[str, Any] = {"manifests": (spec.get("workload") or {}).get("manifests") or []}
-    if spec.get("deleteOption"):
-        bundle["deleteOption"] = spec["deleteOption"]
-    if spec.get("manifestConfigs"):
-        bundle["manifestConfigs"] = spec["manifestConfigs"]
-    if spec.get("executor"):
-        bundle["executer"] = spec["executor"]  # sic: the wire name
+    for field, wire in _BUNDLE_FIELDS.items():
+        if spec.get(field):
+            bundle[wire] = spec[field]
     event.set_json(bundle)
     return event
 
@@ -255,7 +259,7 @@ def deleted_resync_response(uid: str, cluster: str, source: str = "source") -> C
             EXT_ORIGINAL_SOURCE: "",
             EXT_RESOURCE_ID: uid,
             EXT_RESOURCE_VERSION: 0,
-            EXT_DELETION_TIMESTAMP: _time_value(None),
+            EXT_DELETION_TIMESTAMP: utcnow(),
         },
     )
 
@@ -467,11 +471,7 @@ def _spec_from_bundle(event: CloudEvent) -> dict[str, Any]:
             f"the size of manifests is {size} bytes which exceeds the {MAX_MANIFESTS_BYTES} limit"
         )
     spec: dict[str, Any] = {"workload": {"manifests": copy.deepcopy(manifests)}}
-    for wire, field in (
-        ("deleteOption", "deleteOption"),
-        ("manifestConfigs", "manifestConfigs"),
-        ("executer", "executor"),
-    ):
+    for field, wire in _BUNDLE_FIELDS.items():
         if bundle.get(wire) is not None:
             spec[field] = bundle[wire]
     return spec
