@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 from ocmkit.kube import KubeClient
+from workagent.identity import hub_hash
 from workagent.sources.store import LocalWorkStore
 
 if TYPE_CHECKING:
@@ -35,5 +36,9 @@ class WorkSource:
     driver: str
     client: WorkClient
     endpoint: str
-    hub_hash: str
     service: Service | None = None
+
+    @property
+    def hub_hash(self) -> str:
+        """The hash that names this agent's AppliedManifestWorks."""
+        return hub_hash(self.endpoint)

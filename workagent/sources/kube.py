@@ -7,7 +7,6 @@ from pathlib import Path
 import yaml
 
 from ocmkit.kube import KubeClient, KubeConfigError
-from workagent.identity import hub_hash
 from workagent.settings import AgentSettings
 from workagent.sources.base import WorkSource
 
@@ -52,4 +51,4 @@ async def kube_work_source(settings: AgentSettings) -> WorkSource:
         )
     except KubeConfigError as err:
         raise KubeConfigError(f"hub: {err}") from err
-    return WorkSource(driver="kube", client=hub, endpoint=server, hub_hash=hub_hash(server))
+    return WorkSource(driver="kube", client=hub, endpoint=server)
