@@ -28,9 +28,6 @@ class MemoryTransport:
         self.incoming: asyncio.Queue[CloudEvent] = asyncio.Queue()
         self.published: list[CloudEvent] = []
 
-    async def check(self) -> None:
-        """Nothing to check."""
-
     @contextlib.asynccontextmanager
     async def subscription(self) -> AsyncIterator[AsyncIterator[CloudEvent]]:
         yield self._events()

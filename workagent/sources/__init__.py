@@ -38,12 +38,13 @@ async def build_work_source(settings: AgentSettings) -> WorkSource:
     elif driver == "mqtt":
         from workagent.sources.mqttdriver import MqttTransport  # noqa: PLC0415
 
-        transport = MqttTransport(
+        mqtt = MqttTransport(
             settings.hub_kubeconfig, settings.cluster_name, settings.cloudevents_client_id
         )
+        await mqtt.check()
+        transport = mqtt
     else:
         raise ValueError(f"--workload-source-driver={driver} is not supported")
-    await transport.check()
     source = CloudEventsWorkSource(
         transport,
         cluster=settings.cluster_name,

@@ -80,10 +80,6 @@ class GrpcTransport:
         self.cluster = cluster
         self._stub: CloudEventServiceAsyncStub | None = None
 
-    async def check(self) -> None:
-        """The config was read at construction: nothing more can be checked before
-        connecting (gRPC channels are lazy)."""
-
     def _options(self) -> list[tuple[str, int | str]]:
         options: list[tuple[str, int | str]] = [
             ("grpc.max_receive_message_length", -1),

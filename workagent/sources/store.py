@@ -252,16 +252,11 @@ class LocalWorkStore:
             )
 
     def _patch_object(self, name: str, current: Object, body: dict[str, Any]) -> Object:
-        patch = {k: v for k, v in body.items() if k in ("metadata", "spec")}
-        meta_patch = {
-            k: v
-            for k, v in (patch.get("metadata") or {}).items()
-            if k not in ("uid", "resourceVersion")
-        }
-        if meta_patch:
-            patch["metadata"] = meta_patch
-        else:
-            patch.pop("metadata", None)
+        # Only metadata and spec; uid and resourceVersion were preconditions, not changes.
+        patch = {k: v for k, v in body.items() if k == "spec"}
+        preconditions = ("uid", "resourceVersion")
+        metadata = body.get("metadata") or {}
+        patch["metadata"] = {k: v for k, v in metadata.items() if k not in preconditions}
         updated = apply_merge_patch(current, patch)
         if updated == current:
             return copy.deepcopy(current)

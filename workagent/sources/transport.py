@@ -37,9 +37,6 @@ class Transport(Protocol):
     #: The string the hub hash is derived from (grpc ``url``, mqtt ``brokerHost``).
     endpoint: str
 
-    async def check(self) -> None:
-        """Fail fast (SubscriptionFailed) if the driver cannot work at all."""
-
     def subscription(self) -> AbstractAsyncContextManager[AsyncIterator[CloudEvent]]:
         """Connect and subscribe; the events until the connection ends."""
         ...
