@@ -126,16 +126,20 @@ def go_work_status(status: dict[str, Any] | None) -> dict[str, Any]:
     ``conditions`` (no ``omitempty``) is ``null`` when absent. Unknown fields
     are dropped as the typed object drops them.
     """
-    status = status if isinstance(status, dict) else {}
+    status = _mapping(status)
     out: dict[str, Any] = {}
     conditions = _go_conditions(status.get("conditions"))
     if conditions:
         out["conditions"] = conditions
-    resource_status = status.get("resourceStatus")
-    manifests = resource_status.get("manifests") if isinstance(resource_status, dict) else None
+    manifests = _mapping(status.get("resourceStatus")).get("manifests")
     entries = [_go_manifest(m) for m in manifests or [] if isinstance(m, dict)]
     out["resourceStatus"] = {"manifests": entries} if entries else {}
     return out
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """``value`` if it is an object, else an empty one (as Go's converter drops it)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _go_conditions(value: Any) -> list[dict[str, Any]] | None:
@@ -160,18 +164,14 @@ _FIELD_VALUE_POINTERS = ("integer", "string", "boolean", "jsonRaw")
 
 
 def _go_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
-    raw_meta = manifest.get("resourceMeta")
-    meta = raw_meta if isinstance(raw_meta, dict) else {}
+    meta = _mapping(manifest.get("resourceMeta"))
     resource_meta: dict[str, Any] = {k: str(meta.get(k) or "") for k in _RESOURCE_META_STRINGS}
     resource_meta["ordinal"] = int(meta.get("ordinal") or 0)
-    raw_feedback = manifest.get("statusFeedback")
-    feedback = raw_feedback if isinstance(raw_feedback, dict) else {}
     values = []
-    for item in feedback.get("values") or []:
+    for item in _mapping(manifest.get("statusFeedback")).get("values") or []:
         if not isinstance(item, dict):
             continue
-        raw_value = item.get("fieldValue")
-        field_value = raw_value if isinstance(raw_value, dict) else {}
+        field_value = _mapping(item.get("fieldValue"))
         value: dict[str, Any] = {"type": str(field_value.get("type") or "")}
         for key in _FIELD_VALUE_POINTERS:  # pointers: omitted only when nil
             if field_value.get(key) is not None:

@@ -64,15 +64,15 @@ class CloudEventsWorkSource:
         cluster: str,
         client_id: str,
         reconnect_initial: float = 5.0,
-        reconnect_max: float = 60.0,
     ) -> None:
         self.transport = transport
         self.cluster = cluster
         self.client_id = client_id
         self.name = f"cloudevents-{transport.name}"
+        self._deletions = asyncio.Event()
         self.store = LocalWorkStore(cluster, self._publish_status)
-        self.store.on_finalized(self._wake_deletions)
-        self._backoff = Backoff(reconnect_initial, reconnect_max, factor=5.0)
+        self.store.on_finalized(self._deletions.set)
+        self._backoff = Backoff(reconnect_initial, 60.0, factor=5.0)  # at most a minute
         self._sequence = SequenceIds()
         #: Whether the subscription is up (publishes can go out).
         self.subscribed = False
@@ -80,7 +80,6 @@ class CloudEventsWorkSource:
         self.subscriptions = 0
         self._last_error = "not connected yet"
         self._last_failure = float("-inf")
-        self._deletions = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._log = log.bind(driver=transport.name, cluster=cluster)
@@ -236,9 +235,6 @@ class CloudEventsWorkSource:
         except EventDecodeError as err:
             # Not from a source (no original-source label): nothing can carry it.
             raise NotReady(str(err)) from None
-
-    def _wake_deletions(self) -> None:
-        self._deletions.set()
 
     async def _confirm_deletions(self) -> None:
         while True:
