@@ -119,16 +119,21 @@ class MqttConfig:
     sub_qos: int = 1
 
 
+def read_yaml(path: str, what: str, error: type[Exception]) -> Any:
+    """The YAML document in ``path``; raises ``error`` naming ``what`` and the problem."""
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise error(f"{what} not found: {path}") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise error(f"cannot read {what} {path}: {first}") from None
+
+
 class _Reader:
     def __init__(self, path: str) -> None:
         self.path = path
-        try:
-            doc = yaml.safe_load(Path(path).read_text())
-        except FileNotFoundError:
-            raise SourceConfigError(f"workload source config not found: {path}") from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-            first = str(err).splitlines()[0] if str(err) else type(err).__name__
-            raise SourceConfigError(f"cannot read workload source config {path}: {first}") from None
+        doc = read_yaml(path, "workload source config", SourceConfigError)
         if not isinstance(doc, dict):
             raise SourceConfigError(f"workload source config {path} is not a YAML mapping")
         self.doc: dict[str, Any] = doc

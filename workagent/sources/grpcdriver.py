@@ -40,7 +40,6 @@ PUBLISH_TIMEOUT = 30.0
 #: The server refuses larger messages (4 MiB); stay below it.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
-
 #: gRPC refusals as the HTTP status the controllers understand (else 500).
 _HTTP_STATUS = {
     grpc.StatusCode.PERMISSION_DENIED: 403,
