@@ -170,16 +170,12 @@ async def build_grpc_server(
     return manager, service
 
 
-async def run_grpc_server(settings: GrpcServerSettings, *, handle_signals: bool = True) -> int:
-    """Run until SIGTERM; returns the exit code (2 for bad settings)."""
+def run(settings: GrpcServerSettings) -> int:
+    """Run the server in a new event loop until SIGTERM; returns the exit code (2 for bad
+    settings)."""
 
     async def build() -> Manager:
-        manager, _ = await build_grpc_server(settings, handle_signals=handle_signals)
+        manager, _ = await build_grpc_server(settings)
         return manager
 
-    return await run_main(build)
-
-
-def run(settings: GrpcServerSettings) -> int:
-    """Run the server in a new event loop; returns the exit code."""
-    return asyncio.run(run_grpc_server(settings))
+    return asyncio.run(run_main(build))
