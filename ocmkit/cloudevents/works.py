@@ -434,17 +434,14 @@ def work_from_spec_event(event: CloudEvent, cluster: str) -> dict[str, Any]:
     labels = dict(meta.get("labels") or {})
     labels[CLOUDEVENTS_ORIGINAL_SOURCE_LABEL] = event.source
     meta["labels"] = labels
-    work: dict[str, Any] = {"apiVersion": WORK_API_VERSION, "kind": "ManifestWork"}
+    spec: dict[str, Any] = {}
     if deleting is not None:
         meta["deletionTimestamp"] = format_time(deleting)
         meta["finalizers"] = [MANIFEST_WORK_FINALIZER]
-        work["metadata"] = meta
-        work["spec"] = {}
-        return work
-    meta.pop("deletionTimestamp", None)
-    work["metadata"] = meta
-    work["spec"] = _spec_from_bundle(event)
-    return work
+    else:
+        meta.pop("deletionTimestamp", None)
+        spec = _spec_from_bundle(event)
+    return {"apiVersion": WORK_API_VERSION, "kind": "ManifestWork", "metadata": meta, "spec": spec}
 
 
 def _spec_from_bundle(event: CloudEvent) -> dict[str, Any]:
