@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
     SubscribeCall = grpc.aio.UnaryStreamCall[SubscriptionRequest, PbCloudEvent]
 
+#: The stream's messages, and then why it ended (or why the subscription must end).
+Received = asyncio.Queue[PbCloudEvent | SubscriptionFailed]
+
 log = structlog.get_logger(__name__)
 
 #: How long the subscription's response headers may take.
@@ -130,7 +133,7 @@ class GrpcTransport:
         )
         # Tasks feed a queue: waiting on the queue with a timeout never cancels a
         # read of the stream (which would end the call).
-        received: asyncio.Queue[PbCloudEvent | Exception | None] = asyncio.Queue()
+        received: Received = asyncio.Queue()
         feeders: list[asyncio.Task[None]] = []
         try:
             try:
@@ -162,9 +165,7 @@ class GrpcTransport:
             call.cancel()
             await channel.close()
 
-    async def _events(
-        self, received: asyncio.Queue[PbCloudEvent | Exception | None]
-    ) -> AsyncIterator[CloudEvent]:
+    async def _events(self, received: Received) -> AsyncIterator[CloudEvent]:
         silence = self.config.server_healthiness_timeout
         while True:
             try:
@@ -174,14 +175,8 @@ class GrpcTransport:
                 raise SubscriptionFailed(
                     f"no heartbeat from the server for {silence}s (serverHealthinessTimeout)"
                 ) from None
-            if item is None:
-                raise SubscriptionFailed("the server closed the subscription")
             if isinstance(item, SubscriptionFailed):
                 raise item
-            if isinstance(item, grpc.aio.AioRpcError):
-                raise SubscriptionFailed(_describe(item))
-            if isinstance(item, Exception):
-                raise SubscriptionFailed(f"subscription stream failed: {item!r}")
             if is_heartbeat(item):
                 continue
             try:
@@ -200,26 +195,24 @@ class GrpcTransport:
             raise publish_error(err) from None
 
 
-async def _pump(
-    call: SubscribeCall, received: asyncio.Queue[PbCloudEvent | Exception | None]
-) -> None:
-    """Move the stream's messages into ``received``; then None, or the error."""
+async def _pump(call: SubscribeCall, received: Received) -> None:
+    """Move the stream's messages into ``received``, then why the stream ended."""
     try:
         async for message in call:
             received.put_nowait(message)
-    except asyncio.CancelledError:
-        raise
+    except grpc.aio.AioRpcError as err:
+        received.put_nowait(SubscriptionFailed(_describe(err)))
     except Exception as err:
-        received.put_nowait(err)
-        return
-    received.put_nowait(None)
+        received.put_nowait(SubscriptionFailed(f"subscription stream failed: {err!r}"))
+    else:
+        received.put_nowait(SubscriptionFailed("the server closed the subscription"))
 
 
 async def _watch_certificate(
     paths: tuple[str, ...],
     seen: str,
     every: float,
-    received: asyncio.Queue[PbCloudEvent | Exception | None],
+    received: Received,
 ) -> None:
     """Put a SubscriptionFailed into ``received`` once the files' fingerprint is not ``seen``."""
     while True:
