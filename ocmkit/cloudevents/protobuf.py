@@ -72,15 +72,13 @@ def to_pb(event: CloudEvent) -> PbCloudEvent:
     )
     attrs = message.attributes
     if event.data_content_type:
-        attrs[CONTENT_TYPE_KEY].CopyFrom(
-            CloudEventAttributeValue(ce_string=event.data_content_type)
-        )
+        attrs[CONTENT_TYPE_KEY].ce_string = event.data_content_type
     if event.time is not None:
         attrs[PREFIX + "time"].CopyFrom(_value(event.time))
     if event.subject is not None:
         attrs[PREFIX + "subject"].CopyFrom(_value(event.subject))
     if event.data_schema is not None:
-        attrs[PREFIX + "dataschema"].CopyFrom(CloudEventAttributeValue(ce_uri=event.data_schema))
+        attrs[PREFIX + "dataschema"].ce_uri = event.data_schema
     for name, value in event.extensions.items():
         attrs[PREFIX + name].CopyFrom(_value(value))
     if event.data is not None:

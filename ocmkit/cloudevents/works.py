@@ -266,9 +266,7 @@ def deleted_resync_response(uid: str, cluster: str, source: str = "source") -> C
 
 def resync_versions(event: CloudEvent) -> dict[str, int]:
     """The ``resourceID -> resourceVersion`` pairs of a spec resync request."""
-    data = event.json_data() or {}
-    if not isinstance(data, dict):
-        raise EventDecodeError(f"event {event.id}: resync request data is not an object")
+    data = _object_data(event, "resync request")
     versions: dict[str, int] = {}
     for entry in data.get("resourceVersions") or []:
         if not isinstance(entry, dict) or not isinstance(entry.get("resourceID"), str):
@@ -311,9 +309,7 @@ def decode_status_event(event: CloudEvent) -> StatusUpdate:
     kind = EventType.parse(event.type)
     if kind.data_type != MANIFEST_BUNDLES or kind.subresource != STATUS:
         raise EventDecodeError(f"event {event.id}: not a manifestbundle status event")
-    data = event.json_data() or {}
-    if not isinstance(data, dict):
-        raise EventDecodeError(f"event {event.id}: status data is not an object")
+    data = _object_data(event, "status")
     conditions = data.get("conditions") or []
     resources = data.get("resourceStatus") or []
     if not isinstance(conditions, list) or not isinstance(resources, list):
@@ -353,9 +349,7 @@ def spec_resync_request(client_id: str, cluster: str, versions: dict[str, int]) 
 
 def status_hashes(event: CloudEvent) -> dict[str, str]:
     """The ``resourceID -> statusHash`` pairs of a status resync request (empty: all)."""
-    data = event.json_data() or {}
-    if not isinstance(data, dict):
-        raise EventDecodeError(f"event {event.id}: status resync data is not an object")
+    data = _object_data(event, "status resync")
     hashes: dict[str, str] = {}
     for entry in data.get("statusHashes") or []:
         if isinstance(entry, dict) and isinstance(entry.get("resourceID"), str):
@@ -472,6 +466,13 @@ def _spec_from_bundle(event: CloudEvent) -> dict[str, Any]:
         if bundle.get(wire) is not None:
             spec[field] = bundle[wire]
     return spec
+
+
+def _object_data(event: CloudEvent, what: str) -> dict[str, Any]:
+    data = event.json_data() or {}
+    if not isinstance(data, dict):
+        raise EventDecodeError(f"event {event.id}: {what} data is not an object")
+    return data
 
 
 def _tracing_annotations(event: CloudEvent) -> dict[str, str]:
