@@ -174,7 +174,9 @@ class CloudEventsWorkSource:
         elif kind.subresource == STATUS and kind.action == RESYNC_REQUEST:
             if cluster not in ("", self.cluster):
                 return
-            self._spawn(self._answer_status_resync(event))
+            task = asyncio.create_task(self._answer_status_resync(event))
+            self._side_tasks.add(task)
+            task.add_done_callback(self._side_tasks.discard)
 
     def _apply_spec(self, event: CloudEvent) -> None:
         try:
@@ -271,8 +273,3 @@ class CloudEventsWorkSource:
             return
         self.store.remove_uid(str(meta.get("uid")))
         self._log.info("confirmed the deletion to the source", work=meta.get("name"))
-
-    def _spawn(self, coro: Any) -> None:
-        task: asyncio.Task[None] = asyncio.create_task(coro)
-        self._side_tasks.add(task)
-        task.add_done_callback(self._side_tasks.discard)
