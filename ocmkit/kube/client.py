@@ -361,7 +361,9 @@ class KubeClient:
         Server-side apply (``patch_type="apply"``) needs ``field_manager``;
         ``force=True`` takes over fields other managers own.
         """
-        content_type = PATCH_CONTENT_TYPES[patch_type]  # PatchType admits no other
+        content_type = PATCH_CONTENT_TYPES.get(patch_type)
+        if content_type is None:
+            raise ValueError(f"unknown patch type {patch_type!r}")
         path = self._path(res, self._ns(res, namespace), name, subresource)
         params = _write_params(field_manager, dry_run)
         if force is not None:
