@@ -14,7 +14,6 @@ from workagent.apply import (
     ReadOnlyApplier,
     ServerSideApplier,
     UpdateApplier,
-    applier_for,
 )
 
 
@@ -30,7 +29,7 @@ async def test_for_strategy(kube: KubeClient) -> None:
     assert isinstance(appliers.for_strategy(strategy(type="CreateOnly")), CreateOnlyApplier)
     assert isinstance(appliers.for_strategy(strategy(type="ReadOnly")), ReadOnlyApplier)
     assert appliers.for_strategy(strategy(type="ServerSideApply")) is appliers.server_side
-    assert isinstance(applier_for(kube, None), UpdateApplier)
+    assert isinstance(Appliers(kube).for_strategy(None), UpdateApplier)
 
 
 async def test_server_side_options_from_the_strategy(

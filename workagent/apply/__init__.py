@@ -6,8 +6,6 @@ Exported API:
   per agent and use ``appliers.for_strategy(strategy)`` (``strategy`` is a
   manifest's ``updateStrategy``, None for the default Update), e.g.
   ``AgentDeps(applier_for=appliers.for_strategy, ...)``.
-* :func:`applier_for` -- the same choice without a shared instance (the
-  Update cache starts empty on every call).
 * The contract (:mod:`workagent.apply.base`): :class:`ApplyRequest`, the
   :class:`Applier` protocol (``await applier.apply(request)`` returns the
   live object), and the errors it may raise besides ``KubeError``:
@@ -36,7 +34,7 @@ from workagent.apply.base import (
 )
 from workagent.apply.cache import ApplyCache
 from workagent.apply.create_only import CreateOnlyApplier
-from workagent.apply.factory import Appliers, applier_for
+from workagent.apply.factory import Appliers
 from workagent.apply.kinds import SERVICE_SPEC_HASH_ANNOTATION
 from workagent.apply.owners import REMOVAL_MARKER_SUFFIX, is_removal_marker
 from workagent.apply.read_only import ReadOnlyApplier
@@ -63,6 +61,5 @@ __all__ = [
     "ServerSideApplier",
     "ServerSideApplyConflict",
     "UpdateApplier",
-    "applier_for",
     "is_removal_marker",
 ]

@@ -92,7 +92,3 @@ class ApplyCache:
         self._entries.move_to_end(key)
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
-
-    def forget(self, key: CacheKey) -> None:
-        """Drop the entry for ``key`` (e.g. after the object was deleted and recreated)."""
-        self._entries.pop(key, None)

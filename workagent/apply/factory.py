@@ -47,13 +47,3 @@ class Appliers:
                 return self.server_side
             return self.server_side.with_config(strategy.server_side_apply)
         return self.update
-
-
-def applier_for(
-    client: KubeClient,
-    strategy: UpdateStrategy | None,
-    *,
-    default_field_manager: str = DEFAULT_FIELD_MANAGER,
-) -> Applier:
-    """A fresh applier for ``strategy``, with an empty Update cache (prefer :class:`Appliers`)."""
-    return Appliers(client, default_field_manager=default_field_manager).for_strategy(strategy)

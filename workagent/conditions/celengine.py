@@ -22,7 +22,7 @@ celpy facts this relies on (cel-python 0.5, see notes/dependencies.md):
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -89,21 +89,11 @@ class CelEngine:
         # process may use another runner type.
         self._env = celpy.Environment()
         self._parser = CELParser.CEL_PARSER
-        self._cache: OrderedDict[tuple[frozenset[str], str], Any] = OrderedDict()
-        self._cache_size = cache_size
+        self._cached = functools.lru_cache(maxsize=cache_size)(self._compile)
 
     def compile(self, source: str, variables: frozenset[str]) -> Any:
         """A celpy program for ``source``, or a :class:`CompileFailure` (both cached)."""
-        key = (variables, source)
-        cached = self._cache.get(key)
-        if cached is not None:
-            self._cache.move_to_end(key)
-            return cached
-        result = self._compile(source, variables)
-        self._cache[key] = result
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-        return result
+        return self._cached(source, variables)
 
     def _compile(self, source: str, variables: frozenset[str]) -> Any:
         too_long = celcheck.length_error(source)

@@ -377,10 +377,8 @@ def _complete(
     done = list(outcomes)
     if pending is not None:
         # The status is known; only its message expression was cut short.
-        done.append(ProgramOutcome(pending, MessageOutcome(error=_message_for(rest))))
+        done.append(
+            ProgramOutcome(pending, MessageOutcome(error=rest.error or BUDGET_EXCEEDED_MESSAGE))
+        )
     done.extend(ProgramOutcome(rest) for _ in range(len(done), len(programs)))
     return done
-
-
-def _message_for(rest: ExpressionsOutcome) -> str:
-    return rest.error or BUDGET_EXCEEDED_MESSAGE
