@@ -25,7 +25,7 @@ import structlog
 
 from ocmkit.kube import AlreadyExists, Forbidden, Invalid, KubeClient, NotFound
 from workagent.apply.base import ApplyRequest
-from workagent.apply.cache import ApplyCache, CacheEntry, CacheKey, digest
+from workagent.apply.cache import ApplyCache, CacheKey, digest
 from workagent.apply.kinds import Plan, rules_for
 from workagent.apply.merge import MISSING, for_create
 from workagent.apply.prepare import Target, prepare
@@ -82,14 +82,14 @@ class UpdateApplier:
         if request.create_first:
             created = await self._try_create(target, required)
             if created is not None:
-                self.cache.put(key, CacheEntry(required_hash, _rv(created), required))
+                self.cache.put(key, required_hash, _rv(created), required)
                 return created
         try:
             existing = request.known or await self.client.get(res, target.name, target.namespace)
         except NotFound:
             created = await self.client.create(res, for_create(required), target.namespace)
             target.log_written(log, "resource created", self.strategy)
-            self.cache.put(key, CacheEntry(required_hash, _rv(created), required))
+            self.cache.put(key, required_hash, _rv(created), required)
             return created
 
         entry = self.cache.get(key)
@@ -106,15 +106,15 @@ class UpdateApplier:
         last = entry.last_required if entry is not None else None
         plan = rules.plan(existing, required, MISSING if last is None else last)
         if plan is None:
-            self.cache.put(key, CacheEntry(required_hash, _rv(existing), required))
+            self.cache.put(key, required_hash, _rv(existing), required)
             return existing
         try:
             result = await self._write(target, existing, plan)
         except Invalid as exc:
             # Deterministic: the same body against the same object fails the same way.
-            self.cache.put(key, CacheEntry(required_hash, _rv(existing), last, error=exc))
+            self.cache.put(key, required_hash, _rv(existing), last, error=exc)
             raise
-        self.cache.put(key, CacheEntry(required_hash, _rv(result), required))
+        self.cache.put(key, required_hash, _rv(result), required)
         return result
 
     async def _try_create(self, target: Target, required: dict[str, Any]) -> dict[str, Any] | None:

@@ -34,7 +34,9 @@ import itertools
 import math
 import operator
 import re
+import string
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final
 
@@ -189,20 +191,18 @@ def last_index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntTyp
     return celtypes.IntType(_string_last_index_of(s, sub, _int(offset)))
 
 
-def _ascii_case(text: Any, upper: bool) -> celtypes.StringType:
-    s = _string(text)
-    convert = str.upper if upper else str.lower
-    return celtypes.StringType("".join(convert(c) if c.isascii() else c for c in s))
+_TO_LOWER: Final = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_TO_UPPER: Final = str.maketrans(string.ascii_lowercase, string.ascii_uppercase)
 
 
 def lower_ascii(text: Any) -> celtypes.StringType:
     """``s.lowerAscii()``: only ASCII letters change."""
-    return _ascii_case(text, upper=False)
+    return celtypes.StringType(_string(text).translate(_TO_LOWER))
 
 
 def upper_ascii(text: Any) -> celtypes.StringType:
     """``s.upperAscii()``: only ASCII letters change."""
-    return _ascii_case(text, upper=True)
+    return celtypes.StringType(_string(text).translate(_TO_UPPER))
 
 
 def replace(text: Any, old: Any, new: Any, count: Any = None) -> celtypes.StringType:
@@ -437,12 +437,7 @@ def is_sorted(items: Any) -> celtypes.BoolType:
 def list_sum(items: Any) -> Any:
     """``l.sum()``: 0 for an empty list."""
     elements = _list(items)
-    if not elements:
-        return celtypes.IntType(0)
-    total = elements[0]
-    for element in elements[1:]:
-        total = total + element
-    return total
+    return functools.reduce(operator.add, elements) if elements else celtypes.IntType(0)
 
 
 def list_max(items: Any) -> Any:
@@ -451,11 +446,8 @@ def list_max(items: Any) -> Any:
     if not elements:
         raise CelFunctionError("max of empty list")
     _comparable(elements)
-    best = elements[0]
-    for element in elements[1:]:
-        if cel_less(best, element):
-            best = element
-    return best
+    # The first of equal elements (1 and 1.0) wins.
+    return max(elements, key=functools.cmp_to_key(_compare))
 
 
 def list_slice(items: Any, start: Any, end: Any) -> celtypes.ListType:
@@ -520,26 +512,15 @@ _QUANTITY_FORMAT_ERROR: Final = (
 )
 
 
+@dataclass(frozen=True, slots=True)
 class Quantity:
     """A Kubernetes resource quantity (``500m``, ``1Gi``), compared by value."""
 
-    __slots__ = ("text", "value")
-
-    def __init__(self, text: str, value: Decimal) -> None:
-        self.text = text
-        self.value = value
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Quantity) and self.value == other.value
-
-    def __hash__(self) -> int:
-        return hash(self.value)
+    text: str = field(compare=False)
+    value: Decimal
 
     def __str__(self) -> str:
         return self.text
-
-    def __repr__(self) -> str:
-        return f"Quantity({self.text!r})"
 
 
 def _parse_quantity(text: str) -> Quantity | None:

@@ -380,25 +380,24 @@ def _basic_kind(value: Any) -> tuple[str, Any]:
     raise _CompareError(_BAD_TYPE)
 
 
-def _equal(left: Any, right: Any) -> bool:
+def _operands(left: Any, right: Any) -> tuple[str, Any, Any]:
+    """The kind both sides share and their comparable values."""
     k1, v1 = _basic_kind(left)
     k2, v2 = _basic_kind(right)
-    if k1 != k2:
-        # Integers compare across signedness; nothing else mixes.
-        if {k1, k2} == {"int", "uint"}:
-            return bool(v1 == v2)
+    # Integers compare across signedness; nothing else mixes.
+    if k1 != k2 and {k1, k2} != {"int", "uint"}:
         raise _CompareError(_INCOMPATIBLE)
+    return k1, v1, v2
+
+
+def _equal(left: Any, right: Any) -> bool:
+    _, v1, v2 = _operands(left, right)
     return bool(v1 == v2)
 
 
 def _less(left: Any, right: Any) -> bool:
-    k1, v1 = _basic_kind(left)
-    k2, v2 = _basic_kind(right)
-    if k1 != k2:
-        if {k1, k2} == {"int", "uint"}:
-            return bool(v1 < v2)
-        raise _CompareError(_INCOMPATIBLE)
-    if k1 == "bool":
+    kind, v1, v2 = _operands(left, right)
+    if kind == "bool":
         raise _CompareError(_BAD_TYPE)
     return bool(v1 < v2)
 
