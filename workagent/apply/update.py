@@ -1,19 +1,11 @@
 """The ``Update`` strategy, the default (spec/agent.md 5.1).
 
-GET the object; create it when missing (or, when the agent has never seen
-it exist, create it straight away and GET only if that answers
-AlreadyExists); otherwise merge and compare per the
-kind's rules (:mod:`workagent.apply.kinds`) and PUT only when something the
-manifest sets differs, with the live resourceVersion as a guard. A steady
-state therefore sends no writes, even right after a restart: defaulted
-fields are not compared.
-
-An in-memory cache (:mod:`workagent.apply.cache`) remembers, per work and
-object, the manifest last applied and the resourceVersion it was in sync at,
-so an unchanged pair needs no comparison, and a manifest the API server
-refused as invalid (say, a changed immutable Job template) is not sent again
-until the manifest or the object changes: the error is reported without a
-request.
+Create the object when missing; otherwise merge and compare per the kind's
+rules (:mod:`workagent.apply.kinds`) and PUT only when something the manifest
+sets differs, with the live resourceVersion as a guard. A steady state
+therefore sends no writes, even right after a restart: defaulted fields are
+not compared. :mod:`workagent.apply.cache` spares the comparison, and a
+request the API server refused as invalid, while neither side changes.
 """
 
 from __future__ import annotations

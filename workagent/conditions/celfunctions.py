@@ -7,18 +7,12 @@ of the :class:`CelFunctionError` family, whose message is what cel-go says
 message. celpy reports TypeErrors raised by a function as ``no such
 overload``, which is also cel-go's wording for a call on the wrong types.
 
-What exists is in the tables at the end, :data:`GLOBAL_FUNCTIONS` (OCM's
-``hasConditions``, the Kubernetes ``quantity``/``isQuantity``, the ``int``,
-``uint``, ``double`` conversions with cel-go's parse errors) and
-:data:`METHODS` (cel-go ``ext.Strings`` and ``ext.Lists``, the Kubernetes
-format, regex, lists and quantity libraries; each function's docstring gives
-its CEL form), besides celpy's own ``contains``, ``startsWith``, ``endsWith``,
-``size`` and the ``min`` macro (``matches`` is replaced to use a cached RE2 and
-cel-go's error text). :data:`FUNCTIONS` also overrides operators where celpy
-differs from cel-go as Kubernetes runs it: heterogeneous equality (``1 == 1.0``
-is true, ``1 == 'a'`` false), cross-type numeric ordering (``1 < 2.5``), and
-cel-go's messages for ``/``, ``%`` and ``[]`` (``division by zero``,
-``no such key``, ``index out of range``).
+What exists is in the tables at the end (:data:`GLOBAL_FUNCTIONS`,
+:data:`METHODS`), besides celpy's own ``contains``, ``startsWith``,
+``endsWith``, ``size`` and the ``min`` macro. :data:`FUNCTIONS` also overrides
+operators where celpy differs from cel-go as Kubernetes runs it:
+heterogeneous equality (``1 == 1.0`` is true, ``1 == 'a'`` false), cross-type
+numeric ordering (``1 < 2.5``), and cel-go's messages for ``/``, ``%`` and ``[]``.
 
 Not provided (calls are compile errors ``undeclared reference``): the URL,
 IP, CIDR and semver libraries, ``strings.quote``, ``math.*``, optional types

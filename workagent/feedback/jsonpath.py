@@ -2,24 +2,12 @@
 
 OCM evaluates a feedback path with ``jsonpath.New(name).AllowMissingKeys(true)``,
 ``Parse("{" + path + "}")`` and ``FindResults(object)``. This module is a port of
-that parser and evaluator, not a translation to jsonpath-ng. Why our own:
-
-- The error text is part of the wire contract: the ``StatusFeedbackSynced``
-  message embeds client-go's parse and evaluation errors verbatim
-  (``unrecognized character in action: U+0021 '!'``, ``array index out of
-  bounds: index 3, length 1``, ``invalid type for comparison``). jsonpath-ng
-  words every one differently, or raises nothing.
-- Semantics differ where users notice: client-go treats an index out of range
-  as an error but a missing key as nothing, compares ``int64`` with a float
-  literal as an error, and yields *result sets* (one per ``{}`` action, with
-  text between them and ``range``/``end``) from which OCM takes the first.
-  jsonpath-ng yields nothing for a bad index, compares loosely, has no
-  result sets, reserves words such as ``where`` and splits keys with ``/``
-  or escaped dots unless every name is re-quoted.
-- It is faster: parsing a filter path costs ~30 µs here against ~0.5-1 ms in
-  jsonpath-ng's ply parser (``tests/benchmarks/feedback_bench.py``), and a
-  plain field chain such as ``.status.readyReplicas`` is evaluated by direct
-  dictionary lookups.
+that parser and evaluator, not a translation to jsonpath-ng: the
+``StatusFeedbackSynced`` message embeds client-go's error texts verbatim, and
+client-go's semantics (an index out of range is an error, a missing key is
+nothing, ``int64`` against a float literal does not compare, one result set
+per ``{}`` action) are not jsonpath-ng's. A plain field chain such as
+``.status.readyReplicas`` is evaluated by direct dictionary lookups.
 
 Differences from client-go, all on hostile input only: paths longer than
 :data:`MAX_PATH_LENGTH` or nested deeper than :data:`MAX_NESTING` are parse
