@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
-from schemas.work_v1 import UpdateStrategy
+from schemas.work_v1 import ManifestConfigOption, UpdateStrategy
 from tests.apply.conftest import Writes, request
 from tests.support.manifests import configmap
 from workagent.apply import (
@@ -35,13 +35,20 @@ async def test_for_strategy(kube: KubeClient) -> None:
 async def test_server_side_options_from_the_strategy(
     kube: KubeClient, owner: dict[str, Any]
 ) -> None:
+    option = {
+        "resourceIdentifier": {"resource": "configmaps", "name": "*", "namespace": "*"},
+        "updateStrategy": {
+            "type": "ServerSideApply",
+            "serverSideApply": {"fieldManager": "work-agent-y"},
+        },
+    }
     chosen = Appliers(kube, default_field_manager="work-agent-x").for_strategy(
-        strategy(type="ServerSideApply", serverSideApply={"fieldManager": "work-agent-y"})
+        ManifestConfigOption.model_validate(option).update_strategy
     )
     assert isinstance(chosen, ServerSideApplier)
     manifest: dict[str, Any] = configmap("cm", "apply", a="1")
-    # No option in the request: the strategy's options apply.
-    live = await chosen.apply(request(CONFIGMAPS, manifest, owner))
+    # The strategy's options apply.
+    live = await chosen.apply(request(CONFIGMAPS, manifest, owner, option=option))
     assert "work-agent-y" in {e["manager"] for e in live["metadata"]["managedFields"]}
     bare = Appliers(kube, default_field_manager="work-agent-x").server_side
     manifest["metadata"]["name"] = "cm-2"

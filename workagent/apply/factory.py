@@ -26,12 +26,11 @@ class Appliers:
         client: KubeClient,
         *,
         default_field_manager: str = DEFAULT_FIELD_MANAGER,
-        read_only_missing_is_error: bool = False,
         cache: ApplyCache | None = None,
     ) -> None:
         self.update = UpdateApplier(client, cache=cache)
         self.create_only = CreateOnlyApplier(client)
-        self.read_only = ReadOnlyApplier(client, missing_is_error=read_only_missing_is_error)
+        self.read_only = ReadOnlyApplier(client)
         self.server_side = ServerSideApplier(client, default_field_manager=default_field_manager)
 
     def for_strategy(self, strategy: UpdateStrategy | None) -> Applier:
@@ -43,7 +42,5 @@ class Appliers:
         if strategy.type == UpdateStrategyType.READ_ONLY:
             return self.read_only
         if strategy.type == UpdateStrategyType.SERVER_SIDE_APPLY:
-            if strategy.server_side_apply is None:
-                return self.server_side
-            return self.server_side.with_config(strategy.server_side_apply)
+            return self.server_side
         return self.update

@@ -78,35 +78,21 @@ def config_spec_hash(obj: dict[str, Any]) -> str:
 class ServerSideApplier:
     """Server-side apply with a field manager, ``force`` and ``ignoreFields``.
 
-    The options come from the request's ``updateStrategy.serverSideApply``,
-    else from ``config`` (the strategy the applier was picked for).
+    The options come from the request's ``updateStrategy.serverSideApply``.
     """
 
     strategy = "ServerSideApply"
 
     def __init__(
-        self,
-        client: KubeClient,
-        *,
-        default_field_manager: str = DEFAULT_FIELD_MANAGER,
-        config: ServerSideApplyConfig | None = None,
+        self, client: KubeClient, *, default_field_manager: str = DEFAULT_FIELD_MANAGER
     ) -> None:
         self.client = client
         self.default_field_manager = default_field_manager or DEFAULT_FIELD_MANAGER
-        self.config = config
 
-    def with_config(self, config: ServerSideApplyConfig | None) -> ServerSideApplier:
-        """The same applier with other fallback options."""
-        return ServerSideApplier(
-            self.client, default_field_manager=self.default_field_manager, config=config
-        )
-
-    def _config(self, request: ApplyRequest) -> ServerSideApplyConfig | None:
-        option = request.option
-        strategy = option.update_strategy if option is not None else None
-        if strategy is not None and strategy.server_side_apply is not None:
-            return strategy.server_side_apply
-        return self.config
+    @staticmethod
+    def _config(request: ApplyRequest) -> ServerSideApplyConfig | None:
+        strategy = request.option.update_strategy if request.option is not None else None
+        return strategy.server_side_apply if strategy is not None else None
 
     async def apply(self, request: ApplyRequest) -> dict[str, Any]:
         """Apply ``request`` and return the live object.
