@@ -15,7 +15,6 @@ from workagent.apply.base import (
     InvalidManifest,
     ServerSideApplyConflict,
 )
-from workagent.apply.cache import ApplyCache
 from workagent.apply.create_only import CreateOnlyApplier
 from workagent.apply.factory import Appliers
 from workagent.apply.kinds import SERVICE_SPEC_HASH_ANNOTATION
@@ -35,7 +34,6 @@ __all__ = [
     "SERVICE_SPEC_HASH_ANNOTATION",
     "Applier",
     "Appliers",
-    "ApplyCache",
     "ApplyRequest",
     "CreateOnlyApplier",
     "IgnoreFieldsError",

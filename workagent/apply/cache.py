@@ -20,14 +20,14 @@ import hashlib
 import json
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ocmkit.kube import KubeError
 
 #: (work name, API group, kind, namespace, name)
 CacheKey = tuple[str, str, str, str, str]
 
-DEFAULT_MAX_ENTRIES = 10_000
+MAX_ENTRIES: Final = 10_000
 
 
 def digest(obj: Any) -> str:
@@ -57,8 +57,7 @@ class CacheEntry:
 class ApplyCache:
     """A bounded LRU map from :data:`CacheKey` to :class:`CacheEntry`."""
 
-    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
-        self.max_entries = max_entries
+    def __init__(self) -> None:
         self._entries: OrderedDict[CacheKey, CacheEntry] = OrderedDict()
 
     def __len__(self) -> int:
@@ -83,5 +82,5 @@ class ApplyCache:
         text = json.dumps(last_required, separators=(",", ":")).encode()
         self._entries[key] = CacheEntry(required_hash, resource_version, text, error)
         self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
+        while len(self._entries) > MAX_ENTRIES:
             self._entries.popitem(last=False)

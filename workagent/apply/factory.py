@@ -5,7 +5,6 @@ from __future__ import annotations
 from ocmkit.kube import KubeClient
 from schemas.work_v1 import UpdateStrategy, UpdateStrategyType
 from workagent.apply.base import Applier
-from workagent.apply.cache import ApplyCache
 from workagent.apply.create_only import CreateOnlyApplier
 from workagent.apply.read_only import ReadOnlyApplier
 from workagent.apply.server_side import DEFAULT_FIELD_MANAGER, ServerSideApplier
@@ -26,9 +25,8 @@ class Appliers:
         client: KubeClient,
         *,
         default_field_manager: str = DEFAULT_FIELD_MANAGER,
-        cache: ApplyCache | None = None,
     ) -> None:
-        self.update = UpdateApplier(client, cache=cache)
+        self.update = UpdateApplier(client)
         self.create_only = CreateOnlyApplier(client)
         self.read_only = ReadOnlyApplier(client)
         self.server_side = ServerSideApplier(client, default_field_manager=default_field_manager)

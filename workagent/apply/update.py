@@ -50,9 +50,9 @@ class UpdateApplier:
 
     strategy = "Update"
 
-    def __init__(self, client: KubeClient, *, cache: ApplyCache | None = None) -> None:
+    def __init__(self, client: KubeClient) -> None:
         self.client = client
-        self.cache = cache if cache is not None else ApplyCache()
+        self.cache = ApplyCache()
 
     async def apply(self, request: ApplyRequest) -> dict[str, Any]:
         """Apply ``request`` and return the live object."""
