@@ -97,11 +97,9 @@ def read_feedback(
     max_json_raw_length = min(max_json_raw_length, HUB_JSON_RAW_LIMIT)
 
     reader = _Reader(obj, raw_json, max_json_raw_length)
-    gvk: GroupVersionKind | None = None
+    gvk = group_version_kind(obj)
     for rule in rules:
         try:
-            if gvk is None:
-                gvk = group_version_kind(obj)
             reader.read_rule(rule, gvk)
         except Exception as exc:  # a bug or an unforeseen input must not stop the status sync
             reader.errors.append(
