@@ -104,19 +104,20 @@ def merge_object_meta(
     for field in ("labels", "annotations"):
         merged, changed = merge_string_map(meta.get(field), required.get(field))
         modified = modified or changed
-        if merged:
-            meta[field] = merged
-        else:
-            meta.pop(field, None)
+        _set_nonempty(meta, field, merged)
     refs, changed = merge_owner_refs(
         meta.get("ownerReferences"), required.get("ownerReferences") or []
     )
-    modified = modified or changed
-    if refs:
-        meta["ownerReferences"] = refs
+    _set_nonempty(meta, "ownerReferences", refs)
+    return meta, modified or changed
+
+
+def _set_nonempty(meta: dict[str, Any], field: str, value: Any) -> None:
+    """``meta[field] = value``, or no ``field`` at all when ``value`` is empty."""
+    if value:
+        meta[field] = value
     else:
-        meta.pop("ownerReferences", None)
-    return meta, modified
+        meta.pop(field, None)
 
 
 def for_create(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -129,16 +130,9 @@ def for_create(obj: Mapping[str, Any]) -> dict[str, Any]:
         values = meta.get(field)
         if isinstance(values, dict):
             kept = {k: v for k, v in values.items() if not k.endswith(REMOVAL_KEY_SUFFIX)}
-            if kept:
-                meta[field] = kept
-            else:
-                meta.pop(field, None)
+            _set_nonempty(meta, field, kept)
     if "ownerReferences" in meta:
-        refs = without_removal_markers(meta.get("ownerReferences"))
-        if refs:
-            meta["ownerReferences"] = refs
-        else:
-            meta.pop("ownerReferences", None)
+        _set_nonempty(meta, "ownerReferences", without_removal_markers(meta["ownerReferences"]))
     return body
 
 
