@@ -1,19 +1,9 @@
 """A subset of jq, enough to run ``del(<path expression>)`` for ``ignoreFields``.
 
 OCM evaluates ``jqPathExpressions`` with gojq; no jq implementation is a
-dependency of this project, so the path expressions people write to name
-fields are implemented here:
-
-* paths: ``.``, ``.a``, ``."a-b"``, ``.["a"]``, ``.[0]``, ``.[-1]``, ``.[]``,
-  ``..``, chained (``.a.b[0]``) and optional (``.a[]?``);
-* ``|``, ``,`` and parentheses;
-* ``select(cond)`` where ``cond`` uses paths, literals (strings, numbers,
-  ``true``, ``false``, ``null``), ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``,
-  ``and``, ``or``, ``not``, ``has(key)`` and ``empty``.
-
-Anything else is a parse error. :func:`delete_paths` is jq's ``del(f)``:
-collect ``path(f)``, then delete the paths last to first so array indexes
-stay valid.
+dependency of this project, so the subset that names fields (paths, ``|``,
+``,``, ``select`` with comparisons, ``and``/``or``/``not``, ``has``, ``empty``:
+docs/compatibility.md) is implemented here. Anything else is a parse error.
 """
 
 from __future__ import annotations

@@ -2,12 +2,9 @@
 
 Two families:
 
-* **Metadata** (library-go ``EnsureObjectMeta``): namespace and name are set
-  when the manifest sets them; labels and annotations are added or
-  overwritten, and a key ending in ``-`` deletes the key without the dashes;
-  owner references are merged by (name, kind, API group) with removal
-  markers (:mod:`workagent.apply.owners`). Nothing else of the live metadata
-  (finalizers, managedFields, other owners) is touched.
+* **Metadata** (library-go ``EnsureObjectMeta``, :func:`merge_object_meta`):
+  the manifest's namespace, name, labels, annotations and owner references
+  are merged in; the rest (finalizers, managedFields, other owners) is kept.
 
 * **Content** (everything but ``metadata`` and ``status``): only what the
   manifest sets is compared, as library-go's resourcemerge does, so fields
