@@ -208,10 +208,8 @@ class _Reader:
             raise _FeedbackError(
                 f"failed to parse the resource to json string for name {name}: {exc}"
             ) from None
-        # Go compares the byte length of the encoding.
-        if len(raw) > max_json_raw_length or (
-            not raw.isascii() and len(raw.encode("utf-8")) > max_json_raw_length
-        ):
+        # go_marshal bounded the characters; Go compares the byte length of the encoding.
+        if not raw.isascii() and len(raw.encode("utf-8")) > max_json_raw_length:
             raise too_long
         return {"name": name, "fieldValue": {"type": "JsonRaw", "jsonRaw": raw}}
 
