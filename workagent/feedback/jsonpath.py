@@ -522,7 +522,7 @@ def _make_filter(left: _List, right: _List, operator: str) -> _Filter:
 _EOF: Final = ""
 _TERMINATORS: Final = frozenset(" \t\r\n.,[]$@{}")
 _DICT_KEY = re.compile(r"'([^']*)'")
-_SLICE = re.compile(r"(-?[0-9]*)(:-?[0-9]*)?(:-?[0-9]*)?")
+_SLICE = re.compile(r"(-?[0-9]*)(?::(-?[0-9]*))?(?::(-?[0-9]*))?")
 _FILTER = re.compile(r"([^!<>=]+)([!<>=~]+)(.+?)")
 _GO_INT = re.compile(r"[+-]?[0-9]+")
 _GO_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
@@ -553,6 +553,16 @@ def _go_atoi(text: str) -> int | None:
         return None
     number = int(text)
     return number if INT64_MIN <= number <= INT64_MAX else None
+
+
+def _slice_param(text: str) -> _Param:
+    """One number of ``[start:end:step]``; empty: not given."""
+    if not text:
+        return _Param(0, known=False)
+    number = _go_atoi(text)
+    if number is None:
+        raise JSONPathParseError(f"array index {text} is not a number")
+    return _Param(number, known=True)
 
 
 def _unquote_extend(quoted: str) -> str:
@@ -775,24 +785,15 @@ class _Parser:
         match = _SLICE.fullmatch(text)
         if match is None:
             raise JSONPathParseError(f"invalid array index {text}")
-        groups = [match.group(1) or "", match.group(2) or "", match.group(3) or ""]
-        params: list[_Param] = []
-        for index, raw in enumerate(groups):
-            if raw:
-                number_text = raw[1:] if index > 0 else raw
-                if index > 0 and not number_text:
-                    params.append(_Param(0, known=False))
-                    continue
-                number = _go_atoi(number_text)
-                if number is None:
-                    raise JSONPathParseError(f"array index {number_text} is not a number")
-                params.append(_Param(number, known=True))
-            elif index == 1:
-                # [i] is the slice [i:i+1]; "derived" lets [-1] mean the last item.
-                params.append(_Param(params[0].value + 1, known=True, derived=True))
-            else:
-                params.append(_Param(0, known=False))
-        cur.append(_Array(params[0], params[1], params[2]))
+        start_text, end_text, step_text = match.groups()
+        start = _slice_param(start_text)
+        # [i] is the slice [i:i+1]; "derived" lets [-1] mean the last item.
+        end = (
+            _Param(start.value + 1, known=True, derived=True)
+            if end_text is None
+            else _slice_param(end_text)
+        )
+        cur.append(_Array(start, end, _slice_param(step_text or "")))
 
     def _filter(self, cur: list[_Node]) -> None:
         self.pos += len("[?(")
