@@ -139,21 +139,9 @@ def char_at(text: Any, index: Any) -> celtypes.StringType:
     return celtypes.StringType(s[i : i + 1])
 
 
-def _string_index_of(s: str, sub: str, offset: int) -> int:
-    if sub == "":
-        return offset
+def _check_offset(s: str, offset: int) -> None:
     if offset < 0 or offset >= len(s):
         raise CelFunctionError(f"index out of range: {offset}")
-    return s.find(sub, offset)
-
-
-def _string_last_index_of(s: str, sub: str, offset: int) -> int:
-    if sub == "":
-        return offset
-    if offset < 0 or offset >= len(s):
-        raise CelFunctionError(f"index out of range: {offset}")
-    # cel-go looks for a match starting at or before ``offset``.
-    return s.rfind(sub, 0, min(offset, len(s) - len(sub)) + len(sub))
 
 
 def _list_search(
@@ -170,7 +158,11 @@ def index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
     if isinstance(target, list):
         return _list_search(target, item, offset, range(len(target)))
     s, sub = _string(target), _string(item)
-    return celtypes.IntType(_string_index_of(s, sub, 0 if offset is None else _int(offset)))
+    first = 0 if offset is None else _int(offset)
+    if sub == "":
+        return celtypes.IntType(first)
+    _check_offset(s, first)
+    return celtypes.IntType(s.find(sub, first))
 
 
 def last_index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
@@ -178,11 +170,12 @@ def last_index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntTyp
     if isinstance(target, list):
         return _list_search(target, item, offset, range(len(target) - 1, -1, -1))
     s, sub = _string(target), _string(item)
-    if offset is None:
-        if sub == "":
-            return celtypes.IntType(len(s))
-        return celtypes.IntType(_string_last_index_of(s, sub, len(s) - 1))
-    return celtypes.IntType(_string_last_index_of(s, sub, _int(offset)))
+    last = len(s) - 1 if offset is None else _int(offset)
+    if sub == "":
+        return celtypes.IntType(len(s) if offset is None else last)
+    _check_offset(s, last)
+    # cel-go looks for a match starting at or before ``last``.
+    return celtypes.IntType(s.rfind(sub, 0, min(last, len(s) - len(sub)) + len(sub)))
 
 
 _TO_LOWER: Final = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
