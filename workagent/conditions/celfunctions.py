@@ -330,9 +330,7 @@ def _format_number(value: Any, verb: str, precision: int | None) -> str:
                 "o": "octal clause can only be used on integers",
             }.get(verb, "hex clause can only be used on integers, byte buffers, and strings")
         )
-    n = int(value)
-    sign, n = ("-", -n) if n < 0 else ("", n)
-    return sign + format(n, {"b": "b", "o": "o", "x": "x", "X": "X"}[verb])
+    return format(int(value), verb)
 
 
 def string_format(template: Any, args: Any) -> celtypes.StringType:
