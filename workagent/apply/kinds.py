@@ -176,18 +176,11 @@ def secret_plan(existing: dict[str, Any], required: dict[str, Any], last: Any) -
         data = dict(required.get("data") or {})
     _set_or_drop(body, "data", data or None)
     body["type"] = wanted_type
-    if (
-        not modified
-        and _decoded(body.get("data")) == _decoded(existing.get("data"))
-        and body.get("type") == (existing.get("type") or "Opaque")
-    ):
-        return None
     # The type is immutable: a Secret of another type must be recreated.
-    return Plan(
-        body,
-        recreate=wanted_type != (existing.get("type") or "Opaque"),
-        recreate_if_immutable=True,
-    )
+    recreate = wanted_type != (existing.get("type") or "Opaque")
+    if not (modified or recreate) and _decoded(data) == _decoded(existing.get("data")):
+        return None
+    return Plan(body, recreate=recreate, recreate_if_immutable=True)
 
 
 # -- Service -------------------------------------------------------------------------------
