@@ -18,19 +18,12 @@ from workagent.apply.base import (
 from workagent.apply.create_only import CreateOnlyApplier
 from workagent.apply.factory import Appliers
 from workagent.apply.kinds import SERVICE_SPEC_HASH_ANNOTATION
-from workagent.apply.owners import REMOVAL_MARKER_SUFFIX, is_removal_marker
 from workagent.apply.read_only import ReadOnlyApplier
-from workagent.apply.server_side import (
-    CONFIG_SPEC_HASH_ANNOTATION,
-    DEFAULT_FIELD_MANAGER,
-    ServerSideApplier,
-)
+from workagent.apply.server_side import CONFIG_SPEC_HASH_ANNOTATION, ServerSideApplier
 from workagent.apply.update import UpdateApplier
 
 __all__ = [
     "CONFIG_SPEC_HASH_ANNOTATION",
-    "DEFAULT_FIELD_MANAGER",
-    "REMOVAL_MARKER_SUFFIX",
     "SERVICE_SPEC_HASH_ANNOTATION",
     "Applier",
     "Appliers",
@@ -42,5 +35,4 @@ __all__ = [
     "ServerSideApplier",
     "ServerSideApplyConflict",
     "UpdateApplier",
-    "is_removal_marker",
 ]
