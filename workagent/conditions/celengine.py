@@ -41,7 +41,6 @@ from workagent.conditions.celfunctions import (
     CelIndexError,
     CelKeyError,
     Quantity,
-    error_text,
 )
 from workagent.conditions.protocol import (
     CelProgram,
@@ -67,6 +66,8 @@ DEFAULT_CACHE_SIZE: Final = 1024
 
 _RECURSION_MESSAGE: Final = "expression recursion limit exceeded"
 _OWN_ERRORS: Final = (CelFunctionError, CelKeyError, CelIndexError)
+# What evaluation raises besides CELEvalError and celpy's own failures.
+_RAISED: Final = (*_OWN_ERRORS, RecursionError, MemoryError)
 
 
 class CompileFailure(NamedTuple):
@@ -196,15 +197,9 @@ def _run(program: Any, activation: Mapping[str, Any]) -> tuple[Any, str | None]:
         value = program.evaluate(dict(activation))
     except CELEvalError as exc:
         return None, runtime_error_text(exc)
-    except CelBudgetError:
-        return None, BUDGET_EXCEEDED_MESSAGE
-    except _OWN_ERRORS as exc:
-        return None, cap_message(error_text(exc))
-    except RecursionError:
-        return None, _RECURSION_MESSAGE
-    except MemoryError:
-        # The worker's address-space limit: as much a cost overrun as a slow loop.
-        return None, BUDGET_EXCEEDED_MESSAGE
+    except _RAISED as exc:
+        # Worded as if celpy had caught it, the way it wraps what a function raises.
+        return None, runtime_error_text(CELEvalError(str(exc), type(exc), exc.args))
     except Exception as exc:  # celpy internals (unsupported features ...)
         return None, cap_message(f"evaluation failed: {_one_line(exc)}")
     # celpy's map() keeps per-element errors inside the list; cel-go fails the call.
@@ -223,6 +218,7 @@ def runtime_error_text(exc: CELEvalError) -> str:
     detail = args[2] if len(args) > 2 else None
     detail_text = str(detail[0]) if isinstance(detail, tuple) and detail else ""
     if isinstance(kind, type):
+        # MemoryError is the worker's address-space limit: as much a cost overrun as a slow loop.
         if issubclass(kind, CelBudgetError) or issubclass(kind, MemoryError):
             return BUDGET_EXCEEDED_MESSAGE
         if issubclass(kind, _OWN_ERRORS) and detail_text:

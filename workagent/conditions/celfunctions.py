@@ -67,11 +67,6 @@ class CelIndexError(IndexError):
     """``l[i]`` out of range."""
 
 
-def error_text(exc: BaseException) -> str:
-    """The cel-go message carried by one of this module's errors."""
-    return str(exc.args[0]) if exc.args else type(exc).__name__
-
-
 # --------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------
