@@ -46,7 +46,6 @@ from workagent.conditions.protocol import (
     CelProgram,
     ExpressionsOutcome,
     MessageOutcome,
-    budget_exceeded,
     encode_expressions,
     encode_message,
     expects_message_line,
@@ -132,8 +131,6 @@ class CelEngine:
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, cap_message(program.text))
             value, error = _run(program, activation)
             if error is not None:
-                if error == BUDGET_EXCEEDED_MESSAGE:
-                    return budget_exceeded()
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, error)
             if not isinstance(value, celtypes.BoolType | bool):
                 return ExpressionsOutcome(
