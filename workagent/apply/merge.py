@@ -172,16 +172,12 @@ def covers(existing: Any, required: Any, key: str = "", *, in_quantities: bool =
     if required is None:
         return True
     if isinstance(required, dict):
-        children_are_quantities = key in _QUANTITY_MAPS
-        if not isinstance(existing, dict):
-            if existing is not None:
-                return False
-            return all(
-                covers(None, v, k, in_quantities=children_are_quantities)
-                for k, v in required.items()
-            )
+        if existing is None:
+            existing = {}
+        elif not isinstance(existing, dict):
+            return False
         return all(
-            covers(existing.get(k), v, k, in_quantities=children_are_quantities)
+            covers(existing.get(k), v, k, in_quantities=key in _QUANTITY_MAPS)
             for k, v in required.items()
         )
     if isinstance(required, list):
