@@ -51,11 +51,7 @@ def strip_null_creation_timestamps(obj: Any) -> None:
     """
     if isinstance(obj, dict):
         meta = obj.get("metadata")
-        if (
-            isinstance(meta, dict)
-            and "creationTimestamp" in meta
-            and meta["creationTimestamp"] is None
-        ):
+        if isinstance(meta, dict) and meta.get("creationTimestamp", "") is None:
             del meta["creationTimestamp"]
         for value in obj.values():
             strip_null_creation_timestamps(value)
@@ -105,9 +101,8 @@ class ServerSideApplier:
         strip_null_creation_timestamps(required)
         config = self._config(request)
         force = config.force if config is not None else False
-        field_manager = (
-            config.field_manager if config is not None and config.field_manager else None
-        ) or self.default_field_manager
+        manager = config.field_manager if config is not None else None
+        field_manager = manager or self.default_field_manager
 
         body = required
         if config is not None and config.ignore_fields:
