@@ -9,7 +9,6 @@ controllers share is built here once and handed to them as one frozen
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,8 +31,7 @@ from ocmkit.runtime import (
     strip_managed_fields,
 )
 from ocmkit.runtime.textstore import TextStore
-from schemas.work_v1 import UpdateStrategy
-from workagent.apply import Applier, Appliers
+from workagent.apply import Appliers
 from workagent.conditions import ConditionRuleEvaluator
 from workagent.controllers.add_finalizer import add_finalizer_controller
 from workagent.controllers.cleanup import cleanup_controllers
@@ -41,45 +39,20 @@ from workagent.controllers.deps import AgentDeps
 from workagent.controllers.manifestwork import manifestwork_controller
 from workagent.controllers.metrics import WorkMetrics
 from workagent.controllers.status import AvailableStatusController
-from workagent.executor import ExecutorValidator, build_executor_validator
+from workagent.executor import build_executor_validator
 from workagent.settings import (
     FEATURE_EXECUTOR_VALIDATING_CACHES,
     SPOKE_USER_AGENT,
     AgentSettings,
 )
-from workagent.sources import build_work_source, kubeconfig_server
+from workagent.sources import build_work_source
 from workagent.watchpool import FeedbackWatchPool
-
-__all__ = [
-    "Agent",
-    "AgentDeps",
-    "Collaborators",
-    "CollaboratorsFactory",
-    "build_agent",
-    "default_collaborators",
-    "kubeconfig_server",
-    "run",
-]
 
 log = structlog.get_logger(__name__)
 
 MANAGER_NAME = "work-agent"
 WORKS_RESYNC_SECONDS = 24 * 3600.0
 APPLIED_RESYNC_SECONDS = 21 * 3600.0
-
-AppliersFor = Callable[[UpdateStrategy | None], Applier]
-
-
-@dataclass(frozen=True)
-class Collaborators:
-    """The update strategies and the executor check the apply loop uses.
-
-    :func:`default_collaborators` builds them from ``workagent.apply`` and
-    ``workagent.executor``; ``build_agent`` takes another factory for embedding.
-    """
-
-    applier_for: AppliersFor
-    executor: ExecutorValidator
 
 
 @dataclass(frozen=True)
@@ -88,9 +61,6 @@ class Agent:
 
     manager: Manager
     deps: AgentDeps
-
-
-CollaboratorsFactory = Callable[[KubeClient, AgentSettings], Collaborators]
 
 
 async def _spoke_client(settings: AgentSettings) -> KubeClient:
@@ -107,21 +77,7 @@ async def _spoke_client(settings: AgentSettings) -> KubeClient:
     return await KubeClient.in_cluster(**kwargs)
 
 
-def default_collaborators(spoke: KubeClient, settings: AgentSettings) -> Collaborators:
-    """The real update strategies (one shared set, for its apply cache) and executor check."""
-    appliers = Appliers(spoke)
-    validator = build_executor_validator(
-        spoke, caching=settings.gate(FEATURE_EXECUTOR_VALIDATING_CACHES)
-    )
-    return Collaborators(applier_for=appliers.for_strategy, executor=validator)
-
-
-async def build_agent(
-    settings: AgentSettings,
-    *,
-    handle_signals: bool = True,
-    collaborators: CollaboratorsFactory | None = None,
-) -> Agent:
+async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -> Agent:
     """Create clients, informers and controllers; nothing runs yet.
 
     Raises KubeConfigError for an unusable kubeconfig and ValueError for
@@ -169,7 +125,9 @@ async def build_agent(
         transform=strip_managed_fields,
         store=TextStore(),
     )
-    chosen = (collaborators or default_collaborators)(spoke, settings)
+    executor = build_executor_validator(
+        spoke, caching=settings.gate(FEATURE_EXECUTOR_VALIDATING_CACHES)
+    )
     elector = LeaderElector(spoke, settings.leader_election)
     manager = Manager(
         MANAGER_NAME,
@@ -192,8 +150,9 @@ async def build_agent(
         agent_id=settings.agent_id or the_hash,
         works=works,
         applied=applied,
-        executor=chosen.executor,
-        applier_for=chosen.applier_for,
+        executor=executor,
+        # One shared set of update strategies, for its apply cache.
+        applier_for=Appliers(spoke).for_strategy,
         watch_pool=watch_pool,
         rule_evaluator=rule_evaluator,
         spoke_work=spoke_work,
@@ -213,10 +172,8 @@ async def build_agent(
     work_metrics = WorkMetrics.for_agent(deps)
     work_metrics.attach()
     # A caching executor check (ExecutorValidatingCaches) runs controllers of its own.
-    extra = getattr(chosen.executor, "controllers", None)
-    if callable(extra):
-        for controller in extra():
-            manager.add_controller(controller)
+    for controller in executor.controllers():
+        manager.add_controller(controller)
     # Before the clients: the pool's informers use the spoke client.
     manager.add_closer("work metrics", work_metrics.detach)
     manager.add_closer("feedback watch pool", watch_pool.stop)

@@ -49,7 +49,6 @@ from ocmkit.kube import (
 )
 from ocmkit.runtime import configure_logging
 from schemas.work_v1 import ManifestWorkSpec, UpdateStrategyType
-from workagent.agent import kubeconfig_server
 from workagent.apply import (
     Appliers,
     ApplyRequest,
@@ -71,6 +70,7 @@ from workagent.controllers.ownership import (
 from workagent.dryrun import DryRunClient
 from workagent.identity import applied_work_name, hub_hash
 from workagent.settings import SPOKE_USER_AGENT
+from workagent.sources import kubeconfig_server
 
 EXIT_NO_CHANGES: Final = 0
 EXIT_CHANGES: Final = 1

@@ -64,6 +64,7 @@ from workagent.controllers.deletion import ResourceDeletionError, delete_applied
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.eviction import EVICTION_DISABLED_AT_SECONDS
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
+from workagent.executor import BasicExecutorValidator
 from workagent.identity import applied_work_name, hub_hash
 from workagent.settings import AgentSettings
 
@@ -73,13 +74,6 @@ FOREIGN_FINALIZER = "example.com/hold"
 
 
 # -- fixtures -----------------------------------------------------------------------------
-
-
-class _AllowAll:
-    """Executor check stand-in: the cleanup controllers never call it."""
-
-    async def validate(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
 
 class _NoApplier:
@@ -116,7 +110,8 @@ class Clusters:
             agent_id=merged.agent_id or self.hub_hash,
             works=Informer(self.hub, MANIFESTWORKS, CLUSTER, name="manifestworks"),
             applied=Informer(self.spoke, APPLIED_MANIFESTWORKS, name="appliedmanifestworks"),
-            executor=_AllowAll(),
+            # The real check: the cleanup controllers never call it.
+            executor=BasicExecutorValidator(self.spoke),
             applier_for=_no_applier,
         )
 

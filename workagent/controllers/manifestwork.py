@@ -579,12 +579,7 @@ class ManifestWorkController:
             namespace, name = meta["namespace"], meta["name"]
             owned = owned_by_the_work(group, resource, namespace, name, spec.delete_option)
             await deps.executor.validate(
-                spec.executor,
-                result.resource,
-                result.required,
-                owned_by_work=owned,
-                work_namespace=work["metadata"].get("namespace", ""),
-                work_name=work["metadata"]["name"],
+                spec.executor, result.resource, result.required, owned_by_work=owned
             )
             owner = owner_for(applied_work_owner(record.applied_work), owned)
             option = find_manifest_config(spec.manifest_configs, group, resource, namespace, name)

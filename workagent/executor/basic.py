@@ -8,7 +8,7 @@ from ocmkit.kube import KubeClient, Resource
 from ocmkit.runtime import Controller, Informer
 from schemas.work_v1 import ManifestWorkExecutor
 from workagent.executor.access import AccessReviewer
-from workagent.executor.escalation import AccessReviewEscalationChecker, EscalationChecker
+from workagent.executor.escalation import AccessReviewEscalationChecker
 from workagent.executor.subject import (
     ManifestTarget,
     ServiceAccountExecutor,
@@ -29,15 +29,9 @@ class BasicExecutorValidator:
     4. for Roles, ClusterRoles and their bindings, the escalation check.
     """
 
-    def __init__(
-        self,
-        spoke: KubeClient,
-        *,
-        reviewer: AccessReviewer | None = None,
-        escalation: EscalationChecker | None = None,
-    ) -> None:
+    def __init__(self, spoke: KubeClient, *, reviewer: AccessReviewer | None = None) -> None:
         self.reviewer = reviewer or AccessReviewer(spoke)
-        self.escalation = escalation or AccessReviewEscalationChecker(spoke, self.reviewer)
+        self.escalation = AccessReviewEscalationChecker(spoke, self.reviewer)
 
     async def validate(
         self,
@@ -46,8 +40,6 @@ class BasicExecutorValidator:
         obj: dict[str, Any],
         *,
         owned_by_work: bool,
-        work_namespace: str,
-        work_name: str,
     ) -> None:
         """Return if the executor may apply ``obj``; raise NotAllowedError otherwise."""
         if executor is None:

@@ -31,7 +31,7 @@ never cached.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
 from ocmkit.kube import CLUSTER_ROLES, ROLES, KubeClient, NotFound
 from ocmkit.kube.access import ResourceAccess
@@ -52,16 +52,6 @@ FULL_AUTHORITY: tuple[dict[str, Any], ...] = (
     {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
     {"verbs": ["*"], "nonResourceURLs": ["*"]},
 )
-
-
-class EscalationChecker(Protocol):
-    """Refuses RBAC manifests that would grant more than the executor holds."""
-
-    async def check(
-        self, executor: ServiceAccountExecutor, target: ManifestTarget, obj: dict[str, Any]
-    ) -> None:
-        """Return if allowed or not an RBAC role/binding; raise NotAllowedError otherwise."""
-        ...
 
 
 def is_rbac_manifest(target: ManifestTarget) -> bool:

@@ -6,25 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ocmkit.kube import Resource
-from ocmkit.kube.access import (
-    AUTHENTICATED_GROUP,
-    SERVICE_ACCOUNT_USER_PREFIX,
-    SERVICE_ACCOUNTS_GROUP,
-    ServiceAccount,
-)
+from ocmkit.kube.access import ServiceAccount
 from schemas.work_v1 import ExecutorSubjectType, ManifestWorkExecutor
 from workagent.executor.base import InvalidExecutorError, NotAllowedError
-
-__all__ = [
-    "AUTHENTICATED_GROUP",
-    "SERVICE_ACCOUNTS_GROUP",
-    "SERVICE_ACCOUNT_USER_PREFIX",
-    "ManifestTarget",
-    "ServiceAccountExecutor",
-    "escalation_not_allowed",
-    "not_allowed",
-    "service_account_of",
-]
 
 
 class ServiceAccountExecutor(ServiceAccount):
