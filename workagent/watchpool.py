@@ -78,6 +78,12 @@ class Registration:
     name: str
     work: str
 
+    def matches(self, group: str, resource: str, namespace: str, name: str, work: str) -> bool:
+        """Whether this is ``work``'s registration of that object (at any version)."""
+        key = self.key
+        mine = (key.group, key.resource, key.namespace, self.name, self.work)
+        return mine == (group, resource, namespace, name, work)
+
 
 @dataclass(frozen=True)
 class CacheLookup:
@@ -101,12 +107,10 @@ class FeedbackWatchPool:
         max_informers: int,
         *,
         checks: HealthChecks | None = None,
-        resync_seconds: float = WATCH_RESYNC_SECONDS,
     ) -> None:
         self._client = client
         self._max = max_informers
         self._checks = checks
-        self._resync = resync_seconds
         self._entries: dict[WatchKey, _Entry] = {}
         self._listeners: list[Listener] = []
         # Refused registrations, so each fallback is counted and logged once.
@@ -155,26 +159,10 @@ class FeedbackWatchPool:
         return True
 
     async def unregister(
-        self,
-        group: str,
-        resource: str,
-        namespace: str,
-        name: str,
-        work: str,
-        *,
-        version: str | None = None,
+        self, group: str, resource: str, namespace: str, name: str, work: str
     ) -> None:
-        """Drop ``work``'s registration of an object (of any version when ``version`` is None)."""
-        await self._release(
-            lambda r: (
-                r.work == work
-                and r.name == name
-                and r.key.group == group
-                and r.key.resource == resource
-                and r.key.namespace == namespace
-                and (version is None or r.key.version == version)
-            )
-        )
+        """Drop ``work``'s registration of an object (of any version)."""
+        await self._release(lambda r: r.matches(group, resource, namespace, name, work))
 
     async def release_work(self, work: str) -> None:
         """Drop every registration of ``work`` (it is gone or being finalized)."""
@@ -216,12 +204,7 @@ class FeedbackWatchPool:
 
     def is_watched(self, group: str, resource: str, namespace: str, name: str, work: str) -> bool:
         """Whether ``work`` has a registration (any version) of this object."""
-        return any(
-            r.work == work
-            and r.name == name
-            and (r.key.group, r.key.resource, r.key.namespace) == (group, resource, namespace)
-            for r in self.registrations()
-        )
+        return any(r.matches(group, resource, namespace, name, work) for r in self.registrations())
 
     # -- lifecycle -------------------------------------------------------------------
     async def stop(self) -> None:
@@ -241,7 +224,7 @@ class FeedbackWatchPool:
             self._client,
             resource,
             key.namespace or None,
-            resync_seconds=self._resync,
+            resync_seconds=WATCH_RESYNC_SECONDS,
             name=f"feedback-watch {key}",
         )
 

@@ -40,6 +40,7 @@ from ocmkit.kube import (
     KubeError,
     NotFound,
 )
+from ocmkit.kube.mergepatch import normalized
 from ocmkit.runtime import (
     Controller,
     ItemExponentialFailureRateLimiter,
@@ -84,12 +85,7 @@ from workagent.controllers.manifestconfig import find_manifest_config, work_spec
 from workagent.controllers.manifests import ManifestError, map_resource, parse_manifest
 from workagent.controllers.metrics import count_apply_failure
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
-from workagent.controllers.patcher import (
-    RecentWrites,
-    normalized,
-    patch_metadata_and_spec,
-    patch_status,
-)
+from workagent.controllers.patcher import RecentWrites, patch_metadata_and_spec, patch_status
 from workagent.controllers.recording import AppliedRecord, RecordingFailed, creation_record
 from workagent.executor.base import (
     NOT_ALLOWED_REQUEUE_SECONDS,

@@ -46,6 +46,7 @@ from typing import Any, Final
 import structlog
 
 from ocmkit.kube import MANIFESTWORKS, Conflict, KubeError, NotFound, Resource
+from ocmkit.kube.mergepatch import normalized
 from ocmkit.runtime import Object, Result, TerminalError, WorkQueue, bound_context
 from schemas.meta import now
 from schemas.wire import (
@@ -76,12 +77,13 @@ from workagent.controllers.conditions import (
     remove_condition,
     set_condition,
 )
+from workagent.controllers.deletion import resource_of
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.managedfields import reads_managed_fields
 from workagent.controllers.manifestconfig import find_manifest_config, work_spec
 from workagent.controllers.manifestwork import _log_fields, describe_error
 from workagent.controllers.metrics import MODE_POLL, MODE_WATCH
-from workagent.controllers.patcher import RecentWrites, normalized, patch_status
+from workagent.controllers.patcher import RecentWrites, patch_status
 from workagent.feedback import is_cheap, read_feedback
 from workagent.identity import applied_work_name
 from workagent.settings import FEATURE_RAW_FEEDBACK_JSON_STRING
@@ -106,10 +108,6 @@ MAX_FEEDBACK_BYTES = 512 * 1024
 def resource_index_key(group: str, resource: str, version: str, namespace: str, name: str) -> str:
     """The ``byWorkIndex`` value of one object: ``group/resource/version/namespace/name``."""
     return f"{group}/{resource}/{version}/{namespace}/{name}"
-
-
-def _meta_str(meta: dict[str, Any], field: str) -> str:
-    return str(meta.get(field) or "")
 
 
 def index_by_resource(work: Object) -> list[str]:
@@ -451,7 +449,7 @@ class AvailableStatusController:
         # Beyond OCM: a work being deleted starts no new watch (its AppliedManifestWork
         # finalizer is releasing them), it is only polled until it is gone.
         if watch and not is_deleting(work):
-            await pool.register(_resource_of(meta), namespace, obj_name, work_name)
+            await pool.register(resource_of(meta), namespace, obj_name, work_name)
         else:
             await pool.unregister(group, resource, namespace, obj_name, work_name)
 
@@ -475,7 +473,7 @@ class AvailableStatusController:
             try:
                 obj = await self.deps.polled_reads.read(
                     self.deps.status_client,
-                    _resource_of(meta),
+                    resource_of(meta),
                     namespace,
                     name,
                     interval=self.deps.settings.status_sync_interval,
@@ -530,15 +528,3 @@ def _json_size(values: list[Any]) -> int:
     if not values:
         return 0
     return len(json.dumps(values, separators=(",", ":"), ensure_ascii=False).encode())
-
-
-def _resource_of(meta: dict[str, Any]) -> Resource:
-    """The API resource of a resourceMeta; the apply loop already cleared the
-    namespace of cluster-scoped ones, so a namespace means namespaced."""
-    return Resource(
-        group=_meta_str(meta, "group"),
-        version=_meta_str(meta, "version"),
-        plural=_meta_str(meta, "resource"),
-        kind=_meta_str(meta, "kind"),
-        namespaced=bool(meta.get("namespace")),
-    )
