@@ -169,7 +169,9 @@ async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -
     for controller in cleanup_controllers(deps):
         manager.add_controller(controller)
     manager.add_controller(status.controller)
-    work_metrics = WorkMetrics.for_agent(deps)
+    work_metrics = WorkMetrics(
+        works, deps.status_syncs, settings.status_sync_interval, settings.metrics_work_labels
+    )
     work_metrics.attach()
     # A caching executor check (ExecutorValidatingCaches) runs controllers of its own.
     for controller in executor.controllers():

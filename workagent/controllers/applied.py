@@ -20,7 +20,7 @@ from ocmkit.kube import KubeError, NotFound
 from ocmkit.runtime import ItemExponentialFailureRateLimiter, Object
 from schemas.wire import CONDITION_APPLIED
 from workagent.controllers.apply_results import ManifestResult, object_identity
-from workagent.controllers.conditions import find_condition
+from workagent.controllers.conditions import work_condition
 from workagent.controllers.deletion import DeletionFailed, delete_applied_resources
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.metrics import ORPHAN_REMOVED_FROM_WORK
@@ -147,7 +147,7 @@ async def sync_applied_resources(
         return Bookkeeping()
     # Until the work was applied once there is nothing to compare against: after a
     # hub switch with the same hash this keeps us from deleting everything.
-    if find_condition((work.get("status") or {}).get("conditions"), CONDITION_APPLIED) is None:
+    if work_condition(work, CONDITION_APPLIED) is None:
         return Bookkeeping()
 
     applied: list[dict[str, Any]] = []

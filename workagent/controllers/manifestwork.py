@@ -73,12 +73,13 @@ from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work
 from workagent.controllers.applied import RECORDED_ANNOTATION, sync_applied_resources
 from workagent.controllers.apply_results import FillStatus, ManifestResult, object_identity
 from workagent.controllers.conditions import (
-    find_condition,
     find_manifest_status,
     is_condition_true,
+    manifest_statuses,
     merge_manifest_conditions,
     new_condition,
     set_condition,
+    work_condition,
 )
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.manifestconfig import find_manifest_config, work_spec
@@ -435,9 +436,7 @@ class ManifestWorkController:
         is not of this generation yet, what the status controller would add to it."""
         status = build_status(work, results, generation)
         fill = self._fill_status
-        available = find_condition(
-            (work.get("status") or {}).get("conditions"), CONDITION_AVAILABLE
-        )
+        available = work_condition(work, CONDITION_AVAILABLE)
         if fill is None or (
             available is not None and int(available.get("observedGeneration") or 0) == generation
         ):
@@ -565,9 +564,7 @@ class ManifestWorkController:
         try:
             await map_resource(deps.mapper, result)
             assert result.resource is not None and result.required is not None
-            old = find_manifest_status(
-                ((work.get("status") or {}).get("resourceStatus") or {}).get("manifests"), meta
-            )
+            old = find_manifest_status(manifest_statuses(work), meta)
             if old is not None and is_condition_true(old.get("conditions"), CONDITION_COMPLETE):
                 result.obj = result.required  # finished: never touched again
                 return

@@ -72,10 +72,11 @@ from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work
 from workagent.controllers.apply_results import ObjectIdentity, object_identity
 from workagent.controllers.conditions import (
     Condition,
-    find_condition,
+    manifest_statuses,
     new_condition,
     remove_condition,
     set_condition,
+    work_condition,
 )
 from workagent.controllers.deletion import resource_of
 from workagent.controllers.deps import AgentDeps
@@ -113,14 +114,10 @@ def resource_index_key(group: str, resource: str, version: str, namespace: str, 
 def index_by_resource(work: Object) -> list[str]:
     """Index function: every object listed in ``status.resourceStatus.manifests``."""
     keys = []
-    for entry in _manifests(work):
+    for entry in manifest_statuses(work):
         group, version, resource, namespace, name = object_identity(entry.get("resourceMeta") or {})
         keys.append(resource_index_key(group, resource, version, namespace, name))
     return keys
-
-
-def _manifests(work: Object) -> list[dict[str, Any]]:
-    return list(((work.get("status") or {}).get("resourceStatus") or {}).get("manifests") or [])
 
 
 @dataclass(frozen=True)
@@ -220,10 +217,7 @@ class AvailableStatusController:
                 # gone from the hub watches nothing any more.
                 await self.pool.release_work(key)
             return None
-        if not has_finalizer(cached) or (
-            find_condition((cached.get("status") or {}).get("conditions"), CONDITION_APPLIED)
-            is None
-        ):
+        if not has_finalizer(cached) or work_condition(cached, CONDITION_APPLIED) is None:
             syncs.forget(key)
             return None  # nothing to report before the work was applied once
         if (
@@ -279,7 +273,7 @@ class AvailableStatusController:
         applied: nothing is read from the cluster then.
         """
         status = work.setdefault("status", {})
-        manifests = _manifests(work)  # the entries themselves are updated in place
+        manifests = manifest_statuses(work)  # the entries themselves are updated in place
         moment = now()
         listed: set[ObjectIdentity] = set()
         room = _FeedbackRoom(MAX_FEEDBACK_BYTES)
@@ -329,7 +323,7 @@ class AvailableStatusController:
             return False
         if any(option.condition_rules for option in spec.manifest_configs or []):
             return False
-        manifests = _manifests(work)
+        manifests = manifest_statuses(work)
         if not manifests or any(
             object_identity(entry.get("resourceMeta") or {}) not in objects for entry in manifests
         ):
@@ -498,7 +492,7 @@ def _reported_generation(work: Object) -> int:
     generation = int(work["metadata"].get("generation") or 0)
     if not is_deleting(work):
         return generation
-    applied = find_condition((work.get("status") or {}).get("conditions"), CONDITION_APPLIED)
+    applied = work_condition(work, CONDITION_APPLIED)
     observed = int((applied or {}).get("observedGeneration") or 0)
     return observed or generation
 
