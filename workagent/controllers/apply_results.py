@@ -44,7 +44,7 @@ class ManifestResult:
     required: dict[str, Any] | None = None
     obj: dict[str, Any] | None = None
     error: Exception | None = None
-    rank: int = 1001
+    rank: int = 1001  # unparseable: after every kind (manifests.OTHER_KIND_RANK is 1000)
 
 
 def empty_meta(ordinal: int) -> dict[str, Any]:
