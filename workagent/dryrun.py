@@ -54,6 +54,10 @@ class DryRunClient(KubeClient):
     def _key(res: Resource, name: str, namespace: str | None) -> ObjectKey:
         return (res.group, res.plural, (namespace or "") if res.namespaced else "", name)
 
+    def _body_key(self, res: Resource, body: dict[str, Any], namespace: str | None) -> ObjectKey:
+        meta = body.get("metadata") or {}
+        return self._key(res, str(meta.get("name") or ""), namespace or meta.get("namespace"))
+
     async def get(
         self, res: Resource, name: str, namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
@@ -79,8 +83,7 @@ class DryRunClient(KubeClient):
         self, res: Resource, body: dict[str, Any], namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
         """A dry-run create; after a dry-run delete of the same object, the body itself."""
-        meta = body.get("metadata") or {}
-        key = self._key(res, str(meta.get("name") or ""), namespace or meta.get("namespace"))
+        key = self._body_key(res, body, namespace)
         subresource = options.get("subresource")
         if subresource is None and key in self._overlay and self._overlay[key] is None:
             self.recreated.add(key)
@@ -97,8 +100,7 @@ class DryRunClient(KubeClient):
         self, res: Resource, body: dict[str, Any], namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
         """A dry-run update (a dry-run create of an object only this dry run created)."""
-        meta = body.get("metadata") or {}
-        key = self._key(res, str(meta.get("name") or ""), namespace or meta.get("namespace"))
+        key = self._body_key(res, body, namespace)
         subresource = options.get("subresource")
         if subresource is None and self._existed.get(key) is False:
             self._overlay.pop(key, None)

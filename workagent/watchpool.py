@@ -1,24 +1,13 @@
 """The feedback watch pool: informers for ``feedbackScrapeType: Watch`` (spec/agent.md §12).
 
-A manifest whose effective scrape type is Watch is *registered* here by the
-status controller after a successful read of its object. A registration is
-(group, version, resource, namespace, name, work); registrations share one
-informer per (group, version, resource, namespace), namespace-filtered for a
-namespaced resource, so ten Deployments of one namespace cost one watch.
-
-The pool holds at most ``max_informers`` informers (``--max-feedback-watch``).
-A registration that would need one more is refused: the resource silently
-stays in Poll mode (counted once in ``feedback_watch_fallbacks_total``) and is
-registered when the status controller next syncs it with a slot free.
-
-Informer add/update events go to the listeners (the status controller, which
-enqueues every work listing the object); deletes are left to the next poll.
-An informer whose last registration goes is stopped and forgotten.
-Registrations go when the scrape type turns back to Poll, when the work stops
-maintaining the resource, and when its AppliedManifestWork is finalized.
-
-Informers of the pool start while the Manager already runs, so the pool
-starts and stops them itself and registers their liveness checks by hand.
+The status controller registers an object (group, version, resource,
+namespace, name, work) after a successful read; registrations share one
+informer per (group, version, resource, namespace), at most
+``--max-feedback-watch`` of them, and one that would need one more stays in
+Poll mode. docs/agent.md ("The feedback watch pool") says when
+registrations go. Add/update events go to the listeners; deletes are left to
+the next poll. The pool's informers start while the Manager already runs, so
+the pool starts and stops them itself and registers their liveness checks.
 """
 
 from __future__ import annotations

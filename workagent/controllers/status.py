@@ -1,34 +1,21 @@
 """AvailableStatusController: status of the applied resources (spec/agent.md §10-§14).
 
-One sync of work ``W`` (only once ``W`` has the cleanup finalizer and a
-work-level ``Applied`` condition; a deleting work only while its clean-up is
-held up, :attr:`AgentDeps.cleanup_blocked`: OCM syncs it throughout, writing
-each object's disappearance to a work about to go):
+A work is synced once it has the cleanup finalizer and a work-level
+``Applied`` condition (a deleting work only while its clean-up is held up,
+:attr:`AgentDeps.cleanup_blocked`). A sync reads every object the work's
+``status.resourceStatus.manifests`` lists (from the watch pool's cache, else
+:mod:`workagent.polledreads`) and sets its ``Available``; when the read failed
+the entry's other conditions, values and watch registration stay as they are.
+Otherwise it registers or releases the object's watch and computes the status
+feedback (a value change re-adds ``StatusFeedbackSynced``) and the condition
+rules. ``Available`` and the rule conditions are aggregated to the work,
+conditions of an older generation's rules dropped, and the status patched
+only when it changed; the next sync comes after ``--status-sync-interval`` x
+[0.8, 1), spread so that a polled value is never older than one interval.
 
-1. for every entry of ``status.resourceStatus.manifests`` read the live object
-   (from the feedback watch pool's cache when it has a synced informer, else a
-   GET, or a LIST shared by the objects of one resource type and namespace:
-   :mod:`workagent.polledreads`) and set the manifest's ``Available``
-   condition; when the read failed the entry's other conditions, its values
-   and its watch registration are left as they are;
-2. register the object with the watch pool when its effective scrape type is
-   Watch, else release any registration;
-3. compute the status feedback values and ``StatusFeedbackSynced`` (a value
-   change re-adds the condition, so its transition time says when the values
-   last changed);
-4. evaluate the condition rules, then drop rule conditions of an older
-   generation (rules removed from the spec);
-5. aggregate ``Available`` and the rule conditions to the work level, drop
-   rule-made work conditions of an older generation;
-6. patch the status only when it changed, and come back after
-   ``--status-sync-interval`` x [0.8, 1) (OCM v1.2.1 resyncs every work once per
-   interval; spread over the last fifth of it, so a polled value is never
-   older than one interval and the syncs of many works do not come at once;
-   a coalesced list that shows a read object changed syncs its works at once).
-
-Triggers: every hub ManifestWork event, and add/update events of objects in
-the watch pool's informers, mapped to the works listing the object through
-the ``byWorkIndex`` index (``group/resource/version/namespace/name``).
+Triggers: every hub ManifestWork event, and events of watched or listed
+objects, mapped to the works listing them through the ``byWorkIndex`` index
+(``group/resource/version/namespace/name``).
 """
 
 from __future__ import annotations
