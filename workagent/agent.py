@@ -33,10 +33,10 @@ from ocmkit.runtime import (
 from ocmkit.runtime.textstore import TextStore
 from workagent.apply import Appliers
 from workagent.conditions import ConditionRuleEvaluator
-from workagent.controllers.add_finalizer import add_finalizer_controller
+from workagent.controllers.add_finalizer import AddFinalizerController
 from workagent.controllers.cleanup import cleanup_controllers
 from workagent.controllers.deps import AgentDeps
-from workagent.controllers.manifestwork import manifestwork_controller
+from workagent.controllers.manifestwork import ManifestWorkController
 from workagent.controllers.metrics import WorkMetrics
 from workagent.controllers.status import AvailableStatusController
 from workagent.executor import build_executor_validator
@@ -162,10 +162,11 @@ async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -
         manager.add_service(source.service)
     manager.add_informer(works)
     manager.add_informer(applied)
-    manager.add_controller(add_finalizer_controller(deps))
+    manager.add_controller(AddFinalizerController(deps).controller)
     status = AvailableStatusController(deps)
     # The pass that applies a new generation also writes Available: one status patch.
-    manager.add_controller(manifestwork_controller(deps, fill_status=status.fill_after_apply))
+    apply_loop = ManifestWorkController(deps, fill_status=status.fill_after_apply)
+    manager.add_controller(apply_loop.controller)
     for controller in cleanup_controllers(deps):
         manager.add_controller(controller)
     manager.add_controller(status.controller)

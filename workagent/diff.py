@@ -276,17 +276,14 @@ class WorkDiff:
             return entry
         label = f"{result.resource.api_version}.{result.resource.kind}.{where.replace('/', '.')}"
         key = (result.resource.group, result.resource.plural, namespace, name)
-        if key in self.spoke.recreated:
-            entry.verdict = "would delete and re-create (a field that cannot change changed)"
-            entry.diff, entry.changed = unified(live, after, label), True
-            return entry
-        if live is None:
-            entry.verdict = "would create"
-            entry.diff, entry.changed = unified(None, after, label), True
-            return entry
+        recreated = key in self.spoke.recreated
         entry.diff = unified(live, after, label)
-        entry.changed = bool(entry.diff)
-        if entry.strategy == "CreateOnly":
+        entry.changed = recreated or live is None or bool(entry.diff)
+        if recreated:
+            entry.verdict = "would delete and re-create (a field that cannot change changed)"
+        elif live is None:
+            entry.verdict = "would create"
+        elif entry.strategy == "CreateOnly":
             entry.verdict = "CreateOnly, content left alone" + (
                 "; would change its owner references" if entry.changed else ""
             )

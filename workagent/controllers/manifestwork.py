@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -42,7 +43,6 @@ from ocmkit.kube import (
 )
 from ocmkit.kube.mergepatch import normalized
 from ocmkit.runtime import (
-    Controller,
     ItemExponentialFailureRateLimiter,
     Result,
     TerminalError,
@@ -211,7 +211,12 @@ def _log_fields(work: dict[str, Any]) -> dict[str, Any]:
 
 
 class ManifestWorkController:
-    """Applies ManifestWorks of the cluster namespace to the managed cluster."""
+    """Applies ManifestWorks of the cluster namespace to the managed cluster.
+
+    ``fill_status`` (the status controller's ``fill_after_apply``) lets the
+    pass that first applies a generation write ``Available`` and the feedback
+    in its own status patch. Register :attr:`controller` with the Manager.
+    """
 
     def __init__(self, deps: AgentDeps, *, fill_status: FillStatus | None = None) -> None:
         self.deps = deps
@@ -306,9 +311,7 @@ class ManifestWorkController:
         name = cached["metadata"]["name"]
         results = [parse_manifest(i, raw) for i, raw in enumerate(manifests)]
 
-        def creates(entry: dict[str, Any]) -> bool:
-            return _may_create(spec, entry)
-
+        creates = functools.partial(_may_create, spec)
         applied_work = await self._ensure_applied_work(work, results, creates)
         record = AppliedRecord(
             applied_work,
@@ -617,15 +620,3 @@ class ManifestWorkController:
             else:
                 # A strategy bug must cost this manifest only, never the worker.
                 log.warning("manifest apply failed unexpectedly", **fields, exc_info=True)
-
-
-def manifestwork_controller(
-    deps: AgentDeps, *, fill_status: FillStatus | None = None
-) -> Controller:
-    """Build the apply controller and register its event handlers.
-
-    ``fill_status`` (the status controller's ``fill_after_apply``) lets the
-    pass that first applies a generation write ``Available`` and the feedback
-    in its own status patch.
-    """
-    return ManifestWorkController(deps, fill_status=fill_status).controller
