@@ -63,12 +63,7 @@ from schemas.wire import (
     REASON_APPLIED_MANIFEST_WORK_FAILED,
 )
 from schemas.work_v1 import ManifestWorkSpec, UpdateStrategyType
-from workagent.apply import (
-    ApplyRequest,
-    IgnoreFieldsError,
-    InvalidManifest,
-    ServerSideApplyConflict,
-)
+from workagent.apply import ApplyRequest, IgnoreFieldsError, ServerSideApplyConflict
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
 from workagent.controllers.applied import RECORDED_ANNOTATION, sync_applied_resources
 from workagent.controllers.apply_results import FillStatus, ManifestResult, object_identity
@@ -83,16 +78,12 @@ from workagent.controllers.conditions import (
 )
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.manifestconfig import find_manifest_config, work_spec
-from workagent.controllers.manifests import ManifestError, map_resource, parse_manifest
-from workagent.controllers.metrics import count_apply_failure
+from workagent.controllers.manifests import map_resource, parse_manifest
+from workagent.controllers.metrics import UNEXPECTED_FAILURE, count_apply_failure, failure_reason
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
 from workagent.controllers.patcher import RecentWrites, patch_metadata_and_spec, patch_status
 from workagent.controllers.recording import AppliedRecord, RecordingFailed, creation_record
-from workagent.executor.base import (
-    NOT_ALLOWED_REQUEUE_SECONDS,
-    InvalidExecutorError,
-    NotAllowedError,
-)
+from workagent.executor.base import NOT_ALLOWED_REQUEUE_SECONDS, NotAllowedError
 from workagent.identity import applied_work_name, work_name_of
 
 log = structlog.get_logger(__name__)
@@ -109,17 +100,6 @@ CONFLICT_FACTOR = 5
 
 #: Writes of the work's status, each after a 409 on fresh data (a GET).
 STATUS_CONFLICT_ATTEMPTS = 3
-
-#: Failures of a manifest that are expected outcomes (bad input, refusals, API errors).
-_EXPECTED_FAILURES = (
-    ManifestError,
-    InvalidManifest,
-    NotAllowedError,
-    InvalidExecutorError,
-    ServerSideApplyConflict,
-    IgnoreFieldsError,
-    KubeError,
-)
 
 #: The CRD's maxLength of a condition message: a longer one would fail the whole patch.
 MAX_MESSAGE_LENGTH = 32768
@@ -614,7 +594,7 @@ class ManifestWorkController:
                 "manifest_name": meta.get("name"),
                 "error": describe_error(err),
             }
-            if isinstance(err, _EXPECTED_FAILURES):
+            if failure_reason(err) != UNEXPECTED_FAILURE:
                 # Reported on the manifest: no warning, no traceback.
                 log.info("manifest not applied", **fields)
             else:

@@ -93,6 +93,8 @@ for _reason in (ORPHAN_REMOVED_FROM_WORK, ORPHAN_WORK_DELETED):
     ORPHAN_DELETIONS.labels(_reason)
 
 
+#: The ``reason`` of a failure that is not an expected outcome (a bug in a strategy).
+UNEXPECTED_FAILURE: Final = "Unexpected"
 #: The agent's own refusals, by name; first match wins (an UnknownResourceType is a ManifestError).
 _FAILURE_REASONS: tuple[tuple[type | tuple[type, ...], str], ...] = (
     (UnknownResourceType, "UnknownResourceType"),
@@ -116,7 +118,7 @@ def failure_reason(err: Exception) -> str:
             return reason
     if isinstance(err, KubeError):
         return type(err).__name__
-    return "Unexpected"
+    return UNEXPECTED_FAILURE
 
 
 def count_apply_failure(err: Exception) -> None:
