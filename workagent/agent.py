@@ -22,6 +22,7 @@ from ocmkit.kube import (
     RESTMapper,
 )
 from ocmkit.runtime import (
+    Controller,
     Informer,
     LeaderElector,
     Manager,
@@ -34,10 +35,12 @@ from ocmkit.runtime.textstore import TextStore
 from workagent.apply import Appliers
 from workagent.conditions import ConditionRuleEvaluator
 from workagent.controllers.add_finalizer import AddFinalizerController
-from workagent.controllers.cleanup import cleanup_controllers
+from workagent.controllers.amw_finalizer import AppliedManifestWorkFinalizer
 from workagent.controllers.deps import AgentDeps
+from workagent.controllers.eviction import UnmanagedAppliedWorkEvictor
 from workagent.controllers.manifestwork import ManifestWorkController
 from workagent.controllers.metrics import WorkMetrics
+from workagent.controllers.mw_finalizer import ManifestWorkFinalizer
 from workagent.controllers.status import AvailableStatusController
 from workagent.executor import build_executor_validator
 from workagent.settings import (
@@ -61,6 +64,21 @@ class Agent:
 
     manager: Manager
     deps: AgentDeps
+
+
+def cleanup_controllers(deps: AgentDeps) -> list[Controller]:
+    """The ManifestWorkFinalizer (section 8.1), the AppliedManifestWorkFinalizer (8.2)
+    and the eviction of unmanaged AppliedManifestWorks (15).
+
+    Each call registers another set of event handlers on the informers of
+    ``deps``: call it once, before they start (added later, the handlers first
+    see every cached object as an add).
+    """
+    return [
+        ManifestWorkFinalizer(deps).controller(),
+        AppliedManifestWorkFinalizer(deps).controller(),
+        UnmanagedAppliedWorkEvictor(deps).controller(),
+    ]
 
 
 async def _spoke_client(settings: AgentSettings) -> KubeClient:

@@ -58,8 +58,8 @@ from tests.integration.conftest import (
 )
 from tests.support.programs import AgentRunner, agent_settings
 from tests.support.targets import Cluster, open_cluster
+from workagent.agent import cleanup_controllers
 from workagent.apply.base import Applier, ApplyRequest
-from workagent.controllers.cleanup import cleanup_controllers
 from workagent.controllers.deletion import ResourceDeletionError, delete_applied_resources
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for

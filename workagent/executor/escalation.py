@@ -54,13 +54,6 @@ FULL_AUTHORITY: tuple[dict[str, Any], ...] = (
 )
 
 
-def is_rbac_manifest(target: ManifestTarget) -> bool:
-    """Whether the escalation check applies: a Role, ClusterRole or binding of either."""
-    return target.group == RBAC_GROUP and (
-        target.resource in ROLE_RESOURCES or target.resource in BINDING_RESOURCES
-    )
-
-
 def breakdown(rules: Iterable[dict[str, Any]], namespace: str) -> list[Access]:
     """Single requests covering ``rules`` in ``namespace`` (the API server's ``BreakdownRule``).
 
@@ -112,8 +105,9 @@ class AccessReviewEscalationChecker:
         self, executor: ServiceAccountExecutor, target: ManifestTarget, obj: dict[str, Any]
     ) -> None:
         """Raise the escalation NotAllowedError when creating ``obj`` would escalate."""
-        if not is_rbac_manifest(target):
-            return
+        rbac = target.resource in ROLE_RESOURCES or target.resource in BINDING_RESOURCES
+        if target.group != RBAC_GROUP or not rbac:
+            return  # the check is for Roles, ClusterRoles and their bindings only
         if target.resource in ROLE_RESOURCES:
             allowed = await self._may_create_role(executor, target, obj)
         else:
