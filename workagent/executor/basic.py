@@ -8,13 +8,9 @@ from ocmkit.kube import KubeClient, Resource
 from ocmkit.runtime import Controller, Informer
 from schemas.work_v1 import ManifestWorkExecutor
 from workagent.executor.access import AccessReviewer
+from workagent.executor.base import NotAllowedError
 from workagent.executor.escalation import AccessReviewEscalationChecker
-from workagent.executor.subject import (
-    ManifestTarget,
-    ServiceAccountExecutor,
-    not_allowed,
-    service_account_of,
-)
+from workagent.executor.subject import ManifestTarget, ServiceAccountExecutor, service_account_of
 
 
 class BasicExecutorValidator:
@@ -47,7 +43,8 @@ class BasicExecutorValidator:
         account = service_account_of(executor)
         target = ManifestTarget.of(resource, obj)
         if not await self.allowed_to_apply(account, target, owned_by_work):
-            raise not_allowed(target)
+            # A denied SubjectAccessReview (spec section 16 step 2).
+            raise NotAllowedError(f"not allowed to apply the resource {target.describe()}")
         await self.escalation.check(account, target, obj)
 
     async def allowed_to_apply(

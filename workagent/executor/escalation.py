@@ -37,11 +37,8 @@ from ocmkit.kube import CLUSTER_ROLES, ROLES, KubeClient, NotFound
 from ocmkit.kube.access import ResourceAccess
 from workagent.executor.access import Access, AccessReviewer, NonResourceAccess
 from workagent.executor.aggregation import aggregated_rules, aggregation_selectors, rules_of
-from workagent.executor.subject import (
-    ManifestTarget,
-    ServiceAccountExecutor,
-    escalation_not_allowed,
-)
+from workagent.executor.base import NotAllowedError
+from workagent.executor.subject import ManifestTarget, ServiceAccountExecutor
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 ROLE_RESOURCES = {"roles": "Role", "clusterroles": "ClusterRole"}
@@ -113,7 +110,10 @@ class AccessReviewEscalationChecker:
         else:
             allowed = await self._may_create_binding(executor, target, obj)
         if not allowed:
-            raise escalation_not_allowed(target)
+            what = target.describe()
+            raise NotAllowedError(  # spec section 16 step 3
+                f"not allowed to apply the resource {what}, error: permission escalation"
+            )
 
     async def _may_create_role(
         self, executor: ServiceAccountExecutor, target: ManifestTarget, obj: dict[str, Any]
