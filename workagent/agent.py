@@ -101,10 +101,7 @@ async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -
     Raises KubeConfigError for an unusable kubeconfig and ValueError for
     invalid settings (both become one log line and exit code 2).
     """
-    if not settings.cluster_name:
-        raise ValueError("--spoke-cluster-name is required")
-    if settings.workers < 1:
-        raise ValueError(f"workload-agent-workers must be >= 1, got {settings.workers}")
+    settings.validate()
     # Before any client exists: a certificate that does not load leaves nothing to close.
     serving_tls = settings.serving_tls()
     source = await build_work_source(settings)
