@@ -150,9 +150,14 @@ async def delete_applied_resources(
                     return True, ResourceDeletionError(entry, "get", exc)
                 if known is None:
                     return False, None
-            outcome = await _delete_known(deps.spoke, entry, known, owner_uid, reason, deleted)
-            if outcome is not None:
-                return outcome
+            meta = known.get("metadata") or {}
+            if not meta.get("deletionTimestamp") and _solely_ours(known, entry, owner_uid):
+                # Deleted as seen, without reading it first: its UID and resourceVersion
+                # go along as preconditions, so the server deletes exactly that version.
+                seen = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
+                outcome = await _send_delete(deps.spoke, entry, seen, reason, deleted)
+                if outcome is not None:
+                    return outcome
             # Changed since that read, being deleted, or not ours alone: judged on a GET.
             return await _delete_one(deps.spoke, entry, owner_uid, reason, deleted)
 
@@ -177,28 +182,6 @@ def _solely_ours(obj: dict[str, Any], entry: dict[str, Any], owner_uid: str) -> 
         return False
     recorded_uid = str(entry.get("uid") or "")
     return not recorded_uid or str(meta.get("uid") or "") == recorded_uid
-
-
-async def _delete_known(
-    spoke: KubeClient,
-    entry: dict[str, Any],
-    known: dict[str, Any],
-    owner_uid: str,
-    reason: str,
-    deleted: Counter,
-) -> tuple[bool, Exception | None] | None:
-    """Delete the object as the status syncs last saw it, without reading it first.
-
-    Only when that version is the recorded instance, ours alone and not being
-    deleted; its UID and resourceVersion go along as preconditions, so the API
-    server deletes exactly the version judged here. None: decide on a fresh
-    read instead (any other case, or the object changed since).
-    """
-    meta = known.get("metadata") or {}
-    if meta.get("deletionTimestamp") or not _solely_ours(known, entry, owner_uid):
-        return None
-    preconditions = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
-    return await _send_delete(spoke, entry, preconditions, reason, deleted)
 
 
 async def _send_delete(
