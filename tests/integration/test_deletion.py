@@ -511,8 +511,15 @@ async def test_hub_work_goes_only_after_its_resources(clusters: Clusters) -> Non
             return bool(amw["status"].get("appliedResources") == [_entry(held)])
 
         await eventually(only_held_left, what="the AMW to list only the held resource")
-        # The foreign finalizer holds the resource, so the AMW and the hub work stay.
-        work = await clusters.hub.get(MANIFESTWORKS, "work1", CLUSTER)
+        # The foreign finalizer holds the resource, so the AMW and the hub work stay, and
+        # the work says so (written after the AMW's pass that was held up).
+        work: dict[str, Any] = {}
+
+        async def deleting_reported() -> bool:
+            work.update(await clusters.hub.get(MANIFESTWORKS, "work1", CLUSTER))
+            return any(c["type"] == CONDITION_DELETING for c in work["status"]["conditions"])
+
+        await eventually(deleting_reported, what="the work's Deleting condition")
         assert work["metadata"]["finalizers"] == [MANIFEST_WORK_FINALIZER]
         deleting = [c for c in work["status"]["conditions"] if c["type"] == CONDITION_DELETING]
         assert len(deleting) == 1
