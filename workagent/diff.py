@@ -49,18 +49,13 @@ from ocmkit.kube import (
 )
 from ocmkit.runtime import configure_logging
 from schemas.work_v1 import ManifestWorkSpec, UpdateStrategyType
-from workagent.apply import (
-    Appliers,
-    ApplyRequest,
-    IgnoreFieldsError,
-    InvalidManifest,
-    ServerSideApplyConflict,
-)
+from workagent.apply import Appliers, ApplyRequest
 from workagent.cli import PROG, DiffCommand
 from workagent.controllers.apply_results import ManifestResult
 from workagent.controllers.manifestconfig import find_manifest_config, work_spec
-from workagent.controllers.manifests import ManifestError, map_resource, parse_manifest
+from workagent.controllers.manifests import map_resource, parse_manifest
 from workagent.controllers.manifestwork import describe_error
+from workagent.controllers.metrics import UNEXPECTED_FAILURE, failure_reason
 from workagent.controllers.ownership import (
     applied_work_owner,
     owned_by_the_work,
@@ -78,9 +73,6 @@ EXIT_ERROR: Final = 2
 
 #: The uid shown for the owner reference to an AppliedManifestWork not created yet.
 UNKNOWN_UID: Final = "00000000-0000-0000-0000-000000000000"
-
-WORK_API_VERSION: Final = MANIFESTWORKS.api_version
-WORK_KIND: Final = MANIFESTWORKS.kind
 
 
 class DiffError(Exception):
@@ -133,10 +125,10 @@ def check_work(doc: Any, where: str) -> dict[str, Any]:
     """``doc`` if it is a ManifestWork with a manifest list; DiffError otherwise."""
     if not isinstance(doc, dict):
         raise DiffError(f"{where} is not a ManifestWork (not an object)")
-    if doc.get("apiVersion") != WORK_API_VERSION or doc.get("kind") != WORK_KIND:
+    if doc.get("apiVersion") != MANIFESTWORKS.api_version or doc.get("kind") != MANIFESTWORKS.kind:
         raise DiffError(
             f"{where} is not a ManifestWork: apiVersion {doc.get('apiVersion')!r}, "
-            f"kind {doc.get('kind')!r} (want {WORK_API_VERSION}, {WORK_KIND})"
+            f"kind {doc.get('kind')!r} (want {MANIFESTWORKS.api_version}, {MANIFESTWORKS.kind})"
         )
     meta = doc.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
@@ -263,13 +255,9 @@ class WorkDiff:
             )
         except (Unreachable, Unauthorized):
             raise  # the cluster, not the manifest: the whole diff fails
-        except (
-            ManifestError,
-            InvalidManifest,
-            ServerSideApplyConflict,
-            IgnoreFieldsError,
-            KubeError,
-        ) as err:
+        except Exception as err:
+            if failure_reason(err) == UNEXPECTED_FAILURE:
+                raise  # a bug, not the manifest's fault
             entry.failed = True
             entry.strategy = entry.strategy or "not applied"
             entry.verdict = f"would fail: {describe_error(err)}"
