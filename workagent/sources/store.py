@@ -286,22 +286,20 @@ class LocalWorkStore:
         return copy.deepcopy(self._objects[name])
 
     def _store(self, name: str, obj: Object, kind: str) -> None:
-        self._rv += 1
-        _meta(obj)["resourceVersion"] = str(self._rv)
         self._objects[name] = obj
-        self._emit(WatchEvent(kind, copy.deepcopy(obj)))
+        self._emit(kind, obj)
 
     def _remove(self, name: str) -> None:
         obj = self._objects.pop(name, None)
         self._locks.pop(name, None)
-        if obj is None:
-            return
-        self._rv += 1
-        gone = copy.deepcopy(obj)
-        _meta(gone)["resourceVersion"] = str(self._rv)
-        self._emit(WatchEvent(DELETED, gone))
+        if obj is not None:
+            self._emit(DELETED, obj)  # popped: no one else holds it
 
-    def _emit(self, event: WatchEvent) -> None:
+    def _emit(self, kind: str, obj: Object) -> None:
+        """Give ``obj`` the next resourceVersion and tell the watches."""
+        self._rv += 1
+        _meta(obj)["resourceVersion"] = str(self._rv)
+        event = WatchEvent(kind, copy.deepcopy(obj))
         self._history.append((self._rv, event))
         for queue in self._watchers:
             queue.put_nowait(event)
