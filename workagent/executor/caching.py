@@ -139,13 +139,8 @@ class CachingExecutorValidator(BasicExecutorValidator):
         self, account: ServiceAccountExecutor, target: ManifestTarget, owned_by_work: bool
     ) -> bool:
         """The cached outcome once every RBAC informer has synced, else fresh reviews."""
-        if self.cache_ready():
-            return await self._cached_outcome(account, target, owned_by_work)
-        return await super().allowed_to_apply(account, target, owned_by_work)
-
-    async def _cached_outcome(
-        self, account: ServiceAccountExecutor, target: ManifestTarget, owned_by_work: bool
-    ) -> bool:
+        if not self.cache_ready():
+            return await super().allowed_to_apply(account, target, owned_by_work)
         dimension = Dimension(target, owned_by_work)
         allowed, epoch = self.cache.lookup(account.key, dimension, self._clock.now())
         self._schedule_cleanup()
