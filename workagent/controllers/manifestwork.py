@@ -1,21 +1,5 @@
-"""ManifestWorkController: the apply loop (spec/agent.md section 4).
-
-One reconcile of work ``W``:
-
-1. preconditions (4.2): cached, not deleting, has the cleanup finalizer, not
-   ``Complete``;
-2. ensure the AppliedManifestWork ``<hubHash>-W`` (4.3);
-3. apply every manifest in kind-rank order, results kept by spec index,
-   repeating the pass for 409 conflicts (4.4); beyond OCM, a resource is
-   recorded in the AppliedManifestWork before it is first created
-   (:mod:`workagent.controllers.recording`), so an agent killed mid-pass
-   leaks nothing;
-4. rebuild ``resourceStatus.manifests`` and the work-level ``Applied``
-   condition (4.4 steps 5-7, 4.5);
-5. AppliedManifestWork bookkeeping and stale-resource deletion (4.6);
-6. write the ManifestWork status, then the AppliedManifestWork status, each
-   only if it changed (4.7); fail the sync if any manifest failed for a reason
-   retrying can fix, otherwise come back for drift correction in ~4 minutes.
+"""ManifestWorkController: the apply loop (spec/agent.md section 4; docs/agent.md
+"The apply loop" lists its steps and where the agent goes beyond OCM).
 
 A manifest's problems (bad input, unknown kind, 403, 422, a bug in a
 strategy) stay on that manifest's condition: the others are applied, the
@@ -261,7 +245,7 @@ class ManifestWorkController:
 
     # -- reconcile ----------------------------------------------------------------------
     async def reconcile(self, key: str) -> Result | None:
-        """Apply work ``key`` and report; see the module docstring."""
+        """Apply work ``key`` and report (docs/agent.md, "The apply loop")."""
         evented = key in self._evented
         self._evented.discard(key)
         cached = self._works_written.latest(key, work_from_cache(self.deps, key))

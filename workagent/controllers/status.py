@@ -1,21 +1,8 @@
 """AvailableStatusController: status of the applied resources (spec/agent.md §10-§14).
 
-A work is synced once it has the cleanup finalizer and a work-level
-``Applied`` condition (a deleting work only while its clean-up is held up,
-:attr:`AgentDeps.cleanup_blocked`). A sync reads every object the work's
-``status.resourceStatus.manifests`` lists (from the watch pool's cache, else
-:mod:`workagent.polledreads`) and sets its ``Available``; when the read failed
-the entry's other conditions, values and watch registration stay as they are.
-Otherwise it registers or releases the object's watch and computes the status
-feedback (a value change re-adds ``StatusFeedbackSynced``) and the condition
-rules. ``Available`` and the rule conditions are aggregated to the work,
-conditions of an older generation's rules dropped, and the status patched
-only when it changed; the next sync comes after ``--status-sync-interval`` x
-[0.8, 1), spread so that a polled value is never older than one interval.
-
-Triggers: every hub ManifestWork event, and events of watched or listed
-objects, mapped to the works listing them through the ``byWorkIndex`` index
-(``group/resource/version/namespace/name``).
+docs/agent.md ("The status controller") says what a sync reports and when
+it runs. When an object cannot be read, its entry's other conditions, values
+and watch registration stay as they are; everything else is recomputed.
 """
 
 from __future__ import annotations
@@ -189,7 +176,7 @@ class AvailableStatusController:
 
     # -- reconcile ----------------------------------------------------------------------
     async def reconcile(self, key: str) -> Result | None:
-        """Sync the status of work ``key``; see the module docstring."""
+        """Sync the status of work ``key`` (docs/agent.md, "The status controller")."""
         cached = self._written.latest(key, work_from_cache(self.deps, key))
         syncs = self.deps.status_syncs
         if cached is None:
@@ -259,7 +246,7 @@ class AvailableStatusController:
         manifests = manifest_statuses(work)  # the entries themselves are updated in place
         moment = now()
         listed: set[ObjectIdentity] = set()
-        room = _FeedbackRoom(MAX_FEEDBACK_BYTES)
+        room = _FeedbackRoom()
         modes: Counter[str] = Counter()
         for entry in manifests:
             listed.add(object_identity(entry.get("resourceMeta") or {}))
@@ -371,8 +358,8 @@ class AvailableStatusController:
             synced_status, synced_reason = "False", REASON_STATUS_FEEDBACK_SYNC_FAILED
             synced_message = (
                 "Sync status feedback failed with error the status feedback values of this "
-                f"manifest take {size} bytes, more than the {left} of {room.total} bytes left "
-                "for the status feedback of the work; they are not reported"
+                f"manifest take {size} bytes, more than the {left} of {MAX_FEEDBACK_BYTES} "
+                "bytes left for the status feedback of the work; they are not reported"
             )
         old_values = (entry.get("statusFeedback") or {}).get("values") or []
         if normalized(old_values) != normalized(values):
@@ -483,20 +470,14 @@ def _reported_generation(work: Object) -> int:
 class _FeedbackRoom:
     """What is left of a work's :data:`MAX_FEEDBACK_BYTES` during one sync."""
 
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.used = 0
-
-    @property
-    def left(self) -> int:
-        """Bytes not yet reserved."""
-        return self.total - self.used
+    def __init__(self) -> None:
+        self.left = MAX_FEEDBACK_BYTES
 
     def take(self, size: int) -> bool:
         """Reserve ``size`` bytes; False (and nothing reserved) if they do not fit."""
-        if self.used + size > self.total:
+        if size > self.left:
             return False
-        self.used += size
+        self.left -= size
         return True
 
 
