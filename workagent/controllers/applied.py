@@ -28,7 +28,8 @@ from workagent.controllers.ownership import applied_work_owner
 
 log = structlog.get_logger(__name__)
 
-_SORT_FIELDS = ("group", "version", "resource", "namespace", "name")
+#: An entry's fields but its uid, in object_identity's order.
+_ENTRY_FIELDS = ("group", "version", "resource", "namespace", "name")
 
 #: Annotation of an AppliedManifestWork made by this agent: the resources recorded
 #: when it was created (JSON list of appliedResources entries without ``uid``).
@@ -56,10 +57,10 @@ def recorded_resources(applied_work: Object) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         return []
     return [
-        {f: item[f] for f in _SORT_FIELDS}
+        {f: item[f] for f in _ENTRY_FIELDS}
         for item in value
         if isinstance(item, dict)
-        and all(isinstance(item.get(f), str) for f in _SORT_FIELDS)
+        and all(isinstance(item.get(f), str) for f in _ENTRY_FIELDS)
         and item["resource"]
         and item["name"]
     ]
@@ -163,16 +164,7 @@ async def sync_applied_resources(
         if uid is None:
             absent.add(entry_identity(meta))
             continue
-        applied.append(
-            {
-                "group": meta.get("group") or "",
-                "version": meta.get("version") or "",
-                "resource": meta.get("resource") or "",
-                "namespace": meta.get("namespace") or "",
-                "name": meta.get("name") or "",
-                "uid": uid,
-            }
-        )
+        applied.append({**dict(zip(_ENTRY_FIELDS, object_identity(meta), strict=True)), "uid": uid})
 
     old = recorded_resources(applied_work)
     if unresolved is not None:
@@ -211,13 +203,10 @@ async def sync_applied_resources(
             return Bookkeeping(error=errors[0] if len(errors) == 1 else DeletionFailed(errors))
 
     new_list = _sorted_unique([*applied, *pending])
-
-    requeue_after = None
     if pending:
-        requeue_after = pending_backoff.when(name)
-    else:
-        pending_backoff.forget(name)
-    return Bookkeeping(applied_resources=new_list, requeue_after=requeue_after)
+        return Bookkeeping(applied_resources=new_list, requeue_after=pending_backoff.when(name))
+    pending_backoff.forget(name)
+    return Bookkeeping(applied_resources=new_list)
 
 
 def _sorted_unique(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
