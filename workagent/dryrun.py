@@ -122,11 +122,8 @@ class DryRunClient(KubeClient):
         field_manager = options.get("field_manager")
         current = self._overlay.get(key) if subresource is None else None
         if current is not None and options.get("patch_type", "merge") == "merge":
+            # An update of the patched object (a create of one only this dry run created).
             patched = apply_merge_patch(current, body)
-            if self._existed.get(key) is False:
-                self._overlay.pop(key, None)
-                patched = without_server_fields(patched)
-                return await self.create(res, patched, namespace, field_manager=field_manager)
             return await self.update(res, patched, namespace, field_manager=field_manager)
         answer = await super().patch(res, name, body, namespace, **options)
         if subresource is None:
