@@ -104,11 +104,6 @@ class AgentSettings(ProgramSettings):
         """The spoke kubeconfig to load, or None for in-cluster configuration."""
         return self.spoke_kubeconfig or self.kubeconfig or None
 
-    @property
-    def eviction_disabled(self) -> bool:
-        """True when the grace period is so long (>= 876000h) that OCM never evicts."""
-        return self.eviction_grace_period >= EVICTION_DISABLED_AT
-
     def validate(self) -> None:
         """Raise ValueError naming the flag at fault if these settings cannot run.
 

@@ -30,6 +30,7 @@ from workagent.cli import (
     parse_command_line,
 )
 from workagent.settings import (
+    EVICTION_DISABLED_AT,
     FEATURE_EXECUTOR_VALIDATING_CACHES,
     FEATURE_RAW_FEEDBACK_JSON_STRING,
     AgentSettings,
@@ -152,7 +153,7 @@ def test_operator_hosted_mode_args_start_the_agent_unchanged() -> None:
         tls_min_version="VersionTLS13",
         tls_cipher_suites="TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384",
     )
-    assert settings.eviction_disabled
+    assert settings.eviction_grace_period >= EVICTION_DISABLED_AT
     assert settings.spoke_config_path == "/spoke/config/kubeconfig"
     assert command.notices == ()  # the TLS flags configure the HTTPS endpoint
 
@@ -220,7 +221,7 @@ def test_defaults() -> None:
     )
     assert not election.disabled
     assert election.identity  # <hostname>_<uuid>
-    assert not settings.eviction_disabled
+    assert settings.eviction_grace_period < EVICTION_DISABLED_AT
 
 
 # (flag, value as typed, settings field, expected value)
