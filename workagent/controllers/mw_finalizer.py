@@ -103,13 +103,7 @@ class ManifestWorkFinalizer:
             on_update=lambda _old, new: on_applied(new),
             on_delete=on_applied_deleted,
         )
-        return Controller(
-            NAME,
-            queue,
-            self.reconcile,
-            workers=deps.settings.workers,
-            depends_on=(deps.works, deps.applied),
-        )
+        return deps.controller(NAME, queue, self.reconcile, deps.works, deps.applied)
 
     async def reconcile(self, work_name: str) -> Result | None:
         """One pass for ManifestWork ``work_name``."""
