@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 from prometheus_client import Counter
@@ -151,7 +151,7 @@ async def delete_applied_resources(
                 if known is None:
                     return False, None
             meta = known.get("metadata") or {}
-            if not meta.get("deletionTimestamp") and _solely_ours(known, entry, owner_uid):
+            if not meta.get("deletionTimestamp") and _ownership(known, entry, owner_uid) == "ours":
                 # Deleted as seen, without reading it first: its UID and resourceVersion
                 # go along as preconditions, so the server deletes exactly that version.
                 seen = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
@@ -172,16 +172,23 @@ async def delete_applied_resources(
     return pending, errors
 
 
-def _solely_ours(obj: dict[str, Any], entry: dict[str, Any], owner_uid: str) -> bool:
-    """Whether ``obj`` is the recorded instance, owned by this AppliedManifestWork alone."""
+def _ownership(
+    obj: dict[str, Any], entry: dict[str, Any], owner_uid: str
+) -> Literal["foreign", "shared", "replaced", "ours"]:
+    """``obj`` as the AppliedManifestWork of ``owner_uid`` sees it: not its own (``foreign``),
+    owned with other works, not the instance ``entry`` recorded, or ``ours`` alone."""
     meta = obj.get("metadata") or {}
     refs: list[dict[str, Any]] = list(meta.get("ownerReferences") or [])
     if not any(ref.get("uid") == owner_uid for ref in refs):
-        return False
+        return "foreign"
     if any(is_applied_work_reference(r) and r.get("uid") != owner_uid for r in refs):
-        return False
+        return "shared"
     recorded_uid = str(entry.get("uid") or "")
-    return not recorded_uid or str(meta.get("uid") or "") == recorded_uid
+    # An entry without a UID was recorded before its object was created (an agent
+    # stopped mid-apply never learnt the UID): the instance this record owns is it.
+    if recorded_uid and str(meta.get("uid") or "") != recorded_uid:
+        return "replaced"
+    return "ours"
 
 
 async def _send_delete(
@@ -230,16 +237,13 @@ async def _delete_one(
         return True, ResourceDeletionError(entry, "get", exc)
 
     meta = live.get("metadata") or {}
-    refs: list[dict[str, Any]] = list(meta.get("ownerReferences") or [])
-    if not any(ref.get("uid") == owner_uid for ref in refs):
-        # Orphaned, ReadOnly, or created by someone else: never ours to delete.
+    ownership = _ownership(live, entry, owner_uid)
+    if ownership == "foreign":
         log.debug("not owned by this work, leaving it", resource=what, reason=reason)
         return False, None
-
-    others = [r for r in refs if is_applied_work_reference(r) and r.get("uid") != owner_uid]
-    if others:
-        # Shared with another work: that work still wants the object.
-        remaining = [r for r in refs if r.get("uid") != owner_uid]
+    if ownership == "shared":
+        # Another work still wants the object.
+        remaining = [r for r in meta.get("ownerReferences") or [] if r.get("uid") != owner_uid]
         try:
             await spoke.patch(
                 res,
@@ -255,13 +259,9 @@ async def _delete_one(
         log.info("removed owner reference, other works still own it", resource=what, reason=reason)
         return False, None
 
-    live_uid = str(meta.get("uid") or "")
-    recorded_uid = str(entry.get("uid") or "")
-    # An entry without a UID was recorded before its object was created (an agent
-    # stopped mid-apply never learnt the UID): the instance this record owns is it.
-    if recorded_uid and live_uid != recorded_uid:
+    if ownership == "replaced":
         # The recorded instance is gone; this one is another object of the same name.
-        log.debug("recorded instance is gone", resource=what, live_uid=live_uid)
+        log.debug("recorded instance is gone", resource=what, live_uid=meta.get("uid"))
         return False, None
 
     if meta.get("deletionTimestamp"):
@@ -270,7 +270,7 @@ async def _delete_one(
     # The resourceVersion too (OCM sends only the UID): the decision above holds
     # only for the object as read. Another work may have adopted it meanwhile,
     # and a UID-only delete would then delete an object that work now owns.
-    preconditions = {"uid": live_uid, "resourceVersion": meta.get("resourceVersion")}
+    preconditions = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
     outcome = await _send_delete(spoke, entry, preconditions, reason, deleted)
     if outcome is None:
         # Replaced or changed since it was read: pending, decided again on a fresh read.
