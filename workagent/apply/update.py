@@ -10,6 +10,7 @@ request the API server refused as invalid, while neither side changes.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any, Final
 
@@ -72,15 +73,18 @@ class UpdateApplier:
         required_hash = digest(required)
 
         if request.create_first:
-            created = await self._try_create(target, required)
-            if created is not None:
+            # Believed absent: no GET. AlreadyExists (it existed before the work, or an
+            # earlier run created it without recording its UID) and Forbidden (one may
+            # update what one may not create, e.g. in a terminating namespace) go down
+            # the GET path, which decides as if no create had been tried.
+            with contextlib.suppress(AlreadyExists, Forbidden):
+                created = await self._create(target, required)
                 self.cache.put(key, required_hash, _rv(created), required)
                 return created
         try:
             existing = request.known or await self.client.get(res, target.name, target.namespace)
         except NotFound:
-            created = await self.client.create(res, for_create(required), target.namespace)
-            target.log_written(log, "resource created", self.strategy)
+            created = await self._create(target, required)
             self.cache.put(key, required_hash, _rv(created), required)
             return created
 
@@ -109,20 +113,8 @@ class UpdateApplier:
         self.cache.put(key, required_hash, _rv(result), required)
         return result
 
-    async def _try_create(self, target: Target, required: dict[str, Any]) -> dict[str, Any] | None:
-        """Create an object believed absent; None when it must be read first after all.
-
-        AlreadyExists (it existed before the work, or an earlier run created it
-        without recording its UID) and Forbidden (one may update what one may
-        not create, e.g. in a terminating namespace) send the caller down the
-        GET path, which decides as if no create had been tried.
-        """
-        try:
-            created = await self.client.create(
-                target.resource, for_create(required), target.namespace
-            )
-        except (AlreadyExists, Forbidden):
-            return None
+    async def _create(self, target: Target, required: dict[str, Any]) -> dict[str, Any]:
+        created = await self.client.create(target.resource, for_create(required), target.namespace)
         target.log_written(log, "resource created", self.strategy)
         return created
 
