@@ -64,7 +64,7 @@ from workagent.controllers.conditions import (
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.manifestconfig import find_manifest_config, work_spec
 from workagent.controllers.manifests import map_resource, parse_manifest
-from workagent.controllers.metrics import UNEXPECTED_FAILURE, count_apply_failure, failure_reason
+from workagent.controllers.metrics import APPLY_FAILURES, UNEXPECTED_FAILURE, failure_reason
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
 from workagent.controllers.patcher import RecentWrites, patch_metadata_and_spec, patch_status
 from workagent.controllers.recording import AppliedRecord, RecordingFailed, creation_record
@@ -293,7 +293,7 @@ class ManifestWorkController:
         applied_work = record.applied_work
         for result in results:
             if result.error is not None:
-                count_apply_failure(result.error)
+                APPLY_FAILURES.labels(failure_reason(result.error)).inc()
 
         work["status"] = await self._new_status(work, results, generation)
         bookkeeping = await sync_applied_resources(

@@ -121,11 +121,6 @@ def failure_reason(err: Exception) -> str:
     return UNEXPECTED_FAILURE
 
 
-def count_apply_failure(err: Exception) -> None:
-    """Count one manifest that failed to apply."""
-    APPLY_FAILURES.labels(failure_reason(err)).inc()
-
-
 class StatusSyncs:
     """When each work's status was last synced, and how its resources were read.
 
@@ -168,20 +163,6 @@ class StatusSyncs:
         return total
 
 
-def _generation(work: Object) -> int:
-    return int((work.get("metadata") or {}).get("generation") or 0)
-
-
-def applied_for_generation(work: Object) -> bool:
-    """Whether the work reports ``Applied=True`` for its current generation."""
-    cond = work_condition(work, CONDITION_APPLIED)
-    return (
-        cond is not None
-        and cond.get("status") == "True"
-        and int(cond.get("observedGeneration") or 0) == _generation(work)
-    )
-
-
 class AppliedLatency:
     """Measures each work generation from first sight to ``Applied=True`` for it.
 
@@ -204,8 +185,10 @@ class AppliedLatency:
         if meta.get("deletionTimestamp"):
             self._pending.pop(name, None)
             return
-        generation = _generation(work)
-        applied = applied_for_generation(work)
+        generation = int(meta.get("generation") or 0)
+        cond = work_condition(work, CONDITION_APPLIED) or {}
+        observed = int(cond.get("observedGeneration") or 0)
+        applied = cond.get("status") == "True" and observed == generation
         pending = self._pending.get(name)
         if pending is not None and pending[0] == generation:
             if applied:
