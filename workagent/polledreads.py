@@ -137,6 +137,14 @@ class _Bucket:
     lists_from: float = 0.0
 
 
+def _newest(bucket: _Bucket, listed: _Listed | None, name: str) -> Object | None:
+    """What the apply loop got since ``listed`` was sent, else the listed object."""
+    applied = bucket.applied.get(name)
+    if applied is not None and applied[0] >= bucket.listed_at:
+        return applied[1]
+    return listed.get(name) if listed is not None else None
+
+
 #: Told of an object a new list shows changed (or gone: then its last listed version)
 #: since the list before: ``(resource, namespace, object)``.
 OnChanged = Callable[[Resource, str, Object], None]
@@ -193,14 +201,10 @@ class PolledReads:
             return applied[1]
         listed = await self._snapshot(client, res, namespace, bucket, now, interval)
         if listed is not None and (bucket.listed_managed or not managed_fields):
-            applied = bucket.applied.get(name)
-            if applied is not None and applied[0] >= bucket.listed_at:
-                SERVED.inc()
-                return applied[1]
+            SERVED.inc()
             # Absent from a list sent after anything the apply loop created there
             # (that is in ``applied``): not found, as a GET then would have said.
-            SERVED.inc()
-            return listed.get(name)
+            return _newest(bucket, listed, name)
         try:
             return await client.get(res, name, namespace or None)
         except NotFound:
@@ -243,10 +247,7 @@ class PolledReads:
             return None
         if demand:
             bucket.demand[name] = self._clock()
-        applied = bucket.applied.get(name)
-        if applied is not None and applied[0] >= bucket.listed_at:
-            return applied[1]
-        return bucket.listed.get(name) if bucket.listed is not None else None
+        return _newest(bucket, bucket.listed, name)
 
     def note_applied(self, res: Resource, namespace: str, obj: Object) -> None:
         """The apply loop got ``obj`` from the server: newer than any earlier list."""
