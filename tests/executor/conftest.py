@@ -12,7 +12,7 @@ from kubesim.sim import KubeSim
 from ocmkit.kube import KubeClient
 from schemas.work_v1 import ManifestWorkExecutor
 from tests.support.simclient import sim_client
-from workagent.executor import Access, AccessReviewer
+from workagent.executor.access import Access, AccessReviewer
 
 NS = "demo"
 SA_NS = "agents"

@@ -17,6 +17,7 @@ from ocmkit.kube import (
     KubeClient,
     Resource,
 )
+from ocmkit.kube.access import ResourceAccess
 from schemas.work_v1 import ManifestWorkExecutor
 from tests.executor.conftest import (
     NS,
@@ -31,14 +32,13 @@ from tests.executor.conftest import (
     role_binding,
     rule,
 )
-from workagent.executor import (
+from workagent.executor.base import (
     NOT_ALLOWED_REQUEUE_SECONDS,
-    BasicExecutorValidator,
     InvalidExecutorError,
     NotAllowedError,
-    ResourceAccess,
-    build_executor_validator,
 )
+from workagent.executor.basic import BasicExecutorValidator
+from workagent.executor.caching import build_executor_validator
 
 CM_VERBS = ["create", "update", "patch", "get"]
 

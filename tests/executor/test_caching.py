@@ -34,14 +34,10 @@ from tests.executor.conftest import (
     rule,
 )
 from tests.support.clock import FakeClock
-from workagent.executor import (
-    CachingExecutorValidator,
-    Dimension,
-    InvalidExecutorError,
-    ManifestTarget,
-    NotAllowedError,
-    build_executor_validator,
-)
+from workagent.executor.base import InvalidExecutorError, NotAllowedError
+from workagent.executor.cache import Dimension
+from workagent.executor.caching import CachingExecutorValidator, build_executor_validator
+from workagent.executor.subject import ManifestTarget
 
 APPLY = ["create", "update", "patch", "get"]
 CM1 = Dimension(ManifestTarget("", "v1", "configmaps", NS, "cm1"), owned_by_work=False)

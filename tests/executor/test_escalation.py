@@ -25,7 +25,8 @@ from tests.executor.conftest import (
     role_binding,
     rule,
 )
-from workagent.executor import BasicExecutorValidator, NotAllowedError
+from workagent.executor.base import NotAllowedError
+from workagent.executor.basic import BasicExecutorValidator
 
 APPLY = ["create", "update", "patch", "get"]
 RBAC_GROUP = "rbac.authorization.k8s.io"

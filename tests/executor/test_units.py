@@ -6,18 +6,14 @@ import pytest
 
 from ocmkit.durations import format_duration_seconds
 from ocmkit.kube import CONFIGMAPS, NAMESPACES
-from workagent.executor import (
-    AccessCache,
-    Dimension,
-    ManifestTarget,
-    NonResourceAccess,
-    NotAllowedError,
-    ResourceAccess,
-    ServiceAccountExecutor,
-)
+from ocmkit.kube.access import ResourceAccess
+from workagent.executor.access import NonResourceAccess
 from workagent.executor.aggregation import aggregated_rules, aggregators_of, selector_matches
+from workagent.executor.base import NotAllowedError
+from workagent.executor.cache import AccessCache, Dimension
 from workagent.executor.escalation import breakdown
 from workagent.executor.rbacindex import binding_subjects, role_ref_keys
+from workagent.executor.subject import ManifestTarget, ServiceAccountExecutor
 
 
 @pytest.mark.parametrize(

@@ -63,7 +63,7 @@ from workagent.apply.base import Applier, ApplyRequest
 from workagent.controllers.deletion import ResourceDeletionError, delete_applied_resources
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
-from workagent.executor import BasicExecutorValidator
+from workagent.executor.basic import BasicExecutorValidator
 from workagent.identity import applied_work_name, hub_hash
 from workagent.settings import EVICTION_DISABLED_AT, AgentSettings
 
