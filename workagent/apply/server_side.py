@@ -30,7 +30,6 @@ from typing import Any, Final
 import structlog
 
 from ocmkit.kube import Conflict, KubeClient, NotFound
-from schemas.work_v1 import ServerSideApplyConfig
 from workagent.apply.base import ApplyRequest, ServerSideApplyConflict
 from workagent.apply.ignore_fields import trim
 from workagent.apply.owners import ensure_owner
@@ -85,11 +84,6 @@ class ServerSideApplier:
         self.client = client
         self.default_field_manager = default_field_manager or DEFAULT_FIELD_MANAGER
 
-    @staticmethod
-    def _config(request: ApplyRequest) -> ServerSideApplyConfig | None:
-        strategy = request.option.update_strategy if request.option is not None else None
-        return strategy.server_side_apply if strategy is not None else None
-
     async def apply(self, request: ApplyRequest) -> dict[str, Any]:
         """Apply ``request`` and return the live object.
 
@@ -99,7 +93,8 @@ class ServerSideApplier:
         target = prepare(request)
         required = target.required
         strip_null_creation_timestamps(required)
-        config = self._config(request)
+        strategy = request.option.update_strategy if request.option is not None else None
+        config = strategy.server_side_apply if strategy is not None else None
         force = config.force if config is not None else False
         manager = config.field_manager if config is not None else None
         field_manager = manager or self.default_field_manager

@@ -68,7 +68,7 @@ from workagent.controllers.metrics import APPLY_FAILURES, UNEXPECTED_FAILURE, fa
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
 from workagent.controllers.patcher import RecentWrites, patch_metadata_and_spec, patch_status
 from workagent.controllers.recording import AppliedRecord, RecordingFailed, creation_record
-from workagent.executor.base import NOT_ALLOWED_REQUEUE_SECONDS, NotAllowedError
+from workagent.executor.base import NotAllowedError
 from workagent.identity import applied_work_name, work_name_of
 
 log = structlog.get_logger(__name__)
@@ -330,7 +330,7 @@ class ManifestWorkController:
             log.warning(
                 "manifests failed, will retry",
                 errors=[describe_error(e) for e in errors],
-                retries=self.queue.num_requeues(cached["metadata"]["name"]),
+                retries=self.queue.num_requeues(name),
             )
             # A throttled write waits for the server's Retry-After, not just the backoff.
             retry_after = max(
@@ -425,7 +425,7 @@ class ManifestWorkController:
             if err is None:
                 continue
             if isinstance(err, NotAllowedError):
-                requeues.append(getattr(err, "requeue_after", NOT_ALLOWED_REQUEUE_SECONDS))
+                requeues.append(err.requeue_after)
             elif isinstance(err, ServerSideApplyConflict):
                 continue  # shown in the condition; the periodic resync retries
             else:
