@@ -99,10 +99,8 @@ def _remove_pointer(doc: Any, pointer: str) -> None:
         if key not in container:
             raise _PointerMissing(pointer)
         del container[key]
-    elif isinstance(container, list):
+    else:  # a list: the manifest and every step above are dicts or lists
         del container[_list_index(container, key)]
-    else:  # pragma: no cover - containers are dicts or lists by construction
-        raise _PointerMissing(pointer)
 
 
 def remove_by_pointer(obj: dict[str, Any], pointer: str) -> None:
