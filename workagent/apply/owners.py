@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ocmkit.kube import KubeClient, Resource, split_api_version
+from ocmkit.kube.mergepatch import with_preconditions
 
 #: Suffix of an owner reference's uid that turns it into a removal marker.
 REMOVAL_MARKER_SUFFIX = "-"
@@ -26,7 +27,7 @@ def is_removal_marker(ref: Mapping[str, Any]) -> bool:
     return str(ref.get("uid") or "").endswith(REMOVAL_MARKER_SUFFIX)
 
 
-def _api_group(api_version: Any) -> str | None:
+def api_group(api_version: Any) -> str | None:
     """The group of an apiVersion (``""`` for the core group), None when malformed."""
     try:
         return split_api_version(str(api_version or ""))[0]
@@ -38,7 +39,7 @@ def same_owner(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Whether two references name the same owner: name, kind and API group (not uid, version)."""
     if a.get("name") != b.get("name") or a.get("kind") != b.get("kind"):
         return False
-    group_a, group_b = _api_group(a.get("apiVersion")), _api_group(b.get("apiVersion"))
+    group_a, group_b = api_group(a.get("apiVersion")), api_group(b.get("apiVersion"))
     return group_a is not None and group_a == group_b
 
 
@@ -88,14 +89,8 @@ async def ensure_owner(
     merged, modified = merge_owner_refs(meta.get("ownerReferences"), [owner])
     if not modified:
         return obj
-    patch = {
-        "metadata": {
-            "uid": meta.get("uid"),
-            "resourceVersion": meta.get("resourceVersion"),
-            # A merge patch replaces lists whole: send the complete merged list.
-            "ownerReferences": copy.deepcopy(merged),
-        }
-    }
+    # A merge patch replaces lists whole: send the complete merged list.
+    patch = with_preconditions(obj, {"metadata": {"ownerReferences": copy.deepcopy(merged)}})
     namespace = meta.get("namespace") if resource.namespaced else None
     return await client.patch(
         resource, str(meta.get("name") or ""), patch, namespace, patch_type="merge"

@@ -13,13 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ocmkit.kube import APPLIED_MANIFESTWORKS, split_api_version
+from ocmkit.kube import APPLIED_MANIFESTWORKS
 from schemas.work_v1 import DeleteOption, DeletePropagationPolicyType
-from workagent.apply.owners import REMOVAL_MARKER_SUFFIX
-
-#: apiVersion and kind of an owner reference to an AppliedManifestWork.
-APPLIED_WORK_API_VERSION = APPLIED_MANIFESTWORKS.api_version
-APPLIED_WORK_KIND = APPLIED_MANIFESTWORKS.kind
+from workagent.apply.owners import REMOVAL_MARKER_SUFFIX, api_group
 
 
 def owned_by_the_work(
@@ -62,8 +58,8 @@ def applied_work_owner(applied_work: Mapping[str, Any]) -> dict[str, Any]:
 def owner_reference(applied_work_name: str, uid: str) -> dict[str, Any]:
     """The owner reference to the AppliedManifestWork ``applied_work_name`` with ``uid``."""
     return {
-        "apiVersion": APPLIED_WORK_API_VERSION,
-        "kind": APPLIED_WORK_KIND,
+        "apiVersion": APPLIED_MANIFESTWORKS.api_version,
+        "kind": APPLIED_MANIFESTWORKS.kind,
         "name": applied_work_name,
         "uid": uid,
     }
@@ -84,10 +80,5 @@ def owner_for(owner: Mapping[str, Any], owned: bool) -> dict[str, Any]:
 
 def is_applied_work_reference(ref: Mapping[str, Any]) -> bool:
     """Whether an owner reference points at an AppliedManifestWork (of any version)."""
-    if ref.get("kind") != APPLIED_WORK_KIND:
-        return False
-    try:
-        group, _ = split_api_version(str(ref.get("apiVersion") or ""))
-    except ValueError:
-        return False
-    return group == APPLIED_MANIFESTWORKS.group
+    kind, group = ref.get("kind"), api_group(ref.get("apiVersion"))
+    return kind == APPLIED_MANIFESTWORKS.kind and group == APPLIED_MANIFESTWORKS.group
