@@ -14,10 +14,19 @@ operators where celpy differs from cel-go as Kubernetes runs it:
 heterogeneous equality (``1 == 1.0`` is true, ``1 == 'a'`` false), cross-type
 numeric ordering (``1 < 2.5``), and cel-go's messages for ``/``, ``%`` and ``[]``.
 
-Not provided (calls are compile errors ``undeclared reference``): the URL,
-IP, CIDR and semver libraries, ``strings.quote``, ``math.*``, optional types
-(``obj.?field``, which celpy cannot even parse), two-variable comprehensions
-and the three-argument ``map``.
+The Kubernetes URL, IP, CIDR and semver libraries are complete (their
+values and Go parsing rules are :mod:`workagent.conditions.kubevalues`), with
+the type names ``net.IP`` and ``net.CIDR``; ``semver``/``isSemver`` take one
+argument, as OCM enables them.
+
+Not provided, though OCM's environment has them: ``strings.quote``, optional
+types (``obj.?field``, which celpy cannot even parse), the Kubernetes
+named-format library (``format.dns1123Label()``, which returns optionals) and
+the three-argument ``map``. ``math.*`` and two-variable comprehensions are
+in neither. ``distinct``, ``flatten``, ``slice``, ``sort`` and a list's
+``reverse`` come from cel-go's ext lists, which OCM does not enable: we accept
+them anyway. Wrong argument types are run-time ``no such overload`` errors,
+where cel-go's type checker would reject them at compile time.
 """
 
 from __future__ import annotations
@@ -546,7 +555,7 @@ def _quantity_or_int(value: Any) -> Decimal:
 
 
 def quantity_sign(q: Any) -> celtypes.IntType:
-    """``q.sign()``: -1, 0 or 1."""
+    """``sign(q)``: -1, 0 or 1."""
     value = _of(Quantity, q).value
     return celtypes.IntType((value > 0) - (value < 0))
 
@@ -870,6 +879,7 @@ GLOBAL_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "hasConditions": has_conditions,  # OCM
     "quantity": quantity,
     "isQuantity": is_quantity,
+    "sign": quantity_sign,  # Kubernetes declares it global: ``sign(q)``, not ``q.sign()``
     "string": to_string,
     "url": _parser(kubevalues.parse_url),
     "isURL": lambda text: celtypes.BoolType(kubevalues.is_url(_string(text))),
@@ -911,7 +921,6 @@ METHODS: Final[dict[str, Callable[..., Any]]] = {
     "distinct": distinct,
     "sort": list_sort,
     # Quantity.
-    "sign": quantity_sign,
     "isInteger": quantity_is_integer,
     "asInteger": quantity_as_integer,
     "asApproximateFloat": quantity_as_float,
