@@ -446,7 +446,7 @@ def list_max(items: Any) -> Any:
     """``l.max()``."""
     elements = _list(items)
     if not elements:
-        raise CelFunctionError("max of empty list")
+        raise CelFunctionError("max called on empty list")
     _comparable(elements)
     # The first of equal elements (1 and 1.0) wins.
     return max(elements, key=functools.cmp_to_key(_compare))
@@ -675,27 +675,38 @@ def _int64(value: int) -> celtypes.IntType:
 
 
 # --------------------------------------------------------------------------
-# Conversions with cel-go's parse errors
+# Conversions with cel-go's errors
 # --------------------------------------------------------------------------
 
 
+def _parse_float(text: str) -> float:
+    """Go's ``strconv.ParseFloat``: no spaces, out of range is an error."""
+    value = float(text) if text.strip() == text else math.nan
+    if (math.isinf(value) and "inf" not in text.lower()) or (
+        math.isnan(value) and "nan" not in text.lower()
+    ):
+        raise ValueError(text)
+    return value
+
+
 def _conversion(
-    cel_type: Callable[[Any], Any], parse: Callable[[str], Any], go_parser: str, name: str
+    cel_type: Callable[[Any], Any], syntax: str, name: str, overflow: str
 ) -> Callable[[Any], Any]:
-    """``int(x)``, ``uint(x)``, ``double(x)``: a string is parsed, anything else converted."""
+    """``int(x)``, ``uint(x)``, ``double(x)``: a string is parsed (base 10 for integers),
+    anything else converted."""
 
     def convert(value: Any) -> Any:
         if isinstance(value, str):
             try:
-                return cel_type(parse(value))
+                if syntax and not re.fullmatch(syntax, value):
+                    raise ValueError(value)
+                return cel_type(int(value) if syntax else _parse_float(value))
             except ValueError:
-                raise CelFunctionError(
-                    f'strconv.{go_parser}: parsing "{value}": invalid syntax'
-                ) from None
+                raise CelFunctionError(f"type conversion error from 'string' to '{name}'") from None
         try:
             return cel_type(value)
         except (ValueError, OverflowError):
-            raise CelFunctionError(f"range error converting value to {name}") from None
+            raise CelFunctionError(overflow) from None
 
     return convert
 
@@ -841,7 +852,7 @@ def _index(container: Any, key: Any) -> Any:
             key = int(key)
         index = _int(key)
         if index < 0 or index >= len(container):
-            raise CelIndexError(f"index '{index}' out of range in list size '{len(container)}'")
+            raise CelIndexError(f"index out of bounds: {index}")
         return container[index]
     raise TypeError("no such overload")
 
@@ -873,9 +884,9 @@ def _propagating(function: Callable[..., Any]) -> Callable[..., Any]:
 #: Library functions called as ``f(x)``.
 GLOBAL_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     # Conversions.
-    "int": _conversion(celtypes.IntType, int, "ParseInt", "int"),
-    "uint": _conversion(celtypes.UintType, int, "ParseUint", "uint"),
-    "double": _conversion(celtypes.DoubleType, float, "ParseFloat", "double"),
+    "int": _conversion(celtypes.IntType, "[+-]?[0-9]+", "int", "integer overflow"),
+    "uint": _conversion(celtypes.UintType, "[0-9]+", "uint", "unsigned integer overflow"),
+    "double": _conversion(celtypes.DoubleType, "", "double", "double overflow"),
     "hasConditions": has_conditions,  # OCM
     "quantity": quantity,
     "isQuantity": is_quantity,
