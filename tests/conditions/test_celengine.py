@@ -336,6 +336,8 @@ def test_has_conditions(engine: CelEngine) -> None:
         ("'hello'.indexOf('l', 3)", 3),
         ("'hello'.indexOf('')", 0),
         ("'hello'.indexOf('z')", -1),
+        ("'hello'.indexOf('h', 9)", -1),
+        ("'hello'.indexOf('', 9)", 5),
         ("'hello'.lastIndexOf('l')", 3),
         ("'hello'.lastIndexOf('l', 2)", 2),
         ("'hello'.lastIndexOf('')", 5),
@@ -404,7 +406,7 @@ def test_kubernetes_functions(engine: CelEngine, expression: str, expected: Any)
     ("expression", "message"),
     [
         ("'abc'.charAt(4) == ''", "index out of range: 4"),
-        ("'abc'.indexOf('a', 5) == 0", "index out of range: 5"),
+        ("'abc'.indexOf('a', -1) == 0", "index out of range: -1"),
         ("'abc'.substring(2, 1) == ''", "invalid substring range. start: 2, end: 1"),
         ("'abc'.substring(4) == ''", "index out of range: 4"),
         ("'abc'.matches('(') ", "error parsing regexp: missing ): ("),

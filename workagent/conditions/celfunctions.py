@@ -153,9 +153,15 @@ def char_at(text: Any, index: Any) -> celtypes.StringType:
     return celtypes.StringType(s[i : i + 1])
 
 
-def _check_offset(s: str, offset: int) -> None:
-    if offset < 0 or offset >= len(s):
+def _searched_from(s: str, sub: str, offset: int) -> int | None:
+    """cel-go's answer for a search of ``sub`` from ``offset`` when it needs none: a
+    negative offset is an error, ``''`` is found at the offset (at most the end), and
+    nothing is found from past the end. None: search."""
+    if offset < 0:
         raise CelFunctionError(f"index out of range: {offset}")
+    if sub == "":
+        return min(offset, len(s))
+    return -1 if offset >= len(s) else None
 
 
 def _list_search(
@@ -172,11 +178,11 @@ def index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
     if isinstance(target, list):
         return _list_search(target, item, offset, range(len(target)))
     s, sub = _string(target), _string(item)
-    first = 0 if offset is None else _int(offset)
-    if sub == "":
-        return celtypes.IntType(first)
-    _check_offset(s, first)
-    return celtypes.IntType(s.find(sub, first))
+    if offset is None:
+        return celtypes.IntType(s.find(sub))
+    first = _int(offset)
+    found = _searched_from(s, sub, first)
+    return celtypes.IntType(s.find(sub, first) if found is None else found)
 
 
 def last_index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
@@ -184,10 +190,12 @@ def last_index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntTyp
     if isinstance(target, list):
         return _list_search(target, item, offset, range(len(target) - 1, -1, -1))
     s, sub = _string(target), _string(item)
-    last = len(s) - 1 if offset is None else _int(offset)
-    if sub == "":
-        return celtypes.IntType(len(s) if offset is None else last)
-    _check_offset(s, last)
+    if offset is None:
+        return celtypes.IntType(s.rfind(sub))
+    last = _int(offset)
+    found = _searched_from(s, sub, last)
+    if found is not None:
+        return celtypes.IntType(found)
     # cel-go looks for a match starting at or before ``last``.
     return celtypes.IntType(s.rfind(sub, 0, min(last, len(s) - len(sub)) + len(sub)))
 
