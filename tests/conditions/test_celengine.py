@@ -326,6 +326,12 @@ def test_has_conditions(engine: CelEngine) -> None:
     assert error(engine, "hasConditions(object.nope)") == "no such key: nope"
 
 
+# The URL, IP, CIDR and semver cases are Kubernetes' documented examples and
+# tests plus edge cases; their values and messages are what cel-go v0.29.2 with
+# k8s.io/apiserver v0.35.4 (OCM's versions) answers.
+_URL = "url('https://example.com:80/path?query=val#fragment')"
+
+
 @pytest.mark.parametrize(
     ("expression", "expected"),
     [
@@ -392,55 +398,6 @@ def test_has_conditions(engine: CelEngine) -> None:
         ("quantity('1.5').isInteger()", False),
         ("quantity('1Gi').add(quantity('1Gi')).compareTo(quantity('2Gi'))", 0),
         ("sign(quantity('1').sub(2))", -1),
-    ],
-)
-def test_kubernetes_functions(engine: CelEngine, expression: str, expected: Any) -> None:
-    result = value(engine, expression)
-    if isinstance(expected, bool):
-        assert bool(result) is expected
-    else:
-        assert result == expected
-
-
-@pytest.mark.parametrize(
-    ("expression", "message"),
-    [
-        ("'abc'.charAt(4) == ''", "index out of range: 4"),
-        ("'abc'.indexOf('a', -1) == 0", "index out of range: -1"),
-        ("'abc'.substring(2, 1) == ''", "invalid substring range. start: 2, end: 1"),
-        ("'abc'.substring(4) == ''", "index out of range: 4"),
-        ("'abc'.matches('(') ", "error parsing regexp: missing ): ("),
-        ("sign(quantity('1GiB')) == 1", "quantities must match the regular expression"),
-        ("quantity('1.5').asInteger() == 1", "cannot convert value to integer"),
-        ("'%s %s'.format(['a']) == ''", "index 1 out of range"),
-        ("[1, 'a'].sort() == []", "no such overload"),
-        ("[].max() == 0", "max called on empty list"),
-    ],
-)
-def test_function_errors(engine: CelEngine, expression: str, message: str) -> None:
-    assert error(engine, expression).startswith(message)
-
-
-def test_huge_string_results_count_as_over_budget(engine: CelEngine) -> None:
-    obj = {"data": "x" * 100_000}
-    outcome = run(engine, "object.data.replace('', object.data).size() > 0", obj=obj)
-    assert outcome == ExpressionsOutcome(
-        "False", "ConditionRuleExpressionError", "CEL evaluation budget exceeded"
-    )
-
-
-# --------------------------------------------------------------------------
-# Kubernetes URL, IP, CIDR and semver libraries. Kubernetes' documented
-# examples and test cases, and edge cases; every expected value and message
-# is what cel-go v0.29.2 with k8s.io/apiserver v0.35.4 (OCM's) answers.
-# --------------------------------------------------------------------------
-
-_URL = "url('https://example.com:80/path?query=val#fragment')"
-
-
-@pytest.mark.parametrize(
-    ("expression", "expected"),
-    [
         # URL.
         (f"{_URL}.getScheme()", "https"),
         (f"{_URL}.getHost()", "example.com:80"),
@@ -511,7 +468,7 @@ _URL = "url('https://example.com:80/path?query=val#fragment')"
         ("string(true) + string(1.0) + string(1e20)", "true11e+20"),
     ],
 )
-def test_url_ip_cidr_semver(engine: CelEngine, expression: str, expected: Any) -> None:
+def test_kubernetes_functions(engine: CelEngine, expression: str, expected: Any) -> None:
     result = value(engine, expression)
     if isinstance(expected, bool):
         assert bool(result) is expected
@@ -526,6 +483,16 @@ _URL_ERROR = "URL parse error during conversion from string: parse "
 @pytest.mark.parametrize(
     ("expression", "message"),
     [
+        ("'abc'.charAt(4) == ''", "index out of range: 4"),
+        ("'abc'.indexOf('a', -1) == 0", "index out of range: -1"),
+        ("'abc'.substring(2, 1) == ''", "invalid substring range. start: 2, end: 1"),
+        ("'abc'.substring(4) == ''", "index out of range: 4"),
+        ("'abc'.matches('(') ", "error parsing regexp: missing ): ("),
+        ("sign(quantity('1GiB')) == 1", "quantities must match the regular expression"),
+        ("quantity('1.5').asInteger() == 1", "cannot convert value to integer"),
+        ("'%s %s'.format(['a']) == ''", "index 1 out of range"),
+        ("[1, 'a'].sort() == []", "no such overload"),
+        ("[].max() == 0", "max called on empty list"),
         ("url('x')", f'{_URL_ERROR}"x": invalid URI for request'),
         ("url('')", f'{_URL_ERROR}"": empty url'),
         (
@@ -596,8 +563,16 @@ _URL_ERROR = "URL parse error during conversion from string: parse "
         ),
     ],
 )
-def test_url_ip_cidr_semver_errors(engine: CelEngine, expression: str, message: str) -> None:
+def test_function_errors(engine: CelEngine, expression: str, message: str) -> None:
     assert error(engine, expression).startswith(message)
+
+
+def test_huge_string_results_count_as_over_budget(engine: CelEngine) -> None:
+    obj = {"data": "x" * 100_000}
+    outcome = run(engine, "object.data.replace('', object.data).size() > 0", obj=obj)
+    assert outcome == ExpressionsOutcome(
+        "False", "ConditionRuleExpressionError", "CEL evaluation budget exceeded"
+    )
 
 
 def test_library_names_compile(engine: CelEngine) -> None:

@@ -240,9 +240,6 @@ class CIDR:
     ip: IP
     prefix: int
 
-    def __str__(self) -> str:
-        return f"{self.ip}/{self.prefix}"
-
     def _network(self, ip: IP) -> int | None:
         """The first ``prefix`` bits of ``ip``, None for the other family."""
         return ip.value >> (ip.bits - self.prefix) if ip.version == self.ip.version else None
@@ -253,6 +250,9 @@ class CIDR:
 
     def contains_ip(self, ip: IP) -> bool:
         return self._network(ip) == self._network(self.ip)
+
+    def __str__(self) -> str:
+        return f"{self.ip}/{self.prefix}"
 
     def contains_cidr(self, other: CIDR) -> bool:
         # Kubernetes: netip's Overlaps, and no shorter than this prefix.
