@@ -1,9 +1,5 @@
 """Entry point of the ``hubcontroller`` command: parse the command line, then run a hub process.
 
-``hubcontroller manager`` runs the work manager (:mod:`hubcontroller.manager`);
-``hubcontroller webhook-server`` runs the admission webhook (:mod:`hubcontroller.webhook`,
-loaded only when asked for, so a build without it still runs the manager).
-
 Exit codes: 0 after a clean stop (or help/version), 1 when a process fails
 at run time or is not part of this build, 2 for a command line that cannot
 run; the last prints exactly one ``hubcontroller: <message>`` line on stderr,
@@ -13,11 +9,10 @@ as the Go binary's flag errors do.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO, cast
+from typing import Any, TextIO
 
 from hubcontroller.cli import (
     PROG,
@@ -28,7 +23,6 @@ from hubcontroller.cli import (
 )
 from ocmkit.command import (
     EXIT_FAILURE,
-    EXIT_OK,
     EXIT_USAGE,
     execute_program,
     import_optional,
@@ -36,23 +30,19 @@ from ocmkit.command import (
     start_logging,
 )
 
-#: The webhook package (written separately), loaded only for ``webhook-server``.
+#: The webhook package, loaded only for ``webhook-server`` (a build without it still runs
+#: the manager).
 WEBHOOK_MODULE = "hubcontroller.webhook"
-#: Its async entry point, ``run_webhook_server(settings) -> int``.
-WEBHOOK_ENTRY_POINT = "run_webhook_server"
-#: Its settings object, built from the parsed flags (it checks ports and TLS names).
-WEBHOOK_SETTINGS_TYPE = "WebhookSettings"
-
-WebhookEntry = Callable[[Any], object]
-SettingsFactory = Callable[..., object]
 
 
 @dataclass(frozen=True)
 class WebhookServer:
     """The webhook package's entry point and the settings type it takes."""
 
-    entry: WebhookEntry
-    settings_type: SettingsFactory
+    #: ``run_webhook_server(settings)``, which returns the exit code.
+    entry: Callable[[Any], Coroutine[Any, Any, int]]
+    #: ``WebhookSettings``, built from the parsed flags (it checks ports and TLS names).
+    settings_type: Callable[..., object]
 
 
 def load_webhook_server() -> WebhookServer | None:
@@ -62,11 +52,9 @@ def load_webhook_server() -> WebhookServer | None:
     command line) work without it.
     """
     module = import_optional(WEBHOOK_MODULE)
-    entry = getattr(module, WEBHOOK_ENTRY_POINT, None)
-    settings_type = getattr(module, WEBHOOK_SETTINGS_TYPE, None)
-    if not callable(entry) or not callable(settings_type):
+    if module is None:
         return None
-    return WebhookServer(cast("WebhookEntry", entry), cast("SettingsFactory", settings_type))
+    return WebhookServer(module.run_webhook_server, module.WebhookSettings)
 
 
 def run_manager_command(command: ManagerCommand) -> int:
@@ -107,15 +95,7 @@ def run_webhook_command(command: WebhookCommand, stderr: TextIO) -> int:
         print(f"{PROG}: {one_line(error)}", file=stderr)
         return EXIT_USAGE
     start_logging(command.flags.log_format, command.flags.log_level, command.notices)
-    outcome = server.entry(settings)
-    if inspect.isawaitable(outcome):
-        outcome = asyncio.run(_awaited(outcome))
-    return int(outcome) if isinstance(outcome, int) else EXIT_OK
-
-
-async def _awaited(awaitable: object) -> object:
-    assert inspect.isawaitable(awaitable)
-    return await awaitable
+    return asyncio.run(server.entry(settings))
 
 
 def execute(

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ocmkit.kube import KubeClient
 from ocmkit.runtime import Informer
+
+#: A wall clock (injectable for tests): rollouts, conditions and TTLs read the time through it.
+Clock = Callable[[], datetime]
 
 
 def utc_now() -> datetime:

@@ -60,21 +60,6 @@ from schemas.cluster_v1alpha1 import (
 from schemas.errors import SchemaValidationError
 from schemas.wire import DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL
 
-__all__ = [
-    "ClusterRolloutStatus",
-    "DecisionGroups",
-    "GroupKey",
-    "InvalidDecisionError",
-    "RolloutConfigError",
-    "RolloutPlan",
-    "RolloutResult",
-    "RolloutStatus",
-    "compute_rollout",
-    "parse_timeout",
-    "rollout_size",
-    "strategy_from_wire",
-]
-
 #: OCM's progressDeadline check (unanchored search, like Go's MatchString).
 _TIMEOUT_PATTERN = re.compile(r"^(([0-9])+[h|m|s])|None$")
 _PERCENT = re.compile(r"^[0-9]+(\.[0-9]+)?%$")

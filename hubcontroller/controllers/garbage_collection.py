@@ -14,7 +14,7 @@ and only ever issues a DELETE.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-from hubcontroller.deps import HubDeps, utc_now
+from hubcontroller.deps import Clock, HubDeps, utc_now
 from hubcontroller.metrics import TTL_DELETIONS
 from ocmkit.kube import MANIFESTWORKS, Conflict, KubeClient, NotFound
 from ocmkit.runtime import Controller, Informer, Object, Result, WorkQueue, object_key
@@ -33,8 +33,6 @@ log = structlog.get_logger(__name__)
 
 #: The queue and controller name, as OCM's (it labels the workqueue_* metrics).
 CONTROLLER_NAME = "ManifestWorkGarbageCollectionController"
-
-Now = Callable[[], datetime]
 
 
 class Action(Enum):
@@ -118,7 +116,7 @@ class ManifestWorkGarbageCollector:
     through ``client``, the ManifestWork client (:attr:`HubDeps.works_client`).
     """
 
-    def __init__(self, works: Informer, client: KubeClient, *, now: Now = utc_now) -> None:
+    def __init__(self, works: Informer, client: KubeClient, *, now: Clock = utc_now) -> None:
         self._works = works
         self._client = client
         self._now = now
@@ -158,7 +156,7 @@ class ManifestWorkGarbageCollector:
         TTL_DELETIONS.inc()
 
 
-def garbage_collection_controller(deps: HubDeps, *, now: Now = utc_now) -> Controller:
+def garbage_collection_controller(deps: HubDeps, *, now: Clock = utc_now) -> Controller:
     """The ManifestWork TTL garbage collector, with ``deps.workers`` workers.
 
     Registers its event handlers on ``deps.works`` (which must not have been

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import structlog
@@ -63,7 +63,8 @@ from hubcontroller.controllers.replicaset_writes import (
     patch_status,
     run_writes,
 )
-from hubcontroller.deps import HubDeps, utc_now
+from hubcontroller.deps import Clock, HubDeps, utc_now
+from hubcontroller.settings import HUB_RESYNC_SECONDS
 from ocmkit.kube import (
     MANIFESTWORK_REPLICASETS,
     PLACEMENT_DECISIONS,
@@ -74,23 +75,11 @@ from ocmkit.kube import (
 from ocmkit.runtime import Controller, Informer, Object, Result, WorkQueue, object_key
 from schemas.wire import MANIFEST_WORK_REPLICA_SET_FINALIZER
 
-__all__ = [
-    "CONTROLLER_NAME",
-    "MAX_REQUEUE",
-    "ReconcileErrors",
-    "ReplicaSetController",
-    "build_replicaset_controller",
-]
-
 log = structlog.get_logger(__name__)
 
 CONTROLLER_NAME = "ManifestWorkReplicaSetController"
 #: Rollout rechecks at or beyond this are left to events and resyncs (as OCM).
 MAX_REQUEUE = timedelta(minutes=30)
-#: OCM's shared informer resync period.
-RESYNC_SECONDS = 30 * 60.0
-
-Clock = Callable[[], datetime]
 
 
 class ReconcileErrors(KubeError):
@@ -146,7 +135,9 @@ class ReplicaSetController:
         self.placements = placements
         self.decisions = decisions
         self.now = now
-        self.writer = WorkWriter(deps.works_client, RecentWrites(clock=clock))
+        # Our own work writes, until the shared ManifestWork informer shows them.
+        self.recent_works = RecentWrites(clock=clock)
+        self.writer = WorkWriter(deps.works_client, self.recent_works)
         # Our own status and finalizer writes, until the replica set informer shows them.
         self.own_writes = RecentWrites(clock=clock)
         self.judgements = WorkJudgements()
@@ -231,14 +222,14 @@ class ReplicaSetController:
         """The replica set's generated works: the cache plus this controller's newer writes."""
         owner = owner_of(replica_set)
         cached = self.deps.works.store.by_index(WORKS_BY_OWNER, owner)
-        return self.writer.overlay(owner, cached)
+        return self.recent_works.overlay(owner, cached)
 
     async def reconcile(self, key: str) -> Result | None:
         """Bring one replica set's works and status up to date."""
         cached = self.replica_sets.store.get(key)
         if cached is None:
             namespace, _, name = key.partition("/")
-            self.writer.forget(owner_label_value(namespace, name))
+            self.recent_works.forget(owner_label_value(namespace, name))
             self.own_writes.forget(key)
             return None
         replica_set = self.own_writes.latest(key, cached)
@@ -299,7 +290,7 @@ class ReplicaSetController:
         ]
         with contextlib.suppress(NotFound):
             await patch_finalizers(self.deps.hub, replica_set, remaining)
-        self.writer.forget(owner)
+        self.recent_works.forget(owner)
         return True
 
     def _remember(self, key: str, before: Mapping[str, Any], written: Mapping[str, Any]) -> None:
@@ -315,7 +306,7 @@ def build_replicaset_controller(
     informers, ``deps.works`` and the controller (the composition root does so
     when the ``ManifestWorkReplicaSet`` gate is on).
     """
-    replica_sets = Informer(deps.hub, MANIFESTWORK_REPLICASETS, resync_seconds=RESYNC_SECONDS)
+    replica_sets = Informer(deps.hub, MANIFESTWORK_REPLICASETS, resync_seconds=HUB_RESYNC_SECONDS)
     placements = Informer(deps.hub, PLACEMENTS)
     decisions = Informer(deps.hub, PLACEMENT_DECISIONS)
     controller = ReplicaSetController(deps, replica_sets, placements, decisions, now=now)

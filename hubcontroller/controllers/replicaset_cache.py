@@ -30,8 +30,6 @@ from hubcontroller.controllers.replicaset_works import (
 )
 from hubcontroller.rollout import ClusterRolloutStatus
 
-__all__ = ["Template", "WorkJudgements"]
-
 
 @dataclass(frozen=True)
 class Template:

@@ -21,20 +21,6 @@ from typing import Any
 from hubcontroller.controllers.replicaset_works import meta, owner_of
 from schemas.wire import MANIFEST_WORK_REPLICA_SET_LABEL, PLACEMENT_LABEL
 
-__all__ = [
-    "DECISIONS_BY_PLACEMENT",
-    "REPLICA_SETS_BY_OWNER",
-    "REPLICA_SETS_BY_PLACEMENT",
-    "WORKS_BY_OWNER",
-    "decision_placement_key",
-    "decisions_by_placement",
-    "placement_key",
-    "replica_sets_by_owner",
-    "replica_sets_by_placement",
-    "work_owner",
-    "works_by_owner",
-]
-
 #: Replica sets by ``<namespace>/<placement name>`` of each placementRef.
 REPLICA_SETS_BY_PLACEMENT = "replicaset-by-placement"
 #: Replica sets by their owner label value ``<namespace>.<name>``.

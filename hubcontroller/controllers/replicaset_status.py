@@ -33,15 +33,6 @@ from schemas.wire import (
 )
 from schemas.work_v1alpha1 import ManifestWorkReplicaSetSummary, PlacementSummary
 
-__all__ = [
-    "Counts",
-    "PlacementProgress",
-    "StatusDraft",
-    "available_decision_groups",
-    "report_write_failures",
-    "summarize",
-]
-
 
 @dataclass
 class Counts:

@@ -25,19 +25,6 @@ from schemas.wire import (
     PLACEMENT_NAME_LABEL,
 )
 
-__all__ = [
-    "cluster_rollout_status",
-    "comparable_spec",
-    "desired_work",
-    "is_deleting",
-    "label_value_problems",
-    "owner_label_value",
-    "owner_of",
-    "spec_written_at",
-    "template_of",
-    "true_conditions",
-]
-
 WORK_API_VERSION = "work.open-cluster-management.io/v1"
 WORK_KIND = "ManifestWork"
 
