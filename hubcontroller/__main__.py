@@ -89,12 +89,12 @@ def run_webhook_command(command: WebhookCommand, stderr: TextIO) -> int:
         print(f"{PROG}: the webhook server is not available in this build", file=stderr)
         return EXIT_FAILURE
     try:
-        settings = server.settings_type(**command.flags.settings_fields())
+        settings = server.settings_type(**command.settings.settings_fields())
     except ValueError as error:
         # A value only the webhook can judge (ports, TLS names): still a usage error.
         print(f"{PROG}: {one_line(error)}", file=stderr)
         return EXIT_USAGE
-    start_logging(command.flags.log_format, command.flags.log_level, command.notices)
+    start_logging(command.settings.log_format, command.settings.log_level, command.notices)
     return asyncio.run(server.entry(settings))
 
 

@@ -1,12 +1,6 @@
-"""Settings of the hub processes, built from the command line.
+"""Settings of the hub processes, built from the command line (:mod:`hubcontroller.cli`).
 
-:mod:`hubcontroller.cli` builds a :class:`HubManagerSettings` from OCM's
-``work manager`` flags and a :class:`WebhookFlags` from its
-``work webhook-server`` flags, and calls ``validate()`` on them before
-anything starts; the manager then reads only its settings, and the webhook
-builds its own settings object from the flags. Durations are float seconds
-here; on the command line they are Go durations (``30s``).
-
+Durations are float seconds here; on the command line they are Go durations (``30s``).
 This module is imported by ``hubcontroller --help`` and by every refused
 command line, so it must stay light: the runtime (and with it the Kubernetes
 client) is imported only where a value needs it.
@@ -105,11 +99,6 @@ class HubManagerSettings(ProgramSettings):
     workers: int = HUB_WORKERS  # not a flag: OCM hard-codes 5 per controller
     resync_seconds: float = HUB_RESYNC_SECONDS  # not a flag either
 
-    @property
-    def works_kubeconfig(self) -> str:
-        """The kubeconfig ManifestWorks go through (empty: in-cluster)."""
-        return self.work_driver_config or self.kubeconfig
-
     def validate(self) -> None:
         """Raise ValueError naming the flag at fault if these settings cannot run.
 
@@ -159,10 +148,6 @@ class WebhookFlags:
             for spec in fields(WebhookFlags)
             if spec.name not in ("log_format", "log_level")
         }
-
-    def gate(self, name: str) -> bool:
-        """Whether a feature gate is on."""
-        return name in self.feature_gates
 
     def validate(self) -> None:
         """Raise ValueError for what the command line itself can tell is wrong.

@@ -17,15 +17,9 @@ from hubcontroller.webhook.admission import UserInfo
 from hubcontroller.webhook.certs import CertificateError, CertificateReloader
 from hubcontroller.webhook.core import AdmissionValidator, Verdict, validate, validate_json
 from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASET, WebhookResource
-from hubcontroller.webhook.server import (
-    EXIT_CONFIG,
-    EXIT_FAILURE,
-    EXIT_OK,
-    WebhookServer,
-    run_webhook_server,
-    served_resources,
-)
+from hubcontroller.webhook.server import WebhookServer, run_webhook_server, served_resources
 from hubcontroller.webhook.settings import ValidationOptions, WebhookSettings
+from ocmkit.runtime.manager import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK
 
 __all__ = [
     "EXIT_CONFIG",

@@ -99,11 +99,6 @@ def go_status(
     return out
 
 
-def allowed_status() -> dict[str, Any]:
-    """The status of an allowed answer (``Allowed("")`` after ``Complete``)."""
-    return go_status(200)
-
-
 # -- requests -----------------------------------------------------------------------------
 
 

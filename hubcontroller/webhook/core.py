@@ -25,8 +25,8 @@ from hubcontroller.webhook.admission import (
     AdmissionRequest,
     Errored,
     Rejection,
-    allowed_status,
     answer,
+    go_status,
     parse_review,
     request_uid,
     review_version,
@@ -106,9 +106,9 @@ class AdmissionValidator:
             # A bug of ours must not take the API server's writes down with a crash.
             log.exception("admission failed unexpectedly", uid=uid, operation=operation)
             return _verdict(api_version, uid, operation, Errored(500, f"internal error: {err!r}"))
-        return Verdict(
-            answer(api_version, uid, True, allowed_status()), True, 200, "", operation, uid
-        )
+        # controller-runtime's Allowed("") after Complete: just the code.
+        allowed = answer(api_version, uid, True, go_status(200))
+        return Verdict(allowed, True, 200, "", operation, uid)
 
     async def _admit(
         self, request: AdmissionRequest, target: WebhookResource, raws: Sequence[str] | None

@@ -14,11 +14,12 @@ Three aiohttp servers on the process's one event loop:
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Final
 
 import structlog
@@ -35,16 +36,18 @@ from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASE
 from hubcontroller.webhook.settings import WebhookSettings
 from ocmkit.kube import KubeClient, KubeConfigError
 from ocmkit.runtime import HealthChecks, Report
-from ocmkit.runtime.manager import install_signal_handlers, remove_signal_handlers
+from ocmkit.runtime.manager import (
+    EXIT_CONFIG,
+    EXIT_FAILURE,
+    EXIT_OK,
+    install_signal_handlers,
+    remove_signal_handlers,
+)
 from ocmkit.runtime.observability import probe_response, serve
 from ocmkit.runtime.tls import TLSConfigError, server_context
 from schemas import wire
 
 log = structlog.get_logger(__name__)
-
-EXIT_OK: Final = 0
-EXIT_FAILURE: Final = 1
-EXIT_CONFIG: Final = 2
 
 #: controller-runtime's limit on an admission request body (7 MiB): an UPDATE
 #: carries the object twice, each up to the API server's own limit.
@@ -105,7 +108,7 @@ class WebhookServer:
         """The admission endpoints (usable with aiohttp's test client, without TLS)."""
         app = web.Application(client_max_size=MAX_REQUEST_BYTES)
         for resource in self.resources:
-            app.router.add_post(resource.path, self._handler(resource))
+            app.router.add_post(resource.path, functools.partial(self._admit, resource=resource))
         return app
 
     def health_app(self) -> web.Application:
@@ -172,14 +175,6 @@ class WebhookServer:
         return bound
 
     # -- admission --------------------------------------------------------------------------
-    def _handler(
-        self, resource: WebhookResource
-    ) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def handle(request: web.Request) -> web.Response:
-            return await self._admit(request, resource)
-
-        return handle
-
     async def _admit(self, request: web.Request, resource: WebhookResource) -> web.Response:
         path = resource.path
         metrics.REQUEST_IN_FLIGHT.labels(path).inc()

@@ -13,8 +13,6 @@ import hubcontroller.__main__ as entry
 from hubcontroller import settings as hub_settings
 from hubcontroller.cli import (
     ManagerCommand,
-    ShowText,
-    UsageError,
     WebhookCommand,
     manager_flags,
     parse_command_line,
@@ -29,6 +27,7 @@ from hubcontroller.settings import (
     HubManagerSettings,
     WebhookFlags,
 )
+from ocmkit.flags import ShowText, UsageError
 from schemas import wire
 from tests.support.processes import run_console_script
 
@@ -46,7 +45,7 @@ def webhook(*args: str) -> WebhookFlags:
     """Flags of ``hubcontroller webhook-server <args>``."""
     command = parse_command_line(["webhook-server", *args], namespace_file=NO_FILE)
     assert isinstance(command, WebhookCommand), command
-    return command.flags
+    return command.settings
 
 
 def usage_error(*args: str) -> str:
@@ -71,7 +70,6 @@ def test_manager_defaults_are_ocm_defaults() -> None:
     assert settings.kubeconfig == ""
     assert settings.work_driver == "kube"
     assert settings.work_driver_config == ""
-    assert settings.works_kubeconfig == ""
     assert settings.feature_gates == frozenset()
     assert (settings.kube_api_qps, settings.kube_api_burst) == (50.0, 100)
     assert settings.listen == "0.0.0.0:8443"
@@ -144,7 +142,7 @@ def test_manager_flag_forms() -> None:
         "-v4",
     ).settings
     assert settings.kubeconfig == "/hub.kubeconfig"
-    assert settings.works_kubeconfig == "/works.kubeconfig"
+    assert settings.work_driver_config == "/works.kubeconfig"
     assert (settings.kube_api_qps, settings.kube_api_burst) == (20.5, 32)
     election = settings.leader_election
     assert (election.lease_duration, election.renew_deadline, election.retry_period) == (
@@ -338,8 +336,8 @@ def test_webhook_takes_the_operator_argument_list() -> None:
         ]
     )
     assert isinstance(command, WebhookCommand)
-    flags = command.flags
-    assert flags.gate(GATE_MANIFEST_WORK_REPLICA_SET)
+    flags = command.settings
+    assert GATE_MANIFEST_WORK_REPLICA_SET in flags.feature_gates
     assert flags.settings_fields() == {
         "port": 9443,
         "metrics_port": 0,
