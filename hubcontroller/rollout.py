@@ -220,15 +220,12 @@ class DecisionGroups:
             out.extend(k for k in matches if k not in out)
         return out
 
-    def only(self, keys: Iterable[GroupKey]) -> DecisionGroups:
-        """These groups alone."""
+    def split(self, keys: Iterable[GroupKey]) -> tuple[DecisionGroups, DecisionGroups]:
+        """These groups, and every other group."""
         wanted = set(keys)
-        return DecisionGroups({k: v for k, v in self.groups.items() if k in wanted})
-
-    def besides(self, keys: Iterable[GroupKey]) -> DecisionGroups:
-        """Every group except these."""
-        unwanted = set(keys)
-        return DecisionGroups({k: v for k, v in self.groups.items() if k not in unwanted})
+        chosen = {k: v for k, v in self.groups.items() if k in wanted}
+        others = {k: v for k, v in self.groups.items() if k not in wanted}
+        return DecisionGroups(chosen), DecisionGroups(others)
 
 
 # -- the strategy ----------------------------------------------------------------------
@@ -420,14 +417,13 @@ def compute_rollout(
         return replace(result, removed=removed)
 
     mandatory = groups.resolve(plan.mandatory_groups)
+    first, rest = groups.split(mandatory)
     if mandatory:
-        first = groups.only(mandatory)
         mine = [s for s in current if s.cluster in first.clusters]
         result = _per_group(first, mine, 0, plan.min_success_time, plan.timeout, now)
         if result.to_rollout or result.timed_out:
             return replace(result, removed=removed)
 
-    rest = groups.besides(mandatory)
     theirs = [s for s in current if s.cluster in rest.clusters]
     if plan.type is RolloutType.PROGRESSIVE:
         max_failures = rollout_size(plan.max_failures, len(selected), 0)

@@ -155,67 +155,54 @@ class ReplicaSetController:
         decisions.add_indexer(DECISIONS_BY_PLACEMENT, decisions_by_placement)
         deps.works.add_indexer(WORKS_BY_OWNER, works_by_owner)
 
-        replica_sets.add_handler(
-            on_add=self._enqueue_replica_set,
-            on_update=lambda _old, new: self._enqueue_replica_set(new),
-            on_delete=self._enqueue_replica_set,
-        )
-        deps.works.add_handler(
-            on_add=self._enqueue_owner,
-            on_update=self._on_work_update,
-            on_delete=self._on_work_delete,
-        )
-        placements.add_handler(
-            on_add=self._enqueue_for_placement,
-            on_update=lambda _old, new: self._enqueue_for_placement(new),
-            on_delete=self._enqueue_for_placement,
-        )
-        decisions.add_handler(
-            on_add=self._enqueue_for_decision,
-            on_update=self._on_decision_update,
-            on_delete=self._enqueue_for_decision,
-        )
+        self._queue_replica_sets(replica_sets, lambda replica_set: [object_key(replica_set)])
+        self._queue_replica_sets(deps.works, self._owners, on_delete=self.judgements.forget)
+        self._queue_replica_sets(placements, self._placement_users)
+        self._queue_replica_sets(decisions, self._decision_users)
 
     # -- event handlers: map events to keys, nothing else -------------------------------
-    def _enqueue_replica_set(self, obj: Object) -> None:
-        self.queue.add(object_key(obj))
+    def _queue_replica_sets(
+        self,
+        informer: Informer,
+        keys: Callable[[Object], list[str]],
+        on_delete: Callable[[Object], None] | None = None,
+    ) -> None:
+        """Queue the replica sets ``keys`` maps each event's object to.
 
-    def _enqueue_owner(self, work: Object) -> None:
+        An update queues those of the old object too: a work that lost its owner
+        label, or a decision of another placement now, must still refresh its old
+        replica set (the queue holds a key once, so an unchanged mapping costs nothing).
+        """
+
+        def enqueue(obj: Object) -> None:
+            for key in keys(obj):
+                self.queue.add(key)
+
+        def updated(old: Object, new: Object) -> None:
+            enqueue(new)
+            enqueue(old)
+
+        def deleted(obj: Object) -> None:
+            if on_delete is not None:
+                on_delete(obj)
+            enqueue(obj)
+
+        informer.add_handler(on_add=enqueue, on_update=updated, on_delete=deleted)
+
+    def _owners(self, work: Object) -> list[str]:
         owner = work_owner(work)
-        if owner is None:
-            return
-        for key in self.replica_sets.store.index_keys(REPLICA_SETS_BY_OWNER, owner):
-            self.queue.add(key)
+        return self.replica_sets.store.index_keys(REPLICA_SETS_BY_OWNER, owner) if owner else []
 
-    def _on_work_delete(self, work: Object) -> None:
-        self.judgements.forget(work)
-        self._enqueue_owner(work)
-
-    def _on_work_update(self, old: Object, new: Object) -> None:
-        # A work that lost its owner label must still refresh its old replica set.
-        self._enqueue_owner(new)
-        if work_owner(old) != work_owner(new):
-            self._enqueue_owner(old)
-
-    def _enqueue_placement_key(self, value: str | None) -> None:
-        if value is None:
-            return
-        for key in self.replica_sets.store.index_keys(REPLICA_SETS_BY_PLACEMENT, value):
-            self.queue.add(key)
-
-    def _enqueue_for_placement(self, placement: Object) -> None:
+    def _placement_users(self, placement: Object) -> list[str]:
         placement_meta = meta(placement)
-        self._enqueue_placement_key(
-            placement_key(str(placement_meta.get("namespace", "")), str(placement_meta.get("name")))
+        value = placement_key(
+            str(placement_meta.get("namespace", "")), str(placement_meta.get("name"))
         )
+        return self.replica_sets.store.index_keys(REPLICA_SETS_BY_PLACEMENT, value)
 
-    def _enqueue_for_decision(self, decision: Object) -> None:
-        self._enqueue_placement_key(decision_placement_key(decision))
-
-    def _on_decision_update(self, old: Object, new: Object) -> None:
-        self._enqueue_for_decision(new)
-        if decision_placement_key(old) != decision_placement_key(new):
-            self._enqueue_for_decision(old)
+    def _decision_users(self, decision: Object) -> list[str]:
+        value = decision_placement_key(decision)
+        return self.replica_sets.store.index_keys(REPLICA_SETS_BY_PLACEMENT, value) if value else []
 
     # -- reconcile -----------------------------------------------------------------------
     def works_of(self, replica_set: Mapping[str, Any]) -> list[Mapping[str, Any]]:

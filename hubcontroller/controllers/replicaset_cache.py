@@ -85,9 +85,6 @@ class WorkJudgements:
         self._statuses.pop(uid, None)
         self._conditions.pop(uid, None)
 
-    def __len__(self) -> int:
-        return len(self._matches.keys() | self._statuses.keys() | self._conditions.keys())
-
 
 _T = TypeVar("_T")
 

@@ -141,12 +141,6 @@ class StatusDraft:
         """Replace ``status.placementSummary`` (null when empty, as Go writes a nil slice)."""
         self.placement_summary = [e.to_wire() for e in entries] or None
 
-    @property
-    def total(self) -> int:
-        """``status.summary.total`` as it stands."""
-        value = self.summary.get("total", 0)
-        return value if isinstance(value, int) else 0
-
     # -- output ------------------------------------------------------------------------
     def to_wire(self) -> dict[str, Any]:
         """The new status object (unknown fields of the old one kept)."""

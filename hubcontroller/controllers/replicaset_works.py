@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from hubcontroller.rollout import ClusterRolloutStatus, RolloutStatus
+from ocmkit.kube import MANIFESTWORKS
 from ocmkit.kube.mergepatch import normalized
 from schemas.meta import parse_time
 from schemas.wire import (
@@ -24,9 +25,6 @@ from schemas.wire import (
     MANIFEST_WORK_REPLICA_SET_LABEL,
     PLACEMENT_NAME_LABEL,
 )
-
-WORK_API_VERSION = "work.open-cluster-management.io/v1"
-WORK_KIND = "ManifestWork"
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _LABEL_VALUE_MAX = 63
@@ -100,8 +98,8 @@ def desired_work(
     else:
         metadata["generateName"] = str(rs_meta.get("name", ""))
     return {
-        "apiVersion": WORK_API_VERSION,
-        "kind": WORK_KIND,
+        "apiVersion": MANIFESTWORKS.api_version,
+        "kind": MANIFESTWORKS.kind,
         "metadata": metadata,
         "spec": copy.deepcopy(template_of(replica_set)),
     }
