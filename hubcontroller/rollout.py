@@ -298,9 +298,7 @@ class RolloutPlan:
         if kind is RolloutType.ALL:
             block: RolloutConfig = strategy.all or RolloutConfig()
             return cls(kind, timeout=_timeout(block, "all"))
-        where = dict(_SUB_OBJECTS).get(kind)
-        if where is None:  # pragma: no cover
-            raise RolloutConfigError(f"incorrect rollout strategy type {kind!r}")
+        where = dict(_SUB_OBJECTS)[kind]
         progressive = strategy.progressive
         given = progressive if kind is RolloutType.PROGRESSIVE else strategy.progressive_per_group
         block = given or RolloutConfig()

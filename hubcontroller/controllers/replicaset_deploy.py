@@ -38,7 +38,6 @@ from hubcontroller.controllers.replicaset_status import (
     Counts,
     PlacementProgress,
     StatusDraft,
-    available_decision_groups,
 )
 from hubcontroller.controllers.replicaset_works import (
     desired_work,
@@ -146,12 +145,12 @@ class DeployStep:
         writer: WorkWriter,
         placements: Store,
         decisions: Store,
-        judgements: WorkJudgements | None = None,
+        judgements: WorkJudgements,
     ) -> None:
         self.writer = writer
         self.placements = placements
         self.decisions = decisions
-        self.judgements = judgements if judgements is not None else WorkJudgements()
+        self.judgements = judgements
 
     async def run(
         self,
@@ -226,7 +225,8 @@ class DeployStep:
             outcome.placements.append(
                 PlacementProgress(
                     ref.name,
-                    available_decision_groups(groups, existing, selected),
+                    # OCM's progress text.
+                    f"{groups} ({existing} / {selected} clusters applied)",
                     Counts(total=existing),
                 )
             )

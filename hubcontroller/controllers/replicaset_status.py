@@ -63,11 +63,6 @@ class Counts:
         ).to_wire()
 
 
-def available_decision_groups(groups: int, applied: int, selected: int) -> str:
-    """``"<groups> (<applied> / <selected> clusters applied)"``, OCM's progress text."""
-    return f"{groups} ({applied} / {selected} clusters applied)"
-
-
 @dataclass
 class PlacementProgress:
     """One entry of ``status.placementSummary`` while it is being built."""

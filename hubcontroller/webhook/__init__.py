@@ -4,12 +4,6 @@ Entry point: :func:`run_webhook_server` with :class:`WebhookSettings`. The
 rules run without HTTP through :func:`validate` / :func:`validate_json`, with
 the ``execute-as`` SubjectAccessReview injected as an :data:`AccessCheck`
 (:class:`HubAccessReviewer` asks the hub).
-
-Modules: ``settings`` (flags), ``admission`` (the AdmissionReview envelope
-and controller-runtime's answer shapes), ``resources`` (paths, decoding),
-``manifests`` (§5.1), ``rules`` (§5.2, §5.3), ``access`` (the SAR),
-``core`` (review in, answer out), ``rawjson`` (raw manifest bytes),
-``certs`` (certificate reloading), ``metrics``, ``server``.
 """
 
 from hubcontroller.webhook.access import AccessCheck, ExecuteAsRequest, HubAccessReviewer

@@ -1,14 +1,7 @@
 """The ``webhook-server`` process: HTTPS admission endpoints, health probes and metrics.
 
-Three aiohttp servers on the process's one event loop:
-
-* HTTPS on ``--port``: the ManifestWork path always, the
-  ManifestWorkReplicaSet path when its gate is on (hub.md §4); the serving
-  certificate follows the files in ``--certdir`` (:mod:`.certs`);
-* HTTP on ``--health-probe-port``: ``/healthz`` and ``/readyz``;
-* HTTP on ``--metrics-port``: ``/metrics``.
-
-:func:`run_webhook_server` is the entry point the CLI calls.
+Three aiohttp servers on one event loop (docs/architecture.md, "The webhook
+server"); :func:`run_webhook_server` is the entry point the CLI calls.
 """
 
 from __future__ import annotations

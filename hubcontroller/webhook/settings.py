@@ -1,8 +1,5 @@
 """Settings of the ``hubcontroller webhook-server`` process (``flags.md`` §3).
 
-One frozen object, built by the CLI from OCM's flags and passed explicitly.
-Every field mirrors a flag of ``work webhook-server`` (same defaults), plus
-``host``, the listen address, which OCM does not expose (all interfaces).
 Invalid values raise ValueError at construction, so a bad flag stops the
 process before anything listens.
 """
