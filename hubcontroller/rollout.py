@@ -410,15 +410,16 @@ def compute_rollout(
     removed = tuple(sorted((s for s in existing if s.cluster not in selected), key=_by_cluster))
 
     if plan.type is RolloutType.ALL:
+        # No soak: from_strategy leaves an All plan's min_success_time at zero, as OCM's All.
         size = len(selected)
-        result = _per_cluster(groups, current, size, size, timedelta(0), plan.timeout, now)
+        result = _per_cluster(groups, current, size, size, plan, now)
         return replace(result, removed=removed)
 
     mandatory = groups.resolve(plan.mandatory_groups)
     first, rest = groups.split(mandatory)
     if mandatory:
         mine = [s for s in current if s.cluster in first.clusters]
-        result = _per_group(first, mine, 0, plan.min_success_time, plan.timeout, now)
+        result = _per_group(first, mine, 0, plan, now)
         if result.to_rollout or result.timed_out:
             return replace(result, removed=removed)
 
@@ -427,13 +428,9 @@ def compute_rollout(
         max_failures = rollout_size(plan.max_failures, len(selected), 0)
         count = len(rest.clusters)
         size = rollout_size(plan.max_concurrency, count, count)
-        result = _per_cluster(
-            rest, theirs, size, max_failures, plan.min_success_time, plan.timeout, now
-        )
+        result = _per_cluster(rest, theirs, size, max_failures, plan, now)
     else:
-        result = _per_group(
-            rest, theirs, plan.max_failures, plan.min_success_time, plan.timeout, now
-        )
+        result = _per_group(rest, theirs, plan.max_failures, plan, now)
     return replace(result, removed=removed)
 
 
@@ -442,10 +439,7 @@ def _by_cluster(status: ClusterRolloutStatus) -> str:
 
 
 def _classify(
-    status: ClusterRolloutStatus,
-    min_success_time: timedelta,
-    timeout: timedelta | None,
-    now: datetime,
+    status: ClusterRolloutStatus, plan: RolloutPlan, now: datetime
 ) -> tuple[ClusterRolloutStatus, bool]:
     """The status (possibly converted to TimeOut) and whether the cluster is in flight."""
     if status.status is RolloutStatus.TO_APPLY:
@@ -453,16 +447,16 @@ def _classify(
     since = status.last_transition_time or now
     if status.status is RolloutStatus.SUCCEEDED:
         # A success must hold for minSuccessTime (the soak) before it frees a slot.
-        soak_end = since + min_success_time
+        soak_end = since + plan.min_success_time
         if now < soak_end:
             return replace(status, recheck_time=soak_end), True
         return status, False
     if status.status in (RolloutStatus.TIME_OUT, RolloutStatus.SKIP):
         return status, False
     # Progressing or Failed: in flight until the deadline, then timed out.
-    if timeout is None:
+    if plan.timeout is None:
         return status, True
-    deadline = since + timeout
+    deadline = since + plan.timeout
     if now < deadline:
         return replace(status, recheck_time=deadline), True
     return replace(status, status=RolloutStatus.TIME_OUT, recheck_time=deadline), False
@@ -492,8 +486,7 @@ def _per_cluster(
     statuses: Sequence[ClusterRolloutStatus],
     rollout_size_: int,
     max_failures: int,
-    min_success_time: timedelta,
-    timeout: timedelta | None,
+    plan: RolloutPlan,
     now: datetime,
 ) -> RolloutResult:
     """Keep at most ``rollout_size_`` clusters in flight, alphabetically; stop past maxFailures."""
@@ -507,7 +500,7 @@ def _per_cluster(
         judged = status
         # After a breach, clusters not yet applied stay untouched.
         if not (breach and status.status is RolloutStatus.TO_APPLY):
-            judged, flying = _classify(status, min_success_time, timeout, now)
+            judged, flying = _classify(status, plan, now)
             if flying:
                 in_flight.append(judged)
             elif judged.status is RolloutStatus.TIME_OUT:
@@ -532,8 +525,7 @@ def _per_group(
     groups: DecisionGroups,
     statuses: Sequence[ClusterRolloutStatus],
     max_failures: int | str,
-    min_success_time: timedelta,
-    timeout: timedelta | None,
+    plan: RolloutPlan,
     now: datetime,
 ) -> RolloutResult:
     """Roll out one decision group at a time, in index order.
@@ -548,7 +540,7 @@ def _per_group(
         # ToApply clusters are handed out again below, group by group.
         if status.status is RolloutStatus.TO_APPLY:
             continue
-        judged, flying = _classify(status, min_success_time, timeout, now)
+        judged, flying = _classify(status, plan, now)
         if flying:
             in_flight.append(judged)
         elif judged.status is RolloutStatus.TIME_OUT:

@@ -69,10 +69,8 @@ def default_manager_leader_election() -> LeaderElectionSettings:
 class HubManagerSettings(ProgramSettings):
     """Everything ``hubcontroller manager`` is configured with (OCM flag names in comments).
 
-    ``kubeconfig`` empty means in-cluster configuration. ManifestWorks are read
-    and written through ``work_driver_config`` when it is set (another
-    kubeconfig), through the hub client otherwise; the Lease always lives on
-    the ``kubeconfig`` cluster.
+    ``kubeconfig`` empty means in-cluster configuration; the Lease always lives
+    on that cluster, even when ManifestWorks go through ``work_driver_config``.
     """
 
     SERVING_CERT_NAME: ClassVar[str] = SERVING_CERT_NAME
@@ -100,11 +98,7 @@ class HubManagerSettings(ProgramSettings):
     resync_seconds: float = HUB_RESYNC_SECONDS  # not a flag either
 
     def validate(self) -> None:
-        """Raise ValueError naming the flag at fault if these settings cannot run.
-
-        The command line calls this before anything starts, so a bad value is a
-        one-line usage error rather than a failure at run time.
-        """
+        """Raise ValueError naming the flag at fault if these settings cannot run."""
         if self.work_driver != WORK_DRIVER_KUBE:
             raise ValueError(
                 f"--work-driver={self.work_driver} is not supported: only kube (ManifestWorks "
@@ -122,11 +116,8 @@ class HubManagerSettings(ProgramSettings):
 class WebhookFlags:
     """The flags of ``hubcontroller webhook-server`` as given (OCM's names and defaults).
 
-    The webhook package owns its settings object
-    (``hubcontroller.webhook.settings.WebhookSettings``, which checks ports, TLS
-    names and the limit); :meth:`settings_fields` are the keyword arguments it
-    is built from. Logging is set up by the entry point from ``log_format`` and
-    ``log_level``, which stay here.
+    The webhook's own settings object (which checks ports, TLS names and the
+    limit) is built from :meth:`settings_fields`.
     """
 
     port: int = DEFAULT_WEBHOOK_PORT  # --port
@@ -150,11 +141,6 @@ class WebhookFlags:
         }
 
     def validate(self) -> None:
-        """Raise ValueError for what the command line itself can tell is wrong.
-
-        Ports, TLS names and the limit are checked by the webhook's own
-        settings when they are built; here only what is ours: gate names and
-        logging.
-        """
+        """Raise ValueError for unknown gate names or logging (the webhook checks the rest)."""
         check_gates(self.feature_gates, KNOWN_HUB_GATES)
         check_logging(self.log_format, self.log_level)

@@ -2,22 +2,10 @@
 
 Deploys a ManifestWork template to every cluster its Placements select, at
 the pace of each placement's rollout strategy, and reports progress in the
-replica set's status. One reconcile of ``namespace/name``:
-
-1. **finalize** (deleting replica sets): delete every generated work; with
-   ``cascadeDeletionPolicy: Foreground`` wait until they are gone; then
-   remove the finalizer;
-2. **add the finalizer** ``work.open-cluster-management.io/manifest-work-cleanup``
-   (its own round: the update event brings the object back);
-3. **deploy** (:mod:`replicaset_deploy`): create, update and delete works;
-4. **status** (:func:`replicaset_status.summarize`): counts and
-   ``ManifestworkApplied``;
-5. patch ``status`` once if it changed (also after an early stop); API
-   errors are retried with backoff; otherwise the rollout's recheck time,
-   if under 30 minutes, re-adds the key.
-
-Where this differs from OCM, each module's docstring says so; the summary is
-in the report of issue 7 and in :mod:`hubcontroller.rollout`.
+replica set's status. A reconcile finalizes a deleting replica set, adds the
+finalizer, or deploys (:mod:`replicaset_deploy`) and summarizes
+(:mod:`replicaset_status`); the status is patched once, if it changed. Where
+this differs from OCM, each module's docstring says so.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Final
 
 from hubcontroller.webhook.access import AccessCheck, ExecuteAsRequest
 from hubcontroller.webhook.admission import DELETE, UPDATE, BadRequest, Denied, UserInfo
-from hubcontroller.webhook.manifests import ManifestValidator
+from hubcontroller.webhook.manifests import manifests_problem
 from hubcontroller.webhook.resources import Executor, WorkObject
 from hubcontroller.webhook.settings import ValidationOptions
 from ocmkit.kube.access import ServiceAccount
@@ -41,7 +41,7 @@ async def validate_manifest_work(
         return
     if not new.manifests:
         raise BadRequest(MANIFESTS_EMPTY)
-    problem = ManifestValidator(options.manifest_limit).problem(new.manifests)
+    problem = manifests_problem(new.manifests, options.manifest_limit)
     if problem is not None:
         raise BadRequest(problem)
     # An update that leaves the executor alone needs no permission check, so a
@@ -90,7 +90,7 @@ def validate_replica_set(
         raise Denied(REPLICASET_DISABLED)
     if operation == DELETE or new is None:
         return
-    problem = ManifestValidator(options.manifest_limit).problem(new.manifests)
+    problem = manifests_problem(new.manifests, options.manifest_limit)
     if problem is not None:
         raise BadRequest(problem)
 

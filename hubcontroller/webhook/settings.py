@@ -13,8 +13,6 @@ from pathlib import Path
 from hubcontroller.settings import DEFAULT_MANIFEST_LIMIT, KNOWN_HUB_GATES, WebhookFlags
 from ocmkit.runtime.tls import parse_cipher_suites, parse_tls_version
 
-__all__ = ["DEFAULT_MANIFEST_LIMIT", "ValidationOptions", "WebhookSettings", "default_cert_dir"]
-
 CERT_FILE = "tls.crt"
 KEY_FILE = "tls.key"
 
