@@ -64,8 +64,6 @@ class BadRequest(Rejection):
 class Denied(Rejection):
     """A rule failed with a plain error: controller-runtime's ``Denied``, 403 Forbidden."""
 
-    code = 403
-
     def status(self) -> dict[str, Any]:
         """``{metadata, message, reason: Forbidden, code: 403}``."""
         return go_status(403, self.message, reason="Forbidden")

@@ -22,7 +22,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 
 from hubcontroller.webhook import metrics
 from hubcontroller.webhook.access import AccessCheck, HubAccessReviewer
-from hubcontroller.webhook.admission import ADMISSION_V1, Errored, answer
+from hubcontroller.webhook.admission import ADMISSION_V1, Errored
 from hubcontroller.webhook.certs import CertificateError, CertificateReloader
 from hubcontroller.webhook.core import AdmissionValidator, Verdict
 from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASET, WebhookResource
@@ -189,13 +189,13 @@ class WebhookServer:
     async def _verdict(self, request: web.Request, resource: WebhookResource) -> Verdict:
         # The request-level failures controller-runtime checks before decoding.
         if request.content_type != "application/json":
-            return _errored(f"contentType={request.content_type}, expected application/json")
+            return _refused(f"contentType={request.content_type}, expected application/json")
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            return _errored(f"request entity is too large; limit is {MAX_REQUEST_BYTES} bytes")
+            return _refused(f"request entity is too large; limit is {MAX_REQUEST_BYTES} bytes")
         if not body:
-            return _errored("request body is empty")
+            return _refused("request body is empty")
         return await self.validator.review_json(body, resource)
 
     def _record(self, resource: WebhookResource, verdict: Verdict) -> None:
@@ -231,9 +231,8 @@ class WebhookServer:
         return probe_response(self.checks.readyz())
 
 
-def _errored(message: str) -> Verdict:
-    rejection = Errored(400, message)
-    return Verdict(answer(ADMISSION_V1, "", False, rejection.status()), False, 400, message)
+def _refused(message: str) -> Verdict:
+    return Verdict.refused(Errored(400, message), ADMISSION_V1, "", "")
 
 
 async def hub_client(kubeconfig: str) -> KubeClient:
