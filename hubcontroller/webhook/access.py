@@ -37,17 +37,12 @@ class ExecuteAsRequest:
 
     user: UserInfo
     namespace: str
-    executor_namespace: str
-    executor_name: str
-
-    @property
-    def executor_username(self) -> str:
-        """``system:serviceaccount:<namespace>:<name>``: the SAR's resource name."""
-        return ServiceAccount(self.executor_namespace, self.executor_name).user
+    executor: ServiceAccount
 
     def subject_access_review(self) -> dict[str, Any]:
         """The SubjectAccessReview body, with Go's omitempty applied to every field."""
-        access = replace(EXECUTE_AS, namespace=self.namespace, name=self.executor_username)
+        # The resource name is the executor's user name, system:serviceaccount:<ns>:<name>.
+        access = replace(EXECUTE_AS, namespace=self.namespace, name=self.executor.user)
         spec: dict[str, Any] = {"resourceAttributes": access.attributes()}
         if self.user.username:
             spec["user"] = self.user.username

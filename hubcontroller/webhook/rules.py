@@ -65,14 +65,8 @@ async def check_executor(
     # would crash on another type without an account; refusing is the safe reading.
     if account is None:
         raise BadRequest(EXECUTOR_SERVICE_ACCOUNT_NIL)
-    request = ExecuteAsRequest(
-        user=user,
-        namespace=work.namespace,
-        executor_namespace=account.namespace,
-        executor_name=account.name,
-    )
     try:
-        allowed = await access(request)
+        allowed = await access(ExecuteAsRequest(user, work.namespace, account))
     except Exception as err:
         raise BadRequest(error_text(err)) from err
     if not allowed:
