@@ -6,10 +6,7 @@ from the cached object, carrying ``metadata.uid`` and
 retry, never a blind overwrite, and an unchanged object costs no request.
 
 :class:`WorkWriter` remembers the works it wrote until the shared informer
-has caught up with them (:mod:`replicaset_recent`), so a reconcile that runs
-before the watch event arrives neither creates a second work for the same
-cluster (new works have generated names) nor re-patches a work it has just
-updated.
+shows them (:mod:`replicaset_recent` says why).
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ the ``execute-as`` SubjectAccessReview injected as an :data:`AccessCheck`
 
 from hubcontroller.webhook.access import AccessCheck, ExecuteAsRequest, HubAccessReviewer
 from hubcontroller.webhook.admission import UserInfo
-from hubcontroller.webhook.certs import CertificateError, CertificateReloader
-from hubcontroller.webhook.core import AdmissionValidator, Verdict, validate, validate_json
+from hubcontroller.webhook.certs import CertificateError
+from hubcontroller.webhook.core import AdmissionValidator, validate, validate_json
 from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASET, WebhookResource
 from hubcontroller.webhook.server import WebhookServer, run_webhook_server, served_resources
 from hubcontroller.webhook.settings import ValidationOptions, WebhookSettings
@@ -24,12 +24,10 @@ __all__ = [
     "AccessCheck",
     "AdmissionValidator",
     "CertificateError",
-    "CertificateReloader",
     "ExecuteAsRequest",
     "HubAccessReviewer",
     "UserInfo",
     "ValidationOptions",
-    "Verdict",
     "WebhookResource",
     "WebhookServer",
     "WebhookSettings",
