@@ -25,7 +25,6 @@ from hubcontroller.settings import (
     DEFAULT_WEBHOOK_HEALTH_PROBE_PORT,
     DEFAULT_WEBHOOK_METRICS_PORT,
     DEFAULT_WEBHOOK_PORT,
-    GATE_CLOUD_EVENTS_DRIVERS,
     KNOWN_HUB_GATES,
     MANAGER_LEASE_NAME,
     WORK_DRIVER_KUBE,
@@ -46,6 +45,7 @@ from ocmkit.flags import (
     ShowText,
     UsageError,
 )
+from schemas.wire import GATE_CLOUD_EVENTS_DRIVERS
 
 PROG = "hubcontroller"
 MANAGER_COMMAND = "manager"

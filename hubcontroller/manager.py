@@ -17,11 +17,7 @@ import structlog
 from hubcontroller.controllers.garbage_collection import garbage_collection_controller
 from hubcontroller.deps import HubDeps
 from hubcontroller.metrics import ReplicaSetMetrics
-from hubcontroller.settings import (
-    GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
-    GATE_MANIFEST_WORK_REPLICA_SET,
-    HubManagerSettings,
-)
+from hubcontroller.settings import HubManagerSettings
 from ocmkit.command import import_optional
 from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient, KubeConfigError
 from ocmkit.runtime import (
@@ -31,6 +27,7 @@ from ocmkit.runtime import (
     Manager,
     ManagerSettings,
 )
+from schemas.wire import GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK, GATE_MANIFEST_WORK_REPLICA_SET
 
 log = structlog.get_logger(__name__)
 

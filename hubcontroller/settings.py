@@ -13,25 +13,18 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ocmkit.command import DEFAULT_LISTEN
 from ocmkit.settings import ProgramSettings, check_client_limits, check_gates, check_logging
+from schemas import wire
 
 if TYPE_CHECKING:
     from ocmkit.runtime import LeaderElectionSettings
 
-# The gate names of schemas.wire, repeated here because importing schemas loads
-# every pydantic model (half a second), which `--help` and a refused flag must not
-# pay; tests/hub_manager/test_cli.py checks that both agree.
-GATE_MANIFEST_WORK_REPLICA_SET = "ManifestWorkReplicaSet"
-GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK = "CleanUpCompletedManifestWork"
-GATE_NIL_EXECUTOR_VALIDATING = "NilExecutorValidating"
-GATE_CLOUD_EVENTS_DRIVERS = "CloudEventsDrivers"
-
 #: Every hub gate (api feature/feature.go); all alpha and off by default.
 KNOWN_HUB_GATES = frozenset(
     {
-        GATE_MANIFEST_WORK_REPLICA_SET,
-        GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
-        GATE_NIL_EXECUTOR_VALIDATING,
-        GATE_CLOUD_EVENTS_DRIVERS,
+        wire.GATE_MANIFEST_WORK_REPLICA_SET,
+        wire.GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
+        wire.GATE_NIL_EXECUTOR_VALIDATING,
+        wire.GATE_CLOUD_EVENTS_DRIVERS,
     }
 )
 ALPHA_HUB_GATES = KNOWN_HUB_GATES

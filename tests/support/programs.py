@@ -20,13 +20,10 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from hubcontroller.controllers.garbage_collection import CONTROLLER_NAME
 from hubcontroller.manager import HubManager, build_hub_manager
-from hubcontroller.settings import (
-    GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
-    HubManagerSettings,
-    default_manager_leader_election,
-)
+from hubcontroller.settings import HubManagerSettings, default_manager_leader_election
 from ocmkit.kube import NAMESPACES, KubeClient
 from ocmkit.runtime import Controller, LeaderElectionSettings, Manager, object_key, run_built
+from schemas.wire import GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK
 from tests.conftest import eventually
 from tests.support.prepare import install_crds
 from tests.support.processes import REPO
