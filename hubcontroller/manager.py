@@ -35,9 +35,8 @@ log = structlog.get_logger(__name__)
 MANAGER_NAME = "work-manager"
 #: User-Agent of the hub clients; the apiserver names managedFields entries after it.
 HUB_USER_AGENT = "work-manager"
-#: Where the ManifestWorkReplicaSet controller lives (written separately; loaded lazily).
+#: Where the ManifestWorkReplicaSet controller lives (loaded lazily: see load_replicaset_builder).
 REPLICASET_MODULE = "hubcontroller.controllers.replicaset"
-REPLICASET_BUILDER = "build_replicaset_controller"
 
 ReplicaSetBuilder = Callable[[HubDeps], tuple[list[Informer], Controller]]
 
@@ -52,8 +51,8 @@ class HubManager:
 
 def load_replicaset_builder() -> ReplicaSetBuilder | None:
     """``build_replicaset_controller``, or None if this build has no MWRS controller."""
-    builder = getattr(import_optional(REPLICASET_MODULE), REPLICASET_BUILDER, None)
-    return cast("ReplicaSetBuilder", builder) if callable(builder) else None
+    module = import_optional(REPLICASET_MODULE)
+    return None if module is None else cast("ReplicaSetBuilder", module.build_replicaset_controller)
 
 
 async def _client(flag: str, path: str, settings: HubManagerSettings, name: str) -> KubeClient:

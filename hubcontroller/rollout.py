@@ -362,12 +362,10 @@ def parse_timeout(text: str | None) -> timedelta | None:
 
 
 def rollout_size(value: int | str | None, total: int, default: int) -> int:
-    """How many of ``total`` clusters a count or percentage allows.
+    """How many of ``total`` clusters a count or percentage (rounded up) allows, at most ``total``.
 
-    ``None`` gives ``default``; an int is itself; ``"p%"`` is
-    ``ceil(p / 100 * total)``; a digit-only string is read as an int. A
-    result of 0 or less gives ``default``, one above ``total`` gives
-    ``total``. RolloutConfigError for anything else.
+    ``default`` for None or a result of 0 or less; RolloutConfigError for anything but
+    an int, ``"p%"`` or a digit-only string.
     """
     if value is None:
         return default

@@ -6,10 +6,6 @@ is True and that sets ``spec.deleteOption.ttlSecondsAfterFinished`` is deleted
 from the hub that many seconds after the condition's ``lastTransitionTime``;
 until then its key is requeued for the remaining time. The agent then runs the
 normal deletion flow (Foreground/Orphan rules still apply).
-
-The decision is a pure function of the work and the current time
-(:func:`collection_verdict`); the reconcile reads the shared informer cache
-and only ever issues a DELETE.
 """
 
 from __future__ import annotations

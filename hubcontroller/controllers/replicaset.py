@@ -120,8 +120,6 @@ class ReplicaSetController:
     ) -> None:
         self.deps = deps
         self.replica_sets = replica_sets
-        self.placements = placements
-        self.decisions = decisions
         self.now = now
         # Our own work writes, until the shared ManifestWork informer shows them.
         self.recent_works = RecentWrites(clock=clock)
@@ -215,7 +213,7 @@ class ReplicaSetController:
         if is_deleting(replica_set):
             gone = await self._finalize(replica_set, errors)
         elif not _has_finalizer(replica_set):
-            finalizers = [*(meta(replica_set).get("finalizers") or [])]
+            finalizers = meta(replica_set).get("finalizers") or []
             written = await patch_finalizers(
                 self.deps.hub, replica_set, [*finalizers, MANIFEST_WORK_REPLICA_SET_FINALIZER]
             )

@@ -128,10 +128,6 @@ class StatusDraft:
         self.conditions.append(new)
 
     # -- summaries ---------------------------------------------------------------------
-    def set_summary(self, counts: Counts) -> None:
-        """Replace ``status.summary``."""
-        self.summary = counts.to_wire()
-
     def set_placement_summary(self, entries: list[PlacementProgress]) -> None:
         """Replace ``status.placementSummary`` (null when empty, as Go writes a nil slice)."""
         self.placement_summary = [e.to_wire() for e in entries] or None
@@ -183,7 +179,7 @@ def summarize(
     draft.set_placement_summary(list(placements))
     if total.total == 0:
         # Nothing deployed: every count is zero, whatever the works say.
-        draft.set_summary(Counts())
+        draft.summary = Counts().to_wire()
         verified = draft.condition(CONDITION_PLACEMENT_VERIFIED) or {}
         empty = verified.get("reason") == REASON_PLACEMENT_DECISION_EMPTY
         draft.set_condition(
@@ -193,7 +189,7 @@ def summarize(
             str(verified.get("message", "")) if empty else "",
         )
         return
-    draft.set_summary(total)
+    draft.summary = total.to_wire()
     if total.available == total.total and total.progressing == 0 and total.degraded == 0:
         draft.set_condition(CONDITION_MANIFESTWORK_APPLIED, True, REASON_AS_EXPECTED)
     elif total.progressing > 0 and total.degraded == 0:

@@ -58,10 +58,7 @@ def manifests_of(values: Sequence[Any], raws: Sequence[str] | None) -> tuple[Man
 
 
 def manifests_problem(manifests: Sequence[Manifest], limit: int) -> str | None:
-    """The first rule of §5.1 ``manifests`` break, as OCM words it, or None.
-
-    ``limit`` is the size limit in bytes (``--manifestLimit``).
-    """
+    """The first rule of §5.1 ``manifests`` break (size limit ``limit`` bytes), in OCM's words."""
     if not manifests:
         return EMPTY_MANIFESTS
     total = sum(m.size for m in manifests)
