@@ -24,12 +24,10 @@ class HubDeps:
 
     ``works`` caches every ManifestWork of the hub (all namespaces); the
     ManifestWorkReplicaSet controller and the garbage collector share it.
-    ``gates`` are the enabled hub feature gates.
     """
 
     hub: KubeClient
     works: Informer
-    gates: frozenset[str]
     workers: int = 5
 
     @property

@@ -120,7 +120,7 @@ def _compose(
     works = Informer(
         works_client, MANIFESTWORKS, resync_seconds=settings.resync_seconds, name="manifestworks"
     )
-    deps = HubDeps(hub=hub, works=works, gates=settings.feature_gates, workers=settings.workers)
+    deps = HubDeps(hub=hub, works=works, workers=settings.workers)
     manager = Manager(
         MANAGER_NAME,
         settings=ManagerSettings(

@@ -113,7 +113,6 @@ class ClusterRolloutStatus:
     cluster: str
     status: RolloutStatus
     last_transition_time: datetime | None = None
-    group: GroupKey | None = None
     recheck_time: datetime | None = None
 
 
@@ -200,10 +199,6 @@ class DecisionGroups:
     def members(self, key: GroupKey) -> list[str]:
         """The clusters of one group, alphabetically."""
         return sorted(c for c in self.groups.get(key, ()) if self._owner.get(c) == key)
-
-    def group_of(self, cluster: str) -> GroupKey | None:
-        """The group holding ``cluster``."""
-        return self._owner.get(cluster)
 
     def resolve(self, refs: Sequence[MandatoryDecisionGroup]) -> list[GroupKey]:
         """The existing groups named by mandatory group references.
@@ -511,9 +506,7 @@ def _per_cluster(
     if breach:
         return _result(in_flight, timed_out, breach, now)
     for cluster in sorted(groups.clusters - seen):
-        in_flight.append(
-            ClusterRolloutStatus(cluster, RolloutStatus.TO_APPLY, group=groups.group_of(cluster))
-        )
+        in_flight.append(ClusterRolloutStatus(cluster, RolloutStatus.TO_APPLY))
         if len(in_flight) >= rollout_size_:
             break
     return _result(in_flight, timed_out, breach, now)
@@ -553,7 +546,7 @@ def _per_group(
         for cluster in members:
             state = known.get(cluster)
             if state is None:
-                in_flight.append(ClusterRolloutStatus(cluster, RolloutStatus.TO_APPLY, group=key))
+                in_flight.append(ClusterRolloutStatus(cluster, RolloutStatus.TO_APPLY))
             elif state in _FAILURES:
                 group_failures += 1
                 breach = breach or group_failures > limit
