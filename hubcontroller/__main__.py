@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
-from typing import Any, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 from hubcontroller.cli import (
     PROG,
@@ -30,31 +29,9 @@ from ocmkit.command import (
     start_logging,
 )
 
-#: The webhook package, loaded only for ``webhook-server`` (a build without it still runs
-#: the manager).
+#: The webhook package: ``WebhookSettings`` (built from the parsed flags; it checks ports
+#: and TLS names) and ``run_webhook_server(settings)`` (returns the exit code).
 WEBHOOK_MODULE = "hubcontroller.webhook"
-
-
-@dataclass(frozen=True)
-class WebhookServer:
-    """The webhook package's entry point and the settings type it takes."""
-
-    #: ``run_webhook_server(settings)``, which returns the exit code.
-    entry: Callable[[Any], Coroutine[Any, Any, int]]
-    #: ``WebhookSettings``, built from the parsed flags (it checks ports and TLS names).
-    settings_type: Callable[..., object]
-
-
-def load_webhook_server() -> WebhookServer | None:
-    """The webhook server's entry point and settings type, or None if this build has none.
-
-    Imported only when the webhook is about to start, so the manager (and the
-    command line) work without it.
-    """
-    module = import_optional(WEBHOOK_MODULE)
-    if module is None:
-        return None
-    return WebhookServer(module.run_webhook_server, module.WebhookSettings)
 
 
 def run_manager_command(command: ManagerCommand) -> int:
@@ -84,18 +61,19 @@ def run_grpc_server_command(command: GrpcServerCommand) -> int:
 
 def run_webhook_command(command: WebhookCommand, stderr: TextIO) -> int:
     """Build the webhook's settings, set up logging, and run the webhook until it stops."""
-    server = load_webhook_server()
-    if server is None:
+    # Imported only now, so the manager (and the command line) work without the webhook.
+    webhook = import_optional(WEBHOOK_MODULE)
+    if webhook is None:
         print(f"{PROG}: the webhook server is not available in this build", file=stderr)
         return EXIT_FAILURE
     try:
-        settings = server.settings_type(**command.settings.settings_fields())
+        settings = webhook.WebhookSettings(**command.settings.settings_fields())
     except ValueError as error:
         # A value only the webhook can judge (ports, TLS names): still a usage error.
         print(f"{PROG}: {one_line(error)}", file=stderr)
         return EXIT_USAGE
     start_logging(command.settings.log_format, command.settings.log_level, command.notices)
-    return asyncio.run(server.entry(settings))
+    return int(asyncio.run(webhook.run_webhook_server(settings)))
 
 
 def execute(

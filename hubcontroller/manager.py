@@ -96,13 +96,12 @@ async def build_hub_manager(
             works_client = await _client(
                 "--work-driver-config", settings.work_driver_config, settings, "hub-works"
             )
-        manager, deps = _compose(settings, hub, works_client, builder, handle_signals, serving_tls)
+        return _compose(settings, hub, works_client, builder, handle_signals, serving_tls)
     except BaseException:
         await hub.close()
         if works_client is not hub:
             await works_client.close()
         raise
-    return HubManager(manager=manager, deps=deps)
 
 
 def _compose(
@@ -112,7 +111,7 @@ def _compose(
     builder: ReplicaSetBuilder | None,
     handle_signals: bool,
     serving_tls: ssl.SSLContext | None,
-) -> tuple[Manager, HubDeps]:
+) -> HubManager:
     """The manager with its informers and controllers, over clients already made.
 
     ``serving_tls`` is the endpoint's HTTPS context (None: plain HTTP).
@@ -162,4 +161,4 @@ def _compose(
         namespace=settings.namespace,
         leader_election=not settings.leader_election.disabled,
     )
-    return manager, deps
+    return HubManager(manager=manager, deps=deps)

@@ -1,16 +1,7 @@
 """The rollout algorithm of a ManifestWorkReplicaSet placement (spec/hub.md section 2.5).
 
 A pure module: no I/O and no clock of its own; every function that needs the
-time takes ``now``. The controller feeds it
-
-* the placement's decision groups (:class:`DecisionGroups`, built from the
-  PlacementDecisions' labels),
-* the rollout status of every cluster that already has an up-to-date
-  ManifestWork (:class:`ClusterRolloutStatus`),
-* the parsed rollout strategy (:class:`RolloutPlan`),
-
-and gets back which clusters to apply now, which timed out, which left the
-placement, and when to look again (:class:`RolloutResult`).
+time takes ``now`` (:func:`compute_rollout` is the entry point).
 
 The semantics are OCM's (sdk-go ``rollout.go``), with these deliberate
 differences, each in favour of the user:

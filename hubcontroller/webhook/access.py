@@ -7,10 +7,6 @@ in the work's namespace, for the resource name
 ``system:serviceaccount:<namespace>:<name>``. The webhook asks the hub's
 authorizer through a SubjectAccessReview made with its own identity, which
 therefore needs ``create`` on ``subjectaccessreviews``.
-
-The rules take the check as a plain async callable (:data:`AccessCheck`), so
-they run without an API server in tests; :class:`HubAccessReviewer` is the
-real one.
 """
 
 from __future__ import annotations
@@ -56,6 +52,7 @@ class ExecuteAsRequest:
 
 
 #: Answers an :class:`ExecuteAsRequest`: True when allowed; raises when the check itself fails.
+#: The rules take this plain callable, so they run without an API server in tests.
 AccessCheck = Callable[[ExecuteAsRequest], Awaitable[bool]]
 
 

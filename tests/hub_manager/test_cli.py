@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -24,6 +25,7 @@ from hubcontroller.settings import (
     HubManagerSettings,
     WebhookFlags,
 )
+from ocmkit.command import import_optional
 from ocmkit.flags import ShowText, UsageError
 from schemas.wire import (
     GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
@@ -395,7 +397,7 @@ def test_help_exits_0() -> None:
 
 
 def test_missing_webhook_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(entry, "load_webhook_server", lambda: None)
+    monkeypatch.setattr(entry, "import_optional", lambda _name: None)
     code, _, err = run(["webhook-server", "--port=9444"])
     assert code == 1
     assert err == "hubcontroller: the webhook server is not available in this build\n"
@@ -427,9 +429,8 @@ def test_webhook_entry_point_gets_its_settings(monkeypatch: pytest.MonkeyPatch) 
         received.append(settings)
         return 3
 
-    monkeypatch.setattr(
-        entry, "load_webhook_server", lambda: entry.WebhookServer(serve, FakeWebhookSettings)
-    )
+    webhook = SimpleNamespace(run_webhook_server=serve, WebhookSettings=FakeWebhookSettings)
+    monkeypatch.setattr(entry, "import_optional", lambda _name: webhook)
     code, _, _ = run(["webhook-server", "--port=9444", "--manifestLimit=10", "--log-level=error"])
     assert code == 3
     (settings,) = received
@@ -442,12 +443,12 @@ def test_webhook_entry_point_gets_its_settings(monkeypatch: pytest.MonkeyPatch) 
 
 def test_webhook_settings_of_this_build_accept_the_flags() -> None:
     """When the webhook is part of the build, its settings take every parsed flag."""
-    server = entry.load_webhook_server()
-    assert server is not None, "the webhook server is part of this build"
-    settings = server.settings_type(**webhook("--manifestLimit=10").settings_fields())
+    module = import_optional(entry.WEBHOOK_MODULE)
+    assert module is not None, "the webhook server is part of this build"
+    settings = module.WebhookSettings(**webhook("--manifestLimit=10").settings_fields())
     assert getattr(settings, "manifest_limit", None) == 10
     with pytest.raises(ValueError, match=r"TLS1\.2"):
-        server.settings_type(**webhook("--tls-min-version=TLS1.2").settings_fields())
+        module.WebhookSettings(**webhook("--tls-min-version=TLS1.2").settings_fields())
 
 
 def test_manager_settings_validate_directly() -> None:
