@@ -155,8 +155,8 @@ class ReplicaSetController:
     ) -> None:
         """Queue the replica sets ``keys`` maps each event's object to.
 
-        An update queues those of the old object too: a work that lost its owner
-        label, or a decision of another placement now, must still refresh its old
+        An update queues the old object's replica sets too: a work that lost its owner
+        label, or a decision moved to another placement, must still refresh its old
         replica set (the queue holds a key once, so an unchanged mapping costs nothing).
         """
 
