@@ -1,13 +1,9 @@
 """Who is calling, and may they: OCM's gRPC authentication and authorization.
 
-Authentication (in OCM's order): a bearer token in the ``authorization``
-metadata, checked with a TokenReview on the hub; else the verified client
-certificate (user = CN, groups = O). Authorization: a SubjectAccessReview on
-the hub for ``manifestworks`` of group ``work.open-cluster-management.io`` in
-the event's cluster namespace: Subscribe needs ``watch``, a spec resync
-request ``list``, a status update ``update`` on ``manifestworks/status``.
-Answers are cached for ``CACHE_SECONDS`` (allowed ones only), so a busy agent
-does not cost a review per status event.
+A bearer token (TokenReview) first, else the verified client certificate;
+then a SubjectAccessReview for the event's verb on ``manifestworks`` in the
+cluster namespace. Allowed answers are cached for ``CACHE_SECONDS``, so a busy
+agent does not cost a review per status event.
 """
 
 from __future__ import annotations
@@ -27,6 +23,7 @@ from ocmkit.cloudevents.event import (
     RESYNC_REQUEST,
     STATUS,
     UPDATE_REQUEST,
+    EventDecodeError,
     EventType,
 )
 from ocmkit.kube import KubeClient, KubeError, Resource
@@ -49,9 +46,24 @@ _VERBS = {
 class AuthError(Exception):
     """A refused call: ``code`` is the gRPC status to answer with."""
 
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+
+class AccessDenied(AuthError):
+    """The caller may not send this event (``access denied: <reason>``)."""
+
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"access denied: {reason}")
+
+
+def parse_event_type(text: str) -> EventType:
+    """The type of an event to authorize; raises AccessDenied when it has none."""
+    try:
+        return EventType.parse(text)
+    except EventDecodeError as err:
+        raise AccessDenied(str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -115,12 +127,10 @@ class Authenticator:
             try:
                 return certificate_identity(pems[0])
             except ValueError:
-                raise AuthError(
-                    grpc.StatusCode.UNAUTHENTICATED, "could not verify peer certificate"
-                ) from None
+                raise AuthError("could not verify peer certificate") from None
         if header:
-            raise AuthError(grpc.StatusCode.UNAUTHENTICATED, token_error)
-        raise AuthError(grpc.StatusCode.UNAUTHENTICATED, "could not verify peer certificate")
+            raise AuthError(token_error)
+        raise AuthError("could not verify peer certificate")
 
     async def _review(self, token: str) -> Identity:
         key = hashlib.sha256(token.encode()).hexdigest()
@@ -135,12 +145,10 @@ class Authenticator:
         try:
             review = await self._hub.create(TOKEN_REVIEWS, body)
         except KubeError as err:
-            raise AuthError(
-                grpc.StatusCode.UNAUTHENTICATED, f"token review failed: {err}"
-            ) from None
+            raise AuthError(f"token review failed: {err}") from None
         status = review.get("status") or {}
         if not status.get("authenticated"):
-            raise AuthError(grpc.StatusCode.UNAUTHENTICATED, "token not authenticated")
+            raise AuthError("token not authenticated")
         user = status.get("user") or {}
         identity = Identity(str(user.get("username") or ""), tuple(user.get("groups") or ()))
         self._tokens.put(key, identity)
@@ -155,13 +163,10 @@ class Authorizer:
         self._allowed = _TTLCache()
 
     async def authorize(self, who: Identity, cluster: str, event_type: EventType) -> None:
-        """Raise AuthError (PERMISSION_DENIED) unless ``who`` may send this event."""
+        """Raise AccessDenied unless ``who`` may send this event."""
         verb = _VERBS.get(event_type.action)
         if verb is None:
-            raise AuthError(
-                grpc.StatusCode.PERMISSION_DENIED,
-                f"access denied: unsupported action {event_type.action}",
-            )
+            raise AccessDenied(f"unsupported action {event_type.action}")
         subresource = "status" if event_type.subresource == STATUS else ""
         key = (who, cluster, verb, subresource)
         if self._allowed.get(key):
@@ -177,11 +182,9 @@ class Authorizer:
         try:
             allowed = await access_allowed(self._hub, subject_access_review(spec))
         except KubeError as err:
-            raise AuthError(grpc.StatusCode.PERMISSION_DENIED, f"access denied: {err}") from None
+            raise AccessDenied(str(err)) from None
         if not allowed:
-            raise AuthError(
-                grpc.StatusCode.PERMISSION_DENIED,
-                f"access denied: the event {event_type} is not allowed, (cluster={cluster}, "
-                f"user={who.user})",
+            raise AccessDenied(
+                f"the event {event_type} is not allowed, (cluster={cluster}, user={who.user})"
             )
         self._allowed.put(key, True)

@@ -1,15 +1,8 @@
 """The CloudEventService: Subscribe and Publish, as OCM's hub gRPC server answers them.
 
-Subscribe: authenticate, authorize ``watch`` on the cluster's works, send the
-``subscription-id`` header, then stream the cluster's spec events, with a
-heartbeat every ``--broker-heartbeat-interval``. Nothing is kept for an agent
-that is not connected (it resyncs when it comes back). A subscriber that
-cannot keep up loses its stream (and resyncs) instead of growing a queue.
-
-Publish: a ``spec.resync_request`` is answered on the cluster's streams; a
-``status.update_request`` is written to the hub. Refusals use OCM's codes:
-``UNAUTHENTICATED``, ``PERMISSION_DENIED``, ``INVALID_ARGUMENT`` (undecodable)
-and ``FAILED_PRECONDITION`` (the write failed).
+Nothing is kept for an agent that is not connected (it resyncs when it comes
+back), and a subscriber that cannot keep up loses its stream (and resyncs)
+instead of growing a queue. Refusals use OCM's status codes.
 """
 
 from __future__ import annotations
@@ -25,9 +18,16 @@ import grpc
 import structlog
 from google.protobuf.empty_pb2 import Empty
 
-from hubcontroller.grpcserver.auth import WATCH_ACTION, Authenticator, AuthError, Authorizer
+from hubcontroller.grpcserver.auth import (
+    WATCH_ACTION,
+    AccessDenied,
+    Authenticator,
+    AuthError,
+    Authorizer,
+    parse_event_type,
+)
 from hubcontroller.grpcserver.works import WorkService
-from ocmkit.cloudevents import CloudEvent, EventDecodeError, EventType
+from ocmkit.cloudevents import CloudEvent, EventDecodeError
 from ocmkit.cloudevents.event import (
     EXT_CLUSTER_NAME,
     MANIFEST_BUNDLES,
@@ -39,14 +39,13 @@ from ocmkit.cloudevents.event import (
 from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
 from ocmkit.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
 from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceServicer
-from ocmkit.cloudevents.protobuf import PREFIX, from_pb, heartbeat_pb, to_pb
+from ocmkit.cloudevents.protobuf import PREFIX, SUBSCRIPTION_ID_HEADER, from_pb, heartbeat_pb, to_pb
 from ocmkit.cloudevents.statuserror import status_error_text
 from ocmkit.cloudevents.works import decode_status_event, resync_versions
 from ocmkit.kube import KubeClient, KubeError
 
 log = structlog.get_logger(__name__)
 
-SUBSCRIPTION_ID_HEADER = "subscription-id"
 #: Events waiting for one subscriber before it is cut off as too slow.
 QUEUE_LIMIT = 1000
 
@@ -59,7 +58,6 @@ class Subscriber:
 
     id: str
     cluster: str
-    data_type: str
     queue: asyncio.Queue[PbCloudEvent | None] = field(
         default_factory=lambda: asyncio.Queue(QUEUE_LIMIT)
     )
@@ -86,7 +84,7 @@ class CloudEventBroker(CloudEventServiceServicer):
         """Queue ``event`` for every subscriber of ``cluster``."""
         message = to_pb(event)
         for sub in list(self.subscribers.values()):
-            if sub.cluster != cluster or sub.data_type != MANIFEST_BUNDLES:
+            if sub.cluster != cluster:
                 continue
             try:
                 sub.queue.put_nowait(message)
@@ -99,10 +97,6 @@ class CloudEventBroker(CloudEventServiceServicer):
                     sub.queue.get_nowait()
                 sub.queue.put_nowait(None)
 
-    def subscribed_clusters(self) -> set[str]:
-        """Clusters with at least one open stream."""
-        return {s.cluster for s in self.subscribers.values()}
-
     # -- RPCs -------------------------------------------------------------------------------
     async def Subscribe(
         self, request: SubscriptionRequest, context: Context
@@ -110,12 +104,7 @@ class CloudEventBroker(CloudEventServiceServicer):
         """Stream the spec events of one cluster."""
         try:
             who = await self.authenticator.authenticate(context)
-            try:
-                data_type = EventType.parse(f"{request.data_type}.spec.{WATCH_ACTION}")
-            except EventDecodeError as err:
-                raise AuthError(
-                    grpc.StatusCode.PERMISSION_DENIED, f"access denied: {err}"
-                ) from None
+            data_type = parse_event_type(f"{request.data_type}.spec.{WATCH_ACTION}")
             await self.authorizer.authorize(who, request.cluster_name, data_type)
         except AuthError as err:
             await context.abort(err.code, str(err))
@@ -128,7 +117,7 @@ class CloudEventBroker(CloudEventServiceServicer):
                 grpc.StatusCode.UNKNOWN,
                 f"invalid subscription request: no service for data type {request.data_type}",
             )
-        sub = Subscriber(str(uuid.uuid4()), request.cluster_name, request.data_type)
+        sub = Subscriber(str(uuid.uuid4()), request.cluster_name)
         await context.send_initial_metadata(((SUBSCRIPTION_ID_HEADER, sub.id),))
         self.subscribers[sub.id] = sub
         log.info("subscriber registered", cluster=sub.cluster, subscription=sub.id, user=who.user)
@@ -172,18 +161,10 @@ class CloudEventBroker(CloudEventServiceServicer):
         pb = request.event
         try:
             who = await self.authenticator.authenticate(context)
-            try:
-                kind = EventType.parse(pb.type)
-            except EventDecodeError as err:
-                raise AuthError(
-                    grpc.StatusCode.PERMISSION_DENIED, f"access denied: {err}"
-                ) from None
+            kind = parse_event_type(pb.type)
             attr = pb.attributes.get(PREFIX + EXT_CLUSTER_NAME)
             if attr is None or attr.WhichOneof("attr") != "ce_string":
-                raise AuthError(
-                    grpc.StatusCode.PERMISSION_DENIED,
-                    "access denied: missing ce-clustername in event attributes",
-                )
+                raise AccessDenied("missing ce-clustername in event attributes")
             cluster = attr.ce_string
             await self.authorizer.authorize(who, cluster, kind)
         except AuthError as err:
@@ -210,12 +191,10 @@ class CloudEventBroker(CloudEventServiceServicer):
         try:
             update = decode_status_event(event)
             outcome = await self.works.apply_status(update)
-        except EventDecodeError as err:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, json.dumps(str(err)))
         except KubeError as err:
             # The API error itself, as OCM's server encodes it: agents read it back.
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, status_error_text(err))
-        except TimeoutError as err:
+        except (EventDecodeError, TimeoutError) as err:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, json.dumps(str(err)))
         log.debug("status event", cluster=cluster, resource_id=update.uid, outcome=outcome)
         return Empty()
@@ -224,12 +203,7 @@ class CloudEventBroker(CloudEventServiceServicer):
         try:
             versions = resync_versions(event)
             answer = await self.works.resync(cluster, versions)
-        except EventDecodeError as err:
-            await context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                f"failed to respond resync spec request: {err}",
-            )
-        except (KubeError, TimeoutError) as err:
+        except (EventDecodeError, KubeError, TimeoutError) as err:
             await context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"failed to respond resync spec request: {err}",

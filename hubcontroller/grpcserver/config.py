@@ -11,7 +11,7 @@ first, as OCM does); without it, clients authenticate with tokens only.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -59,36 +59,8 @@ class GrpcServerConfig:
         return int(self.server_bind_port)
 
 
-_DURATIONS = frozenset(
-    {
-        "connection_timeout",
-        "max_connection_age",
-        "client_min_ping_interval",
-        "server_ping_interval",
-        "server_ping_timeout",
-        "cert_watch_interval",
-    }
-)
-_INTS = frozenset(
-    {
-        "max_concurrent_streams",
-        "max_receive_message_size",
-        "max_send_message_size",
-        "write_buffer_size",
-        "read_buffer_size",
-    }
-)
-_STRINGS = frozenset(
-    {
-        "tls_cert_file",
-        "tls_key_file",
-        "client_ca_file",
-        "tls_min_version",
-        "tls_max_version",
-        "cipher_suites",
-        "server_bind_port",
-    }
-)
+#: The file's keys and their types, as the dataclass declares them (annotations are text).
+_KEY_TYPES = {f.name: f.type for f in fields(GrpcServerConfig) if f.name != "unused"}
 #: Accepted for OCM compatibility, not applied (gRPC core picks these itself).
 _NOT_APPLIED = frozenset(
     {
@@ -116,18 +88,19 @@ def load_server_config(path: str) -> GrpcServerConfig:
     values: dict[str, Any] = {}
     unused: list[str] = []
     for key, raw in doc.items():
-        if key in _STRINGS:
+        kind = _KEY_TYPES.get(key)
+        if kind == "str":
             values[key] = "" if raw is None else str(raw)
-        elif key in _INTS:
+        elif kind == "int":
             if isinstance(raw, bool) or not isinstance(raw, int):
                 raise ValueError(f"--server-config {path}: {key} must be an integer")
             values[key] = raw
-        elif key in _DURATIONS:
+        elif kind == "float":  # every float of the file is a duration
             try:
                 values[key] = parse_duration_seconds(str(raw))
             except ValueError as err:
                 raise ValueError(f"--server-config {path}: {key}: {err}") from None
-        elif key == "permit_ping_without_stream":
+        elif kind == "bool":
             if not isinstance(raw, bool):
                 raise ValueError(f"--server-config {path}: {key} must be true or false")
             values[key] = raw

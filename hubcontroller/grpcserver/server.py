@@ -10,7 +10,6 @@ CA are re-read when their files change (checked every
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import math
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ class _Certificates:
 
     def __init__(self, config: GrpcServerConfig) -> None:
         self._config = config
-        self._seen = ""
+        self._seen: tuple[bytes, bytes, bytes | None] | None = None
         self._checked = 0.0
 
     def _files(self) -> tuple[bytes, bytes, bytes | None]:
@@ -46,17 +45,9 @@ class _Certificates:
         return cert, key, ca
 
     def initial(self) -> tuple[grpc.ServerCertificateConfiguration, bool]:
-        cert, key, ca = self._files()
-        self._seen = self._digest(cert, key, ca)
+        self._seen = cert, key, ca = self._files()
         self._checked = time.monotonic()
         return grpc.ssl_server_certificate_configuration([(key, cert)], ca), ca is not None
-
-    @staticmethod
-    def _digest(*parts: bytes | None) -> str:
-        digest = hashlib.sha256()
-        for part in parts:
-            digest.update(part or b"")
-        return digest.hexdigest()
 
     def fetch(self) -> grpc.ServerCertificateConfiguration | None:
         """Called by gRPC on handshakes: a new configuration when the files changed."""
@@ -65,14 +56,13 @@ class _Certificates:
             return None
         self._checked = now
         try:
-            cert, key, ca = self._files()
+            files = self._files()
         except OSError as err:
             log.warning("cannot re-read the serving certificate", error=str(err))
             return None
-        digest = self._digest(cert, key, ca)
-        if digest == self._seen:
+        if files == self._seen:
             return None
-        self._seen = digest
+        self._seen = cert, key, ca = files
         log.info("serving certificate reloaded")
         return grpc.ssl_server_certificate_configuration([(key, cert)], ca)
 
@@ -180,16 +170,12 @@ async def build_grpc_server(
     return manager, service
 
 
-async def run_grpc_server(settings: GrpcServerSettings, *, handle_signals: bool = True) -> int:
-    """Run until SIGTERM; returns the exit code (2 for bad settings)."""
+def run(settings: GrpcServerSettings) -> int:
+    """Run the server in a new event loop until SIGTERM; returns the exit code (2 for bad
+    settings)."""
 
     async def build() -> Manager:
-        manager, _ = await build_grpc_server(settings, handle_signals=handle_signals)
+        manager, _ = await build_grpc_server(settings)
         return manager
 
-    return await run_main(build)
-
-
-def run(settings: GrpcServerSettings) -> int:
-    """Run the server in a new event loop; returns the exit code."""
-    return asyncio.run(run_grpc_server(settings))
+    return asyncio.run(run_main(build))

@@ -1,13 +1,7 @@
 """The hub's ManifestWorks as CloudEvents: per-cluster caches, spec events, status writes.
 
 A cluster namespace gets its own ManifestWork informer the first time an
-agent of that cluster subscribes (list+watch of that namespace only). Its
-events become spec events for the cluster's subscribers: add ->
-``create_request``; an update that changes labels, annotations or the
-generation, or any update while deleting -> ``update_request``; delete ->
-``delete_request`` (with a deletion timestamp). Status events are written
-back: ``Deleted=True`` removes the cleanup finalizer; otherwise, unless the
-hub has a newer generation, the finalizer is ensured and the status patched.
+agent of that cluster subscribes (list+watch of that namespace only).
 """
 
 from __future__ import annotations
@@ -85,7 +79,7 @@ class WorkService:
                 informer.add_handler(
                     on_add=lambda w: self._emit(w, CREATE_REQUEST),
                     on_update=self._on_update,
-                    on_delete=self._on_delete,
+                    on_delete=lambda w: self._emit(w, DELETE_REQUEST),
                 )
                 self._informers[cluster] = informer
                 await informer.start()
@@ -120,16 +114,6 @@ class WorkService:
         if needs_update_event(old, new):
             self._emit(new, UPDATE_REQUEST)
 
-    def _on_delete(self, work: Object) -> None:
-        gone = dict(work)
-        meta = dict(_meta(work))
-        if not meta.get("deletionTimestamp"):
-            from ocmkit.cloudevents.event import format_time, utcnow  # noqa: PLC0415
-
-            meta["deletionTimestamp"] = format_time(utcnow())
-        gone["metadata"] = meta
-        self._emit(gone, DELETE_REQUEST)
-
     # -- agent requests -----------------------------------------------------------------
     async def resync(self, cluster: str, versions: dict[str, int]) -> list[CloudEvent]:
         """The answer to a spec resync request: what changed, and deletions."""
@@ -158,17 +142,15 @@ class WorkService:
         work = next((w for w in informer.store.list() if _meta(w).get("uid") == update.uid), None)
         if work is None:
             return "work not found"
-        for attempt in range(3):
+        for _ in range(2):  # on a conflict read the work again: three attempts in all
             try:
                 return await self._write(work, update)
             except Conflict:
-                if attempt == 2:
-                    raise
                 try:
                     work = await self._hub.get(MANIFESTWORKS, _meta(work)["name"], update.cluster)
                 except NotFound:
                     return "work not found"
-        return "conflict"  # not reached
+        return await self._write(work, update)
 
     async def _write(self, work: Object, update: StatusUpdate) -> str:
         meta = _meta(work)

@@ -138,10 +138,8 @@ class CloudEvent:
 
     def ext_str(self, name: str, default: str | None = None) -> str:
         """A String extension; raises EventDecodeError when missing (without default)."""
-        value = self.extensions.get(name)
+        value = self.extensions.get(name, default)
         if value is None:
-            if default is not None:
-                return default
             raise EventDecodeError(f"event {self.id}: missing extension {name!r}")
         if isinstance(value, bool | bytes | datetime):
             raise EventDecodeError(f"event {self.id}: extension {name!r} is not a string")
@@ -149,10 +147,8 @@ class CloudEvent:
 
     def ext_int(self, name: str, default: int | None = None) -> int:
         """An Integer extension (also accepted as a decimal string)."""
-        value = self.extensions.get(name)
+        value = self.extensions.get(name, default)
         if value is None:
-            if default is not None:
-                return default
             raise EventDecodeError(f"event {self.id}: missing extension {name!r}")
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise EventDecodeError(f"event {self.id}: extension {name!r} is not an integer")

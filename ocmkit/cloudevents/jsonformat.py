@@ -1,8 +1,9 @@
-"""The CloudEvents JSON event format (structured mode), decode and encode.
+"""The CloudEvents JSON event format (structured mode), as receivers decode it.
 
 Receivers of both transports accept a structured event: the payload is one
 JSON object with the context attributes, the extensions and ``data`` (or
-``data_base64``). Numeric extensions may be JSON numbers or strings.
+``data_base64``). Numeric extensions may be JSON numbers or strings. Our
+senders use binary mode, so nothing here encodes one.
 """
 
 from __future__ import annotations
@@ -68,33 +69,6 @@ def from_json_format(payload: bytes) -> CloudEvent:
             continue
         event.extensions[key] = _extension(value)
     return event
-
-
-def to_json_format(event: CloudEvent) -> bytes:
-    """Encode ``event`` as a JSON-format event (data inlined when it is JSON)."""
-    doc: dict[str, Any] = {
-        "specversion": event.spec_version,
-        "id": event.id,
-        "source": event.source,
-        "type": event.type,
-    }
-    if event.time is not None:
-        doc["time"] = format_time(event.time, nanos=True)
-    for key, value in (
-        ("datacontenttype", event.data_content_type),
-        ("subject", event.subject),
-        ("dataschema", event.data_schema),
-    ):
-        if value is not None:
-            doc[key] = value
-    for name, ext in event.extensions.items():
-        doc[name] = extension_text(ext)
-    if event.data is not None:
-        if _is_json(event):
-            doc["data"] = json.loads(event.data)
-        else:
-            doc["data_base64"] = base64.b64encode(event.data).decode()
-    return _dumps(doc)
 
 
 def extension_text(value: ExtensionValue) -> str:

@@ -31,14 +31,10 @@ def to_mqtt(event: CloudEvent) -> tuple[bytes, str | None, list[tuple[str, str]]
         (PREFIX + "source", event.source),
         (PREFIX + "type", event.type),
     ]
-    if event.time is not None:
-        props.append((PREFIX + "time", extension_text(event.time)))
-    if event.subject is not None:
-        props.append((PREFIX + "subject", event.subject))
-    if event.data_schema is not None:
-        props.append((PREFIX + "dataschema", event.data_schema))
-    for name, value in event.extensions.items():
-        props.append((PREFIX + name, extension_text(value)))
+    optional = (("time", event.time), ("subject", event.subject), ("dataschema", event.data_schema))
+    for name, value in (*optional, *event.extensions.items()):
+        if value is not None:
+            props.append((PREFIX + name, extension_text(value)))
     return event.data or b"", event.data_content_type, props
 
 

@@ -30,9 +30,18 @@ from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEventAttributeValue
 
 CONTENT_TYPE_KEY = "contenttype"
 PREFIX = "ce-"
-_SPEC_ATTRIBUTES = frozenset(
-    {"id", "source", "specversion", "type", "time", "subject", "dataschema", "datacontenttype"}
-)
+#: The response header that opens a Subscribe stream.
+SUBSCRIPTION_ID_HEADER = "subscription-id"
+#: Context attributes (``ce-<name>``) and the CloudEvent fields they set (but ``time``).
+_ATTRIBUTE_FIELDS = {
+    "id": "id",
+    "source": "source",
+    "type": "type",
+    "specversion": "spec_version",
+    "subject": "subject",
+    "dataschema": "data_schema",
+    "datacontenttype": "data_content_type",
+}
 
 
 def _timestamp(moment: datetime) -> Timestamp:
@@ -63,15 +72,13 @@ def to_pb(event: CloudEvent) -> PbCloudEvent:
     )
     attrs = message.attributes
     if event.data_content_type:
-        attrs[CONTENT_TYPE_KEY].CopyFrom(
-            CloudEventAttributeValue(ce_string=event.data_content_type)
-        )
+        attrs[CONTENT_TYPE_KEY].ce_string = event.data_content_type
     if event.time is not None:
         attrs[PREFIX + "time"].CopyFrom(_value(event.time))
     if event.subject is not None:
         attrs[PREFIX + "subject"].CopyFrom(_value(event.subject))
     if event.data_schema is not None:
-        attrs[PREFIX + "dataschema"].CopyFrom(CloudEventAttributeValue(ce_uri=event.data_schema))
+        attrs[PREFIX + "dataschema"].ce_uri = event.data_schema
     for name, value in event.extensions.items():
         attrs[PREFIX + name].CopyFrom(_value(value))
     if event.data is not None:
@@ -91,21 +98,12 @@ def is_heartbeat(message: PbCloudEvent) -> bool:
 
 def _decoded(value: CloudEventAttributeValue) -> ExtensionValue:
     kind = value.WhichOneof("attr")
-    if kind == "ce_boolean":
-        return value.ce_boolean
-    if kind == "ce_integer":
-        return value.ce_integer
-    if kind == "ce_string":
-        return value.ce_string
-    if kind == "ce_bytes":
-        return value.ce_bytes
-    if kind == "ce_uri":
-        return value.ce_uri
-    if kind == "ce_uri_ref":
-        return value.ce_uri_ref
+    if kind is None:
+        raise EventDecodeError("attribute without a value")
     if kind == "ce_timestamp":
         return value.ce_timestamp.ToDatetime(tzinfo=UTC)
-    raise EventDecodeError("attribute without a value")
+    decoded: ExtensionValue = getattr(value, kind)  # ce_boolean, ce_integer, ce_string ...
+    return decoded
 
 
 def from_pb(message: PbCloudEvent) -> CloudEvent:
@@ -130,35 +128,17 @@ def from_pb(message: PbCloudEvent) -> CloudEvent:
             continue  # only contenttype is meaningful without the prefix
         name = key[len(PREFIX) :]
         decoded = _decoded(value)
-        if name in _SPEC_ATTRIBUTES:
-            _set_attribute(event, name, decoded)
+        if name == "time":
+            if isinstance(decoded, datetime):
+                event.time = decoded
+            elif isinstance(decoded, str):
+                event.time = parse_time(decoded, what="ce-time")
+        elif name in _ATTRIBUTE_FIELDS:
+            text = decoded if isinstance(decoded, str) else str(decoded)
+            setattr(event, _ATTRIBUTE_FIELDS[name], text)
         else:
             event.extensions[name] = decoded
     if message.WhichOneof("data") == "binary_data":
         event.data = message.binary_data
     # text_data and proto_data are ignored, as OCM's receivers do.
     return event
-
-
-def _set_attribute(event: CloudEvent, name: str, value: ExtensionValue) -> None:
-    if name == "time":
-        if isinstance(value, datetime):
-            event.time = value
-        elif isinstance(value, str):
-            event.time = parse_time(value, what="ce-time")
-        return
-    text = value if isinstance(value, str) else str(value)
-    if name == "id":
-        event.id = text
-    elif name == "source":
-        event.source = text
-    elif name == "type":
-        event.type = text
-    elif name == "specversion":
-        event.spec_version = text
-    elif name == "subject":
-        event.subject = text
-    elif name == "dataschema":
-        event.data_schema = text
-    elif name == "datacontenttype":
-        event.data_content_type = text

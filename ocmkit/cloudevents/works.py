@@ -21,6 +21,7 @@ from ocmkit.cloudevents.event import (
     CLOUDEVENTS_DATA_TYPE_ANNOTATION,
     CLOUDEVENTS_ORIGINAL_SOURCE_LABEL,
     CONDITION_DELETED,
+    DELETE_REQUEST,
     EXT_CLUSTER_NAME,
     EXT_DELETION_TIMESTAMP,
     EXT_LOG_TRACING,
@@ -53,6 +54,13 @@ WORK_API_VERSION = "work.open-cluster-management.io/v1"
 MAX_MANIFESTS_BYTES = 500 * 1024
 #: The source name OCM's hub server puts on its events.
 KUBE_SOURCE = "kube"
+#: ManifestWork spec fields a ManifestBundle carries besides the manifests, and their
+#: names in the bundle.
+_BUNDLE_FIELDS = {
+    "deleteOption": "deleteOption",
+    "manifestConfigs": "manifestConfigs",
+    "executor": "executer",  # sic: the wire name
+}
 
 # metav1.ObjectMeta in Go's field order (json.Marshal writes struct fields in order).
 _OBJECT_META_FIELDS = (
@@ -118,16 +126,20 @@ def go_work_status(status: dict[str, Any] | None) -> dict[str, Any]:
     ``conditions`` (no ``omitempty``) is ``null`` when absent. Unknown fields
     are dropped as the typed object drops them.
     """
-    status = status if isinstance(status, dict) else {}
+    status = _mapping(status)
     out: dict[str, Any] = {}
     conditions = _go_conditions(status.get("conditions"))
     if conditions:
         out["conditions"] = conditions
-    resource_status = status.get("resourceStatus")
-    manifests = resource_status.get("manifests") if isinstance(resource_status, dict) else None
+    manifests = _mapping(status.get("resourceStatus")).get("manifests")
     entries = [_go_manifest(m) for m in manifests or [] if isinstance(m, dict)]
     out["resourceStatus"] = {"manifests": entries} if entries else {}
     return out
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """``value`` if it is an object, else an empty one (as Go's converter drops it)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _go_conditions(value: Any) -> list[dict[str, Any]] | None:
@@ -152,18 +164,14 @@ _FIELD_VALUE_POINTERS = ("integer", "string", "boolean", "jsonRaw")
 
 
 def _go_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
-    raw_meta = manifest.get("resourceMeta")
-    meta = raw_meta if isinstance(raw_meta, dict) else {}
+    meta = _mapping(manifest.get("resourceMeta"))
     resource_meta: dict[str, Any] = {k: str(meta.get(k) or "") for k in _RESOURCE_META_STRINGS}
     resource_meta["ordinal"] = int(meta.get("ordinal") or 0)
-    raw_feedback = manifest.get("statusFeedback")
-    feedback = raw_feedback if isinstance(raw_feedback, dict) else {}
     values = []
-    for item in feedback.get("values") or []:
+    for item in _mapping(manifest.get("statusFeedback")).get("values") or []:
         if not isinstance(item, dict):
             continue
-        raw_value = item.get("fieldValue")
-        field_value = raw_value if isinstance(raw_value, dict) else {}
+        field_value = _mapping(item.get("fieldValue"))
         value: dict[str, Any] = {"type": str(field_value.get("type") or "")}
         for key in _FIELD_VALUE_POINTERS:  # pointers: omitted only when nil
             if field_value.get(key) is not None:
@@ -205,7 +213,10 @@ class SequenceIds:
 
 
 def spec_event(work: dict[str, Any], action: str, source: str = KUBE_SOURCE) -> CloudEvent:
-    """The spec event of a ManifestWork (``data`` = ManifestBundle unless it is deleting)."""
+    """The spec event of a ManifestWork (``data`` = ManifestBundle unless it is deleting).
+
+    A ``delete_request`` always carries a deletion timestamp: the work's, else now.
+    """
     meta = work.get("metadata") or {}
     event = CloudEvent.new(
         source,
@@ -220,17 +231,14 @@ def spec_event(work: dict[str, Any], action: str, source: str = KUBE_SOURCE) -> 
         },
     )
     deleting = meta.get("deletionTimestamp")
-    if deleting:
+    if deleting or action == DELETE_REQUEST:
         event.extensions[EXT_DELETION_TIMESTAMP] = _time_value(deleting)
         return event
     spec = work.get("spec") or {}
     bundle: dict[str, Any] = {"manifests": (spec.get("workload") or {}).get("manifests") or []}
-    if spec.get("deleteOption"):
-        bundle["deleteOption"] = spec["deleteOption"]
-    if spec.get("manifestConfigs"):
-        bundle["manifestConfigs"] = spec["manifestConfigs"]
-    if spec.get("executor"):
-        bundle["executer"] = spec["executor"]  # sic: the wire name
+    for field, wire in _BUNDLE_FIELDS.items():
+        if spec.get(field):
+            bundle[wire] = spec[field]
     event.set_json(bundle)
     return event
 
@@ -251,16 +259,14 @@ def deleted_resync_response(uid: str, cluster: str, source: str = "source") -> C
             EXT_ORIGINAL_SOURCE: "",
             EXT_RESOURCE_ID: uid,
             EXT_RESOURCE_VERSION: 0,
-            EXT_DELETION_TIMESTAMP: _time_value(None),
+            EXT_DELETION_TIMESTAMP: utcnow(),
         },
     )
 
 
 def resync_versions(event: CloudEvent) -> dict[str, int]:
     """The ``resourceID -> resourceVersion`` pairs of a spec resync request."""
-    data = event.json_data() or {}
-    if not isinstance(data, dict):
-        raise EventDecodeError(f"event {event.id}: resync request data is not an object")
+    data = _object_data(event, "resync request")
     versions: dict[str, int] = {}
     for entry in data.get("resourceVersions") or []:
         if not isinstance(entry, dict) or not isinstance(entry.get("resourceID"), str):
@@ -303,9 +309,7 @@ def decode_status_event(event: CloudEvent) -> StatusUpdate:
     kind = EventType.parse(event.type)
     if kind.data_type != MANIFEST_BUNDLES or kind.subresource != STATUS:
         raise EventDecodeError(f"event {event.id}: not a manifestbundle status event")
-    data = event.json_data() or {}
-    if not isinstance(data, dict):
-        raise EventDecodeError(f"event {event.id}: status data is not an object")
+    data = _object_data(event, "status")
     conditions = data.get("conditions") or []
     resources = data.get("resourceStatus") or []
     if not isinstance(conditions, list) or not isinstance(resources, list):
@@ -345,9 +349,7 @@ def spec_resync_request(client_id: str, cluster: str, versions: dict[str, int]) 
 
 def status_hashes(event: CloudEvent) -> dict[str, str]:
     """The ``resourceID -> statusHash`` pairs of a status resync request (empty: all)."""
-    data = event.json_data() or {}
-    if not isinstance(data, dict):
-        raise EventDecodeError(f"event {event.id}: status resync data is not an object")
+    data = _object_data(event, "status resync")
     hashes: dict[str, str] = {}
     for entry in data.get("statusHashes") or []:
         if isinstance(entry, dict) and isinstance(entry.get("resourceID"), str):
@@ -426,17 +428,14 @@ def work_from_spec_event(event: CloudEvent, cluster: str) -> dict[str, Any]:
     labels = dict(meta.get("labels") or {})
     labels[CLOUDEVENTS_ORIGINAL_SOURCE_LABEL] = event.source
     meta["labels"] = labels
-    work: dict[str, Any] = {"apiVersion": WORK_API_VERSION, "kind": "ManifestWork"}
+    spec: dict[str, Any] = {}
     if deleting is not None:
         meta["deletionTimestamp"] = format_time(deleting)
         meta["finalizers"] = [MANIFEST_WORK_FINALIZER]
-        work["metadata"] = meta
-        work["spec"] = {}
-        return work
-    meta.pop("deletionTimestamp", None)
-    work["metadata"] = meta
-    work["spec"] = _spec_from_bundle(event)
-    return work
+    else:
+        meta.pop("deletionTimestamp", None)
+        spec = _spec_from_bundle(event)
+    return {"apiVersion": WORK_API_VERSION, "kind": "ManifestWork", "metadata": meta, "spec": spec}
 
 
 def _spec_from_bundle(event: CloudEvent) -> dict[str, Any]:
@@ -463,14 +462,17 @@ def _spec_from_bundle(event: CloudEvent) -> dict[str, Any]:
             f"the size of manifests is {size} bytes which exceeds the {MAX_MANIFESTS_BYTES} limit"
         )
     spec: dict[str, Any] = {"workload": {"manifests": copy.deepcopy(manifests)}}
-    for wire, field in (
-        ("deleteOption", "deleteOption"),
-        ("manifestConfigs", "manifestConfigs"),
-        ("executer", "executor"),
-    ):
+    for field, wire in _BUNDLE_FIELDS.items():
         if bundle.get(wire) is not None:
             spec[field] = bundle[wire]
     return spec
+
+
+def _object_data(event: CloudEvent, what: str) -> dict[str, Any]:
+    data = event.json_data() or {}
+    if not isinstance(data, dict):
+        raise EventDecodeError(f"event {event.id}: {what} data is not an object")
+    return data
 
 
 def _tracing_annotations(event: CloudEvent) -> dict[str, str]:

@@ -358,12 +358,15 @@ async def run_built(
     return await run_main(manager, terminate_on_files=terminate_on_files)
 
 
-def file_fingerprint(path: str) -> str:
-    """A digest of the file's content (a fixed marker while it cannot be read)."""
+def file_fingerprint(*paths: str) -> str:
+    """A digest of the files' content (a fixed marker while one cannot be read)."""
+    digest = hashlib.sha256()
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        for path in paths:
+            digest.update(Path(path).read_bytes())
     except OSError:
         return "<unreadable>"
+    return digest.hexdigest()
 
 
 async def stop_on_file_change(manager: Manager, paths: tuple[str, ...]) -> None:

@@ -15,7 +15,7 @@ from google.protobuf import json_format
 
 from ocmkit.cloudevents import CloudEvent, EventDecodeError
 from ocmkit.cloudevents.event import EventType, format_time, parse_time
-from ocmkit.cloudevents.jsonformat import from_json_format, to_json_format
+from ocmkit.cloudevents.jsonformat import extension_text, from_json_format
 from ocmkit.cloudevents.mqttcodec import from_mqtt, to_mqtt
 from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
 from ocmkit.cloudevents.protobuf import from_pb, heartbeat_pb, is_heartbeat, to_pb
@@ -38,6 +38,27 @@ from ocmkit.kube.errors import error_from_status
 from workagent.sources.grpcdriver import publish_error
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def to_json_format(event: CloudEvent) -> bytes:
+    """``event`` as a structured-mode (JSON format) event, as other senders may send it."""
+    doc: dict[str, Any] = {
+        "specversion": event.spec_version,
+        "id": event.id,
+        "source": event.source,
+        "type": event.type,
+    }
+    if event.time is not None:
+        doc["time"] = format_time(event.time, nanos=True)
+    if event.data_content_type is not None:
+        doc["datacontenttype"] = event.data_content_type
+    for name, ext in event.extensions.items():
+        doc[name] = extension_text(ext)
+    if event.data is not None:
+        doc["data"] = json.loads(event.data)  # the tests' events carry JSON data
+    return json.dumps(doc).encode()
+
+
 P = "io.open-cluster-management.works.v1alpha1.manifestbundles"
 UID = "0b6d3c1e-6f0a-4c1e-9a57-3f2d5b9e8a11"
 MANIFEST = {

@@ -7,7 +7,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from hubcontroller.grpcserver.broker import CloudEventBroker, Subscriber
-from ocmkit.cloudevents import MANIFEST_BUNDLES
 from ocmkit.cloudevents.protobuf import is_heartbeat
 from ocmkit.kube import KubeClient
 from tests.cloudevents.conftest import (
@@ -26,7 +25,7 @@ from workagent.sources.transport import SubscriptionFailed
 
 async def test_the_server_sends_heartbeats_between_events(hub_client: KubeClient) -> None:
     broker = CloudEventBroker(hub_client, heartbeat_interval=0.05)
-    sub = Subscriber("s1", CLUSTER, MANIFEST_BUNDLES)
+    sub = Subscriber("s1", CLUSTER)
     stream = broker._stream(sub)
     first = await asyncio.wait_for(anext(stream), 5)
     assert is_heartbeat(first)
@@ -51,20 +50,18 @@ async def test_a_rotated_client_certificate_reconnects(
     grpc_hub: GrpcHub, pki: Pki, tmp_path: Path
 ) -> None:
     config = write_agent_config(tmp_path / "rotating.yaml", grpc_hub.url, pki)
-    transport = GrpcTransport(str(config), CLUSTER, cert_check_seconds=0.1)
-    try:
-        async with transport.subscription() as events:
-            pki.ca.issue("agent", common_name=AGENT_USER, organizations=(AGENT_GROUP,))
-            try:
-                async with asyncio.timeout(10):
-                    async for _ in events:
-                        pass
-            except SubscriptionFailed as err:
-                assert "client certificate changed" in str(err)
-            else:
-                raise AssertionError("the subscription outlived the rotation")
-        # The next subscription reads the new pair and is accepted.
-        async with transport.subscription():
-            pass
-    finally:
-        await transport.close()
+    transport = GrpcTransport(str(config), CLUSTER)
+    transport.cert_check_seconds = 0.1
+    async with transport.subscription() as events:
+        pki.ca.issue("agent", common_name=AGENT_USER, organizations=(AGENT_GROUP,))
+        try:
+            async with asyncio.timeout(10):
+                async for _ in events:
+                    pass
+        except SubscriptionFailed as err:
+            assert "client certificate changed" in str(err)
+        else:
+            raise AssertionError("the subscription outlived the rotation")
+    # The next subscription reads the new pair and is accepted.
+    async with transport.subscription():
+        pass

@@ -28,9 +28,6 @@ class MemoryTransport:
         self.incoming: asyncio.Queue[CloudEvent] = asyncio.Queue()
         self.published: list[CloudEvent] = []
 
-    async def check(self) -> None:
-        """Nothing to check."""
-
     @contextlib.asynccontextmanager
     async def subscription(self) -> AsyncIterator[AsyncIterator[CloudEvent]]:
         yield self._events()
@@ -41,9 +38,6 @@ class MemoryTransport:
 
     async def publish(self, event: CloudEvent) -> None:
         self.published.append(event)
-
-    async def close(self) -> None:
-        """Nothing to close."""
 
 
 def hub_work(name: str, cluster: str = "cluster1") -> dict[str, Any]:

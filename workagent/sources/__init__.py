@@ -10,20 +10,10 @@ finalizer patches, so the controllers cannot tell them apart.
 from __future__ import annotations
 
 from workagent.settings import AgentSettings
-from workagent.sources.base import SourceService, WorkClient, WorkSource
+from workagent.sources.base import WorkClient, WorkSource
 from workagent.sources.kube import kube_work_source, kubeconfig_server
 
-DRIVER_KUBE = "kube"
-DRIVER_GRPC = "grpc"
-DRIVER_MQTT = "mqtt"
-DRIVERS = (DRIVER_KUBE, DRIVER_GRPC, DRIVER_MQTT)
-
 __all__ = [
-    "DRIVERS",
-    "DRIVER_GRPC",
-    "DRIVER_KUBE",
-    "DRIVER_MQTT",
-    "SourceService",
     "WorkClient",
     "WorkSource",
     "build_work_source",
@@ -34,27 +24,27 @@ __all__ = [
 async def build_work_source(settings: AgentSettings) -> WorkSource:
     """The source ``--workload-source-driver`` names (raises ValueError/KubeConfigError)."""
     driver = settings.workload_source_driver
-    if driver == DRIVER_KUBE:
+    if driver == "kube":
         return await kube_work_source(settings)
     # Imported on use: the kube driver does not load gRPC or MQTT.
-    from workagent.identity import hub_hash  # noqa: PLC0415
     from workagent.sources.cloudevents import CloudEventsWorkSource  # noqa: PLC0415
     from workagent.sources.transport import Transport  # noqa: PLC0415
 
     transport: Transport
-    if driver == DRIVER_GRPC:
+    if driver == "grpc":
         from workagent.sources.grpcdriver import GrpcTransport  # noqa: PLC0415
 
         transport = GrpcTransport(settings.hub_kubeconfig, settings.cluster_name)
-    elif driver == DRIVER_MQTT:
+    elif driver == "mqtt":
         from workagent.sources.mqttdriver import MqttTransport  # noqa: PLC0415
 
-        transport = MqttTransport(
+        mqtt = MqttTransport(
             settings.hub_kubeconfig, settings.cluster_name, settings.cloudevents_client_id
         )
+        await mqtt.check()
+        transport = mqtt
     else:
         raise ValueError(f"--workload-source-driver={driver} is not supported")
-    await transport.check()
     source = CloudEventsWorkSource(
         transport,
         cluster=settings.cluster_name,
@@ -65,6 +55,5 @@ async def build_work_source(settings: AgentSettings) -> WorkSource:
         driver=driver,
         client=source.store,
         endpoint=transport.endpoint,
-        hub_hash=hub_hash(transport.endpoint),
         service=source,
     )

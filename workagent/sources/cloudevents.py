@@ -1,14 +1,8 @@
 """The CloudEvents work source: spec events into the local store, status events out.
 
-One task keeps the driver subscribed: subscribe, publish a spec resync
-request (one entry per cached work, UID -> generation), then apply every
-spec event to :class:`~workagent.sources.store.LocalWorkStore`; on any
-failure wait (5 s x5 per step, jittered, at most a minute, reset after ten
-quiet minutes) and do it all again. The store's status patches become
-``status.update_request`` events here, and a second task confirms deletions:
-a deleting work whose finalizers are gone is reported with condition
-``Deleted`` and then dropped from the store (at once, and again every 2 s
-until the publish succeeds).
+One task keeps the driver subscribed (resync request first, reconnecting with
+backoff); a second confirms to the source the deletions the agent finished.
+docs/cloudevents.md describes the protocol.
 """
 
 from __future__ import annotations
@@ -70,23 +64,24 @@ class CloudEventsWorkSource:
         cluster: str,
         client_id: str,
         reconnect_initial: float = 5.0,
-        reconnect_max: float = 60.0,
     ) -> None:
         self.transport = transport
         self.cluster = cluster
         self.client_id = client_id
         self.name = f"cloudevents-{transport.name}"
+        self._deletions = asyncio.Event()
         self.store = LocalWorkStore(cluster, self._publish_status)
-        self.store.on_finalized(self._wake_deletions)
-        self._backoff = Backoff(reconnect_initial, reconnect_max, factor=5.0)
+        self.store.on_finalized(self._deletions.set)
+        self._backoff = Backoff(reconnect_initial, 60.0, factor=5.0)  # at most a minute
         self._sequence = SequenceIds()
-        self._subscribed = False
+        #: Whether the subscription is up (publishes can go out).
+        self.subscribed = False
+        #: How many times the source subscribed (1 + reconnects).
+        self.subscriptions = 0
         self._last_error = "not connected yet"
         self._last_failure = float("-inf")
-        self._deletions = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._side_tasks: set[asyncio.Task[None]] = set()
-        self._subscriptions = 0
         self._log = log.bind(driver=transport.name, cluster=cluster)
 
     # -- lifecycle (the manager's) ---------------------------------------------------
@@ -105,23 +100,12 @@ class CloudEventsWorkSource:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._subscribed = False
-        await self.transport.close()
+        self.subscribed = False
         await self.store.close()
-
-    @property
-    def subscribed(self) -> bool:
-        """Whether the subscription is up (publishes can go out)."""
-        return self._subscribed
-
-    @property
-    def subscriptions(self) -> int:
-        """How many times the source subscribed (1 + reconnects)."""
-        return self._subscriptions
 
     def readiness_failure(self) -> str | None:
         """Why the agent cannot exchange events now (None while subscribed)."""
-        return None if self._subscribed else f"not subscribed: {self._last_error}"
+        return None if self.subscribed else f"not subscribed: {self._last_error}"
 
     def liveness_failure(self) -> str | None:
         """A background task that died is a bug: report it."""
@@ -136,8 +120,8 @@ class CloudEventsWorkSource:
         while True:
             try:
                 async with self.transport.subscription() as events:
-                    self._subscribed = True
-                    self._subscriptions += 1
+                    self.subscribed = True
+                    self.subscriptions += 1
                     self._log.info(
                         "subscribed",
                         endpoint=self.transport.endpoint,
@@ -154,7 +138,7 @@ class CloudEventsWorkSource:
             except Exception as err:
                 self._last_error = repr(err)
                 self._log.exception("cloudevents subscription failed unexpectedly")
-            self._subscribed = False
+            self.subscribed = False
             now = loop.time()
             if now - self._last_failure > BACKOFF_RESET_SECONDS:
                 self._backoff.reset()
@@ -190,7 +174,9 @@ class CloudEventsWorkSource:
         elif kind.subresource == STATUS and kind.action == RESYNC_REQUEST:
             if cluster not in ("", self.cluster):
                 return
-            self._spawn(self._answer_status_resync(event))
+            task = asyncio.create_task(self._answer_status_resync(event))
+            self._side_tasks.add(task)
+            task.add_done_callback(self._side_tasks.discard)
 
     def _apply_spec(self, event: CloudEvent) -> None:
         try:
@@ -233,7 +219,7 @@ class CloudEventsWorkSource:
 
     # -- publishing ----------------------------------------------------------------
     async def _publish(self, work: Object, action: str) -> None:
-        if not self._subscribed:
+        if not self.subscribed:
             raise NotReady()
         event = status_event(
             work,
@@ -251,9 +237,6 @@ class CloudEventsWorkSource:
         except EventDecodeError as err:
             # Not from a source (no original-source label): nothing can carry it.
             raise NotReady(str(err)) from None
-
-    def _wake_deletions(self) -> None:
-        self._deletions.set()
 
     async def _confirm_deletions(self) -> None:
         while True:
@@ -290,8 +273,3 @@ class CloudEventsWorkSource:
             return
         self.store.remove_uid(str(meta.get("uid")))
         self._log.info("confirmed the deletion to the source", work=meta.get("name"))
-
-    def _spawn(self, coro: Any) -> None:
-        task: asyncio.Task[None] = asyncio.create_task(coro)
-        self._side_tasks.add(task)
-        task.add_done_callback(self._side_tasks.discard)

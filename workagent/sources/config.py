@@ -106,6 +106,9 @@ class MqttConfig:
     """The mqtt driver's config file."""
 
     broker_host: str
+    #: ``brokerHost`` split into host and port.
+    host: str
+    port: int
     topics: MqttTopics
     tls: TLSMaterial
     username: str = ""
@@ -115,34 +118,22 @@ class MqttConfig:
     pub_qos: int = 1
     sub_qos: int = 1
 
-    @property
-    def host(self) -> str:
-        """The broker's host (``brokerHost`` without the port)."""
-        return _split_host_port(self.broker_host)[0]
 
-    @property
-    def port(self) -> int:
-        """The broker's port."""
-        return _split_host_port(self.broker_host)[1]
-
-
-def _split_host_port(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise SourceConfigError(f"brokerHost {text!r} is not host:port")
-    return host.strip("[]"), int(port)
+def read_yaml(path: str, what: str, error: type[Exception]) -> Any:
+    """The YAML document in ``path``; raises ``error`` naming ``what`` and the problem."""
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise error(f"{what} not found: {path}") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise error(f"cannot read {what} {path}: {first}") from None
 
 
 class _Reader:
     def __init__(self, path: str) -> None:
         self.path = path
-        try:
-            doc = yaml.safe_load(Path(path).read_text())
-        except FileNotFoundError:
-            raise SourceConfigError(f"workload source config not found: {path}") from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-            first = str(err).splitlines()[0] if str(err) else type(err).__name__
-            raise SourceConfigError(f"cannot read workload source config {path}: {first}") from None
+        doc = read_yaml(path, "workload source config", SourceConfigError)
         if not isinstance(doc, dict):
             raise SourceConfigError(f"workload source config {path} is not a YAML mapping")
         self.doc: dict[str, Any] = doc
@@ -259,10 +250,9 @@ def load_mqtt_config(path: str) -> MqttConfig:
     broker = reader.string("brokerHost")
     if not broker:
         raise reader.fail("brokerHost is required")
-    try:
-        _split_host_port(broker)
-    except SourceConfigError as err:
-        raise reader.fail(str(err)) from None
+    host, sep, port = broker.rpartition(":")
+    if not sep or not port.isdigit():
+        raise reader.fail(f"brokerHost {broker!r} is not host:port")
     raw_topics = reader.doc.get("topics")
     if not isinstance(raw_topics, dict):
         raise reader.fail("topics is required")
@@ -282,6 +272,8 @@ def load_mqtt_config(path: str) -> MqttConfig:
             raise reader.fail(f"{key} must be 0, 1 or 2")
     return MqttConfig(
         broker_host=broker,
+        host=host.strip("[]"),
+        port=int(port),
         topics=topics,
         tls=reader.tls(),
         username=reader.string("username"),

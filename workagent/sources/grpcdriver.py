@@ -1,20 +1,15 @@
 """The grpc driver: OCM's CloudEventService over gRPC (docs/cloudevents.md).
 
-Subscribe for the cluster, wait for the ``subscription-id`` header, then read
-events (heartbeats are dropped; with ``serverHealthinessTimeout`` a silent
-stream is abandoned). Every subscription opens a new channel, so the client
-certificate and key files are read afresh on each reconnect; while
-subscribed they are checked every ``cert_check_seconds`` and a change ends
-the subscription (the source reconnects with the new pair).
+Every subscription opens a new channel, so rotated client certificate files
+are read afresh on each reconnect; while subscribed, a change of the files
+ends the subscription.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import grpc
@@ -24,9 +19,11 @@ from ocmkit.cloudevents import MANIFEST_BUNDLES, CloudEvent, EventDecodeError
 from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
 from ocmkit.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
 from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
-from ocmkit.cloudevents.protobuf import from_pb, is_heartbeat, to_pb
+from ocmkit.cloudevents.protobuf import SUBSCRIPTION_ID_HEADER, from_pb, is_heartbeat, to_pb
 from ocmkit.cloudevents.statuserror import kube_error_from_text
-from ocmkit.kube import BadRequest, Forbidden, KubeError, ServerError, Unauthorized, Unreachable
+from ocmkit.kube import KubeError, Unreachable
+from ocmkit.kube.errors import error_from_status
+from ocmkit.runtime.manager import file_fingerprint
 from workagent.sources.config import GrpcConfig, load_grpc_config
 from workagent.sources.transport import NotReady, SubscriptionFailed
 
@@ -35,16 +32,28 @@ if TYPE_CHECKING:
 
     SubscribeCall = grpc.aio.UnaryStreamCall[SubscriptionRequest, PbCloudEvent]
 
+#: The stream's messages, and then why it ended (or why the subscription must end).
+Received = asyncio.Queue[PbCloudEvent | SubscriptionFailed]
+
 log = structlog.get_logger(__name__)
 
-SUBSCRIPTION_ID_HEADER = "subscription-id"
 #: How long the subscription's response headers may take.
 HEADER_TIMEOUT = 5.0
 PUBLISH_TIMEOUT = 30.0
-#: How often the client certificate files are checked for rotation (OCM: 5 min).
-CERT_CHECK_SECONDS = 300.0
 #: The server refuses larger messages (4 MiB); stay below it.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+
+#: gRPC refusals as the HTTP status the controllers understand (else 500).
+_HTTP_STATUS = {
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+}
+_UNREACHABLE = (
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
+)
 
 
 def publish_error(err: grpc.aio.AioRpcError) -> KubeError:
@@ -54,55 +63,24 @@ def publish_error(err: grpc.aio.AioRpcError) -> KubeError:
     if carried is not None:  # the hub's own answer, passed on by the server
         return carried
     detail = f"publish: {code.name}: {err.details() or ''}".strip()
-    if code == grpc.StatusCode.PERMISSION_DENIED:
-        return Forbidden(403, "Forbidden", detail)
-    if code == grpc.StatusCode.UNAUTHENTICATED:
-        return Unauthorized(401, "Unauthorized", detail)
-    if code == grpc.StatusCode.INVALID_ARGUMENT:
-        return BadRequest(400, "BadRequest", detail)
-    if code in (
-        grpc.StatusCode.UNAVAILABLE,
-        grpc.StatusCode.DEADLINE_EXCEEDED,
-        grpc.StatusCode.CANCELLED,
-    ):
+    if code in _UNREACHABLE:
         return Unreachable(detail)
-    return ServerError(500, "InternalError", detail)
-
-
-def _fingerprint(*paths: str) -> str:
-    digest = hashlib.sha256()
-    for path in paths:
-        with contextlib.suppress(OSError):
-            digest.update(Path(path).read_bytes())
-    return digest.hexdigest()
+    return error_from_status(_HTTP_STATUS.get(code, 500), None, text=detail)
 
 
 class GrpcTransport:
     """A gRPC client of OCM's CloudEventService for one cluster."""
 
     name = "grpc"
+    #: How often the client certificate files are checked for rotation (OCM: 5 min).
+    cert_check_seconds = 300.0
 
-    def __init__(
-        self,
-        config_path: str,
-        cluster: str,
-        *,
-        cert_check_seconds: float = CERT_CHECK_SECONDS,
-    ) -> None:
+    def __init__(self, config_path: str, cluster: str) -> None:
         self.config_path = config_path
         self.config: GrpcConfig = load_grpc_config(config_path)
         self.endpoint = self.config.url
         self.cluster = cluster
-        self.cert_check_seconds = cert_check_seconds
-        self._channel: grpc.aio.Channel | None = None
         self._stub: CloudEventServiceAsyncStub | None = None
-        self._ready = False
-        self._cert_files: tuple[str, ...] = ()
-        self._cert_fingerprint = ""
-
-    async def check(self) -> None:
-        """The config was read at construction: nothing more can be checked before
-        connecting (gRPC channels are lazy)."""
 
     def _options(self) -> list[tuple[str, int | str]]:
         options: list[tuple[str, int | str]] = [
@@ -128,9 +106,6 @@ class GrpcTransport:
             except ValueError as err:
                 raise SubscriptionFailed(str(err)) from None
             self.config = config
-        # What a rotation is measured against: the pair this channel uses.
-        self._cert_files = tuple(f for f in (config.tls.cert_file, config.tls.key_file) if f)
-        self._cert_fingerprint = _fingerprint(*self._cert_files) if self._cert_files else ""
         if not config.secure:
             return grpc.aio.insecure_channel(config.url, options=self._options())
         creds = grpc.ssl_channel_credentials(
@@ -148,11 +123,18 @@ class GrpcTransport:
     async def subscription(self) -> AsyncIterator[AsyncIterator[CloudEvent]]:
         """Subscribe for the cluster; yields its events until the stream fails."""
         channel = self._new_channel()
-        self._channel = channel
+        # What a rotation is measured against: the pair this channel uses.
+        tls = self.config.tls
+        cert_files = tuple(f for f in (tls.cert_file, tls.key_file) if f)
+        cert_fingerprint = file_fingerprint(*cert_files)
         stub = CloudEventServiceStub(channel)
         call = stub.Subscribe(
             SubscriptionRequest(source="", cluster_name=self.cluster, data_type=MANIFEST_BUNDLES)
         )
+        # Tasks feed a queue: waiting on the queue with a timeout never cancels a
+        # read of the stream (which would end the call).
+        received: Received = asyncio.Queue()
+        feeders: list[asyncio.Task[None]] = []
         try:
             try:
                 async with asyncio.timeout(HEADER_TIMEOUT):
@@ -165,96 +147,79 @@ class GrpcTransport:
             if not sub_id:
                 raise SubscriptionFailed(await _status_of(call))
             log.debug("subscription open", subscription_id=sub_id, url=self.config.url)
+            feeders.append(
+                asyncio.create_task(_pump(call, received), name="grpc-subscription-reader")
+            )
+            if cert_files:
+                watch = _watch_certificate(
+                    cert_files, cert_fingerprint, self.cert_check_seconds, received
+                )
+                feeders.append(asyncio.create_task(watch, name="grpc-certificate-watch"))
             self._stub = stub
-            self._ready = True
-            yield self._events(call)
+            yield self._events(received)
         finally:
-            self._ready = False
             self._stub = None
+            for feeder in feeders:
+                feeder.cancel()
+            await asyncio.gather(*feeders, return_exceptions=True)
             call.cancel()
             await channel.close()
-            if self._channel is channel:
-                self._channel = None
 
-    async def _events(self, call: SubscribeCall) -> AsyncIterator[CloudEvent]:
-        watched, fingerprint = self._cert_files, self._cert_fingerprint
-        loop = asyncio.get_running_loop()
-        next_check = loop.time() + self.cert_check_seconds
+    async def _events(self, received: Received) -> AsyncIterator[CloudEvent]:
         silence = self.config.server_healthiness_timeout
-        # A reader task feeds a queue: waiting on the queue with a timeout never
-        # cancels a read of the stream (which would end the call).
-        received: asyncio.Queue[PbCloudEvent | Exception | None] = asyncio.Queue()
-        pump = asyncio.create_task(_pump(call, received), name="grpc-subscription-reader")
-        last_message = loop.time()
-        try:
-            while True:
-                timeout = None if silence is None else max(last_message + silence - loop.time(), 0)
-                if watched:
-                    until_check = max(next_check - loop.time(), 0.0)
-                    timeout = until_check if timeout is None else min(timeout, until_check)
-                try:
-                    async with asyncio.timeout(timeout):  # not wait_for: it can lose a cancel
-                        item = await received.get()
-                except TimeoutError:
-                    if watched and loop.time() >= next_check:
-                        next_check = loop.time() + self.cert_check_seconds
-                        if _fingerprint(*watched) != fingerprint:
-                            raise SubscriptionFailed("the client certificate changed") from None
-                    if silence is not None and loop.time() - last_message >= silence:
-                        raise SubscriptionFailed(
-                            f"no heartbeat from the server for {silence}s "
-                            "(serverHealthinessTimeout)"
-                        ) from None
-                    continue
-                if item is None:
-                    raise SubscriptionFailed("the server closed the subscription")
-                if isinstance(item, grpc.aio.AioRpcError):
-                    raise SubscriptionFailed(_describe(item))
-                if isinstance(item, Exception):
-                    raise SubscriptionFailed(f"subscription stream failed: {item!r}")
-                last_message = loop.time()
-                if is_heartbeat(item):
-                    continue
-                try:
-                    yield from_pb(item)
-                except EventDecodeError as err:
-                    log.warning("dropping an undecodable event", error=str(err))
-        finally:
-            pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pump
+        while True:
+            try:
+                async with asyncio.timeout(silence):  # not wait_for: it can lose a cancel
+                    item = await received.get()
+            except TimeoutError:
+                raise SubscriptionFailed(
+                    f"no heartbeat from the server for {silence}s (serverHealthinessTimeout)"
+                ) from None
+            if isinstance(item, SubscriptionFailed):
+                raise item
+            if is_heartbeat(item):
+                continue
+            try:
+                yield from_pb(item)
+            except EventDecodeError as err:
+                log.warning("dropping an undecodable event", error=str(err))
 
     async def publish(self, event: CloudEvent) -> None:
         """Publish one event (unary); raises NotReady while not subscribed."""
         stub = self._stub
-        if stub is None or not self._ready:
+        if stub is None:
             raise NotReady()
         try:
             await stub.Publish(PublishRequest(event=to_pb(event)), timeout=PUBLISH_TIMEOUT)
         except grpc.aio.AioRpcError as err:
             raise publish_error(err) from None
 
-    async def close(self) -> None:
-        """Close the channel (ends a subscription in progress)."""
-        channel, self._channel = self._channel, None
-        self._ready = False
-        if channel is not None:
-            await channel.close()
 
-
-async def _pump(
-    call: SubscribeCall, received: asyncio.Queue[PbCloudEvent | Exception | None]
-) -> None:
-    """Move the stream's messages into ``received``; then None, or the error."""
+async def _pump(call: SubscribeCall, received: Received) -> None:
+    """Move the stream's messages into ``received``, then why the stream ended."""
     try:
         async for message in call:
             received.put_nowait(message)
-    except asyncio.CancelledError:
-        raise
+    except grpc.aio.AioRpcError as err:
+        received.put_nowait(SubscriptionFailed(_describe(err)))
     except Exception as err:
-        received.put_nowait(err)
-        return
-    received.put_nowait(None)
+        received.put_nowait(SubscriptionFailed(f"subscription stream failed: {err!r}"))
+    else:
+        received.put_nowait(SubscriptionFailed("the server closed the subscription"))
+
+
+async def _watch_certificate(
+    paths: tuple[str, ...],
+    seen: str,
+    every: float,
+    received: Received,
+) -> None:
+    """Put a SubscriptionFailed into ``received`` once the files' fingerprint is not ``seen``."""
+    while True:
+        await asyncio.sleep(every)  # sleep-ok: how often the files are checked
+        if file_fingerprint(*paths) != seen:
+            received.put_nowait(SubscriptionFailed("the client certificate changed"))
+            return
 
 
 def _describe(err: grpc.aio.AioRpcError) -> str:

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import yaml
-
 from ocmkit.kube import KubeClient, KubeConfigError
-from workagent.identity import hub_hash
 from workagent.settings import AgentSettings
 from workagent.sources.base import WorkSource
+from workagent.sources.config import read_yaml
 
 
 def kubeconfig_server(path: str) -> str:
@@ -19,13 +15,7 @@ def kubeconfig_server(path: str) -> str:
     trailing slash changes it), so it is read from the YAML, not from the
     loaded client configuration. Raises KubeConfigError.
     """
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise KubeConfigError(f"hub kubeconfig not found: {path}") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise KubeConfigError(f"cannot read hub kubeconfig {path}: {first}") from None
+    doc = read_yaml(path, "hub kubeconfig", KubeConfigError)
     if not isinstance(doc, dict):
         raise KubeConfigError(f"hub kubeconfig {path} is not a kubeconfig")
     current = doc.get("current-context")
@@ -52,4 +42,4 @@ async def kube_work_source(settings: AgentSettings) -> WorkSource:
         )
     except KubeConfigError as err:
         raise KubeConfigError(f"hub: {err}") from err
-    return WorkSource(driver="kube", client=hub, endpoint=server, hub_hash=hub_hash(server))
+    return WorkSource(driver="kube", client=hub, endpoint=server)

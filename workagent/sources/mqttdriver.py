@@ -65,26 +65,23 @@ def publish_topic(topics: MqttTopics, cluster: str, original_source: str) -> str
     return topic
 
 
-class _ClientTLS:
+def _client_tls(tls: TLSMaterial) -> ssl.SSLContext:
     """An SSL context for the broker (TLS 1.3), from files or in-memory PEM."""
-
-    def __init__(self, tls: TLSMaterial) -> None:
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        context = ssl.create_default_context(cadata=tls.ca.decode() if tls.ca else None)
-        context.minimum_version = ssl.TLSVersion.TLSv1_3
-        cert_file, key_file = tls.cert_file, tls.key_file
-        if not cert_file or not key_file:
-            self._tmp = tempfile.TemporaryDirectory(prefix="mqtt-tls-")
-            cert_file = os.path.join(self._tmp.name, "tls.crt")
-            key_file = os.path.join(self._tmp.name, "tls.key")
-            for path, data in ((cert_file, tls.cert), (key_file, tls.key)):
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                with os.fdopen(fd, "wb") as out:
-                    out.write(data or b"")
+    context = ssl.create_default_context(cadata=tls.ca.decode() if tls.ca else None)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    if tls.cert_file and tls.key_file:
+        context.load_cert_chain(tls.cert_file, tls.key_file)
+        return context
+    # The ssl module loads a certificate chain from files only.
+    with tempfile.TemporaryDirectory(prefix="mqtt-tls-") as tmp:
+        cert_file = os.path.join(tmp, "tls.crt")
+        key_file = os.path.join(tmp, "tls.key")
+        for path, data in ((cert_file, tls.cert), (key_file, tls.key)):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data or b"")
         context.load_cert_chain(cert_file, key_file)
-        if self._tmp is not None:
-            self._tmp.cleanup()
-        self.context = context
+    return context
 
 
 class MqttTransport:
@@ -104,7 +101,7 @@ class MqttTransport:
         tls = None
         if config.tls.cert and config.tls.key:
             try:
-                tls = _ClientTLS(config.tls).context
+                tls = _client_tls(config.tls)
             except (OSError, ssl.SSLError) as err:
                 raise SubscriptionFailed(f"mqtt TLS: {err}") from None
         return aiomqtt.Client(
@@ -147,9 +144,8 @@ class MqttTransport:
     async def _events(client: aiomqtt.Client) -> AsyncIterator[CloudEvent]:
         try:
             async for message in client.messages:
-                props = message.properties
-                content = getattr(props, "ContentType", None) if props is not None else None
-                user = getattr(props, "UserProperty", None) if props is not None else None
+                content = getattr(message.properties, "ContentType", None)
+                user = getattr(message.properties, "UserProperty", None)
                 payload = message.payload
                 raw = payload if isinstance(payload, bytes) else str(payload or "").encode()
                 try:
@@ -180,7 +176,3 @@ class MqttTransport:
             await client.publish(topic, payload, qos=self.config.pub_qos, properties=props)
         except aiomqtt.MqttError as err:
             raise Unreachable(f"mqtt publish: {err}") from None
-
-    async def close(self) -> None:
-        """Nothing to do: the subscription's context closes the connection."""
-        self._client = None

@@ -1,19 +1,10 @@
-"""The agent's local ManifestWork store for CloudEvents sources.
+"""The agent's local ManifestWork store for CloudEvents sources (docs/cloudevents.md).
 
-With a CloudEvents driver there is no hub API server to list, watch and
-patch: works arrive as spec events and status leaves as status events. This
-store stands in for the hub API: it serves ``list``/``watch``/``get``/``patch``
-of ``manifestworks`` in the cluster namespace with the same signatures and
-errors as :class:`~ocmkit.kube.KubeClient`, so the works informer and every
-controller run unchanged on top of it.
-
-- ``metadata.resourceVersion`` is a local counter (never the hub's); a watch
-  can resume from any version still in the recent history, else it gets 410.
-- a patch without subresource (finalizers, labels) only changes the store;
-- a ``status`` patch is handed to ``publish_status`` first and stored only
-  when that succeeds, so a failed publish is retried by the controller;
-- a deleting work whose last finalizer goes stays until the source confirms
-  the deletion (:meth:`LocalWorkStore.finalized`), then is removed.
+With a CloudEvents driver there is no hub API server: this store stands in for
+it, serving ``list``/``watch``/``get``/``patch`` of ``manifestworks`` in the
+cluster namespace with the same signatures and errors as
+:class:`~ocmkit.kube.KubeClient`, so the works informer and every controller
+run unchanged on top of it. ``resourceVersion`` is a local counter.
 """
 
 from __future__ import annotations
@@ -87,13 +78,6 @@ class LocalWorkStore:
         """Copies of every cached work."""
         return [copy.deepcopy(obj) for obj in self._objects.values()]
 
-    def by_uid(self, uid: str) -> Object | None:
-        """The cached work with this UID (a copy), or None."""
-        for obj in self._objects.values():
-            if _meta(obj).get("uid") == uid:
-                return copy.deepcopy(obj)
-        return None
-
     def generations(self) -> dict[str, int]:
         """UID -> generation of every cached work (what a spec resync request lists)."""
         return {
@@ -119,23 +103,16 @@ class LocalWorkStore:
         cached finalizers and status kept.
         """
         meta = _meta(work)
-        uid = meta.get("uid")
         name = str(meta["name"])
-        if meta.get("deletionTimestamp"):
+        keys = self._keys_of(str(meta.get("uid")))
+        if meta.get("deletionTimestamp") and keys:
             # A deletion names the work by UID alone when the source no longer has
             # it (resync answers carry no metadata): it is the cached work of that UID.
-            for key, obj in self._objects.items():
-                if _meta(obj).get("uid") == uid:
-                    name = key
-                    break
-        cached = None
-        for key, obj in list(self._objects.items()):
-            if _meta(obj).get("uid") != uid:
-                continue
-            if key == name:
-                cached = obj
-            else:
+            name = keys[0]
+        for key in keys:
+            if key != name:
                 self._remove(key)
+        cached = self._objects.get(name) if name in keys else None
         if cached is None:
             self._store(name, copy.deepcopy(work), ADDED)
             return "added"
@@ -162,22 +139,16 @@ class LocalWorkStore:
             new_meta["deletionTimestamp"] = old_meta["deletionTimestamp"]
         if "status" in cached:
             updated["status"] = copy.deepcopy(cached["status"])
-        comparable_old = {k: v for k, v in cached.items() if k != "metadata"}
-        comparable_new = {k: v for k, v in updated.items() if k != "metadata"}
-        old_cmp = {k: v for k, v in old_meta.items() if k != "resourceVersion"}
-        new_cmp = {k: v for k, v in new_meta.items() if k != "resourceVersion"}
-        if comparable_old == comparable_new and old_cmp == new_cmp:
+        new_meta["resourceVersion"] = old_meta.get("resourceVersion")  # the store's own
+        if updated == cached:
             return "unchanged"
         self._store(name, updated, MODIFIED)
         return "updated"
 
-    def remove_uid(self, uid: str) -> bool:
+    def remove_uid(self, uid: str) -> None:
         """Drop the work with this UID (after its deletion was confirmed)."""
-        for key, obj in list(self._objects.items()):
-            if _meta(obj).get("uid") == uid:
-                self._remove(key)
-                return True
-        return False
+        for key in self._keys_of(uid):
+            self._remove(key)
 
     # -- the API the informer and the controllers use ------------------------------
     async def close(self) -> None:
@@ -247,6 +218,9 @@ class LocalWorkStore:
             return self._patch_object(name, current, body)
 
     # -- internals -------------------------------------------------------------------
+    def _keys_of(self, uid: str) -> tuple[str, ...]:
+        return tuple(key for key, obj in self._objects.items() if _meta(obj).get("uid") == uid)
+
     def _check(self, res: Resource, namespace: str | None, **options: Any) -> None:
         if res != MANIFESTWORKS:
             raise NotFound(404, "NotFound", f"{res} is not served by a CloudEvents source")
@@ -278,16 +252,11 @@ class LocalWorkStore:
             )
 
     def _patch_object(self, name: str, current: Object, body: dict[str, Any]) -> Object:
-        patch = {k: v for k, v in body.items() if k in ("metadata", "spec")}
-        meta_patch = {
-            k: v
-            for k, v in (patch.get("metadata") or {}).items()
-            if k not in ("uid", "resourceVersion")
-        }
-        if meta_patch:
-            patch["metadata"] = meta_patch
-        else:
-            patch.pop("metadata", None)
+        # Only metadata and spec; uid and resourceVersion were preconditions, not changes.
+        patch = {k: v for k, v in body.items() if k == "spec"}
+        preconditions = ("uid", "resourceVersion")
+        metadata = body.get("metadata") or {}
+        patch["metadata"] = {k: v for k, v in metadata.items() if k not in preconditions}
         updated = apply_merge_patch(current, patch)
         if updated == current:
             return copy.deepcopy(current)

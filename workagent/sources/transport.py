@@ -37,15 +37,9 @@ class Transport(Protocol):
     #: The string the hub hash is derived from (grpc ``url``, mqtt ``brokerHost``).
     endpoint: str
 
-    async def check(self) -> None:
-        """Fail fast (SubscriptionFailed) if the driver cannot work at all."""
-
     def subscription(self) -> AbstractAsyncContextManager[AsyncIterator[CloudEvent]]:
         """Connect and subscribe; the events until the connection ends."""
         ...
 
     async def publish(self, event: CloudEvent) -> None:
         """Send one event; raises a KubeError subtype (NotReady when disconnected)."""
-
-    async def close(self) -> None:
-        """Close the connection for good."""
