@@ -57,7 +57,7 @@ async def check_executor(
     """Require ``execute-as`` for the work's executor (or the default one, behind a gate)."""
     executor = work.executor
     if executor is None:
-        if not options.enabled(wire.GATE_NIL_EXECUTOR_VALIDATING):
+        if wire.GATE_NIL_EXECUTOR_VALIDATING not in options.feature_gates:
             return
         executor = DEFAULT_EXECUTOR
     account = executor.service_account
@@ -80,7 +80,7 @@ def validate_replica_set(
     operation: str, new: WorkObject | None, options: ValidationOptions
 ) -> None:
     """§5.3: the gate, then the template's manifests (no executor check at this level)."""
-    if not options.enabled(wire.GATE_MANIFEST_WORK_REPLICA_SET):
+    if wire.GATE_MANIFEST_WORK_REPLICA_SET not in options.feature_gates:
         raise Denied(REPLICASET_DISABLED)
     if operation == DELETE or new is None:
         return

@@ -33,10 +33,6 @@ class ValidationOptions:
     manifest_limit: int = DEFAULT_MANIFEST_LIMIT
     feature_gates: frozenset[str] = frozenset()
 
-    def enabled(self, gate: str) -> bool:
-        """Whether hub feature gate ``gate`` is on."""
-        return gate in self.feature_gates
-
 
 @dataclass(frozen=True)
 class WebhookSettings(WebhookFlags):
@@ -93,6 +89,4 @@ class WebhookSettings(WebhookFlags):
 
     def validation_options(self) -> ValidationOptions:
         """The part of the settings the admission rules use."""
-        return ValidationOptions(
-            manifest_limit=self.manifest_limit, feature_gates=frozenset(self.feature_gates)
-        )
+        return ValidationOptions(self.manifest_limit, self.feature_gates)
