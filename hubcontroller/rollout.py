@@ -136,7 +136,8 @@ class DecisionGroups:
 
     groups: Mapping[GroupKey, frozenset[str]] = field(default_factory=dict)
     _owner: dict[str, GroupKey] = field(init=False, repr=False, compare=False)
-    _clusters: frozenset[str] = field(init=False, repr=False, compare=False)
+    #: Every selected cluster.
+    clusters: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         owner: dict[str, GroupKey] = {}
@@ -144,7 +145,7 @@ class DecisionGroups:
             for cluster in self.groups[key]:
                 owner[cluster] = key  # a cluster in several groups: the lowest index wins
         object.__setattr__(self, "_owner", owner)
-        object.__setattr__(self, "_clusters", frozenset(owner))
+        object.__setattr__(self, "clusters", frozenset(owner))
 
     @classmethod
     def from_decisions(cls, decisions: Iterable[Mapping[str, Any]]) -> DecisionGroups:
@@ -177,11 +178,6 @@ class DecisionGroups:
         return cls(
             {GroupKey(i, names[i]): frozenset(members[i]) for i in sorted(members)},
         )
-
-    @property
-    def clusters(self) -> frozenset[str]:
-        """Every selected cluster."""
-        return self._clusters
 
     def ordered_keys(self) -> list[GroupKey]:
         """The groups in rollout order (ascending index)."""
