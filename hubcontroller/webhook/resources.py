@@ -67,10 +67,7 @@ RESOURCES: Final = (MANIFESTWORK, MANIFESTWORK_REPLICASET)
 
 def resource_for(group: str, kind: str) -> WebhookResource | None:
     """The validated kind with this group and kind (any version), if any."""
-    for resource in RESOURCES:
-        if resource.group == group and resource.kind == kind:
-            return resource
-    return None
+    return next((r for r in RESOURCES if (r.group, r.kind) == (group, kind)), None)
 
 
 @dataclass(frozen=True)
