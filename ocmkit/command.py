@@ -14,6 +14,7 @@ the paths that start a program.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import os
@@ -257,17 +258,6 @@ def operator_config_flag(ignored_group: str) -> Flag:
 # -- from flags to settings ----------------------------------------------------------------
 
 
-def component_namespace(flag_value: str, namespace_file: Path, default: str) -> str:
-    """``--namespace``, else the pod's namespace (service account file), else ``default``."""
-    if flag_value:
-        return flag_value
-    try:
-        detected = namespace_file.read_text().strip()
-    except OSError:
-        detected = ""
-    return detected or default
-
-
 def log_level_from(flags: ParsedFlags) -> str:
     """``--log-level`` if given, else klog's ``-v`` mapped onto our levels."""
     level = flags.string("log-level").strip().lower()
@@ -286,13 +276,16 @@ def leader_election_from(
     """The program's Lease settings (``defaults``) with the leader-election flags applied.
 
     ``defaults`` carries the identity (``<hostname>_<uuid>``, as library-go's)
-    and the namespace used when neither ``--namespace`` nor the pod says one.
+    and the namespace used when neither ``--namespace`` nor the pod's service
+    account (``namespace_file``) says one.
     """
+    namespace = flags.string("namespace")
+    if not namespace:
+        with contextlib.suppress(OSError):
+            namespace = namespace_file.read_text().strip()
     return dataclasses.replace(
         defaults,
-        namespace=component_namespace(
-            flags.string("namespace"), namespace_file, defaults.namespace
-        ),
+        namespace=namespace or defaults.namespace,
         disabled=flags.boolean("disable-leader-election"),
         lease_duration=flags.seconds("leader-election-lease-duration"),
         renew_deadline=flags.seconds("leader-election-renew-deadline"),
@@ -330,8 +323,12 @@ def settings_from(
 _VMODULE_ITEM = re.compile(r"[^=,]+=[0-9]+")
 
 
-def check_arguments(flags: ParsedFlags, command: str) -> None:
-    """Refusals every command shares: stray arguments and a malformed ``--vmodule``."""
+def parse_flags(flag_set: FlagSet, args: Sequence[str], command: str) -> ParsedFlags | ShowText:
+    """``command``'s flags (or its help when asked for), with the refusals every command
+    shares: stray arguments and a malformed ``--vmodule``."""
+    flags = flag_set.parse(args)
+    if flags.help_requested:
+        return ShowText(flag_set.help())
     if flags.positionals:
         raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{command}"')
     vmodule = str(flags.values.get("vmodule") or "")
@@ -340,41 +337,21 @@ def check_arguments(flags: ParsedFlags, command: str) -> None:
             f'invalid argument "{vmodule}" for "--vmodule" flag: '
             "expect comma-separated list of filename=N"
         )
-
-
-def parse_flags(flag_set: FlagSet, args: Sequence[str], command: str) -> ParsedFlags | ShowText:
-    """``command``'s flags, checked by :func:`check_arguments`; its help when asked for."""
-    flags = flag_set.parse(args)
-    if flags.help_requested:
-        return ShowText(flag_set.help())
-    check_arguments(flags, command)
     return flags
 
 
 def notices_for(flags: ParsedFlags, flag_table: Iterable[Flag]) -> tuple[FlagNotice, ...]:
-    """Warnings for the compatibility flags that were given (they change nothing)."""
-    notices = []
-    for flag in flag_table:
-        if flag.ignored and flags.was_given(flag.key):
-            spelled = flags.given[flag.key]
-            notices.append(FlagNotice(spelled, f"{spelled} is ignored: {flag.ignored}"))
-    return tuple(notices)
-
-
-def plain_http_notices(flags: ParsedFlags) -> tuple[FlagNotice, ...]:
-    """Warnings for TLS settings that ``--insecure-serving`` leaves without effect."""
-    if not flags.values.get("insecure-serving"):
-        return ()
-    notices = []
-    for key in ("tls-min-version", "tls-cipher-suites"):
-        if flags.was_given(key):
-            spelled = flags.given[key]
-            notices.append(
-                FlagNotice(
-                    spelled, f"{spelled} has no effect: --insecure-serving serves plain HTTP"
-                )
-            )
-    return tuple(notices)
+    """Warnings for given flags that change nothing: the compatibility flags, and the
+    TLS settings that ``--insecure-serving`` leaves without effect."""
+    why = {flag.key: f"is ignored: {flag.ignored}" for flag in flag_table if flag.ignored}
+    if flags.values.get("insecure-serving"):
+        for key in ("tls-min-version", "tls-cipher-suites"):
+            why[key] = "has no effect: --insecure-serving serves plain HTTP"
+    return tuple(
+        FlagNotice(flags.given[key], f"{flags.given[key]} {reason}")
+        for key, reason in why.items()
+        if flags.was_given(key)
+    )
 
 
 class _Validating(Protocol):
@@ -408,8 +385,7 @@ class CommandSpec(Generic[_Checked, _Command]):
     ``settings`` is the settings dataclass (filled by :func:`settings_from`,
     ``computed`` giving the fields no single flag holds; then ``validate()``d),
     ``result`` what :meth:`parse` returns for it; ``notices`` are the
-    command's own warnings, after those of :func:`notices_for` and
-    :func:`plain_http_notices`.
+    command's own warnings, after those of :func:`notices_for`.
     """
 
     command: str
@@ -440,7 +416,7 @@ class CommandSpec(Generic[_Checked, _Command]):
             settings.validate()
         except ValueError as err:
             raise UsageError(str(err)) from None
-        notices = notices_for(flags, flag_set.flags) + plain_http_notices(flags)
+        notices = notices_for(flags, flag_set.flags)
         return self.result(settings, (*notices, *self.notices(flags, settings)))
 
 

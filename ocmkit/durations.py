@@ -2,19 +2,8 @@
 
 OCM's flags are Go durations, and operators, Helm values and the klusterlet
 operator pass them as Go prints them (``60s``, ``1h0m0s``, ``876000h``), so
-the agent parses and prints them with Go's rules rather than an approximation:
-
-- ``parse_duration`` follows ``time.ParseDuration``: a sign, then one or more
-  ``<number><unit>`` parts (``ns``, ``us``, ``µs``, ``μs``, ``ms``, ``s``,
-  ``m``, ``h``), each number an integer or decimal (``1.5h``, ``.5s``, ``5.s``);
-  a bare ``0`` needs no unit. The result is an integer number of nanoseconds
-  in Go's int64 range; fractions are computed in float64 like Go, so the
-  nanosecond results agree even for awkward inputs.
-- ``format_duration`` follows ``Duration.String``: ``0s``, ``1ns``, ``1.1µs``,
-  ``2.2ms``, ``3.3s``, ``4m5s``, ``5h6m7.001s`` (hours are the largest unit).
-
-The ``*_seconds`` helpers convert to and from the float seconds the settings
-object uses.
+they are parsed and printed with Go's rules (nanoseconds in Go's int64 range,
+fractions computed in float64 as Go does) rather than an approximation.
 """
 
 from __future__ import annotations
@@ -219,11 +208,6 @@ def parse_duration_seconds(text: str) -> float:
     return parse_duration(text) / SECOND
 
 
-def seconds_to_nanoseconds(seconds: float) -> int:
-    """Float seconds as whole nanoseconds, rounded to the nearest one."""
-    return round(seconds * SECOND)
-
-
 def format_duration_seconds(seconds: float) -> str:
     """Float seconds in Go's duration notation, rounded to the nanosecond."""
-    return format_duration(seconds_to_nanoseconds(seconds))
+    return format_duration(round(seconds * SECOND))

@@ -1,21 +1,10 @@
 """OCM-style command-line flags, parsed as Go's pflag does; shared by both programs.
 
 OCM's operators start the agent and the hub processes with argument lists
-written for the Go binaries; ours must take those lists unchanged. So flags
-follow pflag rather than argparse conventions:
-
-- ``--flag=value`` and ``--flag value``; booleans are ``--flag`` or
-  ``--flag=false`` (a boolean never takes the next argument);
-- ``_`` in a flag name is read as ``-`` (``--spoke_cluster_name``);
-- no abbreviations of long names; ``-v 2``, ``-v=2``, ``-v2`` and ``--v=2``;
-- repeatable lists (``--terminate-on-files``) and maps (``--feature-gates``)
-  accumulate; any other flag given twice keeps the last value;
-- Go syntax for values: durations (``1h0m0s``), ``strconv.ParseBool`` and
-  ``ParseInt`` (``0x10``, ``010`` is octal, as in Go), feature-gate maps.
-
-Anything unknown or malformed is a :class:`UsageError`. The flags themselves
-are declared by each program; the groups both share are in
-:mod:`ocmkit.command`.
+written for the Go binaries; ours must take those lists unchanged, so flags
+follow pflag's conventions and Go's value syntax rather than argparse's
+(docs/operations.md#flags). Anything unknown or malformed is a
+:class:`UsageError`.
 """
 
 from __future__ import annotations
@@ -363,23 +352,14 @@ class FlagSet:
                     raise ValueError(f"flag -{flag.shorthand} defined twice")
                 self._short[flag.shorthand] = flag
 
-    def lookup(self, token: str) -> Flag | None:
-        """The flag a ``--name``/``-x`` token (value included or not) refers to, if any."""
-        if token.startswith("--"):
-            name = normalize_flag_name(token[2:].partition("=")[0])
-            return self._long.get(name)
-        if token.startswith("-") and len(token) > 1:
-            return self._short.get(token[1])
-        return None
-
     def takes_separate_value(self, token: str) -> bool:
-        """Whether this flag token consumes the next argument as its value."""
-        flag = self.lookup(token)
-        if flag is None or not flag.type.takes_value:
-            return False
+        """Whether this flag token (``--name``, ``-x``) consumes the next argument as its value."""
         if token.startswith("--"):
-            return "=" not in token
-        return len(token) == 2  # "-v" alone; "-v2" and "-v=2" carry the value
+            flag = self._long.get(normalize_flag_name(token[2:].partition("=")[0]))
+            return flag is not None and flag.type.takes_value and "=" not in token
+        flag = self._short.get(token[1:2])
+        # "-v" alone; "-v2" and "-v=2" carry the value.
+        return flag is not None and flag.type.takes_value and len(token) == 2
 
     def defaults(self) -> ParsedFlags:
         """Every key with its default value."""

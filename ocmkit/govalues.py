@@ -24,21 +24,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = [
-    "INT64_MAX",
-    "INT64_MIN",
-    "GoInt",
-    "GoJSONError",
-    "GoUint8",
-    "JSONTooLong",
-    "go_format_value",
-    "go_marshal",
-    "go_type_name",
-    "int_as_float",
-    "is_go_int64",
-    "json_type",
-]
-
 INT64_MIN: Final = -(1 << 63)
 INT64_MAX: Final = (1 << 63) - 1
 

@@ -1,10 +1,5 @@
 """What the settings of both long-running programs (agent, hub manager) have in common.
 
-Each program's settings are one frozen dataclass built from its flags
-(:mod:`ocmkit.command`); :class:`ProgramSettings` gives them the checks and
-the serving TLS context of the fields they share: feature gates, ``--listen``
-and the TLS flags, logging, leader election.
-
 Imported by ``--help`` and every refused command line: the runtime (and with
 it the Kubernetes client) is imported only where a value needs it.
 """

@@ -34,7 +34,7 @@ from ocmkit.runtime import (
 from ocmkit.runtime.textstore import TextStore
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply import Applier, Appliers
-from workagent.conditions import ConditionRuleEvaluator
+from workagent.conditions.rules import ConditionRuleEvaluator
 from workagent.controllers.add_finalizer import add_finalizer_controller
 from workagent.controllers.cleanup import cleanup_controllers
 from workagent.controllers.deps import AgentDeps

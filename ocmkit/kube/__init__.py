@@ -1,13 +1,11 @@
 """Async Kubernetes client: dynamic resources, typed errors, watches, QPS limits, RESTMapper.
 
-``ocmkit.kube`` imports nothing else of ``workagent``: the runtime and the
-controllers build on it, never the other way round.
+The bottom layer of the kit: it imports nothing else of ours.
 """
 
 # First: makes the kubernetes_asyncio imports below light (see the module).
 from ocmkit.kube import _lightimport  # noqa: F401
-from ocmkit.kube.client import DEFAULT_TIMEOUT, KubeClient, PatchType, default_user_agent
-from ocmkit.kube.config import ClusterConfig, load_in_cluster, load_kubeconfig
+from ocmkit.kube.client import KubeClient, default_user_agent
 from ocmkit.kube.errors import (
     AlreadyExists,
     BadRequest,
@@ -32,21 +30,16 @@ from ocmkit.kube.resource import (
     CONFIGMAPS,
     CRDS,
     DEPLOYMENTS,
-    EVENTS,
-    EVENTS_V1,
     JOBS,
     LEASES,
     MANIFESTWORK_REPLICASETS,
     MANIFESTWORKS,
     NAMESPACES,
-    NODES,
     PLACEMENT_DECISIONS,
     PLACEMENTS,
-    PODS,
     ROLE_BINDINGS,
     ROLES,
     SECRETS,
-    SELF_SUBJECT_ACCESS_REVIEWS,
     SERVICE_ACCOUNTS,
     SERVICES,
     SUBJECT_ACCESS_REVIEWS,
@@ -54,7 +47,7 @@ from ocmkit.kube.resource import (
     split_api_version,
 )
 from ocmkit.kube.restmapper import RESTMapper
-from ocmkit.kube.watch import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, WatchEvent
+from ocmkit.kube.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 
 __all__ = [
     "ADDED",
@@ -64,32 +57,24 @@ __all__ = [
     "CLUSTER_ROLE_BINDINGS",
     "CONFIGMAPS",
     "CRDS",
-    "DEFAULT_TIMEOUT",
     "DELETED",
     "DEPLOYMENTS",
-    "ERROR",
-    "EVENTS",
-    "EVENTS_V1",
     "JOBS",
     "LEASES",
     "MANIFESTWORKS",
     "MANIFESTWORK_REPLICASETS",
     "MODIFIED",
     "NAMESPACES",
-    "NODES",
     "PLACEMENTS",
     "PLACEMENT_DECISIONS",
-    "PODS",
     "ROLES",
     "ROLE_BINDINGS",
     "SECRETS",
-    "SELF_SUBJECT_ACCESS_REVIEWS",
     "SERVICES",
     "SERVICE_ACCOUNTS",
     "SUBJECT_ACCESS_REVIEWS",
     "AlreadyExists",
     "BadRequest",
-    "ClusterConfig",
     "Conflict",
     "Forbidden",
     "Gone",
@@ -99,7 +84,6 @@ __all__ = [
     "KubeError",
     "NoKindMatch",
     "NotFound",
-    "PatchType",
     "RESTMapper",
     "Resource",
     "ServerError",
@@ -109,7 +93,5 @@ __all__ = [
     "Unreachable",
     "WatchEvent",
     "default_user_agent",
-    "load_in_cluster",
-    "load_kubeconfig",
     "split_api_version",
 ]

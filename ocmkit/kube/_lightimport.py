@@ -62,10 +62,10 @@ def _full_loader(module: ModuleType, spec: Any) -> Any:
     return load
 
 
-def install() -> bool:
-    """Install the shells unless kubernetes_asyncio is imported already; True if installed."""
+def install() -> None:
+    """Install the shells unless kubernetes_asyncio is imported already."""
     if _TOP in sys.modules:
-        return False
+        return
     top, top_spec = _shell(_TOP)
     client, client_spec = _shell(_CLIENT)
     top.client = client  # type: ignore[attr-defined]
@@ -106,7 +106,6 @@ def install() -> bool:
     importlib.import_module("kubernetes_asyncio.config.kube_config")
     importlib.import_module("kubernetes_asyncio.config.incluster_config")
     light = False
-    return True
 
 
 class _LazyApiClient:

@@ -23,7 +23,6 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Literal, Self, TypedDict, Unpack
 from urllib.parse import quote
 
@@ -194,12 +193,7 @@ class KubeClient:
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     # -- verbs -------------------------------------------------------------------------
@@ -290,7 +284,6 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         timeout_seconds: int = 300,
-        allow_bookmarks: bool = True,
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
         """Open one watch request; use as ``async with client.watch(...) as events``.
 
@@ -304,8 +297,7 @@ class KubeClient:
         if resource_version:
             # Empty means "from now, with the current objects as ADDED": leave it out.
             params.append(("resourceVersion", resource_version))
-        if allow_bookmarks:
-            params.append(("allowWatchBookmarks", "true"))
+        params.append(("allowWatchBookmarks", "true"))
         if timeout_seconds > 0:
             params.append(("timeoutSeconds", str(timeout_seconds)))
         if label_selector:
@@ -468,21 +460,16 @@ class KubeClient:
     ) -> aiohttp.ClientResponse:
         """Send one request; the caller reads and releases the response."""
         session = self._ensure_session()
-        headers = await self._headers(content_type)
-        kwargs: dict[str, Any] = {}
-        if self.config.proxy:
-            kwargs["proxy"] = self.config.proxy
-        if self.config.tls_server_name:
-            kwargs["server_hostname"] = self.config.tls_server_name
         return await session.request(
             method,
             yarl.URL(self._host + path, encoded=True),
             params=params or None,
             data=data,
-            headers=headers,
+            headers=await self._headers(content_type),
             timeout=timeout,
             allow_redirects=False,
-            **kwargs,
+            proxy=self.config.proxy or None,
+            server_hostname=self.config.tls_server_name or None,
         )
 
     async def _call(

@@ -45,12 +45,6 @@ class ClusterConfig:
     ssl_context: ssl.SSLContext | None = None
     proxy: str | None = None
     tls_server_name: str | None = None
-    source: str = ""
-
-
-def default_kubeconfig_path() -> str:
-    """``$KUBECONFIG`` (possibly a ``:``-separated list), else ``~/.kube/config``."""
-    return os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
 
 
 def _check_files(paths: str) -> None:
@@ -91,7 +85,9 @@ async def load_kubeconfig(path: str | None = None, *, context: str | None = None
 
     Raises KubeConfigError naming the file and the problem.
     """
-    paths = str(path) if path is not None else default_kubeconfig_path()
+    # $KUBECONFIG may be a ":"-separated list.
+    default = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    paths = str(path) if path is not None else default
     _check_files(paths)
     cfg = Configuration()
     try:
@@ -112,8 +108,6 @@ async def load_kubeconfig(path: str | None = None, *, context: str | None = None
         await loader.load_and_set(cfg)
         credentials = _kubeconfig_credentials(loader, cfg)
         ssl_context = _ssl_context(cfg, paths)
-    except KubeConfigError:
-        raise
     except (ConfigException, AssertionError, KeyError, TypeError, ValueError, OSError) as exc:
         detail = str(exc) or type(exc).__name__
         if isinstance(exc, AssertionError):
@@ -125,7 +119,6 @@ async def load_kubeconfig(path: str | None = None, *, context: str | None = None
         ssl_context=ssl_context,
         proxy=_proxy(cfg),
         tls_server_name=getattr(cfg, "tls_server_name", None) or None,
-        source=paths,
     )
 
 
@@ -160,8 +153,6 @@ def load_in_cluster() -> ClusterConfig:
         loader.load_and_set(cfg)
         ssl_context = _ssl_context(cfg, "in-cluster configuration")
         credentials = TokenFileCredentials(SERVICE_ACCOUNT_TOKEN)
-    except KubeConfigError:
-        raise
     except (ConfigException, OSError, ssl.SSLError) as exc:
         raise KubeConfigError(f"in-cluster configuration unavailable: {exc}") from exc
     return ClusterConfig(
@@ -169,7 +160,6 @@ def load_in_cluster() -> ClusterConfig:
         credentials=credentials,
         ssl_context=ssl_context,
         proxy=_proxy(cfg),
-        source="in-cluster",
     )
 
 

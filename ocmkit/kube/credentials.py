@@ -9,9 +9,9 @@ when the server answered 401. The header value is never logged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -54,17 +54,8 @@ class StaticCredentials:
 class TokenFileCredentials:
     """A bearer token read from a file, re-read every minute and after a 401."""
 
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        refresh: float = TOKEN_FILE_REFRESH,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._refresh = refresh
-        self._clock = clock
-        self._header: str | None = None
         self._read_at = 0.0
         self._header = self._read()
 
@@ -75,18 +66,15 @@ class TokenFileCredentials:
             raise KubeConfigError(f"cannot read token file {self.path}: {exc}") from exc
         if not token:
             raise KubeConfigError(f"token file {self.path} is empty")
-        self._read_at = self._clock()
+        self._read_at = time.monotonic()
         return f"Bearer {token}"
 
     async def authorization(self) -> str | None:
         """The token, re-read if the cached copy is older than the refresh period."""
-        if self._header is None or self._clock() - self._read_at >= self._refresh:
-            try:
+        if time.monotonic() - self._read_at >= TOKEN_FILE_REFRESH:
+            # Keep using the last good token while the file is being rotated.
+            with contextlib.suppress(KubeConfigError):
                 self._header = self._read()
-            except KubeConfigError:
-                # Keep using the last good token while the file is being rotated.
-                if self._header is None:
-                    raise
         return self._header
 
     def invalidate(self) -> None:

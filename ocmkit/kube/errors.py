@@ -106,29 +106,22 @@ _BY_REASON: dict[str, type[KubeError]] = {
     "Timeout": ServerError,
 }
 
-_BY_CODE: dict[int, type[KubeError]] = {
-    400: BadRequest,
-    401: Unauthorized,
-    403: Forbidden,
-    404: NotFound,
-    409: Conflict,
-    410: Gone,
-    422: Invalid,
-    429: TooManyRequests,
+# The reason the API server gives each code, for answers without a Status body.
+_DEFAULT_REASONS: dict[int, str] = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
 }
-
-
-def error_class(code: int, reason: str) -> type[KubeError]:
-    """The error type for an HTTP code and Status reason: reason first, then code."""
-    cls = _BY_REASON.get(reason)
-    if cls is not None:
-        return cls
-    cls = _BY_CODE.get(code)
-    if cls is not None:
-        return cls
-    if code >= 500:
-        return ServerError
-    return KubeError
 
 
 def error_from_status(
@@ -155,27 +148,12 @@ def error_from_status(
                 seconds = details.get("retryAfterSeconds")
                 if isinstance(seconds, int | float) and seconds >= 0:
                     retry_after = float(seconds)
-    cls = error_class(code, reason)
-    return cls(code, reason or _default_reason(code), message, status, retry_after)
-
-
-def _default_reason(code: int) -> str:
-    """A reason for answers without a Status body, named as the API server would."""
-    return {
-        400: "BadRequest",
-        401: "Unauthorized",
-        403: "Forbidden",
-        404: "NotFound",
-        405: "MethodNotAllowed",
-        409: "Conflict",
-        410: "Expired",
-        415: "UnsupportedMediaType",
-        422: "Invalid",
-        429: "TooManyRequests",
-        500: "InternalError",
-        503: "ServiceUnavailable",
-        504: "Timeout",
-    }.get(code, "Unknown")
+    default_reason = _DEFAULT_REASONS.get(code, "Unknown")
+    # The reason is more specific than the code (409 is AlreadyExists or Conflict).
+    cls = _BY_REASON.get(reason) or _BY_REASON.get(default_reason)
+    if cls is None:
+        cls = ServerError if code >= 500 else KubeError
+    return cls(code, reason or default_reason, message, status, retry_after)
 
 
 def parse_retry_after(value: str | None) -> float | None:

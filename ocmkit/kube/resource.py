@@ -47,12 +47,8 @@ CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
 SERVICES = Resource("", "v1", "services", "Service", True)
-PODS = Resource("", "v1", "pods", "Pod", True)
-EVENTS = Resource("", "v1", "events", "Event", True)
-NODES = Resource("", "v1", "nodes", "Node", False)
 
 # Other built-in groups.
-EVENTS_V1 = Resource("events.k8s.io", "v1", "events", "Event", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
 JOBS = Resource("batch", "v1", "jobs", "Job", True)
@@ -67,9 +63,6 @@ CLUSTER_ROLE_BINDINGS = Resource(
 )
 SUBJECT_ACCESS_REVIEWS = Resource(
     "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
-)
-SELF_SUBJECT_ACCESS_REVIEWS = Resource(
-    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False
 )
 
 # Open Cluster Management (served once their CRDs are installed).

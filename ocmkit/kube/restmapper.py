@@ -34,11 +34,9 @@ class _Tables:
     def __init__(self) -> None:
         self.by_kind: dict[_Key, Resource] = {}
         self.by_plural: dict[_Key, Resource] = {}
-        self.group_versions: set[tuple[str, str]] = set()
 
     def add_document(self, group: str, version: str, doc: dict[str, Any]) -> None:
         """Add the resources of one APIResourceList."""
-        self.group_versions.add((group, version))
         for entry in doc.get("resources") or []:
             name = entry.get("name")
             kind = entry.get("kind")
@@ -51,13 +49,10 @@ class _Tables:
 
     def copy_group_version(self, other: _Tables, group: str, version: str) -> None:
         """Keep another result's entries for a group-version that failed this time."""
-        self.group_versions.add((group, version))
-        for key, res in other.by_kind.items():
-            if key[:2] == (group, version):
-                self.by_kind.setdefault(key, res)
-        for key, res in other.by_plural.items():
-            if key[:2] == (group, version):
-                self.by_plural.setdefault(key, res)
+        for mine, theirs in ((self.by_kind, other.by_kind), (self.by_plural, other.by_plural)):
+            for key, res in theirs.items():
+                if key[:2] == (group, version):
+                    mine.setdefault(key, res)
 
 
 class RESTMapper:
@@ -72,13 +67,11 @@ class RESTMapper:
         client: KubeClient,
         *,
         min_refresh_interval: float = 1.0,
-        concurrency: int = DISCOVERY_CONCURRENCY,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._client = client
         self._interval = min_refresh_interval
-        self._concurrency = max(1, concurrency)
         self._clock = clock
         self._sleep = sleep
         self._tables = _Tables()
@@ -189,7 +182,7 @@ class RESTMapper:
                 g, _, v = str(gv.get("groupVersion", "")).partition("/")
                 if g and v:
                     wanted.append((g, v))
-        limit = asyncio.Semaphore(self._concurrency)
+        limit = asyncio.Semaphore(DISCOVERY_CONCURRENCY)
 
         async def fetch(group: str, version: str) -> dict[str, Any] | KubeError:
             async with limit:

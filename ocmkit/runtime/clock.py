@@ -1,15 +1,13 @@
-"""Time sources for the runtime: a monotonic clock and a controllable fake one.
+"""Time sources for the runtime.
 
 Everything in the runtime that waits or measures time goes through a
 :class:`Clock`, so queue delays, backoff and rate limits can be tested without
-real sleeping.
+real sleeping (``tests/support/clock.py`` has the fake one).
 """
 
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import time
 from typing import Protocol
 
@@ -21,14 +19,10 @@ class Clock(Protocol):
         """Seconds on a monotonic scale (only differences are meaningful)."""
         ...
 
-    async def sleep(self, seconds: float) -> None:
-        """Suspend the calling task for ``seconds`` of this clock's time."""
-        ...
-
     async def sleep_until(self, deadline: float) -> None:
         """Suspend the calling task until :meth:`now` reaches ``deadline``.
 
-        Unlike ``sleep(deadline - now())`` computed by the caller, this cannot
+        Unlike a sleep of ``deadline - now()`` computed by the caller, this cannot
         oversleep when the task starts running after the clock has moved.
         """
         ...
@@ -45,52 +39,6 @@ class MonotonicClock:
         """Current monotonic time in seconds."""
         return time.monotonic()
 
-    async def sleep(self, seconds: float) -> None:
-        """Sleep for real."""
-        await asyncio.sleep(max(seconds, 0.0))
-
     async def sleep_until(self, deadline: float) -> None:
         """Sleep for real until ``deadline``."""
         await asyncio.sleep(max(deadline - time.monotonic(), 0.0))
-
-
-class FakeClock:
-    """A clock that moves only when told to (for tests).
-
-    ``sleep`` parks the caller until :meth:`advance` moves time past its
-    deadline; a zero or negative sleep just yields to the event loop.
-    """
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self._now = start
-        self._seq = itertools.count()
-        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
-
-    def now(self) -> float:
-        """The current fake time."""
-        return self._now
-
-    async def sleep(self, seconds: float) -> None:
-        """Wait until fake time reaches now + ``seconds``."""
-        await self.sleep_until(self._now + seconds)
-
-    async def sleep_until(self, deadline: float) -> None:
-        """Wait until fake time reaches ``deadline``."""
-        if deadline <= self._now:
-            await asyncio.sleep(0)
-            return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._sleepers, (deadline, next(self._seq), fut))
-        await fut
-
-    def advance(self, seconds: float) -> None:
-        """Move time forward and wake every sleeper whose deadline has passed."""
-        self._now += seconds
-        while self._sleepers and self._sleepers[0][0] <= self._now:
-            _, _, fut = heapq.heappop(self._sleepers)
-            if not fut.done():
-                fut.set_result(None)
-
-    def sleepers(self) -> int:
-        """How many tasks are currently sleeping on this clock."""
-        return sum(1 for _, _, fut in self._sleepers if not fut.done())

@@ -1,17 +1,10 @@
 """Controllers: workers that take keys from a work queue and reconcile them.
 
 A reconcile is level-based: it gets only a key, reads the current state (from
-informer caches) and converges. Its outcome decides what happens to the key:
-
-- returns ``None`` or ``Result()``: success, the key's backoff is forgotten;
-- returns ``Result(requeue_after=s)``: backoff forgotten, key re-added after ``s``;
-- returns ``Result(requeue=True)``: key re-added with rate-limited backoff;
-- raises :class:`TerminalError`: logged, not retried (until the key is added again);
-- raises anything else: logged, retried with rate-limited backoff (at least the
-  error's ``retry_after`` when it carries one, e.g. a 429).
-
-Workers start only once the informers the controller depends on have synced,
-and one key is never reconciled by two workers at once (the queue guarantees it).
+informer caches) and converges; what it returns or raises decides when the key
+comes back (:class:`Result`, :class:`TerminalError`; a failure is retried with
+backoff, at least the error's ``retry_after``). Workers start only once the
+informers the controller depends on have synced.
 """
 
 from __future__ import annotations
@@ -238,7 +231,8 @@ class Controller:
             error_type=type(err).__name__,
             retry_in_seconds=round(delay, 3),
             retries=self.queue.num_requeues(key),
-            exc_info=_unexpected(err),
+            # A traceback helps, except for API errors, whose message says it all.
+            exc_info=not isinstance(err, KubeError),
         )
 
     def _record_result(self, key: str, result: Result | None) -> None:
@@ -258,8 +252,3 @@ def _being_cancelled() -> bool:
     """True if the current task has a pending cancellation request."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-def _unexpected(err: BaseException) -> bool:
-    """Whether a traceback helps: not for API errors, whose message says it all."""
-    return not isinstance(err, KubeError)

@@ -1,10 +1,7 @@
 """Liveness and readiness checks, composed from named check functions.
 
-A check returns ``None`` when healthy and a reason otherwise. Informers and the
-leader elector are *health sources*: objects with a ``name`` and
-``liveness_failure()`` / ``readiness_failure()`` methods, registered in one
-call. The rendered report follows kube-apiserver's verbose ``/readyz``:
-one ``[+]name ok`` or ``[-]name: reason`` line per check.
+A check returns ``None`` when healthy and a reason otherwise; the report
+follows kube-apiserver's verbose ``/readyz``, so a failing probe says why.
 """
 
 from __future__ import annotations
@@ -141,8 +138,6 @@ class LoopMonitor:
     timeout; this check catches the slower death of a loop that only lags.
     """
 
-    name = "loop"
-
     def __init__(self, interval: float = 1.0, max_lag: float = 30.0) -> None:
         self.interval = interval
         self.max_lag = max_lag
@@ -173,10 +168,6 @@ class LoopMonitor:
         lag = max(self.lag, late)
         if lag > self.max_lag:
             return f"event loop lagging {lag:.1f}s (limit {self.max_lag:.0f}s)"
-        return None
-
-    def readiness_failure(self) -> str | None:
-        """Readiness does not depend on loop lag."""
         return None
 
     async def _tick(self) -> None:

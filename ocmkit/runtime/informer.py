@@ -1,24 +1,10 @@
 """Informers: a local cache of one resource kept current by list + watch.
 
-The loop follows client-go's reflector:
-
-1. list (a quorum read) and replace the cache, delivering the differences to
-   the handlers (adds, updates, and deletions of objects that vanished while
-   the informer was not watching);
-2. watch from the list's resourceVersion with bookmarks and a server-side
-   timeout; bookmarks only advance the resourceVersion;
-3. when the watch ends cleanly, watch again from the last resourceVersion;
-   on ``410 Gone`` relist at once; on other failures wait with jittered
-   exponential backoff (at least the server's ``Retry-After``) and retry: the
-   watch again for throttling and lost connections, a relist otherwise.
-
-A watchdog bounds every watch: one that makes no progress (no event, no
-bookmark, no clean end) for longer than its timeout plus a grace period is
-abandoned and reopened, and reported by :meth:`Informer.liveness_failure`.
-
-Handlers run after the cache is updated, in event order, each handler set in
-its own task with an unbounded queue: a slow handler delays only itself, never
-the intake of events or other handlers.
+The loop follows client-go's reflector (list, watch from the list's
+resourceVersion, relist on ``410 Gone``, jittered backoff otherwise), with a
+watchdog that reopens a watch making no progress; docs/runtime.md has the
+details. Handlers run after the cache is updated, each handler set in its own
+task, so a slow handler delays only itself.
 """
 
 from __future__ import annotations
@@ -38,7 +24,6 @@ from ocmkit.kube import (
     BOOKMARK,
     DELETED,
     Gone,
-    KubeClient,
     KubeError,
     Resource,
     TooManyRequests,
@@ -84,28 +69,25 @@ class _Listener:
         self.on_delete = on_delete
         self.pending: deque[_Notification] = deque()
         self._wakeup = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self.idle = asyncio.Event()  # set while nothing is pending
+        self.idle.set()
         self.task: asyncio.Task[None] | None = None
 
     def push(self, note: _Notification) -> None:
         self.pending.append(note)
-        self._idle.clear()
+        self.idle.clear()
         self._wakeup.set()
 
     def start(self) -> None:
         if self.task is None:
             self.task = asyncio.create_task(self._run(), name=f"informer-{self.informer}-handler")
 
-    async def wait_idle(self) -> None:
-        await self._idle.wait()
-
     async def _run(self) -> None:
         while True:
             while self.pending:
                 note = self.pending.popleft()
                 await self._deliver(note)
-            self._idle.set()
+            self.idle.set()
             self._wakeup.clear()
             await self._wakeup.wait()
 
@@ -121,23 +103,17 @@ class _Listener:
                 result = self.on_delete(note.new)
             if result is not None and inspect.isawaitable(result):
                 await result
-        except asyncio.CancelledError:
+        except (Exception, asyncio.CancelledError) as err:
             task = asyncio.current_task()
-            if task is not None and task.cancelling() > 0:
+            if isinstance(err, asyncio.CancelledError) and task and task.cancelling() > 0:
                 raise
-            self._handler_failed(note)
-        except Exception:
-            # A handler bug must not stop delivery of later events.
-            self._handler_failed(note)
-
-    def _handler_failed(self, note: _Notification) -> None:
-        """Log a handler failure with its traceback (called from an except block)."""
-        log.exception(
-            "event handler failed",
-            informer=self.informer,
-            notification=note.kind,
-            object_key=object_key(note.new),
-        )
+            # A handler bug (a CancelledError it let out too) must not stop later events.
+            log.exception(
+                "event handler failed",
+                informer=self.informer,
+                notification=note.kind,
+                object_key=object_key(note.new),
+            )
 
 
 class ListWatcher(Protocol):
@@ -147,14 +123,7 @@ class ListWatcher(Protocol):
     name: str
 
     async def list(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        page_size: int = 500,
-        resource_version: str | None = None,
+        self, res: Resource, namespace: str | None = None, *, field_selector: str | None = None
     ) -> dict[str, Any]:
         """All objects and the list's resourceVersion."""
         ...
@@ -165,17 +134,15 @@ class ListWatcher(Protocol):
         namespace: str | None = None,
         *,
         resource_version: str,
-        label_selector: str | None = None,
         field_selector: str | None = None,
         timeout_seconds: int = 300,
-        allow_bookmarks: bool = True,
     ) -> AbstractAsyncContextManager[AsyncIterator[WatchEvent]]:
-        """Changes after ``resource_version``."""
+        """Changes after ``resource_version`` (bookmarks allowed)."""
         ...
 
 
 class Informer:
-    """A cache of one resource (optionally one namespace, filtered by selectors).
+    """A cache of one resource (optionally one namespace, filtered by a field selector).
 
     ``name`` (default: the resource's plural) labels logs, metrics and health
     checks. ``watch_timeout_seconds`` is the server-side watch timeout (each
@@ -189,10 +156,9 @@ class Informer:
 
     def __init__(
         self,
-        client: KubeClient | ListWatcher,
+        client: ListWatcher,
         resource: Resource,
         namespace: str | None = None,
-        label_selector: str | None = None,
         field_selector: str | None = None,
         resync_seconds: float | None = None,
         *,
@@ -201,7 +167,6 @@ class Informer:
         stall_grace_seconds: float = 30.0,
         backoff_initial: float = 0.8,
         backoff_max: float = 30.0,
-        page_size: int = 500,
         transform: Transform | None = None,
         store: Store | None = None,
     ) -> None:
@@ -212,13 +177,11 @@ class Informer:
         self.client = client
         self.resource = resource
         self.namespace = namespace
-        self.label_selector = label_selector
         self.field_selector = field_selector
         self.resync_seconds = resync_seconds
         self.name = name or resource.plural
         self.watch_timeout_seconds = watch_timeout_seconds
         self.stall_grace_seconds = stall_grace_seconds
-        self.page_size = page_size
         self.transform = transform
         self.store = store if store is not None else Store()
         self._backoff = Backoff(backoff_initial, backoff_max)
@@ -319,7 +282,7 @@ class Informer:
     async def wait_handlers_idle(self) -> None:
         """Wait until every handler has processed every event delivered so far."""
         for listener in list(self._listeners):
-            await listener.wait_idle()
+            await listener.idle.wait()
 
     @property
     def resource_version(self) -> str:
@@ -389,11 +352,11 @@ class Informer:
                     limit_seconds=round(self._stall_limit, 1),
                 )
             except KubeError as err:
-                refused = isinstance(err, Unauthorized) and not isinstance(
-                    self._last_error, Unauthorized
-                )
-                self._record_failure(verb, err)
-                if refused:
+                code = str(err.code)
+                metrics.INFORMER_ERRORS.labels(informer=self.name, verb=verb, code=code).inc()
+                if self._last_error is None:
+                    self._failing_since = asyncio.get_running_loop().time()
+                if isinstance(err, Unauthorized) and not isinstance(self._last_error, Unauthorized):
                     # Unlike an outage, retrying cannot help until the credentials
                     # change (a rotated kubeconfig or token file): say so once, loudly.
                     self._log.error(
@@ -402,6 +365,7 @@ class Informer:
                         cluster=self.client.name,
                         resource=str(self.resource),
                     )
+                self._last_error = err
                 # client-go retries the watch itself only when the apiserver was
                 # unreachable or throttling; anything else may mean the watch
                 # cannot resume, so relist.
@@ -416,8 +380,6 @@ class Informer:
                     retry_in_seconds=round(delay, 2),
                 )
                 await self._pause(delay)
-            except asyncio.CancelledError:
-                raise
             except Exception as err:
                 # A bug or an unexpected payload: never let the loop die silently.
                 metrics.INFORMER_ERRORS.labels(informer=self.name, verb=verb, code="0").inc()
@@ -433,12 +395,6 @@ class Informer:
     async def _pause(self, seconds: float) -> None:
         self._phase = "backoff"
         await asyncio.sleep(seconds)
-
-    def _record_failure(self, verb: str, err: KubeError) -> None:
-        metrics.INFORMER_ERRORS.labels(informer=self.name, verb=verb, code=str(err.code)).inc()
-        if self._last_error is None:
-            self._failing_since = asyncio.get_running_loop().time()
-        self._last_error = err
 
     def _record_success(self) -> None:
         if self._last_error is not None:
@@ -458,11 +414,7 @@ class Informer:
     async def _list(self) -> None:
         self._phase = "listing"
         answer = await self.client.list(
-            self.resource,
-            self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            page_size=self.page_size,
+            self.resource, self.namespace, field_selector=self.field_selector
         )
         items: list[Object] = answer.get("items") or []
         if self.transform is not None:
@@ -516,10 +468,8 @@ class Informer:
                     self.resource,
                     self.namespace,
                     resource_version=self._resource_version,
-                    label_selector=self.label_selector,
                     field_selector=self.field_selector,
                     timeout_seconds=timeout,
-                    allow_bookmarks=True,
                 ) as events:
                     self._progress()
                     self._record_success()

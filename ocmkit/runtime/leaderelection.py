@@ -1,14 +1,8 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, as client-go does it.
 
-One replica holds the Lease and renews it every ``retry_period``; the others
-poll it and take over once it has not been renewed for ``lease_duration``
-(measured on their own clock from when they last saw it change, so clocks
-need not agree). A leader that cannot renew within ``renew_deadline`` stops
-leading. On a clean shutdown the leader releases the Lease (empty
-``holderIdentity``, ``leaseDurationSeconds: 1``) so a standby takes over at
-once instead of waiting for it to expire.
-
-Defaults are OCM's: 137 s lease, 107 s renew deadline, 26 s retry period.
+Expiry is measured on each candidate's own clock from when it last saw the
+Lease change, so clocks need not agree; on a clean shutdown the leader
+releases the Lease so a standby takes over at once (docs/runtime.md).
 """
 
 from __future__ import annotations
@@ -339,38 +333,32 @@ class LeaderElector:
         """Give the Lease up so a standby can take over at once."""
         assert self.client is not None
         s = self.settings
-        now = datetime.datetime.now(datetime.UTC)
-        for _ in range(2):
-            lease = self._lease
-            if lease is None:
-                return
-            spec = lease.get("spec") or {}
-            if spec.get("holderIdentity") != s.identity:
-                return
-            released = {
-                **lease,
-                "spec": {
-                    **spec,
-                    "holderIdentity": "",
-                    "leaseDurationSeconds": 1,
-                    "acquireTime": _micro_time(now),
-                    "renewTime": _micro_time(now),
-                },
-            }
-            try:
-                async with asyncio.timeout(s.renew_deadline):
-                    self._lease = await self.client.update(LEASES, released, s.namespace)
-                self._log.info("released the lease")
-                return
-            except Conflict:
-                try:
-                    self._lease = await self.client.get(LEASES, s.lease_name, s.namespace)
-                except (KubeError, TimeoutError) as err:
-                    self._log.warning("could not release the lease", error=str(err))
+        now = _micro_time(datetime.datetime.now(datetime.UTC))
+        try:
+            for _ in range(2):
+                lease = self._lease
+                spec = (lease or {}).get("spec") or {}
+                if lease is None or spec.get("holderIdentity") != s.identity:
                     return
-            except (KubeError, TimeoutError) as err:
-                self._log.warning("could not release the lease", error=str(err))
-                return
+                released = {
+                    **lease,
+                    "spec": {
+                        **spec,
+                        "holderIdentity": "",
+                        "leaseDurationSeconds": 1,
+                        "acquireTime": now,
+                        "renewTime": now,
+                    },
+                }
+                try:
+                    async with asyncio.timeout(s.renew_deadline):
+                        self._lease = await self.client.update(LEASES, released, s.namespace)
+                    self._log.info("released the lease")
+                    return
+                except Conflict:
+                    self._lease = await self.client.get(LEASES, s.lease_name, s.namespace)
+        except (KubeError, TimeoutError) as err:
+            self._log.warning("could not release the lease", error=str(err))
 
     # -- transitions -----------------------------------------------------------------
     def _become_leader(self) -> None:

@@ -94,19 +94,14 @@ def configure_logging(
     logging.getLogger("aiohttp.access").setLevel(max(numeric, logging.WARNING))
 
 
-def new_reconcile_id() -> str:
-    """A unique id for one reconcile, to correlate its log lines."""
-    return str(uuid.uuid4())
-
-
 @contextlib.contextmanager
-def reconcile_context(controller: str, key: str, reconcile_id: str | None = None) -> Iterator[str]:
-    """Bind ``controller``, ``key`` and ``reconcile_id`` to every log line in this block.
+def reconcile_context(controller: str, key: str) -> Iterator[str]:
+    """Bind ``controller``, ``key`` and a new ``reconcile_id`` to every log line in this block.
 
     Yields the reconcile id. The binding lives in contextvars, so it is local
     to the current task and undone when the block exits.
     """
-    rid = reconcile_id or new_reconcile_id()
+    rid = str(uuid.uuid4())
     with structlog.contextvars.bound_contextvars(controller=controller, key=key, reconcile_id=rid):
         yield rid
 

@@ -1,18 +1,8 @@
 """The Manager: runs informers, controllers, leader election and the probe server.
 
-Order of a run:
-
-1. serve /metrics and the probes at once (a standby, or a process waiting for
-   an unreachable apiserver, must still answer and say why it is not ready);
-2. campaign for the Lease (unless leader election is disabled) and wait to lead;
-3. start the informers, then the controllers (each waits for its informers);
-4. run until SIGTERM/SIGINT, :meth:`Manager.request_stop`, lost leadership
-   or a controller crash.
-
-Shutdown (the reverse): readiness fails at once, controllers stop taking keys
-and drain in-flight reconciles within ``shutdown_deadline``, informers stop,
-the Lease is released, clients are closed, the probe server stops. A second
-signal exits immediately.
+The probes are served before anything else, so that a standby, or a process
+waiting for an unreachable apiserver, still answers and says why it is not
+ready; shutdown is the start-up in reverse (docs/runtime.md).
 """
 
 from __future__ import annotations
@@ -30,18 +20,15 @@ from typing import Any, Protocol, TypeVar
 
 import structlog
 
+from ocmkit.command import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ocmkit.kube import KubeConfigError
 from ocmkit.runtime.controller import Controller
-from ocmkit.runtime.health import HealthChecks, LoopMonitor
+from ocmkit.runtime.health import HealthChecks, HealthSource, LoopMonitor
 from ocmkit.runtime.informer import Informer
 from ocmkit.runtime.leaderelection import LeaderElector
 from ocmkit.runtime.observability import ObservabilityServer
 
 log = structlog.get_logger(__name__)
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_CONFIG = 2
 
 # Limit of each shutdown step after the controllers drained (lease release, closers).
 CLEANUP_TIMEOUT = 10.0
@@ -60,23 +47,15 @@ class ManagerSettings:
     handle_signals: bool = True
 
 
-class Service(Protocol):
+class Service(HealthSource, Protocol):
     """A background task set the manager runs while leading (e.g. a CloudEvents
     connection): started before the informers, stopped after them."""
-
-    name: str
 
     async def start(self) -> None:
         """Start in the background (returns at once)."""
 
     async def stop(self) -> None:
         """Stop; called once at shutdown."""
-
-    def readiness_failure(self) -> str | None:
-        """Why it is not ready (None when ready)."""
-
-    def liveness_failure(self) -> str | None:
-        """Why it is broken (None when healthy)."""
 
 
 class Manager:
@@ -88,12 +67,11 @@ class Manager:
         *,
         settings: ManagerSettings | None = None,
         leader_elector: LeaderElector | None = None,
-        observability: ObservabilityServer | None = None,
     ) -> None:
         self.name = name
         self.settings = settings or ManagerSettings()
         self.leader_elector = leader_elector
-        self.observability = observability or ObservabilityServer(
+        self.observability = ObservabilityServer(
             self.settings.bind_address, ssl_context=self.settings.ssl_context
         )
         self.informers: list[Informer] = []
@@ -107,7 +85,12 @@ class Manager:
         self._stopping = False
         self._signals: list[signal.Signals] = []
         self._controller_tasks: dict[asyncio.Task[None], Controller] = {}
-        self._register_checks()
+        self.checks.add_liveness("loop", self._loop_monitor.liveness_failure)
+        self.checks.add_readiness(
+            "shutdown", lambda: "shutting down" if self._stop.is_set() or self._stopping else None
+        )
+        if leader_elector is not None:
+            self.checks.add_source(leader_elector, prefix="leader-election")
 
     # -- composition ----------------------------------------------------------------
     @property
@@ -250,14 +233,6 @@ class Manager:
         log.info("stopped", reason=reason, exit_code=self._exit_code)
 
     # -- health --------------------------------------------------------------------
-    def _register_checks(self) -> None:
-        self.checks.add_liveness("loop", self._loop_monitor.liveness_failure)
-        self.checks.add_readiness(
-            "shutdown", lambda: "shutting down" if self._stop.is_set() or self._stopping else None
-        )
-        if self.leader_elector is not None:
-            self.checks.add_source(self.leader_elector, prefix="leader-election")
-
     def _standby(self) -> str | None:
         """Non-None while informers are not expected to run: standing by for the Lease."""
         elector = self.leader_elector
@@ -310,10 +285,10 @@ async def run_main(
         manager = await build()
     except KubeConfigError as err:
         log.error("invalid kubeconfig", error=str(err))
-        return EXIT_CONFIG
+        return EXIT_USAGE
     except ValueError as err:
         log.error("invalid settings", error=str(err))
-        return EXIT_CONFIG
+        return EXIT_USAGE
     if not terminate_on_files:
         return await manager.run()
     watcher = asyncio.create_task(stop_on_file_change(manager, tuple(terminate_on_files)))

@@ -1,11 +1,8 @@
 """Prometheus metric objects of the runtime, on the default registry.
 
-Names follow the Go implementations operators already have dashboards for:
-client-go's ``workqueue_*`` family (label ``name``), controller-runtime's
-``controller_runtime_reconcile_*`` family (label ``controller``) and
-client-go's leader-election gauges. Informer series are ours (label
-``informer``). Module-level metric objects are the one kind of global the
-house style allows.
+Names follow the Go implementations operators already have dashboards for
+(client-go, controller-runtime; docs/metrics.md). Module-level metric objects
+are the one kind of global the house style allows.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The endpoint for probes and scrapes: /metrics, /livez, /readyz, /healthz.
 
-HTTPS when given an ``ssl_context`` (the agent's default, as OCM's: see
-:mod:`ocmkit.runtime.tls`), else plain HTTP.
-
 Served by aiohttp on the process's own event loop (no thread): answering at
-all proves the loop is alive. Probe answers are 200 or 500 with a
-kube-apiserver style body naming each check, so a failing ``/readyz`` says why
-(``[-]informer manifestworks: not synced: 403 Forbidden: ...``).
+all proves the loop is alive.
 """
 
 from __future__ import annotations
@@ -15,7 +10,7 @@ import ssl
 
 import structlog
 from aiohttp import web
-from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client import REGISTRY
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from ocmkit.runtime.health import HealthChecks, Report
@@ -80,12 +75,10 @@ class ObservabilityServer:
         bind_address: str = "0.0.0.0:8443",  # OCM default of --listen
         *,
         checks: HealthChecks | None = None,
-        registry: CollectorRegistry = REGISTRY,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.host, self.port = parse_bind_address(bind_address)
         self.checks = checks or HealthChecks()
-        self._registry = registry
         self._ssl = ssl_context
         self._runner: web.AppRunner | None = None
         self._last: dict[str, bool] = {}
@@ -97,22 +90,16 @@ class ObservabilityServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{scheme}://{host}:{self.port}"
 
-    def app(self) -> web.Application:
-        """The aiohttp application (also usable with aiohttp's test client)."""
-        app = web.Application()
-        app.router.add_get("/metrics", make_aiohttp_handler(self._registry))
-        app.router.add_get("/livez", self._livez)
-        app.router.add_get("/healthz", self._livez)
-        app.router.add_get("/readyz", self._readyz)
-        return app
-
     async def start(self) -> None:
         """Start listening."""
         if self._runner is not None:
             return
-        self._runner, self.port = await serve(
-            self.app(), self.host, self.port, ssl_context=self._ssl
-        )
+        app = web.Application()
+        app.router.add_get("/metrics", make_aiohttp_handler(REGISTRY))
+        app.router.add_get("/livez", self._livez)
+        app.router.add_get("/healthz", self._livez)
+        app.router.add_get("/readyz", self._readyz)
+        self._runner, self.port = await serve(app, self.host, self.port, ssl_context=self._ssl)
         log.info(
             "serving metrics and health probes",
             address=f"{self.host}:{self.port}",

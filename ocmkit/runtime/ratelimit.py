@@ -69,8 +69,6 @@ class BucketRateLimiter:
     def __init__(self, qps: float = 10.0, burst: int = 100, clock: Clock | None = None) -> None:
         if qps <= 0 or burst < 1:
             raise ValueError(f"need qps > 0 and burst >= 1, got qps={qps} burst={burst}")
-        self.qps = qps
-        self.burst = burst
         self._bucket = TokenBucket(qps, burst, clock=(clock or MonotonicClock()).now)
 
     def when(self, key: str) -> float:

@@ -8,8 +8,7 @@ because every reader and handler shares them.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, cast
 
 import structlog
@@ -23,8 +22,6 @@ Transform = Callable[[Object], Object]
 # Aliases, because the Store.list method shadows the builtin inside the class.
 _Objects = list[Object]
 _Keys = list[str]
-
-NAMESPACE_INDEX = "namespace"
 
 
 def object_key(obj: Object) -> str:
@@ -48,46 +45,6 @@ def strip_managed_fields(obj: Object) -> Object:
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
     return obj
-
-
-#: Strings up to this long are interned by :func:`compact`: names (an
-#: AppliedManifestWork's is 65 + the work's), reasons, timestamps.
-INTERN_MAX_LENGTH = 160
-
-
-def compact(obj: Object) -> Object:
-    """``obj`` without ``metadata.managedFields`` and with its repeated strings shared.
-
-    JSON decoding gives every object its own copy of every key and value; in a
-    cache of thousands of objects of one kind most of them are equal (field
-    names, condition types and reasons, timestamps of one write). Interning
-    keys and short values keeps one copy of each, about half the memory of a
-    ManifestWork's status. A transform, like :func:`strip_managed_fields`: it
-    rebuilds ``obj``'s containers, which nobody else holds.
-    """
-    return cast(Object, _interned(strip_managed_fields(obj)))
-
-
-def _interned(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {sys.intern(k) if isinstance(k, str) else k: _interned(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_interned(v) for v in value]
-    if isinstance(value, str) and len(value) <= INTERN_MAX_LENGTH:
-        return sys.intern(value)
-    return value
-
-
-def split_key(key: str) -> tuple[str, str]:
-    """``"ns/name"`` -> ``("ns", "name")``; ``"name"`` -> ``("", "name")``."""
-    namespace, _, name = key.rpartition("/")
-    return namespace, name
-
-
-def namespace_index(obj: Object) -> list[str]:
-    """Index function: the object's namespace (cluster-scoped objects: none)."""
-    namespace = (obj.get("metadata") or {}).get("namespace")
-    return [namespace] if namespace else []
 
 
 class Store:
@@ -143,9 +100,6 @@ class Store:
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._items))
 
     # -- indexes ------------------------------------------------------------------------
     def add_indexer(self, name: str, fn: IndexFunc) -> None:

@@ -1,18 +1,10 @@
 """TLS for our HTTPS endpoints: Go's version and cipher suite names, serving contexts.
 
-``--tls-min-version`` and ``--tls-cipher-suites`` take the names Go's
-``crypto/tls`` (and component-base's flag parser) use; OpenSSL names the same
-suites differently, so the table below translates. TLS 1.3 suites are
-accepted and ignored, as Go ignores them: neither Go nor Python's ``ssl``
-lets a server choose them.
-
-The agent's and the hub manager's ``/metrics`` and probe endpoint serves
-HTTPS as library-go's does: with ``--tls-cert-file``/``--tls-private-key-file``
-when given, else with a self-signed certificate made at start-up that never
-touches the disk (library-go writes its own into a temporary directory; ours
-goes through an anonymous in-memory file, so a read-only root filesystem is
-no obstacle).
-The hub's webhook server shares the name tables.
+``--tls-min-version`` and ``--tls-cipher-suites`` take Go's names; OpenSSL
+names the same suites differently, so the table below translates. TLS 1.3
+suites are accepted and ignored, as Go ignores them: neither Go nor Python's
+``ssl`` lets a server choose them. A self-signed serving certificate never
+touches the disk, so a read-only root filesystem is no obstacle.
 """
 
 from __future__ import annotations
@@ -168,12 +160,8 @@ def check_serving_flags(
 
 
 def needs_rsa_key(cipher_suites: str) -> bool:
-    """Whether the chosen TLS 1.2 suites all authenticate with RSA (an ECDSA key could not).
-
-    Unknown names are for :func:`parse_cipher_suites` to refuse; here they count as nothing.
-    """
-    chosen = [CIPHER_SUITES.get(name.strip()) for name in cipher_suites.split(",") if name.strip()]
-    tls12 = [openssl for openssl in chosen if openssl]
+    """Whether the chosen TLS 1.2 suites all authenticate with RSA (an ECDSA key could not)."""
+    tls12 = parse_cipher_suites(cipher_suites)
     return bool(tls12) and not any("ECDSA" in openssl for openssl in tls12)
 
 
@@ -231,12 +219,6 @@ def _pem_file(content: bytes) -> Iterator[str]:
         yield str(path)
 
 
-def load_pem_pair(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
-    """Give ``context`` this certificate and key, held in memory."""
-    with _pem_file(cert_pem + key_pem) as path:
-        context.load_cert_chain(path)
-
-
 def serving_context(
     *,
     cert_file: str = "",
@@ -270,7 +252,8 @@ def serving_context(
         default_hostnames() if hostnames is None else hostnames,
         rsa_key=needs_rsa_key(cipher_suites),
     )
-    load_pem_pair(context, cert_pem, key_pem)
+    with _pem_file(cert_pem + key_pem) as path:
+        context.load_cert_chain(path)
     # library-go's words for the same situation, so operators recognise it.
     log.warning("Using insecure, self-signed certificates", subject=f"CN={common_name}")
     return context

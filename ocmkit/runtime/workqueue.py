@@ -1,17 +1,9 @@
 """A rate-limited, delaying work queue with client-go's semantics, for asyncio.
 
-Guarantees (the ones controllers rely on):
-
-- a key is queued at most once, however often it is added;
-- a key handed out by :meth:`WorkQueue.get` is not handed out again until
-  :meth:`WorkQueue.done`; if it was added meanwhile it is queued again then;
-- :meth:`WorkQueue.add_after` only ever moves a key's ready time earlier;
-- :meth:`WorkQueue.add_rate_limited` waits as long as the rate limiter says
-  (per-key exponential backoff and an overall token bucket by default);
-- :meth:`WorkQueue.shutdown` stops handing out work, drops what is waiting
-  and, with ``drain``, waits for keys being processed to be done.
-
-Ready keys come out in FIFO order.
+The guarantees controllers rely on: a key is queued at most once, and a key
+handed out by :meth:`WorkQueue.get` is not handed out again until
+:meth:`WorkQueue.done` (added meanwhile, it is queued again then). Ready keys
+come out in FIFO order.
 """
 
 from __future__ import annotations
@@ -111,7 +103,10 @@ class WorkQueue:
             return
         self._waiting[key] = ready
         heapq.heappush(self._heap, (ready, next(self._seq), key))
-        self._poke_pump()
+        # Wake the pump: it may be sleeping until a later ready time.
+        if self._pump_wakeup is not None and not self._pump_wakeup.done():
+            self._pump_wakeup.set_result(None)
+        self._ensure_pump()
 
     def add_rate_limited(self, key: str, *, at_least: float = 0.0) -> float:
         """Queue ``key`` after the rate limiter's delay; returns that delay in seconds.
@@ -204,11 +199,6 @@ class WorkQueue:
         now = self._clock.now()
         return {key: max(ready - now, 0.0) for key, ready in self._waiting.items()}
 
-    @property
-    def shutting_down(self) -> bool:
-        """True once :meth:`shutdown` was called."""
-        return self._shutting_down
-
     def unfinished_work(self) -> float:
         """Total seconds that keys currently being processed have been running."""
         now = self._clock.now()
@@ -266,11 +256,6 @@ class WorkQueue:
                 continue  # superseded by an earlier add_after
             del self._waiting[key]
             self.add(key)
-
-    def _poke_pump(self) -> None:
-        if self._pump_wakeup is not None and not self._pump_wakeup.done():
-            self._pump_wakeup.set_result(None)
-        self._ensure_pump()
 
     def _ensure_pump(self) -> None:
         """Start the task that promotes delayed keys, if there are any and a loop runs."""

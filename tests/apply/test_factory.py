@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
-from schemas.work_v1 import UpdateStrategy
+from schemas.work_v1 import ManifestConfigOption, UpdateStrategy
 from tests.apply.conftest import Writes, request
 from tests.support.manifests import configmap
 from workagent.apply import (
@@ -14,7 +14,6 @@ from workagent.apply import (
     ReadOnlyApplier,
     ServerSideApplier,
     UpdateApplier,
-    applier_for,
 )
 
 
@@ -30,19 +29,26 @@ async def test_for_strategy(kube: KubeClient) -> None:
     assert isinstance(appliers.for_strategy(strategy(type="CreateOnly")), CreateOnlyApplier)
     assert isinstance(appliers.for_strategy(strategy(type="ReadOnly")), ReadOnlyApplier)
     assert appliers.for_strategy(strategy(type="ServerSideApply")) is appliers.server_side
-    assert isinstance(applier_for(kube, None), UpdateApplier)
+    assert isinstance(Appliers(kube).for_strategy(None), UpdateApplier)
 
 
 async def test_server_side_options_from_the_strategy(
     kube: KubeClient, owner: dict[str, Any]
 ) -> None:
+    option = {
+        "resourceIdentifier": {"resource": "configmaps", "name": "*", "namespace": "*"},
+        "updateStrategy": {
+            "type": "ServerSideApply",
+            "serverSideApply": {"fieldManager": "work-agent-y"},
+        },
+    }
     chosen = Appliers(kube, default_field_manager="work-agent-x").for_strategy(
-        strategy(type="ServerSideApply", serverSideApply={"fieldManager": "work-agent-y"})
+        ManifestConfigOption.model_validate(option).update_strategy
     )
     assert isinstance(chosen, ServerSideApplier)
     manifest: dict[str, Any] = configmap("cm", "apply", a="1")
-    # No option in the request: the strategy's options apply.
-    live = await chosen.apply(request(CONFIGMAPS, manifest, owner))
+    # The strategy's options apply.
+    live = await chosen.apply(request(CONFIGMAPS, manifest, owner, option=option))
     assert "work-agent-y" in {e["manager"] for e in live["metadata"]["managedFields"]}
     bare = Appliers(kube, default_field_manager="work-agent-x").server_side
     manifest["metadata"]["name"] = "cm-2"

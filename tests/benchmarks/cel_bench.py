@@ -21,9 +21,9 @@ from celpy.adapter import json_to_cel
 
 from schemas.work_v1 import ConditionRule, ConditionRuleType
 from tests.conditions.conftest import job_complete
-from workagent.conditions import ConditionRuleEvaluator
 from workagent.conditions.celcheck import RULE_VARIABLES
 from workagent.conditions.celengine import CelEngine
+from workagent.conditions.rules import ConditionRuleEvaluator
 from workagent.conditions.wellknown import well_known_rule
 
 ENGINE_EVALUATIONS = 2_000

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from workagent.conditions import aggregate, aggregate_available
+from workagent.conditions.aggregate import aggregate, aggregate_available
 
 
 def mc(

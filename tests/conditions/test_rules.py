@@ -25,7 +25,7 @@ from tests.conditions.conftest import (
     pod,
     well_known,
 )
-from workagent.conditions import (
+from workagent.conditions.rules import (
     ConditionRuleEvaluator,
     close_default_evaluator,
     default_evaluator,

@@ -19,8 +19,8 @@ import pytest
 
 from tests.conditions.conftest import cel
 from tests.support.loop_lag import LoopLag
-from workagent.conditions import ConditionRuleEvaluator
 from workagent.conditions.pool import CelWorkerPool
+from workagent.conditions.rules import ConditionRuleEvaluator
 
 T = TypeVar("T")
 
@@ -344,7 +344,7 @@ def test_worker_and_agent_sides_import_only_what_they_need() -> None:
         [
             sys.executable,
             "-c",
-            "import sys, workagent.conditions as c; c.evaluate_rules; c.aggregate;"
+            "import sys, workagent.conditions.rules, workagent.conditions.aggregate;"
             "print('celpy' in sys.modules, sys.getrecursionlimit())",
         ],
         capture_output=True,

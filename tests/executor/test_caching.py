@@ -17,7 +17,7 @@ from ocmkit.kube import (
     ROLES,
     KubeClient,
 )
-from ocmkit.runtime import FakeClock, object_key
+from ocmkit.runtime import object_key
 from schemas.work_v1 import ManifestWorkExecutor
 from tests.conftest import eventually
 from tests.executor.conftest import (
@@ -33,6 +33,7 @@ from tests.executor.conftest import (
     role_binding,
     rule,
 )
+from tests.support.clock import FakeClock
 from workagent.executor import (
     Action,
     CachingExecutorValidator,

@@ -25,7 +25,8 @@ import pytest
 import yaml
 
 from kubesim.sim import KubeSim
-from ocmkit.runtime.manager import EXIT_OK, FILE_CHECK_SECONDS
+from ocmkit.command import EXIT_OK
+from ocmkit.runtime.manager import FILE_CHECK_SECONDS
 from tests.conftest import eventually
 from tests.faults.conftest import Clusters, fault_agent_settings
 from tests.faults.harness import (

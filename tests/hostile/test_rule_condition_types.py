@@ -23,7 +23,7 @@ from tests.integration.conftest import (
     work_condition,
 )
 from tests.support.programs import AgentRunner
-from workagent.conditions import is_condition_type
+from workagent.conditions.rules import is_condition_type
 
 
 @pytest.mark.parametrize("condition", ["Not Valid!", "x" * 400, "-dash"])

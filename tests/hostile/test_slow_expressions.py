@@ -26,7 +26,7 @@ from tests.integration.conftest import (
 from tests.support.loop_lag import LoopLag
 from tests.support.manifests import json_paths, manifest_config
 from tests.support.programs import AgentRunner
-from workagent.conditions import BUDGET_EXCEEDED_MESSAGE
+from workagent.conditions.reasons import BUDGET_EXCEEDED_MESSAGE
 
 #: 150**3 comprehension steps: minutes for celpy, cut at the 1 s budget.
 RUNAWAY_CEL = "object.data.all(a, object.data.all(b, object.data.all(c, a + b + c != '')))"

@@ -9,8 +9,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from ocmkit.kube import TooManyRequests
-from ocmkit.runtime import Controller, FakeClock, Result, TerminalError, WorkQueue
+from ocmkit.runtime import Controller, Result, TerminalError, WorkQueue
 from tests.conftest import eventually
+from tests.support.clock import FakeClock
 
 
 class FakeInformer:

@@ -9,7 +9,7 @@ import structlog
 
 from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, NAMESPACES, KubeClient
-from ocmkit.runtime import Object, namespace_index
+from ocmkit.runtime import Object
 from tests.conftest import eventually
 from tests.runtime.conftest import NS, InformerFactory, Recorder, cm, recorded, sample
 
@@ -45,7 +45,7 @@ async def test_cluster_scoped_keys_and_all_namespaces(
 ) -> None:
     namespaces = informers(NAMESPACES, None, name="t-namespaces")
     everything = informers(CONFIGMAPS, None, name="t-all-cms")
-    everything.add_indexer("namespace", namespace_index)
+    everything.add_indexer("namespace", lambda obj: [obj["metadata"]["namespace"]])
     await kube.create(CONFIGMAPS, cm("x"), NS)
     await namespaces.start()
     await everything.start()

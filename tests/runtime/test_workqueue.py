@@ -9,7 +9,6 @@ from prometheus_client import REGISTRY
 
 from ocmkit.runtime import (
     BucketRateLimiter,
-    FakeClock,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
     QueueEmpty,
@@ -17,6 +16,7 @@ from ocmkit.runtime import (
     WorkQueue,
     default_controller_rate_limiter,
 )
+from tests.support.clock import FakeClock
 
 
 def drain(q: WorkQueue) -> list[str]:
@@ -252,7 +252,8 @@ async def test_shutdown_without_drain_returns_at_once() -> None:
     q.add("a")
     q.get_nowait()
     await q.shutdown(drain=False)
-    assert q.shutting_down
+    with pytest.raises(ShutDown):
+        q.get_nowait()
     assert q.processing() == {"a"}
 
 

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from ocmkit.runtime import FakeClock, QueueEmpty, WorkQueue
+from ocmkit.runtime import QueueEmpty, WorkQueue
+from tests.support.clock import FakeClock
 
 KEYS = st.sampled_from(["a", "b", "c", "d"])
 DELAYS = st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0, 3.5])

@@ -20,14 +20,14 @@ import hashlib
 import json
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ocmkit.kube import KubeError
 
 #: (work name, API group, kind, namespace, name)
 CacheKey = tuple[str, str, str, str, str]
 
-DEFAULT_MAX_ENTRIES = 10_000
+MAX_ENTRIES: Final = 10_000
 
 
 def digest(obj: Any) -> str:
@@ -36,63 +36,51 @@ def digest(obj: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CacheEntry:
     """One object's state as of the last apply."""
 
     required_hash: str
     resource_version: str
-    #: The manifest last brought into effect (None: unknown).
-    last_required: dict[str, Any] | None
+    #: The manifest last brought into effect, as compact JSON (``null``: unknown).
+    last_required_json: bytes
     #: Set when the API server refused ``required_hash`` at ``resource_version`` as invalid.
     error: KubeError | None = None
 
-
-@dataclass(frozen=True)
-class _Stored:
-    """A :class:`CacheEntry` as kept: the manifest as JSON text."""
-
-    required_hash: str
-    resource_version: str
-    last_required: bytes | None
-    error: KubeError | None
+    @property
+    def last_required(self) -> dict[str, Any] | None:
+        """The manifest last brought into effect (None: unknown)."""
+        found: dict[str, Any] | None = json.loads(self.last_required_json)
+        return found
 
 
 class ApplyCache:
     """A bounded LRU map from :data:`CacheKey` to :class:`CacheEntry`."""
 
-    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
-        self.max_entries = max_entries
-        self._entries: OrderedDict[CacheKey, _Stored] = OrderedDict()
+    def __init__(self) -> None:
+        self._entries: OrderedDict[CacheKey, CacheEntry] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def get(self, key: CacheKey) -> CacheEntry | None:
         """The entry for ``key``, marked recently used."""
-        stored = self._entries.get(key)
-        if stored is None:
-            return None
-        self._entries.move_to_end(key)
-        text = stored.last_required
-        return CacheEntry(
-            stored.required_hash,
-            stored.resource_version,
-            json.loads(text) if text is not None else None,
-            stored.error,
-        )
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+        return entry
 
-    def put(self, key: CacheKey, entry: CacheEntry) -> None:
-        """Store ``entry``, evicting the least recently used beyond the bound."""
-        required = entry.last_required
-        text = (
-            json.dumps(required, separators=(",", ":")).encode() if required is not None else None
-        )
-        self._entries[key] = _Stored(entry.required_hash, entry.resource_version, text, entry.error)
+    def put(
+        self,
+        key: CacheKey,
+        required_hash: str,
+        resource_version: str,
+        last_required: dict[str, Any] | None,
+        error: KubeError | None = None,
+    ) -> None:
+        """Store an entry, evicting the least recently used beyond the bound."""
+        text = json.dumps(last_required, separators=(",", ":")).encode()
+        self._entries[key] = CacheEntry(required_hash, resource_version, text, error)
         self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
+        while len(self._entries) > MAX_ENTRIES:
             self._entries.popitem(last=False)
-
-    def forget(self, key: CacheKey) -> None:
-        """Drop the entry for ``key`` (e.g. after the object was deleted and recreated)."""
-        self._entries.pop(key, None)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from ocmkit.kube import KubeClient
 from schemas.work_v1 import UpdateStrategy, UpdateStrategyType
 from workagent.apply.base import Applier
-from workagent.apply.cache import ApplyCache
 from workagent.apply.create_only import CreateOnlyApplier
 from workagent.apply.read_only import ReadOnlyApplier
 from workagent.apply.server_side import DEFAULT_FIELD_MANAGER, ServerSideApplier
@@ -26,12 +25,10 @@ class Appliers:
         client: KubeClient,
         *,
         default_field_manager: str = DEFAULT_FIELD_MANAGER,
-        read_only_missing_is_error: bool = False,
-        cache: ApplyCache | None = None,
     ) -> None:
-        self.update = UpdateApplier(client, cache=cache)
+        self.update = UpdateApplier(client)
         self.create_only = CreateOnlyApplier(client)
-        self.read_only = ReadOnlyApplier(client, missing_is_error=read_only_missing_is_error)
+        self.read_only = ReadOnlyApplier(client)
         self.server_side = ServerSideApplier(client, default_field_manager=default_field_manager)
 
     def for_strategy(self, strategy: UpdateStrategy | None) -> Applier:
@@ -43,17 +40,5 @@ class Appliers:
         if strategy.type == UpdateStrategyType.READ_ONLY:
             return self.read_only
         if strategy.type == UpdateStrategyType.SERVER_SIDE_APPLY:
-            if strategy.server_side_apply is None:
-                return self.server_side
-            return self.server_side.with_config(strategy.server_side_apply)
+            return self.server_side
         return self.update
-
-
-def applier_for(
-    client: KubeClient,
-    strategy: UpdateStrategy | None,
-    *,
-    default_field_manager: str = DEFAULT_FIELD_MANAGER,
-) -> Applier:
-    """A fresh applier for ``strategy``, with an empty Update cache (prefer :class:`Appliers`)."""
-    return Appliers(client, default_field_manager=default_field_manager).for_strategy(strategy)

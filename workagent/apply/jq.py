@@ -1,19 +1,9 @@
 """A subset of jq, enough to run ``del(<path expression>)`` for ``ignoreFields``.
 
 OCM evaluates ``jqPathExpressions`` with gojq; no jq implementation is a
-dependency of this project, so the path expressions people write to name
-fields are implemented here:
-
-* paths: ``.``, ``.a``, ``."a-b"``, ``.["a"]``, ``.[0]``, ``.[-1]``, ``.[]``,
-  ``..``, chained (``.a.b[0]``) and optional (``.a[]?``);
-* ``|``, ``,`` and parentheses;
-* ``select(cond)`` where ``cond`` uses paths, literals (strings, numbers,
-  ``true``, ``false``, ``null``), ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``,
-  ``and``, ``or``, ``not``, ``has(key)`` and ``empty``.
-
-Anything else is a parse error. :func:`delete_paths` is jq's ``del(f)``:
-collect ``path(f)``, then delete the paths last to first so array indexes
-stay valid.
+dependency of this project, so the subset that names fields (paths, ``|``,
+``,``, ``select`` with comparisons, ``and``/``or``/``not``, ``has``, ``empty``:
+docs/compatibility.md) is implemented here. Anything else is a parse error.
 """
 
 from __future__ import annotations
@@ -159,18 +149,20 @@ def _subscript(target: Node, index: Node) -> Node:
     return run
 
 
+def _children(path: Path | None, value: list[Any] | dict[str, Any]) -> Iterator[Output]:
+    """The elements of an array or the values of an object, with their paths."""
+    items = enumerate(value) if isinstance(value, list) else value.items()
+    for key, item in items:
+        yield _extend(path, key), item
+
+
 def _iterate(target: Node) -> Node:
     def run(output: Output, budget: _Budget) -> Iterator[Output]:
         for path, value in target(output, budget):
             budget.check()
-            if isinstance(value, list):
-                for i, item in enumerate(value):
-                    yield _extend(path, i), item
-            elif isinstance(value, dict):
-                for key, item in value.items():
-                    yield _extend(path, key), item
-            else:
+            if not isinstance(value, list | dict):
                 raise JqError(f"cannot iterate over: {_type_name(value)}")
+            yield from _children(path, value)
 
     return run
 
@@ -191,12 +183,9 @@ def _recurse(output: Output, budget: _Budget) -> Iterator[Output]:
     budget.check()
     yield output
     path, value = output
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _recurse((_extend(path, i), item), budget)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _recurse((_extend(path, key), item), budget)
+    if isinstance(value, list | dict):
+        for child in _children(path, value):
+            yield from _recurse(child, budget)
 
 
 def _pipe(left: Node, right: Node) -> Node:

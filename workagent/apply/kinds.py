@@ -4,25 +4,9 @@ Each kind's rules say how to prepare a manifest before it is created or
 compared, and what to write to bring a live object in line with it (or
 nothing, when it already is). Kinds without rules of their own use
 :func:`generic_plan`, the generic path of 5.1.1 with the comparison limited
-to what the manifest sets.
-
-Observable specifics kept from library-go's typed appliers:
-
-* Namespace, ServiceAccount, Pod: only metadata is reconciled.
-* ConfigMap: ``data`` and ``binaryData`` replaced whole when any key differs.
-* Secret: ``stringData`` folded into ``data`` (a conflicting value is an
-  error); ``data`` replaced (for service-account tokens only the given keys
-  are set); an empty type is ``Opaque``; a type change, or an update refused
-  as immutable, deletes and recreates the Secret.
-* Service: the annotation ``operator.openshift.io/spec-hash`` records a digest
-  of the manifest's spec; the spec is replaced when the selector or type
-  differ or any metadata (that digest included) changed.
-* ClusterRole/Role: rules replaced, or only the aggregationRule when one is
-  set (the aggregation controller owns the rules then).
-* ClusterRoleBinding/RoleBinding: subjects and roleRef replaced, with the API
-  groups the API server defaults filled in first.
-* CustomResourceDefinition: the spec replaced when it differs from the
-  manifest's spec defaulted as the API server defaults it.
+to what the manifest sets. The kinds with rules of their own are those of
+library-go's typed appliers (:data:`KIND_RULES`), whose observable
+behaviour each planner keeps.
 """
 
 from __future__ import annotations
@@ -192,18 +176,11 @@ def secret_plan(existing: dict[str, Any], required: dict[str, Any], last: Any) -
         data = dict(required.get("data") or {})
     _set_or_drop(body, "data", data or None)
     body["type"] = wanted_type
-    if (
-        not modified
-        and _decoded(body.get("data")) == _decoded(existing.get("data"))
-        and body.get("type") == (existing.get("type") or "Opaque")
-    ):
-        return None
     # The type is immutable: a Secret of another type must be recreated.
-    return Plan(
-        body,
-        recreate=wanted_type != (existing.get("type") or "Opaque"),
-        recreate_if_immutable=True,
-    )
+    recreate = wanted_type != (existing.get("type") or "Opaque")
+    if not (modified or recreate) and _decoded(data) == _decoded(existing.get("data")):
+        return None
+    return Plan(body, recreate=recreate, recreate_if_immutable=True)
 
 
 # -- Service -------------------------------------------------------------------------------
@@ -239,7 +216,10 @@ def service_plan(existing: dict[str, Any], required: dict[str, Any], last: Any) 
 
 
 def role_plan(existing: dict[str, Any], required: dict[str, Any], last: Any) -> Plan | None:
-    """ClusterRole/Role: rules replaced, or only the aggregationRule when one is set."""
+    """ClusterRole/Role: rules replaced, or only the aggregationRule when one is set.
+
+    The aggregation controller owns the rules of an aggregated role.
+    """
     meta, modified = merge_object_meta(_meta(existing), _meta(required))
     aggregation = required.get("aggregationRule")
     body = _with_meta(existing, meta)

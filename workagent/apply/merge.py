@@ -2,12 +2,9 @@
 
 Two families:
 
-* **Metadata** (library-go ``EnsureObjectMeta``): namespace and name are set
-  when the manifest sets them; labels and annotations are added or
-  overwritten, and a key ending in ``-`` deletes the key without the dashes;
-  owner references are merged by (name, kind, API group) with removal
-  markers (:mod:`workagent.apply.owners`). Nothing else of the live metadata
-  (finalizers, managedFields, other owners) is touched.
+* **Metadata** (library-go ``EnsureObjectMeta``, :func:`merge_object_meta`):
+  the manifest's namespace, name, labels, annotations and owner references
+  are merged in; the rest (finalizers, managedFields, other owners) is kept.
 
 * **Content** (everything but ``metadata`` and ``status``): only what the
   manifest sets is compared, as library-go's resourcemerge does, so fields
@@ -104,19 +101,20 @@ def merge_object_meta(
     for field in ("labels", "annotations"):
         merged, changed = merge_string_map(meta.get(field), required.get(field))
         modified = modified or changed
-        if merged:
-            meta[field] = merged
-        else:
-            meta.pop(field, None)
+        _set_nonempty(meta, field, merged)
     refs, changed = merge_owner_refs(
         meta.get("ownerReferences"), required.get("ownerReferences") or []
     )
-    modified = modified or changed
-    if refs:
-        meta["ownerReferences"] = refs
+    _set_nonempty(meta, "ownerReferences", refs)
+    return meta, modified or changed
+
+
+def _set_nonempty(meta: dict[str, Any], field: str, value: Any) -> None:
+    """``meta[field] = value``, or no ``field`` at all when ``value`` is empty."""
+    if value:
+        meta[field] = value
     else:
-        meta.pop("ownerReferences", None)
-    return meta, modified
+        meta.pop(field, None)
 
 
 def for_create(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -129,16 +127,9 @@ def for_create(obj: Mapping[str, Any]) -> dict[str, Any]:
         values = meta.get(field)
         if isinstance(values, dict):
             kept = {k: v for k, v in values.items() if not k.endswith(REMOVAL_KEY_SUFFIX)}
-            if kept:
-                meta[field] = kept
-            else:
-                meta.pop(field, None)
+            _set_nonempty(meta, field, kept)
     if "ownerReferences" in meta:
-        refs = without_removal_markers(meta.get("ownerReferences"))
-        if refs:
-            meta["ownerReferences"] = refs
-        else:
-            meta.pop("ownerReferences", None)
+        _set_nonempty(meta, "ownerReferences", without_removal_markers(meta["ownerReferences"]))
     return body
 
 
@@ -181,16 +172,12 @@ def covers(existing: Any, required: Any, key: str = "", *, in_quantities: bool =
     if required is None:
         return True
     if isinstance(required, dict):
-        children_are_quantities = key in _QUANTITY_MAPS
-        if not isinstance(existing, dict):
-            if existing is not None:
-                return False
-            return all(
-                covers(None, v, k, in_quantities=children_are_quantities)
-                for k, v in required.items()
-            )
+        if existing is None:
+            existing = {}
+        elif not isinstance(existing, dict):
+            return False
         return all(
-            covers(existing.get(k), v, k, in_quantities=children_are_quantities)
+            covers(existing.get(k), v, k, in_quantities=key in _QUANTITY_MAPS)
             for k, v in required.items()
         )
     if isinstance(required, list):

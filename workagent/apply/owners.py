@@ -15,7 +15,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ocmkit.kube import KubeClient, Resource
+from ocmkit.kube import KubeClient, Resource, split_api_version
 
 #: Suffix of an owner reference's uid that turns it into a removal marker.
 REMOVAL_MARKER_SUFFIX = "-"
@@ -28,11 +28,10 @@ def is_removal_marker(ref: Mapping[str, Any]) -> bool:
 
 def _api_group(api_version: Any) -> str | None:
     """The group of an apiVersion (``""`` for the core group), None when malformed."""
-    text = str(api_version or "")
-    group, sep, version = text.rpartition("/")
-    if not version or "/" in group or (sep and not group):
+    try:
+        return split_api_version(str(api_version or ""))[0]
+    except ValueError:
         return None
-    return group
 
 
 def same_owner(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -27,11 +27,6 @@ class Target:
     namespace: str | None
     required: dict[str, Any]
 
-    def describe(self) -> str:
-        """``configmaps ns/name`` for log lines and messages (never the content)."""
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.resource} {where}"
-
     def log_written(self, logger: Any, event: str, strategy: str, **extra: Any) -> None:
         """Log a write of the object on ``logger``: what and where, never the content."""
         logger.info(

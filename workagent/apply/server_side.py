@@ -51,11 +51,7 @@ def strip_null_creation_timestamps(obj: Any) -> None:
     """
     if isinstance(obj, dict):
         meta = obj.get("metadata")
-        if (
-            isinstance(meta, dict)
-            and "creationTimestamp" in meta
-            and meta["creationTimestamp"] is None
-        ):
+        if isinstance(meta, dict) and meta.get("creationTimestamp", "") is None:
             del meta["creationTimestamp"]
         for value in obj.values():
             strip_null_creation_timestamps(value)
@@ -78,35 +74,21 @@ def config_spec_hash(obj: dict[str, Any]) -> str:
 class ServerSideApplier:
     """Server-side apply with a field manager, ``force`` and ``ignoreFields``.
 
-    The options come from the request's ``updateStrategy.serverSideApply``,
-    else from ``config`` (the strategy the applier was picked for).
+    The options come from the request's ``updateStrategy.serverSideApply``.
     """
 
     strategy = "ServerSideApply"
 
     def __init__(
-        self,
-        client: KubeClient,
-        *,
-        default_field_manager: str = DEFAULT_FIELD_MANAGER,
-        config: ServerSideApplyConfig | None = None,
+        self, client: KubeClient, *, default_field_manager: str = DEFAULT_FIELD_MANAGER
     ) -> None:
         self.client = client
         self.default_field_manager = default_field_manager or DEFAULT_FIELD_MANAGER
-        self.config = config
 
-    def with_config(self, config: ServerSideApplyConfig | None) -> ServerSideApplier:
-        """The same applier with other fallback options."""
-        return ServerSideApplier(
-            self.client, default_field_manager=self.default_field_manager, config=config
-        )
-
-    def _config(self, request: ApplyRequest) -> ServerSideApplyConfig | None:
-        option = request.option
-        strategy = option.update_strategy if option is not None else None
-        if strategy is not None and strategy.server_side_apply is not None:
-            return strategy.server_side_apply
-        return self.config
+    @staticmethod
+    def _config(request: ApplyRequest) -> ServerSideApplyConfig | None:
+        strategy = request.option.update_strategy if request.option is not None else None
+        return strategy.server_side_apply if strategy is not None else None
 
     async def apply(self, request: ApplyRequest) -> dict[str, Any]:
         """Apply ``request`` and return the live object.
@@ -119,9 +101,8 @@ class ServerSideApplier:
         strip_null_creation_timestamps(required)
         config = self._config(request)
         force = config.force if config is not None else False
-        field_manager = (
-            config.field_manager if config is not None and config.field_manager else None
-        ) or self.default_field_manager
+        manager = config.field_manager if config is not None else None
+        field_manager = manager or self.default_field_manager
 
         body = required
         if config is not None and config.ignore_fields:

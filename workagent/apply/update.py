@@ -1,19 +1,11 @@
 """The ``Update`` strategy, the default (spec/agent.md 5.1).
 
-GET the object; create it when missing (or, when the agent has never seen
-it exist, create it straight away and GET only if that answers
-AlreadyExists); otherwise merge and compare per the
-kind's rules (:mod:`workagent.apply.kinds`) and PUT only when something the
-manifest sets differs, with the live resourceVersion as a guard. A steady
-state therefore sends no writes, even right after a restart: defaulted
-fields are not compared.
-
-An in-memory cache (:mod:`workagent.apply.cache`) remembers, per work and
-object, the manifest last applied and the resourceVersion it was in sync at,
-so an unchanged pair needs no comparison, and a manifest the API server
-refused as invalid (say, a changed immutable Job template) is not sent again
-until the manifest or the object changes: the error is reported without a
-request.
+Create the object when missing; otherwise merge and compare per the kind's
+rules (:mod:`workagent.apply.kinds`) and PUT only when something the manifest
+sets differs, with the live resourceVersion as a guard. A steady state
+therefore sends no writes, even right after a restart: defaulted fields are
+not compared. :mod:`workagent.apply.cache` spares the comparison, and a
+request the API server refused as invalid, while neither side changes.
 """
 
 from __future__ import annotations
@@ -25,7 +17,7 @@ import structlog
 
 from ocmkit.kube import AlreadyExists, Forbidden, Invalid, KubeClient, NotFound
 from workagent.apply.base import ApplyRequest
-from workagent.apply.cache import ApplyCache, CacheEntry, CacheKey, digest
+from workagent.apply.cache import ApplyCache, CacheKey, digest
 from workagent.apply.kinds import Plan, rules_for
 from workagent.apply.merge import MISSING, for_create
 from workagent.apply.prepare import Target, prepare
@@ -58,9 +50,9 @@ class UpdateApplier:
 
     strategy = "Update"
 
-    def __init__(self, client: KubeClient, *, cache: ApplyCache | None = None) -> None:
+    def __init__(self, client: KubeClient) -> None:
         self.client = client
-        self.cache = cache if cache is not None else ApplyCache()
+        self.cache = ApplyCache()
 
     async def apply(self, request: ApplyRequest) -> dict[str, Any]:
         """Apply ``request`` and return the live object."""
@@ -82,14 +74,14 @@ class UpdateApplier:
         if request.create_first:
             created = await self._try_create(target, required)
             if created is not None:
-                self.cache.put(key, CacheEntry(required_hash, _rv(created), required))
+                self.cache.put(key, required_hash, _rv(created), required)
                 return created
         try:
             existing = request.known or await self.client.get(res, target.name, target.namespace)
         except NotFound:
             created = await self.client.create(res, for_create(required), target.namespace)
             target.log_written(log, "resource created", self.strategy)
-            self.cache.put(key, CacheEntry(required_hash, _rv(created), required))
+            self.cache.put(key, required_hash, _rv(created), required)
             return created
 
         entry = self.cache.get(key)
@@ -106,15 +98,15 @@ class UpdateApplier:
         last = entry.last_required if entry is not None else None
         plan = rules.plan(existing, required, MISSING if last is None else last)
         if plan is None:
-            self.cache.put(key, CacheEntry(required_hash, _rv(existing), required))
+            self.cache.put(key, required_hash, _rv(existing), required)
             return existing
         try:
             result = await self._write(target, existing, plan)
         except Invalid as exc:
             # Deterministic: the same body against the same object fails the same way.
-            self.cache.put(key, CacheEntry(required_hash, _rv(existing), last, error=exc))
+            self.cache.put(key, required_hash, _rv(existing), last, error=exc)
             raise
-        self.cache.put(key, CacheEntry(required_hash, _rv(result), required))
+        self.cache.put(key, required_hash, _rv(result), required)
         return result
 
     async def _try_create(self, target: Target, required: dict[str, Any]) -> dict[str, Any] | None:

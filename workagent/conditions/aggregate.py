@@ -10,6 +10,7 @@ prunes work conditions whose reason starts with ``ConditionRule`` and whose
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -28,23 +29,13 @@ PROGRESSING: Final = "Progressing"
 
 @dataclass
 class _Tally:
-    true: int = 0
-    false: int = 0
-    unknown: int = 0
+    """How many conditions of one type have each status, and their messages."""
+
+    statuses: Counter[Any] = field(default_factory=Counter)
     messages: list[str] = field(default_factory=list)
 
-    @property
-    def total(self) -> int:
-        return len(self.messages)
-
     def add(self, condition: Mapping[str, Any]) -> None:
-        status = condition.get("status")
-        if status == TRUE:
-            self.true += 1
-        elif status == FALSE:
-            self.false += 1
-        elif status == UNKNOWN:
-            self.unknown += 1
+        self.statuses[condition.get("status")] += 1
         self.messages.append(str(condition.get("message") or ""))
 
 
@@ -79,18 +70,19 @@ def aggregate(
     """
     out: list[dict[str, Any]] = []
     for ctype, tally in sorted(_rule_conditions(manifest_conditions).items()):
+        counts = tally.statuses
         if ctype == PROGRESSING:
-            status = TRUE if tally.true else (UNKNOWN if tally.unknown else FALSE)
-        elif tally.false:
+            status = TRUE if counts[TRUE] else (UNKNOWN if counts[UNKNOWN] else FALSE)
+        elif counts[FALSE]:
             status = FALSE
-        elif tally.unknown or not tally.true:
+        elif counts[UNKNOWN] or not counts[TRUE]:
             status = UNKNOWN
         else:
             status = TRUE
-        if tally.total == 1 and tally.messages[0]:
+        if len(tally.messages) == 1 and tally.messages[0]:
             message = tally.messages[0]
         else:
-            message = f"Aggregated from {tally.total} manifest conditions"
+            message = f"Aggregated from {len(tally.messages)} manifest conditions"
         out.append(
             {
                 "type": ctype,
@@ -116,13 +108,14 @@ def aggregate_available(
             if condition.get("type") == AVAILABLE:
                 tally.add(condition)
     total = len(manifest_conditions)
-    if tally.false:
+    counts = tally.statuses
+    if counts[FALSE]:
         status, reason = FALSE, "ResourcesNotAvailable"
-        message = f"{tally.false} of {total} resources are not available"
-    elif tally.unknown:
+        message = f"{counts[FALSE]} of {total} resources are not available"
+    elif counts[UNKNOWN]:
         status, reason = UNKNOWN, "ResourcesStatusUnknown"
-        message = f"{tally.unknown} of {total} resources have unknown status"
-    elif not tally.true:
+        message = f"{counts[UNKNOWN]} of {total} resources have unknown status"
+    elif not counts[TRUE]:
         # The trailing space is OCM's: keep the wire text identical.
         status, reason, message = (
             UNKNOWN,

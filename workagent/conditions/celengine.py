@@ -22,7 +22,7 @@ celpy facts this relies on (cel-python 0.5, see notes/dependencies.md):
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -41,13 +41,11 @@ from workagent.conditions.celfunctions import (
     CelIndexError,
     CelKeyError,
     Quantity,
-    error_text,
 )
 from workagent.conditions.protocol import (
     CelProgram,
     ExpressionsOutcome,
     MessageOutcome,
-    budget_exceeded,
     encode_expressions,
     encode_message,
     expects_message_line,
@@ -67,6 +65,8 @@ DEFAULT_CACHE_SIZE: Final = 1024
 
 _RECURSION_MESSAGE: Final = "expression recursion limit exceeded"
 _OWN_ERRORS: Final = (CelFunctionError, CelKeyError, CelIndexError)
+# What evaluation raises besides CELEvalError and celpy's own failures.
+_RAISED: Final = (*_OWN_ERRORS, RecursionError, MemoryError)
 
 
 class CompileFailure(NamedTuple):
@@ -89,21 +89,11 @@ class CelEngine:
         # process may use another runner type.
         self._env = celpy.Environment()
         self._parser = CELParser.CEL_PARSER
-        self._cache: OrderedDict[tuple[frozenset[str], str], Any] = OrderedDict()
-        self._cache_size = cache_size
+        self._cached = functools.lru_cache(maxsize=cache_size)(self._compile)
 
     def compile(self, source: str, variables: frozenset[str]) -> Any:
         """A celpy program for ``source``, or a :class:`CompileFailure` (both cached)."""
-        key = (variables, source)
-        cached = self._cache.get(key)
-        if cached is not None:
-            self._cache.move_to_end(key)
-            return cached
-        result = self._compile(source, variables)
-        self._cache[key] = result
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-        return result
+        return self._cached(source, variables)
 
     def _compile(self, source: str, variables: frozenset[str]) -> Any:
         too_long = celcheck.length_error(source)
@@ -141,8 +131,6 @@ class CelEngine:
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, cap_message(program.text))
             value, error = _run(program, activation)
             if error is not None:
-                if error == BUDGET_EXCEEDED_MESSAGE:
-                    return budget_exceeded()
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, error)
             if not isinstance(value, celtypes.BoolType | bool):
                 return ExpressionsOutcome(
@@ -206,15 +194,9 @@ def _run(program: Any, activation: Mapping[str, Any]) -> tuple[Any, str | None]:
         value = program.evaluate(dict(activation))
     except CELEvalError as exc:
         return None, runtime_error_text(exc)
-    except CelBudgetError:
-        return None, BUDGET_EXCEEDED_MESSAGE
-    except _OWN_ERRORS as exc:
-        return None, cap_message(error_text(exc))
-    except RecursionError:
-        return None, _RECURSION_MESSAGE
-    except MemoryError:
-        # The worker's address-space limit: as much a cost overrun as a slow loop.
-        return None, BUDGET_EXCEEDED_MESSAGE
+    except _RAISED as exc:
+        # Worded as if celpy had caught it, the way it wraps what a function raises.
+        return None, runtime_error_text(CELEvalError(str(exc), type(exc), exc.args))
     except Exception as exc:  # celpy internals (unsupported features ...)
         return None, cap_message(f"evaluation failed: {_one_line(exc)}")
     # celpy's map() keeps per-element errors inside the list; cel-go fails the call.
@@ -233,6 +215,7 @@ def runtime_error_text(exc: CELEvalError) -> str:
     detail = args[2] if len(args) > 2 else None
     detail_text = str(detail[0]) if isinstance(detail, tuple) and detail else ""
     if isinstance(kind, type):
+        # MemoryError is the worker's address-space limit: as much a cost overrun as a slow loop.
         if issubclass(kind, CelBudgetError) or issubclass(kind, MemoryError):
             return BUDGET_EXCEEDED_MESSAGE
         if issubclass(kind, _OWN_ERRORS) and detail_text:

@@ -7,18 +7,12 @@ of the :class:`CelFunctionError` family, whose message is what cel-go says
 message. celpy reports TypeErrors raised by a function as ``no such
 overload``, which is also cel-go's wording for a call on the wrong types.
 
-What exists is in the tables at the end, :data:`GLOBAL_FUNCTIONS` (OCM's
-``hasConditions``, the Kubernetes ``quantity``/``isQuantity``, the ``int``,
-``uint``, ``double`` conversions with cel-go's parse errors) and
-:data:`METHODS` (cel-go ``ext.Strings`` and ``ext.Lists``, the Kubernetes
-format, regex, lists and quantity libraries; each function's docstring gives
-its CEL form), besides celpy's own ``contains``, ``startsWith``, ``endsWith``,
-``size`` and the ``min`` macro (``matches`` is replaced to use a cached RE2 and
-cel-go's error text). :data:`FUNCTIONS` also overrides operators where celpy
-differs from cel-go as Kubernetes runs it: heterogeneous equality (``1 == 1.0``
-is true, ``1 == 'a'`` false), cross-type numeric ordering (``1 < 2.5``), and
-cel-go's messages for ``/``, ``%`` and ``[]`` (``division by zero``,
-``no such key``, ``index out of range``).
+What exists is in the tables at the end (:data:`GLOBAL_FUNCTIONS`,
+:data:`METHODS`), besides celpy's own ``contains``, ``startsWith``,
+``endsWith``, ``size`` and the ``min`` macro. :data:`FUNCTIONS` also overrides
+operators where celpy differs from cel-go as Kubernetes runs it:
+heterogeneous equality (``1 == 1.0`` is true, ``1 == 'a'`` false), cross-type
+numeric ordering (``1 < 2.5``), and cel-go's messages for ``/``, ``%`` and ``[]``.
 
 Not provided (calls are compile errors ``undeclared reference``): the URL,
 IP, CIDR and semver libraries, ``strings.quote``, ``math.*``, optional types
@@ -34,7 +28,9 @@ import itertools
 import math
 import operator
 import re
+import string
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final
 
@@ -69,11 +65,6 @@ class CelKeyError(KeyError):
 
 class CelIndexError(IndexError):
     """``l[i]`` out of range."""
-
-
-def error_text(exc: BaseException) -> str:
-    """The cel-go message carried by one of this module's errors."""
-    return str(exc.args[0]) if exc.args else type(exc).__name__
 
 
 # --------------------------------------------------------------------------
@@ -143,21 +134,9 @@ def char_at(text: Any, index: Any) -> celtypes.StringType:
     return celtypes.StringType(s[i : i + 1])
 
 
-def _string_index_of(s: str, sub: str, offset: int) -> int:
-    if sub == "":
-        return offset
+def _check_offset(s: str, offset: int) -> None:
     if offset < 0 or offset >= len(s):
         raise CelFunctionError(f"index out of range: {offset}")
-    return s.find(sub, offset)
-
-
-def _string_last_index_of(s: str, sub: str, offset: int) -> int:
-    if sub == "":
-        return offset
-    if offset < 0 or offset >= len(s):
-        raise CelFunctionError(f"index out of range: {offset}")
-    # cel-go looks for a match starting at or before ``offset``.
-    return s.rfind(sub, 0, min(offset, len(s) - len(sub)) + len(sub))
 
 
 def _list_search(
@@ -174,7 +153,11 @@ def index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
     if isinstance(target, list):
         return _list_search(target, item, offset, range(len(target)))
     s, sub = _string(target), _string(item)
-    return celtypes.IntType(_string_index_of(s, sub, 0 if offset is None else _int(offset)))
+    first = 0 if offset is None else _int(offset)
+    if sub == "":
+        return celtypes.IntType(first)
+    _check_offset(s, first)
+    return celtypes.IntType(s.find(sub, first))
 
 
 def last_index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
@@ -182,27 +165,26 @@ def last_index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntTyp
     if isinstance(target, list):
         return _list_search(target, item, offset, range(len(target) - 1, -1, -1))
     s, sub = _string(target), _string(item)
-    if offset is None:
-        if sub == "":
-            return celtypes.IntType(len(s))
-        return celtypes.IntType(_string_last_index_of(s, sub, len(s) - 1))
-    return celtypes.IntType(_string_last_index_of(s, sub, _int(offset)))
+    last = len(s) - 1 if offset is None else _int(offset)
+    if sub == "":
+        return celtypes.IntType(len(s) if offset is None else last)
+    _check_offset(s, last)
+    # cel-go looks for a match starting at or before ``last``.
+    return celtypes.IntType(s.rfind(sub, 0, min(last, len(s) - len(sub)) + len(sub)))
 
 
-def _ascii_case(text: Any, upper: bool) -> celtypes.StringType:
-    s = _string(text)
-    convert = str.upper if upper else str.lower
-    return celtypes.StringType("".join(convert(c) if c.isascii() else c for c in s))
+_TO_LOWER: Final = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_TO_UPPER: Final = str.maketrans(string.ascii_lowercase, string.ascii_uppercase)
 
 
 def lower_ascii(text: Any) -> celtypes.StringType:
     """``s.lowerAscii()``: only ASCII letters change."""
-    return _ascii_case(text, upper=False)
+    return celtypes.StringType(_string(text).translate(_TO_LOWER))
 
 
 def upper_ascii(text: Any) -> celtypes.StringType:
     """``s.upperAscii()``: only ASCII letters change."""
-    return _ascii_case(text, upper=True)
+    return celtypes.StringType(_string(text).translate(_TO_UPPER))
 
 
 def replace(text: Any, old: Any, new: Any, count: Any = None) -> celtypes.StringType:
@@ -343,9 +325,7 @@ def _format_number(value: Any, verb: str, precision: int | None) -> str:
                 "o": "octal clause can only be used on integers",
             }.get(verb, "hex clause can only be used on integers, byte buffers, and strings")
         )
-    n = int(value)
-    sign, n = ("-", -n) if n < 0 else ("", n)
-    return sign + format(n, {"b": "b", "o": "o", "x": "x", "X": "X"}[verb])
+    return format(int(value), verb)
 
 
 def string_format(template: Any, args: Any) -> celtypes.StringType:
@@ -437,12 +417,7 @@ def is_sorted(items: Any) -> celtypes.BoolType:
 def list_sum(items: Any) -> Any:
     """``l.sum()``: 0 for an empty list."""
     elements = _list(items)
-    if not elements:
-        return celtypes.IntType(0)
-    total = elements[0]
-    for element in elements[1:]:
-        total = total + element
-    return total
+    return functools.reduce(operator.add, elements) if elements else celtypes.IntType(0)
 
 
 def list_max(items: Any) -> Any:
@@ -451,11 +426,8 @@ def list_max(items: Any) -> Any:
     if not elements:
         raise CelFunctionError("max of empty list")
     _comparable(elements)
-    best = elements[0]
-    for element in elements[1:]:
-        if cel_less(best, element):
-            best = element
-    return best
+    # The first of equal elements (1 and 1.0) wins.
+    return max(elements, key=functools.cmp_to_key(_compare))
 
 
 def list_slice(items: Any, start: Any, end: Any) -> celtypes.ListType:
@@ -520,26 +492,15 @@ _QUANTITY_FORMAT_ERROR: Final = (
 )
 
 
+@dataclass(frozen=True, slots=True)
 class Quantity:
     """A Kubernetes resource quantity (``500m``, ``1Gi``), compared by value."""
 
-    __slots__ = ("text", "value")
-
-    def __init__(self, text: str, value: Decimal) -> None:
-        self.text = text
-        self.value = value
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Quantity) and self.value == other.value
-
-    def __hash__(self) -> int:
-        return hash(self.value)
+    text: str = field(compare=False)
+    value: Decimal
 
     def __str__(self) -> str:
         return self.text
-
-    def __repr__(self) -> str:
-        return f"Quantity({self.text!r})"
 
 
 def _parse_quantity(text: str) -> Quantity | None:

@@ -66,10 +66,10 @@ DEFAULT_WORKERS: Final = 2
 #: How long a worker may take to start (import celpy, build its parser).
 DEFAULT_SPAWN_TIMEOUT: Final = 30.0
 #: Worker address-space limit.
-DEFAULT_MEMORY_LIMIT_MB: Final = 1024
+MEMORY_LIMIT_MB: Final = 1024
 #: CPU seconds a worker may spend on one request before the kernel ends it
 #: (a backstop for when the agent could not kill it; the budget is far lower).
-DEFAULT_CPU_LIMIT_SECONDS: Final = 30
+CPU_LIMIT_SECONDS: Final = 30
 # Longest answer line read from a worker (messages are capped at 32 KiB).
 _READ_LIMIT: Final = 1024 * 1024
 # The directory that holds the ``workagent`` package, for the worker's import path.
@@ -122,8 +122,6 @@ class CelWorkerPool:
         self,
         *,
         size: int = DEFAULT_WORKERS,
-        memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB,
-        cpu_limit_seconds: int = DEFAULT_CPU_LIMIT_SECONDS,
         spawn_timeout: float = DEFAULT_SPAWN_TIMEOUT,
         python: str = sys.executable,
     ) -> None:
@@ -137,9 +135,9 @@ class CelWorkerPool:
             "-m",
             "workagent.conditions.worker",
             "--memory-limit-mb",
-            str(memory_limit_mb),
+            str(MEMORY_LIMIT_MB),
             "--cpu-limit-seconds",
-            str(cpu_limit_seconds),
+            str(CPU_LIMIT_SECONDS),
         )
         self._spawn_timeout = spawn_timeout
         self._slots = asyncio.Semaphore(size)
@@ -377,10 +375,8 @@ def _complete(
     done = list(outcomes)
     if pending is not None:
         # The status is known; only its message expression was cut short.
-        done.append(ProgramOutcome(pending, MessageOutcome(error=_message_for(rest))))
+        done.append(
+            ProgramOutcome(pending, MessageOutcome(error=rest.error or BUDGET_EXCEEDED_MESSAGE))
+        )
     done.extend(ProgramOutcome(rest) for _ in range(len(done), len(programs)))
     return done
-
-
-def _message_for(rest: ExpressionsOutcome) -> str:
-    return rest.error or BUDGET_EXCEEDED_MESSAGE

@@ -170,21 +170,19 @@ def _resolve(rule: ConditionRule, obj: Mapping[str, Any]) -> dict[str, Any] | _P
 
 
 def _condition(pending: _Pending, outcome: ProgramOutcome) -> dict[str, Any]:
-    expressions = outcome.expressions
-    if expressions.error is not None:
-        message = expressions.error
-    else:
-        message = _message(pending, expressions.status, outcome)
     return {
         "type": pending.condition,
-        "status": expressions.status,
-        "reason": expressions.reason,
-        "message": cap_message(message),
+        "status": outcome.expressions.status,
+        "reason": outcome.expressions.reason,
+        "message": cap_message(_message(pending, outcome)),
     }
 
 
-def _message(pending: _Pending, status: str, outcome: ProgramOutcome) -> str:
-    """Spec 13.3: the message expression, else the static message, else the default."""
+def _message(pending: _Pending, outcome: ProgramOutcome) -> str:
+    """The expressions' error; else (spec 13.3) the message expression, the static
+    message, the default."""
+    if outcome.expressions.error is not None:
+        return outcome.expressions.error
     if outcome.message is not None:
         if outcome.message.message:
             return outcome.message.message
@@ -192,7 +190,7 @@ def _message(pending: _Pending, status: str, outcome: ProgramOutcome) -> str:
             return outcome.message.error
     if pending.message:
         return pending.message
-    if status == TRUE:
+    if outcome.expressions.status == TRUE:
         return f"Manifest is {pending.condition}"
     return f"Manifest is not {pending.condition}"
 

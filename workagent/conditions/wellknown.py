@@ -10,21 +10,12 @@ verbatim, so they fail the same way (a Pod without ``status.phase`` is a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
+from workagent.conditions.protocol import CelProgram
 from workagent.feedback.wellknown import group_version_kind
 
-
-@dataclass(frozen=True)
-class WellKnownRule:
-    """The CEL a well-known condition stands for."""
-
-    expressions: tuple[str, ...]
-    message_expression: str
-
-
-_JOB_COMPLETE: Final = WellKnownRule(
+_JOB_COMPLETE: Final = CelProgram(
     expressions=(
         "hasConditions(object.status)"
         " ? object.status.conditions.filter(c, c.type == 'Complete' || c.type == 'Failed')"
@@ -34,18 +25,18 @@ _JOB_COMPLETE: Final = WellKnownRule(
     message_expression='result ? "Job is finished" : "Job is not finished"',
 )
 
-_POD_COMPLETE: Final = WellKnownRule(
+_POD_COMPLETE: Final = CelProgram(
     expressions=("object.status.phase in ['Succeeded', 'Failed']",),
     message_expression='"Pod is in phase " + object.status.phase',
 )
 
 # (group, version, kind), as the feedback's GroupVersionKind -> condition -> rule.
-_RULES: Final[Mapping[tuple[str, str, str], Mapping[str, WellKnownRule]]] = {
+_RULES: Final[Mapping[tuple[str, str, str], Mapping[str, CelProgram]]] = {
     ("batch", "v1", "Job"): {"Complete": _JOB_COMPLETE},
     ("", "v1", "Pod"): {"Complete": _POD_COMPLETE},
 }
 
 
-def well_known_rule(obj: Mapping[str, Any], condition: str) -> WellKnownRule | None:
-    """The built-in rule for this object's GVK and ``condition``, if any."""
+def well_known_rule(obj: Mapping[str, Any], condition: str) -> CelProgram | None:
+    """The CEL of the built-in rule for this object's GVK and ``condition``, if any."""
     return _RULES.get(group_version_kind(obj), {}).get(condition)

@@ -9,7 +9,7 @@ from ocmkit.kube import KubeClient, RESTMapper
 from ocmkit.runtime import Controller, Informer, Object, Reconcile, WorkQueue
 from schemas.work_v1 import UpdateStrategy
 from workagent.apply.base import Applier
-from workagent.conditions import ConditionRuleEvaluator
+from workagent.conditions.rules import ConditionRuleEvaluator
 from workagent.controllers.metrics import StatusSyncs
 from workagent.executor.base import ExecutorValidator
 from workagent.polledreads import PolledReads

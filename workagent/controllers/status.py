@@ -60,13 +60,9 @@ from schemas.wire import (
     REASON_STATUS_FEEDBACK_SYNC_FAILED,
 )
 from schemas.work_v1 import FeedbackScrapeType, ManifestConfigOption, ManifestWorkSpec
-from workagent.conditions import (
-    REASON_AGGREGATED,
-    aggregate,
-    aggregate_available,
-    evaluate_rules,
-    is_condition_type,
-)
+from workagent.conditions.aggregate import aggregate, aggregate_available
+from workagent.conditions.reasons import REASON_AGGREGATED
+from workagent.conditions.rules import evaluate_rules, is_condition_type
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
 from workagent.controllers.apply_results import ObjectIdentity, object_identity
 from workagent.controllers.conditions import (

@@ -1,11 +1,5 @@
 """Status feedback: the values a manifest's feedback rules read from its live
-object, and the ``StatusFeedbackSynced`` condition (spec/agent.md section 11).
-
-``read_feedback`` is the entry point; ``jsonpath`` is a port of client-go's
-Kubernetes JSONPath, ``govalues`` renders values the way the Go agent does
-(type names, ``%v``, ``encoding/json``), ``wellknown`` holds the
-WellKnownStatus templates.
-"""
+object, and the ``StatusFeedbackSynced`` condition (spec/agent.md section 11)."""
 
 from workagent.feedback.reader import FeedbackResult, is_cheap, read_feedback
 

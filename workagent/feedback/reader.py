@@ -97,11 +97,9 @@ def read_feedback(
     max_json_raw_length = min(max_json_raw_length, HUB_JSON_RAW_LIMIT)
 
     reader = _Reader(obj, raw_json, max_json_raw_length)
-    gvk: GroupVersionKind | None = None
+    gvk = group_version_kind(obj)
     for rule in rules:
         try:
-            if gvk is None:
-                gvk = group_version_kind(obj)
             reader.read_rule(rule, gvk)
         except Exception as exc:  # a bug or an unforeseen input must not stop the status sync
             reader.errors.append(
@@ -210,10 +208,8 @@ class _Reader:
             raise _FeedbackError(
                 f"failed to parse the resource to json string for name {name}: {exc}"
             ) from None
-        # Go compares the byte length of the encoding.
-        if len(raw) > max_json_raw_length or (
-            not raw.isascii() and len(raw.encode("utf-8")) > max_json_raw_length
-        ):
+        # go_marshal bounded the characters; Go compares the byte length of the encoding.
+        if not raw.isascii() and len(raw.encode("utf-8")) > max_json_raw_length:
             raise too_long
         return {"name": name, "fieldValue": {"type": "JsonRaw", "jsonRaw": raw}}
 

@@ -40,15 +40,10 @@ def group_version_kind(obj: Mapping[str, Any]) -> GroupVersionKind:
     """
     api_version = _field(obj, "apiVersion")
     kind = _field(obj, "kind")
-    if api_version in ("", "/"):
+    if api_version.count("/") > 1:
         return GroupVersionKind("", "", kind)
-    slashes = api_version.count("/")
-    if slashes == 0:
-        return GroupVersionKind("", api_version, kind)
-    if slashes == 1:
-        group, _, version = api_version.partition("/")
-        return GroupVersionKind(group, version, kind)
-    return GroupVersionKind("", "", kind)
+    group, _, version = api_version.rpartition("/")
+    return GroupVersionKind(group, version, kind)
 
 
 #: name -> Kubernetes JSONPath, in reporting order, per exact GVK.
