@@ -13,12 +13,8 @@ from hubcontroller.webhook.core import AdmissionValidator, validate, validate_js
 from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASET, WebhookResource
 from hubcontroller.webhook.server import WebhookServer, run_webhook_server, served_resources
 from hubcontroller.webhook.settings import ValidationOptions, WebhookSettings
-from ocmkit.runtime.manager import EXIT_CONFIG, EXIT_FAILURE, EXIT_OK
 
 __all__ = [
-    "EXIT_CONFIG",
-    "EXIT_FAILURE",
-    "EXIT_OK",
     "MANIFESTWORK",
     "MANIFESTWORK_REPLICASET",
     "AccessCheck",

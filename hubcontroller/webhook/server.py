@@ -27,15 +27,10 @@ from hubcontroller.webhook.certs import CertificateError, CertificateReloader
 from hubcontroller.webhook.core import AdmissionValidator, Verdict
 from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASET, WebhookResource
 from hubcontroller.webhook.settings import WebhookSettings
+from ocmkit.command import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ocmkit.kube import KubeClient, KubeConfigError
 from ocmkit.runtime import HealthChecks, Report
-from ocmkit.runtime.manager import (
-    EXIT_CONFIG,
-    EXIT_FAILURE,
-    EXIT_OK,
-    install_signal_handlers,
-    remove_signal_handlers,
-)
+from ocmkit.runtime.manager import install_signal_handlers, remove_signal_handlers
 from ocmkit.runtime.observability import probe_response, serve
 from ocmkit.runtime.tls import TLSConfigError, server_context
 from schemas import wire
@@ -269,7 +264,7 @@ async def run_webhook_server(
         hub = await hub_client(settings.kubeconfig)
     except KubeConfigError as err:
         log.error("invalid kubeconfig", error=str(err))
-        return EXIT_CONFIG
+        return EXIT_USAGE
     server = WebhookServer(settings, access=HubAccessReviewer(hub))
     installed = install_signal_handlers(lambda _signal: stop.set())
     try:
@@ -288,7 +283,7 @@ async def run_webhook_server(
                 error=str(err),
                 tls_cipher_suites=settings.tls_cipher_suites,
             )
-            return EXIT_CONFIG
+            return EXIT_USAGE
         except OSError as err:
             log.error("cannot listen", error=str(err))
             return EXIT_FAILURE
