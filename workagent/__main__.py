@@ -10,32 +10,23 @@ one ``workagent: <message>`` line on stderr, as a Go agent's flag errors do.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
-from typing import TextIO, cast
+from collections.abc import Sequence
+from typing import TextIO
 
 from ocmkit.command import EXIT_FAILURE, execute_program, import_optional, start_logging
 from workagent.cli import PROG, AgentCommand, DiffCommand, parse_command_line
-from workagent.settings import AgentSettings
 
 AGENT_MODULE = "workagent.agent"
-
-
-def load_agent_runner() -> Callable[[AgentSettings], int] | None:
-    """``workagent.agent.run``, or None if this build has no agent.
-
-    Imported only when the agent is about to start, so the command line (and
-    its tests) work without the agent's heavier dependencies.
-    """
-    runner = getattr(import_optional(AGENT_MODULE), "run", None)
-    return cast("Callable[[AgentSettings], int]", runner) if callable(runner) else None
 
 
 def run_agent(command: AgentCommand, stderr: TextIO) -> int:
     """Set up logging, report ignored flags, and run the agent until it stops."""
     settings = command.settings
     start_logging(settings.log_format, settings.log_level, command.notices)
-    runner = load_agent_runner()
-    if runner is None:
+    # Imported only now, so the command line (and its tests) work without the
+    # agent's heavier dependencies.
+    runner = getattr(import_optional(AGENT_MODULE), "run", None)
+    if not callable(runner):
         print(f"{PROG}: the agent is not available in this build", file=stderr)
         return EXIT_FAILURE
     return int(runner(settings))

@@ -9,7 +9,6 @@ controllers share is built here once and handed to them as one frozen
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ from ocmkit.kube import (
     RESTMapper,
 )
 from ocmkit.runtime import (
+    Controller,
     Informer,
     LeaderElector,
     Manager,
@@ -32,54 +32,30 @@ from ocmkit.runtime import (
     strip_managed_fields,
 )
 from ocmkit.runtime.textstore import TextStore
-from schemas.work_v1 import UpdateStrategy
-from workagent.apply import Applier, Appliers
+from workagent.apply import Appliers
 from workagent.conditions.rules import ConditionRuleEvaluator
-from workagent.controllers.add_finalizer import add_finalizer_controller
-from workagent.controllers.cleanup import cleanup_controllers
+from workagent.controllers.add_finalizer import AddFinalizerController
+from workagent.controllers.amw_finalizer import AppliedManifestWorkFinalizer
 from workagent.controllers.deps import AgentDeps
-from workagent.controllers.manifestwork import manifestwork_controller
+from workagent.controllers.eviction import UnmanagedAppliedWorkEvictor
+from workagent.controllers.manifestwork import ManifestWorkController
 from workagent.controllers.metrics import WorkMetrics
+from workagent.controllers.mw_finalizer import ManifestWorkFinalizer
 from workagent.controllers.status import AvailableStatusController
-from workagent.executor import ExecutorValidator, build_executor_validator
+from workagent.executor import build_executor_validator
 from workagent.settings import (
     FEATURE_EXECUTOR_VALIDATING_CACHES,
     SPOKE_USER_AGENT,
     AgentSettings,
 )
-from workagent.sources import build_work_source, kubeconfig_server
+from workagent.sources import build_work_source
 from workagent.watchpool import FeedbackWatchPool
-
-__all__ = [
-    "Agent",
-    "AgentDeps",
-    "Collaborators",
-    "CollaboratorsFactory",
-    "build_agent",
-    "default_collaborators",
-    "kubeconfig_server",
-    "run",
-]
 
 log = structlog.get_logger(__name__)
 
 MANAGER_NAME = "work-agent"
 WORKS_RESYNC_SECONDS = 24 * 3600.0
 APPLIED_RESYNC_SECONDS = 21 * 3600.0
-
-AppliersFor = Callable[[UpdateStrategy | None], Applier]
-
-
-@dataclass(frozen=True)
-class Collaborators:
-    """The update strategies and the executor check the apply loop uses.
-
-    :func:`default_collaborators` builds them from ``workagent.apply`` and
-    ``workagent.executor``; ``build_agent`` takes another factory for embedding.
-    """
-
-    applier_for: AppliersFor
-    executor: ExecutorValidator
 
 
 @dataclass(frozen=True)
@@ -90,7 +66,19 @@ class Agent:
     deps: AgentDeps
 
 
-CollaboratorsFactory = Callable[[KubeClient, AgentSettings], Collaborators]
+def cleanup_controllers(deps: AgentDeps) -> list[Controller]:
+    """The ManifestWorkFinalizer (section 8.1), the AppliedManifestWorkFinalizer (8.2)
+    and the eviction of unmanaged AppliedManifestWorks (15).
+
+    Each call registers another set of event handlers on the informers of
+    ``deps``: call it once, before they start (added later, the handlers first
+    see every cached object as an add).
+    """
+    return [
+        ManifestWorkFinalizer(deps).controller(),
+        AppliedManifestWorkFinalizer(deps).controller(),
+        UnmanagedAppliedWorkEvictor(deps).controller(),
+    ]
 
 
 async def _spoke_client(settings: AgentSettings) -> KubeClient:
@@ -107,30 +95,13 @@ async def _spoke_client(settings: AgentSettings) -> KubeClient:
     return await KubeClient.in_cluster(**kwargs)
 
 
-def default_collaborators(spoke: KubeClient, settings: AgentSettings) -> Collaborators:
-    """The real update strategies (one shared set, for its apply cache) and executor check."""
-    appliers = Appliers(spoke)
-    validator = build_executor_validator(
-        spoke, caching=settings.gate(FEATURE_EXECUTOR_VALIDATING_CACHES)
-    )
-    return Collaborators(applier_for=appliers.for_strategy, executor=validator)
-
-
-async def build_agent(
-    settings: AgentSettings,
-    *,
-    handle_signals: bool = True,
-    collaborators: CollaboratorsFactory | None = None,
-) -> Agent:
+async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -> Agent:
     """Create clients, informers and controllers; nothing runs yet.
 
     Raises KubeConfigError for an unusable kubeconfig and ValueError for
     invalid settings (both become one log line and exit code 2).
     """
-    if not settings.cluster_name:
-        raise ValueError("--spoke-cluster-name is required")
-    if settings.workers < 1:
-        raise ValueError(f"workload-agent-workers must be >= 1, got {settings.workers}")
+    settings.validate()
     # Before any client exists: a certificate that does not load leaves nothing to close.
     serving_tls = settings.serving_tls()
     source = await build_work_source(settings)
@@ -169,7 +140,9 @@ async def build_agent(
         transform=strip_managed_fields,
         store=TextStore(),
     )
-    chosen = (collaborators or default_collaborators)(spoke, settings)
+    executor = build_executor_validator(
+        spoke, caching=settings.gate(FEATURE_EXECUTOR_VALIDATING_CACHES)
+    )
     elector = LeaderElector(spoke, settings.leader_election)
     manager = Manager(
         MANAGER_NAME,
@@ -192,8 +165,9 @@ async def build_agent(
         agent_id=settings.agent_id or the_hash,
         works=works,
         applied=applied,
-        executor=chosen.executor,
-        applier_for=chosen.applier_for,
+        executor=executor,
+        # One shared set of update strategies, for its apply cache.
+        applier_for=Appliers(spoke).for_strategy,
         watch_pool=watch_pool,
         rule_evaluator=rule_evaluator,
         spoke_work=spoke_work,
@@ -203,20 +177,21 @@ async def build_agent(
         manager.add_service(source.service)
     manager.add_informer(works)
     manager.add_informer(applied)
-    manager.add_controller(add_finalizer_controller(deps))
+    manager.add_controller(AddFinalizerController(deps).controller)
     status = AvailableStatusController(deps)
     # The pass that applies a new generation also writes Available: one status patch.
-    manager.add_controller(manifestwork_controller(deps, fill_status=status.fill_after_apply))
+    apply_loop = ManifestWorkController(deps, fill_status=status.fill_after_apply)
+    manager.add_controller(apply_loop.controller)
     for controller in cleanup_controllers(deps):
         manager.add_controller(controller)
     manager.add_controller(status.controller)
-    work_metrics = WorkMetrics.for_agent(deps)
+    work_metrics = WorkMetrics(
+        works, deps.status_syncs, settings.status_sync_interval, settings.metrics_work_labels
+    )
     work_metrics.attach()
     # A caching executor check (ExecutorValidatingCaches) runs controllers of its own.
-    extra = getattr(chosen.executor, "controllers", None)
-    if callable(extra):
-        for controller in extra():
-            manager.add_controller(controller)
+    for controller in executor.controllers():
+        manager.add_controller(controller)
     # Before the clients: the pool's informers use the spoke client.
     manager.add_closer("work metrics", work_metrics.detach)
     manager.add_closer("feedback watch pool", watch_pool.stop)

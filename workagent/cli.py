@@ -46,18 +46,6 @@ from workagent.settings import (
 
 PROG = "workagent"
 
-__all__ = [
-    "PROG",
-    "AgentCommand",
-    "DiffCommand",
-    "ShowText",
-    "UsageError",
-    "agent_flag_set",
-    "agent_flags",
-    "diff_command",
-    "parse_command_line",
-]
-
 # -- the agent's flags --------------------------------------------------------------------
 
 WORK = "Work agent flags"

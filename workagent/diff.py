@@ -49,7 +49,6 @@ from ocmkit.kube import (
 )
 from ocmkit.runtime import configure_logging
 from schemas.work_v1 import ManifestWorkSpec, UpdateStrategyType
-from workagent.agent import kubeconfig_server
 from workagent.apply import (
     Appliers,
     ApplyRequest,
@@ -68,16 +67,15 @@ from workagent.controllers.ownership import (
     owner_for,
     owner_reference,
 )
-from workagent.dryrun import DryRunClient
+from workagent.dryrun import DryRunClient, without_server_fields
 from workagent.identity import applied_work_name, hub_hash
 from workagent.settings import SPOKE_USER_AGENT
+from workagent.sources import kubeconfig_server
 
 EXIT_NO_CHANGES: Final = 0
 EXIT_CHANGES: Final = 1
 EXIT_ERROR: Final = 2
 
-#: Metadata the API server maintains: noise in a diff (kubectl diff leaves it out too).
-NOISE_FIELDS: Final = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
 #: The uid shown for the owner reference to an AppliedManifestWork not created yet.
 UNKNOWN_UID: Final = "00000000-0000-0000-0000-000000000000"
 
@@ -149,28 +147,12 @@ def check_work(doc: Any, where: str) -> dict[str, Any]:
     return doc
 
 
-def checked_work_spec(work: dict[str, Any]) -> tuple[ManifestWorkSpec, list[Any]]:
-    """The spec without the manifests (validated as the agent does) and the raw manifests."""
-    try:
-        return work_spec(work)
-    except ValueError as err:
-        raise DiffError(f"invalid ManifestWork spec: {_first_line(str(err))}") from None
-
-
-def cleaned(obj: dict[str, Any]) -> dict[str, Any]:
-    """``obj`` without the metadata the API server maintains."""
-    out = copy.deepcopy(obj)
-    meta = out.get("metadata")
-    if isinstance(meta, dict):
-        for field in NOISE_FIELDS:
-            meta.pop(field, None)
-    return out
-
-
 def unified(before: dict[str, Any] | None, after: dict[str, Any], name: str) -> str:
     """A unified diff of two objects as YAML (``before`` None: the object is new)."""
-    old = yaml.safe_dump(cleaned(before), sort_keys=True) if before is not None else ""
-    new = yaml.safe_dump(cleaned(after), sort_keys=True)
+    old = (
+        yaml.safe_dump(without_server_fields(before), sort_keys=True) if before is not None else ""
+    )
+    new = yaml.safe_dump(without_server_fields(after), sort_keys=True)
     lines = difflib.unified_diff(
         old.splitlines(keepends=True),
         new.splitlines(keepends=True),
@@ -223,7 +205,10 @@ class WorkDiff:
 
     async def manifests(self, work: dict[str, Any]) -> tuple[list[ManifestDiff], str]:
         """The outcome of every manifest, in the agent's apply order; and a note."""
-        spec, manifests = checked_work_spec(work)
+        try:
+            spec, manifests = work_spec(work)  # validated as the agent does
+        except ValueError as err:
+            raise DiffError(f"invalid ManifestWork spec: {_first_line(str(err))}") from None
         work_name = str(work["metadata"]["name"])
         owner, note = await self.owner(work_name)
         results = [parse_manifest(i, raw) for i, raw in enumerate(manifests)]
@@ -291,17 +276,14 @@ class WorkDiff:
             return entry
         label = f"{result.resource.api_version}.{result.resource.kind}.{where.replace('/', '.')}"
         key = (result.resource.group, result.resource.plural, namespace, name)
-        if key in self.spoke.recreated:
-            entry.verdict = "would delete and re-create (a field that cannot change changed)"
-            entry.diff, entry.changed = unified(live, after, label), True
-            return entry
-        if live is None:
-            entry.verdict = "would create"
-            entry.diff, entry.changed = unified(None, after, label), True
-            return entry
+        recreated = key in self.spoke.recreated
         entry.diff = unified(live, after, label)
-        entry.changed = bool(entry.diff)
-        if entry.strategy == "CreateOnly":
+        entry.changed = recreated or live is None or bool(entry.diff)
+        if recreated:
+            entry.verdict = "would delete and re-create (a field that cannot change changed)"
+        elif live is None:
+            entry.verdict = "would create"
+        elif entry.strategy == "CreateOnly":
             entry.verdict = "CreateOnly, content left alone" + (
                 "; would change its owner references" if entry.changed else ""
             )

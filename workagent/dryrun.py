@@ -30,12 +30,11 @@ from typing import Any
 from ocmkit.kube import KubeClient, NotFound, Resource
 from ocmkit.kube.mergepatch import apply_merge_patch
 
-__all__ = ["DryRunClient", "ObjectKey", "apply_merge_patch"]
-
 #: (group, plural, namespace, name) of an object.
 ObjectKey = tuple[str, str, str, str]
-#: Metadata the API server sets; not part of a body that creates the object again.
-_SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
+#: Metadata the API server sets: not part of a body that creates the object again,
+#: and noise in a diff (kubectl diff leaves it out too).
+SERVER_FIELDS = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp")
 
 
 class DryRunClient(KubeClient):
@@ -55,11 +54,9 @@ class DryRunClient(KubeClient):
     def _key(res: Resource, name: str, namespace: str | None) -> ObjectKey:
         return (res.group, res.plural, (namespace or "") if res.namespaced else "", name)
 
-    def reset(self) -> None:
-        """Forget every dry-run result (before the next manifest of another work)."""
-        self._overlay.clear()
-        self._existed.clear()
-        self.recreated.clear()
+    def _body_key(self, res: Resource, body: dict[str, Any], namespace: str | None) -> ObjectKey:
+        meta = body.get("metadata") or {}
+        return self._key(res, str(meta.get("name") or ""), namespace or meta.get("namespace"))
 
     async def get(
         self, res: Resource, name: str, namespace: str | None = None, **options: Any
@@ -86,12 +83,11 @@ class DryRunClient(KubeClient):
         self, res: Resource, body: dict[str, Any], namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
         """A dry-run create; after a dry-run delete of the same object, the body itself."""
-        meta = body.get("metadata") or {}
-        key = self._key(res, str(meta.get("name") or ""), namespace or meta.get("namespace"))
+        key = self._body_key(res, body, namespace)
         subresource = options.get("subresource")
         if subresource is None and key in self._overlay and self._overlay[key] is None:
             self.recreated.add(key)
-            created = _without_server_fields(body)
+            created = without_server_fields(body)
             self._overlay[key] = created
             return copy.deepcopy(created)
         created = await super().create(res, body, namespace, **options)
@@ -104,12 +100,11 @@ class DryRunClient(KubeClient):
         self, res: Resource, body: dict[str, Any], namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
         """A dry-run update (a dry-run create of an object only this dry run created)."""
-        meta = body.get("metadata") or {}
-        key = self._key(res, str(meta.get("name") or ""), namespace or meta.get("namespace"))
+        key = self._body_key(res, body, namespace)
         subresource = options.get("subresource")
         if subresource is None and self._existed.get(key) is False:
             self._overlay.pop(key, None)
-            fresh = _without_server_fields(body)
+            fresh = without_server_fields(body)
             return await self.create(
                 res, fresh, namespace, field_manager=options.get("field_manager")
             )
@@ -130,7 +125,7 @@ class DryRunClient(KubeClient):
             patched = apply_merge_patch(current, body)
             if self._existed.get(key) is False:
                 self._overlay.pop(key, None)
-                patched = _without_server_fields(patched)
+                patched = without_server_fields(patched)
                 return await self.create(res, patched, namespace, field_manager=field_manager)
             return await self.update(res, patched, namespace, field_manager=field_manager)
         answer = await super().patch(res, name, body, namespace, **options)
@@ -148,9 +143,11 @@ class DryRunClient(KubeClient):
         return answer
 
 
-def _without_server_fields(body: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``body`` without what the API server sets (it is created again)."""
-    fresh = copy.deepcopy(body)
-    for field in _SERVER_FIELDS:
-        fresh.setdefault("metadata", {}).pop(field, None)
-    return fresh
+def without_server_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``obj`` without the metadata the API server maintains."""
+    out = copy.deepcopy(obj)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        for field in SERVER_FIELDS:
+            meta.pop(field, None)
+    return out

@@ -5,34 +5,10 @@ an idle agent with N objects sends about N / ``--status-sync-interval`` GETs
 a second forever (2,500 objects at 10 s: 250/s, more than its QPS budget).
 Here a status sync that needs one of many objects of the same (resource,
 namespace) reads them all with one paginated LIST, and the following syncs
-are served from that list for a while:
-
-- only where the agent reads at least :data:`LIST_THRESHOLD` objects, so a
-  LIST never covers a namespace (or a cluster-scoped resource) it has no
-  business in, and only in that namespace, never cluster-wide for a
-  namespaced resource;
-- a list serves reads for at most half the status-sync interval, so a status
-  reflects an object at most that much later than with a GET per sync;
-- an object the apply loop wrote (or read) after the list was sent is served
-  as the apply loop got it, so a fresh apply never reports a missing or
-  outdated object; one neither shows does not exist (as of the list); and
-  one the apply loop got less than half an interval ago is served as it got
-  it with no list at all (the status sync right after an apply pass reads
-  nothing);
-- a LIST that fails (say, the agent may ``get`` but not ``list`` the
-  resource) or that returns far more objects than the agent reads there
-  (a namespace full of foreign objects: neither read lately nor owned by an
-  AppliedManifestWork) turns that (resource, namespace) back to one GET per
-  object for a while.
-
-Listed objects are kept without ``metadata.managedFields`` (for a small
-ConfigMap three quarters of its size), unless a reader of that (resource,
-namespace) said it reads them (a feedback path or CEL rule that may, see
-:mod:`workagent.controllers.managedfields`); such a reader of a list without
-them gets a GET, and the following lists keep them while it keeps reading.
-
-Watch-mode objects never come here: the feedback watch pool serves them.
-A list keeps its objects as JSON text; each read decodes its own copy.
+are served from that list for a while. docs/agent.md ("Poll-mode reads")
+gives the rules: when a LIST pays, how fresh a served object is, what the
+apply loop's own reads add, when lists stop (refused or wasteful), and when
+``metadata.managedFields`` are kept. Watch-mode objects never come here.
 """
 
 from __future__ import annotations
@@ -200,11 +176,8 @@ class PolledReads:
         the object may lack ``metadata.managedFields``. Raises the GET's
         KubeError when the object could not be read.
         """
-        key = (res.group, res.version, res.plural, namespace)
         now = self._clock()
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = self._buckets[key] = _Bucket(since=now)
+        bucket = self._bucket(res, namespace, now)
         bucket.demand[name] = now
         if managed_fields:
             bucket.demand_managed[name] = now
@@ -277,11 +250,8 @@ class PolledReads:
 
     def note_applied(self, res: Resource, namespace: str, obj: Object) -> None:
         """The apply loop got ``obj`` from the server: newer than any earlier list."""
-        key = (res.group, res.version, res.plural, namespace)
         now = self._clock()
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = self._buckets[key] = _Bucket(since=now)
+        bucket = self._bucket(res, namespace, now)
         name = str((obj.get("metadata") or {}).get("name") or "")
         if bucket.listed is not None and bucket.listed.rv(name) == _rv(obj):
             return  # the list has this very version
@@ -293,6 +263,14 @@ class PolledReads:
         bucket.applied[name] = (now, obj)
 
     # -- internals ------------------------------------------------------------------------
+    def _bucket(self, res: Resource, namespace: str, now: float) -> _Bucket:
+        """The bucket of (``res``, ``namespace``), made now if there is none."""
+        key = (res.group, res.version, res.plural, namespace)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _Bucket(since=now)
+        return bucket
+
     def _tell_changes(
         self,
         res: Resource,

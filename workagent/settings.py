@@ -109,21 +109,6 @@ class AgentSettings(ProgramSettings):
         """True when the grace period is so long (>= 876000h) that OCM never evicts."""
         return self.eviction_grace_period >= EVICTION_DISABLED_AT
 
-    def _validate_driver(self) -> None:
-        driver = self.workload_source_driver
-        if driver not in WORKLOAD_SOURCE_DRIVERS:
-            known = ", ".join(WORKLOAD_SOURCE_DRIVERS)
-            raise ValueError(
-                f"--workload-source-driver={driver} is not supported (supported: {known})"
-            )
-        if driver != "kube" and not self.cloudevents_client_id:
-            raise ValueError(
-                f"--cloudevents-client-id is required with --workload-source-driver={driver} "
-                f"(the Klusterlet passes <cluster>-work-agent)"
-            )
-        if self.cloudevents_reconnect_seconds <= 0:
-            raise ValueError("the CloudEvents reconnect delay must be > 0")
-
     def validate(self) -> None:
         """Raise ValueError naming the flag at fault if these settings cannot run.
 
@@ -142,7 +127,19 @@ class AgentSettings(ProgramSettings):
             )
         if not self.hub_kubeconfig:
             raise ValueError("--workload-source-config (the hub kubeconfig) must not be empty")
-        self._validate_driver()
+        driver = self.workload_source_driver
+        if driver not in WORKLOAD_SOURCE_DRIVERS:
+            known = ", ".join(WORKLOAD_SOURCE_DRIVERS)
+            raise ValueError(
+                f"--workload-source-driver={driver} is not supported (supported: {known})"
+            )
+        if driver != "kube" and not self.cloudevents_client_id:
+            raise ValueError(
+                f"--cloudevents-client-id is required with --workload-source-driver={driver} "
+                f"(the Klusterlet passes <cluster>-work-agent)"
+            )
+        if self.cloudevents_reconnect_seconds <= 0:
+            raise ValueError("the CloudEvents reconnect delay must be > 0")
         if self.workers < 1:
             raise ValueError(f"workload-agent-workers must be >= 1, got {self.workers}")
         if self.status_sync_interval <= 0:

@@ -1,24 +1,13 @@
 """The feedback watch pool: informers for ``feedbackScrapeType: Watch`` (spec/agent.md §12).
 
-A manifest whose effective scrape type is Watch is *registered* here by the
-status controller after a successful read of its object. A registration is
-(group, version, resource, namespace, name, work); registrations share one
-informer per (group, version, resource, namespace), namespace-filtered for a
-namespaced resource, so ten Deployments of one namespace cost one watch.
-
-The pool holds at most ``max_informers`` informers (``--max-feedback-watch``).
-A registration that would need one more is refused: the resource silently
-stays in Poll mode (counted once in ``feedback_watch_fallbacks_total``) and is
-registered when the status controller next syncs it with a slot free.
-
-Informer add/update events go to the listeners (the status controller, which
-enqueues every work listing the object); deletes are left to the next poll.
-An informer whose last registration goes is stopped and forgotten.
-Registrations go when the scrape type turns back to Poll, when the work stops
-maintaining the resource, and when its AppliedManifestWork is finalized.
-
-Informers of the pool start while the Manager already runs, so the pool
-starts and stops them itself and registers their liveness checks by hand.
+The status controller registers an object (group, version, resource,
+namespace, name, work) after a successful read; registrations share one
+informer per (group, version, resource, namespace), at most
+``--max-feedback-watch`` of them, and one that would need one more stays in
+Poll mode. docs/agent.md ("The feedback watch pool") says when
+registrations go. Add/update events go to the listeners; deletes are left to
+the next poll. The pool's informers start while the Manager already runs, so
+the pool starts and stops them itself and registers their liveness checks.
 """
 
 from __future__ import annotations
@@ -78,6 +67,12 @@ class Registration:
     name: str
     work: str
 
+    def matches(self, group: str, resource: str, namespace: str, name: str, work: str) -> bool:
+        """Whether this is ``work``'s registration of that object (at any version)."""
+        key = self.key
+        mine = (key.group, key.resource, key.namespace, self.name, self.work)
+        return mine == (group, resource, namespace, name, work)
+
 
 @dataclass(frozen=True)
 class CacheLookup:
@@ -101,12 +96,10 @@ class FeedbackWatchPool:
         max_informers: int,
         *,
         checks: HealthChecks | None = None,
-        resync_seconds: float = WATCH_RESYNC_SECONDS,
     ) -> None:
         self._client = client
         self._max = max_informers
         self._checks = checks
-        self._resync = resync_seconds
         self._entries: dict[WatchKey, _Entry] = {}
         self._listeners: list[Listener] = []
         # Refused registrations, so each fallback is counted and logged once.
@@ -155,26 +148,10 @@ class FeedbackWatchPool:
         return True
 
     async def unregister(
-        self,
-        group: str,
-        resource: str,
-        namespace: str,
-        name: str,
-        work: str,
-        *,
-        version: str | None = None,
+        self, group: str, resource: str, namespace: str, name: str, work: str
     ) -> None:
-        """Drop ``work``'s registration of an object (of any version when ``version`` is None)."""
-        await self._release(
-            lambda r: (
-                r.work == work
-                and r.name == name
-                and r.key.group == group
-                and r.key.resource == resource
-                and r.key.namespace == namespace
-                and (version is None or r.key.version == version)
-            )
-        )
+        """Drop ``work``'s registration of an object (of any version)."""
+        await self._release(lambda r: r.matches(group, resource, namespace, name, work))
 
     async def release_work(self, work: str) -> None:
         """Drop every registration of ``work`` (it is gone or being finalized)."""
@@ -216,12 +193,7 @@ class FeedbackWatchPool:
 
     def is_watched(self, group: str, resource: str, namespace: str, name: str, work: str) -> bool:
         """Whether ``work`` has a registration (any version) of this object."""
-        return any(
-            r.work == work
-            and r.name == name
-            and (r.key.group, r.key.resource, r.key.namespace) == (group, resource, namespace)
-            for r in self.registrations()
-        )
+        return any(r.matches(group, resource, namespace, name, work) for r in self.registrations())
 
     # -- lifecycle -------------------------------------------------------------------
     async def stop(self) -> None:
@@ -241,7 +213,7 @@ class FeedbackWatchPool:
             self._client,
             resource,
             key.namespace or None,
-            resync_seconds=self._resync,
+            resync_seconds=WATCH_RESYNC_SECONDS,
             name=f"feedback-watch {key}",
         )
 

@@ -56,8 +56,6 @@ async def validate(
         resource,
         obj,
         owned_by_work=owned,
-        work_namespace="cluster1",
-        work_name="work1",
     )
 
 
@@ -70,9 +68,7 @@ async def grant(spoke: KubeClient, name: str, rules: list[dict[str, Any]]) -> No
 async def test_no_executor_is_allowed_without_any_review(spoke: KubeClient) -> None:
     reviewer = CountingReviewer(spoke)
     validator = BasicExecutorValidator(spoke, reviewer=reviewer)
-    await validator.validate(
-        None, CONFIGMAPS, configmap(), owned_by_work=True, work_namespace="c1", work_name="w"
-    )
+    await validator.validate(None, CONFIGMAPS, configmap(), owned_by_work=True)
     assert reviewer.asked == []
 
 

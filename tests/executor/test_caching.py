@@ -35,7 +35,6 @@ from tests.executor.conftest import (
 )
 from tests.support.clock import FakeClock
 from workagent.executor import (
-    Action,
     CachingExecutorValidator,
     Dimension,
     InvalidExecutorError,
@@ -45,8 +44,8 @@ from workagent.executor import (
 )
 
 APPLY = ["create", "update", "patch", "get"]
-CM1 = Dimension.of(ManifestTarget("", "v1", "configmaps", NS, "cm1"), owned_by_work=False)
-CM1_OWNED = Dimension.of(ManifestTarget("", "v1", "configmaps", NS, "cm1"), owned_by_work=True)
+CM1 = Dimension(ManifestTarget("", "v1", "configmaps", NS, "cm1"), owned_by_work=False)
+CM1_OWNED = Dimension(ManifestTarget("", "v1", "configmaps", NS, "cm1"), owned_by_work=True)
 
 
 class Running:
@@ -73,9 +72,7 @@ class Running:
             await informer.stop()
 
     async def validate(self, obj: dict[str, Any], *, owned: bool = False) -> None:
-        await self.validator.validate(
-            executor(), CONFIGMAPS, obj, owned_by_work=owned, work_namespace="c1", work_name="w1"
-        )
+        await self.validator.validate(executor(), CONFIGMAPS, obj, owned_by_work=owned)
 
     def cached(self, dimension: Dimension = CM1) -> bool | None:
         return self.validator.cache.get(EXECUTOR_KEY, dimension)
@@ -129,7 +126,7 @@ async def test_outcomes_are_cached_per_executor_and_dimension(running: Running) 
         await running.validate(configmap(), owned=True)
     assert len(running.reviewer.asked) == asked + 1
     assert running.validator.cache.dimensions(EXECUTOR_KEY) == [CM1, CM1_OWNED]
-    assert CM1_OWNED.action is Action.APPLY_AND_DELETE and CM1.action is Action.APPLY_NO_DELETE
+    assert CM1_OWNED.owned_by_work and not CM1.owned_by_work
 
 
 async def test_role_binding_invalidates_and_the_refresh_grants(
@@ -283,8 +280,6 @@ async def test_cache_is_bypassed_until_the_informers_sync(spoke: KubeClient) -> 
             CONFIGMAPS,
             configmap(),
             owned_by_work=False,
-            work_namespace="c",
-            work_name="w",
         )
     assert len(validator.cache) == 0
     assert len(reviewer.asked) == 1
@@ -305,8 +300,6 @@ async def test_escalation_check_is_never_cached(running: Running, spoke: KubeCli
                 ROLES,
                 secret_reader,
                 owned_by_work=False,
-                work_namespace="c",
-                work_name="w",
             )
     escalation_reviews = [a for a in running.reviewer.asked if getattr(a, "verb", "") == "escalate"]
     assert len(escalation_reviews) == 2
@@ -314,17 +307,13 @@ async def test_escalation_check_is_never_cached(running: Running, spoke: KubeCli
 
 async def test_no_executor_and_bad_subjects(spoke: KubeClient) -> None:
     validator = build_executor_validator(spoke, caching=True)
-    await validator.validate(
-        None, CONFIGMAPS, configmap(), owned_by_work=True, work_namespace="c", work_name="w"
-    )
+    await validator.validate(None, CONFIGMAPS, configmap(), owned_by_work=True)
     with pytest.raises(InvalidExecutorError, match=r"^the executor service account is nil$"):
         await validator.validate(
             ManifestWorkExecutor.model_validate({"subject": {"type": "ServiceAccount"}}),
             CONFIGMAPS,
             configmap(),
             owned_by_work=True,
-            work_namespace="c",
-            work_name="w",
         )
 
 
@@ -345,7 +334,7 @@ async def test_cleanup_drops_unused_dimensions(spoke: KubeClient) -> None:
         clock.advance(300)
         # cm1 unused for 700 s, cm2 for 300 s.
         assert validator.cleanup() is not None
-        assert [d.name for d in validator.cache.dimensions(EXECUTOR_KEY)] == ["cm2"]
+        assert [d.target.name for d in validator.cache.dimensions(EXECUTOR_KEY)] == ["cm2"]
         clock.advance(600)
         assert validator.cleanup() is None  # empty: no further runs until the next entry
         assert validator.cache.executors() == []

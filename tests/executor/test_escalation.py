@@ -34,9 +34,7 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 async def validate(
     validator: BasicExecutorValidator, resource: Resource, obj: dict[str, Any]
 ) -> None:
-    await validator.validate(
-        executor(), resource, obj, owned_by_work=False, work_namespace="cluster1", work_name="work1"
-    )
+    await validator.validate(executor(), resource, obj, owned_by_work=False)
 
 
 async def grant(spoke: KubeClient, name: str, rules: list[dict[str, Any]]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ocmkit.durations import format_duration_seconds
 from ocmkit.kube import CONFIGMAPS, NAMESPACES
 from workagent.executor import (
     AccessCache,
@@ -13,7 +14,6 @@ from workagent.executor import (
     NotAllowedError,
     ResourceAccess,
     ServiceAccountExecutor,
-    go_duration,
 )
 from workagent.executor.aggregation import aggregated_rules, aggregators_of, selector_matches
 from workagent.executor.escalation import breakdown
@@ -34,7 +34,8 @@ from workagent.executor.rbacindex import binding_subjects, role_ref_keys
     ],
 )
 def test_go_duration(seconds: float, text: str) -> None:
-    assert go_duration(seconds) == text
+    # The retry delay of NotAllowed messages, as the Go agent spells it.
+    assert format_duration_seconds(seconds) == text
 
 
 def test_not_allowed_error_wording() -> None:
@@ -161,7 +162,7 @@ def test_binding_subjects_and_role_refs() -> None:
 
 def test_cache_drops_outcomes_computed_before_an_invalidation() -> None:
     cache = AccessCache()
-    dim = Dimension.of(ManifestTarget("", "v1", "configmaps", "n", "c"), owned_by_work=False)
+    dim = Dimension(ManifestTarget("", "v1", "configmaps", "n", "c"), owned_by_work=False)
     allowed, epoch = cache.lookup("a/b", dim, now=0)
     assert allowed is None
     assert cache.invalidate("a/b")  # an RBAC change while the review runs

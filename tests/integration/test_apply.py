@@ -50,8 +50,9 @@ from tests.support.processes import start_agent_process
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
-from workagent.agent import build_agent, kubeconfig_server
+from workagent.agent import build_agent
 from workagent.identity import hub_hash
+from workagent.sources import kubeconfig_server
 
 HELLO_DEPLOYMENT = hello_deployment()
 

@@ -58,14 +58,14 @@ from tests.integration.conftest import (
 )
 from tests.support.programs import AgentRunner, agent_settings
 from tests.support.targets import Cluster, open_cluster
+from workagent.agent import cleanup_controllers
 from workagent.apply.base import Applier, ApplyRequest
-from workagent.controllers.cleanup import cleanup_controllers
 from workagent.controllers.deletion import ResourceDeletionError, delete_applied_resources
 from workagent.controllers.deps import AgentDeps
-from workagent.controllers.eviction import EVICTION_DISABLED_AT_SECONDS
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
+from workagent.executor import BasicExecutorValidator
 from workagent.identity import applied_work_name, hub_hash
-from workagent.settings import AgentSettings
+from workagent.settings import EVICTION_DISABLED_AT, AgentSettings
 
 CLUSTER = "cluster1"
 NS = "ns1"
@@ -73,13 +73,6 @@ FOREIGN_FINALIZER = "example.com/hold"
 
 
 # -- fixtures -----------------------------------------------------------------------------
-
-
-class _AllowAll:
-    """Executor check stand-in: the cleanup controllers never call it."""
-
-    async def validate(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
 
 class _NoApplier:
@@ -116,7 +109,8 @@ class Clusters:
             agent_id=merged.agent_id or self.hub_hash,
             works=Informer(self.hub, MANIFESTWORKS, CLUSTER, name="manifestworks"),
             applied=Informer(self.spoke, APPLIED_MANIFESTWORKS, name="appliedmanifestworks"),
-            executor=_AllowAll(),
+            # The real check: the cleanup controllers never call it.
+            executor=BasicExecutorValidator(self.spoke),
             applier_for=_no_applier,
         )
 
@@ -517,8 +511,15 @@ async def test_hub_work_goes_only_after_its_resources(clusters: Clusters) -> Non
             return bool(amw["status"].get("appliedResources") == [_entry(held)])
 
         await eventually(only_held_left, what="the AMW to list only the held resource")
-        # The foreign finalizer holds the resource, so the AMW and the hub work stay.
-        work = await clusters.hub.get(MANIFESTWORKS, "work1", CLUSTER)
+        # The foreign finalizer holds the resource, so the AMW and the hub work stay, and
+        # the work says so (written after the AMW's pass that was held up).
+        work: dict[str, Any] = {}
+
+        async def deleting_reported() -> bool:
+            work.update(await clusters.hub.get(MANIFESTWORKS, "work1", CLUSTER))
+            return any(c["type"] == CONDITION_DELETING for c in work["status"]["conditions"])
+
+        await eventually(deleting_reported, what="the work's Deleting condition")
         assert work["metadata"]["finalizers"] == [MANIFEST_WORK_FINALIZER]
         deleting = [c for c in work["status"]["conditions"] if c["type"] == CONDITION_DELETING]
         assert len(deleting) == 1
@@ -576,7 +577,7 @@ async def test_applied_work_deleted_by_hand_cleans_up(clusters: Clusters) -> Non
     cm = await _configmap(clusters.spoke, "cm1", [applied_work_owner(applied)])
     await _record(clusters.spoke, applied, [_entry(cm)])
     # Keep eviction out of this test: the work does not exist on the hub.
-    deps = clusters.deps(eviction_grace_period=EVICTION_DISABLED_AT_SECONDS)
+    deps = clusters.deps(eviction_grace_period=EVICTION_DISABLED_AT)
     async with running_cleanup(deps):
         await clusters.spoke.delete(APPLIED_MANIFESTWORKS, applied["metadata"]["name"])
         await eventually(
@@ -642,7 +643,7 @@ async def test_eviction_disabled_clears_the_start_time(clusters: Clusters) -> No
         {"status": {"evictionStartTime": "2000-01-01T00:00:00Z"}},
         subresource="status",
     )
-    deps = clusters.deps(eviction_grace_period=EVICTION_DISABLED_AT_SECONDS)
+    deps = clusters.deps(eviction_grace_period=EVICTION_DISABLED_AT)
     async with running_cleanup(deps):
 
         async def cleared() -> bool:
@@ -835,7 +836,7 @@ async def test_e2e_eviction_disabled_keeps_unmanaged_work(
     hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
     async with AgentRunner(
-        agent_settings(tmp_path, eviction_grace_period=EVICTION_DISABLED_AT_SECONDS)
+        agent_settings(tmp_path, eviction_grace_period=EVICTION_DISABLED_AT)
     ) as runner:
         await hub_client.create(MANIFESTWORKS, work_body("forgotten", [configmap("left")]))
         await wait_applied(hub_client, "forgotten")

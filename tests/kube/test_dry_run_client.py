@@ -12,8 +12,9 @@ import pytest
 
 from kubesim.sim import KubeSim
 from ocmkit.kube import CONFIGMAPS, KubeClient, NotFound
+from ocmkit.kube.mergepatch import apply_merge_patch
 from tests.support.manifests import configmap
-from workagent.dryrun import DryRunClient, apply_merge_patch
+from workagent.dryrun import DryRunClient
 
 WRITES = ("create", "update", "patch", "delete")
 

@@ -31,6 +31,7 @@ from schemas.wire import GATE_EXECUTOR_VALIDATING_CACHES
 from tests.conftest import eventually
 from tests.integration.conftest import (
     exists,
+    get_work,
     manifest_condition,
     manifest_statuses,
     wait_applied,
@@ -294,8 +295,18 @@ async def test_crd_then_its_custom_resources(
         work_body("crd", [widget("w1"), widget_crd()], executor=executor()),
     )
     work = await wait_applied(hub_client, "crd", status="False")
+    target = "example.com widgets, default w1"
+
+    # A real apiserver may serve the new kind only after the first pass has reported it
+    # unknown; the refusal then comes with a later pass, which must still be a refusal.
+    async def refusal_reported() -> bool:
+        nonlocal work
+        work = await get_work(hub_client, "crd")
+        return manifest_condition(work, 0, "Applied") is not None and refused(work, 0, target)
+
+    await eventually(refusal_reported, what="the executor's refusal of the custom resource")
     assert applied_message(work, 1)[0] == "True"
-    assert refused(work, 0, "example.com widgets, default w1")
+    assert refused(work, 0, target)
     assert await exists(spoke_client, CRDS, "widgets.example.com")
     assert not await exists(spoke_client, WIDGETS, "w1", "default")
 

@@ -27,7 +27,7 @@ from schemas.wire import GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK
 from tests.conftest import eventually
 from tests.support.prepare import install_crds
 from tests.support.processes import REPO
-from workagent.agent import Agent, CollaboratorsFactory, build_agent
+from workagent.agent import Agent, build_agent
 from workagent.settings import AgentSettings
 
 CRD_DIR = REPO / "charts" / "crds"
@@ -119,7 +119,6 @@ class AgentRunner(InProcessProgram[Agent]):
     """The real agent, run in-process with ``run_built`` until :meth:`stop`."""
 
     settings: AgentSettings
-    collaborators: CollaboratorsFactory | None = None
     what: ClassVar[str] = "the agent"
 
     @property
@@ -136,7 +135,7 @@ class AgentRunner(InProcessProgram[Agent]):
     def _run(self, on_built: Callable[[Agent], None]) -> Coroutine[Any, Any, int]:
         settings = self.settings
         return run_built(
-            lambda: build_agent(settings, handle_signals=False, collaborators=self.collaborators),
+            lambda: build_agent(settings, handle_signals=False),
             on_built,
             terminate_on_files=settings.terminate_on_files,
         )

@@ -760,7 +760,8 @@ def test_operations_doc_covers_every_flag() -> None:
 
 
 def test_diff_command_line() -> None:
-    from workagent.cli import DiffCommand, ShowText, parse_command_line
+    from ocmkit.flags import ShowText
+    from workagent.cli import DiffCommand, parse_command_line
 
     command = parse_command_line(["diff", "-f", "work.yaml", "--kubeconfig=spoke.kubeconfig"])
     assert command == DiffCommand("work.yaml", "", "", "", "spoke.kubeconfig")

@@ -7,11 +7,11 @@ from typing import Any
 
 from schemas.meta import format_time
 from workagent.controllers.eviction import (
-    EVICTION_DISABLED_AT_SECONDS,
     Action,
     Decision,
     decide,
 )
+from workagent.settings import EVICTION_DISABLED_AT
 
 HUB = "aaaa"
 NOW = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -66,7 +66,7 @@ def test_unreadable_start_time_restarts_the_grace_period() -> None:
 
 
 def test_a_hundred_years_disables_eviction() -> None:
-    grace = EVICTION_DISABLED_AT_SECONDS
+    grace = EVICTION_DISABLED_AT
     assert _decide(_applied(), found=False, grace=grace) == Decision(Action.NOTHING)
     old = NOW - timedelta(days=365)
     assert _decide(_applied(started=old), found=False, grace=grace) == Decision(Action.CLEAR_START)

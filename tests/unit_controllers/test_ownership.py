@@ -17,9 +17,9 @@ from workagent.controllers.ownership import (
 CM = ("", "configmaps", "ns1", "cm1")
 
 
-def _both(raw: dict[str, Any] | None) -> list[DeleteOption | dict[str, Any] | None]:
-    """The option as the wire dict and as the model: both must decide alike."""
-    return [raw, None if raw is None else DeleteOption.from_wire(raw)]
+def _options(raw: dict[str, Any] | None) -> list[DeleteOption | None]:
+    """The option as the model the spec validates it into."""
+    return [None if raw is None else DeleteOption.from_wire(raw)]
 
 
 def _selective(*rules: tuple[str, str, str, str]) -> dict[str, Any]:
@@ -46,18 +46,18 @@ def _selective(*rules: tuple[str, str, str, str]) -> dict[str, Any]:
     ],
 )
 def test_owned(raw: dict[str, Any] | None) -> None:
-    for option in _both(raw):
+    for option in _options(raw):
         assert owned_by_the_work(*CM, option)
 
 
 def test_orphan_owns_nothing() -> None:
-    for option in _both({"propagationPolicy": "Orphan"}):
+    for option in _options({"propagationPolicy": "Orphan"}):
         assert not owned_by_the_work(*CM, option)
         assert not owned_by_the_work("apps", "deployments", "ns1", "d1", option)
 
 
 def test_selectively_orphan_matches_all_four_fields_exactly() -> None:
-    for option in _both(_selective(CM, ("apps", "deployments", "", "cluster-wide"))):
+    for option in _options(_selective(CM, ("apps", "deployments", "", "cluster-wide"))):
         assert not owned_by_the_work(*CM, option)
         assert not owned_by_the_work("apps", "deployments", "", "cluster-wide", option)
         assert owned_by_the_work("", "configmaps", "ns1", "cm2", option)
@@ -68,7 +68,7 @@ def test_selectively_orphan_matches_all_four_fields_exactly() -> None:
 
 
 def test_orphaning_rules_have_no_wildcards() -> None:
-    for option in _both(_selective(("", "configmaps", "*", "*"))):
+    for option in _options(_selective(("", "configmaps", "*", "*"))):
         assert owned_by_the_work(*CM, option)
 
 

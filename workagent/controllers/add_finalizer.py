@@ -39,7 +39,10 @@ def work_from_cache(deps: AgentDeps, name: str) -> dict[str, Any] | None:
 
 
 class AddFinalizerController:
-    """Adds the ManifestWork cleanup finalizer; one worker, as in OCM."""
+    """Adds the ManifestWork cleanup finalizer; one worker, as in OCM.
+
+    Register :attr:`controller` with the Manager.
+    """
 
     def __init__(self, deps: AgentDeps) -> None:
         self.deps = deps
@@ -70,8 +73,3 @@ class AddFinalizerController:
             return None  # deleted meanwhile; nothing to protect
         log.info("added finalizer", finalizer=MANIFEST_WORK_FINALIZER)
         return None
-
-
-def add_finalizer_controller(deps: AgentDeps) -> Controller:
-    """Build the controller and register its event handlers."""
-    return AddFinalizerController(deps).controller

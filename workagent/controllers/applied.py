@@ -20,8 +20,8 @@ from ocmkit.kube import KubeError, NotFound
 from ocmkit.runtime import ItemExponentialFailureRateLimiter, Object
 from schemas.wire import CONDITION_APPLIED
 from workagent.controllers.apply_results import ManifestResult, object_identity
-from workagent.controllers.conditions import find_condition
-from workagent.controllers.deletion import delete_applied_resources
+from workagent.controllers.conditions import work_condition
+from workagent.controllers.deletion import DeletionFailed, delete_applied_resources
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.metrics import ORPHAN_REMOVED_FROM_WORK
 from workagent.controllers.ownership import applied_work_owner
@@ -134,14 +134,6 @@ def sort_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(entries, key=object_identity)
 
 
-async def _delete_stale(
-    deps: AgentDeps, stale: list[dict[str, Any]], reason: str, applied_work: dict[str, Any]
-) -> tuple[list[dict[str, Any]], list[Exception]]:
-    return await delete_applied_resources(
-        deps, stale, reason, applied_work_owner(applied_work), cause=ORPHAN_REMOVED_FROM_WORK
-    )
-
-
 async def sync_applied_resources(
     deps: AgentDeps,
     work: dict[str, Any],
@@ -155,7 +147,7 @@ async def sync_applied_resources(
         return Bookkeeping()
     # Until the work was applied once there is nothing to compare against: after a
     # hub switch with the same hash this keeps us from deleting everything.
-    if find_condition((work.get("status") or {}).get("conditions"), CONDITION_APPLIED) is None:
+    if work_condition(work, CONDITION_APPLIED) is None:
         return Bookkeeping()
 
     applied: list[dict[str, Any]] = []
@@ -208,11 +200,15 @@ async def sync_applied_resources(
 
     pending: list[dict[str, Any]] = []
     if stale:
-        pending, errors = await _delete_stale(
-            deps, stale, f"no longer maintained by manifestwork {name}", applied_work
+        pending, errors = await delete_applied_resources(
+            deps,
+            stale,
+            f"no longer maintained by manifestwork {name}",
+            applied_work_owner(applied_work),
+            cause=ORPHAN_REMOVED_FROM_WORK,
         )
         if errors:
-            return Bookkeeping(error=_combine(errors))
+            return Bookkeeping(error=errors[0] if len(errors) == 1 else DeletionFailed(errors))
 
     new_list = _sorted_unique([*applied, *pending])
 
@@ -231,13 +227,3 @@ def _sorted_unique(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for entry in entries:
         unique.setdefault((*object_identity(entry), str(entry.get("uid") or "")), entry)
     return sort_entries(list(unique.values()))
-
-
-class StaleResourceDeletionError(Exception):
-    """Deleting resources the work no longer contains failed."""
-
-
-def _combine(errors: list[Exception]) -> Exception:
-    if len(errors) == 1:
-        return errors[0]
-    return StaleResourceDeletionError("; ".join(str(e) for e in errors))

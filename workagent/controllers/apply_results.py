@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ocmkit.kube import Resource
@@ -44,12 +44,7 @@ class ManifestResult:
     required: dict[str, Any] | None = None
     obj: dict[str, Any] | None = None
     error: Exception | None = None
-    rank: int = field(default=1001)
-
-    @property
-    def ok(self) -> bool:
-        """Applied without error."""
-        return self.error is None
+    rank: int = 1001  # unparseable: after every kind (manifests.OTHER_KIND_RANK is 1000)
 
 
 def empty_meta(ordinal: int) -> dict[str, Any]:

@@ -36,6 +36,16 @@ def find_condition(conditions: list[Condition] | None, ctype: str) -> Condition 
     return None
 
 
+def work_condition(obj: dict[str, Any], ctype: str) -> Condition | None:
+    """The condition of type ``ctype`` in ``obj``'s ``status.conditions``, or None."""
+    return find_condition((obj.get("status") or {}).get("conditions"), ctype)
+
+
+def manifest_statuses(work: dict[str, Any]) -> list[ManifestCondition]:
+    """The work's ``status.resourceStatus.manifests`` (the entries themselves, not copies)."""
+    return list(((work.get("status") or {}).get("resourceStatus") or {}).get("manifests") or [])
+
+
 def is_condition_true(conditions: list[Condition] | None, ctype: str) -> bool:
     """Whether the condition of type ``ctype`` exists with status ``True``."""
     cond = find_condition(conditions, ctype)

@@ -35,10 +35,10 @@ import structlog
 from prometheus_client import Counter
 
 from ocmkit.kube import Conflict, KubeClient, NotFound, Resource
+from ocmkit.kube.mergepatch import with_preconditions
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.metrics import ORPHAN_DELETIONS, ORPHAN_WORK_DELETED
 from workagent.controllers.ownership import is_applied_work_reference
-from workagent.controllers.patcher import with_preconditions
 
 log = structlog.get_logger(__name__)
 
@@ -83,19 +83,20 @@ def describe_entry(entry: Mapping[str, Any]) -> str:
 
 
 def resource_of(entry: Mapping[str, Any]) -> Resource:
-    """The API resource of an applied-resource entry, without discovery.
+    """The API resource of an applied-resource entry or a resourceMeta, without discovery.
 
-    The entry names group, version and plural, and the apply loop records an
-    empty namespace exactly for cluster-scoped resources, which is all a
-    request path needs (the Go agent's dynamic client works from the same
-    facts). No discovery also means a resource whose type has disappeared
-    answers NotFound, which is what "already gone" should mean.
+    The entry names group, version and plural (a resourceMeta also the kind),
+    and the apply loop records an empty namespace exactly for cluster-scoped
+    resources, which is all a request path needs (the Go agent's dynamic
+    client works from the same facts). No discovery also means a resource
+    whose type has disappeared answers NotFound, which is what "already
+    gone" should mean.
     """
     return Resource(
         group=str(entry.get("group") or ""),
         version=str(entry.get("version") or ""),
         plural=str(entry.get("resource") or ""),
-        kind="",
+        kind=str(entry.get("kind") or ""),
         namespaced=bool(entry.get("namespace")),
     )
 
@@ -149,9 +150,14 @@ async def delete_applied_resources(
                     return True, ResourceDeletionError(entry, "get", exc)
                 if known is None:
                     return False, None
-            outcome = await _delete_known(deps.spoke, entry, known, owner_uid, reason, deleted)
-            if outcome is not None:
-                return outcome
+            meta = known.get("metadata") or {}
+            if not meta.get("deletionTimestamp") and _solely_ours(known, entry, owner_uid):
+                # Deleted as seen, without reading it first: its UID and resourceVersion
+                # go along as preconditions, so the server deletes exactly that version.
+                seen = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
+                outcome = await _send_delete(deps.spoke, entry, seen, reason, deleted)
+                if outcome is not None:
+                    return outcome
             # Changed since that read, being deleted, or not ours alone: judged on a GET.
             return await _delete_one(deps.spoke, entry, owner_uid, reason, deleted)
 
@@ -178,41 +184,33 @@ def _solely_ours(obj: dict[str, Any], entry: dict[str, Any], owner_uid: str) -> 
     return not recorded_uid or str(meta.get("uid") or "") == recorded_uid
 
 
-async def _delete_known(
+async def _send_delete(
     spoke: KubeClient,
     entry: dict[str, Any],
-    known: dict[str, Any],
-    owner_uid: str,
+    preconditions: dict[str, Any],
     reason: str,
     deleted: Counter,
 ) -> tuple[bool, Exception | None] | None:
-    """Delete the object as the status syncs last saw it, without reading it first.
-
-    Only when that version is the recorded instance, ours alone and not being
-    deleted; its UID and resourceVersion go along as preconditions, so the API
-    server deletes exactly the version judged here. None: decide on a fresh
-    read instead (any other case, or the object changed since).
-    """
-    meta = known.get("metadata") or {}
-    if meta.get("deletionTimestamp") or not _solely_ours(known, entry, owner_uid):
-        return None
-    what = describe_entry(entry)
+    """DELETE the entry's object: (still pending, error); None for a 409 (it changed)."""
     try:
         answer = await spoke.delete(
             resource_of(entry),
             str(entry.get("name") or ""),
             str(entry.get("namespace") or "") or None,
             propagation_policy="Background",
-            preconditions={"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},
+            preconditions=preconditions,
         )
     except NotFound:
         return False, None
     except Conflict:
-        return None  # changed since it was seen
+        return None
     except Exception as exc:
         return True, ResourceDeletionError(entry, "delete", exc)
     deleted.inc()
-    log.info("deleted resource", resource=what, reason=reason)
+    log.info("deleted resource", resource=describe_entry(entry), reason=reason)
+    # A success Status (not the object) is the API server's word that the object
+    # is gone; an object in the answer is still there (finalizers, a grace
+    # period) and stays listed until a later GET says it is gone.
     return answer is not None, None
 
 
@@ -269,28 +267,13 @@ async def _delete_one(
     if meta.get("deletionTimestamp"):
         return True, None
 
-    try:
-        # The resourceVersion too (OCM sends only the UID): the decision above holds
-        # only for the object as read. Another work may have adopted it meanwhile,
-        # and a UID-only delete would then delete an object that work now owns.
-        answer = await spoke.delete(
-            res,
-            name,
-            namespace,
-            propagation_policy="Background",
-            preconditions={"uid": live_uid, "resourceVersion": meta.get("resourceVersion")},
-        )
-    except NotFound:
-        return False, None
-    except Conflict:
+    # The resourceVersion too (OCM sends only the UID): the decision above holds
+    # only for the object as read. Another work may have adopted it meanwhile,
+    # and a UID-only delete would then delete an object that work now owns.
+    preconditions = {"uid": live_uid, "resourceVersion": meta.get("resourceVersion")}
+    outcome = await _send_delete(spoke, entry, preconditions, reason, deleted)
+    if outcome is None:
         # Replaced or changed since it was read: pending, decided again on a fresh read.
         log.debug("changed since it was read, deciding again", resource=what)
         return True, None
-    except Exception as exc:
-        return True, ResourceDeletionError(entry, "delete", exc)
-    deleted.inc()
-    log.info("deleted resource", resource=what, reason=reason)
-    # A success Status (not the object) is the API server's word that the object
-    # is gone; an object in the answer is still there (finalizers, a grace
-    # period) and stays listed until a later GET says it is gone.
-    return answer is not None, None
+    return outcome

@@ -11,7 +11,7 @@ from schemas.work_v1 import UpdateStrategy
 from workagent.apply.base import Applier
 from workagent.conditions.rules import ConditionRuleEvaluator
 from workagent.controllers.metrics import StatusSyncs
-from workagent.executor.base import ExecutorValidator
+from workagent.executor.basic import BasicExecutorValidator
 from workagent.polledreads import PolledReads
 from workagent.settings import AgentSettings
 from workagent.sources.base import WorkClient
@@ -54,7 +54,7 @@ class AgentDeps:
     agent_id: str
     works: Informer
     applied: Informer
-    executor: ExecutorValidator
+    executor: BasicExecutorValidator
     applier_for: Callable[[UpdateStrategy | None], Applier]
     watch_pool: FeedbackWatchPool | None = None
     rule_evaluator: ConditionRuleEvaluator | None = None

@@ -33,8 +33,6 @@ from workagent.settings import EVICTION_DISABLED_AT
 log = structlog.get_logger(__name__)
 
 NAME = "UnManagedAppliedManifestWork"
-#: A grace period of at least 100 years (876000 h) turns eviction off.
-EVICTION_DISABLED_AT_SECONDS = EVICTION_DISABLED_AT
 
 
 class Action(Enum):
@@ -71,7 +69,7 @@ def decide(
     same-named work there is a different work.
     """
     started_raw = (applied.get("status") or {}).get("evictionStartTime")
-    if grace_seconds >= EVICTION_DISABLED_AT_SECONDS:
+    if grace_seconds >= EVICTION_DISABLED_AT:  # at least 100 years: eviction is off
         return Decision(Action.CLEAR_START if started_raw else Action.NOTHING)
     name = str((applied.get("metadata") or {}).get("name") or "")
     if work_found and work_name_of(hub_hash, name) is not None:
@@ -121,11 +119,7 @@ class UnmanagedAppliedWorkEvictor:
         """One pass for AppliedManifestWork ``name``."""
         deps = self._deps
         applied = deps.applied.store.get(name)
-        if applied is None:
-            return None
-        if is_deleting(applied):
-            return None
-        if not deps.is_own_applied(applied):
+        if applied is None or is_deleting(applied) or not deps.is_own_applied(applied):
             return None
         work_name = str((applied.get("spec") or {}).get("manifestWorkName") or "")
         work_found = bool(work_name) and work_from_cache(deps, work_name) is not None

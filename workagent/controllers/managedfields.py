@@ -68,22 +68,22 @@ def cel_reads_managed_fields(expression: str) -> bool:
 
 
 def _feedback_reads(rules: Iterable[FeedbackRule]) -> bool:
-    for rule in rules:
-        if rule.type != FeedbackRuleType.JSON_PATHS:
-            continue
-        if any(path_reads_managed_fields(p.path) for p in rule.json_paths or ()):
-            return True
-    return False
+    return any(
+        path_reads_managed_fields(path.path)
+        for rule in rules
+        if rule.type == FeedbackRuleType.JSON_PATHS
+        for path in rule.json_paths or ()
+    )
 
 
 def _conditions_read(rules: Iterable[ConditionRule]) -> bool:
-    for rule in rules:
-        if rule.type != ConditionRuleType.CEL:
-            continue
-        sources = [*(rule.cel_expressions or ()), rule.message_expression]
-        if any(cel_reads_managed_fields(s) for s in sources if s):
-            return True
-    return False
+    return any(
+        cel_reads_managed_fields(source)
+        for rule in rules
+        if rule.type == ConditionRuleType.CEL
+        for source in [*(rule.cel_expressions or ()), rule.message_expression]
+        if source
+    )
 
 
 def reads_managed_fields(option: ManifestConfigOption | None) -> bool:

@@ -12,17 +12,7 @@ from schemas.work_v1 import ManifestConfigOption, ManifestWorkSpec, ResourceIden
 @lru_cache(maxsize=512)
 def _glob(pattern: str) -> re.Pattern[str]:
     # ``*`` matches any run of characters, anchored at both ends; nothing else is special.
-    return re.compile("".join(".*" if part == "*" else re.escape(part) for part in _split(pattern)))
-
-
-def _split(pattern: str) -> list[str]:
-    parts: list[str] = []
-    for i, chunk in enumerate(pattern.split("*")):
-        if i:
-            parts.append("*")
-        if chunk:
-            parts.append(chunk)
-    return parts
+    return re.compile(".*".join(re.escape(chunk) for chunk in pattern.split("*")))
 
 
 def wildcard_match(pattern: str, value: str) -> bool:

@@ -57,7 +57,6 @@ for _rank, _kinds in enumerate(
         _RANKS[_kind] = _rank
 
 OTHER_KIND_RANK = 1000
-UNPARSEABLE_RANK = 1001
 
 
 class ManifestError(Exception):

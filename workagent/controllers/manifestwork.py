@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -40,8 +41,8 @@ from ocmkit.kube import (
     KubeError,
     NotFound,
 )
+from ocmkit.kube.mergepatch import normalized
 from ocmkit.runtime import (
-    Controller,
     ItemExponentialFailureRateLimiter,
     Result,
     TerminalError,
@@ -62,40 +63,27 @@ from schemas.wire import (
     REASON_APPLIED_MANIFEST_WORK_FAILED,
 )
 from schemas.work_v1 import ManifestWorkSpec, UpdateStrategyType
-from workagent.apply import (
-    ApplyRequest,
-    IgnoreFieldsError,
-    InvalidManifest,
-    ServerSideApplyConflict,
-)
+from workagent.apply import ApplyRequest, IgnoreFieldsError, ServerSideApplyConflict
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
 from workagent.controllers.applied import RECORDED_ANNOTATION, sync_applied_resources
 from workagent.controllers.apply_results import FillStatus, ManifestResult, object_identity
 from workagent.controllers.conditions import (
-    find_condition,
     find_manifest_status,
     is_condition_true,
+    manifest_statuses,
     merge_manifest_conditions,
     new_condition,
     set_condition,
+    work_condition,
 )
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.manifestconfig import find_manifest_config, work_spec
-from workagent.controllers.manifests import ManifestError, map_resource, parse_manifest
-from workagent.controllers.metrics import count_apply_failure
+from workagent.controllers.manifests import map_resource, parse_manifest
+from workagent.controllers.metrics import UNEXPECTED_FAILURE, count_apply_failure, failure_reason
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
-from workagent.controllers.patcher import (
-    RecentWrites,
-    normalized,
-    patch_metadata_and_spec,
-    patch_status,
-)
+from workagent.controllers.patcher import RecentWrites, patch_metadata_and_spec, patch_status
 from workagent.controllers.recording import AppliedRecord, RecordingFailed, creation_record
-from workagent.executor.base import (
-    NOT_ALLOWED_REQUEUE_SECONDS,
-    InvalidExecutorError,
-    NotAllowedError,
-)
+from workagent.executor.base import NOT_ALLOWED_REQUEUE_SECONDS, NotAllowedError
 from workagent.identity import applied_work_name, work_name_of
 
 log = structlog.get_logger(__name__)
@@ -112,17 +100,6 @@ CONFLICT_FACTOR = 5
 
 #: Writes of the work's status, each after a 409 on fresh data (a GET).
 STATUS_CONFLICT_ATTEMPTS = 3
-
-#: Failures of a manifest that are expected outcomes (bad input, refusals, API errors).
-_EXPECTED_FAILURES = (
-    ManifestError,
-    InvalidManifest,
-    NotAllowedError,
-    InvalidExecutorError,
-    ServerSideApplyConflict,
-    IgnoreFieldsError,
-    KubeError,
-)
 
 #: The CRD's maxLength of a condition message: a longer one would fail the whole patch.
 MAX_MESSAGE_LENGTH = 32768
@@ -214,7 +191,12 @@ def _log_fields(work: dict[str, Any]) -> dict[str, Any]:
 
 
 class ManifestWorkController:
-    """Applies ManifestWorks of the cluster namespace to the managed cluster."""
+    """Applies ManifestWorks of the cluster namespace to the managed cluster.
+
+    ``fill_status`` (the status controller's ``fill_after_apply``) lets the
+    pass that first applies a generation write ``Available`` and the feedback
+    in its own status patch. Register :attr:`controller` with the Manager.
+    """
 
     def __init__(self, deps: AgentDeps, *, fill_status: FillStatus | None = None) -> None:
         self.deps = deps
@@ -309,9 +291,7 @@ class ManifestWorkController:
         name = cached["metadata"]["name"]
         results = [parse_manifest(i, raw) for i, raw in enumerate(manifests)]
 
-        def creates(entry: dict[str, Any]) -> bool:
-            return _may_create(spec, entry)
-
+        creates = functools.partial(_may_create, spec)
         applied_work = await self._ensure_applied_work(work, results, creates)
         record = AppliedRecord(
             applied_work,
@@ -439,9 +419,7 @@ class ManifestWorkController:
         is not of this generation yet, what the status controller would add to it."""
         status = build_status(work, results, generation)
         fill = self._fill_status
-        available = find_condition(
-            (work.get("status") or {}).get("conditions"), CONDITION_AVAILABLE
-        )
+        available = work_condition(work, CONDITION_AVAILABLE)
         if fill is None or (
             available is not None and int(available.get("observedGeneration") or 0) == generation
         ):
@@ -569,9 +547,7 @@ class ManifestWorkController:
         try:
             await map_resource(deps.mapper, result)
             assert result.resource is not None and result.required is not None
-            old = find_manifest_status(
-                ((work.get("status") or {}).get("resourceStatus") or {}).get("manifests"), meta
-            )
+            old = find_manifest_status(manifest_statuses(work), meta)
             if old is not None and is_condition_true(old.get("conditions"), CONDITION_COMPLETE):
                 result.obj = result.required  # finished: never touched again
                 return
@@ -579,12 +555,7 @@ class ManifestWorkController:
             namespace, name = meta["namespace"], meta["name"]
             owned = owned_by_the_work(group, resource, namespace, name, spec.delete_option)
             await deps.executor.validate(
-                spec.executor,
-                result.resource,
-                result.required,
-                owned_by_work=owned,
-                work_namespace=work["metadata"].get("namespace", ""),
-                work_name=work["metadata"]["name"],
+                spec.executor, result.resource, result.required, owned_by_work=owned
             )
             owner = owner_for(applied_work_owner(record.applied_work), owned)
             option = find_manifest_config(spec.manifest_configs, group, resource, namespace, name)
@@ -623,21 +594,9 @@ class ManifestWorkController:
                 "manifest_name": meta.get("name"),
                 "error": describe_error(err),
             }
-            if isinstance(err, _EXPECTED_FAILURES):
+            if failure_reason(err) != UNEXPECTED_FAILURE:
                 # Reported on the manifest: no warning, no traceback.
                 log.info("manifest not applied", **fields)
             else:
                 # A strategy bug must cost this manifest only, never the worker.
                 log.warning("manifest apply failed unexpectedly", **fields, exc_info=True)
-
-
-def manifestwork_controller(
-    deps: AgentDeps, *, fill_status: FillStatus | None = None
-) -> Controller:
-    """Build the apply controller and register its event handlers.
-
-    ``fill_status`` (the status controller's ``fill_after_apply``) lets the
-    pass that first applies a generation write ``Available`` and the feedback
-    in its own status patch.
-    """
-    return ManifestWorkController(deps, fill_status=fill_status).controller

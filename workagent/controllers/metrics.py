@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from prometheus_client import Counter, Histogram
 
@@ -31,11 +31,9 @@ from ocmkit.runtime import Informer, Object
 from ocmkit.runtime.metrics import Sample, SampleSource, ScrapeGauge
 from schemas.wire import CONDITION_APPLIED
 from workagent.apply import IgnoreFieldsError, InvalidManifest, ServerSideApplyConflict
+from workagent.controllers.conditions import manifest_statuses, work_condition
 from workagent.controllers.manifests import ManifestError, UnknownResourceType
 from workagent.executor.base import InvalidExecutorError, NotAllowedError
-
-if TYPE_CHECKING:
-    from workagent.controllers.deps import AgentDeps
 
 #: Labels of the condition gauges (plus ``work`` with ``--metrics-work-labels``).
 CONDITION_LABELS: Final = ("condition", "status", "reason")
@@ -95,6 +93,8 @@ for _reason in (ORPHAN_REMOVED_FROM_WORK, ORPHAN_WORK_DELETED):
     ORPHAN_DELETIONS.labels(_reason)
 
 
+#: The ``reason`` of a failure that is not an expected outcome (a bug in a strategy).
+UNEXPECTED_FAILURE: Final = "Unexpected"
 #: The agent's own refusals, by name; first match wins (an UnknownResourceType is a ManifestError).
 _FAILURE_REASONS: tuple[tuple[type | tuple[type, ...], str], ...] = (
     (UnknownResourceType, "UnknownResourceType"),
@@ -118,7 +118,7 @@ def failure_reason(err: Exception) -> str:
             return reason
     if isinstance(err, KubeError):
         return type(err).__name__
-    return "Unexpected"
+    return UNEXPECTED_FAILURE
 
 
 def count_apply_failure(err: Exception) -> None:
@@ -174,13 +174,12 @@ def _generation(work: Object) -> int:
 
 def applied_for_generation(work: Object) -> bool:
     """Whether the work reports ``Applied=True`` for its current generation."""
-    for cond in (work.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == CONDITION_APPLIED:
-            return bool(
-                cond.get("status") == "True"
-                and int(cond.get("observedGeneration") or 0) == _generation(work)
-            )
-    return False
+    cond = work_condition(work, CONDITION_APPLIED)
+    return (
+        cond is not None
+        and cond.get("status") == "True"
+        and int(cond.get("observedGeneration") or 0) == _generation(work)
+    )
 
 
 class AppliedLatency:
@@ -244,10 +243,9 @@ def _work_conditions(work: Object) -> Iterable[Any]:
 
 
 def _manifest_conditions(work: Object) -> Iterable[Any]:
-    manifests = ((work.get("status") or {}).get("resourceStatus") or {}).get("manifests") or []
     return [
         cond
-        for entry in manifests
+        for entry in manifest_statuses(work)
         if isinstance(entry, dict)
         for cond in entry.get("conditions") or []
     ]
@@ -276,17 +274,6 @@ class WorkMetrics:
             (STATUS_SYNC_INTERVAL, lambda: [({}, self._interval)]),
             (STATUS_RESOURCES, self.resources),
         ]
-
-    @classmethod
-    def for_agent(cls, deps: AgentDeps) -> WorkMetrics:
-        """The sources of one agent."""
-        settings = deps.settings
-        return cls(
-            deps.works,
-            deps.status_syncs,
-            settings.status_sync_interval,
-            settings.metrics_work_labels,
-        )
 
     def attach(self) -> None:
         """Become the gauges' sources and follow the works informer."""

@@ -24,62 +24,29 @@ REMOVAL_MARKER_SUFFIX = "-"
 
 
 def owned_by_the_work(
-    group: str,
-    resource: str,
-    namespace: str,
-    name: str,
-    delete_option: DeleteOption | Mapping[str, Any] | None,
+    group: str, resource: str, namespace: str, name: str, delete_option: DeleteOption | None
 ) -> bool:
     """Whether the resource (group, plural resource, namespace, name) is owned by the work.
 
-    ``delete_option`` is the work's ``spec.deleteOption``, as a model or as the
-    raw wire dict. Absent, ``Foreground``, or ``SelectivelyOrphan`` without
-    ``selectivelyOrphans``: owned. ``Orphan``: not owned. ``SelectivelyOrphan``:
-    not owned when an orphaning rule equals all four fields exactly (orphaning
-    rules have no wildcards, unlike ``manifestConfigs``). ``namespace`` is ``""``
-    for cluster-scoped resources.
+    ``delete_option`` is the work's ``spec.deleteOption``. Absent, ``Foreground``,
+    or ``SelectivelyOrphan`` without ``selectivelyOrphans``: owned. ``Orphan``:
+    not owned. ``SelectivelyOrphan``: not owned when an orphaning rule equals
+    all four fields exactly (orphaning rules have no wildcards, unlike
+    ``manifestConfigs``). ``namespace`` is ``""`` for cluster-scoped resources.
     """
     if delete_option is None:
         return True
-    policy, rules = _policy_and_rules(delete_option)
+    policy = delete_option.propagation_policy
     if policy == DeletePropagationPolicyType.FOREGROUND:
         return True
     if policy == DeletePropagationPolicyType.ORPHAN:
         return False
-    # SelectivelyOrphan (or a policy this version does not know, which OCM
-    # treats the same way): orphan only what a rule names.
-    if rules is None:
+    selective = delete_option.selectively_orphans
+    if selective is None:
         return True
     wanted = (group, resource, namespace, name)
-    return all(rule != wanted for rule in rules)
-
-
-def _policy_and_rules(
-    delete_option: DeleteOption | Mapping[str, Any],
-) -> tuple[str, list[tuple[str, str, str, str]] | None]:
-    """The propagation policy (CRD default ``Foreground``) and the orphaning rules."""
-    if isinstance(delete_option, DeleteOption):
-        selective = delete_option.selectively_orphans
-        rules = None
-        if selective is not None:
-            rules = [
-                (r.group, r.resource, r.namespace, r.name) for r in selective.orphaning_rules or []
-            ]
-        return str(delete_option.propagation_policy), rules
-    policy = delete_option.get("propagationPolicy") or DeletePropagationPolicyType.FOREGROUND
-    raw = delete_option.get("selectivelyOrphans")
-    if not isinstance(raw, Mapping):
-        return str(policy), None
-    return str(policy), [
-        (
-            str(r.get("group") or ""),
-            str(r.get("resource") or ""),
-            str(r.get("namespace") or ""),
-            str(r.get("name") or ""),
-        )
-        for r in raw.get("orphaningRules") or []
-        if isinstance(r, Mapping)
-    ]
+    rules = selective.orphaning_rules or []
+    return all((r.group, r.resource, r.namespace, r.name) != wanted for r in rules)
 
 
 def applied_work_owner(applied_work: Mapping[str, Any]) -> dict[str, Any]:

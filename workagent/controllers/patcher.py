@@ -14,18 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ocmkit.kube import Resource
-from ocmkit.kube.mergepatch import merge_patch, normalized, semantically_equal, with_preconditions
+from ocmkit.kube.mergepatch import merge_patch, semantically_equal, with_preconditions
 from workagent.sources.base import WorkClient
-
-__all__ = [
-    "RecentWrites",
-    "merge_patch",
-    "normalized",
-    "patch_metadata_and_spec",
-    "patch_status",
-    "semantically_equal",
-    "with_preconditions",
-]
 
 
 async def patch_status(

@@ -1,34 +1,21 @@
 """AvailableStatusController: status of the applied resources (spec/agent.md §10-§14).
 
-One sync of work ``W`` (only once ``W`` has the cleanup finalizer and a
-work-level ``Applied`` condition; a deleting work only while its clean-up is
-held up, :attr:`AgentDeps.cleanup_blocked`: OCM syncs it throughout, writing
-each object's disappearance to a work about to go):
+A work is synced once it has the cleanup finalizer and a work-level
+``Applied`` condition (a deleting work only while its clean-up is held up,
+:attr:`AgentDeps.cleanup_blocked`). A sync reads every object the work's
+``status.resourceStatus.manifests`` lists (from the watch pool's cache, else
+:mod:`workagent.polledreads`) and sets its ``Available``; when the read failed
+the entry's other conditions, values and watch registration stay as they are.
+Otherwise it registers or releases the object's watch and computes the status
+feedback (a value change re-adds ``StatusFeedbackSynced``) and the condition
+rules. ``Available`` and the rule conditions are aggregated to the work,
+conditions of an older generation's rules dropped, and the status patched
+only when it changed; the next sync comes after ``--status-sync-interval`` x
+[0.8, 1), spread so that a polled value is never older than one interval.
 
-1. for every entry of ``status.resourceStatus.manifests`` read the live object
-   (from the feedback watch pool's cache when it has a synced informer, else a
-   GET, or a LIST shared by the objects of one resource type and namespace:
-   :mod:`workagent.polledreads`) and set the manifest's ``Available``
-   condition; when the read failed the entry's other conditions, its values
-   and its watch registration are left as they are;
-2. register the object with the watch pool when its effective scrape type is
-   Watch, else release any registration;
-3. compute the status feedback values and ``StatusFeedbackSynced`` (a value
-   change re-adds the condition, so its transition time says when the values
-   last changed);
-4. evaluate the condition rules, then drop rule conditions of an older
-   generation (rules removed from the spec);
-5. aggregate ``Available`` and the rule conditions to the work level, drop
-   rule-made work conditions of an older generation;
-6. patch the status only when it changed, and come back after
-   ``--status-sync-interval`` x [0.8, 1) (OCM v1.2.1 resyncs every work once per
-   interval; spread over the last fifth of it, so a polled value is never
-   older than one interval and the syncs of many works do not come at once;
-   a coalesced list that shows a read object changed syncs its works at once).
-
-Triggers: every hub ManifestWork event, and add/update events of objects in
-the watch pool's informers, mapped to the works listing the object through
-the ``byWorkIndex`` index (``group/resource/version/namespace/name``).
+Triggers: every hub ManifestWork event, and events of watched or listed
+objects, mapped to the works listing them through the ``byWorkIndex`` index
+(``group/resource/version/namespace/name``).
 """
 
 from __future__ import annotations
@@ -46,6 +33,7 @@ from typing import Any, Final
 import structlog
 
 from ocmkit.kube import MANIFESTWORKS, Conflict, KubeError, NotFound, Resource
+from ocmkit.kube.mergepatch import normalized
 from ocmkit.runtime import Object, Result, TerminalError, WorkQueue, bound_context
 from schemas.meta import now
 from schemas.wire import (
@@ -67,17 +55,19 @@ from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work
 from workagent.controllers.apply_results import ObjectIdentity, object_identity
 from workagent.controllers.conditions import (
     Condition,
-    find_condition,
+    manifest_statuses,
     new_condition,
     remove_condition,
     set_condition,
+    work_condition,
 )
+from workagent.controllers.deletion import resource_of
 from workagent.controllers.deps import AgentDeps
 from workagent.controllers.managedfields import reads_managed_fields
 from workagent.controllers.manifestconfig import find_manifest_config, work_spec
 from workagent.controllers.manifestwork import _log_fields, describe_error
 from workagent.controllers.metrics import MODE_POLL, MODE_WATCH
-from workagent.controllers.patcher import RecentWrites, normalized, patch_status
+from workagent.controllers.patcher import RecentWrites, patch_status
 from workagent.feedback import is_cheap, read_feedback
 from workagent.identity import applied_work_name
 from workagent.settings import FEATURE_RAW_FEEDBACK_JSON_STRING
@@ -104,21 +94,13 @@ def resource_index_key(group: str, resource: str, version: str, namespace: str, 
     return f"{group}/{resource}/{version}/{namespace}/{name}"
 
 
-def _meta_str(meta: dict[str, Any], field: str) -> str:
-    return str(meta.get(field) or "")
-
-
 def index_by_resource(work: Object) -> list[str]:
     """Index function: every object listed in ``status.resourceStatus.manifests``."""
     keys = []
-    for entry in _manifests(work):
+    for entry in manifest_statuses(work):
         group, version, resource, namespace, name = object_identity(entry.get("resourceMeta") or {})
         keys.append(resource_index_key(group, resource, version, namespace, name))
     return keys
-
-
-def _manifests(work: Object) -> list[dict[str, Any]]:
-    return list(((work.get("status") or {}).get("resourceStatus") or {}).get("manifests") or [])
 
 
 @dataclass(frozen=True)
@@ -218,10 +200,7 @@ class AvailableStatusController:
                 # gone from the hub watches nothing any more.
                 await self.pool.release_work(key)
             return None
-        if not has_finalizer(cached) or (
-            find_condition((cached.get("status") or {}).get("conditions"), CONDITION_APPLIED)
-            is None
-        ):
+        if not has_finalizer(cached) or work_condition(cached, CONDITION_APPLIED) is None:
             syncs.forget(key)
             return None  # nothing to report before the work was applied once
         if (
@@ -277,7 +256,7 @@ class AvailableStatusController:
         applied: nothing is read from the cluster then.
         """
         status = work.setdefault("status", {})
-        manifests = _manifests(work)  # the entries themselves are updated in place
+        manifests = manifest_statuses(work)  # the entries themselves are updated in place
         moment = now()
         listed: set[ObjectIdentity] = set()
         room = _FeedbackRoom(MAX_FEEDBACK_BYTES)
@@ -327,7 +306,7 @@ class AvailableStatusController:
             return False
         if any(option.condition_rules for option in spec.manifest_configs or []):
             return False
-        manifests = _manifests(work)
+        manifests = manifest_statuses(work)
         if not manifests or any(
             object_identity(entry.get("resourceMeta") or {}) not in objects for entry in manifests
         ):
@@ -447,7 +426,7 @@ class AvailableStatusController:
         # Beyond OCM: a work being deleted starts no new watch (its AppliedManifestWork
         # finalizer is releasing them), it is only polled until it is gone.
         if watch and not is_deleting(work):
-            await pool.register(_resource_of(meta), namespace, obj_name, work_name)
+            await pool.register(resource_of(meta), namespace, obj_name, work_name)
         else:
             await pool.unregister(group, resource, namespace, obj_name, work_name)
 
@@ -471,7 +450,7 @@ class AvailableStatusController:
             try:
                 obj = await self.deps.polled_reads.read(
                     self.deps.status_client,
-                    _resource_of(meta),
+                    resource_of(meta),
                     namespace,
                     name,
                     interval=self.deps.settings.status_sync_interval,
@@ -496,7 +475,7 @@ def _reported_generation(work: Object) -> int:
     generation = int(work["metadata"].get("generation") or 0)
     if not is_deleting(work):
         return generation
-    applied = find_condition((work.get("status") or {}).get("conditions"), CONDITION_APPLIED)
+    applied = work_condition(work, CONDITION_APPLIED)
     observed = int((applied or {}).get("observedGeneration") or 0)
     return observed or generation
 
@@ -526,15 +505,3 @@ def _json_size(values: list[Any]) -> int:
     if not values:
         return 0
     return len(json.dumps(values, separators=(",", ":"), ensure_ascii=False).encode())
-
-
-def _resource_of(meta: dict[str, Any]) -> Resource:
-    """The API resource of a resourceMeta; the apply loop already cleared the
-    namespace of cluster-scoped ones, so a namespace means namespaced."""
-    return Resource(
-        group=_meta_str(meta, "group"),
-        version=_meta_str(meta, "version"),
-        plural=_meta_str(meta, "resource"),
-        kind=_meta_str(meta, "kind"),
-        namespaced=bool(meta.get("namespace")),
-    )

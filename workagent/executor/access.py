@@ -25,11 +25,6 @@ class NonResourceAccess:
 Access = ResourceAccess | NonResourceAccess
 
 
-def apply_verbs(*, owned_by_work: bool) -> tuple[str, ...]:
-    """The verbs an executor needs on a manifest: ``delete`` too when the work owns it."""
-    return (*APPLY_VERBS, DELETE_VERB) if owned_by_work else APPLY_VERBS
-
-
 class AccessReviewer:
     """Asks the spoke whether an executor may do something (one SubjectAccessReview each).
 
@@ -57,7 +52,8 @@ class AccessReviewer:
         Reviews run one at a time in OCM's verb order and stop at the first
         denial, so a denied executor costs as few requests as possible.
         """
-        for verb in apply_verbs(owned_by_work=owned_by_work):
+        # ``delete`` too when the work owns the object.
+        for verb in (*APPLY_VERBS, DELETE_VERB) if owned_by_work else APPLY_VERBS:
             access = ResourceAccess(
                 verb=verb,
                 group=target.group,

@@ -67,7 +67,8 @@ def rules_of(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
 
 
-def _name(obj: Mapping[str, Any]) -> str:
+def name_of(obj: Mapping[str, Any]) -> str:
+    """An object's name (empty when absent or malformed)."""
     meta = obj.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
     return name if isinstance(name, str) else ""
@@ -75,11 +76,11 @@ def _name(obj: Mapping[str, Any]) -> str:
 
 def _selected_by(role: Mapping[str, Any], others: Iterable[Mapping[str, Any]]) -> list[str]:
     """Names of the other ClusterRoles ``role``'s aggregation rule selects, in order."""
-    own = _name(role)
+    own = name_of(role)
     found: list[str] = []
     for selector in aggregation_selectors(role):
         for other in others:
-            name = _name(other)
+            name = name_of(other)
             # The controller never aggregates a role into itself.
             if name != own and name not in found and selector_matches(selector, labels_of(other)):
                 found.append(name)
@@ -92,7 +93,7 @@ def aggregated_rules(name: str, cluster_roles: Iterable[Mapping[str, Any]]) -> l
     Depth-first over the roles its selectors reach, duplicates dropped, cycles
     stopped. A role without an aggregation rule grants just its own rules.
     """
-    by_name = {_name(obj): obj for obj in cluster_roles}
+    by_name = {name_of(obj): obj for obj in cluster_roles}
     rules: list[dict[str, Any]] = []
     visited: set[str] = set()
     stack = [name]
@@ -123,7 +124,7 @@ def aggregators_of(
     while frontier:
         member, member_labels = frontier.pop()
         for role in roles:
-            role_name = _name(role)
+            role_name = name_of(role)
             if role_name in found or role_name == member:
                 continue
             if any(selector_matches(s, member_labels) for s in aggregation_selectors(role)):

@@ -8,13 +8,9 @@ from ocmkit.kube import KubeClient, Resource
 from ocmkit.runtime import Controller, Informer
 from schemas.work_v1 import ManifestWorkExecutor
 from workagent.executor.access import AccessReviewer
-from workagent.executor.escalation import AccessReviewEscalationChecker, EscalationChecker
-from workagent.executor.subject import (
-    ManifestTarget,
-    ServiceAccountExecutor,
-    not_allowed,
-    service_account_of,
-)
+from workagent.executor.base import NotAllowedError
+from workagent.executor.escalation import AccessReviewEscalationChecker
+from workagent.executor.subject import ManifestTarget, ServiceAccountExecutor, service_account_of
 
 
 class BasicExecutorValidator:
@@ -29,15 +25,9 @@ class BasicExecutorValidator:
     4. for Roles, ClusterRoles and their bindings, the escalation check.
     """
 
-    def __init__(
-        self,
-        spoke: KubeClient,
-        *,
-        reviewer: AccessReviewer | None = None,
-        escalation: EscalationChecker | None = None,
-    ) -> None:
+    def __init__(self, spoke: KubeClient, *, reviewer: AccessReviewer | None = None) -> None:
         self.reviewer = reviewer or AccessReviewer(spoke)
-        self.escalation = escalation or AccessReviewEscalationChecker(spoke, self.reviewer)
+        self.escalation = AccessReviewEscalationChecker(spoke, self.reviewer)
 
     async def validate(
         self,
@@ -46,8 +36,6 @@ class BasicExecutorValidator:
         obj: dict[str, Any],
         *,
         owned_by_work: bool,
-        work_namespace: str,
-        work_name: str,
     ) -> None:
         """Return if the executor may apply ``obj``; raise NotAllowedError otherwise."""
         if executor is None:
@@ -55,7 +43,8 @@ class BasicExecutorValidator:
         account = service_account_of(executor)
         target = ManifestTarget.of(resource, obj)
         if not await self.allowed_to_apply(account, target, owned_by_work):
-            raise not_allowed(target)
+            # A denied SubjectAccessReview (spec section 16 step 2).
+            raise NotAllowedError(f"not allowed to apply the resource {target.describe()}")
         await self.escalation.check(account, target, obj)
 
     async def allowed_to_apply(

@@ -1,9 +1,9 @@
 """The executor permission cache: executor -> dimension -> allowed (true, false or unknown).
 
 Keyed as OCM's ``ExecutorValidatingCaches`` cache is: the executor's
-``namespace/name``, then a :class:`Dimension` (the manifest's group, version,
-resource, namespace, name and whether delete is needed). Only the
-SubjectAccessReview outcome is cached; the escalation check never is.
+``namespace/name``, then a :class:`Dimension` (the manifest's target and
+whether delete is needed). Only the SubjectAccessReview outcome is cached;
+the escalation check never is.
 
 Each executor carries an *epoch*, bumped whenever its results are invalidated
 (an RBAC change that may concern it). A result computed from reviews that
@@ -14,46 +14,16 @@ so a slow review can never overwrite a refresh that already saw the change.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from workagent.executor.subject import ManifestTarget
 
 
-class Action(StrEnum):
-    """What the executor must be able to do with a manifest."""
-
-    APPLY_AND_DELETE = "ApplyAndDelete"  # owned by the work: delete is checked too
-    APPLY_NO_DELETE = "ApplyNoDelete"
-
-
 @dataclass(frozen=True)
 class Dimension:
-    """One cached question: may the executor apply (and delete) this object?"""
+    """One cached question: may the executor apply (and, when owned, delete) ``target``?"""
 
-    group: str
-    version: str
-    resource: str
-    namespace: str
-    name: str
-    action: Action
-
-    @classmethod
-    def of(cls, target: ManifestTarget, *, owned_by_work: bool) -> Dimension:
-        """The dimension of applying ``target`` (deleting it too when owned)."""
-        action = Action.APPLY_AND_DELETE if owned_by_work else Action.APPLY_NO_DELETE
-        return cls(
-            target.group, target.version, target.resource, target.namespace, target.name, action
-        )
-
-    @property
-    def target(self) -> ManifestTarget:
-        """The object this dimension is about."""
-        return ManifestTarget(self.group, self.version, self.resource, self.namespace, self.name)
-
-    @property
-    def owned_by_work(self) -> bool:
-        """Whether ``delete`` is part of the question."""
-        return self.action is Action.APPLY_AND_DELETE
+    target: ManifestTarget
+    owned_by_work: bool  # OCM's ApplyAndDelete (True) or ApplyNoDelete
 
 
 @dataclass

@@ -47,10 +47,9 @@ from ocmkit.runtime import (
     WorkQueue,
 )
 from workagent.executor.access import AccessReviewer
-from workagent.executor.aggregation import aggregators_of, labels_of
+from workagent.executor.aggregation import aggregators_of, labels_of, name_of
 from workagent.executor.basic import BasicExecutorValidator
 from workagent.executor.cache import AccessCache, Dimension
-from workagent.executor.escalation import EscalationChecker
 from workagent.executor.rbacindex import (
     ROLE_REF_INDEX,
     BindingSubjects,
@@ -86,12 +85,11 @@ class CachingExecutorValidator(BasicExecutorValidator):
         spoke: KubeClient,
         *,
         reviewer: AccessReviewer | None = None,
-        escalation: EscalationChecker | None = None,
         cleanup_interval: float = CLEANUP_INTERVAL_SECONDS,
         clock: Clock | None = None,
         workers: int = 1,
     ) -> None:
-        super().__init__(spoke, reviewer=reviewer, escalation=escalation)
+        super().__init__(spoke, reviewer=reviewer)
         self.cache = AccessCache()
         self.cleanup_interval = cleanup_interval
         self._clock: Clock = clock or MonotonicClock()
@@ -148,7 +146,7 @@ class CachingExecutorValidator(BasicExecutorValidator):
     async def _cached_outcome(
         self, account: ServiceAccountExecutor, target: ManifestTarget, owned_by_work: bool
     ) -> bool:
-        dimension = Dimension.of(target, owned_by_work=owned_by_work)
+        dimension = Dimension(target, owned_by_work)
         allowed, epoch = self.cache.lookup(account.key, dimension, self._clock.now())
         self._schedule_cleanup()
         if allowed is None:
@@ -172,9 +170,9 @@ class CachingExecutorValidator(BasicExecutorValidator):
             return
         ref = role_key_of(new)
         refs = {ref}
-        if ref == role_key("ClusterRole", _name(new)):
+        if ref == role_key("ClusterRole", name_of(new)):
             label_sets = [labels_of(obj) for obj in (old, new) if obj is not None]
-            aggregators = aggregators_of(_name(new), label_sets, self.cluster_roles.store.list())
+            aggregators = aggregators_of(name_of(new), label_sets, self.cluster_roles.store.list())
             refs |= {role_key("ClusterRole", name) for name in aggregators}
         bindings: list[Object] = []
         for ref in sorted(refs):
@@ -233,7 +231,14 @@ class CachingExecutorValidator(BasicExecutorValidator):
             self.queue.add_after(CLEANUP_KEY, self.cleanup_interval)
 
 
-def _name(obj: Object) -> str:
-    meta = obj.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    return name if isinstance(name, str) else ""
+def build_executor_validator(spoke: KubeClient, *, caching: bool) -> BasicExecutorValidator:
+    """The validator for the agent: cached when ``ExecutorValidatingCaches`` is on.
+
+    ``spoke`` is the agent's own spoke client: it creates the
+    SubjectAccessReviews and, for the cached variant, watches RBAC objects.
+    Register the result's ``controllers()`` with the Manager (a no-op list
+    for the uncached validator).
+    """
+    if caching:
+        return CachingExecutorValidator(spoke)
+    return BasicExecutorValidator(spoke)

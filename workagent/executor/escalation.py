@@ -31,17 +31,14 @@ never cached.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
 from ocmkit.kube import CLUSTER_ROLES, ROLES, KubeClient, NotFound
 from ocmkit.kube.access import ResourceAccess
 from workagent.executor.access import Access, AccessReviewer, NonResourceAccess
 from workagent.executor.aggregation import aggregated_rules, aggregation_selectors, rules_of
-from workagent.executor.subject import (
-    ManifestTarget,
-    ServiceAccountExecutor,
-    escalation_not_allowed,
-)
+from workagent.executor.base import NotAllowedError
+from workagent.executor.subject import ManifestTarget, ServiceAccountExecutor
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 ROLE_RESOURCES = {"roles": "Role", "clusterroles": "ClusterRole"}
@@ -52,23 +49,6 @@ FULL_AUTHORITY: tuple[dict[str, Any], ...] = (
     {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
     {"verbs": ["*"], "nonResourceURLs": ["*"]},
 )
-
-
-class EscalationChecker(Protocol):
-    """Refuses RBAC manifests that would grant more than the executor holds."""
-
-    async def check(
-        self, executor: ServiceAccountExecutor, target: ManifestTarget, obj: dict[str, Any]
-    ) -> None:
-        """Return if allowed or not an RBAC role/binding; raise NotAllowedError otherwise."""
-        ...
-
-
-def is_rbac_manifest(target: ManifestTarget) -> bool:
-    """Whether the escalation check applies: a Role, ClusterRole or binding of either."""
-    return target.group == RBAC_GROUP and (
-        target.resource in ROLE_RESOURCES or target.resource in BINDING_RESOURCES
-    )
 
 
 def breakdown(rules: Iterable[dict[str, Any]], namespace: str) -> list[Access]:
@@ -122,14 +102,18 @@ class AccessReviewEscalationChecker:
         self, executor: ServiceAccountExecutor, target: ManifestTarget, obj: dict[str, Any]
     ) -> None:
         """Raise the escalation NotAllowedError when creating ``obj`` would escalate."""
-        if not is_rbac_manifest(target):
-            return
+        rbac = target.resource in ROLE_RESOURCES or target.resource in BINDING_RESOURCES
+        if target.group != RBAC_GROUP or not rbac:
+            return  # the check is for Roles, ClusterRoles and their bindings only
         if target.resource in ROLE_RESOURCES:
             allowed = await self._may_create_role(executor, target, obj)
         else:
             allowed = await self._may_create_binding(executor, target, obj)
         if not allowed:
-            raise escalation_not_allowed(target)
+            what = target.describe()
+            raise NotAllowedError(  # spec section 16 step 3
+                f"not allowed to apply the resource {what}, error: permission escalation"
+            )
 
     async def _may_create_role(
         self, executor: ServiceAccountExecutor, target: ManifestTarget, obj: dict[str, Any]

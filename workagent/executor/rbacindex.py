@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from workagent.executor.aggregation import labels_of
-from workagent.executor.subject import (
+from ocmkit.kube.access import (
     AUTHENTICATED_GROUP,
     SERVICE_ACCOUNT_USER_PREFIX,
     SERVICE_ACCOUNTS_GROUP,
 )
+from workagent.executor.aggregation import labels_of
 
 ROLE_REF_INDEX = "executor-role-ref"
 

@@ -6,25 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ocmkit.kube import Resource
-from ocmkit.kube.access import (
-    AUTHENTICATED_GROUP,
-    SERVICE_ACCOUNT_USER_PREFIX,
-    SERVICE_ACCOUNTS_GROUP,
-    ServiceAccount,
-)
+from ocmkit.kube.access import ServiceAccount
 from schemas.work_v1 import ExecutorSubjectType, ManifestWorkExecutor
-from workagent.executor.base import InvalidExecutorError, NotAllowedError
-
-__all__ = [
-    "AUTHENTICATED_GROUP",
-    "SERVICE_ACCOUNTS_GROUP",
-    "SERVICE_ACCOUNT_USER_PREFIX",
-    "ManifestTarget",
-    "ServiceAccountExecutor",
-    "escalation_not_allowed",
-    "not_allowed",
-    "service_account_of",
-]
+from workagent.executor.base import InvalidExecutorError
 
 
 class ServiceAccountExecutor(ServiceAccount):
@@ -95,15 +79,3 @@ class ManifestTarget:
         reads ``" configmaps, ns name"``.
         """
         return f"{self.group} {self.resource}, {self.namespace} {self.name}"
-
-
-def not_allowed(target: ManifestTarget) -> NotAllowedError:
-    """The NotAllowed error of a denied SubjectAccessReview (spec section 16 step 2)."""
-    return NotAllowedError(f"not allowed to apply the resource {target.describe()}")
-
-
-def escalation_not_allowed(target: ManifestTarget) -> NotAllowedError:
-    """The NotAllowed error of a refused RBAC escalation (spec section 16 step 3)."""
-    return NotAllowedError(
-        f"not allowed to apply the resource {target.describe()}, error: permission escalation"
-    )
