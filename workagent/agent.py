@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 
@@ -81,20 +80,6 @@ def cleanup_controllers(deps: AgentDeps) -> list[Controller]:
     ]
 
 
-async def _spoke_client(settings: AgentSettings) -> KubeClient:
-    kwargs: dict[str, Any] = {
-        "qps": settings.kube_api_qps,
-        "burst": settings.kube_api_burst,
-        # The apiserver names managedFields after the User-Agent: "work-agent", as OCM.
-        "user_agent": SPOKE_USER_AGENT,
-        "name": "spoke",
-    }
-    path = settings.spoke_config_path
-    if path:
-        return await KubeClient.from_kubeconfig(path, **kwargs)
-    return await KubeClient.in_cluster(**kwargs)
-
-
 async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -> Agent:
     """Create clients, informers and controllers; nothing runs yet.
 
@@ -107,7 +92,14 @@ async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -
     source = await build_work_source(settings)
     hub = source.client
     try:
-        spoke = await _spoke_client(settings)
+        # The apiserver names managedFields after the User-Agent: "work-agent", as OCM.
+        spoke = await KubeClient.connect(
+            settings.spoke_config_path or "",
+            qps=settings.kube_api_qps,
+            burst=settings.kube_api_burst,
+            user_agent=SPOKE_USER_AGENT,
+            name="spoke",
+        )
     except KubeConfigError as err:
         await hub.close()
         raise KubeConfigError(f"spoke: {err}") from err

@@ -19,7 +19,8 @@ from typing import Any, TextIO
 import structlog
 from structlog.typing import Processor
 
-LOG_FORMATS = ("json", "console")
+from ocmkit.command import LOG_FORMATS
+
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,

@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 import structlog
 
-from ocmkit.command import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from ocmkit.command import DEFAULT_LISTEN, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ocmkit.kube import KubeConfigError
 from ocmkit.runtime.controller import Controller
 from ocmkit.runtime.health import HealthChecks, HealthSource, LoopMonitor
@@ -40,7 +40,7 @@ FILE_CHECK_SECONDS = 5.0
 class ManagerSettings:
     """How the manager serves probes and shuts down."""
 
-    bind_address: str = "0.0.0.0:8443"  # OCM default of --listen
+    bind_address: str = DEFAULT_LISTEN
     # HTTPS for /metrics and the probes when set (the agent's default); None: plain HTTP.
     ssl_context: ssl.SSLContext | None = None
     shutdown_deadline: float = 30.0

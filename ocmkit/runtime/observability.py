@@ -13,6 +13,7 @@ from aiohttp import web
 from prometheus_client import REGISTRY
 from prometheus_client.aiohttp import make_aiohttp_handler
 
+from ocmkit.command import DEFAULT_LISTEN
 from ocmkit.runtime.health import HealthChecks, Report
 
 log = structlog.get_logger(__name__)
@@ -72,7 +73,7 @@ class ObservabilityServer:
 
     def __init__(
         self,
-        bind_address: str = "0.0.0.0:8443",  # OCM default of --listen
+        bind_address: str = DEFAULT_LISTEN,
         *,
         checks: HealthChecks | None = None,
         ssl_context: ssl.SSLContext | None = None,

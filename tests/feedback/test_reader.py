@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas.work_v1 import FeedbackRule, FeedbackValue
+from workagent.conditions.reasons import MAX_MESSAGE_CHARS
 from workagent.feedback import FeedbackResult, read_feedback
-from workagent.feedback.reader import MAX_CONDITION_MESSAGE
 
 WELL_KNOWN = FeedbackRule.model_validate({"type": "WellKnownStatus"})
 MAX = 1024
@@ -601,7 +601,7 @@ def test_condition_message_is_capped() -> None:
     result = read([rule], OBJ)
     status, reason, message = result.condition
     assert (status, reason) == ("False", "StatusFeedbackSyncFailed")
-    assert len(message) == MAX_CONDITION_MESSAGE
+    assert len(message) == MAX_MESSAGE_CHARS
     assert message.endswith(" ... (truncated)")
 
 

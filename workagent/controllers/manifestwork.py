@@ -64,6 +64,7 @@ from schemas.wire import (
 )
 from schemas.work_v1 import ManifestWorkSpec, UpdateStrategyType
 from workagent.apply import ApplyRequest, IgnoreFieldsError, ServerSideApplyConflict
+from workagent.conditions.reasons import MAX_MESSAGE_CHARS
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
 from workagent.controllers.applied import RECORDED_ANNOTATION, sync_applied_resources
 from workagent.controllers.apply_results import FillStatus, ManifestResult, object_identity
@@ -101,9 +102,6 @@ CONFLICT_FACTOR = 5
 #: Writes of the work's status, each after a 409 on fresh data (a GET).
 STATUS_CONFLICT_ATTEMPTS = 3
 
-#: The CRD's maxLength of a condition message: a longer one would fail the whole patch.
-MAX_MESSAGE_LENGTH = 32768
-
 
 def describe_error(err: Exception) -> str:
     """The text a condition shows: an API error's own message, as Go prints it."""
@@ -113,9 +111,9 @@ def describe_error(err: Exception) -> str:
 
 
 def _bounded(message: str) -> str:
-    if len(message) <= MAX_MESSAGE_LENGTH:
+    if len(message) <= MAX_MESSAGE_CHARS:
         return message
-    return message[: MAX_MESSAGE_LENGTH - 3] + "..."
+    return message[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
 def applied_condition(result: ManifestResult, generation: int) -> dict[str, Any]:

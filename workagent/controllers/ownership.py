@@ -15,12 +15,11 @@ from typing import Any
 
 from ocmkit.kube import APPLIED_MANIFESTWORKS, split_api_version
 from schemas.work_v1 import DeleteOption, DeletePropagationPolicyType
+from workagent.apply.owners import REMOVAL_MARKER_SUFFIX
 
 #: apiVersion and kind of an owner reference to an AppliedManifestWork.
 APPLIED_WORK_API_VERSION = APPLIED_MANIFESTWORKS.api_version
 APPLIED_WORK_KIND = APPLIED_MANIFESTWORKS.kind
-#: Suffix of an owner reference's uid that turns it into a removal marker.
-REMOVAL_MARKER_SUFFIX = "-"
 
 
 def owned_by_the_work(

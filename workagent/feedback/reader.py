@@ -26,6 +26,7 @@ from schemas.wire import (
     REASON_STATUS_FEEDBACK_SYNCED,
 )
 from schemas.work_v1 import FeedbackRule, FeedbackRuleType
+from workagent.conditions.reasons import MAX_MESSAGE_CHARS
 from workagent.feedback.jsonpath import (
     MAX_PATH_LENGTH,
     JSONPathEvalError,
@@ -39,11 +40,10 @@ from workagent.feedback.wellknown import (
     group_version_kind,
 )
 
-__all__ = ["MAX_CONDITION_MESSAGE", "FeedbackResult", "is_cheap", "read_feedback"]
+__all__ = ["FeedbackResult", "is_cheap", "read_feedback"]
 
-#: metav1.Condition's message limit; a longer one would make the hub reject the
-#: whole status patch, so it is cut (OCM does not cut it).
-MAX_CONDITION_MESSAGE: Final = 32768
+#: Marks a message cut to metav1.Condition's limit (MAX_MESSAGE_CHARS): a longer one
+#: would make the hub reject the whole status patch (OCM does not cut it).
 _TRUNCATED: Final = " ... (truncated)"
 #: How much of an over-long path is quoted back in its error message.
 _PATH_QUOTE: Final = 128
@@ -248,9 +248,9 @@ def _aggregate(messages: list[str]) -> str:
 
 
 def _truncate(message: str) -> str:
-    if len(message) <= MAX_CONDITION_MESSAGE:
+    if len(message) <= MAX_MESSAGE_CHARS:
         return message
-    return message[: MAX_CONDITION_MESSAGE - len(_TRUNCATED)] + _TRUNCATED
+    return message[: MAX_MESSAGE_CHARS - len(_TRUNCATED)] + _TRUNCATED
 
 
 def is_cheap(rules: Sequence[FeedbackRule] | None) -> bool:
