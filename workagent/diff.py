@@ -204,10 +204,8 @@ class WorkDiff:
         work_name = str(work["metadata"]["name"])
         owner, note = await self.owner(work_name)
         results = [parse_manifest(i, raw) for i, raw in enumerate(manifests)]
-        out = []
-        for result in sorted(results, key=lambda r: (r.rank, r.ordinal)):
-            out.append(await self.one(work_name, spec, owner, result))
-        return out, note
+        ordered = sorted(results, key=lambda r: (r.rank, r.ordinal))
+        return [await self.one(work_name, spec, owner, result) for result in ordered], note
 
     async def one(
         self,
