@@ -1,26 +1,10 @@
 """``workagent diff``: what the agent would change on a managed cluster for one ManifestWork.
 
-The manifests go through the agent's own code paths, in the agent's order:
-parsing, resource mapping, the manifest's ``manifestConfigs`` entry, the
-owner reference (the agent's AppliedManifestWork, or its removal marker for
-an orphaned resource) and the applier of its update strategy
-(:class:`~workagent.apply.Appliers`). The appliers run against a
-:class:`~workagent.dryrun.DryRunClient`: every write is a server-side dry run
-(``dryRun=All``), so the API server validates and defaults it as it would
-the agent's write, and stores nothing. Each manifest then shows:
-
-- ``Update``, ``ServerSideApply``: a unified diff of the live object against
-  the dry run's result (``metadata.managedFields``, ``resourceVersion``,
-  ``generation``, ``uid`` and ``creationTimestamp`` left out), "no changes",
-  or "would create" with the whole object;
-- ``CreateOnly``: "would create" for a missing object; for an existing one,
-  its content left alone and only an owner-reference change;
-- ``ReadOnly``: never written.
-
-A manifest the agent could not apply (unknown kind, refused by the API
-server, a field-manager conflict) is reported with the error. Exit codes are
-``kubectl diff``'s: 0 no changes, 1 changes, 2 an error. The executor check
-of ``spec.executor`` is not made: the dry run runs as the kubeconfig's user.
+The manifests go through the agent's own code paths, in the agent's order
+(parsing, resource mapping, ``manifestConfigs``, owner references, the
+strategy's applier), over a :class:`~workagent.dryrun.DryRunClient` whose
+every write is a server-side dry run. docs/user-guide.md ("Previewing a
+change") describes the output and the exit codes (``kubectl diff``'s).
 """
 
 from __future__ import annotations

@@ -16,13 +16,8 @@ The rules that keep it safe:
   object, or a later GET answered 404), so an object held by a foreign
   finalizer keeps the work alive.
 
-The object is judged on the newest version the status syncs' coalesced lists
-or the apply loop saw (:mod:`workagent.polledreads`), else read as a
-Poll-mode status sync reads it: one GET, or, where many objects of one
-namespace are read (a work's, many works deleted at once), a share of a
-LIST. A version that is ours to delete is deleted directly, its
-resourceVersion as a precondition; a 409, an object being deleted or one
-not ours alone is judged again on a GET.
+docs/agent.md ("Deletion") says which version of an object is judged and
+when a GET is sent.
 """
 
 from __future__ import annotations
