@@ -1,28 +1,11 @@
 """Recording a resource in the AppliedManifestWork before it is first created.
 
-OCM records ``status.appliedResources`` only after a whole apply pass. An
-agent killed mid-pass has then created objects nothing records; if their
-manifests leave the work before a pass completes, stale detection never sees
-them and they leak. So before a manifest is applied whose identity (group,
-resource, namespace, name) the AppliedManifestWork does not list yet, the
-AppliedManifestWork is written with that identity added, together with every
-other not yet recorded manifest of the work that can be resolved from cached
-discovery: one write for a new generation, none at steady state.
-
-A new work costs no such write: the AppliedManifestWork is created with the
-manifests it is about to create (those cached discovery resolves) in the
-annotation :data:`RECORDED_ANNOTATION`, so the create is the record, and
-the one status write after the pass lists them with their UIDs. Until that
-first status write (``status.appliedResources`` absent), every reader of the
-record (this module, stale detection, the AppliedManifestWork finalizer) takes
-the annotation's entries as the record (:func:`recorded_resources`); once it
-is written, the status alone.
-
-A freshly recorded entry has no ``uid`` (the object may not exist yet). The
-bookkeeping after the pass (:mod:`workagent.controllers.applied`) fills in the
-live UIDs and drops entries whose objects do not exist, and deletion treats
-an entry without a UID as "whichever instance this AppliedManifestWork owns".
-The wire format is OCM's: ``uid`` is an optional field.
+OCM records only after a whole apply pass, so an agent killed mid-pass leaks
+what it created. Here a manifest not yet recorded is added (with every other
+unrecorded one cached discovery resolves) before it is applied; a new work's
+AppliedManifestWork is created with them in :data:`RECORDED_ANNOTATION`.
+docs/compatibility.md ("recording applied resources") has the rules; an entry
+without a ``uid`` is filled in or dropped by :mod:`workagent.controllers.applied`.
 """
 
 from __future__ import annotations
