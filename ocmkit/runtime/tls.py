@@ -159,12 +159,6 @@ def check_serving_flags(
 # -- serving certificates -------------------------------------------------------------
 
 
-def needs_rsa_key(cipher_suites: str) -> bool:
-    """Whether the chosen TLS 1.2 suites all authenticate with RSA (an ECDSA key could not)."""
-    tls12 = parse_cipher_suites(cipher_suites)
-    return bool(tls12) and not any("ECDSA" in openssl for openssl in tls12)
-
-
 def default_hostnames() -> tuple[str, ...]:
     """The names a self-signed certificate covers: the pod's hostname and loopback."""
     names = ["localhost", "127.0.0.1", "::1"]
@@ -247,10 +241,12 @@ def serving_context(
                 f"{key_file}: {reason}"
             ) from None
         return context
+    # An RSA key when the chosen TLS 1.2 suites all authenticate with RSA (ECDSA could not).
+    tls12 = parse_cipher_suites(cipher_suites)
     cert_pem, key_pem = self_signed_certificate(
         common_name,
         default_hostnames() if hostnames is None else hostnames,
-        rsa_key=needs_rsa_key(cipher_suites),
+        rsa_key=bool(tls12) and not any("ECDSA" in openssl for openssl in tls12),
     )
     with _pem_file(cert_pem + key_pem) as path:
         context.load_cert_chain(path)
