@@ -132,30 +132,6 @@ def server_context(min_version: str = "", cipher_suites: str = "") -> ssl.SSLCon
     return ctx
 
 
-def check_serving_flags(
-    *,
-    insecure: bool,
-    cert_file: str,
-    key_file: str,
-    min_version: str,
-    cipher_suites: str,
-) -> None:
-    """Refuse serving flags that cannot work together, before anything starts.
-
-    Shared by the agent and the hub manager (same flags, same messages). Only
-    the names are checked: the files are read when the process starts (as
-    kubeconfigs are), where a pair that does not load is still exit code 2.
-    """
-    if insecure and (cert_file or key_file):
-        raise TLSConfigError(
-            "--insecure-serving serves plain HTTP: it cannot be combined with "
-            "--tls-cert-file/--tls-private-key-file"
-        )
-    if bool(cert_file) != bool(key_file):
-        raise TLSConfigError("--tls-cert-file and --tls-private-key-file must be given together")
-    server_context(min_version, cipher_suites)
-
-
 # -- serving certificates -------------------------------------------------------------
 
 
