@@ -258,12 +258,6 @@ class Flag:
         """Where the parsed value is stored."""
         return self.dest or self.name
 
-    @property
-    def spellings(self) -> tuple[str, ...]:
-        """Every way to write this flag, ``--name`` first."""
-        short = (f"-{self.shorthand}",) if self.shorthand else ()
-        return (f"--{self.name}", *(f"--{a}" for a in self.aliases), *short)
-
 
 @dataclass(frozen=True)
 class FlagNotice:
