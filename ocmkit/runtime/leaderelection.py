@@ -119,11 +119,6 @@ class LeaderElector:
         return self._state
 
     @property
-    def identity(self) -> str:
-        """This process's holder identity."""
-        return self.settings.identity
-
-    @property
     def leader_identity(self) -> str:
         """The holder last seen on the Lease ("" if none)."""
         return self._holder

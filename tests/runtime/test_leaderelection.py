@@ -96,8 +96,8 @@ async def test_simultaneous_candidates_elect_exactly_one(
 
     await eventually(settled, what="one leader and two standbys")
     leader = next(c for c in candidates if c.is_leader())
-    assert (await lease_spec(kube))["holderIdentity"] == leader.identity
-    assert all(c.leader_identity == leader.identity for c in candidates)
+    assert (await lease_spec(kube))["holderIdentity"] == leader.settings.identity
+    assert all(c.leader_identity == leader.settings.identity for c in candidates)
 
 
 async def test_release_empties_the_lease(kube: KubeClient, electors: ElectorFactory) -> None:
