@@ -35,16 +35,12 @@ import yaml
 from hubcontroller.grpcserver import GrpcServerSettings
 from hubcontroller.grpcserver.server import GrpcServerService, build_grpc_server
 from hubcontroller.manager import HubManager, build_hub_manager
-from hubcontroller.settings import (
-    GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
-    GATE_MANIFEST_WORK_REPLICA_SET,
-    HubManagerSettings,
-    default_manager_leader_election,
-)
+from hubcontroller.settings import HubManagerSettings, default_manager_leader_election
 from kubesim.sim import KubeSim
 from ocmkit.kube import CRDS, NAMESPACES, ROLE_BINDINGS, ROLES, AlreadyExists, KubeClient
 from ocmkit.runtime import Manager, run_built
 from ocmkit.runtime.selfsigned import self_signed_certificate
+from schemas.wire import GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK, GATE_MANIFEST_WORK_REPLICA_SET
 from workagent.agent import Agent, build_agent
 from workagent.settings import AgentSettings, default_leader_election
 

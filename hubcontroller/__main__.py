@@ -1,9 +1,5 @@
 """Entry point of the ``hubcontroller`` command: parse the command line, then run a hub process.
 
-``hubcontroller manager`` runs the work manager (:mod:`hubcontroller.manager`);
-``hubcontroller webhook-server`` runs the admission webhook (:mod:`hubcontroller.webhook`,
-loaded only when asked for, so a build without it still runs the manager).
-
 Exit codes: 0 after a clean stop (or help/version), 1 when a process fails
 at run time or is not part of this build, 2 for a command line that cannot
 run; the last prints exactly one ``hubcontroller: <message>`` line on stderr,
@@ -13,11 +9,9 @@ as the Go binary's flag errors do.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, TextIO, cast
+from collections.abc import Sequence
+from typing import TextIO
 
 from hubcontroller.cli import (
     PROG,
@@ -28,7 +22,6 @@ from hubcontroller.cli import (
 )
 from ocmkit.command import (
     EXIT_FAILURE,
-    EXIT_OK,
     EXIT_USAGE,
     execute_program,
     import_optional,
@@ -36,37 +29,9 @@ from ocmkit.command import (
     start_logging,
 )
 
-#: The webhook package (written separately), loaded only for ``webhook-server``.
+#: The webhook package: ``WebhookSettings`` (built from the parsed flags; it checks ports
+#: and TLS names) and ``run_webhook_server(settings)`` (returns the exit code).
 WEBHOOK_MODULE = "hubcontroller.webhook"
-#: Its async entry point, ``run_webhook_server(settings) -> int``.
-WEBHOOK_ENTRY_POINT = "run_webhook_server"
-#: Its settings object, built from the parsed flags (it checks ports and TLS names).
-WEBHOOK_SETTINGS_TYPE = "WebhookSettings"
-
-WebhookEntry = Callable[[Any], object]
-SettingsFactory = Callable[..., object]
-
-
-@dataclass(frozen=True)
-class WebhookServer:
-    """The webhook package's entry point and the settings type it takes."""
-
-    entry: WebhookEntry
-    settings_type: SettingsFactory
-
-
-def load_webhook_server() -> WebhookServer | None:
-    """The webhook server's entry point and settings type, or None if this build has none.
-
-    Imported only when the webhook is about to start, so the manager (and the
-    command line) work without it.
-    """
-    module = import_optional(WEBHOOK_MODULE)
-    entry = getattr(module, WEBHOOK_ENTRY_POINT, None)
-    settings_type = getattr(module, WEBHOOK_SETTINGS_TYPE, None)
-    if not callable(entry) or not callable(settings_type):
-        return None
-    return WebhookServer(cast("WebhookEntry", entry), cast("SettingsFactory", settings_type))
 
 
 def run_manager_command(command: ManagerCommand) -> int:
@@ -96,26 +61,19 @@ def run_grpc_server_command(command: GrpcServerCommand) -> int:
 
 def run_webhook_command(command: WebhookCommand, stderr: TextIO) -> int:
     """Build the webhook's settings, set up logging, and run the webhook until it stops."""
-    server = load_webhook_server()
-    if server is None:
+    # Imported only now, so the manager (and the command line) work without the webhook.
+    webhook = import_optional(WEBHOOK_MODULE)
+    if webhook is None:
         print(f"{PROG}: the webhook server is not available in this build", file=stderr)
         return EXIT_FAILURE
     try:
-        settings = server.settings_type(**command.flags.settings_fields())
+        settings = webhook.WebhookSettings(**command.settings.settings_fields())
     except ValueError as error:
         # A value only the webhook can judge (ports, TLS names): still a usage error.
         print(f"{PROG}: {one_line(error)}", file=stderr)
         return EXIT_USAGE
-    start_logging(command.flags.log_format, command.flags.log_level, command.notices)
-    outcome = server.entry(settings)
-    if inspect.isawaitable(outcome):
-        outcome = asyncio.run(_awaited(outcome))
-    return int(outcome) if isinstance(outcome, int) else EXIT_OK
-
-
-async def _awaited(awaitable: object) -> object:
-    assert inspect.isawaitable(awaitable)
-    return await awaitable
+    start_logging(command.settings.log_format, command.settings.log_level, command.notices)
+    return int(asyncio.run(webhook.run_webhook_server(settings)))
 
 
 def execute(

@@ -25,7 +25,6 @@ from hubcontroller.settings import (
     DEFAULT_WEBHOOK_HEALTH_PROBE_PORT,
     DEFAULT_WEBHOOK_METRICS_PORT,
     DEFAULT_WEBHOOK_PORT,
-    GATE_CLOUD_EVENTS_DRIVERS,
     KNOWN_HUB_GATES,
     MANAGER_LEASE_NAME,
     WORK_DRIVER_KUBE,
@@ -46,25 +45,12 @@ from ocmkit.flags import (
     ShowText,
     UsageError,
 )
+from schemas.wire import GATE_CLOUD_EVENTS_DRIVERS
 
 PROG = "hubcontroller"
 MANAGER_COMMAND = "manager"
 WEBHOOK_COMMAND = "webhook-server"
 
-__all__ = [
-    "GRPC_COMMAND",
-    "MANAGER_COMMAND",
-    "PROG",
-    "WEBHOOK_COMMAND",
-    "GrpcServerCommand",
-    "ManagerCommand",
-    "ShowText",
-    "UsageError",
-    "WebhookCommand",
-    "manager_flags",
-    "parse_command_line",
-    "webhook_flags",
-]
 
 # -- flag groups (help sections) -----------------------------------------------------------
 
@@ -269,16 +255,11 @@ class GrpcServerCommand(Parsed[GrpcServerSettings]):
 
 
 class WebhookCommand(Parsed[WebhookFlags]):
-    """``hubcontroller webhook-server``: its flags, and notices about ignored ones.
+    """``hubcontroller webhook-server``: its flags (``settings``), and notices about ignored ones.
 
-    The webhook's settings object is built from ``flags`` by the entry point,
+    The webhook's settings object is built from the flags by the entry point,
     once the webhook package is loaded (it checks ports and TLS names itself).
     """
-
-    @property
-    def flags(self) -> WebhookFlags:
-        """The webhook's flags as given."""
-        return self.settings
 
 
 def _manager_notices(flags: ParsedFlags, settings: HubManagerSettings) -> list[FlagNotice]:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ocmkit.kube import KubeClient
 from ocmkit.runtime import Informer
+
+#: A wall clock (injectable for tests): rollouts, conditions and TTLs read the time through it.
+Clock = Callable[[], datetime]
 
 
 def utc_now() -> datetime:
@@ -20,12 +24,10 @@ class HubDeps:
 
     ``works`` caches every ManifestWork of the hub (all namespaces); the
     ManifestWorkReplicaSet controller and the garbage collector share it.
-    ``gates`` are the enabled hub feature gates.
     """
 
     hub: KubeClient
     works: Informer
-    gates: frozenset[str]
     workers: int = 5
 
     @property

@@ -1,24 +1,8 @@
 """The hub work manager's composition root: clients, the shared cache, gated controllers.
 
-``hubcontroller manager`` runs ``build_hub_manager(settings)`` with
-:func:`~ocmkit.runtime.run_built`. Everything the hub
-controllers share is built here once and handed to them as one frozen
-:class:`~hubcontroller.deps.HubDeps`:
-
-- the hub client from ``--kubeconfig`` (in-cluster when empty), which also
-  holds the ``work-manager-lock`` Lease in the component namespace;
-- the ManifestWork client: the hub client, or one from ``--work-driver-config``;
-- one informer of every ManifestWork (all namespaces, resync 30 min) on the
-  ManifestWork client, shared by the controllers;
-- the controllers whose gates are on: the ManifestWorkReplicaSet controller
-  (``ManifestWorkReplicaSet``, built by
-  ``hubcontroller.controllers.replicaset.build_replicaset_controller``) and
-  the TTL garbage collector (``CleanUpCompletedManifestWork``).
-
-The :class:`~ocmkit.runtime.Manager` serves ``/metrics`` and the probes
-(over HTTPS with a self-signed certificate by default, as OCM's manager;
-plain HTTP with ``--insecure-serving``), campaigns for the Lease, runs the
-informers and controllers while leading and shuts down gracefully on SIGTERM.
+``hubcontroller manager`` runs :func:`build_hub_manager` with :func:`~ocmkit.runtime.run_built`;
+what it builds is drawn in docs/architecture.md ("The hub controller"). The
+controllers share one frozen :class:`~hubcontroller.deps.HubDeps`.
 """
 
 from __future__ import annotations
@@ -33,11 +17,7 @@ import structlog
 from hubcontroller.controllers.garbage_collection import garbage_collection_controller
 from hubcontroller.deps import HubDeps
 from hubcontroller.metrics import ReplicaSetMetrics
-from hubcontroller.settings import (
-    GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
-    GATE_MANIFEST_WORK_REPLICA_SET,
-    HubManagerSettings,
-)
+from hubcontroller.settings import HubManagerSettings
 from ocmkit.command import import_optional
 from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, KubeClient, KubeConfigError
 from ocmkit.runtime import (
@@ -47,6 +27,7 @@ from ocmkit.runtime import (
     Manager,
     ManagerSettings,
 )
+from schemas.wire import GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK, GATE_MANIFEST_WORK_REPLICA_SET
 
 log = structlog.get_logger(__name__)
 
@@ -54,9 +35,8 @@ log = structlog.get_logger(__name__)
 MANAGER_NAME = "work-manager"
 #: User-Agent of the hub clients; the apiserver names managedFields entries after it.
 HUB_USER_AGENT = "work-manager"
-#: Where the ManifestWorkReplicaSet controller lives (written separately; loaded lazily).
+#: Where the ManifestWorkReplicaSet controller lives (loaded lazily: see load_replicaset_builder).
 REPLICASET_MODULE = "hubcontroller.controllers.replicaset"
-REPLICASET_BUILDER = "build_replicaset_controller"
 
 ReplicaSetBuilder = Callable[[HubDeps], tuple[list[Informer], Controller]]
 
@@ -71,31 +51,30 @@ class HubManager:
 
 def load_replicaset_builder() -> ReplicaSetBuilder | None:
     """``build_replicaset_controller``, or None if this build has no MWRS controller."""
-    builder = getattr(import_optional(REPLICASET_MODULE), REPLICASET_BUILDER, None)
-    return cast("ReplicaSetBuilder", builder) if callable(builder) else None
+    module = import_optional(REPLICASET_MODULE)
+    return None if module is None else cast("ReplicaSetBuilder", module.build_replicaset_controller)
 
 
-async def _client(path: str, settings: HubManagerSettings, name: str) -> KubeClient:
-    """A hub client from ``path``, or in-cluster when it is empty."""
-    return await KubeClient.connect(
-        path,
-        qps=settings.kube_api_qps,
-        burst=settings.kube_api_burst,
-        user_agent=HUB_USER_AGENT,
-        name=name,
-    )
+async def _client(flag: str, path: str, settings: HubManagerSettings, name: str) -> KubeClient:
+    """A hub client from ``path`` (the value of ``flag``), or in-cluster when it is empty."""
+    try:
+        return await KubeClient.connect(
+            path,
+            qps=settings.kube_api_qps,
+            burst=settings.kube_api_burst,
+            user_agent=HUB_USER_AGENT,
+            name=name,
+        )
+    except KubeConfigError as err:
+        raise KubeConfigError(f"{flag}: {err}") from err
 
 
 async def build_hub_manager(
-    settings: HubManagerSettings,
-    *,
-    handle_signals: bool = True,
-    replicaset_builder: ReplicaSetBuilder | None = None,
+    settings: HubManagerSettings, *, handle_signals: bool = True
 ) -> HubManager:
     """Create clients, the shared informer and the gated controllers; nothing runs yet.
 
-    ``replicaset_builder`` replaces the lazily loaded MWRS controller builder
-    (tests, embedding). Raises KubeConfigError for an unusable kubeconfig and
+    Raises KubeConfigError for an unusable kubeconfig and
     ValueError for settings that cannot run (both become one log line and
     exit code 2 under :func:`~ocmkit.runtime.run_built`).
     """
@@ -104,33 +83,25 @@ async def build_hub_manager(
     serving_tls = settings.serving_tls()
     builder: ReplicaSetBuilder | None = None
     if settings.gate(GATE_MANIFEST_WORK_REPLICA_SET):
-        builder = replicaset_builder or load_replicaset_builder()
+        builder = load_replicaset_builder()
         if builder is None:
             raise ValueError(
                 f"feature gate {GATE_MANIFEST_WORK_REPLICA_SET} is on, but this build has no "
                 "ManifestWorkReplicaSet controller"
             )
-    try:
-        hub = await _client(settings.kubeconfig, settings, "hub")
-    except KubeConfigError as err:
-        raise KubeConfigError(f"--kubeconfig: {err}") from err
+    hub = await _client("--kubeconfig", settings.kubeconfig, settings, "hub")
     works_client = hub
-    if settings.work_driver_config:
-        try:
-            works_client = await _client(settings.work_driver_config, settings, "hub-works")
-        except BaseException as err:
-            await hub.close()
-            if isinstance(err, KubeConfigError):
-                raise KubeConfigError(f"--work-driver-config: {err}") from err
-            raise
     try:
-        manager, deps = _compose(settings, hub, works_client, builder, handle_signals, serving_tls)
+        if settings.work_driver_config:
+            works_client = await _client(
+                "--work-driver-config", settings.work_driver_config, settings, "hub-works"
+            )
+        return _compose(settings, hub, works_client, builder, handle_signals, serving_tls)
     except BaseException:
         await hub.close()
         if works_client is not hub:
             await works_client.close()
         raise
-    return HubManager(manager=manager, deps=deps)
 
 
 def _compose(
@@ -140,7 +111,7 @@ def _compose(
     builder: ReplicaSetBuilder | None,
     handle_signals: bool,
     serving_tls: ssl.SSLContext | None,
-) -> tuple[Manager, HubDeps]:
+) -> HubManager:
     """The manager with its informers and controllers, over clients already made.
 
     ``serving_tls`` is the endpoint's HTTPS context (None: plain HTTP).
@@ -148,7 +119,7 @@ def _compose(
     works = Informer(
         works_client, MANIFESTWORKS, resync_seconds=settings.resync_seconds, name="manifestworks"
     )
-    deps = HubDeps(hub=hub, works=works, gates=settings.feature_gates, workers=settings.workers)
+    deps = HubDeps(hub=hub, works=works, workers=settings.workers)
     manager = Manager(
         MANAGER_NAME,
         settings=ManagerSettings(
@@ -190,4 +161,4 @@ def _compose(
         namespace=settings.namespace,
         leader_election=not settings.leader_election.disabled,
     )
-    return manager, deps
+    return HubManager(manager=manager, deps=deps)

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from prometheus_client import Counter
 
+from hubcontroller.controllers.replicaset_works import find_condition, is_deleting
 from ocmkit.runtime import Informer
 from ocmkit.runtime.metrics import Sample, ScrapeGauge
 from schemas.wire import CONDITION_PLACEMENT_ROLLED_OUT
@@ -47,12 +48,12 @@ TTL_DELETIONS = Counter(
 
 def rollout_state(replica_set: Mapping[str, Any]) -> str:
     """The rollout state of one ManifestWorkReplicaSet, from its PlacementRolledOut condition."""
-    if (replica_set.get("metadata") or {}).get("deletionTimestamp"):
+    if is_deleting(replica_set):
         return STATE_DELETING
-    for cond in (replica_set.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, Mapping) and cond.get("type") == CONDITION_PLACEMENT_ROLLED_OUT:
-            return STATE_COMPLETE if cond.get("status") == "True" else STATE_PROGRESSING
-    return STATE_UNKNOWN
+    rolled_out = find_condition(replica_set, CONDITION_PLACEMENT_ROLLED_OUT)
+    if rolled_out is None:
+        return STATE_UNKNOWN
+    return STATE_COMPLETE if rolled_out.get("status") == "True" else STATE_PROGRESSING
 
 
 class ReplicaSetMetrics:

@@ -1,16 +1,7 @@
 """The rollout algorithm of a ManifestWorkReplicaSet placement (spec/hub.md section 2.5).
 
 A pure module: no I/O and no clock of its own; every function that needs the
-time takes ``now``. The controller feeds it
-
-* the placement's decision groups (:class:`DecisionGroups`, built from the
-  PlacementDecisions' labels),
-* the rollout status of every cluster that already has an up-to-date
-  ManifestWork (:class:`ClusterRolloutStatus`),
-* the parsed rollout strategy (:class:`RolloutPlan`),
-
-and gets back which clusters to apply now, which timed out, which left the
-placement, and when to look again (:class:`RolloutResult`).
+time takes ``now`` (:func:`compute_rollout` is the entry point).
 
 The semantics are OCM's (sdk-go ``rollout.go``), with these deliberate
 differences, each in favour of the user:
@@ -59,21 +50,6 @@ from schemas.cluster_v1alpha1 import (
 )
 from schemas.errors import SchemaValidationError
 from schemas.wire import DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL
-
-__all__ = [
-    "ClusterRolloutStatus",
-    "DecisionGroups",
-    "GroupKey",
-    "InvalidDecisionError",
-    "RolloutConfigError",
-    "RolloutPlan",
-    "RolloutResult",
-    "RolloutStatus",
-    "compute_rollout",
-    "parse_timeout",
-    "rollout_size",
-    "strategy_from_wire",
-]
 
 #: OCM's progressDeadline check (unanchored search, like Go's MatchString).
 _TIMEOUT_PATTERN = re.compile(r"^(([0-9])+[h|m|s])|None$")
@@ -128,7 +104,6 @@ class ClusterRolloutStatus:
     cluster: str
     status: RolloutStatus
     last_transition_time: datetime | None = None
-    group: GroupKey | None = None
     recheck_time: datetime | None = None
 
 
@@ -161,7 +136,8 @@ class DecisionGroups:
 
     groups: Mapping[GroupKey, frozenset[str]] = field(default_factory=dict)
     _owner: dict[str, GroupKey] = field(init=False, repr=False, compare=False)
-    _clusters: frozenset[str] = field(init=False, repr=False, compare=False)
+    #: Every selected cluster.
+    clusters: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         owner: dict[str, GroupKey] = {}
@@ -169,7 +145,7 @@ class DecisionGroups:
             for cluster in self.groups[key]:
                 owner[cluster] = key  # a cluster in several groups: the lowest index wins
         object.__setattr__(self, "_owner", owner)
-        object.__setattr__(self, "_clusters", frozenset(owner))
+        object.__setattr__(self, "clusters", frozenset(owner))
 
     @classmethod
     def from_decisions(cls, decisions: Iterable[Mapping[str, Any]]) -> DecisionGroups:
@@ -203,11 +179,6 @@ class DecisionGroups:
             {GroupKey(i, names[i]): frozenset(members[i]) for i in sorted(members)},
         )
 
-    @property
-    def clusters(self) -> frozenset[str]:
-        """Every selected cluster."""
-        return self._clusters
-
     def ordered_keys(self) -> list[GroupKey]:
         """The groups in rollout order (ascending index)."""
         return sorted(self.groups)
@@ -215,10 +186,6 @@ class DecisionGroups:
     def members(self, key: GroupKey) -> list[str]:
         """The clusters of one group, alphabetically."""
         return sorted(c for c in self.groups.get(key, ()) if self._owner.get(c) == key)
-
-    def group_of(self, cluster: str) -> GroupKey | None:
-        """The group holding ``cluster``."""
-        return self._owner.get(cluster)
 
     def resolve(self, refs: Sequence[MandatoryDecisionGroup]) -> list[GroupKey]:
         """The existing groups named by mandatory group references.
@@ -235,15 +202,12 @@ class DecisionGroups:
             out.extend(k for k in matches if k not in out)
         return out
 
-    def only(self, keys: Iterable[GroupKey]) -> DecisionGroups:
-        """These groups alone."""
+    def split(self, keys: Iterable[GroupKey]) -> tuple[DecisionGroups, DecisionGroups]:
+        """These groups, and every other group."""
         wanted = set(keys)
-        return DecisionGroups({k: v for k, v in self.groups.items() if k in wanted})
-
-    def besides(self, keys: Iterable[GroupKey]) -> DecisionGroups:
-        """Every group except these."""
-        unwanted = set(keys)
-        return DecisionGroups({k: v for k, v in self.groups.items() if k not in unwanted})
+        chosen = {k: v for k, v in self.groups.items() if k in wanted}
+        others = {k: v for k, v in self.groups.items() if k not in wanted}
+        return DecisionGroups(chosen), DecisionGroups(others)
 
 
 # -- the strategy ----------------------------------------------------------------------
@@ -316,9 +280,7 @@ class RolloutPlan:
         if kind is RolloutType.ALL:
             block: RolloutConfig = strategy.all or RolloutConfig()
             return cls(kind, timeout=_timeout(block, "all"))
-        where = dict(_SUB_OBJECTS).get(kind)
-        if where is None:  # pragma: no cover
-            raise RolloutConfigError(f"incorrect rollout strategy type {kind!r}")
+        where = dict(_SUB_OBJECTS)[kind]
         progressive = strategy.progressive
         given = progressive if kind is RolloutType.PROGRESSIVE else strategy.progressive_per_group
         block = given or RolloutConfig()
@@ -382,12 +344,10 @@ def parse_timeout(text: str | None) -> timedelta | None:
 
 
 def rollout_size(value: int | str | None, total: int, default: int) -> int:
-    """How many of ``total`` clusters a count or percentage allows.
+    """How many of ``total`` clusters a count or percentage (rounded up) allows, at most ``total``.
 
-    ``None`` gives ``default``; an int is itself; ``"p%"`` is
-    ``ceil(p / 100 * total)``; a digit-only string is read as an int. A
-    result of 0 or less gives ``default``, one above ``total`` gives
-    ``total``. RolloutConfigError for anything else.
+    ``default`` for None or a result of 0 or less; RolloutConfigError for anything but
+    an int, ``"p%"`` or a digit-only string.
     """
     if value is None:
         return default
@@ -430,31 +390,27 @@ def compute_rollout(
     removed = tuple(sorted((s for s in existing if s.cluster not in selected), key=_by_cluster))
 
     if plan.type is RolloutType.ALL:
+        # No soak: from_strategy leaves an All plan's min_success_time at zero, as OCM's All.
         size = len(selected)
-        result = _per_cluster(groups, current, size, size, timedelta(0), plan.timeout, now)
+        result = _per_cluster(groups, current, size, size, plan, now)
         return replace(result, removed=removed)
 
     mandatory = groups.resolve(plan.mandatory_groups)
+    first, rest = groups.split(mandatory)
     if mandatory:
-        first = groups.only(mandatory)
         mine = [s for s in current if s.cluster in first.clusters]
-        result = _per_group(first, mine, 0, plan.min_success_time, plan.timeout, now)
+        result = _per_group(first, mine, 0, plan, now)
         if result.to_rollout or result.timed_out:
             return replace(result, removed=removed)
 
-    rest = groups.besides(mandatory)
     theirs = [s for s in current if s.cluster in rest.clusters]
     if plan.type is RolloutType.PROGRESSIVE:
         max_failures = rollout_size(plan.max_failures, len(selected), 0)
         count = len(rest.clusters)
         size = rollout_size(plan.max_concurrency, count, count)
-        result = _per_cluster(
-            rest, theirs, size, max_failures, plan.min_success_time, plan.timeout, now
-        )
+        result = _per_cluster(rest, theirs, size, max_failures, plan, now)
     else:
-        result = _per_group(
-            rest, theirs, plan.max_failures, plan.min_success_time, plan.timeout, now
-        )
+        result = _per_group(rest, theirs, plan.max_failures, plan, now)
     return replace(result, removed=removed)
 
 
@@ -463,10 +419,7 @@ def _by_cluster(status: ClusterRolloutStatus) -> str:
 
 
 def _classify(
-    status: ClusterRolloutStatus,
-    min_success_time: timedelta,
-    timeout: timedelta | None,
-    now: datetime,
+    status: ClusterRolloutStatus, plan: RolloutPlan, now: datetime
 ) -> tuple[ClusterRolloutStatus, bool]:
     """The status (possibly converted to TimeOut) and whether the cluster is in flight."""
     if status.status is RolloutStatus.TO_APPLY:
@@ -474,16 +427,16 @@ def _classify(
     since = status.last_transition_time or now
     if status.status is RolloutStatus.SUCCEEDED:
         # A success must hold for minSuccessTime (the soak) before it frees a slot.
-        soak_end = since + min_success_time
+        soak_end = since + plan.min_success_time
         if now < soak_end:
             return replace(status, recheck_time=soak_end), True
         return status, False
     if status.status in (RolloutStatus.TIME_OUT, RolloutStatus.SKIP):
         return status, False
     # Progressing or Failed: in flight until the deadline, then timed out.
-    if timeout is None:
+    if plan.timeout is None:
         return status, True
-    deadline = since + timeout
+    deadline = since + plan.timeout
     if now < deadline:
         return replace(status, recheck_time=deadline), True
     return replace(status, status=RolloutStatus.TIME_OUT, recheck_time=deadline), False
@@ -513,8 +466,7 @@ def _per_cluster(
     statuses: Sequence[ClusterRolloutStatus],
     rollout_size_: int,
     max_failures: int,
-    min_success_time: timedelta,
-    timeout: timedelta | None,
+    plan: RolloutPlan,
     now: datetime,
 ) -> RolloutResult:
     """Keep at most ``rollout_size_`` clusters in flight, alphabetically; stop past maxFailures."""
@@ -528,7 +480,7 @@ def _per_cluster(
         judged = status
         # After a breach, clusters not yet applied stay untouched.
         if not (breach and status.status is RolloutStatus.TO_APPLY):
-            judged, flying = _classify(status, min_success_time, timeout, now)
+            judged, flying = _classify(status, plan, now)
             if flying:
                 in_flight.append(judged)
             elif judged.status is RolloutStatus.TIME_OUT:
@@ -541,9 +493,7 @@ def _per_cluster(
     if breach:
         return _result(in_flight, timed_out, breach, now)
     for cluster in sorted(groups.clusters - seen):
-        in_flight.append(
-            ClusterRolloutStatus(cluster, RolloutStatus.TO_APPLY, group=groups.group_of(cluster))
-        )
+        in_flight.append(ClusterRolloutStatus(cluster, RolloutStatus.TO_APPLY))
         if len(in_flight) >= rollout_size_:
             break
     return _result(in_flight, timed_out, breach, now)
@@ -553,8 +503,7 @@ def _per_group(
     groups: DecisionGroups,
     statuses: Sequence[ClusterRolloutStatus],
     max_failures: int | str,
-    min_success_time: timedelta,
-    timeout: timedelta | None,
+    plan: RolloutPlan,
     now: datetime,
 ) -> RolloutResult:
     """Roll out one decision group at a time, in index order.
@@ -569,7 +518,7 @@ def _per_group(
         # ToApply clusters are handed out again below, group by group.
         if status.status is RolloutStatus.TO_APPLY:
             continue
-        judged, flying = _classify(status, min_success_time, timeout, now)
+        judged, flying = _classify(status, plan, now)
         if flying:
             in_flight.append(judged)
         elif judged.status is RolloutStatus.TIME_OUT:
@@ -584,7 +533,7 @@ def _per_group(
         for cluster in members:
             state = known.get(cluster)
             if state is None:
-                in_flight.append(ClusterRolloutStatus(cluster, RolloutStatus.TO_APPLY, group=key))
+                in_flight.append(ClusterRolloutStatus(cluster, RolloutStatus.TO_APPLY))
             elif state in _FAILURES:
                 group_failures += 1
                 breach = breach or group_failures > limit

@@ -1,12 +1,6 @@
-"""Settings of the hub processes, built from the command line.
+"""Settings of the hub processes, built from the command line (:mod:`hubcontroller.cli`).
 
-:mod:`hubcontroller.cli` builds a :class:`HubManagerSettings` from OCM's
-``work manager`` flags and a :class:`WebhookFlags` from its
-``work webhook-server`` flags, and calls ``validate()`` on them before
-anything starts; the manager then reads only its settings, and the webhook
-builds its own settings object from the flags. Durations are float seconds
-here; on the command line they are Go durations (``30s``).
-
+Durations are float seconds here; on the command line they are Go durations (``30s``).
 This module is imported by ``hubcontroller --help`` and by every refused
 command line, so it must stay light: the runtime (and with it the Kubernetes
 client) is imported only where a value needs it.
@@ -19,25 +13,18 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ocmkit.command import DEFAULT_LISTEN
 from ocmkit.settings import ProgramSettings, check_client_limits, check_gates, check_logging
+from schemas import wire
 
 if TYPE_CHECKING:
     from ocmkit.runtime import LeaderElectionSettings
 
-# The gate names of schemas.wire, repeated here because importing schemas loads
-# every pydantic model (half a second), which `--help` and a refused flag must not
-# pay; tests/hub_manager/test_cli.py checks that both agree.
-GATE_MANIFEST_WORK_REPLICA_SET = "ManifestWorkReplicaSet"
-GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK = "CleanUpCompletedManifestWork"
-GATE_NIL_EXECUTOR_VALIDATING = "NilExecutorValidating"
-GATE_CLOUD_EVENTS_DRIVERS = "CloudEventsDrivers"
-
 #: Every hub gate (api feature/feature.go); all alpha and off by default.
 KNOWN_HUB_GATES = frozenset(
     {
-        GATE_MANIFEST_WORK_REPLICA_SET,
-        GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
-        GATE_NIL_EXECUTOR_VALIDATING,
-        GATE_CLOUD_EVENTS_DRIVERS,
+        wire.GATE_MANIFEST_WORK_REPLICA_SET,
+        wire.GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
+        wire.GATE_NIL_EXECUTOR_VALIDATING,
+        wire.GATE_CLOUD_EVENTS_DRIVERS,
     }
 )
 ALPHA_HUB_GATES = KNOWN_HUB_GATES
@@ -75,10 +62,8 @@ def default_manager_leader_election() -> LeaderElectionSettings:
 class HubManagerSettings(ProgramSettings):
     """Everything ``hubcontroller manager`` is configured with (OCM flag names in comments).
 
-    ``kubeconfig`` empty means in-cluster configuration. ManifestWorks are read
-    and written through ``work_driver_config`` when it is set (another
-    kubeconfig), through the hub client otherwise; the Lease always lives on
-    the ``kubeconfig`` cluster.
+    ``kubeconfig`` empty means in-cluster configuration; the Lease always lives
+    on that cluster, even when ManifestWorks go through ``work_driver_config``.
     """
 
     SERVING_CERT_NAME: ClassVar[str] = SERVING_CERT_NAME
@@ -105,17 +90,8 @@ class HubManagerSettings(ProgramSettings):
     workers: int = HUB_WORKERS  # not a flag: OCM hard-codes 5 per controller
     resync_seconds: float = HUB_RESYNC_SECONDS  # not a flag either
 
-    @property
-    def works_kubeconfig(self) -> str:
-        """The kubeconfig ManifestWorks go through (empty: in-cluster)."""
-        return self.work_driver_config or self.kubeconfig
-
     def validate(self) -> None:
-        """Raise ValueError naming the flag at fault if these settings cannot run.
-
-        The command line calls this before anything starts, so a bad value is a
-        one-line usage error rather than a failure at run time.
-        """
+        """Raise ValueError naming the flag at fault if these settings cannot run."""
         if self.work_driver != WORK_DRIVER_KUBE:
             raise ValueError(
                 f"--work-driver={self.work_driver} is not supported: only kube (ManifestWorks "
@@ -133,11 +109,8 @@ class HubManagerSettings(ProgramSettings):
 class WebhookFlags:
     """The flags of ``hubcontroller webhook-server`` as given (OCM's names and defaults).
 
-    The webhook package owns its settings object
-    (``hubcontroller.webhook.settings.WebhookSettings``, which checks ports, TLS
-    names and the limit); :meth:`settings_fields` are the keyword arguments it
-    is built from. Logging is set up by the entry point from ``log_format`` and
-    ``log_level``, which stay here.
+    The webhook's own settings object (which checks ports, TLS names and the
+    limit) is built from :meth:`settings_fields`.
     """
 
     port: int = DEFAULT_WEBHOOK_PORT  # --port
@@ -160,16 +133,7 @@ class WebhookFlags:
             if spec.name not in ("log_format", "log_level")
         }
 
-    def gate(self, name: str) -> bool:
-        """Whether a feature gate is on."""
-        return name in self.feature_gates
-
     def validate(self) -> None:
-        """Raise ValueError for what the command line itself can tell is wrong.
-
-        Ports, TLS names and the limit are checked by the webhook's own
-        settings when they are built; here only what is ours: gate names and
-        logging.
-        """
+        """Raise ValueError for unknown gate names or logging (the webhook checks the rest)."""
         check_gates(self.feature_gates, KNOWN_HUB_GATES)
         check_logging(self.log_format, self.log_level)

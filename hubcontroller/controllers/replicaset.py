@@ -2,22 +2,10 @@
 
 Deploys a ManifestWork template to every cluster its Placements select, at
 the pace of each placement's rollout strategy, and reports progress in the
-replica set's status. One reconcile of ``namespace/name``:
-
-1. **finalize** (deleting replica sets): delete every generated work; with
-   ``cascadeDeletionPolicy: Foreground`` wait until they are gone; then
-   remove the finalizer;
-2. **add the finalizer** ``work.open-cluster-management.io/manifest-work-cleanup``
-   (its own round: the update event brings the object back);
-3. **deploy** (:mod:`replicaset_deploy`): create, update and delete works;
-4. **status** (:func:`replicaset_status.summarize`): counts and
-   ``ManifestworkApplied``;
-5. patch ``status`` once if it changed (also after an early stop); API
-   errors are retried with backoff; otherwise the rollout's recheck time,
-   if under 30 minutes, re-adds the key.
-
-Where this differs from OCM, each module's docstring says so; the summary is
-in the report of issue 7 and in :mod:`hubcontroller.rollout`.
+replica set's status. A reconcile finalizes a deleting replica set, adds the
+finalizer, or deploys (:mod:`replicaset_deploy`) and summarizes
+(:mod:`replicaset_status`); the status is patched once, if it changed. Where
+this differs from OCM, each module's docstring says so.
 """
 
 from __future__ import annotations
@@ -25,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import structlog
@@ -63,7 +51,8 @@ from hubcontroller.controllers.replicaset_writes import (
     patch_status,
     run_writes,
 )
-from hubcontroller.deps import HubDeps, utc_now
+from hubcontroller.deps import Clock, HubDeps, utc_now
+from hubcontroller.settings import HUB_RESYNC_SECONDS
 from ocmkit.kube import (
     MANIFESTWORK_REPLICASETS,
     PLACEMENT_DECISIONS,
@@ -74,23 +63,11 @@ from ocmkit.kube import (
 from ocmkit.runtime import Controller, Informer, Object, Result, WorkQueue, object_key
 from schemas.wire import MANIFEST_WORK_REPLICA_SET_FINALIZER
 
-__all__ = [
-    "CONTROLLER_NAME",
-    "MAX_REQUEUE",
-    "ReconcileErrors",
-    "ReplicaSetController",
-    "build_replicaset_controller",
-]
-
 log = structlog.get_logger(__name__)
 
 CONTROLLER_NAME = "ManifestWorkReplicaSetController"
 #: Rollout rechecks at or beyond this are left to events and resyncs (as OCM).
 MAX_REQUEUE = timedelta(minutes=30)
-#: OCM's shared informer resync period.
-RESYNC_SECONDS = 30 * 60.0
-
-Clock = Callable[[], datetime]
 
 
 class ReconcileErrors(KubeError):
@@ -143,10 +120,10 @@ class ReplicaSetController:
     ) -> None:
         self.deps = deps
         self.replica_sets = replica_sets
-        self.placements = placements
-        self.decisions = decisions
         self.now = now
-        self.writer = WorkWriter(deps.works_client, RecentWrites(clock=clock))
+        # Our own work writes, until the shared ManifestWork informer shows them.
+        self.recent_works = RecentWrites(clock=clock)
+        self.writer = WorkWriter(deps.works_client, self.recent_works)
         # Our own status and finalizer writes, until the replica set informer shows them.
         self.own_writes = RecentWrites(clock=clock)
         self.judgements = WorkJudgements()
@@ -164,81 +141,68 @@ class ReplicaSetController:
         decisions.add_indexer(DECISIONS_BY_PLACEMENT, decisions_by_placement)
         deps.works.add_indexer(WORKS_BY_OWNER, works_by_owner)
 
-        replica_sets.add_handler(
-            on_add=self._enqueue_replica_set,
-            on_update=lambda _old, new: self._enqueue_replica_set(new),
-            on_delete=self._enqueue_replica_set,
-        )
-        deps.works.add_handler(
-            on_add=self._enqueue_owner,
-            on_update=self._on_work_update,
-            on_delete=self._on_work_delete,
-        )
-        placements.add_handler(
-            on_add=self._enqueue_for_placement,
-            on_update=lambda _old, new: self._enqueue_for_placement(new),
-            on_delete=self._enqueue_for_placement,
-        )
-        decisions.add_handler(
-            on_add=self._enqueue_for_decision,
-            on_update=self._on_decision_update,
-            on_delete=self._enqueue_for_decision,
-        )
+        self._queue_replica_sets(replica_sets, lambda replica_set: [object_key(replica_set)])
+        self._queue_replica_sets(deps.works, self._owners, on_delete=self.judgements.forget)
+        self._queue_replica_sets(placements, self._placement_users)
+        self._queue_replica_sets(decisions, self._decision_users)
 
     # -- event handlers: map events to keys, nothing else -------------------------------
-    def _enqueue_replica_set(self, obj: Object) -> None:
-        self.queue.add(object_key(obj))
+    def _queue_replica_sets(
+        self,
+        informer: Informer,
+        keys: Callable[[Object], list[str]],
+        on_delete: Callable[[Object], None] | None = None,
+    ) -> None:
+        """Queue the replica sets ``keys`` maps each event's object to.
 
-    def _enqueue_owner(self, work: Object) -> None:
+        An update queues the old object's replica sets too: a work that lost its owner
+        label, or a decision moved to another placement, must still refresh its old
+        replica set (the queue holds a key once, so an unchanged mapping costs nothing).
+        """
+
+        def enqueue(obj: Object) -> None:
+            for key in keys(obj):
+                self.queue.add(key)
+
+        def updated(old: Object, new: Object) -> None:
+            enqueue(new)
+            enqueue(old)
+
+        def deleted(obj: Object) -> None:
+            if on_delete is not None:
+                on_delete(obj)
+            enqueue(obj)
+
+        informer.add_handler(on_add=enqueue, on_update=updated, on_delete=deleted)
+
+    def _owners(self, work: Object) -> list[str]:
         owner = work_owner(work)
-        if owner is None:
-            return
-        for key in self.replica_sets.store.index_keys(REPLICA_SETS_BY_OWNER, owner):
-            self.queue.add(key)
+        return self.replica_sets.store.index_keys(REPLICA_SETS_BY_OWNER, owner) if owner else []
 
-    def _on_work_delete(self, work: Object) -> None:
-        self.judgements.forget(work)
-        self._enqueue_owner(work)
-
-    def _on_work_update(self, old: Object, new: Object) -> None:
-        # A work that lost its owner label must still refresh its old replica set.
-        self._enqueue_owner(new)
-        if work_owner(old) != work_owner(new):
-            self._enqueue_owner(old)
-
-    def _enqueue_placement_key(self, value: str | None) -> None:
-        if value is None:
-            return
-        for key in self.replica_sets.store.index_keys(REPLICA_SETS_BY_PLACEMENT, value):
-            self.queue.add(key)
-
-    def _enqueue_for_placement(self, placement: Object) -> None:
+    def _placement_users(self, placement: Object) -> list[str]:
         placement_meta = meta(placement)
-        self._enqueue_placement_key(
-            placement_key(str(placement_meta.get("namespace", "")), str(placement_meta.get("name")))
+        value = placement_key(
+            str(placement_meta.get("namespace", "")), str(placement_meta.get("name"))
         )
+        return self.replica_sets.store.index_keys(REPLICA_SETS_BY_PLACEMENT, value)
 
-    def _enqueue_for_decision(self, decision: Object) -> None:
-        self._enqueue_placement_key(decision_placement_key(decision))
-
-    def _on_decision_update(self, old: Object, new: Object) -> None:
-        self._enqueue_for_decision(new)
-        if decision_placement_key(old) != decision_placement_key(new):
-            self._enqueue_for_decision(old)
+    def _decision_users(self, decision: Object) -> list[str]:
+        value = decision_placement_key(decision)
+        return self.replica_sets.store.index_keys(REPLICA_SETS_BY_PLACEMENT, value) if value else []
 
     # -- reconcile -----------------------------------------------------------------------
     def works_of(self, replica_set: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The replica set's generated works: the cache plus this controller's newer writes."""
         owner = owner_of(replica_set)
         cached = self.deps.works.store.by_index(WORKS_BY_OWNER, owner)
-        return self.writer.overlay(owner, cached)
+        return self.recent_works.overlay(owner, cached)
 
     async def reconcile(self, key: str) -> Result | None:
         """Bring one replica set's works and status up to date."""
         cached = self.replica_sets.store.get(key)
         if cached is None:
             namespace, _, name = key.partition("/")
-            self.writer.forget(owner_label_value(namespace, name))
+            self.recent_works.forget(owner_label_value(namespace, name))
             self.own_writes.forget(key)
             return None
         replica_set = self.own_writes.latest(key, cached)
@@ -249,7 +213,7 @@ class ReplicaSetController:
         if is_deleting(replica_set):
             gone = await self._finalize(replica_set, errors)
         elif not _has_finalizer(replica_set):
-            finalizers = [*(meta(replica_set).get("finalizers") or [])]
+            finalizers = meta(replica_set).get("finalizers") or []
             written = await patch_finalizers(
                 self.deps.hub, replica_set, [*finalizers, MANIFEST_WORK_REPLICA_SET_FINALIZER]
             )
@@ -299,7 +263,7 @@ class ReplicaSetController:
         ]
         with contextlib.suppress(NotFound):
             await patch_finalizers(self.deps.hub, replica_set, remaining)
-        self.writer.forget(owner)
+        self.recent_works.forget(owner)
         return True
 
     def _remember(self, key: str, before: Mapping[str, Any], written: Mapping[str, Any]) -> None:
@@ -315,7 +279,7 @@ def build_replicaset_controller(
     informers, ``deps.works`` and the controller (the composition root does so
     when the ``ManifestWorkReplicaSet`` gate is on).
     """
-    replica_sets = Informer(deps.hub, MANIFESTWORK_REPLICASETS, resync_seconds=RESYNC_SECONDS)
+    replica_sets = Informer(deps.hub, MANIFESTWORK_REPLICASETS, resync_seconds=HUB_RESYNC_SECONDS)
     placements = Informer(deps.hub, PLACEMENTS)
     decisions = Informer(deps.hub, PLACEMENT_DECISIONS)
     controller = ReplicaSetController(deps, replica_sets, placements, decisions, now=now)

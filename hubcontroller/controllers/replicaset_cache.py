@@ -30,8 +30,6 @@ from hubcontroller.controllers.replicaset_works import (
 )
 from hubcontroller.rollout import ClusterRolloutStatus
 
-__all__ = ["Template", "WorkJudgements"]
-
 
 @dataclass(frozen=True)
 class Template:
@@ -86,9 +84,6 @@ class WorkJudgements:
         self._matches.pop(uid, None)
         self._statuses.pop(uid, None)
         self._conditions.pop(uid, None)
-
-    def __len__(self) -> int:
-        return len(self._matches.keys() | self._statuses.keys() | self._conditions.keys())
 
 
 _T = TypeVar("_T")

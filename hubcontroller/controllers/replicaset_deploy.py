@@ -38,7 +38,6 @@ from hubcontroller.controllers.replicaset_status import (
     Counts,
     PlacementProgress,
     StatusDraft,
-    available_decision_groups,
 )
 from hubcontroller.controllers.replicaset_works import (
     desired_work,
@@ -129,13 +128,9 @@ def _oldest_first(work: Work) -> tuple[bool, str, str]:
     )
 
 
-def _describe(verb: str, work: Work) -> str:
+def _deleting(work: Work) -> str:
     work_meta = meta(work)
-    return f'{verb} "{work_meta.get("namespace")}/{work_meta.get("name")}"'
-
-
-def _quoted(names: Sequence[str]) -> str:
-    return ", ".join(f'"{n}"' for n in names)
+    return f'deleting "{work_meta.get("namespace")}/{work_meta.get("name")}"'
 
 
 class DeployStep:
@@ -146,12 +141,12 @@ class DeployStep:
         writer: WorkWriter,
         placements: Store,
         decisions: Store,
-        judgements: WorkJudgements | None = None,
+        judgements: WorkJudgements,
     ) -> None:
         self.writer = writer
         self.placements = placements
         self.decisions = decisions
-        self.judgements = judgements if judgements is not None else WorkJudgements()
+        self.judgements = judgements
 
     async def run(
         self,
@@ -189,9 +184,7 @@ class DeployStep:
                 continue
             cluster = str(meta(work).get("namespace", ""))
             by_placement.setdefault(placement, {}).setdefault(cluster, []).append(work)
-        await self._run_all(
-            outcome, [(_describe("deleting", w), self._delete(owner, w)) for w in stray]
-        )
+        await self._run_all(outcome, [(_deleting(w), self._delete(owner, w)) for w in stray])
 
         user_problems: list[str] = []
         selected_total = succeeded_total = existing_total = decided_total = 0
@@ -226,7 +219,8 @@ class DeployStep:
             outcome.placements.append(
                 PlacementProgress(
                     ref.name,
-                    available_decision_groups(groups, existing, selected),
+                    # OCM's progress text.
+                    f"{groups} ({existing} / {selected} clusters applied)",
                     Counts(total=existing),
                 )
             )
@@ -243,7 +237,7 @@ class DeployStep:
                 "; ".join(user_problems),
             )
         elif existing_total == 0:
-            names = _quoted([ref.name for ref in refs])
+            names = ", ".join(f'"{ref.name}"' for ref in refs)
             message = (
                 f"no cluster is selected by placement(s) {names}"
                 if decided_total == 0
@@ -276,9 +270,6 @@ class DeployStep:
         current: dict[str, Work] = {}
         duplicates: list[Work] = []
         for cluster, candidates in works.items():
-            if len(candidates) == 1:
-                current[cluster] = candidates[0]
-                continue
             keep, *extra = sorted(candidates, key=_oldest_first)
             current[cluster] = keep
             duplicates.extend(w for w in extra if not is_deleting(w))
@@ -316,16 +307,16 @@ class DeployStep:
             (f'applying to cluster "{c}"', apply(c)) for c in result.clusters_to_apply()
         ]
         jobs += [
-            (_describe("deleting", up_to_date[s.cluster]), remove(s.cluster, up_to_date[s.cluster]))
+            (_deleting(up_to_date[s.cluster]), remove(s.cluster, up_to_date[s.cluster]))
             for s in result.removed
         ]
         # Outdated works of clusters that left the placement go as well.
         jobs += [
-            (_describe("deleting", w), remove(c, w))
+            (_deleting(w), remove(c, w))
             for c, w in current.items()
             if c not in selected and c not in up_to_date
         ]
-        jobs += [(_describe("deleting", w), self._delete(owner, w)) for w in duplicates]
+        jobs += [(_deleting(w), self._delete(owner, w)) for w in duplicates]
         await self._run_all(outcome, jobs)
         return len(existing), succeeded, len(selected)
 

@@ -1,11 +1,7 @@
 """Indexes and event mapping of the ManifestWorkReplicaSet controller (spec/hub.md 2.1).
 
-Every event becomes zero or more replica set keys (``namespace/name``):
-
-* replica set events: the object's own key;
-* ManifestWork events: the replica set named by the work's owner label;
-* Placement events: every replica set of the namespace referring to it;
-* PlacementDecision events: the same, through the decision's placement label.
+Events of works, placements and decisions reach replica sets through these
+indexes: by the work's owner label, by the placement (a decision's through its label).
 
 **Deviation.** OCM maps a work back by splitting the owner label
 ``<namespace>.<name>`` on ``.`` and drops works whose replica set name has
@@ -20,20 +16,6 @@ from typing import Any
 
 from hubcontroller.controllers.replicaset_works import meta, owner_of
 from schemas.wire import MANIFEST_WORK_REPLICA_SET_LABEL, PLACEMENT_LABEL
-
-__all__ = [
-    "DECISIONS_BY_PLACEMENT",
-    "REPLICA_SETS_BY_OWNER",
-    "REPLICA_SETS_BY_PLACEMENT",
-    "WORKS_BY_OWNER",
-    "decision_placement_key",
-    "decisions_by_placement",
-    "placement_key",
-    "replica_sets_by_owner",
-    "replica_sets_by_placement",
-    "work_owner",
-    "works_by_owner",
-]
 
 #: Replica sets by ``<namespace>/<placement name>`` of each placementRef.
 REPLICA_SETS_BY_PLACEMENT = "replicaset-by-placement"

@@ -17,18 +17,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PENDING_TTL_SECONDS", "RecentWrites"]
+from hubcontroller.controllers.replicaset_works import meta
 
 Obj = Mapping[str, Any]
 
 #: How long a created object is remembered if the informer never shows it (it
 #: was deleted again, or the watch lags badly); long enough for any sane lag.
 PENDING_TTL_SECONDS = 120.0
-
-
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    value = obj.get("metadata")
-    return value if isinstance(value, dict) else {}
 
 
 @dataclass
@@ -50,7 +45,7 @@ class RecentWrites:
 
     def remember(self, group: str, obj: Obj, previous_rv: str | None) -> None:
         """Record the server's answer to a write; ``previous_rv`` None for a create."""
-        uid = str(_meta(obj).get("uid", ""))
+        uid = str(meta(obj).get("uid", ""))
         if uid:
             self._groups.setdefault(group, {})[uid] = _Written(obj, previous_rv, self._clock())
 
@@ -85,13 +80,13 @@ class RecentWrites:
         out: list[Obj] = []
         seen: set[str] = set()
         for obj in cached:
-            uid = str(_meta(obj).get("uid", ""))
+            uid = str(meta(obj).get("uid", ""))
             seen.add(uid)
             entry = entries.get(uid)
             if entry is not None and now - entry.at <= self._ttl:
                 if entry.obj is None:
                     continue  # deleted by us; the cache has not seen the delete yet
-                if entry.previous_rv == _meta(obj).get("resourceVersion"):
+                if entry.previous_rv == meta(obj).get("resourceVersion"):
                     out.append(entry.obj)  # the cache still shows the object before our write
                     continue
             entries.pop(uid, None)

@@ -33,15 +33,6 @@ from schemas.wire import (
 )
 from schemas.work_v1alpha1 import ManifestWorkReplicaSetSummary, PlacementSummary
 
-__all__ = [
-    "Counts",
-    "PlacementProgress",
-    "StatusDraft",
-    "available_decision_groups",
-    "report_write_failures",
-    "summarize",
-]
-
 
 @dataclass
 class Counts:
@@ -70,11 +61,6 @@ class Counts:
             progressing=self.progressing,
             degraded=self.degraded,
         ).to_wire()
-
-
-def available_decision_groups(groups: int, applied: int, selected: int) -> str:
-    """``"<groups> (<applied> / <selected> clusters applied)"``, OCM's progress text."""
-    return f"{groups} ({applied} / {selected} clusters applied)"
 
 
 @dataclass
@@ -142,19 +128,9 @@ class StatusDraft:
         self.conditions.append(new)
 
     # -- summaries ---------------------------------------------------------------------
-    def set_summary(self, counts: Counts) -> None:
-        """Replace ``status.summary``."""
-        self.summary = counts.to_wire()
-
     def set_placement_summary(self, entries: list[PlacementProgress]) -> None:
         """Replace ``status.placementSummary`` (null when empty, as Go writes a nil slice)."""
         self.placement_summary = [e.to_wire() for e in entries] or None
-
-    @property
-    def total(self) -> int:
-        """``status.summary.total`` as it stands."""
-        value = self.summary.get("total", 0)
-        return value if isinstance(value, int) else 0
 
     # -- output ------------------------------------------------------------------------
     def to_wire(self) -> dict[str, Any]:
@@ -203,7 +179,7 @@ def summarize(
     draft.set_placement_summary(list(placements))
     if total.total == 0:
         # Nothing deployed: every count is zero, whatever the works say.
-        draft.set_summary(Counts())
+        draft.summary = Counts().to_wire()
         verified = draft.condition(CONDITION_PLACEMENT_VERIFIED) or {}
         empty = verified.get("reason") == REASON_PLACEMENT_DECISION_EMPTY
         draft.set_condition(
@@ -213,7 +189,7 @@ def summarize(
             str(verified.get("message", "")) if empty else "",
         )
         return
-    draft.set_summary(total)
+    draft.summary = total.to_wire()
     if total.available == total.total and total.progressing == 0 and total.degraded == 0:
         draft.set_condition(CONDITION_MANIFESTWORK_APPLIED, True, REASON_AS_EXPECTED)
     elif total.progressing > 0 and total.degraded == 0:

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from hubcontroller.rollout import ClusterRolloutStatus, RolloutStatus
+from ocmkit.kube import MANIFESTWORKS
 from ocmkit.kube.mergepatch import normalized
 from schemas.meta import parse_time
 from schemas.wire import (
@@ -24,22 +25,6 @@ from schemas.wire import (
     MANIFEST_WORK_REPLICA_SET_LABEL,
     PLACEMENT_NAME_LABEL,
 )
-
-__all__ = [
-    "cluster_rollout_status",
-    "comparable_spec",
-    "desired_work",
-    "is_deleting",
-    "label_value_problems",
-    "owner_label_value",
-    "owner_of",
-    "spec_written_at",
-    "template_of",
-    "true_conditions",
-]
-
-WORK_API_VERSION = "work.open-cluster-management.io/v1"
-WORK_KIND = "ManifestWork"
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _LABEL_VALUE_MAX = 63
@@ -113,8 +98,8 @@ def desired_work(
     else:
         metadata["generateName"] = str(rs_meta.get("name", ""))
     return {
-        "apiVersion": WORK_API_VERSION,
-        "kind": WORK_KIND,
+        "apiVersion": MANIFESTWORKS.api_version,
+        "kind": MANIFESTWORKS.kind,
         "metadata": metadata,
         "spec": copy.deepcopy(template_of(replica_set)),
     }
@@ -172,12 +157,18 @@ def true_conditions(work: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(t for t, c in _conditions(work).items() if c.get("status") == "True")
 
 
-def _time(cond: Mapping[str, Any] | None) -> datetime | None:
-    raw = cond.get("lastTransitionTime") if cond is not None else None
-    if raw is None:
-        return None
+def find_condition(obj: Mapping[str, Any], condition_type: str) -> Mapping[str, Any] | None:
+    """The first condition of this type in the object's ``status.conditions``, if any."""
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, Mapping) and cond.get("type") == condition_type:
+            return cond
+    return None
+
+
+def transition_time(cond: Mapping[str, Any] | None) -> datetime | None:
+    """A condition's ``lastTransitionTime``; None when absent or unreadable."""
     try:
-        return parse_time(raw)
+        return parse_time(cond.get("lastTransitionTime") if cond is not None else None)
     except ValueError:
         return None
 
@@ -200,10 +191,10 @@ def spec_written_at(work: Mapping[str, Any]) -> datetime | None:
         fields = entry.get("fieldsV1")
         if not isinstance(fields, dict) or "f:spec" not in fields:
             continue
-        newest = _latest(newest, _time({"lastTransitionTime": entry.get("time")}))
+        newest = _latest(newest, transition_time({"lastTransitionTime": entry.get("time")}))
     if newest is not None:
         return newest
-    return _time({"lastTransitionTime": meta(work).get("creationTimestamp")})
+    return transition_time({"lastTransitionTime": meta(work).get("creationTimestamp")})
 
 
 def cluster_rollout_status(cluster: str, work: Mapping[str, Any]) -> ClusterRolloutStatus:
@@ -248,10 +239,9 @@ def cluster_rollout_status(cluster: str, work: Mapping[str, Any]) -> ClusterRoll
             return ClusterRolloutStatus(cluster, RolloutStatus.TO_APPLY)
         state = progressing.get("status")
         if state == "True" and degraded is not None and degraded.get("status") == "True":
-            return ClusterRolloutStatus(cluster, RolloutStatus.FAILED, _time(degraded))
-        if state == "False":
-            return ClusterRolloutStatus(cluster, RolloutStatus.SUCCEEDED, _time(progressing))
-        return ClusterRolloutStatus(cluster, RolloutStatus.PROGRESSING, _time(progressing))
+            return ClusterRolloutStatus(cluster, RolloutStatus.FAILED, transition_time(degraded))
+        status = RolloutStatus.SUCCEEDED if state == "False" else RolloutStatus.PROGRESSING
+        return ClusterRolloutStatus(cluster, status, transition_time(progressing))
 
     written = spec_written_at(work)
     if not current(applied):
@@ -259,9 +249,10 @@ def cluster_rollout_status(cluster: str, work: Mapping[str, Any]) -> ClusterRoll
     assert applied is not None
     available = conds.get(CONDITION_AVAILABLE)
     available_now = available if current(available) else None
+    applied_at = transition_time(applied)
     if applied.get("status") == "False":
-        return ClusterRolloutStatus(cluster, RolloutStatus.FAILED, _latest(_time(applied), written))
-    since = _latest(_time(applied), _time(available_now), written)
+        return ClusterRolloutStatus(cluster, RolloutStatus.FAILED, _latest(applied_at, written))
+    since = _latest(applied_at, transition_time(available_now), written)
     if (
         applied.get("status") == "True"
         and available_now is not None

@@ -6,16 +6,13 @@ from the cached object, carrying ``metadata.uid`` and
 retry, never a blind overwrite, and an unchanged object costs no request.
 
 :class:`WorkWriter` remembers the works it wrote until the shared informer
-has caught up with them (:mod:`replicaset_recent`), so a reconcile that runs
-before the watch event arrives neither creates a second work for the same
-cluster (new works have generated names) nor re-patches a work it has just
-updated.
+shows them (:mod:`replicaset_recent` says why).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -67,17 +64,9 @@ def work_matches(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> boo
 class WorkWriter:
     """Creates, patches and deletes generated ManifestWorks, remembering recent writes."""
 
-    def __init__(self, client: KubeClient, recent: RecentWrites | None = None) -> None:
+    def __init__(self, client: KubeClient, recent: RecentWrites) -> None:
         self.client = client
-        self.recent = recent if recent is not None else RecentWrites()
-
-    def overlay(self, owner: str, cached: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        """The owner's works as the cache shows them, with this writer's newer writes."""
-        return self.recent.overlay(owner, cached)
-
-    def forget(self, owner: str) -> None:
-        """Drop everything remembered for one replica set (it is gone)."""
-        self.recent.forget(owner)
+        self.recent = recent
 
     async def apply(
         self, owner: str, desired: dict[str, Any], existing: Mapping[str, Any] | None
@@ -166,9 +155,7 @@ async def _patch(
     )
 
 
-async def run_writes(
-    writes: Sequence[Write], concurrency: int = WRITE_CONCURRENCY
-) -> list[tuple[str, KubeError]]:
+async def run_writes(writes: Sequence[Write]) -> list[tuple[str, KubeError]]:
     """Run writes with bounded concurrency; the API errors are returned, not raised.
 
     One failed write must not stop the others (a missing cluster namespace
@@ -176,7 +163,7 @@ async def run_writes(
     """
     if not writes:
         return []
-    gate = asyncio.Semaphore(concurrency)
+    gate = asyncio.Semaphore(WRITE_CONCURRENCY)
     failed: list[tuple[str, KubeError]] = []
 
     async def guarded(what: str, write: Awaitable[None]) -> None:

@@ -4,44 +4,26 @@ Entry point: :func:`run_webhook_server` with :class:`WebhookSettings`. The
 rules run without HTTP through :func:`validate` / :func:`validate_json`, with
 the ``execute-as`` SubjectAccessReview injected as an :data:`AccessCheck`
 (:class:`HubAccessReviewer` asks the hub).
-
-Modules: ``settings`` (flags), ``admission`` (the AdmissionReview envelope
-and controller-runtime's answer shapes), ``resources`` (paths, decoding),
-``manifests`` (§5.1), ``rules`` (§5.2, §5.3), ``access`` (the SAR),
-``core`` (review in, answer out), ``rawjson`` (raw manifest bytes),
-``certs`` (certificate reloading), ``metrics``, ``server``.
 """
 
 from hubcontroller.webhook.access import AccessCheck, ExecuteAsRequest, HubAccessReviewer
 from hubcontroller.webhook.admission import UserInfo
-from hubcontroller.webhook.certs import CertificateError, CertificateReloader
-from hubcontroller.webhook.core import AdmissionValidator, Verdict, validate, validate_json
+from hubcontroller.webhook.certs import CertificateError
+from hubcontroller.webhook.core import AdmissionValidator, validate, validate_json
 from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASET, WebhookResource
-from hubcontroller.webhook.server import (
-    EXIT_CONFIG,
-    EXIT_FAILURE,
-    EXIT_OK,
-    WebhookServer,
-    run_webhook_server,
-    served_resources,
-)
+from hubcontroller.webhook.server import WebhookServer, run_webhook_server, served_resources
 from hubcontroller.webhook.settings import ValidationOptions, WebhookSettings
 
 __all__ = [
-    "EXIT_CONFIG",
-    "EXIT_FAILURE",
-    "EXIT_OK",
     "MANIFESTWORK",
     "MANIFESTWORK_REPLICASET",
     "AccessCheck",
     "AdmissionValidator",
     "CertificateError",
-    "CertificateReloader",
     "ExecuteAsRequest",
     "HubAccessReviewer",
     "UserInfo",
     "ValidationOptions",
-    "Verdict",
     "WebhookResource",
     "WebhookServer",
     "WebhookSettings",

@@ -7,10 +7,6 @@ in the work's namespace, for the resource name
 ``system:serviceaccount:<namespace>:<name>``. The webhook asks the hub's
 authorizer through a SubjectAccessReview made with its own identity, which
 therefore needs ``create`` on ``subjectaccessreviews``.
-
-The rules take the check as a plain async callable (:data:`AccessCheck`), so
-they run without an API server in tests; :class:`HubAccessReviewer` is the
-real one.
 """
 
 from __future__ import annotations
@@ -37,17 +33,12 @@ class ExecuteAsRequest:
 
     user: UserInfo
     namespace: str
-    executor_namespace: str
-    executor_name: str
-
-    @property
-    def executor_username(self) -> str:
-        """``system:serviceaccount:<namespace>:<name>``: the SAR's resource name."""
-        return ServiceAccount(self.executor_namespace, self.executor_name).user
+    executor: ServiceAccount
 
     def subject_access_review(self) -> dict[str, Any]:
         """The SubjectAccessReview body, with Go's omitempty applied to every field."""
-        access = replace(EXECUTE_AS, namespace=self.namespace, name=self.executor_username)
+        # The resource name is the executor's user name, system:serviceaccount:<ns>:<name>.
+        access = replace(EXECUTE_AS, namespace=self.namespace, name=self.executor.user)
         spec: dict[str, Any] = {"resourceAttributes": access.attributes()}
         if self.user.username:
             spec["user"] = self.user.username
@@ -61,6 +52,7 @@ class ExecuteAsRequest:
 
 
 #: Answers an :class:`ExecuteAsRequest`: True when allowed; raises when the check itself fails.
+#: The rules take this plain callable, so they run without an API server in tests.
 AccessCheck = Callable[[ExecuteAsRequest], Awaitable[bool]]
 
 

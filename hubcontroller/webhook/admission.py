@@ -1,18 +1,11 @@
 """The AdmissionReview envelope: reading requests and writing controller-runtime's answers.
 
 Answers are shaped exactly as controller-runtime's webhook handler writes
-them, because that is what OCM users and tools see (hub.md §4):
-
-* allowed: ``status: {metadata: {}, code: 200}``;
-* a Kubernetes ``BadRequest`` error from a rule: ``allowed: false``,
-  ``status: {metadata: {}, status: Failure, message, reason: BadRequest, code: 400}``;
-* any other rule error: a plain denial, ``{metadata: {}, message, reason: Forbidden, code: 403}``;
-* a request the handler cannot process (undecodable, unknown operation):
-  ``{metadata: {}, message, code: 400}``; an internal failure the same with 500.
-
-The HTTP status is 200 in every case: the answer is in the review. The answer
-echoes the request's ``uid`` and the review's ``apiVersion`` (v1, or v1beta1
-when asked in v1beta1, as the shipped registration allows both).
+them (each :class:`Rejection` gives its ``status``), because that is what OCM
+users and tools see (hub.md §4). The HTTP status is 200 in every case: the
+answer is in the review. The answer echoes the request's ``uid`` and the
+review's ``apiVersion`` (v1, or v1beta1 when asked in v1beta1, as the shipped
+registration allows both).
 """
 
 from __future__ import annotations
@@ -64,8 +57,6 @@ class BadRequest(Rejection):
 class Denied(Rejection):
     """A rule failed with a plain error: controller-runtime's ``Denied``, 403 Forbidden."""
 
-    code = 403
-
     def status(self) -> dict[str, Any]:
         """``{metadata, message, reason: Forbidden, code: 403}``."""
         return go_status(403, self.message, reason="Forbidden")
@@ -97,11 +88,6 @@ def go_status(
     if code:
         out["code"] = code
     return out
-
-
-def allowed_status() -> dict[str, Any]:
-    """The status of an allowed answer (``Allowed("")`` after ``Complete``)."""
-    return go_status(200)
 
 
 # -- requests -----------------------------------------------------------------------------

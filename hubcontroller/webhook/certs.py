@@ -98,9 +98,7 @@ class CertificateReloader:
                     "cannot read the serving certificate; keeping the current one", error=str(err)
                 )
             return False
-        if pair == self._served:
-            return False
-        if pair == self._failed:
+        if pair in (self._served, self._failed):
             return False
         try:
             context = self._context_for(pair)

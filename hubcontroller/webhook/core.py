@@ -25,8 +25,8 @@ from hubcontroller.webhook.admission import (
     AdmissionRequest,
     Errored,
     Rejection,
-    allowed_status,
     answer,
+    go_status,
     parse_review,
     request_uid,
     review_version,
@@ -59,6 +59,12 @@ class Verdict:
     operation: str = ""
     uid: str = ""
 
+    @classmethod
+    def refused(cls, rejection: Rejection, api_version: str, uid: str, operation: str) -> Verdict:
+        """The answer that refuses a request."""
+        refusal = answer(api_version, uid, False, rejection.status())
+        return cls(refusal, False, rejection.code, rejection.message, operation, uid)
+
 
 class AdmissionValidator:
     """Applies the rules of §5 with fixed options and access check.
@@ -80,7 +86,7 @@ class AdmissionValidator:
             review, raws = parse_keeping_raw(text, _RAW_PATHS)
         except ValueError as err:  # UnicodeDecodeError and JSONDecodeError included
             rejection = Errored(400, f"couldn't decode the AdmissionReview: {err}")
-            return _verdict(ADMISSION_V1, "", "", rejection)
+            return Verdict.refused(rejection, ADMISSION_V1, "", "")
         return await self.review(review, resource, raw_manifests=raws)
 
     async def review(
@@ -101,14 +107,15 @@ class AdmissionValidator:
             raws = (raw_manifests or {}).get(target.raw_manifests_path)
             await self._admit(request, target, raws)
         except Rejection as rejection:
-            return _verdict(api_version, uid, operation, rejection)
+            return Verdict.refused(rejection, api_version, uid, operation)
         except Exception as err:
             # A bug of ours must not take the API server's writes down with a crash.
             log.exception("admission failed unexpectedly", uid=uid, operation=operation)
-            return _verdict(api_version, uid, operation, Errored(500, f"internal error: {err!r}"))
-        return Verdict(
-            answer(api_version, uid, True, allowed_status()), True, 200, "", operation, uid
-        )
+            failure = Errored(500, f"internal error: {err!r}")
+            return Verdict.refused(failure, api_version, uid, operation)
+        # controller-runtime's Allowed("") after Complete: just the code.
+        allowed = answer(api_version, uid, True, go_status(200))
+        return Verdict(allowed, True, 200, "", operation, uid)
 
     async def _admit(
         self, request: AdmissionRequest, target: WebhookResource, raws: Sequence[str] | None
@@ -148,17 +155,6 @@ def _resource_of(request: AdmissionRequest) -> WebhookResource:
     if resource is None:
         raise Errored(400, f"no validating webhook for {request.kind}")
     return resource
-
-
-def _verdict(api_version: str, uid: str, operation: str, rejection: Rejection) -> Verdict:
-    return Verdict(
-        answer(api_version, uid, False, rejection.status()),
-        False,
-        rejection.code,
-        rejection.message,
-        operation,
-        uid,
-    )
 
 
 async def validate(

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from hubcontroller.webhook.settings import DEFAULT_MANIFEST_LIMIT
 from ocmkit.govalues import go_marshal, json_type
 
 EMPTY_MANIFESTS: Final = "Workload manifests should not be empty"
@@ -58,37 +57,31 @@ def manifests_of(values: Sequence[Any], raws: Sequence[str] | None) -> tuple[Man
     return tuple(Manifest(value, raw) for value, raw in zip(values, raws, strict=True))
 
 
-class ManifestValidator:
-    """Applies §5.1 with a size limit in bytes (``--manifestLimit``)."""
-
-    def __init__(self, limit: int = DEFAULT_MANIFEST_LIMIT) -> None:
-        self.limit = limit
-
-    def problem(self, manifests: Sequence[Manifest]) -> str | None:
-        """The first rule ``manifests`` break, as OCM words it, or None."""
-        if not manifests:
-            return EMPTY_MANIFESTS
-        total = sum(m.size for m in manifests)
-        if total > self.limit:
-            return f"the size of manifests is {total} bytes which exceeds the {self.limit} limit"
-        seen: set[str] = set()
-        for index, manifest in enumerate(manifests):
-            problem = _manifest_problem(manifest)
-            if problem is not None:
-                return problem
-            identity = _identity(manifest.value)
-            if isinstance(identity, str):
-                return f"failed to extract metadata from manifest at index {index}: {identity}"
-            api_version, kind, namespace, name = identity
-            # Literal strings: the same object under two apiVersions is not caught (as in OCM).
-            key = f"{api_version}/{kind}/{namespace}/{name}"
-            if key in seen:
-                return (
-                    f"duplicate manifest for resource {namespace}/{name} "
-                    f"with resource type {api_version}.{kind}"
-                )
-            seen.add(key)
-        return None
+def manifests_problem(manifests: Sequence[Manifest], limit: int) -> str | None:
+    """The first rule of §5.1 ``manifests`` break (size limit ``limit`` bytes), in OCM's words."""
+    if not manifests:
+        return EMPTY_MANIFESTS
+    total = sum(m.size for m in manifests)
+    if total > limit:
+        return f"the size of manifests is {total} bytes which exceeds the {limit} limit"
+    seen: set[str] = set()
+    for index, manifest in enumerate(manifests):
+        problem = _manifest_problem(manifest)
+        if problem is not None:
+            return problem
+        identity = _identity(manifest.value)
+        if isinstance(identity, str):
+            return f"failed to extract metadata from manifest at index {index}: {identity}"
+        api_version, kind, namespace, name = identity
+        # Literal strings: the same object under two apiVersions is not caught (as in OCM).
+        key = f"{api_version}/{kind}/{namespace}/{name}"
+        if key in seen:
+            return (
+                f"duplicate manifest for resource {namespace}/{name} "
+                f"with resource type {api_version}.{kind}"
+            )
+        seen.add(key)
+    return None
 
 
 def _manifest_problem(manifest: Manifest) -> str | None:

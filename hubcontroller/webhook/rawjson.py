@@ -6,12 +6,6 @@ bytes). :func:`parse_keeping_raw` decodes an AdmissionReview body once and,
 for the array at each requested path, also returns every item's exact text.
 Only the objects along those paths are walked in Python; every other value is
 decoded by the stdlib's C scanner.
-
-When a review arrives as an already decoded dict (tests, the pure core),
-:func:`ocmkit.govalues.go_marshal` (``sort_keys=False``) re-encodes a
-manifest the way Go's ``encoding/json`` would have sent it: compact, keys in
-received order, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped, floats
-formatted as Go formats them.
 """
 
 from __future__ import annotations

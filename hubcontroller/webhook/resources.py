@@ -67,10 +67,7 @@ RESOURCES: Final = (MANIFESTWORK, MANIFESTWORK_REPLICASET)
 
 def resource_for(group: str, kind: str) -> WebhookResource | None:
     """The validated kind with this group and kind (any version), if any."""
-    for resource in RESOURCES:
-        if resource.group == group and resource.kind == kind:
-            return resource
-    return None
+    return next((r for r in RESOURCES if (r.group, r.kind) == (group, kind)), None)
 
 
 @dataclass(frozen=True)
@@ -145,10 +142,9 @@ def decode(
         values = _typed(node, leaf, list, struct, ".".join(where), resource.go_types[-1]) or []
 
     executor = None
-    if resource.kind == MANIFESTWORK.kind:
-        spec = raw.get("spec")
-        if isinstance(spec, Mapping):
-            executor = _executor(spec.get("executor"), struct)
+    spec = raw.get("spec")
+    if resource.kind == MANIFESTWORK.kind and isinstance(spec, Mapping):
+        executor = _executor(spec, struct)
     return WorkObject(
         name=name,
         namespace=namespace or default_namespace,
@@ -157,12 +153,11 @@ def decode(
     )
 
 
-def _executor(raw: Any, struct: str) -> Executor | None:
+def _executor(spec: Mapping[str, Any], struct: str) -> Executor | None:
+    path = "spec.executor"
+    raw = _typed(spec, "executor", Mapping, struct, path, "v1.ManifestWorkExecutor")
     if raw is None:
         return None
-    path = "spec.executor"
-    if not isinstance(raw, Mapping):
-        raise _type_error(raw, struct, path, "v1.ManifestWorkExecutor")
     # `subject` is a struct, not a pointer, in Go: absent reads as the zero value.
     subject = (
         _typed(raw, "subject", Mapping, struct, f"{path}.subject", "v1.ManifestWorkExecutorSubject")
@@ -200,11 +195,7 @@ def _typed(
     if value is None or isinstance(value, expected):
         # bool is an int in Python but never expected here, so no special case.
         return value
-    raise _type_error(value, struct, path, go_type)
-
-
-def _type_error(value: Any, struct: str, path: str, go_type: str) -> Errored:
-    return Errored(
+    raise Errored(
         400,
         f"json: cannot unmarshal {json_type(value)} into Go struct field "
         f"{struct}.{path} of type {go_type}",

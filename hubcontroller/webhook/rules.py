@@ -12,7 +12,7 @@ from typing import Final
 
 from hubcontroller.webhook.access import AccessCheck, ExecuteAsRequest
 from hubcontroller.webhook.admission import DELETE, UPDATE, BadRequest, Denied, UserInfo
-from hubcontroller.webhook.manifests import ManifestValidator
+from hubcontroller.webhook.manifests import manifests_problem
 from hubcontroller.webhook.resources import Executor, WorkObject
 from hubcontroller.webhook.settings import ValidationOptions
 from ocmkit.kube.access import ServiceAccount
@@ -41,7 +41,7 @@ async def validate_manifest_work(
         return
     if not new.manifests:
         raise BadRequest(MANIFESTS_EMPTY)
-    problem = ManifestValidator(options.manifest_limit).problem(new.manifests)
+    problem = manifests_problem(new.manifests, options.manifest_limit)
     if problem is not None:
         raise BadRequest(problem)
     # An update that leaves the executor alone needs no permission check, so a
@@ -57,7 +57,7 @@ async def check_executor(
     """Require ``execute-as`` for the work's executor (or the default one, behind a gate)."""
     executor = work.executor
     if executor is None:
-        if not options.enabled(wire.GATE_NIL_EXECUTOR_VALIDATING):
+        if wire.GATE_NIL_EXECUTOR_VALIDATING not in options.feature_gates:
             return
         executor = DEFAULT_EXECUTOR
     account = executor.service_account
@@ -65,14 +65,8 @@ async def check_executor(
     # would crash on another type without an account; refusing is the safe reading.
     if account is None:
         raise BadRequest(EXECUTOR_SERVICE_ACCOUNT_NIL)
-    request = ExecuteAsRequest(
-        user=user,
-        namespace=work.namespace,
-        executor_namespace=account.namespace,
-        executor_name=account.name,
-    )
     try:
-        allowed = await access(request)
+        allowed = await access(ExecuteAsRequest(user, work.namespace, account))
     except Exception as err:
         raise BadRequest(error_text(err)) from err
     if not allowed:
@@ -86,11 +80,11 @@ def validate_replica_set(
     operation: str, new: WorkObject | None, options: ValidationOptions
 ) -> None:
     """§5.3: the gate, then the template's manifests (no executor check at this level)."""
-    if not options.enabled(wire.GATE_MANIFEST_WORK_REPLICA_SET):
+    if wire.GATE_MANIFEST_WORK_REPLICA_SET not in options.feature_gates:
         raise Denied(REPLICASET_DISABLED)
     if operation == DELETE or new is None:
         return
-    problem = ManifestValidator(options.manifest_limit).problem(new.manifests)
+    problem = manifests_problem(new.manifests, options.manifest_limit)
     if problem is not None:
         raise BadRequest(problem)
 

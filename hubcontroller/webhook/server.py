@@ -1,24 +1,18 @@
 """The ``webhook-server`` process: HTTPS admission endpoints, health probes and metrics.
 
-Three aiohttp servers on the process's one event loop:
-
-* HTTPS on ``--port``: the ManifestWork path always, the
-  ManifestWorkReplicaSet path when its gate is on (hub.md §4); the serving
-  certificate follows the files in ``--certdir`` (:mod:`.certs`);
-* HTTP on ``--health-probe-port``: ``/healthz`` and ``/readyz``;
-* HTTP on ``--metrics-port``: ``/metrics``.
-
-:func:`run_webhook_server` is the entry point the CLI calls.
+Three aiohttp servers on one event loop (docs/architecture.md, "The webhook
+server"); :func:`run_webhook_server` is the entry point the CLI calls.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Final
 
 import structlog
@@ -28,11 +22,12 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 
 from hubcontroller.webhook import metrics
 from hubcontroller.webhook.access import AccessCheck, HubAccessReviewer
-from hubcontroller.webhook.admission import ADMISSION_V1, Errored, answer
+from hubcontroller.webhook.admission import ADMISSION_V1, Errored
 from hubcontroller.webhook.certs import CertificateError, CertificateReloader
 from hubcontroller.webhook.core import AdmissionValidator, Verdict
 from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASET, WebhookResource
 from hubcontroller.webhook.settings import WebhookSettings
+from ocmkit.command import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ocmkit.kube import KubeClient, KubeConfigError
 from ocmkit.runtime import HealthChecks, Report
 from ocmkit.runtime.manager import install_signal_handlers, remove_signal_handlers
@@ -41,10 +36,6 @@ from ocmkit.runtime.tls import TLSConfigError, server_context
 from schemas import wire
 
 log = structlog.get_logger(__name__)
-
-EXIT_OK: Final = 0
-EXIT_FAILURE: Final = 1
-EXIT_CONFIG: Final = 2
 
 #: controller-runtime's limit on an admission request body (7 MiB): an UPDATE
 #: carries the object twice, each up to the API server's own limit.
@@ -105,7 +96,7 @@ class WebhookServer:
         """The admission endpoints (usable with aiohttp's test client, without TLS)."""
         app = web.Application(client_max_size=MAX_REQUEST_BYTES)
         for resource in self.resources:
-            app.router.add_post(resource.path, self._handler(resource))
+            app.router.add_post(resource.path, functools.partial(self._admit, resource=resource))
         return app
 
     def health_app(self) -> web.Application:
@@ -172,14 +163,6 @@ class WebhookServer:
         return bound
 
     # -- admission --------------------------------------------------------------------------
-    def _handler(
-        self, resource: WebhookResource
-    ) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def handle(request: web.Request) -> web.Response:
-            return await self._admit(request, resource)
-
-        return handle
-
     async def _admit(self, request: web.Request, resource: WebhookResource) -> web.Response:
         path = resource.path
         metrics.REQUEST_IN_FLIGHT.labels(path).inc()
@@ -201,13 +184,13 @@ class WebhookServer:
     async def _verdict(self, request: web.Request, resource: WebhookResource) -> Verdict:
         # The request-level failures controller-runtime checks before decoding.
         if request.content_type != "application/json":
-            return _errored(f"contentType={request.content_type}, expected application/json")
+            return _refused(f"contentType={request.content_type}, expected application/json")
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            return _errored(f"request entity is too large; limit is {MAX_REQUEST_BYTES} bytes")
+            return _refused(f"request entity is too large; limit is {MAX_REQUEST_BYTES} bytes")
         if not body:
-            return _errored("request body is empty")
+            return _refused("request body is empty")
         return await self.validator.review_json(body, resource)
 
     def _record(self, resource: WebhookResource, verdict: Verdict) -> None:
@@ -243,9 +226,8 @@ class WebhookServer:
         return probe_response(self.checks.readyz())
 
 
-def _errored(message: str) -> Verdict:
-    rejection = Errored(400, message)
-    return Verdict(answer(ADMISSION_V1, "", False, rejection.status()), False, 400, message)
+def _refused(message: str) -> Verdict:
+    return Verdict.refused(Errored(400, message), ADMISSION_V1, "", "")
 
 
 async def hub_client(kubeconfig: str) -> KubeClient:
@@ -282,7 +264,7 @@ async def run_webhook_server(
         hub = await hub_client(settings.kubeconfig)
     except KubeConfigError as err:
         log.error("invalid kubeconfig", error=str(err))
-        return EXIT_CONFIG
+        return EXIT_USAGE
     server = WebhookServer(settings, access=HubAccessReviewer(hub))
     installed = install_signal_handlers(lambda _signal: stop.set())
     try:
@@ -301,7 +283,7 @@ async def run_webhook_server(
                 error=str(err),
                 tls_cipher_suites=settings.tls_cipher_suites,
             )
-            return EXIT_CONFIG
+            return EXIT_USAGE
         except OSError as err:
             log.error("cannot listen", error=str(err))
             return EXIT_FAILURE

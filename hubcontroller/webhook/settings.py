@@ -1,8 +1,5 @@
 """Settings of the ``hubcontroller webhook-server`` process (``flags.md`` §3).
 
-One frozen object, built by the CLI from OCM's flags and passed explicitly.
-Every field mirrors a flag of ``work webhook-server`` (same defaults), plus
-``host``, the listen address, which OCM does not expose (all interfaces).
 Invalid values raise ValueError at construction, so a bad flag stops the
 process before anything listens.
 """
@@ -15,8 +12,6 @@ from pathlib import Path
 
 from hubcontroller.settings import DEFAULT_MANIFEST_LIMIT, KNOWN_HUB_GATES, WebhookFlags
 from ocmkit.runtime.tls import parse_cipher_suites, parse_tls_version
-
-__all__ = ["DEFAULT_MANIFEST_LIMIT", "ValidationOptions", "WebhookSettings", "default_cert_dir"]
 
 CERT_FILE = "tls.crt"
 KEY_FILE = "tls.key"
@@ -37,10 +32,6 @@ class ValidationOptions:
 
     manifest_limit: int = DEFAULT_MANIFEST_LIMIT
     feature_gates: frozenset[str] = frozenset()
-
-    def enabled(self, gate: str) -> bool:
-        """Whether hub feature gate ``gate`` is on."""
-        return gate in self.feature_gates
 
 
 @dataclass(frozen=True)
@@ -98,6 +89,4 @@ class WebhookSettings(WebhookFlags):
 
     def validation_options(self) -> ValidationOptions:
         """The part of the settings the admission rules use."""
-        return ValidationOptions(
-            manifest_limit=self.manifest_limit, feature_gates=frozenset(self.feature_gates)
-        )
+        return ValidationOptions(self.manifest_limit, self.feature_gates)

@@ -40,7 +40,6 @@ from ocmkit.runtime import Informer
 from schemas.meta import format_time, now
 from schemas.wire import (
     DECISION_GROUP_INDEX_LABEL,
-    GATE_MANIFEST_WORK_REPLICA_SET,
     MANIFEST_WORK_REPLICA_SET_LABEL,
     PLACEMENT_LABEL,
 )
@@ -101,7 +100,7 @@ async def bench(kubeconfig: Path, clusters: list[str], qps: float) -> dict[str, 
         str(kubeconfig), qps=qps, burst=max(int(qps * 2), 1), name="hub"
     )
     works = Informer(hub, MANIFESTWORKS)
-    deps = HubDeps(hub=hub, works=works, gates=frozenset({GATE_MANIFEST_WORK_REPLICA_SET}))
+    deps = HubDeps(hub=hub, works=works)
     informers, controller = build_replicaset_controller(deps)
     task: asyncio.Task[None] | None = None
     try:

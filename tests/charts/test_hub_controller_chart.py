@@ -60,7 +60,7 @@ def webhook_settings(values: Values) -> tuple[WebhookCommand, WebhookSettings]:
     command = parse_command_line(args_of(deployment))
     assert isinstance(command, WebhookCommand)
     # What the entry point does next: ports, TLS names and the limit are checked here.
-    fields: dict[str, Any] = command.flags.settings_fields()
+    fields: dict[str, Any] = command.settings.settings_fields()
     return command, WebhookSettings(**fields)
 
 
@@ -248,7 +248,7 @@ def test_webhook_defaults_and_options() -> None:
     assert settings.tls_min_version == "VersionTLS12"
     assert settings.tls_cipher_suites == ",".join(HUB_ALL_OPTIONS["webhook"]["tlsCipherSuites"])
     assert settings.feature_gates == ALL_GATES
-    assert (command.flags.log_format, command.flags.log_level) == ("console", "debug")
+    assert (command.settings.log_format, command.settings.log_level) == ("console", "debug")
 
 
 # -- webhook registration -----------------------------------------------------------------

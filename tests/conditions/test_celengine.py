@@ -104,6 +104,10 @@ def test_an_error_before_a_false_wins(engine: CelEngine) -> None:
         ("timestamp('2024-01-01T00:00:00Z')", "time.Time"),
         ("duration('1s')", "time.Duration"),
         ("quantity('1Gi')", "*resource.Quantity"),
+        ("url('https://a/b')", "*url.URL"),
+        ("ip('1.2.3.4')", "netip.Addr"),
+        ("cidr('1.2.3.0/24')", "netip.Prefix"),
+        ("semver('1.2.3')", "semver.Version"),
     ],
 )
 def test_non_bool_results(engine: CelEngine, expression: str, type_name: str) -> None:
@@ -229,14 +233,19 @@ def test_cache_is_bounded() -> None:
     [
         ("object.status.missing == 1", "no such key: missing"),
         ("object.status['missing'] == 1", "no such key: missing"),
-        ("object.status.conditions[5].type == 'x'", "index '5' out of range in list size '2'"),
+        ("object.status.conditions[5].type == 'x'", "index out of bounds: 5"),
         ("1 / 0 == 1", "division by zero"),
         ("1 % 0 == 1", "modulus by zero"),
         ("9223372036854775807 + 1 > 0", "integer overflow"),
         ("object.metadata.name + 1 == 'x'", "no such overload"),
         ("object.metadata.name.size() > object.metadata", "no such overload"),
         ("object.metadata.name.lowerAscii(1) == 'x'", "no such overload"),
-        ("int('x') == 1", 'strconv.ParseInt: parsing "x": invalid syntax'),
+        ("int('x') == 1", "type conversion error from 'string' to 'int'"),
+        ("int(' 1') == 1", "type conversion error from 'string' to 'int'"),
+        ("uint('+1') == 1u", "type conversion error from 'string' to 'uint'"),
+        ("double('1e400') > 0.0", "type conversion error from 'string' to 'double'"),
+        ("int(1e20) == 1", "integer overflow"),
+        ("uint(-1) == 1u", "unsigned integer overflow"),
         ("object.metadata.name.foo == 'x'", "no such overload"),
         ("object.status.conditions.map(c, c.missing).size() == 2", "no such key: missing"),
         ("!object.status.missing", "no such key: missing"),
@@ -317,6 +326,12 @@ def test_has_conditions(engine: CelEngine) -> None:
     assert error(engine, "hasConditions(object.nope)") == "no such key: nope"
 
 
+# The URL, IP, CIDR and semver cases are Kubernetes' documented examples and
+# tests plus edge cases; their values and messages are what cel-go v0.29.2 with
+# k8s.io/apiserver v0.35.4 (OCM's versions) answers.
+_URL = "url('https://example.com:80/path?query=val#fragment')"
+
+
 @pytest.mark.parametrize(
     ("expression", "expected"),
     [
@@ -327,6 +342,8 @@ def test_has_conditions(engine: CelEngine) -> None:
         ("'hello'.indexOf('l', 3)", 3),
         ("'hello'.indexOf('')", 0),
         ("'hello'.indexOf('z')", -1),
+        ("'hello'.indexOf('h', 9)", -1),
+        ("'hello'.indexOf('', 9)", 5),
         ("'hello'.lastIndexOf('l')", 3),
         ("'hello'.lastIndexOf('l', 2)", 2),
         ("'hello'.lastIndexOf('')", 5),
@@ -377,10 +394,78 @@ def test_has_conditions(engine: CelEngine) -> None:
         ("isQuantity('1Gi') && !isQuantity('1GiB')", True),
         ("quantity('2Ki').asInteger()", 2048),
         ("quantity('1.5').asApproximateFloat()", 1.5),
-        ("quantity('-3').sign()", -1),
+        ("sign(quantity('-3'))", -1),
         ("quantity('1.5').isInteger()", False),
         ("quantity('1Gi').add(quantity('1Gi')).compareTo(quantity('2Gi'))", 0),
-        ("quantity('1').sub(2).sign()", -1),
+        ("sign(quantity('1').sub(2))", -1),
+        # URL.
+        (f"{_URL}.getScheme()", "https"),
+        (f"{_URL}.getHost()", "example.com:80"),
+        (f"{_URL}.getHostname()", "example.com"),
+        (f"{_URL}.getPort()", "80"),
+        (f"{_URL}.getEscapedPath()", "/path"),
+        (f"{_URL}.getQuery()", {"query": ["val"]}),
+        ("url('https://example.com/path with spaces/').getEscapedPath()", "/path%20with%20spaces/"),
+        ("url('https://example.com/').getPort()", ""),
+        ("url('https://[::1]:80/path').getHost()", "[::1]:80"),
+        ("url('https://[::1]:80/path').getHostname()", "::1"),
+        ("url('https://h/?q=1&q=2&a=b+c&x;y&bad=%zz').getQuery()", {"q": ["1", "2"], "a": ["b c"]}),
+        ("url('/absolute-path').getEscapedPath()", "/absolute-path"),
+        ("url('mailto:a@b.c').getScheme() + url('mailto:a@b.c').getEscapedPath()", "mailto"),
+        ("isURL('https://example.com/') && isURL('/path') && !isURL('example.com/')", True),
+        ("url('HTTPS://host/a') == url('https://host/a')", True),
+        ("url('https://host/a%41') == url('https://host/aA')", False),
+        ("url('https://host/a') == url('https://host/a#x')", False),
+        # IP.
+        ("ip('192.168.0.1').family()", 4),
+        ("ip('::1').family()", 6),
+        ("ip.isCanonical('2001:db8::abcd')", True),
+        ("ip.isCanonical('2001:DB8::ABCD')", False),
+        ("ip.isCanonical('2001:db8::0:0:0:abcd')", False),
+        ("string(ip('2001:0db8:0:0:1:0:0:1'))", "2001:db8::1:0:0:1"),
+        ("ip('0.0.0.0').isUnspecified() && ip('::').isUnspecified()", True),
+        ("ip('127.0.0.1').isLoopback() && ip('::1').isLoopback()", True),
+        ("ip('224.0.0.1').isLinkLocalMulticast() && ip('ff02::1').isLinkLocalMulticast()", True),
+        ("ip('224.0.1.1').isLinkLocalMulticast() || ip('fd00::1').isLinkLocalMulticast()", False),
+        ("ip('169.254.169.254').isLinkLocalUnicast() && ip('fe80::1').isLinkLocalUnicast()", True),
+        ("ip('192.168.0.1').isLinkLocalUnicast() || ip('fd80::1').isLinkLocalUnicast()", False),
+        ("ip('192.168.0.1').isGlobalUnicast() && ip('2001:db8::abcd').isGlobalUnicast()", True),
+        ("ip('255.255.255.255').isGlobalUnicast() || ip('ff00::1').isGlobalUnicast()", False),
+        (
+            "isIP('::1') && !isIP('::ffff:1.2.3.4') && !isIP('fe80::1%eth0') && !isIP('01.2.3.4')",
+            True,
+        ),
+        ("ip('::1') == ip('0:0::1') && ip('1.2.3.4') != ip('1.2.3.5')", True),
+        ("object.metadata.name == ip('1.2.3.4')", False),
+        ("type(ip('1.2.3.4')) == net.IP && type(cidr('1.2.3.0/24')) == net.CIDR", True),
+        # CIDR.
+        ("cidr('192.168.0.0/24').containsIP(ip('192.168.0.1'))", True),
+        ("cidr('192.168.0.0/24').containsIP('192.168.1.1')", False),
+        ("cidr('192.168.0.0/24').containsIP('::1')", False),
+        ("cidr('2001:db8::/32').containsIP('2001:db8::1')", True),
+        ("cidr('192.168.0.0/24').containsCIDR(cidr('192.168.0.0/25'))", True),
+        ("cidr('192.168.0.0/24').containsCIDR('192.168.0.0/23')", False),
+        ("cidr('2001:db8::/32').containsCIDR('2001:db8::/33')", True),
+        ("string(cidr('192.168.0.1/24').ip())", "192.168.0.1"),
+        ("string(cidr('192.168.0.1/24').masked())", "192.168.0.0/24"),
+        ("string(cidr('2001:db8:1::/32').masked())", "2001:db8::/32"),
+        ("cidr('192.168.0.0/24').prefixLength()", 24),
+        ("isCIDR('10.0.0.0/8') && !isCIDR('10.0.0.0') && !isCIDR('::ffff:1.2.3.4/120')", True),
+        ("cidr('10.0.0.1/8') == cidr('10.0.0.0/8')", False),
+        ("cidr('10.0.0.1/8').masked() == cidr('10.0.0.0/8')", True),
+        # Semver.
+        ("semver('1.2.3-rc.1+build.5').major()", 1),
+        ("semver('1.2.3-rc.1+build.5').minor()", 2),
+        ("semver('1.2.3-rc.1+build.5').patch()", 3),
+        ("isSemver('1.2.3-beta.1+build.1') && !isSemver('v1.0.0') && !isSemver('1.1')", True),
+        ("semver('1.0.0').isLessThan(semver('1.2.3'))", True),
+        ("semver('1.2.3').isGreaterThan(semver('1.2.3'))", False),
+        ("semver('1.0.0-rc.1').compareTo(semver('1.0.0'))", -1),
+        ("semver('1.0.0-beta.2').compareTo(semver('1.0.0-beta.11'))", -1),
+        ("semver('1.0.0-alpha.beta').compareTo(semver('1.0.0-alpha.1'))", 1),
+        ("semver('1.0.0+a') == semver('1.0.0+b')", True),
+        # string() prints as cel-go does.
+        ("string(true) + string(1.0) + string(1e20)", "true11e+20"),
     ],
 )
 def test_kubernetes_functions(engine: CelEngine, expression: str, expected: Any) -> None:
@@ -391,19 +476,91 @@ def test_kubernetes_functions(engine: CelEngine, expression: str, expected: Any)
         assert result == expected
 
 
+_CIDR_ERROR = "network address parse error during conversion from string: "
+_URL_ERROR = "URL parse error during conversion from string: parse "
+
+
 @pytest.mark.parametrize(
     ("expression", "message"),
     [
         ("'abc'.charAt(4) == ''", "index out of range: 4"),
-        ("'abc'.indexOf('a', 5) == 0", "index out of range: 5"),
+        ("'abc'.indexOf('a', -1) == 0", "index out of range: -1"),
         ("'abc'.substring(2, 1) == ''", "invalid substring range. start: 2, end: 1"),
         ("'abc'.substring(4) == ''", "index out of range: 4"),
         ("'abc'.matches('(') ", "error parsing regexp: missing ): ("),
-        ("quantity('1GiB').sign() == 1", "quantities must match the regular expression"),
+        ("sign(quantity('1GiB')) == 1", "quantities must match the regular expression"),
         ("quantity('1.5').asInteger() == 1", "cannot convert value to integer"),
         ("'%s %s'.format(['a']) == ''", "index 1 out of range"),
         ("[1, 'a'].sort() == []", "no such overload"),
-        ("[].max() == 0", "max of empty list"),
+        ("[].max() == 0", "max called on empty list"),
+        ("url('x')", f'{_URL_ERROR}"x": invalid URI for request'),
+        ("url('')", f'{_URL_ERROR}"": empty url'),
+        (
+            "url('https://a:b:80/x')",
+            f'{_URL_ERROR}"https://a:b:80/x": invalid port ":b:80" after host',
+        ),
+        ("url('https://host/a%zz')", f'{_URL_ERROR}"https://host/a%zz": invalid URL escape "%zz"'),
+        ("url('https://[1.2.3.4]/')", f'{_URL_ERROR}"https://[1.2.3.4]/": invalid IP-literal'),
+        (
+            "ip('1.2.3')",
+            'IP Address "1.2.3" parse error during conversion from string: '
+            'ParseAddr("1.2.3"): IPv4 address too short',
+        ),
+        ("ip('::ffff:1.2.3.4')", 'IPv4-mapped IPv6 address "::ffff:1.2.3.4" is not allowed'),
+        ("ip('fe80::1%eth0')", 'IP address "fe80::1%eth0" with zone value is not allowed'),
+        (
+            "ip('01.2.3.4')",
+            'IP Address "01.2.3.4" parse error during conversion from string: '
+            'ParseAddr("01.2.3.4"): IPv4 field has octet with leading zero',
+        ),
+        (
+            "ip('2001:db8:::68')",
+            'IP Address "2001:db8:::68" parse error during conversion from string: '
+            'ParseAddr("2001:db8:::68"): each colon-separated field must have at least one digit '
+            '(at ":68")',
+        ),
+        (
+            "ip.isCanonical('1.2.3.4.5')",
+            'IP Address "1.2.3.4.5" parse error during conversion from string: '
+            'ParseAddr("1.2.3.4.5"): IPv4 address too long',
+        ),
+        ("cidr('1.2.3.4')", f"{_CIDR_ERROR * 2}netip.ParsePrefix(\"1.2.3.4\"): no '/'"),
+        (
+            "cidr('192.168.0.0/')",
+            f'{_CIDR_ERROR * 2}netip.ParsePrefix("192.168.0.0/"): bad bits after slash: ""',
+        ),
+        (
+            "cidr('1.2.3.4/33')",
+            f'{_CIDR_ERROR * 2}netip.ParsePrefix("1.2.3.4/33"): prefix length out of range',
+        ),
+        (
+            "cidr('fe80::1%eth0/64')",
+            f'{_CIDR_ERROR * 2}netip.ParsePrefix("fe80::1%eth0/64"): '
+            "IPv6 zones cannot be present in a prefix",
+        ),
+        (
+            "cidr('::ffff:1.2.3.4/120')",
+            f'{_CIDR_ERROR}IPv4-mapped IPv6 address "::ffff:1.2.3.4/120" is not allowed',
+        ),
+        ("cidr('10.0.0.0/8').containsCIDR('10.0.0.0')", f"{_CIDR_ERROR * 2}netip.ParsePrefix"),
+        # Kubernetes turns a bad address string into no such overload here.
+        ("cidr('10.0.0.0/8').containsIP('bad')", "no such overload"),
+        ("semver('v1.0')", "No Major.Minor.Patch elements found"),
+        ("semver('01.2.3')", 'Major number must not contain leading zeroes "01"'),
+        ("semver('1.2.3-01')", 'Numeric PreRelease version must not contain leading zeroes "01"'),
+        ("semver('1.2.3+a_b')", 'Invalid character(s) found in build meta data "a_b"'),
+        # Equality is each type's own: no such overload against another type, unless
+        # the other side is a CEL value (whose equality just answers false). Wrong
+        # types are run-time errors here; cel-go rejects most at compile time already.
+        ("ip('1.2.3.4') == object.metadata.name", "no such overload"),
+        ("semver('1.2.3').compareTo(dyn(quantity('1'))) == 0", "no such overload"),
+        ("string(dyn(url('https://a/b'))) == ''", "no such overload"),
+        ("dyn(ip('1.2.3.4')).getHost() == ''", "no such overload"),
+        (
+            "'%s'.format([ip('1.2.3.4')]) == ''",
+            "error during formatting: string clause can only be used on strings, bools, bytes, "
+            "ints, doubles, maps, lists, types, durations, and timestamps, was given net.IP",
+        ),
     ],
 )
 def test_function_errors(engine: CelEngine, expression: str, message: str) -> None:
@@ -416,3 +573,11 @@ def test_huge_string_results_count_as_over_budget(engine: CelEngine) -> None:
     assert outcome == ExpressionsOutcome(
         "False", "ConditionRuleExpressionError", "CEL evaluation budget exceeded"
     )
+
+
+def test_library_names_compile(engine: CelEngine) -> None:
+    true(engine, "'1.2.3.4' != string(ip('1.2.3.4')) || ip.isCanonical('1.2.3.4')")
+    true(engine, "!(ip('1.2.3.4') == null) && url('/a') != null")
+    # Only the qualified name is a function; the method alone is not.
+    assert "undeclared reference to 'isCanonical'" in error(engine, "'1.2.3.4'.isCanonical()")
+    assert "undeclared reference to 'net'" in error(engine, "type(1) == net.URL")

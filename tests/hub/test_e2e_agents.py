@@ -45,7 +45,6 @@ from schemas.wire import (
     CONDITION_MANIFESTWORK_APPLIED,
     CONDITION_PLACEMENT_ROLLED_OUT,
     CONDITION_PLACEMENT_VERIFIED,
-    GATE_MANIFEST_WORK_REPLICA_SET,
 )
 from tests.conftest import eventually, pool_for
 from tests.hub.test_replicaset import NS, Hub, hub_client
@@ -185,9 +184,7 @@ async def clusters(
         )
         stack.push_async_callback(controller_client.close)
         works = Informer(controller_client, MANIFESTWORKS)
-        deps = HubDeps(
-            hub=controller_client, works=works, gates=frozenset({GATE_MANIFEST_WORK_REPLICA_SET})
-        )
+        deps = HubDeps(hub=controller_client, works=works)
         informers, controller = build_replicaset_controller(deps)
         for informer in (works, *informers):
             await informer.start()

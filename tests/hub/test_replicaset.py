@@ -49,7 +49,6 @@ from schemas.wire import (
     CONDITION_PLACEMENT_VERIFIED,
     DECISION_GROUP_INDEX_LABEL,
     DECISION_GROUP_NAME_LABEL,
-    GATE_MANIFEST_WORK_REPLICA_SET,
     MANIFEST_WORK_REPLICA_SET_FINALIZER,
     MANIFEST_WORK_REPLICA_SET_LABEL,
     PLACEMENT_LABEL,
@@ -477,7 +476,7 @@ async def running(hub: Hub) -> AsyncIterator[Hub]:
         str(hub.kubeconfig), user_agent="hubcontroller", qps=0, name="hub"
     )
     works = Informer(client, MANIFESTWORKS)
-    deps = HubDeps(hub=client, works=works, gates=frozenset({GATE_MANIFEST_WORK_REPLICA_SET}))
+    deps = HubDeps(hub=client, works=works)
     informers, controller = build_replicaset_controller(deps)
     for informer in (works, *informers):
         await informer.start()

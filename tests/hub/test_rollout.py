@@ -637,7 +637,6 @@ class TestDecisionGroups:
         assert groups.ordered_keys() == [GroupKey(0, "canary"), GroupKey(1, "west")]
         assert groups.members(GroupKey(1, "west")) == ["c3", "c4"]
         assert groups.clusters == {"c1", "c2", "c3", "c4"}
-        assert groups.group_of("c3") == GroupKey(1, "west")
 
     @pytest.mark.parametrize("index", [None, "", "one", "1.5", " 1"])
     def test_missing_or_bad_index_is_refused(self, index: str | None) -> None:
@@ -648,7 +647,7 @@ class TestDecisionGroups:
         groups = DecisionGroups.from_decisions(
             [decision("p-1", ["a", "dup"], "0"), decision("p-2", ["dup", "b"], "1")]
         )
-        assert groups.group_of("dup") == GroupKey(0, "")
+        assert groups.members(GroupKey(0, "")) == ["a", "dup"]
         assert groups.members(GroupKey(1, "")) == ["b"]
         assert to_apply(run(per_group(), groups)) == ["a", "dup"]
 

@@ -16,12 +16,9 @@ from pathlib import Path
 import aiohttp
 from prometheus_client.metrics_core import Metric
 
-from hubcontroller.settings import (
-    GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
-    GATE_MANIFEST_WORK_REPLICA_SET,
-)
 from ocmkit.kube import MANIFESTWORKS, NotFound
 from schemas.meta import format_time, now
+from schemas.wire import GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK, GATE_MANIFEST_WORK_REPLICA_SET
 from tests.conftest import eventually
 from tests.hub.test_replicaset import CLUSTERS, Hub, all_ref, hub  # noqa: F401 (the fixture)
 from tests.metrics_reference import parse_scrape, undocumented_or_missing, value

@@ -669,6 +669,50 @@ async def test_cel_rules_and_work_level_aggregation(
         )
 
 
+@pytest.mark.usefixtures("spoke_client")
+async def test_cel_rules_with_the_kubernetes_url_ip_cidr_and_semver_libraries(
+    hub_client: KubeClient, tmp_path: Path
+) -> None:
+    """CEL rules reading a ConfigMap with ``url()``, ``ip()``, ``cidr()`` and ``semver()``:
+    true, false and a bad address (the condition carries Kubernetes' error text)."""
+    settings = configmap(
+        "network",
+        endpoint="https://api.example.com:8443/v1?region=eu",
+        address="10.1.2.3",
+        network="10.0.0.0/8",
+        version="1.27.3",
+        bad="1.2.3",
+    )
+    routable = cel(
+        "Routable",
+        "cidr(object.data.network).containsIP(ip(object.data.address))",
+        "url(object.data.endpoint).getPort() == '8443'",
+        "url(object.data.endpoint).getQuery()['region'] == ['eu']",
+        "semver(object.data.version).isGreaterThan(semver('1.20.0'))",
+        messageExpression="'via ' + url(object.data.endpoint).getHostname()",
+    )
+    public = cel("Public", "!cidr('10.0.0.0/8').containsIP(object.data.address)")
+    parsed = cel("Parsed", "ip(object.data.bad).family() == 4")
+    configs = [manifest_config("", "configmaps", "network", rules=[routable, public, parsed])]
+    async with running_agent(tmp_path):
+        work = await create_and_wait(
+            hub_client,
+            work_body("netrules", [settings], manifestConfigs=configs),
+            lambda w: all(manifest_condition(w, 0, t) for t in ("Routable", "Public", "Parsed")),
+            "the rule conditions",
+        )
+    assert briefs(work, (0, "Routable"), (0, "Public"), (0, "Parsed")) == [
+        ("True", "ConditionRuleEvaluated", "via api.example.com"),
+        ("False", "ConditionRuleEvaluated", "Manifest is not Public"),
+        (
+            "False",
+            "ConditionRuleExpressionError",
+            'IP Address "1.2.3" parse error during conversion from string: '
+            'ParseAddr("1.2.3"): IPv4 address too short',
+        ),
+    ]
+
+
 @pytest.mark.kubesim_only("fault injection: the spoke answers GETs of Deployments 500")
 async def test_unreadable_resource_is_unknown_and_keeps_its_rule_conditions(
     spoke: KubeSim, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path

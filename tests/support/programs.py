@@ -19,14 +19,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from hubcontroller.controllers.garbage_collection import CONTROLLER_NAME
-from hubcontroller.manager import HubManager, ReplicaSetBuilder, build_hub_manager
-from hubcontroller.settings import (
-    GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK,
-    HubManagerSettings,
-    default_manager_leader_election,
-)
+from hubcontroller.manager import HubManager, build_hub_manager
+from hubcontroller.settings import HubManagerSettings, default_manager_leader_election
 from ocmkit.kube import NAMESPACES, KubeClient
 from ocmkit.runtime import Controller, LeaderElectionSettings, Manager, object_key, run_built
+from schemas.wire import GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK
 from tests.conftest import eventually
 from tests.support.prepare import install_crds
 from tests.support.processes import REPO
@@ -166,14 +163,13 @@ class ManagerRunner(InProcessProgram[HubManager]):
     """The real hub manager, run in-process with ``run_built`` until :meth:`stop`."""
 
     settings: HubManagerSettings
-    replicaset_builder: ReplicaSetBuilder | None = None
     what: ClassVar[str] = "the manager"
     start_timeout: ClassVar[float | None] = 30
 
     def _run(self, on_built: Callable[[HubManager], None]) -> Coroutine[Any, Any, int]:
-        settings, builder = self.settings, self.replicaset_builder
+        settings = self.settings
         return run_built(
-            lambda: build_hub_manager(settings, handle_signals=False, replicaset_builder=builder),
+            lambda: build_hub_manager(settings, handle_signals=False),
             on_built,
             terminate_on_files=settings.terminate_on_files,
         )

@@ -27,6 +27,7 @@ from ocmkit.kube import (
     KubeClient,
     KubeError,
 )
+from ocmkit.kube.access import ServiceAccount
 from schemas import wire
 from tests.conftest import pool_for
 from tests.support.prepare import service_account_user, wait_allowed
@@ -111,7 +112,7 @@ def _ask(
 ) -> ExecuteAsRequest:
     sa_namespace, sa_name = sa.split(":")
     return ExecuteAsRequest(
-        UserInfo(username=username, groups=groups), namespace, sa_namespace, sa_name
+        UserInfo(username=username, groups=groups), namespace, ServiceAccount(sa_namespace, sa_name)
     )
 
 

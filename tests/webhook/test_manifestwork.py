@@ -7,6 +7,7 @@ from typing import Any
 from hubcontroller.webhook import MANIFESTWORK, ExecuteAsRequest, ValidationOptions, validate
 from hubcontroller.webhook.admission import UserInfo
 from ocmkit.kube import Forbidden, Unreachable
+from ocmkit.kube.access import ServiceAccount
 from schemas import wire
 from tests.webhook.helpers import (
     CLUSTER,
@@ -81,7 +82,7 @@ async def test_no_executor_with_gate_on_checks_the_agent_service_account() -> No
         f"in namespace {CLUSTER}"
     )
     (asked,) = access.asked
-    assert asked.executor_username == "system:serviceaccount::klusterlet-work-sa"
+    assert asked.executor.user == "system:serviceaccount::klusterlet-work-sa"
     access = RecordingAccess(allow=True)
     assert allowed(await _answer(review("CREATE", manifest_work()), access, NIL_EXECUTOR))
 
@@ -127,8 +128,7 @@ async def test_the_review_asks_execute_as_for_the_requesting_user() -> None:
             extra={"scopes": ("s1", "s2")},
         ),
         namespace=CLUSTER,
-        executor_namespace="ns1",
-        executor_name="sa1",
+        executor=ServiceAccount("ns1", "sa1"),
     )
     assert asked.subject_access_review() == {
         "apiVersion": "authorization.k8s.io/v1",

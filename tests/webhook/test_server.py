@@ -14,9 +14,6 @@ from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import REGISTRY
 
 from hubcontroller.webhook import (
-    EXIT_CONFIG,
-    EXIT_FAILURE,
-    EXIT_OK,
     CertificateError,
     WebhookServer,
     WebhookSettings,
@@ -24,6 +21,7 @@ from hubcontroller.webhook import (
 )
 from hubcontroller.webhook.server import MAX_REQUEST_BYTES
 from kubesim.sim import KubeSim
+from ocmkit.command import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from schemas import wire
 from tests.support.processes import free_port
 from tests.webhook.conftest import client_context, local_settings, post, running
@@ -287,7 +285,7 @@ async def test_run_webhook_server(
 
 async def test_run_webhook_server_failures(sim: KubeSim, tmp_path: Path, certdir: Path) -> None:
     missing = local_settings(certdir, kubeconfig=str(tmp_path / "nope"))
-    assert await run_webhook_server(missing) == EXIT_CONFIG
+    assert await run_webhook_server(missing) == EXIT_USAGE
     no_cert = local_settings(tmp_path / "empty", kubeconfig=str(tmp_path / "kubeconfig"))
     assert await run_webhook_server(no_cert) == EXIT_FAILURE
     with socket.socket() as busy:
@@ -302,7 +300,7 @@ async def test_run_webhook_server_failures(sim: KubeSim, tmp_path: Path, certdir
         kubeconfig=str(tmp_path / "kubeconfig"),
         tls_cipher_suites="TLS_RSA_WITH_RC4_128_SHA",
     )
-    assert await run_webhook_server(rc4) == EXIT_CONFIG
+    assert await run_webhook_server(rc4) == EXIT_USAGE
 
 
 def test_settings_defaults_and_validation(monkeypatch: pytest.MonkeyPatch) -> None:

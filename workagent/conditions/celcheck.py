@@ -29,7 +29,12 @@ from typing import Any, Final
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from workagent.conditions.celfunctions import GLOBAL_FUNCTIONS, METHODS
+from workagent.conditions.celfunctions import (
+    GLOBAL_FUNCTIONS,
+    METHODS,
+    QUALIFIED_FUNCTIONS,
+    TYPE_NAMES,
+)
 
 #: Longest expression accepted (cel-go's own limit is 100,000 code points).
 MAX_EXPRESSION_CHARS: Final = 4096
@@ -199,6 +204,8 @@ def _checked_children(
             _check_global_call(str(token), args, _paren(source, token), errors)
         return [(arg, scope) for arg in args]
     if kind == "member_dot":
+        if f"{_simple_name(node.children[0])}.{node.children[1]}" in TYPE_NAMES:
+            return ()  # ``net.IP``
         # The selected field is a name, not a reference: only the operand is checked.
         return [(node.children[0], scope)]
     if kind == "member_dot_arg":
@@ -226,6 +233,9 @@ def _check_method(
     paren: int,
     errors: list[tuple[int, str]],
 ) -> list[tuple[Any, frozenset[str]]]:
+    namespace = _simple_name(member)
+    if namespace is not None and f"{namespace}.{name}" in QUALIFIED_FUNCTIONS:
+        return [(arg, scope) for arg in args]  # ``ip.isCanonical(s)``: one qualified name
     if name in _COMPREHENSIONS and len(args) == 2:
         variable = _simple_name(args[0])
         if variable is None:

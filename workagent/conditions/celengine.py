@@ -36,12 +36,14 @@ from lark.exceptions import UnexpectedInput
 from workagent.conditions import celcheck
 from workagent.conditions.celfunctions import (
     FUNCTIONS,
+    TYPE_NAMES,
     CelBudgetError,
     CelFunctionError,
     CelIndexError,
     CelKeyError,
     Quantity,
 )
+from workagent.conditions.kubevalues import CIDR, IP, URL, KubeValueError, Semver
 from workagent.conditions.protocol import (
     CelProgram,
     ExpressionsOutcome,
@@ -64,7 +66,7 @@ from workagent.conditions.reasons import (
 DEFAULT_CACHE_SIZE: Final = 1024
 
 _RECURSION_MESSAGE: Final = "expression recursion limit exceeded"
-_OWN_ERRORS: Final = (CelFunctionError, CelKeyError, CelIndexError)
+_OWN_ERRORS: Final = (CelFunctionError, CelKeyError, CelIndexError, KubeValueError)
 # What evaluation raises besides CELEvalError and celpy's own failures.
 _RAISED: Final = (*_OWN_ERRORS, RecursionError, MemoryError)
 
@@ -87,7 +89,8 @@ class CelEngine:
         # Creating the Environment builds the parser singleton (interpreted
         # runner) and sets the recursion limit to 2500; nothing else in this
         # process may use another runner type.
-        self._env = celpy.Environment()
+        # The type names a library declares (``net.IP``) are celpy annotations.
+        self._env = celpy.Environment(annotations=dict(TYPE_NAMES))
         self._parser = CELParser.CEL_PARSER
         self._cached = functools.lru_cache(maxsize=cache_size)(self._compile)
 
@@ -252,6 +255,10 @@ _GO_TYPE_NAMES: Final[tuple[tuple[type | tuple[type, ...], str], ...]] = (
     (list, "[]interface {}"),
     (dict, "map[string]interface {}"),
     (Quantity, "*resource.Quantity"),
+    (URL, "*url.URL"),
+    (IP, "netip.Addr"),
+    (CIDR, "netip.Prefix"),
+    (Semver, "semver.Version"),
 )
 
 

@@ -14,10 +14,19 @@ operators where celpy differs from cel-go as Kubernetes runs it:
 heterogeneous equality (``1 == 1.0`` is true, ``1 == 'a'`` false), cross-type
 numeric ordering (``1 < 2.5``), and cel-go's messages for ``/``, ``%`` and ``[]``.
 
-Not provided (calls are compile errors ``undeclared reference``): the URL,
-IP, CIDR and semver libraries, ``strings.quote``, ``math.*``, optional types
-(``obj.?field``, which celpy cannot even parse), two-variable comprehensions
-and the three-argument ``map``.
+The Kubernetes URL, IP, CIDR and semver libraries are complete (their
+values and Go parsing rules are :mod:`workagent.conditions.kubevalues`), with
+the type names ``net.IP`` and ``net.CIDR``; ``semver``/``isSemver`` take one
+argument, as OCM enables them.
+
+Not provided, though OCM's environment has them: ``strings.quote``, optional
+types (``obj.?field``, which celpy cannot even parse), the Kubernetes
+named-format library (``format.dns1123Label()``, which returns optionals) and
+the three-argument ``map``. ``math.*`` and two-variable comprehensions are
+in neither. ``distinct``, ``flatten``, ``slice``, ``sort`` and a list's
+``reverse`` come from cel-go's ext lists, which OCM does not enable: we accept
+them anyway. Wrong argument types are run-time ``no such overload`` errors,
+where cel-go's type checker would reject them at compile time.
 """
 
 from __future__ import annotations
@@ -35,8 +44,12 @@ from decimal import Decimal
 from typing import Any, Final
 
 from celpy import celtypes
+from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
+from ocmkit.govalues import go_format_value
+from workagent.conditions import kubevalues
+from workagent.conditions.kubevalues import CIDR, IP, URL, KubeValueError, Semver
 from workagent.quantity import parse_quantity
 
 # google-re2 ships with celpy (its ``matches`` uses it) but has no type stubs.
@@ -90,6 +103,12 @@ def _list(value: Any) -> list[Any]:
     return value
 
 
+def _of(kind: type[Any], value: Any) -> Any:
+    if not isinstance(value, kind):
+        raise TypeError("no such overload")
+    return value
+
+
 def _bounded(text: str) -> celtypes.StringType:
     if len(text) > MAX_RESULT_SIZE:
         raise CelBudgetError("string result too large")
@@ -134,9 +153,15 @@ def char_at(text: Any, index: Any) -> celtypes.StringType:
     return celtypes.StringType(s[i : i + 1])
 
 
-def _check_offset(s: str, offset: int) -> None:
-    if offset < 0 or offset >= len(s):
+def _searched_from(s: str, sub: str, offset: int) -> int | None:
+    """cel-go's answer for a search of ``sub`` from ``offset`` when it needs none: a
+    negative offset is an error, ``''`` is found at the offset (at most the end), and
+    nothing is found from past the end. None: search."""
+    if offset < 0:
         raise CelFunctionError(f"index out of range: {offset}")
+    if sub == "":
+        return min(offset, len(s))
+    return -1 if offset >= len(s) else None
 
 
 def _list_search(
@@ -153,11 +178,11 @@ def index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
     if isinstance(target, list):
         return _list_search(target, item, offset, range(len(target)))
     s, sub = _string(target), _string(item)
-    first = 0 if offset is None else _int(offset)
-    if sub == "":
-        return celtypes.IntType(first)
-    _check_offset(s, first)
-    return celtypes.IntType(s.find(sub, first))
+    if offset is None:
+        return celtypes.IntType(s.find(sub))
+    first = _int(offset)
+    found = _searched_from(s, sub, first)
+    return celtypes.IntType(s.find(sub, first) if found is None else found)
 
 
 def last_index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntType:
@@ -165,10 +190,12 @@ def last_index_of(target: Any, item: Any, offset: Any = None) -> celtypes.IntTyp
     if isinstance(target, list):
         return _list_search(target, item, offset, range(len(target) - 1, -1, -1))
     s, sub = _string(target), _string(item)
-    last = len(s) - 1 if offset is None else _int(offset)
-    if sub == "":
-        return celtypes.IntType(len(s) if offset is None else last)
-    _check_offset(s, last)
+    if offset is None:
+        return celtypes.IntType(s.rfind(sub))
+    last = _int(offset)
+    found = _searched_from(s, sub, last)
+    if found is not None:
+        return celtypes.IntType(found)
     # cel-go looks for a match starting at or before ``last``.
     return celtypes.IntType(s.rfind(sub, 0, min(last, len(s) - len(sub)) + len(sub)))
 
@@ -278,9 +305,12 @@ def _format_value(value: Any, *, nested: bool = False) -> str:
         return f"{value.total_seconds():g}s"
     if isinstance(value, celtypes.TimestampType):
         return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-    if isinstance(value, Quantity):
-        return str(value)
-    raise CelFunctionError(f"string clause can only be used on strings, got {type(value).__name__}")
+    # cel-go v0.29's wording; the library values (quantity, URL, IP ...) are not formattable.
+    raise CelFunctionError(
+        "error during formatting: string clause can only be used on strings, bools, bytes, "
+        "ints, doubles, maps, lists, types, durations, and timestamps, was given "
+        + _CEL_TYPE_NAMES.get(type(value), type(value).__name__)
+    )
 
 
 def repr_string(text: str) -> str:
@@ -424,7 +454,7 @@ def list_max(items: Any) -> Any:
     """``l.max()``."""
     elements = _list(items)
     if not elements:
-        raise CelFunctionError("max of empty list")
+        raise CelFunctionError("max called on empty list")
     _comparable(elements)
     # The first of equal elements (1 and 1.0) wins.
     return max(elements, key=functools.cmp_to_key(_compare))
@@ -526,12 +556,6 @@ def is_quantity(text: Any) -> celtypes.BoolType:
     return celtypes.BoolType(_parse_quantity(_string(text)) is not None)
 
 
-def _quantity(value: Any) -> Quantity:
-    if not isinstance(value, Quantity):
-        raise TypeError("no such overload")
-    return value
-
-
 def _quantity_or_int(value: Any) -> Decimal:
     if isinstance(value, Quantity):
         return value.value
@@ -539,14 +563,14 @@ def _quantity_or_int(value: Any) -> Decimal:
 
 
 def quantity_sign(q: Any) -> celtypes.IntType:
-    """``q.sign()``: -1, 0 or 1."""
-    value = _quantity(q).value
+    """``sign(q)``: -1, 0 or 1."""
+    value = _of(Quantity, q).value
     return celtypes.IntType((value > 0) - (value < 0))
 
 
 def quantity_is_integer(q: Any) -> celtypes.BoolType:
     """``q.isInteger()``: an integral value that fits in an int64."""
-    value = _quantity(q).value
+    value = _of(Quantity, q).value
     return celtypes.BoolType(value == value.to_integral_value() and -(2**63) <= value < 2**63)
 
 
@@ -554,55 +578,143 @@ def quantity_as_integer(q: Any) -> celtypes.IntType:
     """``q.asInteger()``."""
     if not quantity_is_integer(q):
         raise CelFunctionError("cannot convert value to integer")
-    return celtypes.IntType(int(_quantity(q).value))
+    return celtypes.IntType(int(_of(Quantity, q).value))
 
 
 def quantity_as_float(q: Any) -> celtypes.DoubleType:
     """``q.asApproximateFloat()``."""
-    return celtypes.DoubleType(float(_quantity(q).value))
+    return celtypes.DoubleType(float(_of(Quantity, q).value))
 
 
 def _quantity_arithmetic(op: Callable[[Decimal, Decimal], Decimal]) -> Callable[..., Quantity]:
     """``q.add(q2|int)`` and ``q.sub(q2|int)``."""
 
     def run(q: Any, other: Any) -> Quantity:
-        value = op(_quantity(q).value, _quantity_or_int(other))
+        value = op(_of(Quantity, q).value, _quantity_or_int(other))
         return Quantity(_decimal_text(value), value)
 
     return run
 
 
-def _quantity_comparison(result: Callable[[Decimal, Decimal], Any]) -> Callable[..., Any]:
-    """``q.isGreaterThan(q2)``, ``q.isLessThan(q2)``, ``q.compareTo(q2)``."""
-
-    def run(q: Any, other: Any) -> Any:
-        return result(_quantity(q).value, _quantity(other).value)
-
-    return run
+def _order(a: Any, b: Any) -> int:
+    """-1, 0 or 1 for two quantities or two semvers (``compareTo`` and friends)."""
+    if isinstance(a, Quantity) and isinstance(b, Quantity):
+        return (a.value > b.value) - (a.value < b.value)
+    if isinstance(a, Semver) and isinstance(b, Semver):
+        return a.compare(b)
+    raise TypeError("no such overload")
 
 
 # --------------------------------------------------------------------------
-# Conversions with cel-go's parse errors
+# URL, IP, CIDR and semver (Kubernetes libraries; the values are kubevalues')
 # --------------------------------------------------------------------------
+
+
+def _parser(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
+    """``url(s)``, ``cidr(s)``, ``semver(s)``; their errors are KubeValueErrors."""
+    return lambda text: parse(_string(text))
+
+
+def _validator(parse: Callable[[str], Any]) -> Callable[[Any], celtypes.BoolType]:
+    """``isURL(s)`` and friends: whether the parser accepts ``s``."""
+
+    def valid(text: Any) -> celtypes.BoolType:
+        try:
+            parse(_string(text))
+        except KubeValueError:
+            return celtypes.BoolType(False)
+        return celtypes.BoolType(True)
+
+    return valid
+
+
+def _getter(kind: type[Any], get: Callable[[Any], Any], cel_type: Callable[[Any], Any]) -> Any:
+    """A method without arguments of one value type, its result as ``cel_type``."""
+    return lambda value: cel_type(get(_of(kind, value)))
+
+
+def ip(value: Any) -> IP:
+    """``ip(s)``, and ``c.ip()`` of a CIDR: its address."""
+    if isinstance(value, CIDR):
+        return value.ip
+    return kubevalues.parse_ip(_string(value))
+
+
+def ip_is_canonical(namespace: Any, text: Any) -> celtypes.BoolType:
+    """``ip.isCanonical(s)``: ``s`` is the one way ``ip()`` prints its address."""
+    if namespace is not FUNCTIONS["ip"]:
+        raise TypeError("no such overload")
+    return celtypes.BoolType(str(ip(_string(text))) == text)
+
+
+def to_string(value: Any) -> celtypes.StringType:
+    """``string(x)``: CEL's conversions as cel-go prints them, and IP addresses and CIDRs."""
+    if isinstance(value, IP | CIDR):
+        return celtypes.StringType(str(value))
+    if _is_bool(value):
+        return celtypes.StringType("true" if value else "false")
+    if isinstance(value, float):
+        return celtypes.StringType(go_format_value(float(value)))
+    if value is None or isinstance(value, (list, dict, *_LIBRARY_TYPES)):
+        raise TypeError("no such overload")
+    return celtypes.StringType(value)
+
+
+def contains_ip(cidr: Any, address: Any) -> celtypes.BoolType:
+    """``c.containsIP(ip|string)``; a bad address string is no such overload, as in Kubernetes."""
+    if isinstance(address, str):
+        try:
+            address = kubevalues.parse_ip(address)
+        except KubeValueError:
+            raise TypeError("no such overload") from None
+    return celtypes.BoolType(_of(CIDR, cidr).contains_ip(_of(IP, address)))
+
+
+def contains_cidr(cidr: Any, other: Any) -> celtypes.BoolType:
+    """``c.containsCIDR(cidr|string)``."""
+    if isinstance(other, str):
+        other = kubevalues.parse_cidr(other)
+    return celtypes.BoolType(_of(CIDR, cidr).contains_cidr(_of(CIDR, other)))
+
+
+def _int64(value: int) -> celtypes.IntType:
+    """A Go uint64 converted to int64 (semver numbers past 2**63 wrap, as in Go)."""
+    return celtypes.IntType(value - (1 << 64) if value >= 1 << 63 else value)
+
+
+# --------------------------------------------------------------------------
+# Conversions with cel-go's errors
+# --------------------------------------------------------------------------
+
+
+def _parse_float(text: str) -> float:
+    """Go's ``strconv.ParseFloat``: no spaces, out of range is an error."""
+    value = float(text) if text.strip() == text else math.nan
+    if (math.isinf(value) and "inf" not in text.lower()) or (
+        math.isnan(value) and "nan" not in text.lower()
+    ):
+        raise ValueError(text)
+    return value
 
 
 def _conversion(
-    cel_type: Callable[[Any], Any], parse: Callable[[str], Any], go_parser: str, name: str
+    cel_type: Callable[[Any], Any], syntax: str, name: str, overflow: str
 ) -> Callable[[Any], Any]:
-    """``int(x)``, ``uint(x)``, ``double(x)``: a string is parsed, anything else converted."""
+    """``int(x)``, ``uint(x)``, ``double(x)``: a string is parsed (base 10 for integers),
+    anything else converted."""
 
     def convert(value: Any) -> Any:
         if isinstance(value, str):
             try:
-                return cel_type(parse(value))
+                if syntax and not re.fullmatch(syntax, value):
+                    raise ValueError(value)
+                return cel_type(int(value) if syntax else _parse_float(value))
             except ValueError:
-                raise CelFunctionError(
-                    f'strconv.{go_parser}: parsing "{value}": invalid syntax'
-                ) from None
+                raise CelFunctionError(f"type conversion error from 'string' to '{name}'") from None
         try:
             return cel_type(value)
         except (ValueError, OverflowError):
-            raise CelFunctionError(f"range error converting value to {name}") from None
+            raise CelFunctionError(overflow) from None
 
     return convert
 
@@ -702,6 +814,18 @@ def _bool_op(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any], celtyp
     return op
 
 
+def _equality(negate: bool) -> Callable[[Any, Any], celtypes.BoolType]:
+    """``==`` and ``!=``; a library value compared to another type (but null) is no such
+    overload, as its cel-go ``Equal`` says (a CEL value on the left just answers false)."""
+
+    def op(a: Any, b: Any) -> celtypes.BoolType:
+        if isinstance(a, _LIBRARY_TYPES) and b is not None and type(a) is not type(b):
+            raise TypeError("no such overload")
+        return celtypes.BoolType(cel_equal(a, b) != negate)
+
+    return op
+
+
 def _in_op(item: Any, container: Any) -> celtypes.BoolType:
     if isinstance(container, list):
         return celtypes.BoolType(any(cel_equal(item, e) for e in container))
@@ -736,7 +860,7 @@ def _index(container: Any, key: Any) -> Any:
             key = int(key)
         index = _int(key)
         if index < 0 or index >= len(container):
-            raise CelIndexError(f"index '{index}' out of range in list size '{len(container)}'")
+            raise CelIndexError(f"index out of bounds: {index}")
         return container[index]
     raise TypeError("no such overload")
 
@@ -768,13 +892,26 @@ def _propagating(function: Callable[..., Any]) -> Callable[..., Any]:
 #: Library functions called as ``f(x)``.
 GLOBAL_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     # Conversions.
-    "int": _conversion(celtypes.IntType, int, "ParseInt", "int"),
-    "uint": _conversion(celtypes.UintType, int, "ParseUint", "uint"),
-    "double": _conversion(celtypes.DoubleType, float, "ParseFloat", "double"),
+    "int": _conversion(celtypes.IntType, "[+-]?[0-9]+", "int", "integer overflow"),
+    "uint": _conversion(celtypes.UintType, "[0-9]+", "uint", "unsigned integer overflow"),
+    "double": _conversion(celtypes.DoubleType, "", "double", "double overflow"),
     "hasConditions": has_conditions,  # OCM
     "quantity": quantity,
     "isQuantity": is_quantity,
+    "sign": quantity_sign,  # Kubernetes declares it global: ``sign(q)``, not ``q.sign()``
+    "string": to_string,
+    "url": _parser(kubevalues.parse_url),
+    "isURL": lambda text: celtypes.BoolType(kubevalues.is_url(_string(text))),
+    "ip": ip,
+    "isIP": _validator(kubevalues.parse_ip),
+    "cidr": _parser(kubevalues.parse_cidr),
+    "isCIDR": _validator(kubevalues.parse_cidr),
+    "semver": _parser(kubevalues.parse_semver),
+    "isSemver": _validator(kubevalues.parse_semver),
 }
+#: Library functions with a qualified name, ``ip.isCanonical(s)`` (celpy calls them as a
+#: method of the function ``ip``), by the name of that method.
+QUALIFIED_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {"ip.isCanonical": ip_is_canonical}
 #: Library functions called as methods, ``x.f(...)``.
 METHODS: Final[dict[str, Callable[..., Any]]] = {
     # Strings.
@@ -803,15 +940,39 @@ METHODS: Final[dict[str, Callable[..., Any]]] = {
     "distinct": distinct,
     "sort": list_sort,
     # Quantity.
-    "sign": quantity_sign,
     "isInteger": quantity_is_integer,
     "asInteger": quantity_as_integer,
     "asApproximateFloat": quantity_as_float,
     "add": _quantity_arithmetic(operator.add),
     "sub": _quantity_arithmetic(operator.sub),
-    "isGreaterThan": _quantity_comparison(lambda a, b: celtypes.BoolType(a > b)),
-    "isLessThan": _quantity_comparison(lambda a, b: celtypes.BoolType(a < b)),
-    "compareTo": _quantity_comparison(lambda a, b: celtypes.IntType((a > b) - (a < b))),
+    # Quantity and semver.
+    "isGreaterThan": lambda a, b: celtypes.BoolType(_order(a, b) > 0),
+    "isLessThan": lambda a, b: celtypes.BoolType(_order(a, b) < 0),
+    "compareTo": lambda a, b: celtypes.IntType(_order(a, b)),
+    # URL.
+    "getScheme": _getter(URL, lambda u: u.scheme, celtypes.StringType),
+    "getHost": _getter(URL, lambda u: kubevalues.text_of(u.host), celtypes.StringType),
+    "getHostname": _getter(URL, URL.hostname, celtypes.StringType),
+    "getPort": _getter(URL, URL.port, celtypes.StringType),
+    "getEscapedPath": _getter(URL, URL.escaped_path, celtypes.StringType),
+    "getQuery": _getter(URL, URL.query, json_to_cel),
+    # IP.
+    "family": _getter(IP, lambda a: a.version, celtypes.IntType),
+    "isUnspecified": _getter(IP, lambda a: a.value == 0, celtypes.BoolType),
+    "isLoopback": _getter(IP, IP.is_loopback, celtypes.BoolType),
+    "isLinkLocalMulticast": _getter(IP, IP.is_link_local_multicast, celtypes.BoolType),
+    "isLinkLocalUnicast": _getter(IP, IP.is_link_local_unicast, celtypes.BoolType),
+    "isGlobalUnicast": _getter(IP, IP.is_global_unicast, celtypes.BoolType),
+    # CIDR (and ``ip`` above).
+    "ip": ip,
+    "containsIP": contains_ip,
+    "containsCIDR": contains_cidr,
+    "masked": _getter(CIDR, CIDR.masked, lambda c: c),
+    "prefixLength": _getter(CIDR, lambda c: c.prefix, celtypes.IntType),
+    # Semver.
+    "major": _getter(Semver, lambda v: v.major, _int64),
+    "minor": _getter(Semver, lambda v: v.minor, _int64),
+    "patch": _getter(Semver, lambda v: v.patch, _int64),
 }
 #: Functions and operator overrides bound to every program.
 FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
@@ -820,8 +981,8 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "_?_:_": celtypes.logical_condition,
     "!_": celtypes.logical_not,
     "-_": operator.neg,
-    "_==_": _bool_op(cel_equal),
-    "_!=_": _bool_op(lambda a, b: not cel_equal(a, b)),
+    "_==_": _equality(negate=False),
+    "_!=_": _equality(negate=True),
     "_<_": _bool_op(functools.partial(_ordered, operator.lt)),
     "_<=_": _bool_op(functools.partial(_ordered, operator.le)),
     "_>_": _bool_op(functools.partial(_ordered, operator.gt)),
@@ -832,6 +993,7 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "_[_]": _index,
     **GLOBAL_FUNCTIONS,
     **METHODS,
+    **{name.rsplit(".", 1)[1]: function for name, function in QUALIFIED_FUNCTIONS.items()},
 }
 FUNCTIONS.update({name: _propagating(function) for name, function in FUNCTIONS.items()})
 
@@ -841,4 +1003,15 @@ _CONVERSION_TYPES: Final[dict[Any, type]] = {
     FUNCTIONS["int"]: celtypes.IntType,
     FUNCTIONS["uint"]: celtypes.UintType,
     FUNCTIONS["double"]: celtypes.DoubleType,
+    FUNCTIONS["string"]: celtypes.StringType,
 }
+#: The CEL names of the library types; ``net.IP`` and ``net.CIDR`` are also type values.
+_CEL_TYPE_NAMES: Final[dict[type, str]] = {
+    Quantity: "kubernetes.Quantity",
+    URL: "kubernetes.URL",
+    IP: "net.IP",
+    CIDR: "net.CIDR",
+    Semver: "kubernetes.Semver",
+}
+_LIBRARY_TYPES: Final = tuple(_CEL_TYPE_NAMES)
+TYPE_NAMES: Final[dict[str, type]] = {"net.IP": IP, "net.CIDR": CIDR}
