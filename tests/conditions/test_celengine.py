@@ -370,7 +370,7 @@ _URL = "url('https://example.com:80/path?query=val#fragment')"
         # Format.
         ("'%s has %d of %d ready'.format([object.metadata.name, 2, 3])", "web has 2 of 3 ready"),
         ("'%.2f%%'.format([66.666])", "66.67%"),
-        ("'%s %s %s'.format([true, null, [1, 'a']])", 'true null [1, "a"]'),
+        ("'%s %s %s'.format([true, null, [1, 'a']])", "true null [1, a]"),
         ("'%x %X %o %b'.format([255, 255, 8, 5])", "ff FF 10 101"),
         ("'%e'.format([1234.5])", "1.234500e+03"),
         # Lists.

@@ -132,7 +132,7 @@ class CelEngine:
                 if program.internal:
                     return internal_error(cap_message(program.text))
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, cap_message(program.text))
-            value, error = _run(program, activation)
+            value, error = run_program(program, activation)
             if error is not None:
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, error)
             if not isinstance(value, celtypes.BoolType | bool):
@@ -152,7 +152,7 @@ class CelEngine:
             # OCM keeps only the first line of the issue text, without the snippet.
             text = program.text if program.internal else celcheck.first_line(program.text)
             return MessageOutcome(error=cap_message(text))
-        value, error = _run(program, activation)
+        value, error = run_program(program, activation)
         if error is not None:
             return MessageOutcome(error=error)
         # celpy's ``+`` on strings returns a plain str, not a StringType.
@@ -191,7 +191,7 @@ class _Failed(NamedTuple):
     message: str
 
 
-def _run(program: Any, activation: Mapping[str, Any]) -> tuple[Any, str | None]:
+def run_program(program: Any, activation: Mapping[str, Any]) -> tuple[Any, str | None]:
     """Evaluate; the value, or None and the cel-go style error text."""
     try:
         value = program.evaluate(dict(activation))
