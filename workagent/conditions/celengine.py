@@ -230,7 +230,9 @@ def runtime_error_text(exc: CELEvalError) -> str:
     if text.startswith("undeclared reference to "):
         return cap_message(text.split(" (in activation", 1)[0] + " (in container '')")
     if text.endswith("does not support field selection"):
-        return "no such overload"
+        return _field_of_scalar(exc, text)
+    if text.startswith("Attempt to reduce an empty sequence"):  # celpy's min macro
+        return "min called on empty list"
     if kind is TypeError or text.startswith("found no matching overload"):
         return "no such overload"
     if kind is ZeroDivisionError:
@@ -238,6 +240,17 @@ def runtime_error_text(exc: CELEvalError) -> str:
     if text in ("return error for overflow", "overflow"):
         return "integer overflow" if detail_text in ("", "overflow") else cap_message(detail_text)
     return cap_message(text.split(" (in activation", 1)[0])
+
+
+def _field_of_scalar(exc: CELEvalError, text: str) -> str:
+    """``x.f`` on a value that is not a map, in cel-go's words (celpy keeps the node, not f)."""
+    tree = getattr(exc, "tree", None)
+    children = getattr(tree, "children", ())
+    if getattr(tree, "data", None) != "member_dot" or len(children) < 2:
+        return "no such overload"
+    if "ListType'>'" in text:
+        return "unsupported index type 'string' in list"
+    return cap_message(f"no such key: {children[1]}")
 
 
 # Order matters: BoolType, IntType and UintType are all Python ints, and

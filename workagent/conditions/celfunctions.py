@@ -870,9 +870,21 @@ def _integral(value: Any) -> bool:
     return _is_number(value) and not isinstance(value, float)
 
 
-def _by_nonzero(op: Callable[[Any, Any], Any], message: str) -> Callable[[Any, Any], Any]:
-    """``/`` and ``%``: an integer zero divisor is an error; doubles follow IEEE 754 (celpy's)."""
+def _same_numbers(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """Arithmetic: CEL has no mixed int/uint/double overloads (celpy computes ``1.5 * 2``)."""
 
+    def run(a: Any, b: Any) -> Any:
+        if _is_number(a) and _is_number(b) and cel_type_name(a) != cel_type_name(b):
+            raise TypeError("no such overload")
+        return op(a, b)
+
+    return run
+
+
+def _by_nonzero(op: Callable[[Any, Any], Any], message: str) -> Callable[[Any, Any], Any]:
+    """``/`` and ``%``: an integer zero divisor is an error; doubles follow IEEE 754."""
+
+    @_same_numbers
     def run(a: Any, b: Any) -> Any:
         if _integral(a) and _integral(b) and int(b) == 0:
             raise CelFunctionError(message)
@@ -1025,6 +1037,9 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "_>_": _bool_op(functools.partial(_ordered, operator.gt)),
     "_>=_": _bool_op(functools.partial(_ordered, operator.ge)),
     "_in_": _in_op,
+    "_+_": _same_numbers(operator.add),
+    "_-_": _same_numbers(operator.sub),
+    "_*_": _same_numbers(operator.mul),
     "_/_": _by_nonzero(operator.truediv, "division by zero"),
     "_%_": _by_nonzero(operator.mod, "modulus by zero"),
     "_[_]": _index,
