@@ -245,7 +245,7 @@ def runtime_error_text(exc: CELEvalError) -> str:
 def _field_of_scalar(exc: CELEvalError, text: str) -> str:
     """``x.f`` on a value that is not a map, in cel-go's words (celpy keeps the node, not f)."""
     tree = getattr(exc, "tree", None)
-    children = getattr(tree, "children", ())
+    children: list[Any] = list(getattr(tree, "children", None) or [])
     if getattr(tree, "data", None) != "member_dot" or len(children) < 2:
         return "no such overload"
     if "ListType'>'" in text:
