@@ -1,15 +1,9 @@
 """The program shell both OCM programs share: common flag groups, settings from flags, dispatch.
 
-``workagent`` and ``hubcontroller`` declare their own flags and settings; what
-OCM's Go binaries have in common (library-go's leader-election and serving
-flags, klog's logging flags, the ``/work <command>`` argument list, version
-and help, one-line usage errors with exit code 2) is here, once. Each command
-is a :class:`CommandSpec`: its flags, and the settings dataclass whose fields
-:func:`settings_from` fills from the flags of the same names.
-
-This module is imported by ``--help`` and by every refused command line, so
-it stays light: the runtime (and the Kubernetes client) is imported only on
-the paths that start a program.
+Each command is a :class:`CommandSpec`: its flags, and the settings dataclass
+whose fields :func:`settings_from` fills from the flags of the same names.
+Imported by ``--help`` and every refused command line, so it stays light
+(docs/architecture.md): the runtime is imported only where a program starts.
 """
 
 from __future__ import annotations

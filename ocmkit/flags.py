@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import textwrap
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ocmkit import durations
@@ -198,31 +198,15 @@ STRING_SLICE = FlagType("strings", _parse_csv, accumulate=_append_all, show=_sho
 KLOG_LEVEL = FlagType("Level", parse_klog_level)
 
 
-def enabled_gates(
-    explicit: Mapping[str, bool],
-    known: frozenset[str],
-    alpha: frozenset[str],
-    beta: frozenset[str],
-) -> frozenset[str]:
-    """The gates switched on by a merged ``--feature-gates`` map.
-
-    Gates named explicitly win; AllAlpha/AllBeta then set the gates of their
-    maturity that were not named (component-base does the same, except that
-    it lets map order decide within one flag value).
-    """
-    enabled = {gate for gate, on in explicit.items() if on and gate in known}
-    for special, members in (("AllAlpha", alpha), ("AllBeta", beta)):
-        if explicit.get(special):
-            enabled |= {gate for gate in members if gate not in explicit}
-    return frozenset(enabled)
-
-
 def feature_gates_type(
     known: frozenset[str], alpha: frozenset[str], beta: frozenset[str]
 ) -> FlagType:
     """The ``--feature-gates`` map type for these gates (repeats merge).
 
-    Its setting is the set of gates the merged map switches on.
+    Its setting is the set of gates the merged map switches on: gates named
+    explicitly win; AllAlpha/AllBeta then set the gates of their maturity that
+    were not named (component-base does the same, except that it lets map
+    order decide within one flag value).
     """
 
     def parse(text: str) -> object:
@@ -230,7 +214,11 @@ def feature_gates_type(
 
     def setting(value: object) -> object:
         assert isinstance(value, dict)
-        return enabled_gates(value, known, alpha, beta)
+        enabled = {gate for gate, on in value.items() if on and gate in known}
+        for special, members in (("AllAlpha", alpha), ("AllBeta", beta)):
+            if value.get(special):
+                enabled |= {gate for gate in members if gate not in value}
+        return frozenset(enabled)
 
     return FlagType(
         "mapStringBool", parse, accumulate=_merge_maps, show=_show_gates, setting=setting
@@ -269,12 +257,6 @@ class Flag:
     def key(self) -> str:
         """Where the parsed value is stored."""
         return self.dest or self.name
-
-    @property
-    def spellings(self) -> tuple[str, ...]:
-        """Every way to write this flag, ``--name`` first."""
-        short = (f"-{self.shorthand}",) if self.shorthand else ()
-        return (f"--{self.name}", *(f"--{a}" for a in self.aliases), *short)
 
 
 @dataclass(frozen=True)

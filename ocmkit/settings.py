@@ -93,24 +93,30 @@ class ProgramSettings:
     def validate_shared(self) -> None:
         """Raise ValueError naming the flag at fault in the fields every program shares.
 
-        Gates, ``--listen``, the TLS flags (their files are read at start-up),
-        logging and leader election, in that order.
+        Gates, ``--listen``, the TLS flags, logging and leader election, in that
+        order. Only the TLS files' names are checked: the files are read when
+        the process starts (as kubeconfigs are), where a pair that does not
+        load is still exit code 2.
         """
         check_gates(self.feature_gates, self.KNOWN_GATES)
         from ocmkit.runtime import parse_bind_address  # noqa: PLC0415 (see the module)
-        from ocmkit.runtime.tls import check_serving_flags  # noqa: PLC0415
+        from ocmkit.runtime.tls import TLSConfigError, server_context  # noqa: PLC0415
 
         try:
             parse_bind_address(self.listen)
         except ValueError as err:
             raise ValueError(f"--listen: {err}") from None
-        check_serving_flags(
-            insecure=self.insecure_serving,
-            cert_file=self.tls_cert_file,
-            key_file=self.tls_private_key_file,
-            min_version=self.tls_min_version,
-            cipher_suites=self.tls_cipher_suites,
-        )
+        cert_file, key_file = self.tls_cert_file, self.tls_private_key_file
+        if self.insecure_serving and (cert_file or key_file):
+            raise TLSConfigError(
+                "--insecure-serving serves plain HTTP: it cannot be combined with "
+                "--tls-cert-file/--tls-private-key-file"
+            )
+        if bool(cert_file) != bool(key_file):
+            raise TLSConfigError(
+                "--tls-cert-file and --tls-private-key-file must be given together"
+            )
+        server_context(self.tls_min_version, self.tls_cipher_suites)
         check_logging(self.log_format, self.log_level)
         try:
             self.leader_election.validate()

@@ -442,7 +442,10 @@ class KubeClient:
         try:
             yield outcome
         except _TRANSPORT_ERRORS as exc:
-            raise Unreachable(f"{what}: {self._describe(exc)}") from exc
+            problem = describe(exc)
+            if isinstance(exc, TimeoutError):
+                problem = f"timed out ({problem})"
+            raise Unreachable(f"{what}: {problem}") from exc
         finally:
             elapsed = time.perf_counter() - start
             metrics.REQUESTS.labels(self.name, verb, outcome.code).inc()
@@ -555,11 +558,6 @@ class KubeClient:
         return error_from_status(
             status, decoded, retry_after=parse_retry_after(retry_after_header), text=text
         )
-
-    def _describe(self, exc: BaseException) -> str:
-        if isinstance(exc, TimeoutError):
-            return f"timed out ({describe(exc)})"
-        return describe(exc)
 
     # -- paths -------------------------------------------------------------------------
     def _path(

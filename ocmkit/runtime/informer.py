@@ -419,7 +419,7 @@ class Informer:
         items: list[Object] = answer.get("items") or []
         if self.transform is not None:
             items = [self.transform(obj) for obj in items]
-        rv = str((answer.get("metadata") or {}).get("resourceVersion") or "")
+        rv = _rv(answer)  # a list carries its resourceVersion where an object does
         first = not self.has_synced()
         self._replace(items)
         self._resource_version = rv
@@ -438,9 +438,7 @@ class Informer:
 
     def _replace(self, items: list[Object]) -> None:
         """Make the cache equal to a fresh list, notifying only what changed."""
-        fresh: dict[str, Object] = {}
-        for obj in items:
-            fresh[object_key(obj)] = obj
+        fresh = {object_key(obj): obj for obj in items}
         for key in self.store.list_keys():  # a copy: we delete while iterating
             if key not in fresh:
                 # Deleted while we were not watching: the last state we knew.

@@ -12,7 +12,6 @@ import datetime
 import random
 import socket
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,24 +84,13 @@ class LeaderElector:
     ``standby`` are both healthy for readiness.
     """
 
-    def __init__(
-        self,
-        client: KubeClient | None,
-        settings: LeaderElectionSettings,
-        *,
-        on_started_leading: Callable[[], None] | None = None,
-        on_stopped_leading: Callable[[], None] | None = None,
-        on_new_leader: Callable[[str], None] | None = None,
-    ) -> None:
+    def __init__(self, client: KubeClient | None, settings: LeaderElectionSettings) -> None:
         settings.validate()
         if client is None and not settings.disabled:
             raise ValueError("leader election needs a client unless it is disabled")
         self.client = client
         self.settings = settings
         self.name = settings.lease_name
-        self._on_started = on_started_leading
-        self._on_stopped = on_stopped_leading
-        self._on_new_leader = on_new_leader
         self._state = "initializing"
         self._leading = asyncio.Event()
         self._stopped_leading = asyncio.Event()
@@ -129,11 +117,6 @@ class LeaderElector:
     def state(self) -> str:
         """``initializing``, ``standby``, ``leader``, ``lost`` or ``stopped``."""
         return self._state
-
-    @property
-    def identity(self) -> str:
-        """This process's holder identity."""
-        return self.settings.identity
 
     @property
     def leader_identity(self) -> str:
@@ -325,9 +308,6 @@ class LeaderElector:
             self._holder = holder
             if holder and holder != self.settings.identity:
                 self._log.info("new leader observed", leader=holder)
-            # As client-go's OnNewLeader: called for every new holder, ourselves included.
-            if holder and self._on_new_leader is not None:
-                self._safe_callback(self._on_new_leader, holder)
 
     async def _release(self) -> None:
         """Give the Lease up so a standby can take over at once."""
@@ -367,19 +347,9 @@ class LeaderElector:
         self._m_status.set(1)
         self._leading.set()
         self._log.info("became leader")
-        if self._on_started is not None:
-            self._safe_callback(self._on_started)
 
     def _stop_leading(self, why: str) -> None:
         self._m_status.set(0)
         self._leading.clear()
         self._stopped_leading.set()
         self._log.info("stopped leading", reason=why)
-        if self._on_stopped is not None:
-            self._safe_callback(self._on_stopped)
-
-    def _safe_callback(self, fn: Callable[..., None], *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception:
-            self._log.exception("leader election callback failed")

@@ -2,11 +2,10 @@
 
 An informer's cache holds every object for the life of the program. A
 decoded ManifestWork of five ConfigMaps with its status is about 10 KiB of
-Python dicts and strings even with its strings shared (:func:`compact`); as
-zlib-compressed JSON it is about 1 KiB. The price is a decode on every read
-(tens of microseconds for such an object), so it suits caches read per
-reconcile rather than scanned in tight loops. Every read returns a fresh
-object that the caller may change.
+Python dicts and strings; as zlib-compressed JSON it is about 1 KiB. The
+price is a decode on every read (tens of microseconds for such an object),
+so it suits caches read per reconcile rather than scanned in tight loops.
+Every read returns a fresh object that the caller may change.
 """
 
 from __future__ import annotations

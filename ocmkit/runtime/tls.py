@@ -132,37 +132,7 @@ def server_context(min_version: str = "", cipher_suites: str = "") -> ssl.SSLCon
     return ctx
 
 
-def check_serving_flags(
-    *,
-    insecure: bool,
-    cert_file: str,
-    key_file: str,
-    min_version: str,
-    cipher_suites: str,
-) -> None:
-    """Refuse serving flags that cannot work together, before anything starts.
-
-    Shared by the agent and the hub manager (same flags, same messages). Only
-    the names are checked: the files are read when the process starts (as
-    kubeconfigs are), where a pair that does not load is still exit code 2.
-    """
-    if insecure and (cert_file or key_file):
-        raise TLSConfigError(
-            "--insecure-serving serves plain HTTP: it cannot be combined with "
-            "--tls-cert-file/--tls-private-key-file"
-        )
-    if bool(cert_file) != bool(key_file):
-        raise TLSConfigError("--tls-cert-file and --tls-private-key-file must be given together")
-    server_context(min_version, cipher_suites)
-
-
 # -- serving certificates -------------------------------------------------------------
-
-
-def needs_rsa_key(cipher_suites: str) -> bool:
-    """Whether the chosen TLS 1.2 suites all authenticate with RSA (an ECDSA key could not)."""
-    tls12 = parse_cipher_suites(cipher_suites)
-    return bool(tls12) and not any("ECDSA" in openssl for openssl in tls12)
 
 
 def default_hostnames() -> tuple[str, ...]:
@@ -247,10 +217,12 @@ def serving_context(
                 f"{key_file}: {reason}"
             ) from None
         return context
+    # An RSA key when the chosen TLS 1.2 suites all authenticate with RSA (ECDSA could not).
+    tls12 = parse_cipher_suites(cipher_suites)
     cert_pem, key_pem = self_signed_certificate(
         common_name,
         default_hostnames() if hostnames is None else hostnames,
-        rsa_key=needs_rsa_key(cipher_suites),
+        rsa_key=bool(tls12) and not any("ECDSA" in openssl for openssl in tls12),
     )
     with _pem_file(cert_pem + key_pem) as path:
         context.load_cert_chain(path)

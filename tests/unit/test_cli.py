@@ -14,6 +14,7 @@ import pytest
 
 import workagent.__main__ as entry
 from ocmkit.flags import (
+    Flag,
     ShowText,
     UsageError,
     normalize_flag_name,
@@ -556,12 +557,18 @@ def test_tls_flags_under_insecure_serving_warn_that_they_change_nothing() -> Non
 # -- help and version -----------------------------------------------------------------------
 
 
+def spellings(flag: Flag) -> tuple[str, ...]:
+    """Every way to write ``flag``, ``--name`` first."""
+    short = (f"-{flag.shorthand}",) if flag.shorthand else ()
+    return (f"--{flag.name}", *(f"--{alias}" for alias in flag.aliases), *short)
+
+
 def test_help_lists_every_flag_with_its_default() -> None:
     command = parse_command_line(["agent", "--help"])
     assert isinstance(command, ShowText)
     text = command.text
     for flag in agent_flags():
-        for spelling in flag.spellings:
+        for spelling in spellings(flag):
             assert re.search(rf"(^|[ (]){re.escape(spelling)}\b", text, re.M), spelling
     # Every flag's entry ends with its default, in Go's notation.
     entries = re.split(r"\n  (?=-)", text.split("flags:", 1)[1])
@@ -752,7 +759,7 @@ def test_console_script_version_and_help() -> None:
 def test_operations_doc_covers_every_flag() -> None:
     doc = (REPO / "docs" / "operations.md").read_text()
     for flag in agent_flag_set().flags:
-        for spelling in flag.spellings:
+        for spelling in spellings(flag):
             assert f"`{spelling}" in doc, f"{spelling} is missing from docs/operations.md"
 
 
