@@ -185,6 +185,25 @@ def test_unsupported_syntax_is_a_compile_error(engine: CelEngine) -> None:
     assert "unsupported syntax '.size(...)'" in error(engine, ".size([1]) == 1")
 
 
+def test_format_calls_are_checked_as_cel_go_checks_them(engine: CelEngine) -> None:
+    # A literal template with a literal list: cel-go's format validator, at compile time.
+    assert error(engine, "'%d'.format(['a']) == ''") == (
+        "ERROR: <input>:1:14: error during formatting: decimal clause can only be used on ints, "
+        "uints, and doubles, was given string\n | '%d'.format(['a']) == ''\n | .............^"
+    )
+    assert error(engine, "'%s'.format([1, object.kind]) == ''").startswith(
+        "ERROR: <input>:1:12: too many arguments supplied to string.format (expected 1, got 2)"
+    )
+    assert error(engine, "'%s %s'.format([object.kind]) == ''").startswith(
+        "ERROR: <input>:1:15: index 1 out of range"
+    )
+    # What cel-go cannot know before evaluation is checked then, with the same words.
+    assert error(engine, "'%d'.format([object.kind]) == ''") == (
+        "error during formatting: decimal clause can only be used on ints, uints, and doubles, "
+        "was given string"
+    )
+
+
 def test_too_long(engine: CelEngine) -> None:
     text = "true && " * 600 + "true"
     assert len(text) > MAX_EXPRESSION_CHARS
@@ -494,7 +513,7 @@ _URL_ERROR = "URL parse error during conversion from string: parse "
         ("'abc'.matches('(') ", "error parsing regexp: missing ): ("),
         ("sign(quantity('1GiB')) == 1", "quantities must match the regular expression"),
         ("quantity('1.5').asInteger() == 1", "cannot convert value to integer"),
-        ("'%s %s'.format(['a']) == ''", "index 1 out of range"),
+        ("'%s %s'.format(dyn(['a'])) == ''", "index 1 out of range"),
         ("[1, 'a'].sort() == []", "no such overload"),
         ("[].max() == 0", "max called on empty list"),
         ("url('x')", f'{_URL_ERROR}"x": invalid URI for request'),
@@ -561,7 +580,7 @@ _URL_ERROR = "URL parse error during conversion from string: parse "
         ("string(dyn(url('https://a/b'))) == ''", "no such overload"),
         ("dyn(ip('1.2.3.4')).getHost() == ''", "no such overload"),
         (
-            "'%s'.format([ip('1.2.3.4')]) == ''",
+            "'%s'.format([dyn(ip('1.2.3.4'))]) == ''",
             "error during formatting: string clause can only be used on strings, bools, bytes, "
             "ints, doubles, maps, lists, types, durations, and timestamps, was given net.IP",
         ),

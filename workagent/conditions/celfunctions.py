@@ -323,9 +323,9 @@ def _format_value(value: Any) -> str:
 def _clause_type(value: Any, verb: str) -> str:
     """The CEL type name of a value the clause accepts; cel-go's error for another."""
     kind = cel_type_name(value)
-    message, accepted = _CLAUSE_TYPES[verb]
-    if kind not in accepted.split():
-        raise CelFunctionError(f"error during formatting: {message}, was given {kind}")
+    error = clause_type_error(verb, kind)
+    if error is not None:
+        raise CelFunctionError(error)
     return kind
 
 
@@ -392,9 +392,14 @@ def _clause(text: str, start: int) -> tuple[int, str, int]:
     return pos + 1, verb, precision
 
 
-def string_format(template: Any, args: Any) -> celtypes.StringType:
-    """``s.format(l)``: printf-style formatting of the list ``l``, as cel-go v0.29's ext strings."""
-    text, values = _string(template), _list(args)
+def format_clauses(
+    text: str, count: int, render: Callable[[int, str, int], str], *, checking: bool = False
+) -> str:
+    """``text`` with each clause replaced by ``render(argument index, verb, precision)``.
+
+    ``checking``: cel-go's compile-time order of the two checks below (its
+    validator looks for the end of the string before counting the arguments).
+    """
     out: list[str] = []
     pos = used = 0
     while (found := text.find("%", pos)) >= 0:
@@ -403,19 +408,40 @@ def string_format(template: Any, args: Any) -> celtypes.StringType:
             out.append("%")
             pos = found + 2
             continue
-        if used >= len(values):
-            raise CelFunctionError(f"index {used} out of range")
-        if found + 1 >= len(text):
-            raise CelFunctionError("unexpected end of string")
+        problems = [
+            (used >= count, f"index {used} out of range"),
+            (found + 1 >= len(text), "unexpected end of string"),
+        ]
+        for failed, message in reversed(problems) if checking else problems:
+            if failed:
+                raise CelFunctionError(message)
         pos, verb, precision = _clause(text, found)
-        out.append(
-            _format_value(values[used])
-            if verb == "s"
-            else _format_number(values[used], verb, precision)
-        )
+        out.append(render(used, verb, precision))
         used += 1
     out.append(text[pos:])
-    return _bounded("".join(out))
+    return "".join(out)
+
+
+def clause_type_error(verb: str, kind: str) -> str | None:
+    """cel-go's error when the clause ``verb`` cannot format a CEL type, or None."""
+    message, accepted = _CLAUSE_TYPES[verb.lower()]
+    return (
+        None
+        if kind in accepted.split()
+        else f"error during formatting: {message}, was given {kind}"
+    )
+
+
+def string_format(template: Any, args: Any) -> celtypes.StringType:
+    """``s.format(l)``: printf-style formatting of the list ``l``, as cel-go v0.29's ext strings."""
+    text, values = _string(template), _list(args)
+
+    def render(index: int, verb: str, precision: int) -> str:
+        if verb == "s":
+            return _format_value(values[index])
+        return _format_number(values[index], verb, precision)
+
+    return _bounded(format_clauses(text, len(values), render))
 
 
 # --------------------------------------------------------------------------
