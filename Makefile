@@ -63,6 +63,20 @@ $(KUBE_BIN)/informersync: $(KUBE_MOD)/go.mod $(KUBE_MOD)/go.sum $(KUBE_MOD)/info
 
 realkube: $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/informersync
 
+# The CEL oracle: cel-go with the libraries and versions OCM's agent evaluates
+# condition rules with, from the module in tests/conditions/celoracle, for the
+# differential test of our CEL engine (tests/conditions/test_cel_oracle.py).
+CEL_ORACLE_MOD := tests/conditions/celoracle
+CEL_ORACLE := .tools/celoracle/$(shell awk '$$1 == "github.com/google/cel-go" {print $$2}' $(CEL_ORACLE_MOD)/go.mod)/celoracle
+
+$(CEL_ORACLE): $(CEL_ORACLE_MOD)/go.mod $(CEL_ORACLE_MOD)/go.sum $(CEL_ORACLE_MOD)/main.go
+	@command -v go >/dev/null || { echo "make cel-oracle: the Go toolchain is required (go >= the version in $(CEL_ORACLE_MOD)/go.mod)" >&2; exit 1; }
+	mkdir -p $(dir $@)
+	cd $(CEL_ORACLE_MOD) && go build -trimpath -ldflags "-s -w" -o $(CURDIR)/$@ .
+
+.PHONY: cel-oracle
+cel-oracle: $(CEL_ORACLE)
+
 # Installs the DEBIAN_PACKAGES whose binary is missing, non-interactively.
 setup-debian:
 	@missing="$(strip $(foreach pkg,$(DEBIAN_PACKAGES),$(if $(shell command -v $(or $(DEBIAN_BINARY_$(pkg)),$(pkg)) 2>/dev/null || ls /usr/sbin/$(or $(DEBIAN_BINARY_$(pkg)),$(pkg)) 2>/dev/null),,$(pkg))))"; \
@@ -99,7 +113,7 @@ unit: unit-kubesim unit-realkube
 unit-kubesim: setup-test setup-debian
 	time $(PYTEST) -m "not realkube"
 
-unit-realkube: setup-test setup-debian realkube ocm
+unit-realkube: setup-test setup-debian realkube ocm cel-oracle
 	time $(PYTEST) -m realkube
 
 test: lint typecheck imports unit

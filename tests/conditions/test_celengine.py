@@ -185,6 +185,25 @@ def test_unsupported_syntax_is_a_compile_error(engine: CelEngine) -> None:
     assert "unsupported syntax '.size(...)'" in error(engine, ".size([1]) == 1")
 
 
+def test_format_calls_are_checked_as_cel_go_checks_them(engine: CelEngine) -> None:
+    # A literal template with a literal list: cel-go's format validator, at compile time.
+    assert error(engine, "'%d'.format(['a']) == ''") == (
+        "ERROR: <input>:1:14: error during formatting: decimal clause can only be used on ints, "
+        "uints, and doubles, was given string\n | '%d'.format(['a']) == ''\n | .............^"
+    )
+    assert error(engine, "'%s'.format([1, object.kind]) == ''").startswith(
+        "ERROR: <input>:1:12: too many arguments supplied to string.format (expected 1, got 2)"
+    )
+    assert error(engine, "'%s %s'.format([object.kind]) == ''").startswith(
+        "ERROR: <input>:1:15: index 1 out of range"
+    )
+    # What cel-go cannot know before evaluation is checked then, with the same words.
+    assert error(engine, "'%d'.format([object.kind]) == ''") == (
+        "error during formatting: decimal clause can only be used on ints, uints, and doubles, "
+        "was given string"
+    )
+
+
 def test_too_long(engine: CelEngine) -> None:
     text = "true && " * 600 + "true"
     assert len(text) > MAX_EXPRESSION_CHARS
@@ -246,7 +265,11 @@ def test_cache_is_bounded() -> None:
         ("double('1e400') > 0.0", "type conversion error from 'string' to 'double'"),
         ("int(1e20) == 1", "integer overflow"),
         ("uint(-1) == 1u", "unsigned integer overflow"),
-        ("object.metadata.name.foo == 'x'", "no such overload"),
+        ("object.metadata.name.foo == 'x'", "no such key: foo"),
+        ("object.status.conditions.foo == 1", "unsupported index type 'string' in list"),
+        ("object.status.empty.min() == 0", "min called on empty list"),
+        ("[object.status.ratio * 2].size() == 1", "no such overload"),
+        ("1u + object.spec.replicas > 0u", "no such overload"),
         ("object.status.conditions.map(c, c.missing).size() == 2", "no such key: missing"),
         ("!object.status.missing", "no such key: missing"),
         ("object.status.missing ? true : false", "no such key: missing"),
@@ -293,7 +316,7 @@ def test_message_expression(engine: CelEngine) -> None:
         "[1, 2] == [1.0, 2u]",
         "{'a': 1} == {'a': 1.0}",
         "1 < 1.5 && 2.5 > 2 && 1u <= 1 && 3 >= 2.99",
-        "object.status.readyReplicas >= object.status.ratio * object.spec.replicas",
+        "object.status.readyReplicas >= object.status.ratio * double(object.spec.replicas)",
         "1.0 in [1, 2]",
         "'app' in object.metadata.labels",
         "!('x' in object.metadata.labels)",
@@ -370,7 +393,7 @@ _URL = "url('https://example.com:80/path?query=val#fragment')"
         # Format.
         ("'%s has %d of %d ready'.format([object.metadata.name, 2, 3])", "web has 2 of 3 ready"),
         ("'%.2f%%'.format([66.666])", "66.67%"),
-        ("'%s %s %s'.format([true, null, [1, 'a']])", 'true null [1, "a"]'),
+        ("'%s %s %s'.format([true, null, [1, 'a']])", "true null [1, a]"),
         ("'%x %X %o %b'.format([255, 255, 8, 5])", "ff FF 10 101"),
         ("'%e'.format([1234.5])", "1.234500e+03"),
         # Lists.
@@ -490,7 +513,7 @@ _URL_ERROR = "URL parse error during conversion from string: parse "
         ("'abc'.matches('(') ", "error parsing regexp: missing ): ("),
         ("sign(quantity('1GiB')) == 1", "quantities must match the regular expression"),
         ("quantity('1.5').asInteger() == 1", "cannot convert value to integer"),
-        ("'%s %s'.format(['a']) == ''", "index 1 out of range"),
+        ("'%s %s'.format(dyn(['a'])) == ''", "index 1 out of range"),
         ("[1, 'a'].sort() == []", "no such overload"),
         ("[].max() == 0", "max called on empty list"),
         ("url('x')", f'{_URL_ERROR}"x": invalid URI for request'),
@@ -557,7 +580,7 @@ _URL_ERROR = "URL parse error during conversion from string: parse "
         ("string(dyn(url('https://a/b'))) == ''", "no such overload"),
         ("dyn(ip('1.2.3.4')).getHost() == ''", "no such overload"),
         (
-            "'%s'.format([ip('1.2.3.4')]) == ''",
+            "'%s'.format([dyn(ip('1.2.3.4'))]) == ''",
             "error during formatting: string clause can only be used on strings, bools, bytes, "
             "ints, doubles, maps, lists, types, durations, and timestamps, was given net.IP",
         ),

@@ -11,6 +11,8 @@ reports:
 
 * undeclared identifiers and functions, comprehension variables in scope;
 * macros used with a non-identifier variable or a bad ``has()`` argument;
+* ``'<template>'.format([<list>])`` as cel-go's format validator checks it:
+  the template, the argument count and the literal arguments' types;
 * syntax the agent does not support (three-argument ``map``, ``.f(x)``);
 * expressions longer than :data:`MAX_EXPRESSION_CHARS` or nested deeper than
   :data:`MAX_SYNTAX_DEPTH` syntax-tree levels: a hub user's expression must not
@@ -26,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
+from celpy.evaluation import celstr
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
@@ -34,6 +37,9 @@ from workagent.conditions.celfunctions import (
     METHODS,
     QUALIFIED_FUNCTIONS,
     TYPE_NAMES,
+    CelFunctionError,
+    clause_type_error,
+    format_clauses,
 )
 
 #: Longest expression accepted (cel-go's own limit is 100,000 code points).
@@ -104,7 +110,10 @@ def display_error(source: str, offset: int | None, message: str) -> str:
     line = source.count("\n", 0, offset) + 1
     column = offset - line_start
     snippet = line_text.replace("\t", " ")
-    return f"ERROR: <input>:{line}:{column + 1}: {message}\n | {snippet}\n | {'.' * column}^"
+    # cel-go marks a multi-byte character with a full-width dot or caret.
+    dots = "".join("." if c.isascii() else "\uff0e" for c in snippet[:column])
+    caret = "^" if snippet[column : column + 1].isascii() else "\uff3e"
+    return f"ERROR: <input>:{line}:{column + 1}: {message}\n | {snippet}\n | {dots}{caret}"
 
 
 def first_line(display: str) -> str:
@@ -211,7 +220,7 @@ def _checked_children(
     if kind == "member_dot_arg":
         member, token = node.children[0], node.children[1]
         args = _args(node.children[2] if len(node.children) > 2 else None)
-        return _check_method(member, str(token), args, scope, _paren(source, token), errors)
+        return _check_method(member, str(token), args, scope, _paren(source, token), source, errors)
     return [(child, scope) for child in node.children]
 
 
@@ -231,6 +240,7 @@ def _check_method(
     args: list[Any],
     scope: frozenset[str],
     paren: int,
+    source: str,
     errors: list[tuple[int, str]],
 ) -> list[tuple[Any, frozenset[str]]]:
     namespace = _simple_name(member)
@@ -249,7 +259,134 @@ def _check_method(
         return [(member, scope)]
     if name not in _METHODS:
         errors.append((paren, _undeclared(name)))
+    if name == "format" and len(args) == 1:
+        _check_format(member, args[0], paren, source, errors)
     return [(member, scope), *((arg, scope) for arg in args)]
+
+
+# The CEL types of literals; anything else is dyn here (cel-go infers more).
+_LITERAL_TYPES: Final = {
+    "INT_LIT": "int",
+    "UINT_LIT": "uint",
+    "FLOAT_LIT": "double",
+    "STRING_LIT": "string",
+    "MLSTRING_LIT": "string",
+    "BYTES_LIT": "bytes",
+    "BOOL_LIT": "bool",
+    "NULL_LIT": "null_type",
+    "list_lit": "list",
+    "map_lit": "map",
+}
+
+
+# What the global functions return, where one type only (``dyn`` is not here).
+_CALL_TYPES: Final = {
+    "bool": "bool",
+    "bytes": "bytes",
+    "cidr": "net.CIDR",
+    "double": "double",
+    "duration": "google.protobuf.Duration",
+    "int": "int",
+    "ip": "net.IP",
+    "quantity": "kubernetes.Quantity",
+    "semver": "kubernetes.Semver",
+    "size": "int",
+    "string": "string",
+    "timestamp": "google.protobuf.Timestamp",
+    "type": "type",
+    "uint": "uint",
+    "url": "kubernetes.URL",
+}
+
+
+def _check_format(
+    member: Any, arg: Any, paren: int, source: str, errors: list[tuple[int, str]]
+) -> None:
+    """A literal template with a literal list: what cel-go rejects at compile time."""
+    template, items = _unwrap(member), _unwrap(arg)
+    if template.data != "literal" or items.data != "list_lit":
+        return
+    token = template.children[0]
+    if not isinstance(token, Token) or token.type not in ("STRING_LIT", "MLSTRING_LIT"):
+        return
+    elements = _args(items.children[0] if items.children else None)
+    keywords = _keyword_starts(items, source)
+    used = 0
+
+    def check(index: int, verb: str, precision: int) -> str:
+        nonlocal used
+        used = index + 1
+        for node in _formatted_nodes(elements[index], verb):
+            kind = _static_type(node)
+            error = None if kind is None else clause_type_error(verb, kind)
+            if error is not None:
+                raise _ArgumentError(_argument_start(node, source, keywords), error)
+        return ""
+
+    try:
+        format_clauses(str(celstr(token)), len(elements), check, checking=True)
+    except _ArgumentError as exc:
+        errors.append((exc.offset, exc.message))
+    except CelFunctionError as exc:
+        errors.append((paren, str(exc)))
+    else:
+        if len(elements) > used:
+            errors.append(
+                (
+                    paren,
+                    "too many arguments supplied to string.format "
+                    f"(expected {used}, got {len(elements)})",
+                )
+            )
+
+
+class _ArgumentError(Exception):
+    def __init__(self, offset: int, message: str) -> None:
+        super().__init__(message)
+        self.offset, self.message = offset, message
+
+
+def _argument_start(node: Any, source: str, keywords: dict[int, int]) -> int:
+    """Where cel-go places an argument: a literal's first character, a call's ``(``."""
+    inner = _unwrap(node)
+    if inner.data == "ident_arg":
+        return _paren(source, inner.children[0])
+    if inner.data == "literal":
+        token = inner.children[0]
+        return keywords.get(id(token), _token_start(token))
+    return _start(inner)
+
+
+def _keyword_starts(node: Tree[Any], source: str) -> dict[int, int]:
+    """Where each ``true``/``false`` token under ``node`` starts (lark gives them no position)."""
+    starts, cursor = {}, _start(node)
+    for token in node.scan_values(lambda value: isinstance(value, Token)):
+        if token.start_pos is not None:
+            cursor = token.end_pos if token.end_pos is not None else cursor
+            continue
+        starts[id(token)] = found = max(source.find(str(token), cursor), cursor)
+        cursor = found + len(token)
+    return starts
+
+
+def _static_type(node: Any) -> str | None:
+    inner = _unwrap(node)
+    if inner.data == "literal" and isinstance(inner.children[0], Token):
+        return _LITERAL_TYPES.get(inner.children[0].type)
+    if inner.data == "ident_arg":
+        return _CALL_TYPES.get(str(inner.children[0]))
+    if inner.data == "ident" and str(inner.children[0]) in _TYPE_IDENTIFIERS:
+        return "type"
+    return _LITERAL_TYPES.get(inner.data)
+
+
+def _formatted_nodes(node: Any, verb: str) -> Iterable[Any]:
+    """The argument, and for ``%s`` every element of a list or map literal (cel-go checks them)."""
+    yield node
+    inner = _unwrap(node)
+    if verb == "s" and inner.data in ("list_lit", "map_lit") and inner.children:
+        for child in inner.children[0].children:
+            yield from _formatted_nodes(child, verb)
 
 
 def _undeclared(name: str) -> str:

@@ -132,7 +132,7 @@ class CelEngine:
                 if program.internal:
                     return internal_error(cap_message(program.text))
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, cap_message(program.text))
-            value, error = _run(program, activation)
+            value, error = run_program(program, activation)
             if error is not None:
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, error)
             if not isinstance(value, celtypes.BoolType | bool):
@@ -152,7 +152,7 @@ class CelEngine:
             # OCM keeps only the first line of the issue text, without the snippet.
             text = program.text if program.internal else celcheck.first_line(program.text)
             return MessageOutcome(error=cap_message(text))
-        value, error = _run(program, activation)
+        value, error = run_program(program, activation)
         if error is not None:
             return MessageOutcome(error=error)
         # celpy's ``+`` on strings returns a plain str, not a StringType.
@@ -191,7 +191,7 @@ class _Failed(NamedTuple):
     message: str
 
 
-def _run(program: Any, activation: Mapping[str, Any]) -> tuple[Any, str | None]:
+def run_program(program: Any, activation: Mapping[str, Any]) -> tuple[Any, str | None]:
     """Evaluate; the value, or None and the cel-go style error text."""
     try:
         value = program.evaluate(dict(activation))
@@ -230,7 +230,9 @@ def runtime_error_text(exc: CELEvalError) -> str:
     if text.startswith("undeclared reference to "):
         return cap_message(text.split(" (in activation", 1)[0] + " (in container '')")
     if text.endswith("does not support field selection"):
-        return "no such overload"
+        return _field_of_scalar(exc, text)
+    if text.startswith("Attempt to reduce an empty sequence"):  # celpy's min macro
+        return "min called on empty list"
     if kind is TypeError or text.startswith("found no matching overload"):
         return "no such overload"
     if kind is ZeroDivisionError:
@@ -238,6 +240,17 @@ def runtime_error_text(exc: CELEvalError) -> str:
     if text in ("return error for overflow", "overflow"):
         return "integer overflow" if detail_text in ("", "overflow") else cap_message(detail_text)
     return cap_message(text.split(" (in activation", 1)[0])
+
+
+def _field_of_scalar(exc: CELEvalError, text: str) -> str:
+    """``x.f`` on a value that is not a map, in cel-go's words (celpy keeps the node, not f)."""
+    tree = getattr(exc, "tree", None)
+    children: list[Any] = list(getattr(tree, "children", None) or [])
+    if getattr(tree, "data", None) != "member_dot" or len(children) < 2:
+        return "no such overload"
+    if "ListType'>'" in text:
+        return "unsupported index type 'string' in list"
+    return cap_message(f"no such key: {children[1]}")
 
 
 # Order matters: BoolType, IntType and UintType are all Python ints, and

@@ -31,6 +31,7 @@ where cel-go's type checker would reject them at compile time.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import importlib
 import itertools
@@ -276,114 +277,171 @@ def join(items: Any, separator: Any = None) -> celtypes.StringType:
 # Format (Kubernetes format library)
 # --------------------------------------------------------------------------
 
-_CLAUSE: Final = re.compile(r"%(?:\.(\d+))?([a-zA-Z%])?")
+# What each clause accepts (CEL type names) and its error, as cel-go v0.29's ext strings.
+_NUMBERS: Final = "int uint double"
+_CLAUSE_TYPES: Final = {
+    "d": ("decimal clause can only be used on ints, uints, and doubles", _NUMBERS),
+    "f": ("fixed-point clause can only be used on ints, uints, and doubles", _NUMBERS),
+    "e": ("scientific clause can only be used on ints, uints, and doubles", _NUMBERS),
+    "b": ("only ints, uints, and bools can be formatted as binary", "int uint bool"),
+    "o": ("octal clause can only be used on ints and uints", "int uint"),
+    "x": ("only ints, uints, bytes, and strings can be formatted as hex", "int uint string bytes"),
+    "s": (
+        "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, "
+        "types, durations, and timestamps",
+        f"{_NUMBERS} bool string bytes null_type type list map "
+        "google.protobuf.Duration google.protobuf.Timestamp",
+    ),
+}
+_MAX_PRECISION: Final = 100
 
 
-def _format_value(value: Any, *, nested: bool = False) -> str:
-    """``%s`` of a value, as cel-go's string formatter renders it."""
-    if value is None:
-        return "null"
-    if isinstance(value, celtypes.BoolType | bool):
-        return "true" if value else "false"
-    if isinstance(value, celtypes.StringType | str):
-        return repr_string(value) if nested else str(value)
-    if isinstance(value, celtypes.BytesType | bytes):
-        text = bytes(value).decode("utf-8", errors="replace")
-        return repr_string(text) if nested else text
-    if isinstance(value, float):
-        return _format_double(float(value))
-    if isinstance(value, int):
-        return str(int(value))
-    if isinstance(value, list):
-        return "[" + ", ".join(_format_value(v, nested=True) for v in value) + "]"
-    if isinstance(value, dict):
+def _format_value(value: Any) -> str:
+    """``%s`` of a value: nested strings unquoted, map entries sorted by their text."""
+    kind = _clause_type(value, "s")
+    if kind == "list":
+        return "[" + ", ".join(_format_value(v) for v in value) + "]"
+    if kind == "map":
         items = sorted(
-            (_format_value(k, nested=True), _format_value(v, nested=True)) for k, v in value.items()
+            ((_format_value(k), _format_value(v)) for k, v in value.items()), key=lambda i: i[0]
         )
         return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
-    if isinstance(value, celtypes.DurationType):
-        return f"{value.total_seconds():g}s"
-    if isinstance(value, celtypes.TimestampType):
-        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-    # cel-go v0.29's wording; the library values (quantity, URL, IP ...) are not formattable.
-    raise CelFunctionError(
-        "error during formatting: string clause can only be used on strings, bools, bytes, "
-        "ints, doubles, maps, lists, types, durations, and timestamps, was given "
-        + _CEL_TYPE_NAMES.get(type(value), type(value).__name__)
+    if kind == "type":
+        return type_value_name(value)
+    if kind == "google.protobuf.Duration":
+        micros = value // datetime.timedelta(microseconds=1)
+        seconds = int(micros / 1_000_000)  # Go's Seconds(): whole seconds plus the rest, both float
+        return _format_double(seconds + (micros - seconds * 1_000_000) * 1000 / 1e9) + "s"
+    if kind == "google.protobuf.Timestamp":
+        utc: datetime.datetime = value.astimezone(datetime.UTC).replace(tzinfo=None)
+        return utc.isoformat(timespec="microseconds").rstrip("0").rstrip(".") + "Z"
+    return (
+        _format_number(value, "d", 0) if kind in ("int", "uint", "double") else _scalar_text(value)
     )
 
 
-def repr_string(text: str) -> str:
-    """A string as a quoted CEL literal."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def _clause_type(value: Any, verb: str) -> str:
+    """The CEL type name of a value the clause accepts; cel-go's error for another."""
+    kind = cel_type_name(value)
+    error = clause_type_error(verb, kind)
+    if error is not None:
+        raise CelFunctionError(error)
+    return kind
+
+
+def _scalar_text(value: Any) -> str:
+    if _is_bool(value):
+        return "true" if value else "false"
+    if isinstance(value, bytes):
+        return bytes(value).decode("utf-8", errors="replace")
+    return "null" if value is None else str(value)
 
 
 def _format_double(f: float) -> str:
-    if math.isnan(f):
-        return "NaN"
-    if math.isinf(f):
-        return "Infinity" if f > 0 else "-Infinity"
-    text = repr(f)
-    return text[:-2] if text.endswith(".0") else text
+    """strconv.FormatFloat(f, 'f', -1, 64): the shortest digits, never an exponent."""
+    if math.isnan(f) or math.isinf(f):
+        return "NaN" if math.isnan(f) else ("Infinity" if f > 0 else "-Infinity")
+    return format(Decimal(repr(f)).normalize(), "f")
 
 
-def _format_number(value: Any, verb: str, precision: int | None) -> str:
-    if verb == "d":
-        if not _is_number(value) or isinstance(value, float):
-            raise CelFunctionError("decimal clause can only be used on integers")
-        return str(int(value))
+def _format_number(value: Any, verb: str, precision: int) -> str:
+    kind = _clause_type(value, verb.lower())
+    if verb in "fe" and not math.isfinite(value):
+        return _format_double(float(value))
     if verb in "fe":
-        if not _is_number(value):
-            raise CelFunctionError(
-                "fixed-point clause can only be used on doubles"
-                if verb == "f"
-                else "scientific clause can only be used on doubles"
-            )
-        p = 6 if precision is None else precision
-        f = float(value)
-        if math.isnan(f) or math.isinf(f):
-            return _format_double(f)
-        return f"{f:.{p}{verb}}"
-    # b, o, x, X
-    if verb in "xX" and isinstance(value, str | bytes):
+        return f"{float(value):.{precision}{verb}}"
+    if kind == "double":
+        return _format_double(float(value))
+    if kind in ("string", "bytes"):
         data = value.encode() if isinstance(value, str) else bytes(value)
         return data.hex() if verb == "x" else data.hex().upper()
-    if not _is_number(value) or isinstance(value, float):
+    return format(int(value), verb if verb != "d" else "")
+
+
+def _atoi_error(number: str) -> str:
+    reason = "value out of range" if number else "invalid syntax"
+    return f'strconv.Atoi: parsing "{number}": {reason}'
+
+
+def _clause(text: str, start: int) -> tuple[int, str, int]:
+    """The clause after the ``%`` at ``start``: (its end, verb, precision), or cel-go's error."""
+    pos, precision = start + 1, 6
+    if text[pos] == ".":
+        digits = re.match(r"[0-9]*", text[pos + 1 :])
+        number = digits[0] if digits else ""
+        pos += 1 + len(number)
+        problem = ""
+        if pos >= len(text):
+            problem = "could not find end of precision specifier"
+        elif not number or int(number) >= 1 << 63:
+            problem = f"error while converting precision to integer: {_atoi_error(number)}"
+        elif int(number) > _MAX_PRECISION:
+            problem = f"precision {number} exceeds maximum allowed precision {_MAX_PRECISION}"
+        if problem:
+            raise CelFunctionError(
+                f"could not parse formatting clause: error while parsing precision: {problem}"
+            )
+        precision = int(number)
+    verb = text[pos]
+    if verb not in "sdfeboxX":
+        # cel-go reads one byte: a multi-byte character shows as its first byte's Latin-1 letter.
+        shown = chr(verb.encode()[0])
         raise CelFunctionError(
-            {
-                "b": "binary clause can only be used on integers and bools",
-                "o": "octal clause can only be used on integers",
-            }.get(verb, "hex clause can only be used on integers, byte buffers, and strings")
+            f'could not parse formatting clause: unrecognized formatting clause "{shown}"'
         )
-    return format(int(value), verb)
+    return pos + 1, verb, precision
+
+
+def format_clauses(
+    text: str, count: int, render: Callable[[int, str, int], str], *, checking: bool = False
+) -> str:
+    """``text`` with each clause replaced by ``render(argument index, verb, precision)``.
+
+    ``checking``: cel-go's compile-time order of the two checks below (its
+    validator looks for the end of the string before counting the arguments).
+    """
+    out: list[str] = []
+    pos = used = 0
+    while (found := text.find("%", pos)) >= 0:
+        out.append(text[pos:found])
+        if text.startswith("%%", found):
+            out.append("%")
+            pos = found + 2
+            continue
+        problems = [
+            (used >= count, f"index {used} out of range"),
+            (found + 1 >= len(text), "unexpected end of string"),
+        ]
+        for failed, message in reversed(problems) if checking else problems:
+            if failed:
+                raise CelFunctionError(message)
+        pos, verb, precision = _clause(text, found)
+        out.append(render(used, verb, precision))
+        used += 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def clause_type_error(verb: str, kind: str) -> str | None:
+    """cel-go's error when the clause ``verb`` cannot format a CEL type, or None."""
+    message, accepted = _CLAUSE_TYPES[verb.lower()]
+    return (
+        None
+        if kind in accepted.split()
+        else f"error during formatting: {message}, was given {kind}"
+    )
 
 
 def string_format(template: Any, args: Any) -> celtypes.StringType:
-    """``s.format(l)``: printf-style formatting of the list ``l``."""
+    """``s.format(l)``: printf-style formatting of the list ``l``, as cel-go v0.29's ext strings."""
     text, values = _string(template), _list(args)
-    out: list[str] = []
-    pos = used = 0
-    for match in _CLAUSE.finditer(text):
-        out.append(text[pos : match.start()])
-        pos = match.end()
-        precision, verb = match.group(1), match.group(2)
-        if verb == "%" and precision is None:
-            out.append("%")
-            continue
-        if verb is None or verb not in "sdfeboxX%":
-            raise CelFunctionError(
-                f'could not parse formatting clause: unrecognized formatting clause "{verb or ""}"'
-            )
-        if used >= len(values):
-            raise CelFunctionError(f"index {used} out of range")
-        value = values[used]
-        used += 1
+
+    def render(index: int, verb: str, precision: int) -> str:
         if verb == "s":
-            out.append(_format_value(value))
-        else:
-            out.append(_format_number(value, verb, None if precision is None else int(precision)))
-    out.append(text[pos:])
-    return _bounded("".join(out))
+            return _format_value(values[index])
+        return _format_number(values[index], verb, precision)
+
+    return _bounded(format_clauses(text, len(values), render))
 
 
 # --------------------------------------------------------------------------
@@ -838,12 +896,29 @@ def _integral(value: Any) -> bool:
     return _is_number(value) and not isinstance(value, float)
 
 
-def _by_nonzero(op: Callable[[Any, Any], Any], message: str) -> Callable[[Any, Any], Any]:
-    """``/`` and ``%``: an integer zero divisor is an error; doubles follow IEEE 754 (celpy's)."""
+def _same_numbers(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """Arithmetic: CEL has no mixed int/uint/double overloads (celpy computes ``1.5 * 2``)."""
 
+    def run(a: Any, b: Any) -> Any:
+        if _is_number(a) and _is_number(b) and cel_type_name(a) != cel_type_name(b):
+            raise TypeError("no such overload")
+        return op(a, b)
+
+    return run
+
+
+def _by_nonzero(op: Callable[[Any, Any], Any], message: str) -> Callable[[Any, Any], Any]:
+    """``/`` and ``%``: an integer zero divisor is an error; doubles follow IEEE 754."""
+
+    @_same_numbers
     def run(a: Any, b: Any) -> Any:
         if _integral(a) and _integral(b) and int(b) == 0:
             raise CelFunctionError(message)
+        if op is operator.truediv and isinstance(b, float) and float(b) == 0 and _is_number(a):
+            # celpy answers +inf for any double divided by zero: IEEE 754 has NaN and signs.
+            if float(a) == 0 or math.isnan(a):
+                return celtypes.DoubleType(math.nan)
+            return celtypes.DoubleType(math.copysign(math.inf, a) * math.copysign(1.0, b))
         return op(a, b)
 
     return run
@@ -988,6 +1063,9 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "_>_": _bool_op(functools.partial(_ordered, operator.gt)),
     "_>=_": _bool_op(functools.partial(_ordered, operator.ge)),
     "_in_": _in_op,
+    "_+_": _same_numbers(operator.add),
+    "_-_": _same_numbers(operator.sub),
+    "_*_": _same_numbers(operator.mul),
     "_/_": _by_nonzero(operator.truediv, "division by zero"),
     "_%_": _by_nonzero(operator.mod, "modulus by zero"),
     "_[_]": _index,
@@ -1014,4 +1092,37 @@ _CEL_TYPE_NAMES: Final[dict[type, str]] = {
     Semver: "kubernetes.Semver",
 }
 _LIBRARY_TYPES: Final = tuple(_CEL_TYPE_NAMES)
+# Order matters: bools and uints are ints, as ints are in Python.
+_CEL_TYPES: Final[tuple[tuple[type | tuple[type, ...], str], ...]] = (
+    ((celtypes.BoolType, bool), "bool"),
+    (celtypes.UintType, "uint"),
+    (int, "int"),
+    (float, "double"),
+    (str, "string"),
+    (bytes, "bytes"),
+    (celtypes.DurationType, "google.protobuf.Duration"),
+    (celtypes.TimestampType, "google.protobuf.Timestamp"),
+    (list, "list"),
+    (dict, "map"),
+    (type(None), "null_type"),
+    (celtypes.TypeType, "type"),
+    *_CEL_TYPE_NAMES.items(),
+)
+
+
+def cel_type_name(value: Any) -> str:
+    """The CEL type name of a value, as cel-go spells it (``int``, ``net.IP``)."""
+    if isinstance(value, type) or (callable(value) and value in _CONVERSION_TYPES):
+        return "type"
+    return next(
+        (name for kind, name in _CEL_TYPES if isinstance(value, kind)), type(value).__name__
+    )
+
+
+def type_value_name(value: Any) -> str:
+    """The name of the type a type value (``type(1)``, ``int``) stands for."""
+    value = _CONVERSION_TYPES.get(value, value) if callable(value) else value
+    return next((name for kind, name in _CEL_TYPES if issubclass(value, kind)), value.__name__)
+
+
 TYPE_NAMES: Final[dict[str, type]] = {"net.IP": IP, "net.CIDR": CIDR}

@@ -1,0 +1,155 @@
+// Command celoracle evaluates CEL expressions in the environment OCM's work
+// agent compiles condition rules in (cel-go with the optional types, the
+// extended strings and the Kubernetes libraries, at the versions go.mod pins),
+// so tests/conditions/test_cel_oracle.py can compare our engine with it.
+//
+// Input: one JSON object a line, {"expr": "...", "object": {...}}.
+// Output: one JSON object a line, with one of
+//
+//	"compile": the issue text (cel-go's display format),
+//	"program": the program construction error,
+//	"error":   the evaluation error text,
+//	"value":   the result as a tagged tree: [type, payload], where a list's
+//	           payload is its elements' trees, a map's is [key, value] pairs,
+//	           a double's is strconv's shortest text, bytes are a string, and
+//	           a duration, timestamp or library value is its Go text.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/ext"
+	"k8s.io/apiserver/pkg/cel/library"
+)
+
+type request struct {
+	Expr   string `json:"expr"`
+	Object any    `json:"object"`
+}
+
+func main() {
+	env, err := cel.NewEnv(
+		cel.Variable("object", cel.DynType),
+		cel.OptionalTypes(), ext.Strings(),
+		library.Lists(), library.Regex(), library.URLs(), library.Quantity(),
+		library.IP(), library.CIDR(), library.Format(), library.SemverLib(),
+	)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "celoracle: environment:", err)
+		os.Exit(1)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 16<<20)
+	out := bufio.NewWriter(os.Stdout)
+	enc := json.NewEncoder(out)
+	for in.Scan() {
+		var req request
+		dec := json.NewDecoder(bytes.NewReader(in.Bytes()))
+		// Whole numbers as int64, as the agent's unstructured objects hold them.
+		dec.UseNumber()
+		if err := dec.Decode(&req); err != nil {
+			fmt.Fprintln(os.Stderr, "celoracle: bad request line:", err)
+			os.Exit(1)
+		}
+		if err := enc.Encode(evaluate(env, req)); err != nil {
+			fmt.Fprintln(os.Stderr, "celoracle:", err)
+			os.Exit(1)
+		}
+		// One answer per line as soon as it is known: the caller may pipe.
+		out.Flush()
+	}
+	if err := in.Err(); err != nil {
+		fmt.Fprintln(os.Stderr, "celoracle: reading:", err)
+		os.Exit(1)
+	}
+}
+
+func evaluate(env *cel.Env, req request) map[string]any {
+	ast, iss := env.Compile(req.Expr)
+	if iss.Err() != nil {
+		return map[string]any{"compile": iss.Err().Error()}
+	}
+	prg, err := env.Program(ast)
+	if err != nil {
+		return map[string]any{"program": err.Error()}
+	}
+	val, _, err := prg.Eval(map[string]any{"object": numbers(req.Object)})
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	return map[string]any{"value": tagged(val)}
+}
+
+// numbers turns the decoder's json.Numbers into int64 or float64.
+func numbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return f
+	case map[string]any:
+		for k, item := range v {
+			v[k] = numbers(item)
+		}
+	case []any:
+		for i, item := range v {
+			v[i] = numbers(item)
+		}
+	}
+	return v
+}
+
+// tagged is the [type, payload] tree of a CEL value.
+func tagged(val ref.Val) []any {
+	name := val.Type().TypeName()
+	switch v := val.(type) {
+	case types.Null:
+		return []any{name, nil}
+	case types.Double:
+		f := float64(v)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return []any{name, fmt.Sprint(f)}
+		}
+		return []any{name, strconv.FormatFloat(f, 'g', -1, 64)}
+	case types.Bytes:
+		return []any{name, string(v)}
+	case types.Duration:
+		return []any{name, v.Duration.String()}
+	case types.Timestamp:
+		return []any{name, v.Time.UTC().Format(time.RFC3339Nano)}
+	case *types.Type:
+		return []any{name, v.TypeName()}
+	case traits.Mapper:
+		pairs := []any{}
+		for it := v.Iterator(); it.HasNext() == types.True; {
+			key := it.Next()
+			pairs = append(pairs, []any{tagged(key), tagged(v.Get(key))})
+		}
+		return []any{name, pairs}
+	case traits.Lister:
+		items := []any{}
+		for it := v.Iterator(); it.HasNext() == types.True; {
+			items = append(items, tagged(it.Next()))
+		}
+		return []any{name, items}
+	}
+	switch native := val.Value().(type) {
+	case bool, int64, uint64, string, nil:
+		return []any{name, native}
+	default:
+		return []any{name, fmt.Sprint(native)}
+	}
+}

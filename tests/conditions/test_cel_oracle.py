@@ -1,0 +1,298 @@
+"""Our CEL engine against cel-go itself: the same expressions through both, equal results.
+
+The oracle (tests/conditions/celoracle, built by ``make cel-oracle``) is cel-go
+with the libraries and versions OCM's agent compiles condition rules with. The
+corpus is every ``expression`` case of the parametrized tests in this folder
+plus the ``format`` cases below. For each expression both must agree on the
+kind of outcome (value, run-time error, compile error) and on the value or the
+run-time error text; compile errors are compared by kind only (their texts
+are checked against cel-go's by the unit tests), except for the format cases,
+whose compile errors (cel-go's format validator, celcheck here) must match. What differs on purpose is
+listed in :data:`KNOWN_DIFFERENCES` with the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime
+import importlib
+import json
+import math
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+
+from ocmkit.durations import format_duration
+from tests.conditions.test_celengine import OBJ
+from workagent.conditions import celcheck
+from workagent.conditions.celengine import CelEngine, CompileFailure, run_program
+from workagent.conditions.celfunctions import cel_type_name, type_value_name
+
+pytestmark = pytest.mark.realkube
+
+_HERE = Path(__file__).parent
+_MODULE = _HERE / "celoracle"
+_REPO = _HERE.parent.parent
+
+
+def _oracle_path() -> Path:
+    """Where ``make cel-oracle`` puts the binary (named after the pinned cel-go version)."""
+    for line in (_MODULE / "go.mod").read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["github.com/google/cel-go"]:
+            return _REPO / ".tools" / "celoracle" / words[1] / "celoracle"
+    raise AssertionError("github.com/google/cel-go is not required by celoracle/go.mod")
+
+
+def _test_expressions() -> list[str]:
+    """The ``expression`` parameter of every parametrized test in tests/conditions."""
+    found: list[str] = []
+    for path in sorted(_HERE.glob("test_*.py")):
+        # The module's own names (``_URL``) are in scope for its parameter lists.
+        scope = vars(importlib.import_module(f"tests.conditions.{path.stem}"))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "parametrize"):
+                continue
+            names, cases = (
+                eval(compile(ast.Expression(arg), path, "eval"), scope) for arg in node.args[:2]
+            )
+            names = [names] if isinstance(names, str) else list(names)
+            if "expression" in names:
+                at = names.index("expression")
+                found += [case if len(names) == 1 else case[at] for case in cases]
+    return found
+
+
+_VALUES = [
+    "1",
+    "-7",
+    "0",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "18446744073709551615u",
+    "5u",
+    "1.0",
+    "-0.0",
+    "2.5",
+    "0.1",
+    "1e300",
+    "1e-7",
+    "123456789.125",
+    "1e21",
+    "-1.5e-10",
+    "0.0/0.0",
+    "1.0/0.0",
+    "-1.0/0.0",
+    "'a'",
+    "''",
+    "'héllo \"q\"'",
+    "b'ab'",
+    "b'\\xff'",
+    "true",
+    "false",
+    "null",
+    "[]",
+    "[1, 'a', 2.5, [b'x'], {'k': null}]",
+    "{'b': 1, 'a': 'x'}",
+    "{2: 'two', 1: 'one'}",
+    "duration('1h30m')",
+    "duration('-1.5s')",
+    "duration('0.000001s')",
+    "timestamp('2023-02-03T23:31:20Z')",
+    "timestamp('2023-02-03T23:31:20.123400Z')",
+    "int",
+    "type(1.0)",
+    "type([])",
+    "type(null)",
+    "object.status.ratio",
+    "object.metadata",
+    "quantity('1Gi')",
+    "ip('1.2.3.4')",
+    "url('https://a/b')",
+    "[ip('::1')]",
+]
+_CLAUSES = ["%s", "%d", "%f", "%e", "%x", "%X", "%o", "%b", "%.2f", "%.0e", "%.3s", "%.10f"]
+_BAD_TEMPLATES = [
+    "%",
+    "%.",
+    "%.2",
+    "%.x",
+    "%.101f",
+    "%.100f",
+    "%.99999999999999999999f",
+    "%q",
+    "%é",
+    "%%",
+    "a%%b%s",
+    "%s %s",
+    "%5d",
+]
+
+
+def _format_cases() -> list[str]:
+    cases = [f"'{c}'.format([{v}])" for c in _CLAUSES for v in _VALUES]
+    cases += [f"'{t}'.format([1])" for t in _BAD_TEMPLATES]
+    cases += [f"'{t}'.format([])" for t in _BAD_TEMPLATES]
+    # Dynamic arguments: cel-go cannot check these at compile time.
+    cases += [f"'{c}'.format([dyn({v})])" for c in _CLAUSES for v in _VALUES[::3]]
+    cases += [
+        "'%s and %d, %.3f%%: %x'.format([object.metadata.name, 2, 0.5, 'hi'])",
+        "'%s %d'.format([true, true])",
+        "'%d %s'.format([object.kind, [1, [2, ip('::1')]]])",
+        "'%s'.format([{'a': [quantity('1')]}])",
+        "'%s'.format([[object.metadata, object.status.conditions]])",
+        "'é %s ü %d'.format(['ö', 'x'])",
+        '"""%s\\n%d""".format(["x", "y"])',
+        "'%s'.format([1, 2, object.kind])",
+        "'%s %s'.format([object.kind])",
+        "'%b %o %x %X'.format([-5, -8, -255, 255u])",
+        "'%e %f'.format([123456789012345678, 18446744073709551615u])",
+        "'%.0f %.1f %.2f'.format([0.5, 0.25, 1.005])",
+    ]
+    cases += [f"'{t}'.format(dyn([1]))" for t in _BAD_TEMPLATES]
+    cases += [f"'{t}'.format(dyn([]))" for t in _BAD_TEMPLATES]
+    return cases
+
+
+_TYPE_CHECKED = (
+    "cel-go's type checker rejects it at compile time; ours fails or answers at run time"
+)
+_EXT_LISTS = (
+    "cel-go's ext lists, which OCM does not enable; we accept them (celfunctions docstring)"
+)
+_FORMAT_CHECKED = (
+    "cel-go's format validator knows the type of an argument computed by an operator "
+    "(0.0/0.0 is a double) and rejects it at compile time; celcheck knows literals and "
+    "calls only, so ours fails at run time, with the same words"
+)
+#: Expressions whose outcome differs from cel-go's, and why.
+KNOWN_DIFFERENCES: dict[str, str] = {
+    "object.metadata.name + 1 == 'x'": _TYPE_CHECKED,
+    "object.metadata.name.lowerAscii(1) == 'x'": _TYPE_CHECKED,
+    "1 == 1.0": _TYPE_CHECKED,
+    "1u == 1": _TYPE_CHECKED,
+    "1 != 'a'": _TYPE_CHECKED,
+    "!(true == 1)": _TYPE_CHECKED,
+    "{'a': 1} == {'a': 1.0}": _TYPE_CHECKED,
+    "1 < 1.5 && 2.5 > 2 && 1u <= 1 && 3 >= 2.99": _TYPE_CHECKED,
+    "1.0 in [1, 2]": _TYPE_CHECKED,
+    "[1, 2, 3, 4].slice(1, 3)": _EXT_LISTS,
+    "[[1], [2, [3]]].flatten()": _EXT_LISTS,
+    "[1, 2, 1, 2.0].distinct()": _EXT_LISTS,
+    "[3, 1, 2].reverse()": _EXT_LISTS,
+    "['b', 'a'].sort()": _EXT_LISTS,
+    "[1, 'a'].sort() == []": _EXT_LISTS,
+    "'abc'.matches('(') ": "Python RE2's parse error texts, not Go regexp's (missing closing ): `(`)",
+    "url('https://a:b:80/x')": "Go's url.Parse accepts a host of a:b:80, ours refuses it",
+    "semver('1.2.3').compareTo(dyn(quantity('1'))) == 0": (
+        "cel-go names the overload it looked for (no such overload: compareTo(...))"
+    ),
+    "string(dyn(url('https://a/b'))) == ''": "cel-go names the overload it looked for",
+    "dyn(ip('1.2.3.4')).getHost() == ''": "cel-go names the overload it looked for",
+}
+
+
+def _format_checked_early(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    """_FORMAT_CHECKED: cel-go's compile error is the error our run time gives."""
+    error, issue = ours.get("error"), theirs.get("compile", "")
+    return error is not None and issue.split("\n", 1)[0].endswith(f": {error}")
+
+
+def _tagged(value: Any) -> Any:
+    """Our value as the oracle's [type, payload] tree, in comparable form."""
+    kind = cel_type_name(value)
+    if isinstance(value, type):
+        return [kind, type_value_name(value)]
+    if kind == "list":
+        return [kind, [_tagged(v) for v in value]]
+    if kind == "map":
+        return [kind, sorted(([_tagged(k), _tagged(v)] for k, v in value.items()), key=json.dumps)]
+    if kind == "double":
+        return [kind, _double(float(value))]
+    if kind == "bytes":
+        return [kind, bytes(value).decode("utf-8", errors="replace")]
+    if kind == "google.protobuf.Duration":
+        return [kind, format_duration(value // datetime.timedelta(microseconds=1) * 1000)]
+    if kind == "google.protobuf.Timestamp":
+        return [kind, str(celtypes.StringType(value))]
+    if kind in ("bool", "int", "uint", "string", "null_type"):
+        return [kind, None if value is None else type(value).__mro__[-2](value)]
+    return [kind, str(value)]
+
+
+def _double(f: float) -> Any:
+    return repr(f) if math.isnan(f) or math.isinf(f) else f
+
+
+def _comparable(tree: Any) -> Any:
+    """The oracle's tree with doubles as floats and map entries sorted like ours."""
+    kind, payload = tree
+    if kind == "list":
+        return [kind, [_comparable(v) for v in payload]]
+    if kind == "map":
+        pairs = [[_comparable(k), _comparable(v)] for k, v in payload]
+        return [kind, sorted(pairs, key=json.dumps)]
+    if kind == "double":
+        return [kind, _double(float(payload.replace("Inf", "inf")))]
+    return [kind, payload]
+
+
+def _ours(engine: CelEngine, expression: str) -> dict[str, Any]:
+    program = engine.compile(expression, celcheck.RULE_VARIABLES)
+    if isinstance(program, CompileFailure):
+        return {"program" if program.internal else "compile": program.text}
+    value, error = run_program(program, {"object": json_to_cel(OBJ)})
+    return {"error": error} if error is not None else {"value": _tagged(value)}
+
+
+@pytest.fixture(scope="module")
+def oracle_answers() -> dict[str, dict[str, Any]]:
+    oracle = _oracle_path()
+    if not oracle.exists():
+        pytest.fail(f"{oracle} is not built: run `make cel-oracle` (needs Go and the module proxy)")
+    expressions = list(dict.fromkeys(_test_expressions() + _format_cases()))
+    lines = "".join(json.dumps({"expr": e, "object": OBJ}) + "\n" for e in expressions)
+    done = subprocess.run(
+        [str(oracle)], input=lines, capture_output=True, text=True, timeout=120, check=True
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == len(expressions), done.stderr
+    return dict(zip(expressions, answers, strict=True))
+
+
+def test_corpus_is_broad(oracle_answers: dict[str, dict[str, Any]]) -> None:
+    assert len(_test_expressions()) > 150
+    # An exception for an expression no test uses any more is a stale entry.
+    assert set(KNOWN_DIFFERENCES) <= set(oracle_answers)
+    kinds = {next(iter(answer)) for answer in oracle_answers.values()}
+    assert kinds == {"value", "error", "compile"}
+
+
+def test_engine_matches_cel_go(oracle_answers: dict[str, dict[str, Any]]) -> None:
+    engine = CelEngine()
+    formats = set(_format_cases())
+    mismatches: list[str] = []
+    agreed_known: list[str] = []
+    for expression, answer in oracle_answers.items():
+        ours = _ours(engine, expression)
+        theirs = dict(answer)
+        if "value" in theirs:
+            theirs["value"] = _comparable(theirs["value"])
+        same_kind = ours.keys() == theirs.keys()
+        # Compile errors by kind, except format's, which celcheck words as cel-go's validator.
+        same = same_kind and (ours == theirs or ("compile" in ours and expression not in formats))
+        if not same and ".format(" in expression and _format_checked_early(ours, theirs):
+            continue  # _FORMAT_CHECKED
+        if expression in KNOWN_DIFFERENCES:
+            if same:
+                agreed_known.append(expression)
+            continue
+        if not same:
+            mismatches.append(f"{expression}\n  ours:   {ours}\n  cel-go: {theirs}")
+    assert not mismatches, f"{len(mismatches)} differences:\n" + "\n".join(mismatches)
+    # A documented difference that no longer exists is a stale entry.
+    assert not agreed_known, f"no longer different, remove from KNOWN_DIFFERENCES: {agreed_known}"
