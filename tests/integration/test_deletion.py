@@ -517,7 +517,8 @@ async def test_hub_work_goes_only_after_its_resources(clusters: Clusters) -> Non
 
         async def deleting_reported() -> bool:
             work.update(await clusters.hub.get(MANIFESTWORKS, "work1", CLUSTER))
-            return any(c["type"] == CONDITION_DELETING for c in work["status"]["conditions"])
+            conditions = work.get("status", {}).get("conditions") or []
+            return any(c["type"] == CONDITION_DELETING for c in conditions)
 
         await eventually(deleting_reported, what="the work's Deleting condition")
         assert work["metadata"]["finalizers"] == [MANIFEST_WORK_FINALIZER]
