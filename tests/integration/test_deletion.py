@@ -698,7 +698,14 @@ async def test_e2e_work_deletion_waits_for_every_applied_resource(
     applied = await get_applied_work(spoke_client, the_hash, "doomed")
     assert applied is not None
     assert applied["metadata"].get("deletionTimestamp")
-    work = await get_work(hub_client, "doomed")
+    # Deleting is written after the AMW's pass that was held up: it can trail the DELETE.
+    work: dict[str, Any] = {}
+
+    async def deleting_reported() -> bool:
+        work.update(await get_work(hub_client, "doomed"))
+        return work_condition(work, CONDITION_DELETING) is not None
+
+    await eventually(deleting_reported, what="the work's Deleting condition")
     assert has_cleanup_finalizer(work)
     deleting = work_condition(work, CONDITION_DELETING)
     assert deleting is not None
