@@ -167,7 +167,8 @@ def check_common(s: dict[str, Any]) -> None:
     cost = s["cost"]
     assert cost["startup_s"] > 0 and cost["cpu_total_s"] > 0
     assert 0 < cost["rss_mib"] <= cost["peak_rss_mib"]
-    assert cost["server_apply_cpu_s"] > 0 and cost["server_delete_cpu_s"] > 0
+    # Measured in clock ticks (10 ms): the few requests of this small run may take none.
+    assert cost["server_apply_cpu_s"] >= 0 and cost["server_delete_cpu_s"] >= 0
 
 
 @pytest.mark.timeout(600)
