@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Kubectl
+from tests.conftest import Kubectl, eventually
 from tests.kubesim.truth import Record, Side, namespace, same
 
 pytestmark = pytest.mark.realkube
@@ -118,6 +118,13 @@ async def test_access_reviews(sides: tuple[Side, Side]) -> None:
             kind = "roles" if body["kind"] == "Role" else "rolebindings"
             path = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/{kind}"
             assert (await side.call("POST", path, body)).status == 201
+
+        async def granted() -> bool:
+            # The real authorizer reads RBAC from an informer: a new binding counts a moment later.
+            answer = await side.call("POST", f"{AUTHZ}/{cases[0][1]}", cases[0][2])
+            return bool(answer.json.get("status", {}).get("allowed"))
+
+        await eventually(granted, what=f"{side.name} to see the new RoleBinding")
         for step, path, body in cases:
             rec.answer(step, await side.call("POST", f"{AUTHZ}/{path}", body))
 
