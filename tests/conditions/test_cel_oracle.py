@@ -31,6 +31,7 @@ from tests.conditions.test_celengine import OBJ
 from workagent.conditions import celcheck
 from workagent.conditions.celengine import CelEngine, CompileFailure, run_program
 from workagent.conditions.celfunctions import cel_type_name, type_value_name
+from workagent.conditions.celoptional import CelOptional
 
 pytestmark = pytest.mark.realkube
 
@@ -180,6 +181,9 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "{'a': 1} == {'a': 1.0}": _TYPE_CHECKED,
     "1 < 1.5 && 2.5 > 2 && 1u <= 1 && 3 >= 2.99": _TYPE_CHECKED,
     "1.0 in [1, 2]": _TYPE_CHECKED,
+    "strings.quote(1) == ''": _TYPE_CHECKED,
+    "string(optional.of(1)) == ''": _TYPE_CHECKED,
+    "object.?spec + 1 == 1": _TYPE_CHECKED,
     "[1, 2, 3, 4].slice(1, 3)": _EXT_LISTS,
     "[[1], [2, [3]]].flatten()": _EXT_LISTS,
     "[1, 2, 1, 2.0].distinct()": _EXT_LISTS,
@@ -207,6 +211,8 @@ def _tagged(value: Any) -> Any:
     kind = cel_type_name(value)
     if isinstance(value, type):
         return [kind, type_value_name(value)]
+    if isinstance(value, CelOptional):
+        return [kind, _tagged(value.value()) if value.present else None]
     if kind == "list":
         return [kind, [_tagged(v) for v in value]]
     if kind == "map":
@@ -238,6 +244,8 @@ def _comparable(tree: Any) -> Any:
         return [kind, sorted(pairs, key=json.dumps)]
     if kind == "double":
         return [kind, _double(float(payload.replace("Inf", "inf")))]
+    if kind == "optional_type" and payload is not None:
+        return [kind, _comparable(payload)]
     return [kind, payload]
 
 

@@ -13,7 +13,8 @@ reports:
 * macros used with a non-identifier variable or a bad ``has()`` argument;
 * ``'<template>'.format([<list>])`` as cel-go's format validator checks it:
   the template, the argument count and the literal arguments' types;
-* syntax the agent does not support (three-argument ``map``, ``.f(x)``);
+* syntax the agent does not support (``.f(x)``), and literals where an
+  optional belongs (``[?1]``);
 * expressions longer than :data:`MAX_EXPRESSION_CHARS` or nested deeper than
   :data:`MAX_SYNTAX_DEPTH` syntax-tree levels: a hub user's expression must not
   be able to exhaust the evaluator's recursion (celpy evaluates recursively,
@@ -55,7 +56,19 @@ MESSAGE_VARIABLES: Final = frozenset({"object", "result"})
 
 # Type names usable as values (``type(x) == string``).
 _TYPE_IDENTIFIERS: Final = frozenset(
-    {"bool", "bytes", "double", "int", "list", "map", "null_type", "string", "type", "uint"}
+    {
+        "bool",
+        "bytes",
+        "double",
+        "int",
+        "list",
+        "map",
+        "null_type",
+        "optional_type",
+        "string",
+        "type",
+        "uint",
+    }
 )
 # Functions callable as ``f(x)``: CEL's own and our library's.
 _GLOBAL_FUNCTIONS: Final = frozenset(
@@ -82,7 +95,10 @@ _METHODS: Final = frozenset(
         "min",
     }
 ) | frozenset(METHODS)
-_COMPREHENSIONS: Final = frozenset({"all", "exists", "exists_one", "filter", "map"})
+# Macros binding a variable in their last argument: ``x.all(v, e)``, ``o.optMap(v, e)``.
+_COMPREHENSIONS: Final = frozenset(
+    {"all", "exists", "exists_one", "filter", "map", "optMap", "optFlatMap"}
+)
 # Nodes that only wrap their single child on the way down to an identifier.
 _WRAPPERS: Final = frozenset(
     {
@@ -203,6 +219,23 @@ def _checked_children(
         if str(token) not in variables:
             errors.append((_token_start(token), _undeclared(str(token))))
         return ()
+    if kind in ("exprlist", "mapinits"):
+        # ``[?e]``, ``{?k: e}``: cel-go's checker wants an optional ``e``; a literal never is one.
+        items = node.children
+        pairs = (
+            ((item, item.children[0]) for item in items)
+            if kind == "exprlist"
+            else zip(items[::2], items[1::2], strict=True)
+        )
+        for marker, value in pairs:
+            literal = _static_type(value)
+            if isinstance(marker, Tree) and marker.data == "opt_expr" and literal is not None:
+                errors.append(
+                    (
+                        _start(_unwrap(value)),
+                        f"expected type 'optional_type({literal})' but found '{literal}'",
+                    )
+                )
     if kind in ("ident_arg", "dot_ident_arg"):
         token = node.children[0]
         args = _args(node.children[1] if len(node.children) > 1 else None)
@@ -213,7 +246,7 @@ def _checked_children(
             _check_global_call(str(token), args, _paren(source, token), errors)
         return [(arg, scope) for arg in args]
     if kind == "member_dot":
-        if f"{_simple_name(node.children[0])}.{node.children[1]}" in TYPE_NAMES:
+        if f"{simple_name(node.children[0])}.{node.children[1]}" in TYPE_NAMES:
             return ()  # ``net.IP``
         # The selected field is a name, not a reference: only the operand is checked.
         return [(node.children[0], scope)]
@@ -243,20 +276,16 @@ def _check_method(
     source: str,
     errors: list[tuple[int, str]],
 ) -> list[tuple[Any, frozenset[str]]]:
-    namespace = _simple_name(member)
+    namespace = simple_name(member)
     if namespace is not None and f"{namespace}.{name}" in QUALIFIED_FUNCTIONS:
         return [(arg, scope) for arg in args]  # ``ip.isCanonical(s)``: one qualified name
-    if name in _COMPREHENSIONS and len(args) == 2:
-        variable = _simple_name(args[0])
+    if (name in _COMPREHENSIONS and len(args) == 2) or (name == "map" and len(args) == 3):
+        variable = simple_name(args[0])
         if variable is None:
             errors.append((_start(args[0]), "argument must be a simple name"))
-            return [(member, scope), (args[1], scope)]
-        return [(member, scope), (args[1], scope | {variable})]
-    if name == "map" and len(args) == 3:
-        errors.append(
-            (paren, "map() with a filter (three arguments) is not supported by this agent")
-        )
-        return [(member, scope)]
+        else:
+            scope = scope | {variable}
+        return [(member, scope), *((arg, scope) for arg in args[1:])]
     if name not in _METHODS:
         errors.append((paren, _undeclared(name)))
     if name == "format" and len(args) == 1:
@@ -411,7 +440,8 @@ def _unwrap(node: Any) -> Tree[Any]:
     return node if isinstance(node, Tree) else Tree("token", [node])
 
 
-def _simple_name(node: Any) -> str | None:
+def simple_name(node: Any) -> str | None:
+    """The identifier ``node`` is, or None when it is more than a bare name."""
     inner = _unwrap(node)
     if inner.data == "ident":
         return str(inner.children[0])

@@ -43,6 +43,8 @@ from workagent.conditions.celfunctions import (
     CelKeyError,
     Quantity,
 )
+from workagent.conditions.celinterpreter import Runner, parser
+from workagent.conditions.celoptional import CelOptional, NoneDereferenceError
 from workagent.conditions.kubevalues import CIDR, IP, URL, KubeValueError, Semver
 from workagent.conditions.protocol import (
     CelProgram,
@@ -66,7 +68,13 @@ from workagent.conditions.reasons import (
 DEFAULT_CACHE_SIZE: Final = 1024
 
 _RECURSION_MESSAGE: Final = "expression recursion limit exceeded"
-_OWN_ERRORS: Final = (CelFunctionError, CelKeyError, CelIndexError, KubeValueError)
+_OWN_ERRORS: Final = (
+    CelFunctionError,
+    CelKeyError,
+    CelIndexError,
+    KubeValueError,
+    NoneDereferenceError,
+)
 # What evaluation raises besides CELEvalError and celpy's own failures.
 _RAISED: Final = (*_OWN_ERRORS, RecursionError, MemoryError)
 
@@ -86,12 +94,16 @@ class CelEngine:
     """Compiles and evaluates condition-rule expressions; one per worker process."""
 
     def __init__(self, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
-        # Creating the Environment builds the parser singleton (interpreted
-        # runner) and sets the recursion limit to 2500; nothing else in this
-        # process may use another runner type.
+        # Ours parses the edited grammar. celpy's first Environment builds a
+        # process-wide parser of its own unless one is there: then ours, whose
+        # trees are celpy's for all that celpy's grammar accepts (kubesim may
+        # share the process in tests). Creating the Environment also sets the
+        # recursion limit to 2500.
         # The type names a library declares (``net.IP``) are celpy annotations.
-        self._env = celpy.Environment(annotations=dict(TYPE_NAMES))
-        self._parser = CELParser.CEL_PARSER
+        self._parser = parser()
+        if CELParser.CEL_PARSER is None:
+            CELParser.CEL_PARSER = self._parser
+        self._env = celpy.Environment(annotations=dict(TYPE_NAMES), runner_class=Runner)
         self._cached = functools.lru_cache(maxsize=cache_size)(self._compile)
 
     def compile(self, source: str, variables: frozenset[str]) -> Any:
@@ -102,8 +114,6 @@ class CelEngine:
         too_long = celcheck.length_error(source)
         if too_long is not None:
             return CompileFailure(too_long)
-        if self._parser is None:  # pragma: no cover - the Environment builds it
-            return CompileFailure("CEL parser unavailable", internal=True)
         try:
             tree = self._parser.parse(source)
         except UnexpectedInput as exc:
@@ -135,6 +145,7 @@ class CelEngine:
             value, error = run_program(program, activation)
             if error is not None:
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, error)
+            value = _native(value)
             if not isinstance(value, celtypes.BoolType | bool):
                 return ExpressionsOutcome(
                     FALSE,
@@ -155,6 +166,7 @@ class CelEngine:
         value, error = run_program(program, activation)
         if error is not None:
             return MessageOutcome(error=error)
+        value = _native(value)
         # celpy's ``+`` on strings returns a plain str, not a StringType.
         if isinstance(value, str):
             return MessageOutcome(message=cap_message(str(value)) or None)
@@ -229,8 +241,6 @@ def runtime_error_text(exc: CELEvalError) -> str:
         return cap_message("no such key: " + text.split(": ", 1)[1].strip("'"))
     if text.startswith("undeclared reference to "):
         return cap_message(text.split(" (in activation", 1)[0] + " (in container '')")
-    if text.endswith("does not support field selection"):
-        return _field_of_scalar(exc, text)
     if text.startswith("Attempt to reduce an empty sequence"):  # celpy's min macro
         return "min called on empty list"
     if kind is TypeError or text.startswith("found no matching overload"):
@@ -240,17 +250,6 @@ def runtime_error_text(exc: CELEvalError) -> str:
     if text in ("return error for overflow", "overflow"):
         return "integer overflow" if detail_text in ("", "overflow") else cap_message(detail_text)
     return cap_message(text.split(" (in activation", 1)[0])
-
-
-def _field_of_scalar(exc: CELEvalError, text: str) -> str:
-    """``x.f`` on a value that is not a map, in cel-go's words (celpy keeps the node, not f)."""
-    tree = getattr(exc, "tree", None)
-    children: list[Any] = list(getattr(tree, "children", None) or [])
-    if getattr(tree, "data", None) != "member_dot" or len(children) < 2:
-        return "no such overload"
-    if "ListType'>'" in text:
-        return "unsupported index type 'string' in list"
-    return cap_message(f"no such key: {children[1]}")
 
 
 # Order matters: BoolType, IntType and UintType are all Python ints, and
@@ -275,8 +274,17 @@ _GO_TYPE_NAMES: Final[tuple[tuple[type | tuple[type, ...], str], ...]] = (
 )
 
 
+def _native(value: Any) -> Any:
+    """What OCM reads of a result: cel-go's ``Value()`` of an optional is its content's."""
+    while isinstance(value, CelOptional) and value.present:
+        value = value.value()
+    return value
+
+
 def go_type_name(value: Any) -> str:
     """The Go type cel-go's ``out.Value()`` would have for a result (``reflect.TypeOf``)."""
+    if isinstance(value, CelOptional):
+        return "<nil>"  # an empty one: its Value() is nil
     for kind, name in _GO_TYPE_NAMES:
         if isinstance(value, kind):
             return name

@@ -49,7 +49,8 @@ from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
 from ocmkit.govalues import go_format_value
-from workagent.conditions import kubevalues
+from workagent.conditions import celoptional, kubevalues
+from workagent.conditions.celoptional import CelOptional
 from workagent.conditions.kubevalues import CIDR, IP, URL, KubeValueError, Semver
 from workagent.quantity import parse_quantity
 
@@ -144,6 +145,25 @@ _GO_SPACE: Final = (
     + "".join(map(chr, range(0x2000, 0x200B)))
     + ("\u2028\u2029\u202f\u205f\u3000")
 )
+
+
+_QUOTED: Final = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
+
+
+def quote(text: Any) -> celtypes.StringType:
+    """``strings.quote(s)``: ``s`` in double quotes, CEL's escapes for ``\\``, ``"`` and
+    the control characters that have one (others, and all non-ASCII, as they are)."""
+    return _bounded('"' + "".join(_QUOTED.get(c, c) for c in _string(text)) + '"')
 
 
 def char_at(text: Any, index: Any) -> celtypes.StringType:
@@ -296,14 +316,17 @@ _CLAUSE_TYPES: Final = {
 _MAX_PRECISION: Final = 100
 
 
-def _format_value(value: Any) -> str:
-    """``%s`` of a value: nested strings unquoted, map entries sorted by their text."""
+def format_value(value: Any) -> str:
+    """``%s`` of a value: nested strings unquoted, map entries sorted by their text.
+
+    Also how cel-go prints a value into an error message (``%v``).
+    """
     kind = _clause_type(value, "s")
     if kind == "list":
-        return "[" + ", ".join(_format_value(v) for v in value) + "]"
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
     if kind == "map":
         items = sorted(
-            ((_format_value(k), _format_value(v)) for k, v in value.items()), key=lambda i: i[0]
+            ((format_value(k), format_value(v)) for k, v in value.items()), key=lambda i: i[0]
         )
         return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
     if kind == "type":
@@ -438,7 +461,7 @@ def string_format(template: Any, args: Any) -> celtypes.StringType:
 
     def render(index: int, verb: str, precision: int) -> str:
         if verb == "s":
-            return _format_value(values[index])
+            return format_value(values[index])
         return _format_number(values[index], verb, precision)
 
     return _bounded(format_clauses(text, len(values), render))
@@ -698,10 +721,8 @@ def ip(value: Any) -> IP:
     return kubevalues.parse_ip(_string(value))
 
 
-def ip_is_canonical(namespace: Any, text: Any) -> celtypes.BoolType:
+def ip_is_canonical(text: Any) -> celtypes.BoolType:
     """``ip.isCanonical(s)``: ``s`` is the one way ``ip()`` prints its address."""
-    if namespace is not FUNCTIONS["ip"]:
-        raise TypeError("no such overload")
     return celtypes.BoolType(str(ip(_string(text))) == text)
 
 
@@ -713,7 +734,7 @@ def to_string(value: Any) -> celtypes.StringType:
         return celtypes.StringType("true" if value else "false")
     if isinstance(value, float):
         return celtypes.StringType(go_format_value(float(value)))
-    if value is None or isinstance(value, (list, dict, *_LIBRARY_TYPES)):
+    if value is None or isinstance(value, (list, dict, CelOptional, *_LIBRARY_TYPES)):
         raise TypeError("no such overload")
     return celtypes.StringType(value)
 
@@ -786,6 +807,13 @@ def cel_equal(a: Any, b: Any) -> bool:
     """CEL heterogeneous equality: numbers by value, other kinds never equal each other."""
     if a is None or b is None:
         return a is None and b is None
+    if isinstance(a, CelOptional) or isinstance(b, CelOptional):
+        return (
+            isinstance(a, CelOptional)
+            and isinstance(b, CelOptional)
+            and a.present == b.present
+            and (not a.present or cel_equal(a.value(), b.value()))
+        )
     a_bool, b_bool = _is_bool(a), _is_bool(b)
     if a_bool or b_bool:
         return a_bool and b_bool and bool(a) == bool(b)
@@ -931,8 +959,12 @@ def _index(container: Any, key: Any) -> Any:
             raise CelKeyError(f"no such key: {_format_key(key)}")
         return value
     if isinstance(container, list):
-        if isinstance(key, float) and key.is_integer():
+        if isinstance(key, float):
+            if not key.is_integer():
+                raise CelFunctionError(f"unsupported index value {_format_key(key)} in list")
             key = int(key)
+        if isinstance(key, str | bytes) or _is_bool(key):
+            raise CelFunctionError(f"unsupported index type '{cel_type_name(key)}' in list")
         index = _int(key)
         if index < 0 or index >= len(container):
             raise CelIndexError(f"index out of bounds: {index}")
@@ -986,7 +1018,11 @@ GLOBAL_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
 }
 #: Library functions with a qualified name, ``ip.isCanonical(s)`` (celpy calls them as a
 #: method of the function ``ip``), by the name of that method.
-QUALIFIED_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {"ip.isCanonical": ip_is_canonical}
+QUALIFIED_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
+    "ip.isCanonical": ip_is_canonical,
+    "strings.quote": quote,
+    **celoptional.QUALIFIED,
+}
 #: Library functions called as methods, ``x.f(...)``.
 METHODS: Final[dict[str, Callable[..., Any]]] = {
     # Strings.
@@ -1048,6 +1084,8 @@ METHODS: Final[dict[str, Callable[..., Any]]] = {
     "major": _getter(Semver, lambda v: v.major, _int64),
     "minor": _getter(Semver, lambda v: v.minor, _int64),
     "patch": _getter(Semver, lambda v: v.patch, _int64),
+    # Optional values, and a list's first() and last().
+    **celoptional.METHODS,
 }
 #: Functions and operator overrides bound to every program.
 FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
@@ -1071,7 +1109,7 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "_[_]": _index,
     **GLOBAL_FUNCTIONS,
     **METHODS,
-    **{name.rsplit(".", 1)[1]: function for name, function in QUALIFIED_FUNCTIONS.items()},
+    **QUALIFIED_FUNCTIONS,
 }
 FUNCTIONS.update({name: _propagating(function) for name, function in FUNCTIONS.items()})
 
@@ -1106,6 +1144,7 @@ _CEL_TYPES: Final[tuple[tuple[type | tuple[type, ...], str], ...]] = (
     (dict, "map"),
     (type(None), "null_type"),
     (celtypes.TypeType, "type"),
+    (CelOptional, "optional_type"),
     *_CEL_TYPE_NAMES.items(),
 )
 
@@ -1125,4 +1164,4 @@ def type_value_name(value: Any) -> str:
     return next((name for kind, name in _CEL_TYPES if issubclass(value, kind)), value.__name__)
 
 
-TYPE_NAMES: Final[dict[str, type]] = {"net.IP": IP, "net.CIDR": CIDR}
+TYPE_NAMES: Final[dict[str, type]] = {"net.IP": IP, "net.CIDR": CIDR, "optional_type": CelOptional}

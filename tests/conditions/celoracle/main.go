@@ -12,7 +12,8 @@
 //	"value":   the result as a tagged tree: [type, payload], where a list's
 //	           payload is its elements' trees, a map's is [key, value] pairs,
 //	           a double's is strconv's shortest text, bytes are a string, and
-//	           a duration, timestamp or library value is its Go text.
+//	           a duration, timestamp or library value is its Go text, an
+//	           optional's is its content's tree (null when it has none).
 package main
 
 import (
@@ -132,6 +133,11 @@ func tagged(val ref.Val) []any {
 		return []any{name, v.Time.UTC().Format(time.RFC3339Nano)}
 	case *types.Type:
 		return []any{name, v.TypeName()}
+	case *types.Optional:
+		if !v.HasValue() {
+			return []any{name, nil}
+		}
+		return []any{name, tagged(v.GetValue())}
 	case traits.Mapper:
 		pairs := []any{}
 		for it := v.Iterator(); it.HasNext() == types.True; {

@@ -1,0 +1,182 @@
+"""CEL optional types, strings.quote, the three-argument map and trailing commas.
+
+Every ``expression`` here is also evaluated by cel-go itself in
+tests/conditions/test_cel_oracle.py (the realkube leg), against the same object.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from celpy.adapter import json_to_cel
+
+from tests.conditions.test_celengine import OBJ, error, run, true
+from workagent.conditions.celengine import CelEngine
+from workagent.conditions.protocol import ExpressionsOutcome, MessageOutcome
+
+
+@pytest.fixture(scope="module")
+def engine() -> CelEngine:
+    return CelEngine()
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        # Selection: a missing field, key or index is an empty optional, not an error.
+        "object.?status.?readyReplicas.orValue(0) == 2",
+        "object.?status.?missing.orValue(7) == 7",
+        "!object.?spec.?paused.hasValue()",
+        "object.?status.nothing.hasValue()",  # present, and null
+        "object.?metadata.labels.app.orValue('') == 'web'",
+        "object.?missing.labels.app.orValue('none') == 'none'",
+        "object.?status.conditions[0].type.value() == 'Available'",
+        "object.?status.conditions[5].type.orValue('none') == 'none'",
+        "!object.status.conditions[?9].hasValue()",
+        "object.status.conditions[?1].value().type == 'Progressing'",
+        "object[?'spec'].replicas.value() == 3",
+        "!object.spec.replicas.?x.hasValue()",  # a field of a number: empty, as cel-go has it
+        "{'a': 1}[?'b'] == optional.none() && {1: 'x'}[?1] == optional.of('x')",
+        # Literals: the element or entry only when the optional has a value.
+        "[?object.?spec.?replicas, ?object.?spec.?paused] == [3]",
+        "{?'r': object.?spec.?replicas, ?'p': object.?spec.?paused} == {'r': 3}",
+        "[?optional.none()] == [] && {?'k': optional.none()}.size() == 0",
+        # Values and functions.
+        "optional.of(1) == optional.of(1) && optional.none() == optional.none()",
+        "optional.of(1) != optional.none() && optional.of(1) != optional.of(2)",
+        "optional.of(optional.none()).hasValue()",
+        "optional.ofNonZeroValue('') == optional.none() && optional.ofNonZeroValue(0) == optional.none()",
+        "optional.ofNonZeroValue(0.0) == optional.none() && optional.ofNonZeroValue(null) == optional.none()",
+        "optional.ofNonZeroValue(false) == optional.none() && optional.ofNonZeroValue({}) == optional.none()",
+        "optional.ofNonZeroValue(duration('0s')) == optional.none()",
+        "optional.ofNonZeroValue(timestamp('1970-01-01T00:00:00Z')).hasValue()",
+        "optional.ofNonZeroValue([1]).hasValue() && optional.ofNonZeroValue(0u) == optional.none()",
+        "optional.none().or(optional.of(2)).value() == 2",
+        "optional.of(1).or(optional.of(2)).value() == 1",
+        "optional.none().orValue('d') == 'd'",
+        "object.?spec.?replicas.optMap(r, r * 2).value() == 6",
+        "object.?spec.?paused.optMap(p, !p) == optional.none()",
+        "object.?spec.optFlatMap(s, s.?replicas).value() == 3",
+        "optional.of(1).optFlatMap(x, optional.none()) == optional.none()",
+        "optional.unwrap([optional.of(1), optional.none()]) == [1]",
+        "[optional.none(), optional.of('a')].unwrapOpt() == ['a']",
+        "object.status.conditions.first().value().type == 'Available'",
+        "object.status.conditions.last().value().type == 'Progressing'",
+        "object.status.empty.first() == optional.none()",
+        "type(object.?spec) == optional_type",
+        "optional.of(1) in [optional.of(1)]",
+        # The three-argument map: filter, then transform (a map's keys).
+        "object.status.conditions.map(c, c.status == 'True', c.type) == ['Available', 'Progressing']",
+        "object.metadata.labels.map(k, k != 'app', k) == ['tier']",
+        "[1, 2, 3].map(x, x > 5, x) == []",
+        # strings.quote: CEL's escapes, the rest as it is.
+        "strings.quote('a\"b') == '\"a\\\\\"b\"'",
+        "strings.quote('tab\\there\\n') == '\"tab\\\\there\\\\n\"'",
+        "strings.quote('é') == '\"é\"'",
+        # Trailing commas; a repeated map key keeps the last value.
+        "[1, 2,] == [1, 2] && {'a': 1,} == {'a': 1}",
+        "{'a': 1, 'a': 2}['a'] == 2",
+    ],
+)
+def test_true(engine: CelEngine, expression: str) -> None:
+    true(engine, expression)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("optional.none().value() == 1", "optional.none() dereference"),
+        (
+            "[?object.spec.replicas] == []",
+            "cannot initialize optional list element from non-optional value 3",
+        ),
+        (
+            "{?'k': object.kind} == {}",
+            "cannot initialize optional entry 'k' from non-optional value Deployment",
+        ),
+        # (Not a map: cel-go prints one in Go's random map order.)
+        (
+            "[?object.status.empty] == []",
+            "cannot initialize optional list element from non-optional value []",
+        ),
+        (
+            "object.status.conditions[?'x'].hasValue()",
+            "unsupported index type 'string' in list",
+        ),
+        ("object.status.conditions['x'] == 1", "unsupported index type 'string' in list"),
+        ("object.status.conditions[1.5] == 1", "unsupported index value 1.5 in list"),
+        ("object.status.conditions[true] == 1", "unsupported index type 'bool' in list"),
+        ("[1, 2].map(x, x / 0 > 1, x) == []", "division by zero"),
+        ("[1, 2].map(x, x > 1, x / 0) == []", "division by zero"),
+        ("object.?spec.?replicas.optMap(r, r / 0).hasValue()", "division by zero"),
+        ("object.?nope.orValue(object.nope) == 1", "no such key: nope"),
+        ("strings.quote(1) == ''", "no such overload"),
+        ("string(optional.of(1)) == ''", "no such overload"),
+        ("object.?spec + 1 == 1", "no such overload"),
+    ],
+)
+def test_runtime_errors(engine: CelEngine, expression: str, message: str) -> None:
+    assert error(engine, expression) == message
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("has(object.?spec)", "invalid argument to has() macro"),
+        ("[?1] == []", "expected type 'optional_type(int)' but found 'int'"),
+        ("{?'k': 'v'} == {}", "expected type 'optional_type(string)' but found 'string'"),
+        ("size(?object)", "Syntax error: mismatched input '?'"),
+        ("object.?['spec']", "Syntax error: mismatched input '['"),
+        ("optional.of", "undeclared reference to 'optional' (in container '')"),
+        ("optional.some(1)", "undeclared reference to 'optional' (in container '')"),
+        ("[1].map(x, x, x, x) == []", "undeclared reference to 'map' (in container '')"),
+        ("f(1,)", "Syntax error: mismatched input ')'"),
+    ],
+)
+def test_compile_errors(engine: CelEngine, expression: str, message: str) -> None:
+    assert message in error(engine, expression).split("\n", 1)[0]
+
+
+@pytest.mark.parametrize(
+    ("expression", "outcome"),
+    [
+        # OCM reads a result with cel-go's Value(): an optional's is its content's.
+        (
+            "object.?spec.?replicas.optMap(r, r == 3)",
+            ExpressionsOutcome("True", "ConditionRuleEvaluated"),
+        ),
+        ("optional.of(false)", ExpressionsOutcome("False", "ConditionRuleEvaluated")),
+        (
+            "object.?spec",
+            ExpressionsOutcome(
+                "False",
+                "ConditionRuleExpressionError",
+                "expected bool result, got map[string]interface {}",
+            ),
+        ),
+        (
+            "object.?missing",
+            ExpressionsOutcome(
+                "False", "ConditionRuleExpressionError", "expected bool result, got <nil>"
+            ),
+        ),
+    ],
+)
+def test_optional_results(engine: CelEngine, expression: str, outcome: ExpressionsOutcome) -> None:
+    assert run(engine, expression) == outcome
+
+
+@pytest.mark.parametrize(
+    ("source", "outcome"),
+    [
+        ("object.?metadata.?name", MessageOutcome(message="web")),
+        (
+            "object.?metadata.?missing",
+            MessageOutcome(error="expected message expression to have a string result, got <nil>"),
+        ),
+    ],
+)
+def test_optional_messages(engine: CelEngine, source: str, outcome: MessageOutcome) -> None:
+    activation: dict[str, Any] = {"object": json_to_cel(OBJ), "result": True}
+    assert engine.evaluate_message(source, activation) == outcome

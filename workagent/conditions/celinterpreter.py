@@ -1,0 +1,302 @@
+"""celpy's parser and interpreter, extended with the syntax cel-go has and celpy lacks.
+
+* Optional syntax (:mod:`workagent.conditions.celoptional`): ``x.?f`` and
+  ``x[?k]`` (an optional: empty where the field, key or index is missing),
+  ``[?o, ...]`` and ``{?k: o}`` (the element or entry only when ``o`` has a
+  value); a field or index taken from an optional is optional too, so
+  ``object.?status.ready`` is empty rather than an error when ``status`` or
+  ``ready`` is missing.
+* Trailing commas in list and map literals (``[1, 2,]``).
+* Namespaced calls, ``optional.of(x)``, ``strings.quote(s)``: celpy would
+  evaluate ``optional`` as a variable.
+* The macros ``o.optMap(v, e)``, ``o.optFlatMap(v, e)`` and the three-argument
+  ``l.map(v, filter, e)``.
+
+The grammar is celpy's own, edited on load (:func:`parser`): an edit
+that no longer applies fails loudly at start-up rather than parsing
+differently.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final, NamedTuple
+
+import celpy
+from celpy import celtypes
+from celpy.celparser import CELParser
+from celpy.evaluation import CELEvalError, Evaluator, NameContainer
+from lark import Lark, Token, Tree
+
+from workagent.conditions.celcheck import simple_name
+from workagent.conditions.celfunctions import (
+    QUALIFIED_FUNCTIONS,
+    CelFunctionError,
+    format_value,
+)
+from workagent.conditions.celoptional import NONE, CelOptional
+
+# (celpy's rule, ours): each must match celpy's grammar exactly once.
+_GRAMMAR_EDITS: Final = (
+    (
+        "member         : member_dot | member_dot_arg | member_index | member_object | primary\n",
+        "member         : member_dot | member_dot_arg | member_index | member_object"
+        " | member_optdot | member_optindex | primary\n"
+        'member_optdot  : member "." "?" IDENT\n'
+        'member_optindex : member "[" "?" expr "]"\n',
+    ),
+    # A list literal's elements are an ``exprlist`` too, with ``?e`` and a trailing comma.
+    (
+        'list_lit       : "[" [exprlist] "]"\n',
+        'list_lit       : "[" [listinits] "]" | "[" "," "]"\n'
+        'listinits      : (expr | opt_expr) ("," (expr | opt_expr))* [","] -> exprlist\n'
+        'opt_expr       : "?" expr\n',
+    ),
+    (
+        'map_lit        : "{" [mapinits] "}"\n',
+        'map_lit        : "{" [mapinits] "}" | "{" "," "}"\n',
+    ),
+    (
+        'mapinits       : expr ":" expr ("," expr ":" expr)*\n',
+        'mapinits       : (expr | opt_expr) ":" expr ("," (expr | opt_expr) ":" expr)* [","]\n',
+    ),
+)
+
+
+@functools.cache
+def parser() -> Lark:
+    """celpy's LALR parser for the edited grammar (celpy's options, its literal callback)."""
+    grammar = (Path(celpy.__file__).parent / "cel.lark").read_text()
+    for old, new in _GRAMMAR_EDITS:
+        if grammar.count(old) != 1:
+            raise RuntimeError(f"cel-python's grammar has changed: cannot edit {old.strip()!r}")
+        grammar = grammar.replace(old, new)
+    return Lark(
+        grammar,
+        parser="lalr",
+        start="expr",
+        g_regex_flags=re.M,
+        lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
+        propagate_positions=True,
+        maybe_placeholders=False,
+        priority="invert",
+    )
+
+
+class _Element(NamedTuple):
+    """An ``?e`` element or key of a literal, before the literal decides on it."""
+
+    value: Any
+
+
+def _error(message: str, tree: Tree[Any]) -> CELEvalError:
+    """A run-time error whose text the engine reports as it is."""
+    return CELEvalError(message, CelFunctionError, (message,), tree=tree)
+
+
+class Interpreter(Evaluator):
+    """celpy's tree-walking evaluator with the extensions of this module."""
+
+    def sub_evaluator(self, ast: Tree[Any]) -> Interpreter:
+        """Macros evaluate their bodies with this class too."""
+        return Interpreter(ast, activation=self.activation)
+
+    # -- selection and indexing -------------------------------------------------------
+
+    def member_dot(self, tree: Tree[Any]) -> Any:
+        """``x.f``: a map's entry; optional when ``x`` is."""
+        operand_tree, name = tree.children
+        operand = self.visit(operand_tree)
+        if isinstance(operand, CelOptional | CELEvalError):
+            return _select(operand, str(name))
+        if isinstance(operand, NameContainer):  # a dict too
+            return super().member_dot(tree)  # a qualified name: ``net.IP``
+        if isinstance(operand, dict):
+            found = dict.get(operand, str(name), _MISSING)
+            return _error(f"no such key: {name}", tree) if found is _MISSING else found
+        if isinstance(operand, list):
+            return _error("unsupported index type 'string' in list", tree)
+        return _error(f"no such key: {name}", tree)
+
+    def member_optdot(self, tree: Tree[Any]) -> Any:
+        """``x.?f``."""
+        operand_tree, name = tree.children
+        return _select(self.visit(operand_tree), str(name))
+
+    def member_index(self, tree: Tree[Any]) -> Any:
+        """``x[k]``; optional when ``x`` is."""
+        operand, key = self.visit_children(tree)
+        if isinstance(operand, CelOptional):
+            return self._optional_index(operand, key, tree)
+        return self._index(operand, key, tree)
+
+    def member_optindex(self, tree: Tree[Any]) -> Any:
+        """``x[?k]``."""
+        operand, key = self.visit_children(tree)
+        return self._optional_index(operand, key, tree)
+
+    def _index(self, operand: Any, key: Any, tree: Tree[Any]) -> Any:
+        try:
+            return self.activation.resolve_function("_[_]")(operand, key)
+        except (TypeError, KeyError, IndexError, ValueError) as exc:
+            text = str(exc.args[0]) if exc.args else "no such overload"
+            return CELEvalError(text, type(exc), exc.args, tree=tree)
+
+    def _optional_index(self, operand: Any, key: Any, tree: Tree[Any]) -> Any:
+        if isinstance(operand, CelOptional):
+            if not operand.present:
+                return NONE
+            operand = operand.value()
+        try:
+            found = self.activation.resolve_function("_[_]")(operand, key)
+        except (KeyError, IndexError):
+            return NONE
+        except (TypeError, ValueError) as exc:
+            text = str(exc.args[0]) if exc.args else "no such overload"
+            return CELEvalError(text, type(exc), exc.args, tree=tree)
+        return found if isinstance(found, CELEvalError) else CelOptional(found)
+
+    # -- literals ---------------------------------------------------------------------
+
+    def opt_expr(self, tree: Tree[Any]) -> Any:
+        """``?e`` in a literal: marked for the list or map that holds it."""
+        value = self.visit(tree.children[0])
+        return value if isinstance(value, CELEvalError) else _Element(value)
+
+    def exprlist(self, tree: Tree[Any]) -> Any:
+        """A call's arguments or a list literal's elements: ``?o`` only when ``o`` has a value."""
+        values = super().exprlist(tree)
+        if isinstance(values, CELEvalError):
+            return values
+        elements = []
+        for value in values:
+            if not isinstance(value, _Element):
+                elements.append(value)
+            elif not isinstance(value.value, CelOptional):
+                return _error(
+                    "cannot initialize optional list element from non-optional value "
+                    + _text(value.value),
+                    tree,
+                )
+            elif value.value.present:
+                elements.append(value.value.value())
+        return celtypes.ListType(elements)
+
+    def mapinits(self, tree: Tree[Any]) -> Any:
+        """A map literal's entries: ``?k: o`` only when ``o`` has a value."""
+        values: list[Any] = self.visit_children(tree)
+        result = celtypes.MapType()
+        for key, value in zip(values[0::2], values[1::2], strict=True):
+            for part in (key, value):
+                if isinstance(part, CELEvalError):
+                    return part
+            if not isinstance(key, _Element):
+                result[key] = value  # a repeated key: the last entry wins, as in cel-go
+            elif not isinstance(value, CelOptional):
+                return _error(
+                    f"cannot initialize optional entry '{_text(key.value)}' "
+                    f"from non-optional value {_text(value)}",
+                    tree,
+                )
+            elif value.present:
+                result[key.value] = value.value()
+        return result
+
+    # -- calls and macros -------------------------------------------------------------
+
+    def member_dot_arg(self, tree: Tree[Any]) -> Any:
+        """Namespaced calls and the macros celpy lacks; the rest as celpy does them."""
+        operand_tree, name = tree.children[0], str(tree.children[1])
+        args: Sequence[Any] = tree.children[2].children if len(tree.children) > 2 else ()
+        qualified = f"{simple_name(operand_tree)}.{name}"
+        if qualified in QUALIFIED_FUNCTIONS:
+            values = [self.visit(arg) for arg in args]
+            return self.function_eval(Token("IDENT", qualified), values)
+        if name in ("optMap", "optFlatMap") and len(args) == 2:
+            return self._opt_map(self.visit(operand_tree), name == "optFlatMap", args, tree)
+        if name == "map" and len(args) == 3:
+            return self._filter_map(self.visit(operand_tree), args, tree)
+        return super().member_dot_arg(tree)
+
+    def _body(self, variable: Any, body: Any) -> Callable[[Any], Any]:
+        """A macro's body as a function of its variable; errors are returned, not raised."""
+        evaluator, name = self.sub_evaluator(body), simple_name(variable)
+
+        def run(value: Any) -> Any:
+            try:
+                return evaluator.evaluate({str(name): value})
+            except CELEvalError as exc:
+                return exc
+
+        return run
+
+    def _opt_map(self, operand: Any, flat: bool, args: Sequence[Any], tree: Tree[Any]) -> Any:
+        if isinstance(operand, CELEvalError):
+            return operand
+        if not isinstance(operand, CelOptional):
+            return _error("no such overload", tree)
+        if not operand.present:
+            return NONE
+        result = self._body(*args)(operand.value())
+        if isinstance(result, CELEvalError) or not flat:
+            return result if isinstance(result, CELEvalError) else CelOptional(result)
+        return result if isinstance(result, CelOptional) else _error("no such overload", tree)
+
+    def _filter_map(self, operand: Any, args: Sequence[Any], tree: Tree[Any]) -> Any:
+        """``l.map(v, filter, e)``: ``e`` of the elements (a map's keys) ``filter`` keeps."""
+        if isinstance(operand, CELEvalError):
+            return operand
+        if not isinstance(operand, list | dict):
+            return _error("no such overload", tree)
+        keep, transform = self._body(args[0], args[1]), self._body(args[0], args[2])
+        result = []
+        for item in operand:
+            kept = keep(item)
+            if isinstance(kept, CELEvalError):
+                return kept
+            if not isinstance(kept, celtypes.BoolType | bool):
+                return _error("no such overload", tree)
+            if kept:
+                mapped = transform(item)
+                if isinstance(mapped, CELEvalError):
+                    return mapped
+                result.append(mapped)
+        return celtypes.ListType(result)
+
+
+class Runner(celpy.InterpretedRunner):
+    """celpy's interpreted runner, evaluating with :class:`Interpreter`."""
+
+    def evaluate(self, context: Any) -> Any:
+        """Evaluate the program with ``context`` bound."""
+        return Interpreter(ast=self.ast, activation=self.new_activation()).evaluate(context)
+
+
+_MISSING: Final = object()
+
+
+def _select(operand: Any, name: str) -> Any:
+    """``x.?name``: empty when ``x`` is, or is not a map holding ``name``."""
+    if isinstance(operand, CELEvalError):
+        return operand
+    if isinstance(operand, CelOptional):
+        if not operand.present:
+            return NONE
+        operand = operand.value()
+    if isinstance(operand, dict):
+        found = dict.get(operand, name, _MISSING)
+        return NONE if found is _MISSING else CelOptional(found)
+    return NONE
+
+
+def _text(value: Any) -> str:
+    """A value as cel-go's ``%v`` prints it in error messages (null is its enum's 0)."""
+    if value is None:
+        return "0"
+    try:
+        return format_value(value)
+    except CelFunctionError:
+        return str(value)
