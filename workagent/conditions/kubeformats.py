@@ -97,7 +97,7 @@ def _dns1123_label(raw: str) -> list[str]:
 
 
 def _dns1123_subdomain(raw: str, unit: str = "characters") -> list[str]:
-    """``IsDNS1123Subdomain``; ``unit`` is the length error's word (``bytes`` in package content)."""
+    """``IsDNS1123Subdomain``; ``unit`` words the length error (``bytes`` in package content)."""
     too_long = len(raw) > _DNS_SUBDOMAIN_MAX
     errors = [_max_len_error(_DNS_SUBDOMAIN_MAX, unit)] if too_long else []
     if not _matches(_DNS1123_SUBDOMAIN, raw):
