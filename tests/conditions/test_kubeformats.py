@@ -2,7 +2,8 @@
 
 The expected strings are cel-go's answers (tests/conditions/celoracle,
 k8s.io/apiserver v0.35.4) to ``format.<name>().validate(<value>)``;
-:func:`test_matches_the_go_library` asks the oracle itself for a corpus.
+:func:`test_matches_the_go_library` asks the oracle itself, for a corpus and
+every value of the unit cases.
 """
 
 from __future__ import annotations
@@ -367,7 +368,8 @@ def test_reads_both_shapes_of_the_oracles_answer(
 
 @pytest.mark.realkube
 def test_matches_the_go_library() -> None:
-    cases = [(name, value) for name in FORMAT_NAMES for value in CORPUS]
+    values = dict.fromkeys(CORPUS + [value for _, value, _ in CASES])  # the unit cases' too
+    cases = [(name, value) for name in FORMAT_NAMES for value in values]
     # A JSON string is a CEL string literal (same escapes; the rest is left as it is).
     calls = [
         f"format.{name}().validate({json.dumps(value, ensure_ascii=False)})"
