@@ -257,19 +257,24 @@ def _ours(engine: CelEngine, expression: str) -> dict[str, Any]:
     return {"error": error} if error is not None else {"value": _tagged(value)}
 
 
-@pytest.fixture(scope="module")
-def oracle_answers() -> dict[str, dict[str, Any]]:
+def ask_oracle(expressions: list[str], obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """cel-go's answers to ``expressions`` (``object`` bound to ``obj``), in their order."""
     oracle = _oracle_path()
     if not oracle.exists():
         pytest.fail(f"{oracle} is not built: run `make cel-oracle` (needs Go and the module proxy)")
-    expressions = list(dict.fromkeys(_test_expressions() + _format_cases()))
-    lines = "".join(json.dumps({"expr": e, "object": OBJ}) + "\n" for e in expressions)
+    lines = "".join(json.dumps({"expr": e, "object": obj}) + "\n" for e in expressions)
     done = subprocess.run(
         [str(oracle)], input=lines, capture_output=True, text=True, timeout=120, check=True
     )
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(answers) == len(expressions), done.stderr
-    return dict(zip(expressions, answers, strict=True))
+    return answers
+
+
+@pytest.fixture(scope="module")
+def oracle_answers() -> dict[str, dict[str, Any]]:
+    expressions = list(dict.fromkeys(_test_expressions() + _format_cases()))
+    return dict(zip(expressions, ask_oracle(expressions, OBJ), strict=True))
 
 
 def test_corpus_is_broad(oracle_answers: dict[str, dict[str, Any]]) -> None:

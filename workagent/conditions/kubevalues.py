@@ -23,7 +23,8 @@ class KubeValueError(ValueError):
     """A string the Kubernetes library rejects; the message is what cel-go reports."""
 
 
-def _go_bytes(text: str) -> str:
+def go_bytes(text: str) -> str:
+    """``text`` as a Go byte string: one character per UTF-8 byte, so ``len`` is Go's."""
     return text.encode("utf-8", "surrogatepass").decode("latin-1")
 
 
@@ -212,7 +213,7 @@ def _is_4in6(ip: IP) -> bool:
 
 def parse_ip(text: str) -> IP:
     """``ip(s)``: an address without zone that is not IPv4-mapped IPv6."""
-    raw = _go_bytes(text)
+    raw = go_bytes(text)
     try:
         ip, zone = _parse_addr(raw)
     except _AddrError as exc:
@@ -261,7 +262,7 @@ class CIDR:
 
 def parse_cidr(text: str) -> CIDR:
     """``cidr(s)``: ``netip.ParsePrefix`` without IPv4-mapped IPv6 addresses."""
-    raw = _go_bytes(text)
+    raw = go_bytes(text)
     address, slash, bits = raw.rpartition("/")
 
     def fail(msg: str) -> KubeValueError:
@@ -542,7 +543,7 @@ def _parse(raw: str, *, via_request: bool) -> URL:
 
 def parse_url(text: str) -> URL:
     """``url(s)``: valid for ``url.ParseRequestURI``, and the value ``url.Parse`` gives."""
-    raw = where = _go_bytes(text)
+    raw = where = go_bytes(text)
     before, _, fragment = raw.partition("#")
     try:
         _parse(raw, via_request=True)
@@ -560,13 +561,19 @@ def parse_url(text: str) -> URL:
     return parsed
 
 
+def request_uri_error(text: str) -> str | None:
+    """Go's ``url.ParseRequestURI(text)`` error text (``parse "...": ...``); None if it accepts."""
+    raw = go_bytes(text)
+    try:
+        _parse(raw, via_request=True)
+    except _URLError as exc:
+        return f"parse {go_quote(raw)}: {exc}"
+    return None
+
+
 def is_url(text: str) -> bool:
     """``isURL(s)``: ``url.ParseRequestURI`` accepts it."""
-    try:
-        _parse(_go_bytes(text), via_request=True)
-    except _URLError:
-        return False
-    return True
+    return request_uri_error(text) is None
 
 
 # --------------------------------------------------------------------------
@@ -639,7 +646,7 @@ def parse_semver(text: str) -> Semver:
     """``semver(s)``: strict semver 2.0 (no ``v`` prefix, all three numbers)."""
     if not text:
         raise KubeValueError("Version string empty")
-    parts = _go_bytes(text).split(".", 2)  # quoted in errors as Go quotes bytes
+    parts = go_bytes(text).split(".", 2)  # quoted in errors as Go quotes bytes
     if len(parts) != 3:
         raise KubeValueError("No Major.Minor.Patch elements found")
     major, minor = _number(parts[0], "major number"), _number(parts[1], "minor number")

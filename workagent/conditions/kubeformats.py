@@ -1,0 +1,269 @@
+"""The validators behind Kubernetes' CEL named formats (``format.dns1123Label()`` and the rest).
+
+k8s.io/apiserver's ``library.Format()`` (v0.35.4) gives every name of
+:data:`FORMAT_NAMES` a validator; ``<format>.validate(s)`` is none when the
+validator returns no error strings, else the list of them. :func:`validate`
+returns those strings exactly as Go words them and in Go's order, so a rule's
+``messageExpression`` reads the same on our agent as on OCM's.
+
+Go's rules, not Python's, decide:
+
+- lengths are Go's ``len``, in UTF-8 bytes: values are checked as Go byte
+  strings (:func:`~workagent.conditions.kubevalues.go_bytes`), which also makes
+  a ``*Prefix`` format mask its trailing dash byte-wise as Go does;
+- the apimachinery helpers come in two generations: ``util/validation``
+  (the three DNS names) says ``must be no more than 63 characters``,
+  ``api/validate/content`` (qualified names, label values) says ``... bytes``;
+- the patterns are RE2's; each is matched whole (``fullmatch``), which also
+  keeps Python's ``$`` from accepting a trailing newline, and the ones used
+  here mean the same in Python's ``re``;
+- ``uri`` is ``url.ParseRequestURI`` (the Go port in kubevalues); ``uuid``,
+  ``byte``, ``date`` and ``datetime`` are kube-openapi's strfmt checks.
+
+Plain Python (no celpy): binding these to CEL names (``format.named``, the
+optional results, the ``kubernetes.NamedFormat`` type) is the engine's part.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final
+
+from workagent.conditions.kubevalues import go_bytes, request_uri_error
+
+_Validator = Callable[[str], list[str]]
+
+# --------------------------------------------------------------------------
+# apimachinery: DNS names, qualified names, label values
+# --------------------------------------------------------------------------
+
+_DNS1123_LABEL: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN: Final = _DNS1123_LABEL + "(\\." + _DNS1123_LABEL + ")*"
+_DNS1035_LABEL: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_LABEL_KEY: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE: Final = "(" + _LABEL_KEY + ")?"
+
+_DNS1123_LABEL_MSG: Final = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_SUBDOMAIN_MSG: Final = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    "'-' or '.', and must start and end with an alphanumeric character"
+)
+_DNS1035_LABEL_MSG: Final = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+    "start with an alphabetic character, and end with an alphanumeric character"
+)
+_LABEL_KEY_MSG: Final = (
+    "must consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_LABEL_VALUE_MSG: Final = (
+    "a valid label must be an empty string or consist of alphanumeric characters, "
+    "'-', '_' or '.', and must start and end with an alphanumeric character"
+)
+_LABEL_KEY_EXAMPLES: Final = ("MyName", "my.name", "123-abc")
+
+_DNS_LABEL_MAX: Final = 63
+_DNS_SUBDOMAIN_MAX: Final = 253
+_LABEL_MAX: Final = 63
+
+
+def _matches(pattern: str, raw: str) -> bool:
+    return re.fullmatch(pattern, raw) is not None
+
+
+def _regex_error(msg: str, pattern: str, *examples: str) -> str:
+    """apimachinery's ``RegexError``: every example is followed by ``', '`` (hence ``',  or``)."""
+    shown = " or ".join(f"'{example}', " for example in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{pattern}')"
+
+
+def _max_len_error(limit: int, unit: str) -> str:
+    return f"must be no more than {limit} {unit}"
+
+
+def _dns1123_label(raw: str) -> list[str]:
+    """``validation.IsDNS1123Label`` of a Go byte string."""
+    errors = [_max_len_error(_DNS_LABEL_MAX, "characters")] if len(raw) > _DNS_LABEL_MAX else []
+    if not _matches(_DNS1123_LABEL, raw):
+        if _matches(_DNS1123_SUBDOMAIN, raw):
+            errors.append("must not contain dots")
+        else:
+            errors.append(_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL, "my-name", "123-abc"))
+    return errors
+
+
+def _dns1123_subdomain(raw: str, unit: str = "characters") -> list[str]:
+    """``IsDNS1123Subdomain``; ``unit`` words the length error (``bytes`` in package content)."""
+    too_long = len(raw) > _DNS_SUBDOMAIN_MAX
+    errors = [_max_len_error(_DNS_SUBDOMAIN_MAX, unit)] if too_long else []
+    if not _matches(_DNS1123_SUBDOMAIN, raw):
+        errors.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN, "example.com"))
+    return errors
+
+
+def _dns1035_label(raw: str) -> list[str]:
+    """``validation.IsDNS1035Label`` of a Go byte string."""
+    errors = [_max_len_error(_DNS_LABEL_MAX, "characters")] if len(raw) > _DNS_LABEL_MAX else []
+    if not _matches(_DNS1035_LABEL, raw):
+        errors.append(_regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL, "my-name", "abc-123"))
+    return errors
+
+
+def _qualified_name(raw: str) -> list[str]:
+    """``content.IsLabelKey``: an optional DNS subdomain prefix and ``/``, then a name."""
+    parts = raw.split("/")
+    if len(parts) > 2:
+        return [
+            "a valid label key "
+            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY, *_LABEL_KEY_EXAMPLES)
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    errors: list[str] = []
+    if len(parts) == 2:
+        prefix = parts[0]
+        problems = _dns1123_subdomain(prefix, "bytes") if prefix else ["must be non-empty"]
+        errors += [f"prefix part {problem}" for problem in problems]
+    name = parts[-1]
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > _LABEL_MAX:
+        errors.append("name part " + _max_len_error(_LABEL_MAX, "bytes"))
+    if not _matches(_LABEL_KEY, name):
+        errors.append("name part " + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY, *_LABEL_KEY_EXAMPLES))
+    return errors
+
+
+def _label_value(raw: str) -> list[str]:
+    """``content.IsLabelValue`` of a Go byte string."""
+    errors = [_max_len_error(_LABEL_MAX, "bytes")] if len(raw) > _LABEL_MAX else []
+    if not _matches(_LABEL_VALUE, raw):
+        examples = ("MyValue", "my_value", "12345")
+        errors.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE, *examples))
+    return errors
+
+
+def _mask_trailing_dash(raw: str) -> str:
+    """apimachinery's ``maskTrailingDash``: a name to be suffixed may end in ``-``.
+
+    Go drops the last *two* bytes and appends ``a`` (so ``ab-`` is checked as
+    ``aa``); it is kept so, as the error texts and lengths depend on it.
+    """
+    if len(raw) > 1 and raw.endswith("-"):
+        return raw[:-2] + "a"
+    return raw
+
+
+def _on_bytes(check: _Validator, *, prefix: bool = False) -> _Validator:
+    """``check`` of the value as a Go byte string (dash-masked for the ``*Prefix`` formats)."""
+
+    def run(value: str) -> list[str]:
+        raw = go_bytes(value)
+        return check(_mask_trailing_dash(raw) if prefix else raw)
+
+    return run
+
+
+# --------------------------------------------------------------------------
+# kube-openapi strfmt: uri, uuid, byte, date, datetime
+# --------------------------------------------------------------------------
+
+# The strfmt patterns as Go spells them (their ^ and $ are redundant under fullmatch).
+_UUID: Final = re.compile(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
+_BASE64: Final = re.compile(
+    r"^(?:[A-Za-z0-9+\/]{4})*(?:[A-Za-z0-9+\/]{2}==|[A-Za-z0-9+\/]{3}=|[A-Za-z0-9+\/]{4})$"
+)
+_TIME: Final = re.compile(
+    r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$"
+)
+# time.Parse with layout 2006-01-02: four, two and two ASCII digits, nothing more.
+_DATE: Final = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_DAYS_IN_MONTH: Final = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _uri(value: str) -> list[str]:
+    error = request_uri_error(value)
+    return [] if error is None else [error]
+
+
+def _days_in(month: int, year: int) -> int:
+    """Go's ``daysIn``, proleptic Gregorian from year 0 (which Python's calendar lacks)."""
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return 29 if month == 2 and leap else _DAYS_IN_MONTH[month - 1]
+
+
+def _is_date(text: str) -> bool:
+    """strfmt ``IsDate``: ``time.Parse("2006-01-02", text)`` succeeds."""
+    found = _DATE.fullmatch(text)
+    if found is None:
+        return False
+    year, month, day = (int(part) for part in found.groups())
+    return 1 <= month <= 12 and 1 <= day <= _days_in(month, year)
+
+
+def _is_datetime(value: str) -> bool:
+    """strfmt ``IsDateTime``: a date, ``t``, a time of day with a zone, case-insensitively.
+
+    Go lowercases the whole string and splits it at every ``t``; only the
+    first two pieces are looked at (so ``...Z`` + ``T`` + anything passes).
+    Lowering ASCII only is exact here: no other character lowers to one the
+    patterns name, and every character stays one character for the pattern's
+    ``.``.
+    """
+    if len(go_bytes(value)) < 4:
+        return False
+    pieces = value.translate(_ASCII_LOWER).split("t")
+    if len(pieces) < 2 or not _is_date(pieces[0]):
+        return False
+    time = _TIME.fullmatch(pieces[1])
+    if time is None:
+        return False
+    hour, minute, second = time.group(1, 2, 3)
+    return hour <= "23" and minute <= "59" and second <= "59"
+
+
+def _strfmt(valid: Callable[[str], bool], error: str) -> _Validator:
+    """A strfmt check, which says only one fixed ``error`` when it fails."""
+    return lambda value: [] if valid(value) else [error]
+
+
+def _fullmatch(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    return lambda value: pattern.fullmatch(value) is not None
+
+
+# --------------------------------------------------------------------------
+# The library's table
+# --------------------------------------------------------------------------
+
+#: The validators in the order k8s.io/apiserver declares its ConstantFormats.
+_VALIDATORS: Final[dict[str, _Validator]] = {
+    "dns1123Label": _on_bytes(_dns1123_label),
+    "dns1123Subdomain": _on_bytes(_dns1123_subdomain),
+    "dns1035Label": _on_bytes(_dns1035_label),
+    "qualifiedName": _on_bytes(_qualified_name),
+    "dns1123LabelPrefix": _on_bytes(_dns1123_label, prefix=True),
+    "dns1123SubdomainPrefix": _on_bytes(_dns1123_subdomain, prefix=True),
+    "dns1035LabelPrefix": _on_bytes(_dns1035_label, prefix=True),
+    "labelValue": _on_bytes(_label_value),
+    "uri": _uri,
+    # Both patterns are ASCII-only, so matching the text is matching its bytes.
+    "uuid": _strfmt(_fullmatch(_UUID), "does not match the UUID format"),
+    "byte": _strfmt(_fullmatch(_BASE64), "invalid base64"),
+    "date": _strfmt(_is_date, "invalid date"),
+    "datetime": _strfmt(_is_datetime, "invalid datetime"),
+}
+
+#: Every format name of the library (``format.<name>()``, ``format.named('<name>')``).
+FORMAT_NAMES: Final[tuple[str, ...]] = tuple(_VALIDATORS)
+
+
+def validate(name: str, value: str) -> list[str]:
+    """The errors format ``name`` finds in ``value``, as Go words them; empty when valid.
+
+    Raises KeyError for a name that is not in :data:`FORMAT_NAMES`.
+    """
+    return _VALIDATORS[name](value)
