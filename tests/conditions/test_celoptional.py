@@ -1,4 +1,4 @@
-"""CEL optional types, strings.quote, the three-argument map and trailing commas.
+"""CEL optional types, named formats, strings.quote, the three-argument map, trailing commas.
 
 Every ``expression`` here is also evaluated by cel-go itself in
 tests/conditions/test_cel_oracle.py (the realkube leg), against the same object.
@@ -74,6 +74,15 @@ def engine() -> CelEngine:
         "strings.quote('a\"b') == '\"a\\\\\"b\"'",
         "strings.quote('tab\\there\\n') == '\"tab\\\\there\\\\n\"'",
         "strings.quote('é') == '\"é\"'",
+        # Kubernetes named formats: validate() is empty or Go's error texts.
+        "format.named('x') == optional.none() && format.named('byte').hasValue()",
+        "format.named('dns1123Label') == optional.of(format.dns1123Label())",
+        "format.uri() == format.uri() && format.uri() != format.uuid()",
+        "type(format.uri()) == type(format.named('uuid').value())",
+        "format.named('labelValue').value().validate('ok') == optional.none()",
+        "format.dns1123Label().validate('a b').value().size() == 1",
+        "format.dns1123Label().validate('ABC').value()[0].startsWith('a lowercase RFC 1123 label')",
+        "format.dns1123Label().validate(object.metadata.name) == optional.none()",
         # Trailing commas; a repeated map key keeps the last value.
         "[1, 2,] == [1, 2] && {'a': 1,} == {'a': 1}",
         "{'a': 1, 'a': 2}['a'] == 2",
@@ -132,6 +141,7 @@ def test_runtime_errors(engine: CelEngine, expression: str, message: str) -> Non
         ("optional.some(1)", "undeclared reference to 'optional' (in container '')"),
         ("[1].map(x, x, x, x) == []", "undeclared reference to 'map' (in container '')"),
         ("f(1,)", "Syntax error: mismatched input ')'"),
+        ("format.x() == 1", "undeclared reference to 'format' (in container '')"),
     ],
 )
 def test_compile_errors(engine: CelEngine, expression: str, message: str) -> None:
@@ -171,6 +181,15 @@ def test_optional_results(engine: CelEngine, expression: str, outcome: Expressio
     ("source", "outcome"),
     [
         ("object.?metadata.?name", MessageOutcome(message="web")),
+        (
+            "format.dns1035Label().validate(object.metadata.labels.tier).orValue([]).join('; ')",
+            MessageOutcome(
+                message="a DNS-1035 label must consist of lower case alphanumeric characters or "
+                "'-', start with an alphabetic character, and end with an alphanumeric character "
+                "(e.g. 'my-name',  or 'abc-123', regex used for validation is "
+                "'[a-z]([-a-z0-9]*[a-z0-9])?')"
+            ),
+        ),
         (
             "object.?metadata.?missing",
             MessageOutcome(error="expected message expression to have a string result, got <nil>"),

@@ -713,6 +713,48 @@ async def test_cel_rules_with_the_kubernetes_url_ip_cidr_and_semver_libraries(
     ]
 
 
+@pytest.mark.usefixtures("spoke_client")
+async def test_cel_rules_with_optional_fields_and_named_formats(
+    hub_client: KubeClient, tmp_path: Path
+) -> None:
+    """CEL rules reading fields that may be missing with optional types (``.?``,
+    ``orValue``), a named format's validation as the message, and an empty optional
+    as a rule's result (OCM's ``expected bool result, got <nil>``)."""
+    settings = configmap("optional", label="Not_A_Label", replicas="3")
+    present = cel(
+        "Configured",
+        "object.?data.?replicas.orValue('0') == '3'",
+        "!object.?data.?paused.hasValue()",
+        "[?object.?data.?missing, ?object.?data.?replicas] == ['3']",
+    )
+    named = cel(
+        "Named",
+        "format.dns1123Label().validate(object.data.label) == optional.none()",
+        messageExpression="format.dns1123Label().validate(object.data.label)"
+        ".orValue(['valid']).join('; ')",
+    )
+    empty = cel("Missing", "object.?data.?missing")
+    configs = [manifest_config("", "configmaps", "optional", rules=[present, named, empty])]
+    async with running_agent(tmp_path):
+        work = await create_and_wait(
+            hub_client,
+            work_body("optrules", [settings], manifestConfigs=configs),
+            lambda w: all(manifest_condition(w, 0, t) for t in ("Configured", "Named", "Missing")),
+            "the rule conditions",
+        )
+    assert briefs(work, (0, "Configured"), (0, "Named"), (0, "Missing")) == [
+        ("True", "ConditionRuleEvaluated", "Manifest is Configured"),
+        (
+            "False",
+            "ConditionRuleEvaluated",
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+            "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+            "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        ),
+        ("False", "ConditionRuleExpressionError", "expected bool result, got <nil>"),
+    ]
+
+
 @pytest.mark.kubesim_only("fault injection: the spoke answers GETs of Deployments 500")
 async def test_unreadable_resource_is_unknown_and_keeps_its_rule_conditions(
     spoke: KubeSim, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path

@@ -19,13 +19,13 @@ values and Go parsing rules are :mod:`workagent.conditions.kubevalues`), with
 the type names ``net.IP`` and ``net.CIDR``; ``semver``/``isSemver`` take one
 argument, as OCM enables them.
 
-Not provided, though OCM's environment has them: ``strings.quote``, optional
-types (``obj.?field``, which celpy cannot even parse), the Kubernetes
-named-format library (``format.dns1123Label()``, which returns optionals) and
-the three-argument ``map``. ``math.*`` and two-variable comprehensions are
-in neither. ``distinct``, ``flatten``, ``slice``, ``sort`` and a list's
-``reverse`` come from cel-go's ext lists, which OCM does not enable: we accept
-them anyway. Wrong argument types are run-time ``no such overload`` errors,
+Optional values are :mod:`workagent.conditions.celoptional`'s (their syntax
+is :mod:`workagent.conditions.celinterpreter`'s), the named formats'
+validators :mod:`workagent.conditions.kubeformats`'. ``math.*`` and
+two-variable comprehensions are in neither OCM's environment nor here.
+``distinct``, ``flatten``, ``slice``, ``sort`` and a list's ``reverse`` come
+from cel-go's ext lists, which OCM does not enable: we accept them anyway.
+Wrong argument types are run-time ``no such overload`` errors,
 where cel-go's type checker would reject them at compile time.
 """
 
@@ -49,8 +49,8 @@ from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
 from ocmkit.govalues import go_format_value
-from workagent.conditions import celoptional, kubevalues
-from workagent.conditions.celoptional import CelOptional
+from workagent.conditions import celoptional, kubeformats, kubevalues
+from workagent.conditions.celoptional import NONE, CelOptional
 from workagent.conditions.kubevalues import CIDR, IP, URL, KubeValueError, Semver
 from workagent.quantity import parse_quantity
 
@@ -762,6 +762,30 @@ def _int64(value: int) -> celtypes.IntType:
 
 
 # --------------------------------------------------------------------------
+# Named formats (Kubernetes format library; the validators are kubeformats')
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NamedFormat:
+    """A ``kubernetes.NamedFormat``: ``format.dns1123Label()`` and the rest."""
+
+    name: str
+
+
+def format_named(name: Any) -> CelOptional:
+    """``format.named(s)``: the format of that name, empty for an unknown one."""
+    name = _string(name)
+    return CelOptional(NamedFormat(name)) if name in kubeformats.FORMAT_NAMES else NONE
+
+
+def format_validate(named: Any, text: Any) -> CelOptional:
+    """``f.validate(s)``: empty when ``s`` is valid, else the list of Go's error texts."""
+    errors = kubeformats.validate(_of(NamedFormat, named).name, _string(text))
+    return CelOptional(celtypes.ListType(map(celtypes.StringType, errors))) if errors else NONE
+
+
+# --------------------------------------------------------------------------
 # Conversions with cel-go's errors
 # --------------------------------------------------------------------------
 
@@ -1021,6 +1045,8 @@ GLOBAL_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
 QUALIFIED_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "ip.isCanonical": ip_is_canonical,
     "strings.quote": quote,
+    "format.named": format_named,
+    **{f"format.{name}": functools.partial(NamedFormat, name) for name in kubeformats.FORMAT_NAMES},
     **celoptional.QUALIFIED,
 }
 #: Library functions called as methods, ``x.f(...)``.
@@ -1084,6 +1110,7 @@ METHODS: Final[dict[str, Callable[..., Any]]] = {
     "major": _getter(Semver, lambda v: v.major, _int64),
     "minor": _getter(Semver, lambda v: v.minor, _int64),
     "patch": _getter(Semver, lambda v: v.patch, _int64),
+    "validate": format_validate,
     # Optional values, and a list's first() and last().
     **celoptional.METHODS,
 }
@@ -1128,6 +1155,7 @@ _CEL_TYPE_NAMES: Final[dict[type, str]] = {
     IP: "net.IP",
     CIDR: "net.CIDR",
     Semver: "kubernetes.Semver",
+    NamedFormat: "kubernetes.NamedFormat",
 }
 _LIBRARY_TYPES: Final = tuple(_CEL_TYPE_NAMES)
 # Order matters: bools and uints are ints, as ints are in Python.
