@@ -191,7 +191,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "['b', 'a'].sort()": _EXT_LISTS,
     "[1, 'a'].sort() == []": _EXT_LISTS,
     "'abc'.matches('(') ": "Python RE2's parse error texts, not Go regexp's (missing closing ): `(`)",
-    "url('https://a:b:80/x')": "Go's url.Parse accepts a host of a:b:80, ours refuses it",
     "semver('1.2.3').compareTo(dyn(quantity('1'))) == 0": (
         "cel-go names the overload it looked for (no such overload: compareTo(...))"
     ),

@@ -312,13 +312,7 @@ CORPUS = [
 ]
 
 #: Where ours differs from cel-go on purpose, and why.
-KNOWN_DIFFERENCES = {
-    ("uri", "https://a:b:80/x"): (
-        "kubevalues follows Go 1.26 (colons in an http(s) host refused); the oracle's go.mod "
-        "says go 1.25, whose GODEBUG urlstrictcolons=0 still accepts them "
-        "(see test_cel_oracle's KNOWN_DIFFERENCES)"
-    ),
-}
+KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {}
 
 
 def _go_errors(answer: dict[str, Any]) -> list[str] | str | None:

@@ -1,6 +1,6 @@
 module ocmwork.local/celoracle
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/google/cel-go v0.29.2
