@@ -147,23 +147,14 @@ _GO_SPACE: Final = (
 )
 
 
-_QUOTED: Final = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
-
-
 def quote(text: Any) -> celtypes.StringType:
-    """``strings.quote(s)``: ``s`` in double quotes, CEL's escapes for ``\\``, ``"`` and
-    the control characters that have one (others, and all non-ASCII, as they are)."""
-    return _bounded('"' + "".join(_QUOTED.get(c, c) for c in _string(text)) + '"')
+    """``strings.quote(s)``: ``s`` in double quotes, ``\\``, ``"`` and the control
+    characters Go has a letter for escaped (others, and all non-ASCII, as they are)."""
+    escaped = (
+        "\\" + kubevalues.ESCAPES.get(c, c) if c in kubevalues.ESCAPES or c in '"\\' else c
+        for c in _string(text)
+    )
+    return _bounded('"' + "".join(escaped) + '"')
 
 
 def char_at(text: Any, index: Any) -> celtypes.StringType:

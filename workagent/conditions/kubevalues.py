@@ -33,7 +33,8 @@ def text_of(raw: str) -> str:
     return raw.encode("latin-1").decode("utf-8", "replace")
 
 
-_ESCAPES: Final = {"\a": "a", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t", "\v": "v"}
+#: Go's one-letter escapes of control characters (after a backslash).
+ESCAPES: Final = {"\a": "a", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t", "\v": "v"}
 
 
 def go_quote(raw: str) -> str:
@@ -42,8 +43,8 @@ def go_quote(raw: str) -> str:
     for char in raw.encode("latin-1").decode("utf-8", "surrogateescape"):
         if char in '"\\':
             out.append("\\" + char)
-        elif char in _ESCAPES:
-            out.append("\\" + _ESCAPES[char])
+        elif char in ESCAPES:
+            out.append("\\" + ESCAPES[char])
         elif "\udc80" <= char <= "\udcff":
             out.append(f"\\x{ord(char) - 0xDC00:02x}")
         elif char.isprintable():
