@@ -26,7 +26,6 @@ from ocmkit.runtime import (
     LeaderElector,
     Manager,
     ManagerSettings,
-    configure_logging,
     run_built,
     strip_managed_fields,
 )
@@ -202,8 +201,7 @@ async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -
 
 
 def run(settings: AgentSettings) -> int:
-    """Configure logging and run the agent in a new event loop; returns the exit code."""
-    configure_logging(settings.log_format, settings.log_level)
+    """Run the agent in a new event loop (logging is the caller's); returns the exit code."""
     return asyncio.run(
         run_built(lambda: build_agent(settings), terminate_on_files=settings.terminate_on_files)
     )
