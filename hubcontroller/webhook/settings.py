@@ -12,6 +12,7 @@ from pathlib import Path
 
 from hubcontroller.settings import DEFAULT_MANIFEST_LIMIT, KNOWN_HUB_GATES, WebhookFlags
 from ocmkit.runtime.tls import parse_cipher_suites, parse_tls_version
+from ocmkit.settings import check_gates
 
 CERT_FILE = "tls.crt"
 KEY_FILE = "tls.key"
@@ -52,12 +53,7 @@ class WebhookSettings(WebhookFlags):
             raise ValueError(f"--metrics-port={self.metrics_port}: must be a port number")
         if self.manifest_limit < 0:
             raise ValueError(f"--manifestLimit={self.manifest_limit}: must not be negative")
-        unknown = sorted(self.feature_gates - KNOWN_HUB_GATES)
-        if unknown:
-            raise ValueError(
-                f"--feature-gates: unrecognized feature gate: {', '.join(unknown)} "
-                f"(known: {', '.join(sorted(KNOWN_HUB_GATES))})"
-            )
+        check_gates(self.feature_gates, KNOWN_HUB_GATES)
         # Parsed here only to fail early; the TLS context parses them again.
         parse_tls_version(self.tls_min_version)
         parse_cipher_suites(self.tls_cipher_suites)

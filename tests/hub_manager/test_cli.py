@@ -449,6 +449,9 @@ def test_webhook_settings_of_this_build_accept_the_flags() -> None:
     assert getattr(settings, "manifest_limit", None) == 10
     with pytest.raises(ValueError, match=r"TLS1\.2"):
         module.WebhookSettings(**webhook("--tls-min-version=TLS1.2").settings_fields())
+    # Built without the command line: the settings check the gates themselves.
+    with pytest.raises(ValueError, match="unrecognized feature gate: Bogus"):
+        module.WebhookSettings(feature_gates=frozenset({"Bogus"}))
 
 
 def test_manager_settings_validate_directly() -> None:
