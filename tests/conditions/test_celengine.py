@@ -508,7 +508,31 @@ _URL_ERROR = "URL parse error during conversion from string: parse "
         ("'abc'.indexOf('a', -1) == 0", "index out of range: -1"),
         ("'abc'.substring(2, 1) == ''", "invalid substring range. start: 2, end: 1"),
         ("'abc'.substring(4) == ''", "index out of range: 4"),
-        ("'abc'.matches('(') ", "error parsing regexp: missing ): ("),
+        ("'abc'.matches('(') ", "error parsing regexp: missing closing ): `(`"),
+        # RE2's errors in Go regexp's words (Go's regexp/syntax is a port of RE2).
+        ("'abc'.matches('[a')", "error parsing regexp: missing closing ]: `[a`"),
+        ("'abc'.matches('a**')", "error parsing regexp: invalid nested repetition operator: `**`"),
+        ("'abc'.matches('x{2,1}')", "error parsing regexp: invalid repeat count: `{2,1}`"),
+        ("'abc'.matches('(?P<x')", "error parsing regexp: invalid named capture: `(?P<x`"),
+        (
+            "'abc'.matches('(?!a)')",
+            "error parsing regexp: invalid or unsupported Perl syntax: `(?!`",
+        ),
+        (
+            "'abc'.matches('+a')",
+            "error parsing regexp: missing argument to repetition operator: `+`",
+        ),
+        ("'abc'.matches(')')", "error parsing regexp: unexpected ): `)`"),
+        ("'abc'.matches('[z-a]')", "error parsing regexp: invalid character class range: `z-a`"),
+        (
+            "'abc'.matches(r'\\')",
+            "error parsing regexp: trailing backslash at end of expression: ``",
+        ),
+        (r"'abc'.matches(r'a\C')", "error parsing regexp: invalid escape sequence: `\\C`"),
+        (
+            "'abc'.find(object.kind + '(') == ''",
+            "Illegal regex: error parsing regexp: missing closing ): `Deployment(`",
+        ),
         ("sign(quantity('1GiB')) == 1", "quantities must match the regular expression"),
         ("quantity('1.5').asInteger() == 1", "cannot convert value to integer"),
         ("'%s %s'.format(dyn(['a'])) == ''", "index 1 out of range"),

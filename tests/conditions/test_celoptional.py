@@ -151,6 +151,24 @@ def test_compile_errors(engine: CelEngine, expression: str, message: str) -> Non
 @pytest.mark.parametrize(
     ("expression", "outcome"),
     [
+        # The Kubernetes regex library compiles a literal pattern of find/findAll
+        # when the program is built: a bad one is OCM's internal error.
+        (
+            r"'abc'.find(r'\Z') == ''",
+            ExpressionsOutcome(
+                "Unknown",
+                "ConditionRuleInternalError",
+                "error parsing regexp: invalid escape sequence: `\\Z`",
+            ),
+        ),
+        (
+            "true || 'abc'.findAll('(', 2) == []",
+            ExpressionsOutcome(
+                "Unknown",
+                "ConditionRuleInternalError",
+                "error parsing regexp: missing closing ): `(`",
+            ),
+        ),
         # OCM reads a result with cel-go's Value(): an optional's is its content's.
         (
             "object.?spec.?replicas.optMap(r, r == 3)",

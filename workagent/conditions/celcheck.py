@@ -41,6 +41,7 @@ from workagent.conditions.celfunctions import (
     CelFunctionError,
     clause_type_error,
     format_clauses,
+    regex_error,
 )
 
 #: Longest expression accepted (cel-go's own limit is 100,000 code points).
@@ -255,6 +256,27 @@ def _checked_children(
         args = _args(node.children[2] if len(node.children) > 2 else None)
         return _check_method(member, str(token), args, scope, _paren(source, token), source, errors)
     return [(child, scope) for child in node.children]
+
+
+def program_error(tree: Tree[Any]) -> str | None:
+    """What cel-go says building the program, or None: the Kubernetes regex library
+    compiles a literal pattern of ``find``/``findAll`` then (OCM's internal error)."""
+    calls = [
+        node
+        for node in tree.iter_subtrees()
+        if node.data == "member_dot_arg" and str(node.children[1]) in ("find", "findAll")
+    ]
+    for node in sorted(calls, key=_start):
+        args = _args(node.children[2] if len(node.children) > 2 else None)
+        pattern = _unwrap(args[0]) if args else None
+        if pattern is None or pattern.data != "literal":
+            continue
+        token = pattern.children[0]
+        if isinstance(token, Token) and token.type in ("STRING_LIT", "MLSTRING_LIT"):
+            error = regex_error(str(celstr(token)))
+            if error is not None:
+                return error
+    return None
 
 
 def _check_global_call(

@@ -127,6 +127,9 @@ class CelEngine:
         errors = celcheck.check(tree, source, variables)
         if errors:
             return CompileFailure("\n".join(errors))
+        unbuildable = celcheck.program_error(tree)
+        if unbuildable is not None:
+            return CompileFailure(unbuildable, internal=True)
         try:
             return self._env.program(tree, functions=FUNCTIONS)
         except Exception as exc:  # celpy internals: not the user's fault

@@ -463,15 +463,37 @@ def string_format(template: Any, args: Any) -> celtypes.StringType:
 # --------------------------------------------------------------------------
 
 
+# RE2's error codes where Go's regexp/syntax (a port of RE2) words them differently.
+_GO_REGEXP_ERRORS: Final = {
+    "missing )": "missing closing )",
+    "missing ]": "missing closing ]",
+    "bad repetition operator": "invalid nested repetition operator",
+    "invalid named capture group": "invalid named capture",
+    "invalid repetition size": "invalid repeat count",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+    "no argument for repetition operator": "missing argument to repetition operator",
+    "trailing \\": "trailing backslash at end of expression",
+}
+# Go has no ``\C`` (any byte); RE2 does.
+_ANY_BYTE: Final = re.compile(r"(?:^|[^\\])(?:\\\\)*\\C")
+_RE2_OPTIONS: Final = re2.Options()
+_RE2_OPTIONS.log_errors = False  # RE2 would print every bad pattern on stderr
+
+
 @functools.lru_cache(maxsize=256)
 def _regex(pattern: str) -> Any:
+    """``pattern`` compiled, or Go's ``error parsing regexp: <code>: `<fragment>```."""
+    if _ANY_BYTE.search(pattern):
+        raise CelFunctionError("error parsing regexp: invalid escape sequence: `\\C`")
     try:
-        return re2.compile(pattern)
+        return re2.compile(pattern, _RE2_OPTIONS)
     except re2.error as exc:
         detail = exc.args[0] if exc.args else ""
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", errors="replace")
-        raise CelFunctionError(f"error parsing regexp: {detail}") from exc
+        code, _, fragment = str(detail).partition(": ")
+        code = _GO_REGEXP_ERRORS.get(code, code)
+        raise CelFunctionError(f"error parsing regexp: {code}: `{fragment}`") from exc
 
 
 def matches(text: Any, pattern: Any) -> celtypes.BoolType:
@@ -479,9 +501,26 @@ def matches(text: Any, pattern: Any) -> celtypes.BoolType:
     return celtypes.BoolType(_regex(_string(pattern)).search(_string(text)) is not None)
 
 
+def regex_error(pattern: str) -> str | None:
+    """Go's error for a pattern that does not compile, or None."""
+    try:
+        _regex(pattern)
+    except CelFunctionError as exc:
+        return str(exc)
+    return None
+
+
+def _library_regex(pattern: Any) -> Any:
+    """``_regex`` for the Kubernetes library's functions, which word a bad pattern so."""
+    error = regex_error(_string(pattern))
+    if error is not None:
+        raise CelFunctionError(f"Illegal regex: {error}")
+    return _regex(pattern)
+
+
 def find(text: Any, pattern: Any) -> celtypes.StringType:
     """``s.find(re)``: the first match, or ``""``."""
-    found = _regex(_string(pattern)).search(_string(text))
+    found = _library_regex(pattern).search(_string(text))
     return celtypes.StringType(found.group(0) if found else "")
 
 
@@ -491,7 +530,7 @@ def find_all(text: Any, pattern: Any, limit: Any = None) -> celtypes.ListType:
     out: list[celtypes.StringType] = []
     if n == 0:
         return celtypes.ListType(out)
-    for found in _regex(_string(pattern)).finditer(_string(text)):
+    for found in _library_regex(pattern).finditer(_string(text)):
         out.append(celtypes.StringType(found.group(0)))
         if 0 < n <= len(out):
             break
