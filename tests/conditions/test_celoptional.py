@@ -83,6 +83,9 @@ def engine() -> CelEngine:
         "format.dns1123Label().validate('a b').value().size() == 1",
         "format.dns1123Label().validate('ABC').value()[0].startsWith('a lowercase RFC 1123 label')",
         "format.dns1123Label().validate(object.metadata.name) == optional.none()",
+        # has(): a map's key; false on a scalar or null, and through an optional.
+        "has(object.?spec.replicas) && !has(optional.none().replicas)",
+        "!has(object.spec.replicas.x) && !has(object.status.nothing.x)",
         # Trailing commas; a repeated map key keeps the last value.
         "[1, 2,] == [1, 2] && {'a': 1,} == {'a': 1}",
         "{'a': 1, 'a': 2}['a'] == 2",
@@ -121,6 +124,9 @@ def test_true(engine: CelEngine, expression: str) -> None:
         ("object.?spec.?replicas.optMap(r, r / 0).hasValue()", "division by zero"),
         ("object.?nope.orValue(object.nope) == 1", "no such key: nope"),
         ("strings.quote(1) == ''", "no such overload"),
+        # has() fails where its operand does (celpy alone would say false).
+        ("has(object.missing.x)", "no such key: missing"),
+        ("has(object.status.conditions.x)", "unsupported index type 'string' in list"),
         ("string(optional.of(1)) == ''", "no such overload"),
         ("object.?spec + 1 == 1", "no such overload"),
     ],

@@ -233,7 +233,7 @@ def _checked_children(
             if isinstance(marker, Tree) and marker.data == "opt_expr" and literal is not None:
                 errors.append(
                     (
-                        _start(_unwrap(value)),
+                        _start(unwrap(value)),
                         f"expected type 'optional_type({literal})' but found '{literal}'",
                     )
                 )
@@ -268,7 +268,7 @@ def program_error(tree: Tree[Any]) -> str | None:
     ]
     for node in sorted(calls, key=_start):
         args = _args(node.children[2] if len(node.children) > 2 else None)
-        pattern = _unwrap(args[0]) if args else None
+        pattern = unwrap(args[0]) if args else None
         if pattern is None or pattern.data != "literal":
             continue
         token = pattern.children[0]
@@ -283,7 +283,7 @@ def _check_global_call(
     name: str, args: list[Any], paren: int, errors: list[tuple[int, str]]
 ) -> None:
     if name == "has":
-        if len(args) != 1 or _unwrap(args[0]).data != "member_dot":
+        if len(args) != 1 or unwrap(args[0]).data != "member_dot":
             errors.append((paren, "invalid argument to has() macro"))
     elif name not in _GLOBAL_FUNCTIONS:
         errors.append((paren, _undeclared(name)))
@@ -354,7 +354,7 @@ def _check_format(
     member: Any, arg: Any, paren: int, source: str, errors: list[tuple[int, str]]
 ) -> None:
     """A literal template with a literal list: what cel-go rejects at compile time."""
-    template, items = _unwrap(member), _unwrap(arg)
+    template, items = unwrap(member), unwrap(arg)
     if template.data != "literal" or items.data != "list_lit":
         return
     token = template.children[0]
@@ -399,7 +399,7 @@ class _ArgumentError(Exception):
 
 def _argument_start(node: Any, source: str, keywords: dict[int, int]) -> int:
     """Where cel-go places an argument: a literal's first character, a call's ``(``."""
-    inner = _unwrap(node)
+    inner = unwrap(node)
     if inner.data == "ident_arg":
         return _paren(source, inner.children[0])
     if inner.data == "literal":
@@ -421,7 +421,7 @@ def _keyword_starts(node: Tree[Any], source: str) -> dict[int, int]:
 
 
 def _static_type(node: Any) -> str | None:
-    inner = _unwrap(node)
+    inner = unwrap(node)
     if inner.data == "literal" and isinstance(inner.children[0], Token):
         return _LITERAL_TYPES.get(inner.children[0].type)
     if inner.data == "ident_arg":
@@ -434,7 +434,7 @@ def _static_type(node: Any) -> str | None:
 def _formatted_nodes(node: Any, verb: str) -> Iterable[Any]:
     """The argument, and for ``%s`` every element of a list or map literal (cel-go checks them)."""
     yield node
-    inner = _unwrap(node)
+    inner = unwrap(node)
     if verb == "s" and inner.data in ("list_lit", "map_lit") and inner.children:
         for child in inner.children[0].children:
             yield from _formatted_nodes(child, verb)
@@ -450,7 +450,7 @@ def _args(exprlist: Any) -> list[Any]:
     return []
 
 
-def _unwrap(node: Any) -> Tree[Any]:
+def unwrap(node: Any) -> Tree[Any]:
     """The first node below ``node`` that is more than a one-child wrapper."""
     while (
         isinstance(node, Tree)
@@ -464,7 +464,7 @@ def _unwrap(node: Any) -> Tree[Any]:
 
 def simple_name(node: Any) -> str | None:
     """The identifier ``node`` is, or None when it is more than a bare name."""
-    inner = _unwrap(node)
+    inner = unwrap(node)
     if inner.data == "ident":
         return str(inner.children[0])
     return None

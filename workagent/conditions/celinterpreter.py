@@ -10,7 +10,7 @@
 * Namespaced calls, ``optional.of(x)``, ``strings.quote(s)``: celpy would
   evaluate ``optional`` as a variable.
 * The macros ``o.optMap(v, e)``, ``o.optFlatMap(v, e)`` and the three-argument
-  ``l.map(v, filter, e)``.
+  ``l.map(v, filter, e)``; ``has(x.f)`` fails when ``x`` does (celpy says false).
 
 The grammar is celpy's own, edited on load (:func:`parser`): an edit
 that no longer applies fails loudly at start-up rather than parsing
@@ -31,7 +31,7 @@ from celpy.celparser import CELParser
 from celpy.evaluation import CELEvalError, Evaluator, NameContainer
 from lark import Lark, Token, Tree
 
-from workagent.conditions.celcheck import simple_name
+from workagent.conditions.celcheck import simple_name, unwrap
 from workagent.conditions.celfunctions import (
     QUALIFIED_FUNCTIONS,
     CelFunctionError,
@@ -120,6 +120,18 @@ class Interpreter(Evaluator):
         if isinstance(operand, list):
             return _error("unsupported index type 'string' in list", tree)
         return _error(f"no such key: {name}", tree)
+
+    def macro_has_eval(self, exprlist: Tree[Any]) -> Any:
+        """``has(x.f)``: whether the map ``x`` holds ``f`` (celpy's says false for any error)."""
+        operand_tree, name = unwrap(exprlist.children[0]).children  # celcheck: a selection
+        operand = self.visit(operand_tree)
+        if isinstance(operand, CelOptional):
+            operand = operand.value() if operand.present else None
+        if isinstance(operand, CELEvalError):
+            return operand
+        if isinstance(operand, list):
+            return _error("unsupported index type 'string' in list", exprlist)
+        return celtypes.BoolType(isinstance(operand, dict) and str(name) in operand)
 
     def member_optdot(self, tree: Tree[Any]) -> Any:
         """``x.?f``."""
