@@ -328,3 +328,8 @@ def _json_key(key: str) -> str:
 
 _JSON_SYNTAX = _Syntax("{", "}", ",", _json_key, "null", _json_string, json_float, _unsupported)
 _V_SYNTAX = _Syntax("map[", "]", " ", lambda key: f"{key}:", "<nil>", str, _v_float, repr)
+
+
+def go_bytes(text: str) -> str:
+    """``text`` as a Go byte string: one character per UTF-8 byte, so ``len`` is Go's."""
+    return text.encode("utf-8", "surrogatepass").decode("latin-1")

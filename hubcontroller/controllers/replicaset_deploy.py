@@ -42,7 +42,6 @@ from hubcontroller.controllers.replicaset_status import (
 from hubcontroller.controllers.replicaset_works import (
     desired_work,
     is_deleting,
-    label_value_problems,
     meta,
     owner_of,
 )
@@ -56,8 +55,10 @@ from hubcontroller.rollout import (
     compute_rollout,
     strategy_from_wire,
 )
+from ocmkit.govalues import go_bytes
 from ocmkit.kube import KubeError
 from ocmkit.runtime import Store
+from ocmkit.validation import label_value
 from schemas.wire import (
     CONDITION_MANIFESTWORK_APPLIED,
     CONDITION_PLACEMENT_ROLLED_OUT,
@@ -160,7 +161,7 @@ class DeployStep:
         outcome = DeployOutcome()
         namespace = str(meta(replica_set).get("namespace", ""))
         owner = owner_of(replica_set)
-        problems = label_value_problems(owner)
+        problems = label_value(go_bytes(owner))
         if problems:
             draft.set_condition(
                 CONDITION_MANIFESTWORK_APPLIED,

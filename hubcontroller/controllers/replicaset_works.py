@@ -8,7 +8,6 @@ up to date with the template (2.4.1), and how far a work's rollout has got
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -26,9 +25,6 @@ from schemas.wire import (
     PLACEMENT_NAME_LABEL,
 )
 
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_LABEL_VALUE_MAX = 63
-
 
 def owner_label_value(namespace: str, name: str) -> str:
     """The value of the owner label on generated works: ``<namespace>.<name>``."""
@@ -39,21 +35,6 @@ def owner_of(replica_set: Mapping[str, Any]) -> str:
     """The owner label value of a replica set's works."""
     rs_meta = meta(replica_set)
     return owner_label_value(str(rs_meta.get("namespace", "")), str(rs_meta.get("name", "")))
-
-
-def label_value_problems(value: str) -> list[str]:
-    """Why ``value`` is not a valid label value (Kubernetes' messages); empty if it is."""
-    problems = []
-    if len(value) > _LABEL_VALUE_MAX:
-        problems.append(f"must be no more than {_LABEL_VALUE_MAX} characters")
-    if not _LABEL_VALUE.match(value):
-        problems.append(
-            "a valid label must be an empty string or consist of alphanumeric characters, "
-            "'-', '_' or '.', and must start and end with an alphanumeric character "
-            "(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
-            "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-        )
-    return problems
 
 
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:

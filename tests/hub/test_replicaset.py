@@ -27,11 +27,11 @@ from hubcontroller.controllers.replicaset_works import (
     cluster_rollout_status,
     comparable_spec,
     desired_work,
-    label_value_problems,
     spec_written_at,
 )
 from hubcontroller.deps import HubDeps
 from hubcontroller.rollout import RolloutStatus
+from ocmkit.govalues import go_bytes
 from ocmkit.kube import (
     MANIFESTWORK_REPLICASETS,
     MANIFESTWORKS,
@@ -42,6 +42,7 @@ from ocmkit.kube import (
 )
 from ocmkit.kube.mergepatch import merge_patch
 from ocmkit.runtime import Controller, Informer
+from ocmkit.validation import label_value
 from schemas.meta import format_time
 from schemas.wire import (
     CONDITION_MANIFESTWORK_APPLIED,
@@ -224,8 +225,16 @@ def test_spec_comparison_ignores_creation_timestamps_and_empties() -> None:
 
 
 def test_owner_label_validation() -> None:
-    assert label_value_problems("ns.name") == []
-    assert label_value_problems("n" * 64) == ["must be no more than 63 characters"]
+    # apimachinery v0.35's IsValidLabelValue (content.IsLabelValue): lengths in bytes.
+    assert label_value("ns.name") == []
+    assert label_value("n" * 64) == ["must be no more than 63 bytes"]
+    assert label_value(go_bytes("é" * 32)) == [
+        "must be no more than 63 bytes",
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', "
+        "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  "
+        "or 'my_value',  or '12345', regex used for validation is "
+        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+    ]
 
 
 def test_merge_patch() -> None:
@@ -869,7 +878,7 @@ async def test_long_owner_name_is_refused_with_a_message(running: Hub) -> None:
     applied = await hub.wait_condition(
         name, CONDITION_MANIFESTWORK_APPLIED, "False", "InvalidManifestWorkName"
     )
-    assert "must be no more than 63 characters" in applied["message"]
+    assert "value: must be no more than 63 bytes; recreate" in applied["message"]
     assert (await hub.client.list(MANIFESTWORKS))["items"] == []
 
 

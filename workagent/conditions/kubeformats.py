@@ -9,7 +9,7 @@ returns those strings exactly as Go words them and in Go's order, so a rule's
 Go's rules, not Python's, decide:
 
 - lengths are Go's ``len``, in UTF-8 bytes: values are checked as Go byte
-  strings (:func:`~workagent.conditions.kubevalues.go_bytes`), which also makes
+  strings (:func:`~ocmkit.govalues.go_bytes`), which also makes
   a ``*Prefix`` format mask its trailing dash byte-wise as Go does;
 - the apimachinery helpers come in two generations: ``util/validation``
   (the three DNS names) says ``must be no more than 63 characters``,
@@ -30,120 +30,17 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from workagent.conditions.kubevalues import go_bytes, request_uri_error
+from ocmkit.govalues import go_bytes
+from ocmkit.validation import (
+    dns1035_label,
+    dns1123_label,
+    dns1123_subdomain,
+    label_value,
+    qualified_name,
+)
+from workagent.conditions.kubevalues import request_uri_error
 
 _Validator = Callable[[str], list[str]]
-
-# --------------------------------------------------------------------------
-# apimachinery: DNS names, qualified names, label values
-# --------------------------------------------------------------------------
-
-_DNS1123_LABEL: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN: Final = _DNS1123_LABEL + "(\\." + _DNS1123_LABEL + ")*"
-_DNS1035_LABEL: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_LABEL_KEY: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE: Final = "(" + _LABEL_KEY + ")?"
-
-_DNS1123_LABEL_MSG: Final = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_SUBDOMAIN_MSG: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character"
-)
-_DNS1035_LABEL_MSG: Final = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-    "start with an alphabetic character, and end with an alphanumeric character"
-)
-_LABEL_KEY_MSG: Final = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_LABEL_VALUE_MSG: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, "
-    "'-', '_' or '.', and must start and end with an alphanumeric character"
-)
-_LABEL_KEY_EXAMPLES: Final = ("MyName", "my.name", "123-abc")
-
-_DNS_LABEL_MAX: Final = 63
-_DNS_SUBDOMAIN_MAX: Final = 253
-_LABEL_MAX: Final = 63
-
-
-def _matches(pattern: str, raw: str) -> bool:
-    return re.fullmatch(pattern, raw) is not None
-
-
-def _regex_error(msg: str, pattern: str, *examples: str) -> str:
-    """apimachinery's ``RegexError``: every example is followed by ``', '`` (hence ``',  or``)."""
-    shown = " or ".join(f"'{example}', " for example in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{pattern}')"
-
-
-def _max_len_error(limit: int, unit: str) -> str:
-    return f"must be no more than {limit} {unit}"
-
-
-def _dns1123_label(raw: str) -> list[str]:
-    """``validation.IsDNS1123Label`` of a Go byte string."""
-    errors = [_max_len_error(_DNS_LABEL_MAX, "characters")] if len(raw) > _DNS_LABEL_MAX else []
-    if not _matches(_DNS1123_LABEL, raw):
-        if _matches(_DNS1123_SUBDOMAIN, raw):
-            errors.append("must not contain dots")
-        else:
-            errors.append(_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL, "my-name", "123-abc"))
-    return errors
-
-
-def _dns1123_subdomain(raw: str, unit: str = "characters") -> list[str]:
-    """``IsDNS1123Subdomain``; ``unit`` words the length error (``bytes`` in package content)."""
-    too_long = len(raw) > _DNS_SUBDOMAIN_MAX
-    errors = [_max_len_error(_DNS_SUBDOMAIN_MAX, unit)] if too_long else []
-    if not _matches(_DNS1123_SUBDOMAIN, raw):
-        errors.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN, "example.com"))
-    return errors
-
-
-def _dns1035_label(raw: str) -> list[str]:
-    """``validation.IsDNS1035Label`` of a Go byte string."""
-    errors = [_max_len_error(_DNS_LABEL_MAX, "characters")] if len(raw) > _DNS_LABEL_MAX else []
-    if not _matches(_DNS1035_LABEL, raw):
-        errors.append(_regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL, "my-name", "abc-123"))
-    return errors
-
-
-def _qualified_name(raw: str) -> list[str]:
-    """``content.IsLabelKey``: an optional DNS subdomain prefix and ``/``, then a name."""
-    parts = raw.split("/")
-    if len(parts) > 2:
-        return [
-            "a valid label key "
-            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY, *_LABEL_KEY_EXAMPLES)
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    errors: list[str] = []
-    if len(parts) == 2:
-        prefix = parts[0]
-        problems = _dns1123_subdomain(prefix, "bytes") if prefix else ["must be non-empty"]
-        errors += [f"prefix part {problem}" for problem in problems]
-    name = parts[-1]
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > _LABEL_MAX:
-        errors.append("name part " + _max_len_error(_LABEL_MAX, "bytes"))
-    if not _matches(_LABEL_KEY, name):
-        errors.append("name part " + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY, *_LABEL_KEY_EXAMPLES))
-    return errors
-
-
-def _label_value(raw: str) -> list[str]:
-    """``content.IsLabelValue`` of a Go byte string."""
-    errors = [_max_len_error(_LABEL_MAX, "bytes")] if len(raw) > _LABEL_MAX else []
-    if not _matches(_LABEL_VALUE, raw):
-        examples = ("MyValue", "my_value", "12345")
-        errors.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE, *examples))
-    return errors
 
 
 def _mask_trailing_dash(raw: str) -> str:
@@ -241,14 +138,14 @@ def _fullmatch(pattern: re.Pattern[str]) -> Callable[[str], bool]:
 
 #: The validators in the order k8s.io/apiserver declares its ConstantFormats.
 _VALIDATORS: Final[dict[str, _Validator]] = {
-    "dns1123Label": _on_bytes(_dns1123_label),
-    "dns1123Subdomain": _on_bytes(_dns1123_subdomain),
-    "dns1035Label": _on_bytes(_dns1035_label),
-    "qualifiedName": _on_bytes(_qualified_name),
-    "dns1123LabelPrefix": _on_bytes(_dns1123_label, prefix=True),
-    "dns1123SubdomainPrefix": _on_bytes(_dns1123_subdomain, prefix=True),
-    "dns1035LabelPrefix": _on_bytes(_dns1035_label, prefix=True),
-    "labelValue": _on_bytes(_label_value),
+    "dns1123Label": _on_bytes(dns1123_label),
+    "dns1123Subdomain": _on_bytes(dns1123_subdomain),
+    "dns1035Label": _on_bytes(dns1035_label),
+    "qualifiedName": _on_bytes(qualified_name),
+    "dns1123LabelPrefix": _on_bytes(dns1123_label, prefix=True),
+    "dns1123SubdomainPrefix": _on_bytes(dns1123_subdomain, prefix=True),
+    "dns1035LabelPrefix": _on_bytes(dns1035_label, prefix=True),
+    "labelValue": _on_bytes(label_value),
     "uri": _uri,
     # Both patterns are ASCII-only, so matching the text is matching its bytes.
     "uuid": _strfmt(_fullmatch(_UUID), "does not match the UUID format"),

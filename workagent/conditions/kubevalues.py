@@ -18,14 +18,11 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from ocmkit.govalues import go_bytes
+
 
 class KubeValueError(ValueError):
     """A string the Kubernetes library rejects; the message is what cel-go reports."""
-
-
-def go_bytes(text: str) -> str:
-    """``text`` as a Go byte string: one character per UTF-8 byte, so ``len`` is Go's."""
-    return text.encode("utf-8", "surrogatepass").decode("latin-1")
 
 
 def text_of(raw: str) -> str:
