@@ -669,6 +669,27 @@ async def test_cel_rules_and_work_level_aggregation(
         )
 
 
+async def rule_briefs(
+    hub_client: KubeClient,
+    tmp_path: Path,
+    work_name: str,
+    config_map: dict[str, Any],
+    rules: list[dict[str, Any]],
+) -> list[tuple[Any, ...] | None]:
+    """The conditions these rules give one ConfigMap, as the real agent reports them."""
+    name = config_map["metadata"]["name"]
+    configs = [manifest_config("", "configmaps", name, rules=rules)]
+    types = [rule["condition"] for rule in rules]
+    async with running_agent(tmp_path):
+        work = await create_and_wait(
+            hub_client,
+            work_body(work_name, [config_map], manifestConfigs=configs),
+            lambda w: all(manifest_condition(w, 0, t) for t in types),
+            "the rule conditions",
+        )
+    return briefs(work, *((0, t) for t in types))
+
+
 @pytest.mark.usefixtures("spoke_client")
 async def test_cel_rules_with_the_kubernetes_url_ip_cidr_and_semver_libraries(
     hub_client: KubeClient, tmp_path: Path
@@ -693,15 +714,8 @@ async def test_cel_rules_with_the_kubernetes_url_ip_cidr_and_semver_libraries(
     )
     public = cel("Public", "!cidr('10.0.0.0/8').containsIP(object.data.address)")
     parsed = cel("Parsed", "ip(object.data.bad).family() == 4")
-    configs = [manifest_config("", "configmaps", "network", rules=[routable, public, parsed])]
-    async with running_agent(tmp_path):
-        work = await create_and_wait(
-            hub_client,
-            work_body("netrules", [settings], manifestConfigs=configs),
-            lambda w: all(manifest_condition(w, 0, t) for t in ("Routable", "Public", "Parsed")),
-            "the rule conditions",
-        )
-    assert briefs(work, (0, "Routable"), (0, "Public"), (0, "Parsed")) == [
+    rules = [routable, public, parsed]
+    assert await rule_briefs(hub_client, tmp_path, "netrules", settings, rules) == [
         ("True", "ConditionRuleEvaluated", "via api.example.com"),
         ("False", "ConditionRuleEvaluated", "Manifest is not Public"),
         (
@@ -734,15 +748,8 @@ async def test_cel_rules_with_optional_fields_and_named_formats(
         ".orValue(['valid']).join('; ')",
     )
     empty = cel("Missing", "object.?data.?missing")
-    configs = [manifest_config("", "configmaps", "optional", rules=[present, named, empty])]
-    async with running_agent(tmp_path):
-        work = await create_and_wait(
-            hub_client,
-            work_body("optrules", [settings], manifestConfigs=configs),
-            lambda w: all(manifest_condition(w, 0, t) for t in ("Configured", "Named", "Missing")),
-            "the rule conditions",
-        )
-    assert briefs(work, (0, "Configured"), (0, "Named"), (0, "Missing")) == [
+    rules = [present, named, empty]
+    assert await rule_briefs(hub_client, tmp_path, "optrules", settings, rules) == [
         ("True", "ConditionRuleEvaluated", "Manifest is Configured"),
         (
             "False",
