@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from prometheus_client import REGISTRY
 
 from tests.conditions.conftest import cel
 from tests.support.loop_lag import LoopLag
@@ -92,9 +93,19 @@ linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 # --------------------------------------------------------------------------
 
 
+def restarts(reason: str) -> float:
+    """``work_agent_condition_rule_worker_restarts_total{reason}`` as scraped."""
+    value = REGISTRY.get_sample_value(
+        "work_agent_condition_rule_worker_restarts_total", {"reason": reason}
+    )
+    assert value is not None, "the series exists from the start"
+    return value
+
+
 async def test_runaway_is_cut_at_the_budget_while_others_proceed(
     evaluator: ConditionRuleEvaluator,
 ) -> None:
+    budget_restarts = restarts("budget")
     with LoopLag(period=0.01) as ticker:
         runaway = asyncio.create_task(
             timed(evaluator.evaluate_rules([cel("Complete", RUNAWAY)], OBJ, generation=1))
@@ -112,6 +123,7 @@ async def test_runaway_is_cut_at_the_budget_while_others_proceed(
     assert cheap_seconds < 0.8
     assert ticker.worst < 0.25
     assert evaluator.pool.kills == 1
+    assert restarts("budget") == budget_restarts + 1
     # The killed worker is replaced; evaluations go on.
     for _ in range(3):
         assert await evaluator.evaluate_rules([cel("Complete", CHEAP)], OBJ, generation=1) == [
@@ -264,10 +276,12 @@ async def test_worker_that_never_gets_ready(tmp_path: Path) -> None:
 async def test_worker_that_dies_mid_request(tmp_path: Path) -> None:
     body = "echo '{\"ready\": true}'\nread line\nexit 3\n"
     pool = CelWorkerPool(python=fake_python(tmp_path, body))
+    failures = restarts("failure")
     assert (
         without_type(await evaluate_with(pool))
         == [internal("CEL evaluator exited unexpectedly")] * 2
     )
+    assert restarts("failure") == failures + 1
 
 
 async def test_worker_that_answers_nonsense(tmp_path: Path) -> None:

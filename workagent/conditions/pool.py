@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import structlog
+from prometheus_client import Counter
 
 from workagent.conditions.protocol import (
     CelProgram,
@@ -59,6 +60,16 @@ from workagent.conditions.protocol import (
 from workagent.conditions.reasons import BUDGET_EXCEEDED_MESSAGE
 
 log = structlog.get_logger(__name__)
+
+#: ``work_agent_condition_rule_worker_restarts_total{reason}`` (docs/metrics.md).
+WORKER_RESTARTS: Final = Counter(
+    "work_agent_condition_rule_worker_restarts",
+    "CEL worker processes replaced, by reason: budget (an evaluation ran past its time "
+    "budget) or failure (the worker died or broke the protocol).",
+    ["reason"],
+)
+for _reason in ("budget", "failure"):
+    WORKER_RESTARTS.labels(reason=_reason)  # both series from the start, at 0
 
 #: Worker processes by default: one may be stuck on a pathological expression
 #: until its budget runs out while the other serves everyone else.
@@ -236,6 +247,7 @@ class CelWorkerPool:
             return outcomes, True
         except TimeoutError:
             self.kills += 1
+            WORKER_RESTARTS.labels(reason="budget").inc()
             log.warning(
                 "CEL evaluation over budget; restarting its worker",
                 budget_seconds=budget,
@@ -245,9 +257,11 @@ class CelWorkerPool:
             )
             return _complete(outcomes, pending, programs, budget_exceeded()), False
         except (ProtocolError, ConnectionError, OSError) as exc:
+            WORKER_RESTARTS.labels(reason="failure").inc()
             log.warning("CEL worker failed; restarting it", error=str(exc), pid=worker.pid)
             return _complete(outcomes, pending, programs, internal_error(str(exc))), False
         except Exception as exc:  # a bug here must not fail the status sync
+            WORKER_RESTARTS.labels(reason="failure").inc()
             log.exception("CEL worker exchange failed; restarting the worker", pid=worker.pid)
             message = f"CEL evaluator failed: {type(exc).__name__}: {exc}"
             return _complete(outcomes, pending, programs, internal_error(message)), False
