@@ -256,7 +256,7 @@ def test_cache_is_bounded() -> None:
         ("9223372036854775807 + 1 > 0", "integer overflow"),
         ("object.metadata.name + 1 == 'x'", "no such overload"),
         ("object.metadata.name.size() > object.metadata", "no such overload"),
-        ("object.metadata.name.lowerAscii(1) == 'x'", "no such overload"),
+        ("object.metadata.name.lowerAscii(1) == 'x'", "no such overload: lowerAscii(string, int)"),
         ("int('x') == 1", "type conversion error from 'string' to 'int'"),
         ("int(' 1') == 1", "type conversion error from 'string' to 'int'"),
         ("uint('+1') == 1u", "type conversion error from 'string' to 'uint'"),

@@ -555,10 +555,20 @@ def is_sorted(items: Any) -> celtypes.BoolType:
     return celtypes.BoolType(all(not cel_less(b, a) for a, b in itertools.pairwise(elements)))
 
 
+_SUMMABLE: Final = frozenset({"int", "uint", "double", "google.protobuf.Duration"})
+
+
 def list_sum(items: Any) -> Any:
-    """``l.sum()``: 0 for an empty list."""
+    """``l.sum()`` of numbers of one type or durations: 0 for an empty list."""
     elements = _list(items)
-    return functools.reduce(operator.add, elements) if elements else celtypes.IntType(0)
+    if not elements:
+        return celtypes.IntType(0)
+    kinds = {cel_type_name(element) for element in elements}
+    if not kinds <= _SUMMABLE:
+        raise TypeError("no such overload")
+    if len(kinds) > 1:  # the list's overload exists; adding its elements has none
+        raise CelFunctionError("no such overload")
+    return functools.reduce(operator.add, elements)
 
 
 def list_max(items: Any) -> Any:
@@ -775,7 +785,8 @@ def contains_ip(cidr: Any, address: Any) -> celtypes.BoolType:
         try:
             address = kubevalues.parse_ip(address)
         except KubeValueError:
-            raise TypeError("no such overload") from None
+            # Kubernetes' string overload answers a bad address so, without naming itself.
+            raise CelFunctionError("no such overload") from None
     return celtypes.BoolType(_of(CIDR, cidr).contains_ip(_of(IP, address)))
 
 
@@ -850,6 +861,31 @@ def _conversion(
             raise CelFunctionError(overflow) from None
 
     return convert
+
+
+# strconv.ParseBool's spellings.
+_GO_BOOLS: Final = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+
+
+def to_bool(value: Any) -> celtypes.BoolType:
+    """``bool(x)`` of a bool, or of a string as Go's ``strconv.ParseBool`` reads it."""
+    if _is_bool(value):
+        return celtypes.BoolType(bool(value))
+    if not isinstance(value, str):
+        raise TypeError("no such overload")
+    if value not in _GO_BOOLS:
+        raise CelFunctionError("type conversion error from 'string' to 'bool'")
+    return celtypes.BoolType(_GO_BOOLS[value])
+
+
+def size(value: Any) -> celtypes.IntType:
+    """``size(x)``, ``x.size()``: of a string (code points), bytes, a list or a map only."""
+    if not isinstance(value, str | bytes | list | dict):
+        raise TypeError("no such overload")
+    return celtypes.IntType(len(value))
 
 
 # --------------------------------------------------------------------------
@@ -1056,6 +1092,8 @@ GLOBAL_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "int": _conversion(celtypes.IntType, "[+-]?[0-9]+", "int", "integer overflow"),
     "uint": _conversion(celtypes.UintType, "[0-9]+", "uint", "unsigned integer overflow"),
     "double": _conversion(celtypes.DoubleType, "", "double", "double overflow"),
+    "bool": to_bool,
+    "size": size,
     "hasConditions": has_conditions,  # OCM
     "quantity": quantity,
     "isQuantity": is_quantity,
@@ -1177,6 +1215,7 @@ _CONVERSION_TYPES: Final[dict[Any, type]] = {
     FUNCTIONS["uint"]: celtypes.UintType,
     FUNCTIONS["double"]: celtypes.DoubleType,
     FUNCTIONS["string"]: celtypes.StringType,
+    FUNCTIONS["bool"]: celtypes.BoolType,
 }
 #: The CEL names of the library types; ``net.IP`` and ``net.CIDR`` are also type values.
 _CEL_TYPE_NAMES: Final[dict[type, str]] = {

@@ -35,6 +35,7 @@ from workagent.conditions.celcheck import simple_name, unwrap
 from workagent.conditions.celfunctions import (
     QUALIFIED_FUNCTIONS,
     CelFunctionError,
+    cel_type_name,
     format_value,
 )
 from workagent.conditions.celoptional import NONE, CelOptional
@@ -219,6 +220,21 @@ class Interpreter(Evaluator):
 
     # -- calls and macros -------------------------------------------------------------
 
+    def function_eval(self, name_token: Token, exprlist: Any = None) -> Any:
+        """``f(x...)``, a wrong argument type named as cel-go names it."""
+        if isinstance(exprlist, CELEvalError):
+            return exprlist
+        args: Any = list(exprlist or ())
+        return _named(super().function_eval(name_token, args), str(name_token), args)
+
+    def method_eval(self, object: Any, method_ident: Token, exprlist: Any = None) -> Any:
+        """``x.f(y...)``, a wrong argument type named as cel-go names it."""
+        if isinstance(exprlist, CELEvalError):
+            return exprlist
+        args: Any = list(exprlist or ())
+        result = super().method_eval(object, method_ident, args)
+        return _named(result, str(method_ident), [object, *args])
+
     def member_dot_arg(self, tree: Tree[Any]) -> Any:
         """Namespaced calls and the macros celpy lacks; the rest as celpy does them."""
         operand_tree, name = tree.children[0], str(tree.children[1])
@@ -249,7 +265,8 @@ class Interpreter(Evaluator):
         if isinstance(operand, CELEvalError):
             return operand
         if not isinstance(operand, CelOptional):
-            return _error("no such overload", tree)
+            # The macro stands for a hasValue() test: that is the call cel-go names.
+            return _error(f"no such overload: hasValue({cel_type_name(operand)})", tree)
         if not operand.present:
             return NONE
         result = self._body(*args)(operand.value())
@@ -288,6 +305,26 @@ class Runner(celpy.InterpretedRunner):
 
 
 _MISSING: Final = object()
+# cel-go's words for a call whose arguments no overload takes: the function and the
+# argument types (``no such overload: getHost(string)``), except for these.
+_NAME_ONLY: Final = frozenset({"size", "matches"})
+_UNNAMED: Final = frozenset({"contains", "startsWith", "endsWith", "or", "orValue"})
+
+
+def _named(result: Any, name: str, args: list[Any]) -> Any:
+    """celpy's ``no such overload`` of a call, with the name and types cel-go gives."""
+    if (
+        not isinstance(result, CELEvalError)
+        or result.args[:1] != ("no such overload",)
+        or result.args[1:2] not in ((TypeError,), (AttributeError,))
+        or name in _UNNAMED
+    ):
+        return result
+    if name in _NAME_ONLY:
+        text = f"no such overload: {name}"
+    else:
+        text = f"no such overload: {name}({', '.join(cel_type_name(arg) for arg in args)})"
+    return CELEvalError(text, CelFunctionError, (text,))
 
 
 def _select(operand: Any, name: str) -> Any:
