@@ -269,6 +269,7 @@ AGENT_ALL_OPTIONS: Values = {
             "notAvailable": "30m",
             "feedbackStale": "1h",
             "noLeader": "2m",
+            "ruleWorkersFailing": "1m",
         },
     },
     **pod_options("agent"),

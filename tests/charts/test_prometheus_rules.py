@@ -74,7 +74,7 @@ def test_promtool_checks_the_rules(tmp_path: Path) -> None:
         write_rules(tmp_path, agent, hub)
         result = promtool("check", "rules", AGENT_RULES, HUB_RULES, cwd=tmp_path)
         assert result.returncode == 0, f"{name}:\n{result.stdout}{result.stderr}"
-        assert "SUCCESS: 4 rules found" in result.stdout
+        assert "SUCCESS: 5 rules found" in result.stdout
         assert "SUCCESS: 2 rules found" in result.stdout
 
 
@@ -99,6 +99,7 @@ def test_rule_values_reach_the_rules() -> None:
     rules = {r["alert"]: r for g in spec["groups"] for r in g["rules"]}
     assert rules["WorkAgentManifestWorkFailingToApply"]["for"] == "5m"
     assert rules["WorkAgentNoLeader"]["for"] == "2m"
+    assert rules["WorkAgentConditionRuleWorkersFailing"]["for"] == "1m"
     assert {r["labels"]["severity"] for r in rules.values()} == {"critical"}
     labels = render_agent(AGENT_ALL_OPTIONS).one("PrometheusRule")["metadata"]["labels"]
     assert labels["release"] == "prometheus"
