@@ -87,6 +87,12 @@ def engine() -> CelEngine:
         "has(object.?spec.replicas) && !has(optional.none().replicas)",
         "!has(object.spec.replicas.x) && !has(object.status.nothing.x)",
         "bool('t') && bool('TRUE') && !bool('0') && type(true) == bool",
+        # min, max, isSorted as the Kubernetes lists library runs them: an element of
+        # another kind is skipped by the comparison (cel-go's Compare gives an error).
+        "dyn([1, 'a']).max() == 1 && dyn(['a', 1, 'b']).max() == 'b'",
+        "dyn([1, 'a', 0]).min() == 0 && [1, 2.5, 2u].max() == 2.5",
+        "!dyn(['b', 'a', 1]).isSorted() && dyn([2, 'a', 1]).isSorted()",
+        "[duration('2s'), duration('1s')].min() == duration('1s')",
         "dyn([duration('1s'), duration('2s')]).sum() == duration('3s')",
         # Trailing commas; a repeated map key keeps the last value.
         "[1, 2,] == [1, 2] && {'a': 1,} == {'a': 1}",
@@ -143,6 +149,9 @@ def test_true(engine: CelEngine, expression: str) -> None:
         ("size(dyn(null)) == 0", "no such overload: size"),
         ("dyn(1).matches('a')", "no such overload: matches"),
         ("dyn(1).endsWith('a')", "no such overload"),
+        ("dyn([{}, 1]).max() == 1", "no such overload: max(list)"),
+        ("dyn([[1], 2]).min() == 1", "no such overload: min(list)"),
+        ("dyn([]).min() == 1", "min called on empty list"),
         ("cidr('10.0.0.0/8').containsIP('bad')", "no such overload"),
         # has() fails where its operand does (celpy alone would say false).
         ("has(object.missing.x)", "no such key: missing"),

@@ -75,7 +75,7 @@ _TYPE_IDENTIFIERS: Final = frozenset(
 _GLOBAL_FUNCTIONS: Final = frozenset(
     {"bool", "bytes", "duration", "dyn", "has", "matches", "size", "string", "timestamp", "type"}
 ) | frozenset(GLOBAL_FUNCTIONS)
-# Functions callable as ``x.f()``: CEL's own (and celpy's ``min`` macro) and our library's.
+# Functions callable as ``x.f()``: CEL's own and our library's.
 _METHODS: Final = frozenset(
     {
         "contains",
@@ -93,7 +93,6 @@ _METHODS: Final = frozenset(
         "getMinutes",
         "getMonth",
         "getSeconds",
-        "min",
     }
 ) | frozenset(METHODS)
 # Macros binding a variable in their last argument: ``x.all(v, e)``, ``o.optMap(v, e)``.

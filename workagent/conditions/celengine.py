@@ -244,8 +244,6 @@ def runtime_error_text(exc: CELEvalError) -> str:
         return cap_message("no such key: " + text.split(": ", 1)[1].strip("'"))
     if text.startswith("undeclared reference to "):
         return cap_message(text.split(" (in activation", 1)[0] + " (in container '')")
-    if text.startswith("Attempt to reduce an empty sequence"):  # celpy's min macro
-        return "min called on empty list"
     if kind is TypeError or text.startswith("found no matching overload"):
         return "no such overload"
     if kind is ZeroDivisionError:

@@ -548,11 +548,48 @@ def _comparable(items: list[Any]) -> None:
         raise TypeError("no such overload")
 
 
+# What cel-go can order (``traits.Comparer``): numbers across types, bools, strings,
+# bytes, timestamps and durations.
+_COMPARERS: Final = (int, float, str, bytes, celtypes.TimestampType, celtypes.DurationType)
+
+
+def _order_of(a: Any, b: Any) -> int | None:
+    """cel-go's ``a.Compare(b)`` as the lists library reads it: -1, 0 or 1, or None for a
+    ``b`` of another kind (an error value, which matches neither -1 nor 1)."""
+    if not isinstance(a, _COMPARERS):
+        raise TypeError("no such overload")
+    try:
+        return _compare(a, b)
+    except TypeError:
+        return None
+
+
 def is_sorted(items: Any) -> celtypes.BoolType:
-    """``l.isSorted()``."""
-    elements = _list(items)
-    _comparable(elements)
-    return celtypes.BoolType(all(not cel_less(b, a) for a, b in itertools.pairwise(elements)))
+    """``l.isSorted()``: no element orders after the next one."""
+    pairs = itertools.pairwise(_list(items))
+    return celtypes.BoolType(all(_order_of(a, b) != 1 for a, b in pairs))
+
+
+def _extreme(name: str, replace_when: int) -> Callable[[Any], Any]:
+    """``l.max()``/``l.min()``: the running result gives way to an element it orders
+    ``replace_when`` against (the first of equal elements, 1 and 1.0, stays)."""
+
+    def pick(items: Any) -> Any:
+        elements = _list(items)
+        if not elements:
+            raise CelFunctionError(f"{name} called on empty list")
+        result = elements[0]
+        for element in elements[1:]:
+            if _order_of(result, element) == replace_when:
+                result = element
+        return result
+
+    pick.__doc__ = f"``l.{name}()``."
+    return pick
+
+
+list_max = _extreme("max", -1)
+list_min = _extreme("min", 1)
 
 
 _SUMMABLE: Final = frozenset({"int", "uint", "double", "google.protobuf.Duration"})
@@ -569,16 +606,6 @@ def list_sum(items: Any) -> Any:
     if len(kinds) > 1:  # the list's overload exists; adding its elements has none
         raise CelFunctionError("no such overload")
     return functools.reduce(operator.add, elements)
-
-
-def list_max(items: Any) -> Any:
-    """``l.max()``."""
-    elements = _list(items)
-    if not elements:
-        raise CelFunctionError("max called on empty list")
-    _comparable(elements)
-    # The first of equal elements (1 and 1.0) wins.
-    return max(elements, key=functools.cmp_to_key(_compare))
 
 
 def list_slice(items: Any, start: Any, end: Any) -> celtypes.ListType:
@@ -1140,6 +1167,7 @@ METHODS: Final[dict[str, Callable[..., Any]]] = {
     "isSorted": is_sorted,
     "sum": list_sum,
     "max": list_max,
+    "min": list_min,
     "slice": list_slice,
     "flatten": flatten,
     "distinct": distinct,

@@ -247,6 +247,9 @@ class Interpreter(Evaluator):
             return self._opt_map(self.visit(operand_tree), name == "optFlatMap", args, tree)
         if name == "map" and len(args) == 3:
             return self._filter_map(self.visit(operand_tree), args, tree)
+        if name == "min":  # a function here; celpy takes it for a macro of its own
+            values = [self.visit(arg) for arg in args]
+            return self.method_eval(self.visit(operand_tree), Token("IDENT", name), values)
         return super().member_dot_arg(tree)
 
     def _body(self, variable: Any, body: Any) -> Callable[[Any], Any]:
