@@ -49,7 +49,7 @@ from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
 from ocmkit.govalues import go_format_value
-from workagent.conditions import celoptional, kubeformats, kubevalues
+from workagent.conditions import celoptional, celtime, kubeformats, kubevalues
 from workagent.conditions.celoptional import NONE, CelOptional
 from workagent.conditions.kubevalues import CIDR, IP, URL, KubeValueError, Semver
 from workagent.quantity import parse_quantity
@@ -60,6 +60,9 @@ re2: Any = importlib.import_module("re2")
 #: Longest string or list a function may build; past it the evaluation counts
 #: as over budget (cel-go's cost model would have stopped it long before).
 MAX_RESULT_SIZE: Final = 4 * 1024 * 1024
+
+_DURATION: Final = "google.protobuf.Duration"
+_TIMESTAMP: Final = "google.protobuf.Timestamp"
 
 
 class CelFunctionError(ValueError):
@@ -155,6 +158,11 @@ def quote(text: Any) -> celtypes.StringType:
         for c in _string(text)
     )
     return _bounded('"' + "".join(escaped) + '"')
+
+
+def _text_test(test: Callable[[str, str], bool]) -> Callable[[Any, Any], celtypes.BoolType]:
+    """``s.contains(t)`` and friends, of strings only (celpy also takes bytes and lists)."""
+    return lambda text, part: celtypes.BoolType(test(_string(text), _string(part)))
 
 
 def char_at(text: Any, index: Any) -> celtypes.StringType:
@@ -498,6 +506,8 @@ def _regex(pattern: str) -> Any:
 
 def matches(text: Any, pattern: Any) -> celtypes.BoolType:
     """``s.matches(re)``: RE2 search anywhere in ``s``."""
+    if isinstance(text, str) and not isinstance(pattern, str):
+        raise CelFunctionError("no such overload")  # a string's overload, not matched
     return celtypes.BoolType(_regex(_string(pattern)).search(_string(text)) is not None)
 
 
@@ -600,11 +610,11 @@ def list_sum(items: Any) -> Any:
     elements = _list(items)
     if not elements:
         return celtypes.IntType(0)
-    kinds = {cel_type_name(element) for element in elements}
-    if not kinds <= _SUMMABLE:
+    first = cel_type_name(elements[0])
+    if first not in _SUMMABLE:
         raise TypeError("no such overload")
-    if len(kinds) > 1:  # the list's overload exists; adding its elements has none
-        raise CelFunctionError("no such overload")
+    if any(cel_type_name(element) != first for element in elements):
+        raise CelFunctionError("no such overload")  # adding an element has no overload
     return functools.reduce(operator.add, elements)
 
 
@@ -808,6 +818,7 @@ def to_string(value: Any) -> celtypes.StringType:
 
 def contains_ip(cidr: Any, address: Any) -> celtypes.BoolType:
     """``c.containsIP(ip|string)``; a bad address string is no such overload, as in Kubernetes."""
+    cidr = _of(CIDR, cidr)
     if isinstance(address, str):
         try:
             address = kubevalues.parse_ip(address)
@@ -819,6 +830,7 @@ def contains_ip(cidr: Any, address: Any) -> celtypes.BoolType:
 
 def contains_cidr(cidr: Any, other: Any) -> celtypes.BoolType:
     """``c.containsCIDR(cidr|string)``."""
+    cidr = _of(CIDR, cidr)
     if isinstance(other, str):
         other = kubevalues.parse_cidr(other)
     return celtypes.BoolType(_of(CIDR, cidr).contains_cidr(_of(CIDR, other)))
@@ -875,6 +887,13 @@ def _conversion(
     anything else converted."""
 
     def convert(value: Any) -> Any:
+        kind = cel_type_name(value)
+        if kind == _DURATION and name == "int":  # nanoseconds
+            return cel_type(value // datetime.timedelta(microseconds=1) * 1000)
+        if kind == _TIMESTAMP and name == "int":  # Unix seconds
+            return cel_type(math.floor(value.timestamp()))
+        if kind not in ("int", "uint", "double", "string"):
+            raise TypeError("no such overload")
         if isinstance(value, str):
             try:
                 if syntax and not re.fullmatch(syntax, value):
@@ -906,6 +925,13 @@ def to_bool(value: Any) -> celtypes.BoolType:
     if value not in _GO_BOOLS:
         raise CelFunctionError("type conversion error from 'string' to 'bool'")
     return celtypes.BoolType(_GO_BOOLS[value])
+
+
+def to_bytes(value: Any) -> celtypes.BytesType:
+    """``bytes(x)`` of bytes or a string (its UTF-8)."""
+    if isinstance(value, bytes):
+        return celtypes.BytesType(value)
+    return celtypes.BytesType(_string(value).encode("utf-8", "surrogatepass"))
 
 
 def size(value: Any) -> celtypes.IntType:
@@ -1000,8 +1026,6 @@ def _ordered(op: Callable[[Any, Any], bool], a: Any, b: Any) -> bool:
     for kind in (str, bytes, celtypes.TimestampType, celtypes.DurationType):
         if isinstance(a, kind) and isinstance(b, kind):
             return op(a, b)
-    if isinstance(a, Quantity) and isinstance(b, Quantity):
-        return op(a.value, b.value)
     raise TypeError("no such overload")
 
 
@@ -1010,11 +1034,35 @@ def cel_less(a: Any, b: Any) -> bool:
     return _ordered(operator.lt, a, b)
 
 
-def _bool_op(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any], celtypes.BoolType]:
-    def op(a: Any, b: Any) -> celtypes.BoolType:
-        return celtypes.BoolType(compare(a, b))
+# The left operand types of an operator whose mismatch cel-go calls plain "no such
+# overload"; for any other left operand it names the operator ("no such overload: _<_").
+_PLAIN_LEFT: Final[dict[str, frozenset[str]]] = {
+    "+": frozenset({"int", "uint", "double", "string", "bytes", "list", _DURATION, _TIMESTAMP}),
+    "-": frozenset({"int", "uint", "double", "string", _DURATION, _TIMESTAMP}),
+    "*": frozenset({"int", "uint", "double", "string", _DURATION, _TIMESTAMP}),
+    "/": frozenset({"int", "uint", "double", "string", _DURATION, _TIMESTAMP}),
+    "%": frozenset({"int", "uint", "string", _DURATION, _TIMESTAMP}),
+    "<": frozenset({"int", "uint", "double", "string", "bytes", "bool", _DURATION, _TIMESTAMP}),
+}
 
-    return op
+
+def _mismatch(symbol: str, left: Any) -> Exception:
+    """The error of an operator no overload of takes these operands, in cel-go's words."""
+    if cel_type_name(left) in _PLAIN_LEFT["<" if symbol in ("<=", ">", ">=") else symbol]:
+        return TypeError("no such overload")
+    return CelFunctionError(f"no such overload: _{symbol}_")
+
+
+def _ordering(symbol: str, op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
+    """``<`` and friends, across int, uint and double, else within one orderable type."""
+
+    def run(a: Any, b: Any) -> celtypes.BoolType:
+        try:
+            return celtypes.BoolType(_ordered(op, a, b))
+        except TypeError:
+            raise _mismatch(symbol, a) from None
+
+    return run
 
 
 def _equality(negate: bool) -> Callable[[Any, Any], celtypes.BoolType]:
@@ -1022,7 +1070,8 @@ def _equality(negate: bool) -> Callable[[Any, Any], celtypes.BoolType]:
     overload, as its cel-go ``Equal`` says (a CEL value on the left just answers false)."""
 
     def op(a: Any, b: Any) -> celtypes.BoolType:
-        if isinstance(a, _LIBRARY_TYPES) and b is not None and type(a) is not type(b):
+        mixed = isinstance(a, _LIBRARY_TYPES) and b is not None and type(a) is not type(b)
+        if mixed and not negate:  # ``!=`` answers true
             raise TypeError("no such overload")
         return celtypes.BoolType(cel_equal(a, b) != negate)
 
@@ -1041,21 +1090,55 @@ def _integral(value: Any) -> bool:
     return _is_number(value) and not isinstance(value, float)
 
 
-def _same_numbers(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """Arithmetic: CEL has no mixed int/uint/double overloads (celpy computes ``1.5 * 2``)."""
+# The operand types of CEL's arithmetic overloads: one type on both sides, or a
+# listed pair. celpy would also compute ``true + 1``, ``'a' % [1]`` (Python's
+# string formatting) and ``duration * 2``.
+_ARITHMETIC: Final[dict[str, tuple[frozenset[str], frozenset[tuple[str, str]]]]] = {
+    "+": (
+        frozenset({"int", "uint", "double", "string", "bytes", "list", _DURATION}),
+        frozenset({(_TIMESTAMP, _DURATION), (_DURATION, _TIMESTAMP)}),
+    ),
+    "-": (
+        frozenset({"int", "uint", "double", _DURATION, _TIMESTAMP}),
+        frozenset({(_TIMESTAMP, _DURATION)}),
+    ),
+    "*": (frozenset({"int", "uint", "double"}), frozenset()),
+    "/": (frozenset({"int", "uint", "double"}), frozenset()),
+    "%": (frozenset({"int", "uint"}), frozenset()),
+}
+
+
+def _arithmetic(symbol: str, op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``a <symbol> b`` for the operand types CEL has an overload for, else no such overload."""
+    same, pairs = _ARITHMETIC[symbol]
 
     def run(a: Any, b: Any) -> Any:
-        if _is_number(a) and _is_number(b) and cel_type_name(a) != cel_type_name(b):
-            raise TypeError("no such overload")
+        kinds = (cel_type_name(a), cel_type_name(b))
+        if not ((kinds[0] == kinds[1] and kinds[0] in same) or kinds in pairs):
+            raise _mismatch(symbol, a)
         return op(a, b)
 
     return run
 
 
-def _by_nonzero(op: Callable[[Any, Any], Any], message: str) -> Callable[[Any, Any], Any]:
+def _negate(value: Any) -> Any:
+    """``-x`` of an int, a double or a duration."""
+    kind = cel_type_name(value)
+    if kind in ("string", "bool", _TIMESTAMP):
+        raise TypeError("no such overload")
+    if kind not in ("int", "double", _DURATION):
+        raise CelFunctionError("no such overload: -_")
+    if kind == _DURATION:  # celpy's would be a plain timedelta
+        return celtypes.DurationType(-value)
+    return operator.neg(value)
+
+
+def _by_nonzero(
+    symbol: str, op: Callable[[Any, Any], Any], message: str
+) -> Callable[[Any, Any], Any]:
     """``/`` and ``%``: an integer zero divisor is an error; doubles follow IEEE 754."""
 
-    @_same_numbers
+    @functools.partial(_arithmetic, symbol)
     def run(a: Any, b: Any) -> Any:
         if _integral(a) and _integral(b) and int(b) == 0:
             raise CelFunctionError(message)
@@ -1070,6 +1153,8 @@ def _by_nonzero(op: Callable[[Any, Any], Any], message: str) -> Callable[[Any, A
 
 
 def _index(container: Any, key: Any) -> Any:
+    if not isinstance(container, dict | list):
+        raise CelKeyError(f"no such key: {_format_key(key)}")
     if isinstance(container, dict):
         value = _map_lookup(container, key)
         if value is _MISSING:
@@ -1120,6 +1205,9 @@ GLOBAL_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "uint": _conversion(celtypes.UintType, "[0-9]+", "uint", "unsigned integer overflow"),
     "double": _conversion(celtypes.DoubleType, "", "double", "double overflow"),
     "bool": to_bool,
+    "bytes": to_bytes,
+    "duration": celtime.to_duration,
+    "timestamp": celtime.to_timestamp,
     "size": size,
     "hasConditions": has_conditions,  # OCM
     "quantity": quantity,
@@ -1147,6 +1235,9 @@ QUALIFIED_FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
 #: Library functions called as methods, ``x.f(...)``.
 METHODS: Final[dict[str, Callable[..., Any]]] = {
     # Strings.
+    "contains": _text_test(str.__contains__),
+    "startsWith": _text_test(str.startswith),
+    "endsWith": _text_test(str.endswith),
     "charAt": char_at,
     "indexOf": index_of,
     "lastIndexOf": last_index_of,
@@ -1216,19 +1307,19 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     # unary operators are celpy's own, only made to propagate errors.
     "_?_:_": celtypes.logical_condition,
     "!_": celtypes.logical_not,
-    "-_": operator.neg,
+    "-_": _negate,
     "_==_": _equality(negate=False),
     "_!=_": _equality(negate=True),
-    "_<_": _bool_op(functools.partial(_ordered, operator.lt)),
-    "_<=_": _bool_op(functools.partial(_ordered, operator.le)),
-    "_>_": _bool_op(functools.partial(_ordered, operator.gt)),
-    "_>=_": _bool_op(functools.partial(_ordered, operator.ge)),
+    "_<_": _ordering("<", operator.lt),
+    "_<=_": _ordering("<=", operator.le),
+    "_>_": _ordering(">", operator.gt),
+    "_>=_": _ordering(">=", operator.ge),
     "_in_": _in_op,
-    "_+_": _same_numbers(operator.add),
-    "_-_": _same_numbers(operator.sub),
-    "_*_": _same_numbers(operator.mul),
-    "_/_": _by_nonzero(operator.truediv, "division by zero"),
-    "_%_": _by_nonzero(operator.mod, "modulus by zero"),
+    "_+_": _arithmetic("+", operator.add),
+    "_-_": _arithmetic("-", operator.sub),
+    "_*_": _arithmetic("*", operator.mul),
+    "_/_": _by_nonzero("/", operator.truediv, "division by zero"),
+    "_%_": _by_nonzero("%", operator.mod, "modulus by zero"),
     "_[_]": _index,
     **GLOBAL_FUNCTIONS,
     **METHODS,

@@ -232,7 +232,10 @@ class Interpreter(Evaluator):
         if isinstance(exprlist, CELEvalError):
             return exprlist
         args: Any = list(exprlist or ())
-        result = super().method_eval(object, method_ident, args)
+        try:
+            result = super().method_eval(object, method_ident, args)
+        except AssertionError:  # celpy's duration getters assert they got no time zone
+            result = CELEvalError("no such overload", TypeError, ())
         return _named(result, str(method_ident), [object, *args])
 
     def member_dot_arg(self, tree: Tree[Any]) -> Any:

@@ -109,8 +109,8 @@ def or_value(optional: Any, default: Any) -> Any:
 
 def or_optional(optional: Any, other: Any) -> CelOptional:
     """``o.or(p)``: ``o`` if it has a value, else ``p`` (which must be an optional)."""
-    first, second = _optional(optional), _optional(other)
-    return first if first.present else second
+    first = _optional(optional)
+    return first if first.present else _optional(other)
 
 
 def _end(index: int) -> Callable[[Any], CelOptional]:

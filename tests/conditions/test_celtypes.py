@@ -1,0 +1,151 @@
+"""CEL conversions and operators on the types cel-go has overloads for, in cel-go's words.
+
+Every ``expression`` here is also evaluated by cel-go itself in
+tests/conditions/test_cel_oracle.py (the realkube leg). ``dyn()`` keeps cel-go's
+type checker out of the way, so both engines meet the operands at run time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conditions.test_celengine import error, true
+from workagent.conditions.celengine import CelEngine
+from workagent.conditions.celtime import parse_duration_nanos
+
+
+@pytest.fixture(scope="module")
+def engine() -> CelEngine:
+    return CelEngine()
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        # Go's time.ParseDuration.
+        "duration('1h30m') == duration('90m') && duration('+5m') == duration('300s')",
+        "duration('-1.5s') == -dyn(duration('1500ms')) && duration('.5s') == duration('500ms')",
+        "duration('0') == duration('0s') && duration('1.s') == duration('1s')",
+        "duration('1us') == duration('1000ns') && duration('1\u00b5s') == duration('1\u03bcs')",
+        "duration('2562047h') > duration('1h')",
+        # RFC 3339 timestamps, any offset Go takes, fractions kept to the microsecond.
+        "timestamp('2020-01-01T00:00:00+01:00') == timestamp('2019-12-31T23:00:00Z')",
+        "timestamp('2020-01-01T00:00:00-05:30') == timestamp('2020-01-01T05:30:00Z')",
+        "timestamp('2020-01-01T00:00:00+24:00') == timestamp('2019-12-31T00:00:00Z')",
+        "timestamp('2020-01-01T00:00:00,5Z') == timestamp('2020-01-01T00:00:00.5Z')",
+        "timestamp(0) == timestamp('1970-01-01T00:00:00Z')",
+        "timestamp(253402300799) == timestamp('9999-12-31T23:59:59Z')",
+        "int(timestamp('2020-01-01T00:00:00Z')) == 1577836800",
+        "int(duration('1s')) == 1000000000",
+        # Arithmetic on the types that have it.
+        "timestamp('2020-01-01T00:00:00Z') + duration('1h') == timestamp('2020-01-01T01:00:00Z')",
+        "duration('1h') + timestamp('2020-01-01T00:00:00Z') == timestamp('2020-01-01T01:00:00Z')",
+        "timestamp('2020-01-02T00:00:00Z') - timestamp('2020-01-01T00:00:00Z') == duration('24h')",
+        "[1] + [2] == [1, 2] && b'a' + b'b' == b'ab' && 'a' + 'b' == 'ab'",
+        "-dyn(duration('1s')) == duration('-1s')",
+        "dyn(quantity('1')) != dyn(-1)",  # != answers; == has no overload
+    ],
+)
+def test_true(engine: CelEngine, expression: str) -> None:
+    true(engine, expression)
+
+
+_DURATION_ERROR = "type conversion error from 'string' to 'google.protobuf.Duration'"
+_TIMESTAMP_ERROR = "type conversion error from 'string' to 'google.protobuf.Timestamp'"
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("duration('1d') == duration('24h')", _DURATION_ERROR),
+        ("duration('1') == duration('1s')", _DURATION_ERROR),
+        ("duration(' 1s') == duration('1s')", _DURATION_ERROR),
+        ("duration('1S') == duration('1s')", _DURATION_ERROR),
+        ("duration('.s') == duration('1s')", _DURATION_ERROR),
+        ("duration('2562048h') > duration('1h')", _DURATION_ERROR),
+        ("duration(dyn(1)) == duration('1s')", "no such overload: duration(int)"),
+        ("timestamp('2020-01-01') < timestamp('2021-01-01T00:00:00Z')", _TIMESTAMP_ERROR),
+        ("timestamp('2020-01-01t00:00:00Z') < timestamp('2021-01-01T00:00:00Z')", _TIMESTAMP_ERROR),
+        ("timestamp('2020-02-30T00:00:00Z') < timestamp('2021-01-01T00:00:00Z')", _TIMESTAMP_ERROR),
+        (
+            "timestamp('2020-01-01T00:00:00+25:00') < timestamp('2021-01-01T00:00:00Z')",
+            _TIMESTAMP_ERROR,
+        ),
+        (
+            "timestamp('0000-01-01T00:00:00Z') < timestamp('2021-01-01T00:00:00Z')",
+            "timestamp overflow",
+        ),
+        (
+            "timestamp('9999-12-31T23:00:00-01:00') < timestamp('2021-01-01T00:00:00Z')",
+            "timestamp overflow",
+        ),
+        ("timestamp(253402300800) < timestamp('2021-01-01T00:00:00Z')", "timestamp overflow"),
+        (
+            "timestamp(dyn(2u)) < timestamp('2021-01-01T00:00:00Z')",
+            "no such overload: timestamp(uint)",
+        ),
+        # Conversions take only what cel-go converts.
+        ("int(dyn(true)) == 1", "no such overload: int(bool)"),
+        ("int(dyn(null)) == 0", "no such overload: int(null_type)"),
+        ("double(dyn(true)) == 1.0", "no such overload: double(bool)"),
+        (
+            "uint(dyn(timestamp('2020-01-01T00:00:00Z'))) == 1u",
+            "no such overload: uint(google.protobuf.Timestamp)",
+        ),
+        ("bytes(dyn([])) == b''", "no such overload: bytes(list)"),
+        # Operators: no overload for these operands. cel-go names the operator when the
+        # left operand's type has none of it at all.
+        ("dyn(1) + dyn(true) == 2", "no such overload"),
+        ("dyn(true) + dyn(1) == 2", "no such overload: _+_"),
+        ("dyn('a') % dyn([1]) == 'a'", "no such overload"),
+        ("dyn(b'x') % dyn([1]) == b'x'", "no such overload: _%_"),
+        ("dyn(1.5) % dyn(1.0) == 0.5", "no such overload: _%_"),
+        ("dyn(duration('1s')) * dyn(2) == duration('2s')", "no such overload"),
+        ("dyn([1]) * dyn(2) == [1, 1]", "no such overload: _*_"),
+        ("dyn({}) < dyn(1)", "no such overload: _<_"),
+        ("dyn(null) >= dyn(1)", "no such overload: _>=_"),
+        ("dyn(true) < dyn(1)", "no such overload"),
+        ("dyn(quantity('1')) < dyn(quantity('2'))", "no such overload: _<_"),
+        ("-dyn(2u) == 1u", "no such overload: -_"),
+        ("-dyn('a') == 'a'", "no such overload"),
+        ("dyn(quantity('1')) == dyn(-1)", "no such overload"),
+        # Indexing a value that holds nothing; contains and friends of strings only.
+        ("dyn(1)[0] == 1", "no such key: 0"),
+        ("dyn(b'x').contains(dyn(b'x'))", "no such overload"),
+        ("dyn([1]).contains(dyn(1))", "no such overload"),
+        ("'abc'.matches(dyn(1))", "no such overload"),
+        (
+            "dyn(timestamp('2020-01-01T00:00:00Z')).getHours('Mars/Olympus') == 0",
+            "unknown time zone Mars/Olympus",
+        ),
+        (
+            "dyn(duration('1s')).getHours('UTC') == 0",
+            "no such overload: getHours(google.protobuf.Duration, string)",
+        ),
+        ("dyn(1.5).family() == 1", "no such overload: family(double)"),
+        ("dyn('a').containsIP('1.2.3.4')", "no such overload: containsIP(string, string)"),
+    ],
+)
+def test_errors(engine: CelEngine, expression: str, message: str) -> None:
+    assert error(engine, expression) == message
+
+
+@pytest.mark.parametrize(
+    ("text", "nanos"),
+    [
+        ("1h30m", 5_400_000_000_000),
+        ("-1.5s", -1_500_000_000),
+        ("1.0000000001s", 1_000_000_000),  # Go truncates the fraction to the unit
+        ("9223372036854775807ns", (1 << 63) - 1),
+        ("-9223372036854775808ns", -(1 << 63)),
+        ("1us5ns", 1_005),
+    ],
+)
+def test_parse_duration_keeps_nanoseconds(text: str, nanos: int) -> None:
+    assert parse_duration_nanos(text) == nanos
+
+
+@pytest.mark.parametrize("text", ["9223372036854775808ns", "", "-", "1", "1x", "1.2.3s", "+"])
+def test_parse_duration_refuses_what_go_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_duration_nanos(text)
