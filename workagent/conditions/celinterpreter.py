@@ -119,7 +119,7 @@ class Interpreter(Evaluator):
             found = dict.get(operand, str(name), _MISSING)
             return _error(f"no such key: {name}", tree) if found is _MISSING else found
         if isinstance(operand, list):
-            return _error("unsupported index type 'string' in list", tree)
+            return _error(_LIST_FIELD, tree)
         return _error(f"no such key: {name}", tree)
 
     def macro_has_eval(self, exprlist: Tree[Any]) -> Any:
@@ -131,7 +131,7 @@ class Interpreter(Evaluator):
         if isinstance(operand, CELEvalError):
             return operand
         if isinstance(operand, list):
-            return _error("unsupported index type 'string' in list", exprlist)
+            return _error(_LIST_FIELD, exprlist)
         return celtypes.BoolType(isinstance(operand, dict) and str(name) in operand)
 
     def member_optdot(self, tree: Tree[Any]) -> Any:
@@ -311,10 +311,12 @@ class Runner(celpy.InterpretedRunner):
 
 
 _MISSING: Final = object()
+_LIST_FIELD: Final = "unsupported index type 'string' in list"
 # cel-go's words for a call whose arguments no overload takes: the function and the
 # argument types (``no such overload: getHost(string)``), except for these.
 _NAME_ONLY: Final = frozenset({"size", "matches"})
 _UNNAMED: Final = frozenset({"contains", "startsWith", "endsWith", "or", "orValue"})
+_TIME_TYPES: Final = frozenset({"google.protobuf.Duration", "google.protobuf.Timestamp"})
 
 
 def _named(result: Any, name: str, args: list[Any]) -> Any:
@@ -327,6 +329,8 @@ def _named(result: Any, name: str, args: list[Any]) -> Any:
     ):
         return result
     if name in _NAME_ONLY:
+        if args and cel_type_name(args[0]) in _TIME_TYPES:
+            return result  # cel-go's durations and timestamps answer it plainly
         text = f"no such overload: {name}"
     else:
         text = f"no such overload: {name}({', '.join(cel_type_name(arg) for arg in args)})"
@@ -344,6 +348,8 @@ def _select(operand: Any, name: str) -> Any:
     if isinstance(operand, dict):
         found = dict.get(operand, name, _MISSING)
         return NONE if found is _MISSING else CelOptional(found)
+    if isinstance(operand, list):
+        return CELEvalError(_LIST_FIELD, CelFunctionError, (_LIST_FIELD,))
     return NONE
 
 
