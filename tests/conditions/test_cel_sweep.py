@@ -1,4 +1,4 @@
-"""Every library function and operator applied to every kind of value, against cel-go.
+"""Every library function, operator and macro applied to every kind of value, against cel-go.
 
 The hand-written corpus (test_cel_oracle.py) checks what a rule author means
 to write; this one checks what a mistaken rule meets: a function or operator
@@ -50,6 +50,19 @@ VALUES = [
 _BUILTIN_METHODS = ("size", "contains", "startsWith", "endsWith", "matches", "getHours", "getDate")
 _BUILTIN_GLOBALS = ("size", "string", "int", "uint", "double", "bytes", "bool", "duration")
 _OPERATORS = ("+", "-", "*", "/", "%", "<", "<=", "==", "!=", "in")
+# Comprehensions whose body gives a bool, a non-bool or the element itself.
+_MACROS = (
+    "all(x, x)",
+    "all(x, true)",
+    "exists(x, x)",
+    "exists_one(x, x)",
+    "filter(x, x)",
+    "filter(x, true)",
+    "map(x, x)",
+    "map(x, x, x)",
+    "optMap(x, x)",
+    "optFlatMap(x, x)",
+)
 
 _TIME_ZONE = "celpy's timestamp getters take null and lists for a time zone (cel-go: no overload)"
 _EXT_LISTS = "a list's reverse() is cel-go's ext lists, which OCM does not enable; we accept it"
@@ -95,6 +108,9 @@ def sweep_expressions() -> list[str]:
     for value in VALUES:
         expressions += [f"-{value}", f"!{value}", f"{value}[0]", f"{value}['k']"]
         expressions += [f"{value}.k", f"has({value}.k)", f"{value}.?k", f"{value}[?0]"]
+        expressions += [f"{value}.{macro}" for macro in _MACROS]
+        expressions += [f"{value} && true", f"false || {value}", f"{value} ? 1 : 2"]
+        expressions += [f"[?{value}]", f"{{?'k': {value}}}", f"{value} in [{value}]"]
     return expressions
 
 

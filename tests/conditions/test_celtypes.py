@@ -11,7 +11,6 @@ import pytest
 
 from tests.conditions.test_celengine import error, true
 from workagent.conditions.celengine import CelEngine
-from workagent.conditions.celtime import parse_duration_nanos
 
 
 @pytest.fixture(scope="module")
@@ -128,24 +127,3 @@ _TIMESTAMP_ERROR = "type conversion error from 'string' to 'google.protobuf.Time
 )
 def test_errors(engine: CelEngine, expression: str, message: str) -> None:
     assert error(engine, expression) == message
-
-
-@pytest.mark.parametrize(
-    ("text", "nanos"),
-    [
-        ("1h30m", 5_400_000_000_000),
-        ("-1.5s", -1_500_000_000),
-        ("1.0000000001s", 1_000_000_000),  # Go truncates the fraction to the unit
-        ("9223372036854775807ns", (1 << 63) - 1),
-        ("-9223372036854775808ns", -(1 << 63)),
-        ("1us5ns", 1_005),
-    ],
-)
-def test_parse_duration_keeps_nanoseconds(text: str, nanos: int) -> None:
-    assert parse_duration_nanos(text) == nanos
-
-
-@pytest.mark.parametrize("text", ["9223372036854775808ns", "", "-", "1", "1x", "1.2.3s", "+"])
-def test_parse_duration_refuses_what_go_refuses(text: str) -> None:
-    with pytest.raises(ValueError):
-        parse_duration_nanos(text)

@@ -219,11 +219,6 @@ def run_program(program: Any, activation: Mapping[str, Any]) -> tuple[Any, str |
         return None, runtime_error_text(CELEvalError(str(exc), type(exc), exc.args))
     except Exception as exc:  # celpy internals (unsupported features ...)
         return None, cap_message(f"evaluation failed: {_one_line(exc)}")
-    # celpy's map() keeps per-element errors inside the list; cel-go fails the call.
-    if isinstance(value, list):
-        for element in value:
-            if isinstance(element, CELEvalError):
-                return None, runtime_error_text(element)
     return value, None
 
 

@@ -1078,6 +1078,23 @@ def _equality(negate: bool) -> Callable[[Any, Any], celtypes.BoolType]:
     return op
 
 
+def _logical(decides: bool) -> Callable[[Any, Any], Any]:
+    """``&&`` (``decides`` false) and ``||`` (true), commutative as in CEL: an operand
+    equal to ``decides`` wins over anything; else an error, else both must be bools."""
+
+    def op(a: Any, b: Any) -> Any:
+        if any(_is_bool(v) and bool(v) == decides for v in (a, b)):
+            return celtypes.BoolType(decides)
+        for value in (a, b):
+            if isinstance(value, CELEvalError):
+                return value
+        if not (_is_bool(a) and _is_bool(b)):
+            raise TypeError("no such overload")
+        return celtypes.BoolType(not decides)
+
+    return op
+
+
 def _in_op(item: Any, container: Any) -> celtypes.BoolType:
     if isinstance(container, list):
         return celtypes.BoolType(any(cel_equal(item, e) for e in container))
@@ -1326,6 +1343,9 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     **QUALIFIED_FUNCTIONS,
 }
 FUNCTIONS.update({name: _propagating(function) for name, function in FUNCTIONS.items()})
+# Not propagating: a deciding operand absorbs the other side's error.
+FUNCTIONS["_&&_"] = _logical(decides=False)
+FUNCTIONS["_||_"] = _logical(decides=True)
 
 # ``int`` as a value (``type(x) == int``) resolves to the function bound under
 # that name, which replaces celpy's IntType: compare it as the type it stands for.

@@ -19,6 +19,7 @@ differently.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import re
 from collections.abc import Callable, Sequence
@@ -31,6 +32,8 @@ from celpy.celparser import CELParser
 from celpy.evaluation import CELEvalError, Evaluator, NameContainer
 from lark import Lark, Token, Tree
 
+from ocmkit.durations import format_duration
+from ocmkit.govalues import go_format_value
 from workagent.conditions.celcheck import simple_name, unwrap
 from workagent.conditions.celfunctions import (
     QUALIFIED_FUNCTIONS,
@@ -248,8 +251,8 @@ class Interpreter(Evaluator):
             return self.function_eval(Token("IDENT", qualified), values)
         if name in ("optMap", "optFlatMap") and len(args) == 2:
             return self._opt_map(self.visit(operand_tree), name == "optFlatMap", args, tree)
-        if name == "map" and len(args) == 3:
-            return self._filter_map(self.visit(operand_tree), args, tree)
+        if (name in _COMPREHENSIONS and len(args) == 2) or (name == "map" and len(args) == 3):
+            return self._comprehension(name, self.visit(operand_tree), args, tree)
         if name == "min":  # a function here; celpy takes it for a macro of its own
             values = [self.visit(arg) for arg in args]
             return self.method_eval(self.visit(operand_tree), Token("IDENT", name), values)
@@ -276,29 +279,36 @@ class Interpreter(Evaluator):
         if not operand.present:
             return NONE
         result = self._body(*args)(operand.value())
-        if isinstance(result, CELEvalError) or not flat:
-            return result if isinstance(result, CELEvalError) else CelOptional(result)
-        return result if isinstance(result, CelOptional) else _error("no such overload", tree)
+        # optFlatMap's body gives the optional itself (cel-go does not check it either).
+        return result if isinstance(result, CELEvalError) or flat else CelOptional(result)
 
-    def _filter_map(self, operand: Any, args: Sequence[Any], tree: Tree[Any]) -> Any:
-        """``l.map(v, filter, e)``: ``e`` of the elements (a map's keys) ``filter`` keeps."""
+    def _comprehension(self, name: str, operand: Any, args: Sequence[Any], tree: Tree[Any]) -> Any:
+        """``all``, ``exists``, ``exists_one``, ``filter`` and ``map`` (two or three
+        arguments) over a list's elements or a map's keys, as cel-go expands them."""
         if isinstance(operand, CELEvalError):
             return operand
         if not isinstance(operand, list | dict):
-            return _error("no such overload", tree)
-        keep, transform = self._body(args[0], args[1]), self._body(args[0], args[2])
+            text = f"got '{_go_type(operand)}', expected iterable type"
+            return _error(text, tree)
+        bodies = [self._body(args[0], body) for body in args[1:]]
+        if name in ("all", "exists"):
+            return _quantified(name == "exists", bodies[0], operand, tree)
+        if name == "exists_one":
+            chosen = _chosen(bodies[0], operand, tree)
+            return (
+                chosen if isinstance(chosen, CELEvalError) else celtypes.BoolType(len(chosen) == 1)
+            )
+        kept = (
+            _chosen(bodies[0], operand, tree) if name == "filter" or len(bodies) == 2 else operand
+        )
+        if isinstance(kept, CELEvalError) or name == "filter":
+            return kept
         result = []
-        for item in operand:
-            kept = keep(item)
-            if isinstance(kept, CELEvalError):
-                return kept
-            if not isinstance(kept, celtypes.BoolType | bool):
-                return _error("no such overload", tree)
-            if kept:
-                mapped = transform(item)
-                if isinstance(mapped, CELEvalError):
-                    return mapped
-                result.append(mapped)
+        for item in kept:
+            mapped = bodies[-1](item)
+            if isinstance(mapped, CELEvalError):
+                return mapped
+            result.append(mapped)
         return celtypes.ListType(result)
 
 
@@ -311,6 +321,62 @@ class Runner(celpy.InterpretedRunner):
 
 
 _MISSING: Final = object()
+_COMPREHENSIONS: Final = frozenset({"all", "exists", "exists_one", "filter", "map"})
+# Go's names of the runtime types, for a comprehension over something else.
+_GO_TYPES: Final = {
+    "int": "types.Int",
+    "uint": "types.Uint",
+    "double": "types.Double",
+    "string": "types.String",
+    "bytes": "types.Bytes",
+    "bool": "types.Bool",
+    "null_type": "types.Null",
+    "google.protobuf.Duration": "types.Duration",
+    "google.protobuf.Timestamp": "types.Timestamp",
+    "kubernetes.Quantity": "cel.Quantity",
+    "net.IP": "cel.IP",
+    "net.CIDR": "cel.CIDR",
+    "kubernetes.URL": "cel.URL",
+    "kubernetes.Semver": "cel.Semver",
+    "optional_type": "*types.Optional",
+}
+
+
+def _go_type(value: Any) -> str:
+    name = cel_type_name(value)
+    return _GO_TYPES.get(name, name)
+
+
+def _quantified(exists: bool, test: Callable[[Any], Any], items: Any, tree: Tree[Any]) -> Any:
+    """``all``/``exists``: a false (true) result decides and absorbs errors, as in cel-go's
+    expansion ``r && p(x)`` (``r || p(x)``), which stops at the deciding value."""
+    pending: Any = None
+    for item in items:
+        result = test(item)
+        if isinstance(result, celtypes.BoolType | bool):
+            if bool(result) == exists:
+                return celtypes.BoolType(exists)
+        elif pending is None:
+            pending = (
+                result if isinstance(result, CELEvalError) else _error("no such overload", tree)
+            )
+    return pending if pending is not None else celtypes.BoolType(not exists)
+
+
+def _chosen(test: Callable[[Any], Any], items: Any, tree: Tree[Any]) -> Any:
+    """The items ``test`` is true for; its first error, or no such overload for a non-bool."""
+    chosen = []
+    for item in items:
+        result = test(item)
+        if isinstance(result, CELEvalError):
+            return result
+        if not isinstance(result, celtypes.BoolType | bool):
+            return _error("no such overload", tree)
+        if result:
+            chosen.append(item)
+    return chosen
+
+
 _LIST_FIELD: Final = "unsupported index type 'string' in list"
 # cel-go's words for a call whose arguments no overload takes: the function and the
 # argument types (``no such overload: getHost(string)``), except for these.
@@ -357,6 +423,16 @@ def _text(value: Any) -> str:
     """A value as cel-go's ``%v`` prints it in error messages (null is its enum's 0)."""
     if value is None:
         return "0"
+    if isinstance(value, bytes):
+        return "[" + " ".join(map(str, value)) + "]"
+    if isinstance(value, float):
+        return go_format_value(float(value))
+    if isinstance(value, celtypes.DurationType):
+        return format_duration(value // datetime.timedelta(microseconds=1) * 1000)
+    if isinstance(value, celtypes.TimestampType):  # Go's time.String() in UTC
+        moment = value.astimezone(datetime.UTC)
+        fraction = f".{moment.microsecond:06d}".rstrip("0") if moment.microsecond else ""
+        return moment.strftime("%Y-%m-%d %H:%M:%S") + fraction + " +0000 UTC"
     try:
         return format_value(value)
     except CelFunctionError:

@@ -2,8 +2,8 @@
 
 celpy's own conversions are more lenient than Go's (a ``d`` unit, dates
 without a time, any text ``pendulum`` reads), so a rule that fails on OCM's
-agent could pass here. These follow ``time.ParseDuration`` and
-``time.Parse(time.RFC3339, s)``; every string they refuse is cel-go's
+agent could pass here. These follow ``time.ParseDuration`` (ocmkit's
+port) and ``time.Parse(time.RFC3339, s)``; every string they refuse is cel-go's
 ``type conversion error``. Values are celpy's, whose resolution is the
 microsecond (Go keeps nanoseconds).
 """
@@ -16,20 +16,10 @@ from typing import Any, Final
 
 from celpy import celtypes
 
-_NANOS_PER_UNIT: Final = {
-    "ns": 1,
-    "us": 1_000,
-    "\u00b5s": 1_000,  # micro sign
-    "\u03bcs": 1_000,  # Greek mu
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
-_LIMIT: Final = 1 << 63
+from ocmkit.durations import DurationError, parse_duration
+
 _DURATION: Final = "google.protobuf.Duration"
 _TIMESTAMP: Final = "google.protobuf.Timestamp"
-_DIGITS: Final = "0123456789"
 _RFC3339: Final = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|[+-]\d{2}:\d{2})"
 )
@@ -53,60 +43,6 @@ class TimestampOverflow(ValueError):
         super().__init__("timestamp overflow")
 
 
-def _digits(text: str) -> int:
-    """How many ASCII digits ``text`` starts with."""
-    return len(text) - len(text.lstrip(_DIGITS))
-
-
-def _fraction(digits: str) -> tuple[int, float]:
-    """Go's ``leadingFraction``: the digits as an integer and 10**(digits kept)."""
-    value, scale = 0, 1.0
-    for digit in digits:
-        if value > (_LIMIT - 1) // 10 or value * 10 + int(digit) > _LIMIT:
-            break  # Go keeps reading but stops accumulating
-        value, scale = value * 10 + int(digit), scale * 10
-    return value, scale
-
-
-def parse_duration_nanos(text: str) -> int:
-    """Go's ``time.ParseDuration`` in nanoseconds; ValueError where Go errs."""
-    rest, negative = text, text[:1] == "-"
-    if rest[:1] in ("-", "+"):
-        rest = rest[1:]
-    if rest == "0":
-        return 0
-    if not rest:
-        raise ValueError(text)
-    total = 0
-    while rest:
-        whole_len = _digits(rest)
-        if whole_len and int(rest[:whole_len]) > _LIMIT:
-            raise ValueError(text)
-        whole, rest = int(rest[:whole_len] or 0), rest[whole_len:]
-        fraction, scale, fraction_len = 0, 1.0, 0
-        if rest[:1] == ".":
-            fraction_len = _digits(rest[1:])
-            fraction, scale = _fraction(rest[1 : 1 + fraction_len])
-            rest = rest[1 + fraction_len :]
-        if not whole_len and not fraction_len:
-            raise ValueError(text)
-        # The unit is everything up to the next number.
-        unit_len = next((i for i, c in enumerate(rest) if c in "." + _DIGITS), len(rest))
-        unit = _NANOS_PER_UNIT.get(rest[:unit_len])
-        if unit is None:
-            raise ValueError(text)
-        rest = rest[unit_len:]
-        if whole > _LIMIT // unit:
-            raise ValueError(text)
-        value = whole * unit + (int(fraction * (unit / scale)) if fraction else 0)
-        total += value
-        if value > _LIMIT or total > _LIMIT:
-            raise ValueError(text)
-    if not negative and total > _LIMIT - 1:
-        raise ValueError(text)
-    return -total if negative else total
-
-
 def to_duration(value: Any) -> celtypes.DurationType:
     """``duration(x)`` of a duration or a Go duration string."""
     if isinstance(value, celtypes.DurationType):
@@ -114,8 +50,8 @@ def to_duration(value: Any) -> celtypes.DurationType:
     if not isinstance(value, str):
         raise TypeError("no such overload")
     try:
-        nanos = parse_duration_nanos(value)
-    except ValueError:
+        nanos = parse_duration(value)
+    except DurationError:
         raise ConversionError(_DURATION) from None
     micros = abs(nanos) // 1000
     return celtypes.DurationType(datetime.timedelta(microseconds=-micros if nanos < 0 else micros))
