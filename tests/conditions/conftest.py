@@ -1,11 +1,22 @@
-"""Fixtures for the condition-rule tests: live objects as an API server returns them."""
+"""Fixtures for the condition-rule tests: the CEL engine, and live objects as an API
+server returns them."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
+import pytest
+
 from schemas.work_v1 import ConditionRule, ConditionRuleType
+from workagent.conditions.celengine import CelEngine
+
+
+@pytest.fixture(scope="module")
+def engine() -> CelEngine:
+    """The engine a worker runs, in-process (compiled programs cached per module)."""
+    return CelEngine()
+
 
 _JOB: dict[str, Any] = {
     "apiVersion": "batch/v1",

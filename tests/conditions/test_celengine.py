@@ -37,11 +37,6 @@ OBJ: dict[str, Any] = {
 }
 
 
-@pytest.fixture(scope="module")
-def engine() -> CelEngine:
-    return CelEngine()
-
-
 def run(engine: CelEngine, *expressions: str, obj: Any = None) -> ExpressionsOutcome:
     activation = {"object": json_to_cel(OBJ if obj is None else obj)}
     return engine.evaluate_expressions(list(expressions), activation)

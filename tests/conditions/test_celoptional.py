@@ -16,11 +16,6 @@ from workagent.conditions.celengine import CelEngine
 from workagent.conditions.protocol import ExpressionsOutcome, MessageOutcome
 
 
-@pytest.fixture(scope="module")
-def engine() -> CelEngine:
-    return CelEngine()
-
-
 @pytest.mark.parametrize(
     "expression",
     [

@@ -13,11 +13,6 @@ from tests.conditions.test_celengine import error, true
 from workagent.conditions.celengine import CelEngine
 
 
-@pytest.fixture(scope="module")
-def engine() -> CelEngine:
-    return CelEngine()
-
-
 @pytest.mark.parametrize(
     "expression",
     [
