@@ -38,6 +38,11 @@ from workagent.conditions.celengine import CelEngine
         "[1] + [2] == [1, 2] && b'a' + b'b' == b'ab' && 'a' + 'b' == 'ab'",
         "-dyn(duration('1s')) == duration('-1s')",
         "dyn(quantity('1')) != dyn(-1)",  # != answers; == has no overload
+        # Kubernetes' float of a quantity: its digits times a power of ten, in float64.
+        "quantity('1.23456789').asApproximateFloat() == 1.2345678900000001",
+        "quantity('0.1').sub(quantity('1.5')).asApproximateFloat() == -1.4000000000000001",
+        "quantity('0.1').add(quantity('1Gi')).asApproximateFloat() == 1073741824.1000001",
+        "quantity('500m').asApproximateFloat() == 0.5 && quantity('1G').asApproximateFloat() == 1e9",
     ],
 )
 def test_true(engine: CelEngine, expression: str) -> None:

@@ -739,9 +739,29 @@ def quantity_as_integer(q: Any) -> celtypes.IntType:
     return celtypes.IntType(int(_of(Quantity, q).value))
 
 
+# Go's math.Pow10 tables: it multiplies or divides two table entries.
+_POW10: Final = tuple(float(f"1e{i}") for i in range(32))
+_POW10_BY_32: Final = tuple(float(f"1e{32 * i}") for i in range(10))
+_POW10_NEG_BY_32: Final = tuple(float(f"1e-{32 * i}") for i in range(11))
+
+
+def _go_pow10(n: int) -> float:
+    """Go's ``math.Pow10(n)``, rounding as Go's does."""
+    if 0 <= n <= 308:
+        return _POW10_BY_32[n // 32] * _POW10[n % 32]
+    if -323 <= n < 0:
+        return _POW10_NEG_BY_32[-n // 32] / _POW10[-n % 32]
+    return math.inf if n > 0 else 0.0
+
+
 def quantity_as_float(q: Any) -> celtypes.DoubleType:
-    """``q.asApproximateFloat()``."""
-    return celtypes.DoubleType(float(_of(Quantity, q).value))
+    """``q.asApproximateFloat()``: the unscaled digits times 10**exponent in float64, as
+    Kubernetes computes it (not the nearest double to the exact value)."""
+    sign, digits, exponent = _of(Quantity, q).value.as_tuple()
+    base = float(int("".join(map(str, digits)) or "0")) * (-1.0 if sign else 1.0)
+    if not isinstance(exponent, int) or exponent == 0:
+        return celtypes.DoubleType(base)
+    return celtypes.DoubleType(base * _go_pow10(exponent))
 
 
 def _quantity_arithmetic(op: Callable[[Decimal, Decimal], Decimal]) -> Callable[..., Quantity]:
