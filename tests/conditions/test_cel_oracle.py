@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from celpy import celtypes
 from celpy.adapter import json_to_cel
 
 from ocmkit.durations import format_duration
@@ -32,6 +31,7 @@ from workagent.conditions import celcheck
 from workagent.conditions.celengine import CelEngine, CompileFailure, run_program
 from workagent.conditions.celfunctions import cel_type_name, type_value_name
 from workagent.conditions.celoptional import CelOptional
+from workagent.conditions.celtime import format_timestamp
 
 pytestmark = pytest.mark.realkube
 
@@ -216,8 +216,8 @@ def _tagged(value: Any) -> Any:
         return [kind, bytes(value).decode("utf-8", errors="replace")]
     if kind == "google.protobuf.Duration":
         return [kind, format_duration(value // datetime.timedelta(microseconds=1) * 1000)]
-    if kind == "google.protobuf.Timestamp":
-        return [kind, str(celtypes.StringType(value))]
+    if kind == "google.protobuf.Timestamp":  # RFC 3339 in UTC, to the microsecond we keep
+        return [kind, format_timestamp(value.astimezone(datetime.UTC))]
     if kind in ("bool", "int", "uint", "string", "null_type"):
         return [kind, None if value is None else type(value).__mro__[-2](value)]
     return [kind, str(value)]

@@ -30,6 +30,13 @@ from workagent.conditions.celengine import CelEngine
         "timestamp(0) == timestamp('1970-01-01T00:00:00Z')",
         "timestamp(253402300799) == timestamp('9999-12-31T23:59:59Z')",
         "int(timestamp('2020-01-01T00:00:00Z')) == 1577836800",
+        # string() keeps the offset a timestamp was written with, and a duration's fraction.
+        "string(timestamp('2020-01-01T05:00:00.5+05:00')) == '2020-01-01T05:00:00.5+05:00'",
+        "string(timestamp('2020-01-01T00:00:00-00:00')) == '2020-01-01T00:00:00Z'",
+        "string(timestamp('2020-01-01T05:00:00+05:00') + duration('1h')) == '2020-01-01T06:00:00+05:00'",
+        "timestamp('2020-01-01T05:00:00+05:00').getHours() == 0",
+        "string(duration('1h2m3.5s')) == '3723.5s' && string(duration('0s')) == '0s'",
+        "timestamp('2020-01-01T00:00:00Z') + duration('1h2m3.5s') == timestamp('2020-01-01T01:02:03.5Z')",
         "int(duration('1s')) == 1000000000",
         # Arithmetic on the types that have it.
         "timestamp('2020-01-01T00:00:00Z') + duration('1h') == timestamp('2020-01-01T01:00:00Z')",
@@ -82,6 +89,16 @@ _TIMESTAMP_ERROR = "type conversion error from 'string' to 'google.protobuf.Time
         (
             "timestamp(dyn(2u)) < timestamp('2021-01-01T00:00:00Z')",
             "no such overload: timestamp(uint)",
+        ),
+        # Go's durations are int64 nanoseconds; timestamps end with year 9999.
+        ("duration('2562047h') + duration('2562047h') > duration('1h')", "integer overflow"),
+        (
+            "timestamp('9999-12-31T23:59:59Z') - timestamp('0001-01-01T00:00:00Z') > duration('1h')",
+            "integer overflow",
+        ),
+        (
+            "timestamp('9999-12-31T23:59:59Z') + duration('1h') > timestamp('2020-01-01T00:00:00Z')",
+            "timestamp overflow",
         ),
         # Conversions take only what cel-go converts.
         ("int(dyn(true)) == 1", "no such overload: int(bool)"),

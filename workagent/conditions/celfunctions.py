@@ -62,6 +62,11 @@ re2: Any = importlib.import_module("re2")
 MAX_RESULT_SIZE: Final = 4 * 1024 * 1024
 
 _DURATION: Final = "google.protobuf.Duration"
+# Go's time.Duration range (int64 nanoseconds), to the microsecond Python keeps.
+_GO_DURATIONS: Final = (
+    datetime.timedelta(microseconds=-(1 << 63) // 1000),
+    datetime.timedelta(microseconds=((1 << 63) - 1) // 1000),
+)
 _TIMESTAMP: Final = "google.protobuf.Timestamp"
 
 
@@ -827,6 +832,10 @@ def to_string(value: Any) -> celtypes.StringType:
     """``string(x)``: CEL's conversions as cel-go prints them, and IP addresses and CIDRs."""
     if isinstance(value, IP | CIDR):
         return celtypes.StringType(str(value))
+    if isinstance(value, celtypes.TimestampType):
+        return celtypes.StringType(celtime.format_timestamp(value))
+    if isinstance(value, celtypes.DurationType):  # seconds, as cel-go prints them
+        return celtypes.StringType(format_value(value))
     if _is_bool(value):
         return celtypes.StringType("true" if value else "false")
     if isinstance(value, float):
@@ -1153,7 +1162,16 @@ def _arithmetic(symbol: str, op: Callable[[Any, Any], Any]) -> Callable[[Any, An
         kinds = (cel_type_name(a), cel_type_name(b))
         if not ((kinds[0] == kinds[1] and kinds[0] in same) or kinds in pairs):
             raise _mismatch(symbol, a)
-        return op(a, b)
+        try:
+            result = op(a, b)
+        except OverflowError:  # a timestamp past year 9999 (or before 1)
+            raise CelFunctionError("timestamp overflow") from None
+        if (
+            isinstance(result, datetime.timedelta)
+            and not _GO_DURATIONS[0] <= result <= _GO_DURATIONS[1]
+        ):
+            raise CelFunctionError("integer overflow")  # Go's durations are int64 nanoseconds
+        return result
 
     return run
 

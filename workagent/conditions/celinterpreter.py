@@ -239,6 +239,8 @@ class Interpreter(Evaluator):
             result = super().method_eval(object, method_ident, args)
         except AssertionError:  # celpy's duration getters assert they got no time zone
             result = CELEvalError("no such overload", TypeError, ())
+        except OverflowError:  # a time zone takes a timestamp past Python's year 9999
+            result = CELEvalError(_OVERFLOW, CelFunctionError, (_OVERFLOW,))
         return _named(result, str(method_ident), [object, *args])
 
     def member_dot_arg(self, tree: Tree[Any]) -> Any:
@@ -378,6 +380,7 @@ def _chosen(test: Callable[[Any], Any], items: Any, tree: Tree[Any]) -> Any:
 
 
 _LIST_FIELD: Final = "unsupported index type 'string' in list"
+_OVERFLOW: Final = "timestamp overflow"
 # cel-go's words for a call whose arguments no overload takes: the function and the
 # argument types (``no such overload: getHost(string)``), except for these.
 _NAME_ONLY: Final = frozenset({"size", "matches"})

@@ -79,7 +79,26 @@ def _parse_rfc3339(text: str) -> datetime.datetime:
         raise ConversionError(_TIMESTAMP) from None
     if int(year) == 0:
         raise OverflowError("timestamp overflow")
-    return (local - datetime.timedelta(minutes=offset)).replace(tzinfo=datetime.UTC)
+    utc = (local - datetime.timedelta(minutes=offset)).replace(tzinfo=datetime.UTC)
+    if abs(offset) >= 24 * 60:  # Go keeps such an offset; Python's time zones cannot
+        return utc
+    return utc.astimezone(datetime.timezone(datetime.timedelta(minutes=offset)))
+
+
+def format_timestamp(value: datetime.datetime) -> str:
+    """``string(t)``: Go's RFC 3339 with nanoseconds, in the offset ``t`` was parsed with."""
+    text = (
+        f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+        f"T{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
+    )
+    if value.microsecond:
+        text += f".{value.microsecond:06d}".rstrip("0")
+    offset = value.utcoffset() or datetime.timedelta(0)
+    if not offset:
+        return text + "Z"
+    sign = "-" if offset < datetime.timedelta(0) else "+"
+    minutes = abs(offset) // datetime.timedelta(minutes=1)
+    return f"{text}{sign}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
 def to_timestamp(value: Any) -> celtypes.TimestampType:
