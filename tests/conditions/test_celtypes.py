@@ -127,6 +127,7 @@ _TIMESTAMP_ERROR = "type conversion error from 'string' to 'google.protobuf.Time
         ("dyn(quantity('1')) == dyn(-1)", "no such overload"),
         # Indexing a value that holds nothing; contains and friends of strings only.
         ("dyn(1)[0] == 1", "no such key: 0"),
+        ("dyn({'a': 1})[2.0] == 1", "no such key: 2"),
         ("dyn(b'x').contains(dyn(b'x'))", "no such overload"),
         ("dyn([1]).contains(dyn(1))", "no such overload"),
         ("'abc'.matches(dyn(1))", "no such overload"),

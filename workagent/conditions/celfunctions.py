@@ -1230,9 +1230,11 @@ def _index(container: Any, key: Any) -> Any:
 
 
 def _format_key(key: Any) -> str:
-    # cel-go prints the key with %v: strings bare, bools as true/false.
+    # cel-go prints the key with %v: strings bare, bools as true/false, 1.0 as 1.
     if _is_bool(key):
         return "true" if key else "false"
+    if isinstance(key, float):
+        return go_format_value(float(key))
     return str(key)
 
 
