@@ -145,3 +145,41 @@ _TIMESTAMP_ERROR = "type conversion error from 'string' to 'google.protobuf.Time
 )
 def test_errors(engine: CelEngine, expression: str, message: str) -> None:
     assert error(engine, expression) == message
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        # A regex's backslash must be escaped or raw, as cel-go's lexer wants it.
+        (
+            "object.metadata.name.matches('\\d+')",
+            "ERROR: <input>:1:30: Syntax error: token recognition error at: ''\\d'",
+        ),
+        (
+            "'a\\x4' == 'a'",
+            "ERROR: <input>:1:1: Syntax error: token recognition error at: ''a\\x4''",
+        ),
+        ("'\\18' == 'a'", "ERROR: <input>:1:1: Syntax error: token recognition error at: ''\\18'"),
+        ("dyn() == 1", "ERROR: <input>:1:4: found no matching overload for 'dyn' applied to '()'"),
+        (
+            "string('a', 'b') == ''",
+            "ERROR: <input>:1:7: found no matching overload for 'string' applied to '(string, string)'",
+        ),
+    ],
+)
+def test_compile_errors(engine: CelEngine, expression: str, message: str) -> None:
+    assert error(engine, expression).split("\n", 1)[0] == message
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "object.metadata.name.matches('\\\\w+') && object.metadata.name.matches(r'\\w+')",
+        "'\\x41\\u00e9\\101' == 'Aé' + 'A'",
+        # Field names in backquotes, for keys that are not identifiers.
+        "object.metadata.labels.`app` == 'web' && !has(object.metadata.labels.`app.kubernetes.io/name`)",
+        "object.metadata.?labels.?`tier`.orValue('') == 'Front'",
+    ],
+)
+def test_literals_and_field_names(engine: CelEngine, expression: str) -> None:
+    true(engine, expression)

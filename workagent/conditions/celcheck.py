@@ -208,6 +208,13 @@ def _checked_children(
 ) -> Iterable[tuple[Any, frozenset[str]]]:
     """Report what is wrong at ``node``; return the children to visit, with their scopes."""
     kind = node.data
+    if kind == "literal":
+        token = node.children[0]
+        if isinstance(token, Token) and token.type in ("STRING_LIT", "MLSTRING_LIT", "BYTES_LIT"):
+            problem = _escape_error(token)
+            if problem is not None:
+                errors.append(problem)
+        return ()
     if kind == "ident":
         token = node.children[0]
         name = str(token)
@@ -278,6 +285,69 @@ def program_error(tree: Tree[Any]) -> str | None:
     return None
 
 
+_SIMPLE_ESCAPES: Final = frozenset("abfnrtv\\'\"`?")
+_HEX_ESCAPES: Final = {"x": 2, "u": 4, "U": 8}
+
+
+def _bad_escape(body: str, at: int) -> tuple[int, int]:
+    """The escape sequence at ``body[at]`` (a backslash): where it ends, and the index
+    of the first character that cannot continue it (-1 when it is one of CEL's)."""
+    kind = body[at + 1 : at + 2]
+    if kind and kind in _SIMPLE_ESCAPES:
+        return at + 2, -1
+    if kind and kind in _HEX_ESCAPES:
+        digits, allowed = _HEX_ESCAPES[kind], "0123456789abcdefABCDEF"
+    elif kind and kind in "0123":
+        digits, allowed = 2, "01234567"
+    else:
+        return at + 1, at + 1
+    for index in range(at + 2, at + 2 + digits):
+        if index >= len(body) or body[index] not in allowed:
+            return index, index
+    return at + 2 + digits, -1
+
+
+def _escape_error(token: Token) -> tuple[int, str] | None:
+    """cel-go's lexer error for a string or bytes literal with an escape it does not know
+    (``'\\d'``), where it reports it; None when the literal is fine or raw."""
+    text = str(token)
+    prefix = len(text) - len(text.lstrip("bBrR"))
+    if "r" in text[:prefix].lower():
+        return None
+    quote = 3 if text[prefix : prefix + 3] in ("'''", '"""') else 1
+    start = prefix + quote  # where the body starts in ``text``
+    body = text[start : len(text) - quote]
+    at = body.find("\\")
+    while at >= 0:
+        end, bad = _bad_escape(body, at)
+        if bad >= 0:
+            # ANTLR falls back to a one-quote string whose text runs to the bad character.
+            seen = text[start - 1 : start + bad + 1]
+            return _token_start(
+                token
+            ) + start - 1, f"Syntax error: token recognition error at: '{seen}'"
+        at = body.find("\\", end)
+    return None
+
+
+# CEL's conversions and functions of one argument (``dyn()`` would fail in celpy itself).
+_ONE_ARGUMENT: Final = frozenset(
+    {
+        "bool",
+        "bytes",
+        "double",
+        "duration",
+        "dyn",
+        "int",
+        "size",
+        "string",
+        "timestamp",
+        "type",
+        "uint",
+    }
+)
+
+
 def _check_global_call(
     name: str, args: list[Any], paren: int, errors: list[tuple[int, str]]
 ) -> None:
@@ -286,6 +356,9 @@ def _check_global_call(
             errors.append((paren, "invalid argument to has() macro"))
     elif name not in _GLOBAL_FUNCTIONS:
         errors.append((paren, _undeclared(name)))
+    elif name in _ONE_ARGUMENT and len(args) != 1:
+        types = ", ".join(_static_type(arg) or "dyn" for arg in args)
+        errors.append((paren, f"found no matching overload for '{name}' applied to '({types})'"))
 
 
 def _check_method(
@@ -459,6 +532,12 @@ def unwrap(node: Any) -> Tree[Any]:
     ):
         node = node.children[0]
     return node if isinstance(node, Tree) else Tree("token", [node])
+
+
+def field_name(token: Any) -> str:
+    """The field a selection names (a backquoted name without its quotes)."""
+    name = str(token)
+    return name[1:-1] if name.startswith("`") else name
 
 
 def simple_name(node: Any) -> str | None:

@@ -34,7 +34,7 @@ from lark import Lark, Token, Tree
 
 from ocmkit.durations import format_duration
 from ocmkit.govalues import go_format_value
-from workagent.conditions.celcheck import simple_name, unwrap
+from workagent.conditions.celcheck import field_name, simple_name, unwrap
 from workagent.conditions.celfunctions import (
     QUALIFIED_FUNCTIONS,
     CelFunctionError,
@@ -49,8 +49,14 @@ _GRAMMAR_EDITS: Final = (
         "member         : member_dot | member_dot_arg | member_index | member_object | primary\n",
         "member         : member_dot | member_dot_arg | member_index | member_object"
         " | member_optdot | member_optindex | primary\n"
-        'member_optdot  : member "." "?" IDENT\n'
+        'member_optdot  : member "." "?" (IDENT | ESC_IDENT)\n'
         'member_optindex : member "[" "?" expr "]"\n',
+    ),
+    # A field name in backquotes (``labels.`app.kubernetes.io/name```), as cel-go has it.
+    (
+        'member_dot     : member "." IDENT\n',
+        'member_dot     : member "." (IDENT | ESC_IDENT)\n'
+        "ESC_IDENT      : /`[A-Za-z0-9_.\\/ -]+`/\n",
     ),
     # A list literal's elements are an ``exprlist`` too, with ``?e`` and a trailing comma.
     (
@@ -112,14 +118,14 @@ class Interpreter(Evaluator):
 
     def member_dot(self, tree: Tree[Any]) -> Any:
         """``x.f``: a map's entry; optional when ``x`` is."""
-        operand_tree, name = tree.children
+        operand_tree, name = tree.children[0], field_name(tree.children[1])
         operand = self.visit(operand_tree)
         if isinstance(operand, CelOptional | CELEvalError):
-            return _select(operand, str(name))
+            return _select(operand, name)
         if isinstance(operand, NameContainer):  # a dict too
             return super().member_dot(tree)  # a qualified name: ``net.IP``
         if isinstance(operand, dict):
-            found = dict.get(operand, str(name), _MISSING)
+            found = dict.get(operand, name, _MISSING)
             return _error(f"no such key: {name}", tree) if found is _MISSING else found
         if isinstance(operand, list):
             return _error(_LIST_FIELD, tree)
@@ -127,7 +133,8 @@ class Interpreter(Evaluator):
 
     def macro_has_eval(self, exprlist: Tree[Any]) -> Any:
         """``has(x.f)``: whether the map ``x`` holds ``f`` (celpy's says false for any error)."""
-        operand_tree, name = unwrap(exprlist.children[0]).children  # celcheck: a selection
+        selection = unwrap(exprlist.children[0])  # celcheck: a selection
+        operand_tree, name = selection.children[0], field_name(selection.children[1])
         operand = self.visit(operand_tree)
         if isinstance(operand, CelOptional):
             operand = operand.value() if operand.present else None
@@ -135,12 +142,11 @@ class Interpreter(Evaluator):
             return operand
         if isinstance(operand, list):
             return _error(_LIST_FIELD, exprlist)
-        return celtypes.BoolType(isinstance(operand, dict) and str(name) in operand)
+        return celtypes.BoolType(isinstance(operand, dict) and name in operand)
 
     def member_optdot(self, tree: Tree[Any]) -> Any:
         """``x.?f``."""
-        operand_tree, name = tree.children
-        return _select(self.visit(operand_tree), str(name))
+        return _select(self.visit(tree.children[0]), field_name(tree.children[1]))
 
     def member_index(self, tree: Tree[Any]) -> Any:
         """``x[k]``; optional when ``x`` is."""
