@@ -162,9 +162,6 @@ def _format_cases() -> list[str]:
 _TYPE_CHECKED = (
     "cel-go's type checker rejects it at compile time; ours fails or answers at run time"
 )
-_EXT_LISTS = (
-    "cel-go's ext lists, which OCM does not enable; we accept them (celfunctions docstring)"
-)
 _FORMAT_CHECKED = (
     "cel-go's format validator knows the type of an argument computed by an operator "
     "(0.0/0.0 is a double) and rejects it at compile time; celcheck knows literals and "
@@ -184,12 +181,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "strings.quote(1) == ''": _TYPE_CHECKED,
     "string(optional.of(1)) == ''": _TYPE_CHECKED,
     "object.?spec + 1 == 1": _TYPE_CHECKED,
-    "[1, 2, 3, 4].slice(1, 3)": _EXT_LISTS,
-    "[[1], [2, [3]]].flatten()": _EXT_LISTS,
-    "[1, 2, 1, 2.0].distinct()": _EXT_LISTS,
-    "[3, 1, 2].reverse()": _EXT_LISTS,
-    "['b', 'a'].sort()": _EXT_LISTS,
-    "[1, 'a'].sort() == []": _EXT_LISTS,
 }
 
 

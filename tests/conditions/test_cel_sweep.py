@@ -65,7 +65,6 @@ _MACROS = (
 )
 
 _TIME_ZONE = "celpy's timestamp getters take null and lists for a time zone (cel-go: no overload)"
-_EXT_LISTS = "a list's reverse() is cel-go's ext lists, which OCM does not enable; we accept it"
 _UNHASHABLE = "cel-go fails hashing a bytes or semver key (an internal error); we answer false"
 _UINT_INDEX = "a uint index of a string is taken; cel-go declares int only"
 _METHOD_IP = "ip() is one function here, for strings and CIDRs as a global and as a method"
@@ -86,8 +85,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "dyn('').ip()": _METHOD_IP,
     "ip(dyn(cidr('1.0.0.0/8')))": _METHOD_IP,
     "dyn([]).join(dyn(null))": "an empty list joins with any separator",
-    "dyn([1, 'a']).reverse()": _EXT_LISTS,
-    "dyn([]).reverse()": _EXT_LISTS,
     "dyn(b'x') in dyn({'k': 1})": _UNHASHABLE,
     "dyn(semver('1.2.3')) in dyn({'k': 1})": _UNHASHABLE,
 }

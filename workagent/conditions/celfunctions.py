@@ -23,8 +23,8 @@ Optional values are :mod:`workagent.conditions.celoptional`'s (their syntax
 is :mod:`workagent.conditions.celinterpreter`'s), the named formats'
 validators :mod:`workagent.conditions.kubeformats`'. ``math.*`` and
 two-variable comprehensions are in neither OCM's environment nor here.
-``distinct``, ``flatten``, ``slice``, ``sort`` and a list's ``reverse`` come
-from cel-go's ext lists, which OCM does not enable: we accept them anyway.
+cel-go's ext lists (``sort``, ``flatten``, a list's ``reverse``...) are not
+in OCM's environment either, so a rule using them fails as on OCM.
 Wrong argument types are run-time ``no such overload`` errors,
 where cel-go's type checker would reject them at compile time.
 """
@@ -283,10 +283,8 @@ def trim(text: Any) -> celtypes.StringType:
     return celtypes.StringType(_string(text).strip(_GO_SPACE))
 
 
-def reverse(value: Any) -> Any:
-    """``s.reverse()`` and ``l.reverse()``."""
-    if isinstance(value, list):
-        return celtypes.ListType(list(reversed(value)))
+def reverse(value: Any) -> celtypes.StringType:
+    """``s.reverse()``."""
     return celtypes.StringType(_string(value)[::-1])
 
 
@@ -553,14 +551,8 @@ def find_all(text: Any, pattern: Any, limit: Any = None) -> celtypes.ListType:
 
 
 # --------------------------------------------------------------------------
-# Lists (Kubernetes lists library, cel-go ext.Lists)
+# Lists (Kubernetes lists library)
 # --------------------------------------------------------------------------
-
-
-def _comparable(items: list[Any]) -> None:
-    kinds = {"number" if _is_number(v) else type(v).__name__ for v in items}
-    if len(kinds) > 1:
-        raise TypeError("no such overload")
 
 
 # What cel-go can order (``traits.Comparer``): numbers across types, bools, strings,
@@ -621,55 +613,6 @@ def list_sum(items: Any) -> Any:
     if any(cel_type_name(element) != first for element in elements):
         raise CelFunctionError("no such overload")  # adding an element has no overload
     return functools.reduce(operator.add, elements)
-
-
-def list_slice(items: Any, start: Any, end: Any) -> celtypes.ListType:
-    """``l.slice(i, j)``."""
-    elements, i, j = _list(items), _int(start), _int(end)
-    if i < 0 or j < 0:
-        raise CelFunctionError(f"cannot slice({i}, {j}), negative indexes not supported")
-    if i > j:
-        raise CelFunctionError(
-            f"cannot slice({i}, {j}), start index must be less than or equal to end index"
-        )
-    if j > len(elements):
-        raise CelFunctionError(f"cannot slice({i}, {j}), list is length {len(elements)}")
-    return celtypes.ListType(elements[i:j])
-
-
-def flatten(items: Any, depth: Any = None) -> celtypes.ListType:
-    """``l.flatten([depth])``: one level by default."""
-    levels = 1 if depth is None else _int(depth)
-    if levels < 0:
-        raise CelFunctionError("level must be non-negative")
-
-    def walk(values: Iterable[Any], level: int) -> Iterable[Any]:
-        for value in values:
-            if isinstance(value, list) and level > 0:
-                yield from walk(value, level - 1)
-            else:
-                yield value
-
-    out = list(walk(_list(items), levels))
-    if len(out) > MAX_RESULT_SIZE:
-        raise CelBudgetError("list result too large")
-    return celtypes.ListType(out)
-
-
-def distinct(items: Any) -> celtypes.ListType:
-    """``l.distinct()``: first occurrences, in order."""
-    out: list[Any] = []
-    for element in _list(items):
-        if not any(cel_equal(element, seen) for seen in out):
-            out.append(element)
-    return celtypes.ListType(out)
-
-
-def list_sort(items: Any) -> celtypes.ListType:
-    """``l.sort()``: the elements must be of one comparable type."""
-    elements = _list(items)
-    _comparable(elements)
-    return celtypes.ListType(sorted(elements, key=functools.cmp_to_key(_compare)))
 
 
 def _compare(a: Any, b: Any) -> int:
@@ -1316,10 +1259,6 @@ METHODS: Final[dict[str, Callable[..., Any]]] = {
     "sum": list_sum,
     "max": list_max,
     "min": list_min,
-    "slice": list_slice,
-    "flatten": flatten,
-    "distinct": distinct,
-    "sort": list_sort,
     # Quantity.
     "isInteger": quantity_is_integer,
     "asInteger": quantity_as_integer,
