@@ -28,6 +28,7 @@ from celpy.adapter import json_to_cel
 from ocmkit.durations import format_duration
 from tests.conditions.test_celengine import OBJ
 from workagent.conditions import celcheck
+from workagent.conditions.celcost import CostTracker
 from workagent.conditions.celengine import CelEngine, CompileFailure, run_program
 from workagent.conditions.celfunctions import cel_type_name, type_value_name
 from workagent.conditions.celoptional import CelOptional
@@ -233,16 +234,22 @@ def _comparable(tree: Any) -> Any:
     return [kind, payload]
 
 
-def _ours(engine: CelEngine, expression: str) -> dict[str, Any]:
+def _ours(engine: CelEngine, expression: str, *, cost: bool = False) -> dict[str, Any]:
+    """Our answer in the oracle's form; with the run's "cost" when ``cost``."""
     program = engine.compile(expression, celcheck.RULE_VARIABLES)
     if isinstance(program, CompileFailure):
         return {"program" if program.internal else "compile": program.text}
-    value, error = run_program(program, {"object": json_to_cel(OBJ)})
-    return {"error": error} if error is not None else {"value": _tagged(value)}
+    tracker = CostTracker()
+    value, error = run_program(program, {"object": json_to_cel(OBJ)}, tracker)
+    answer = {"error": error} if error is not None else {"value": _tagged(value)}
+    return answer | {"cost": tracker.cost} if cost else answer
 
 
-def ask_oracle(expressions: list[str], obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """cel-go's answers to ``expressions`` (``object`` bound to ``obj``), in their order."""
+def ask_oracle(
+    expressions: list[str], obj: dict[str, Any], *, cost: bool = False
+) -> list[dict[str, Any]]:
+    """cel-go's answers to ``expressions`` (``object`` bound to ``obj``), in their order;
+    with each run's "cost" only when ``cost``."""
     oracle = _oracle_path()
     if not oracle.exists():
         pytest.fail(f"{oracle} is not built: run `make cel-oracle` (needs Go and the module proxy)")
@@ -252,20 +259,22 @@ def ask_oracle(expressions: list[str], obj: dict[str, Any]) -> list[dict[str, An
     )
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(answers) == len(expressions), done.stderr
+    for answer in answers if not cost else ():
+        answer.pop("cost", None)
     return answers
 
 
 @pytest.fixture(scope="module")
 def oracle_answers() -> dict[str, dict[str, Any]]:
     expressions = list(dict.fromkeys(_test_expressions() + _format_cases()))
-    return dict(zip(expressions, ask_oracle(expressions, OBJ), strict=True))
+    return dict(zip(expressions, ask_oracle(expressions, OBJ, cost=True), strict=True))
 
 
 def test_corpus_is_broad(oracle_answers: dict[str, dict[str, Any]]) -> None:
     assert len(_test_expressions()) > 150
     # An exception for an expression no test uses any more is a stale entry.
     assert set(KNOWN_DIFFERENCES) <= set(oracle_answers)
-    kinds = {next(iter(answer)) for answer in oracle_answers.values()}
+    kinds = {key for answer in oracle_answers.values() for key in answer if key != "cost"}
     assert kinds == {"value", "error", "compile", "program"}
 
 
@@ -277,6 +286,7 @@ def test_engine_matches_cel_go(oracle_answers: dict[str, dict[str, Any]]) -> Non
     for expression, answer in oracle_answers.items():
         ours = _ours(engine, expression)
         theirs = dict(answer)
+        theirs.pop("cost", None)
         if "value" in theirs:
             theirs["value"] = _comparable(theirs["value"])
         same_kind = ours.keys() == theirs.keys()
@@ -293,3 +303,26 @@ def test_engine_matches_cel_go(oracle_answers: dict[str, dict[str, Any]]) -> Non
     assert not mismatches, f"{len(mismatches)} differences:\n" + "\n".join(mismatches)
     # A documented difference that no longer exists is a stale entry.
     assert not agreed_known, f"no longer different, remove from KNOWN_DIFFERENCES: {agreed_known}"
+
+
+#: Expressions whose cost differs from cel-go's, and why.
+KNOWN_COST_DIFFERENCES: dict[str, str] = {}
+
+
+def test_cost_matches_cel_go(oracle_answers: dict[str, dict[str, Any]]) -> None:
+    """Where both evaluate an expression to a value, ours costs what cel-go's does."""
+    engine = CelEngine()
+    mismatches: list[str] = []
+    agreed_known: list[str] = []
+    for expression, answer in oracle_answers.items():
+        ours = _ours(engine, expression, cost=True)
+        if "value" not in ours or "value" not in answer:
+            continue  # a failed run's cost is not taken from the budget
+        same = ours["cost"] == answer["cost"]
+        if expression in KNOWN_COST_DIFFERENCES:
+            if same:
+                agreed_known.append(expression)
+        elif not same:
+            mismatches.append(f"{expression}: ours {ours['cost']}, cel-go {answer['cost']}")
+    assert not mismatches, f"{len(mismatches)} differences:\n" + "\n".join(mismatches)
+    assert not agreed_known, f"no longer different, remove: {agreed_known}"

@@ -112,6 +112,7 @@ def sweep_expressions() -> list[str]:
 
 
 def _same(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    theirs = {k: v for k, v in theirs.items() if k != "cost"}
     if "value" in theirs:
         theirs = {"value": _comparable(theirs["value"])}
     return ours == theirs
@@ -123,12 +124,19 @@ def test_library_and_operators_on_every_kind_of_value() -> None:
     engine = CelEngine()
     mismatches: list[str] = []
     agreed_known: list[str] = []
-    checked = 0
-    for expression, theirs in zip(expressions, ask_oracle(expressions, OBJ), strict=True):
+    checked = costs = 0
+    for expression, theirs in zip(
+        expressions, ask_oracle(expressions, OBJ, cost=True), strict=True
+    ):
         if "compile" in theirs:
             continue  # cel-go's type checker (its own exceptions: test_cel_oracle.py)
         checked += 1
-        same = _same(_ours(engine, expression), theirs)
+        ours = _ours(engine, expression, cost=True)
+        if "value" in ours and "value" in theirs:  # a failed run's cost is not taken
+            costs += 1
+            if ours["cost"] != theirs["cost"]:
+                mismatches.append(f"{expression}: cost {ours['cost']}, cel-go {theirs['cost']}")
+        same = _same({k: v for k, v in ours.items() if k != "cost"}, theirs)
         if expression in KNOWN_DIFFERENCES:
             if same:
                 agreed_known.append(expression)
@@ -137,6 +145,7 @@ def test_library_and_operators_on_every_kind_of_value() -> None:
                 f"{expression}\n  ours:   {_ours(engine, expression)}\n  cel-go: {theirs}"
             )
     assert checked > 5_000  # the rest are cel-go compile errors
+    assert costs > 400
     assert not mismatches, f"{len(mismatches)} differences:\n" + "\n".join(mismatches[:50])
     assert not agreed_known, f"no longer different, remove from KNOWN_DIFFERENCES: {agreed_known}"
     assert set(KNOWN_DIFFERENCES) <= set(expressions), "a known difference no longer generated"

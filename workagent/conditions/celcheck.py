@@ -235,7 +235,7 @@ def _checked_children(
             else zip(items[::2], items[1::2], strict=True)
         )
         for marker, value in pairs:
-            literal = _static_type(value)
+            literal = static_type(value)
             if isinstance(marker, Tree) and marker.data == "opt_expr" and literal is not None:
                 errors.append(
                     (
@@ -357,7 +357,7 @@ def _check_global_call(
     elif name not in _GLOBAL_FUNCTIONS:
         errors.append((paren, _undeclared(name)))
     elif name in _ONE_ARGUMENT and len(args) != 1:
-        types = ", ".join(_static_type(arg) or "dyn" for arg in args)
+        types = ", ".join(static_type(arg) or "dyn" for arg in args)
         errors.append((paren, f"found no matching overload for '{name}' applied to '({types})'"))
 
 
@@ -440,7 +440,7 @@ def _check_format(
         nonlocal used
         used = index + 1
         for node in _formatted_nodes(elements[index], verb):
-            kind = _static_type(node)
+            kind = static_type(node)
             error = None if kind is None else clause_type_error(verb, kind)
             if error is not None:
                 raise _ArgumentError(_argument_start(node, source, keywords), error)
@@ -492,15 +492,57 @@ def _keyword_starts(node: Tree[Any], source: str) -> dict[int, int]:
     return starts
 
 
-def _static_type(node: Any) -> str | None:
+def static_type(node: Any) -> str | None:
+    """The type cel-go's checker gives ``node``, where this module can tell (None: ``dyn``
+    or unknown): literals, the results of calls and of ``+`` on strings, bytes or lists."""
     inner = unwrap(node)
-    if inner.data == "literal" and isinstance(inner.children[0], Token):
-        return _LITERAL_TYPES.get(inner.children[0].type)
-    if inner.data == "ident_arg":
-        return _CALL_TYPES.get(str(inner.children[0]))
-    if inner.data == "ident" and str(inner.children[0]) in _TYPE_IDENTIFIERS:
+    data, children = inner.data, inner.children
+    if data == "literal" and isinstance(children[0], Token):
+        return _LITERAL_TYPES.get(children[0].type)
+    if data == "ident_arg":
+        return _CALL_TYPES.get(str(children[0]))
+    if data == "ident" and str(children[0]) in _TYPE_IDENTIFIERS:
         return "type"
-    return _LITERAL_TYPES.get(inner.data)
+    if data == "paren_expr":
+        return static_type(children[0])
+    if data == "member_dot_arg":
+        qualified = f"{simple_name(children[0])}.{children[1]}"
+        return _METHOD_TYPES.get(qualified, _METHOD_TYPES.get(str(children[1])))
+    if data == "addition" and len(children) == 2 and children[0].data == "addition_add":
+        same = one_kind(static_type(children[0].children[0]), static_type(children[1]))
+        return same if same in ("string", "bytes", "list") else None
+    if data == "expr" and len(children) == 3:
+        then, otherwise = static_type(children[1]), static_type(children[2])
+        return then if then == otherwise else None
+    return _LITERAL_TYPES.get(data)
+
+
+def one_kind(left: str | None, right: str | None) -> str | None:
+    """The type two operands share, one of them possibly unknown (``dyn``)."""
+    if left is None or right is None or left == right:
+        return left or right
+    return None
+
+
+# What methods return where the name alone tells (cel-go's extended strings, macros).
+_METHOD_TYPES: Final = {
+    **dict.fromkeys(
+        (
+            "charAt",
+            "format",
+            "join",
+            "lowerAscii",
+            "replace",
+            "reverse",
+            "strings.quote",
+            "substring",
+            "trim",
+            "upperAscii",
+        ),
+        "string",
+    ),
+    **dict.fromkeys(("filter", "map", "split"), "list"),
+}
 
 
 def _formatted_nodes(node: Any, verb: str) -> Iterable[Any]:

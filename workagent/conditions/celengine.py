@@ -23,6 +23,7 @@ celpy facts this relies on (cel-python 0.5, see notes/dependencies.md):
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
@@ -35,6 +36,7 @@ from celpy.evaluation import CELEvalError
 from lark.exceptions import UnexpectedInput
 
 from workagent.conditions import celcheck
+from workagent.conditions.celcost import Budget, CostLimitExceeded, CostTracker
 from workagent.conditions.celfunctions import (
     FUNCTIONS,
     TYPE_NAMES,
@@ -138,16 +140,23 @@ class CelEngine:
             return CompileFailure(f"cannot build the CEL program: {_one_line(exc)}", internal=True)
 
     def evaluate_expressions(
-        self, expressions: Sequence[str], activation: Mapping[str, Any]
+        self,
+        expressions: Sequence[str],
+        activation: Mapping[str, Any],
+        budget: Budget | None = None,
     ) -> ExpressionsOutcome:
-        """AND of ``expressions`` (spec 13.2): stop at the first false or error."""
+        """AND of ``expressions`` (spec 13.2): stop at the first false or error. Each
+        run's cost is taken from ``budget`` (by default a budget of their own)."""
+        budget = Budget() if budget is None else budget
         for source in expressions:
             program = self.compile(source, celcheck.RULE_VARIABLES)
             if isinstance(program, CompileFailure):
                 if program.internal:
                     return internal_error(cap_message(program.text))
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, cap_message(program.text))
-            value, error = run_program(program, activation)
+            tracker = CostTracker()
+            value, error = run_program(program, activation, tracker)
+            error = budget.take(tracker.cost, error)
             if error is not None:
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, error)
             value = _native(value)
@@ -168,7 +177,8 @@ class CelEngine:
             # OCM keeps only the first line of the issue text, without the snippet.
             text = program.text if program.internal else celcheck.first_line(program.text)
             return MessageOutcome(error=cap_message(text))
-        value, error = run_program(program, activation)
+        # OCM's agent tracks no cost for message expressions: no limit either.
+        value, error = run_program(program, activation, CostTracker(limit=math.inf))
         if error is not None:
             return MessageOutcome(error=error)
         value = _native(value)
@@ -188,11 +198,12 @@ class CelEngine:
             cel_object = _Failed("the object is nested too deeply for CEL evaluation")
         except Exception as exc:
             cel_object = _Failed(f"the object cannot be converted for CEL: {_one_line(exc)}")
+        budget = Budget()  # shared by the object's rules, as OCM's agent shares it
         for index, program in enumerate(programs):
             if isinstance(cel_object, _Failed):
                 yield encode_expressions(index, internal_error(cel_object.message))
                 continue
-            outcome = self.evaluate_expressions(program.expressions, {"object": cel_object})
+            outcome = self.evaluate_expressions(program.expressions, {"object": cel_object}, budget)
             yield encode_expressions(index, outcome)
             if expects_message_line(program, outcome):
                 activation = {
@@ -208,10 +219,15 @@ class _Failed(NamedTuple):
     message: str
 
 
-def run_program(program: Any, activation: Mapping[str, Any]) -> tuple[Any, str | None]:
-    """Evaluate; the value, or None and the cel-go style error text."""
+def run_program(
+    program: Any, activation: Mapping[str, Any], tracker: CostTracker | None = None
+) -> tuple[Any, str | None]:
+    """Evaluate, charging ``tracker`` (by default one with the per-call limit); the value,
+    or None and the cel-go style error text."""
     try:
-        value = program.evaluate(dict(activation))
+        value = program.evaluate(dict(activation), CostTracker() if tracker is None else tracker)
+    except CostLimitExceeded as exc:
+        return None, str(exc)
     except CELEvalError as exc:
         return None, runtime_error_text(exc)
     except _RAISED as exc:

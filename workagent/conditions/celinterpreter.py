@@ -11,6 +11,9 @@
   evaluate ``optional`` as a variable.
 * The macros ``o.optMap(v, e)``, ``o.optFlatMap(v, e)`` and the three-argument
   ``l.map(v, filter, e)``; ``has(x.f)`` fails when ``x`` does (celpy says false).
+* cel-go's evaluation order and cost: ``&&`` and ``||`` stop at a deciding
+  left operand (celpy evaluates both), and every step is charged to a
+  :class:`~workagent.conditions.celcost.CostTracker` in cel-go's units.
 
 The grammar is celpy's own, edited on load (:func:`parser`): an edit
 that no longer applies fails loudly at start-up rather than parsing
@@ -35,6 +38,15 @@ from lark import Lark, Token, Tree
 from ocmkit.durations import format_duration
 from ocmkit.govalues import go_format_value
 from workagent.conditions.celcheck import field_name, simple_name, unwrap
+from workagent.conditions.celcost import (
+    LIST_COST,
+    MAP_COST,
+    SELECT_COST,
+    CostTracker,
+    call_cost,
+    is_attribute,
+    sized_calls,
+)
 from workagent.conditions.celfunctions import (
     QUALIFIED_FUNCTIONS,
     CelFunctionError,
@@ -110,14 +122,133 @@ def _error(message: str, tree: Tree[Any]) -> CELEvalError:
 class Interpreter(Evaluator):
     """celpy's tree-walking evaluator with the extensions of this module."""
 
+    #: The evaluation's cost, shared with the evaluators of macro bodies.
+    tracker: CostTracker
+    #: The program's call sites cel-go sizes (:func:`~workagent.conditions.celcost.sized_calls`).
+    sized: frozenset[int]
+
     def sub_evaluator(self, ast: Tree[Any]) -> Interpreter:
-        """Macros evaluate their bodies with this class too."""
-        return Interpreter(ast, activation=self.activation)
+        """Macros evaluate their bodies with this class too, charging the same tracker."""
+        sub = Interpreter(ast, activation=self.activation)
+        sub.tracker, sub.sized = self.tracker, self.sized
+        return sub
+
+    def _charge_call(self, name: str, args: Sequence[Any], result: Any, site: Tree[Any]) -> None:
+        self.tracker.charge(call_cost(name, args, result, id(site) in self.sized))
+
+    def _selected(self, operand_tree: Any, result: Any) -> Any:
+        """``result`` of a selection or index, charged as cel-go charges it: 1 unless it
+        fails, finds nothing (``x.?f``) or names a type (``net.IP``), and 1 for the
+        relative attribute cel-go makes of an operand that is not an attribute."""
+        units = (0 if _uncharged(result) else SELECT_COST) + (
+            0 if is_attribute(operand_tree) else SELECT_COST
+        )
+        if units:
+            self.tracker.charge(units)
+        return result
+
+    # -- operators --------------------------------------------------------------------
+
+    def expr(self, tree: Tree[Any]) -> Any:
+        """``c ? a : b``: a branch that is an attribute costs its selections only."""
+        if len(tree.children) != 3:
+            return super().expr(tree)
+        condition = self.visit(tree.children[0])
+        taken = tree.children[1] if condition else tree.children[2]
+        value = self.visit(taken)
+        if is_attribute(taken, conditional=False):
+            self.tracker.cost -= SELECT_COST
+        false = celtypes.BoolType(False)
+        branches = (value, false) if taken is tree.children[1] else (false, value)
+        return self._apply(tree, "_?_:_", "_?_:_", [condition, *branches])
+
+    def conditionalor(self, tree: Tree[Any]) -> Any:
+        """``a || b``, not evaluating ``b`` when ``a`` is true."""
+        return self._logical(tree, "_||_", decides=True)
+
+    def conditionaland(self, tree: Tree[Any]) -> Any:
+        """``a && b``, not evaluating ``b`` when ``a`` is false."""
+        return self._logical(tree, "_&&_", decides=False)
+
+    def _logical(self, tree: Tree[Any], name: str, *, decides: bool) -> Any:
+        if len(tree.children) != 2:
+            return self.visit(tree.children[0])
+        left = self.visit(tree.children[0])
+        if isinstance(left, celtypes.BoolType | bool) and bool(left) == decides:
+            return celtypes.BoolType(decides)
+        return self._apply(tree, name, name, [left, self.visit(tree.children[1])])
+
+    def relation(self, tree: Tree[Any]) -> Any:
+        """``<``, ``<=``, ``>``, ``>=``, ``==``, ``!=``, ``in``."""
+        return self._operator(tree)
+
+    def addition(self, tree: Tree[Any]) -> Any:
+        """``+`` and ``-``."""
+        return self._operator(tree)
+
+    def multiplication(self, tree: Tree[Any]) -> Any:
+        """``*``, ``/`` and ``%``."""
+        return self._operator(tree)
+
+    def unary(self, tree: Tree[Any]) -> Any:
+        """``!`` and ``-``."""
+        return self._operator(tree)
+
+    def _operator(self, tree: Tree[Any]) -> Any:
+        if len(tree.children) != 2:
+            return self.visit(tree.children[0])
+        operator, operand = tree.children
+        name = _OPERATORS[operator.data]
+        args = [*self.visit_children(operator), self.visit(operand)]
+        result = self._apply(tree, operator.data, name, args)
+        self._charge_call(name, args, result, tree)
+        return result
+
+    def _apply(self, tree: Tree[Any], label: str, name: str, args: list[Any]) -> Any:
+        """Call an operator's function, its failures as celpy words them."""
+        try:
+            return self.activation.resolve_function(name)(*args)
+        except (TypeError, ZeroDivisionError, ValueError, OverflowError) as exc:
+            if isinstance(exc, TypeError):
+                types = ", ".join(str(type(arg)) for arg in args)
+                text = f"found no matching overload for {label!r} applied to '({types})'"
+            elif isinstance(exc, ZeroDivisionError):
+                text = "modulus or divide by zero"
+            else:
+                text = "return error for overflow"
+            failure = CELEvalError(text, exc.__class__, exc.args, tree=tree)
+            failure.__cause__ = exc
+            return failure
+
+    # -- variables, literals and calls ------------------------------------------------
+
+    def primary(self, tree: Tree[Any]) -> Any:
+        """Charges a variable, a list or map literal, a function call."""
+        child = tree.children[0]
+        if child.data == "ident":
+            value = super().primary(tree)
+            if not _uncharged(value):
+                self.tracker.charge(SELECT_COST)
+            return value
+        if child.data == "list_lit":
+            self.tracker.charge(LIST_COST)
+        elif child.data == "map_lit":
+            self.tracker.charge(MAP_COST)
+        elif child.data == "ident_arg" and str(child.children[0]) != "has":
+            name = Token("IDENT", str(child.children[0]))
+            args = self.visit_children(child.children[1]) if len(child.children) == 2 else []
+            result = args[0] if name == "dyn" else self.function_eval(name, args)
+            self._charge_call(str(name), args, result, child)
+            return result
+        return super().primary(tree)
 
     # -- selection and indexing -------------------------------------------------------
 
     def member_dot(self, tree: Tree[Any]) -> Any:
         """``x.f``: a map's entry; optional when ``x`` is."""
+        return self._selected(tree.children[0], self._member_dot(tree))
+
+    def _member_dot(self, tree: Tree[Any]) -> Any:
         operand_tree, name = tree.children[0], field_name(tree.children[1])
         operand = self.visit(operand_tree)
         if isinstance(operand, CelOptional | CELEvalError):
@@ -136,6 +267,10 @@ class Interpreter(Evaluator):
         selection = unwrap(exprlist.children[0])  # celcheck: a selection
         operand_tree, name = selection.children[0], field_name(selection.children[1])
         operand = self.visit(operand_tree)
+        # The test, and the relative attribute of an operand that is not an attribute
+        # (not of an optional, whose test cel-go makes another way).
+        relative = not is_attribute(operand_tree) and not isinstance(operand, CelOptional)
+        self.tracker.charge(2 * SELECT_COST if relative else SELECT_COST)
         if isinstance(operand, CelOptional):
             operand = operand.value() if operand.present else None
         if isinstance(operand, CELEvalError):
@@ -146,19 +281,20 @@ class Interpreter(Evaluator):
 
     def member_optdot(self, tree: Tree[Any]) -> Any:
         """``x.?f``."""
-        return _select(self.visit(tree.children[0]), field_name(tree.children[1]))
+        operand = self.visit(tree.children[0])
+        return self._selected(tree.children[0], _select(operand, field_name(tree.children[1])))
 
     def member_index(self, tree: Tree[Any]) -> Any:
         """``x[k]``; optional when ``x`` is."""
         operand, key = self.visit_children(tree)
         if isinstance(operand, CelOptional):
-            return self._optional_index(operand, key, tree)
-        return self._index(operand, key, tree)
+            return self._selected(tree.children[0], self._optional_index(operand, key, tree))
+        return self._selected(tree.children[0], self._index(operand, key, tree))
 
     def member_optindex(self, tree: Tree[Any]) -> Any:
         """``x[?k]``."""
         operand, key = self.visit_children(tree)
-        return self._optional_index(operand, key, tree)
+        return self._selected(tree.children[0], self._optional_index(operand, key, tree))
 
     def _index(self, operand: Any, key: Any, tree: Tree[Any]) -> Any:
         try:
@@ -256,15 +392,28 @@ class Interpreter(Evaluator):
         qualified = f"{simple_name(operand_tree)}.{name}"
         if qualified in QUALIFIED_FUNCTIONS:
             values = [self.visit(arg) for arg in args]
-            return self.function_eval(Token("IDENT", qualified), values)
+            result = self.function_eval(Token("IDENT", qualified), values)
+            self._charge_call(qualified, values, result, tree)
+            return result
         if name in ("optMap", "optFlatMap") and len(args) == 2:
-            return self._opt_map(self.visit(operand_tree), name == "optFlatMap", args, tree)
+            before = self.tracker.cost
+            operand = self.visit(operand_tree)
+            return self._opt_map(operand, self.tracker.cost - before, name, args, tree)
         if (name in _COMPREHENSIONS and len(args) == 2) or (name == "map" and len(args) == 3):
             return self._comprehension(name, self.visit(operand_tree), args, tree)
-        if name == "min":  # a function here; celpy takes it for a macro of its own
-            values = [self.visit(arg) for arg in args]
-            return self.method_eval(self.visit(operand_tree), Token("IDENT", name), values)
-        return super().member_dot_arg(tree)
+        operand = self.visit(operand_tree)
+        if name in ("or", "orValue") and len(args) == 1:
+            # cel-go's own operators, free, with an argument evaluated only when needed.
+            if isinstance(operand, CelOptional) and operand.present:
+                return operand if name == "or" else operand.value()
+            return self.method_eval(operand, Token("IDENT", name), self.visit(tree.children[2]))
+        # The rest are method calls (``min`` too, which celpy takes for a macro of its own).
+        exprlist: Any = self.visit(tree.children[2]) if len(tree.children) > 2 else None
+        result = self.method_eval(operand, Token("IDENT", name), exprlist)
+        # A failed argument list is one error value (all cel-go's sized calls take arguments).
+        arguments = exprlist if isinstance(exprlist, list) else [exprlist]
+        self._charge_call(name, [operand, *arguments], result, tree)
+        return result
 
     def _body(self, variable: Any, body: Any) -> Callable[[Any], Any]:
         """A macro's body as a function of its variable; errors are returned, not raised."""
@@ -278,15 +427,30 @@ class Interpreter(Evaluator):
 
         return run
 
-    def _opt_map(self, operand: Any, flat: bool, args: Sequence[Any], tree: Tree[Any]) -> Any:
+    def _opt_map(
+        self, operand: Any, operand_cost: int, name: str, args: Sequence[Any], tree: Tree[Any]
+    ) -> Any:
+        """``o.optMap(v, e)``, cel-go's ``o.hasValue() ? optional.of(cel.bind(v, o.value(),
+        e)) : optional.none()`` (``optFlatMap`` without the ``optional.of``), and its cost."""
         if isinstance(operand, CELEvalError):
             return operand
+        self.tracker.charge(1)  # hasValue()
         if not isinstance(operand, CelOptional):
             # The macro stands for a hasValue() test: that is the call cel-go names.
             return _error(f"no such overload: hasValue({cel_type_name(operand)})", tree)
         if not operand.present:
+            self.tracker.charge(1)  # optional.none()
             return NONE
-        result = self._body(*args)(operand.value())
+        flat = name == "optFlatMap"
+        # cel.bind's empty list and, for optMap, optional.of(); o again and value() when
+        # the body uses the variable (cel-go binds it lazily).
+        variable, body = args
+        used = any(
+            node.data == "ident" and node.children[0] == simple_name(variable)
+            for node in body.iter_subtrees()
+        )
+        self.tracker.charge(LIST_COST + (0 if flat else 1) + (operand_cost + 1 if used else 0))
+        result = self._body(variable, body)(operand.value())
         # optFlatMap's body gives the optional itself (cel-go does not check it either).
         return result if isinstance(result, CELEvalError) or flat else CelOptional(result)
 
@@ -299,33 +463,48 @@ class Interpreter(Evaluator):
             text = f"got '{_go_type(operand)}', expected iterable type"
             return _error(text, tree)
         bodies = [self._body(args[0], body) for body in args[1:]]
+        charge = self.tracker.charge
         if name in ("all", "exists"):
-            return _quantified(name == "exists", bodies[0], operand, tree)
+            return _quantified(name == "exists", bodies[0], operand, tree, charge)
         if name == "exists_one":
-            chosen = _chosen(bodies[0], operand, tree)
+            chosen = _chosen(bodies[0], operand, tree, charge, _COUNTED)
+            charge(_ONE_TEST)
             return (
                 chosen if isinstance(chosen, CELEvalError) else celtypes.BoolType(len(chosen) == 1)
             )
-        kept = (
-            _chosen(bodies[0], operand, tree) if name == "filter" or len(bodies) == 2 else operand
-        )
+        charge(LIST_COST)  # the result's initial []
+        if name == "filter" or len(bodies) == 2:
+            kept = _chosen(bodies[0], operand, tree, charge, 0 if name == "map" else _APPENDED + 1)
+        else:
+            kept = operand
         if isinstance(kept, CELEvalError) or name == "filter":
+            charge(SELECT_COST)  # the result's variable
             return kept
         result = []
         for item in kept:
             mapped = bodies[-1](item)
+            charge(_APPENDED)
             if isinstance(mapped, CELEvalError):
                 return mapped
             result.append(mapped)
+        charge(SELECT_COST)
         return celtypes.ListType(result)
 
 
 class Runner(celpy.InterpretedRunner):
     """celpy's interpreted runner, evaluating with :class:`Interpreter`."""
 
-    def evaluate(self, context: Any) -> Any:
-        """Evaluate the program with ``context`` bound."""
-        return Interpreter(ast=self.ast, activation=self.new_activation()).evaluate(context)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sized = sized_calls(self.ast)
+
+    def evaluate(self, context: Any, tracker: CostTracker | None = None) -> Any:
+        """Evaluate the program with ``context`` bound, charging ``tracker`` (by default
+        one with the per-call limit)."""
+        interpreter = Interpreter(ast=self.ast, activation=self.new_activation())
+        interpreter.tracker = CostTracker() if tracker is None else tracker
+        interpreter.sized = self.sized
+        return interpreter.evaluate(context)
 
 
 _MISSING: Final = object()
@@ -355,24 +534,53 @@ def _go_type(value: Any) -> str:
     return _GO_TYPES.get(name, name)
 
 
-def _quantified(exists: bool, test: Callable[[Any], Any], items: Any, tree: Tree[Any]) -> Any:
+# The cost of cel-go's expansions of the macros, besides the bodies: an ``all`` loop's
+# test ``@not_strictly_false(r)``, an ``exists`` loop's ``@not_strictly_false(!r)``,
+# ``exists_one``'s step ``r + 1`` and result ``r == 1``, and ``r + [e]`` (but ``e``).
+_LOOP_TESTS: Final = {False: 2, True: 3}
+_COUNTED: Final = 2
+_ONE_TEST: Final = 2
+_APPENDED: Final = SELECT_COST + LIST_COST + 1
+
+
+def _quantified(
+    exists: bool,
+    test: Callable[[Any], Any],
+    items: Any,
+    tree: Tree[Any],
+    charge: Callable[[int], None],
+) -> Any:
     """``all``/``exists``: a false (true) result decides and absorbs errors, as in cel-go's
     expansion ``r && p(x)`` (``r || p(x)``), which stops at the deciding value."""
     pending: Any = None
+    decided = False
     for item in items:
+        charge(_LOOP_TESTS[exists])  # tested before every element, the next one after a decision
+        if decided:
+            break
+        charge(SELECT_COST)  # r in the step
         result = test(item)
         if isinstance(result, celtypes.BoolType | bool):
-            if bool(result) == exists:
-                return celtypes.BoolType(exists)
+            decided = bool(result) == exists
         elif pending is None:
             pending = (
                 result if isinstance(result, CELEvalError) else _error("no such overload", tree)
             )
+    charge(SELECT_COST)  # the result r
+    if decided:
+        return celtypes.BoolType(exists)
     return pending if pending is not None else celtypes.BoolType(not exists)
 
 
-def _chosen(test: Callable[[Any], Any], items: Any, tree: Tree[Any]) -> Any:
-    """The items ``test`` is true for; its first error, or no such overload for a non-bool."""
+def _chosen(
+    test: Callable[[Any], Any],
+    items: Any,
+    tree: Tree[Any],
+    charge: Callable[[int], None],
+    per_choice: int,
+) -> Any:
+    """The items ``test`` is true for (``per_choice`` charged for each); its first error,
+    or no such overload for a non-bool."""
     chosen = []
     for item in items:
         result = test(item)
@@ -381,12 +589,30 @@ def _chosen(test: Callable[[Any], Any], items: Any, tree: Tree[Any]) -> Any:
         if not isinstance(result, celtypes.BoolType | bool):
             return _error("no such overload", tree)
         if result:
+            charge(per_choice)
             chosen.append(item)
     return chosen
 
 
 _LIST_FIELD: Final = "unsupported index type 'string' in list"
 _OVERFLOW: Final = "timestamp overflow"
+# celpy's names of the operators' parse-tree nodes, and the functions they call.
+_OPERATORS: Final = {
+    "relation_lt": "_<_",
+    "relation_le": "_<=_",
+    "relation_gt": "_>_",
+    "relation_ge": "_>=_",
+    "relation_eq": "_==_",
+    "relation_ne": "_!=_",
+    "relation_in": "_in_",
+    "addition_add": "_+_",
+    "addition_sub": "_-_",
+    "multiplication_mul": "_*_",
+    "multiplication_div": "_/_",
+    "multiplication_mod": "_%_",
+    "unary_not": "!_",
+    "unary_neg": "-_",
+}
 # cel-go's words for a call whose arguments no overload takes: the function and the
 # argument types (``no such overload: getHost(string)``), except for these.
 _NAME_ONLY: Final = frozenset({"size", "matches"})
@@ -410,6 +636,14 @@ def _named(result: Any, name: str, args: list[Any]) -> Any:
     else:
         text = f"no such overload: {name}({', '.join(cel_type_name(arg) for arg in args)})"
     return CELEvalError(text, CelFunctionError, (text,))
+
+
+def _uncharged(value: Any) -> bool:
+    """Whether cel-go charges nothing for resolving a variable or selection to ``value``:
+    an error, an empty optional, a type or a package name."""
+    if isinstance(value, CelOptional):
+        return not value.present
+    return isinstance(value, CELEvalError | NameContainer) or cel_type_name(value) == "type"
 
 
 def _select(operand: Any, name: str) -> Any:

@@ -14,6 +14,8 @@
 //	           a double's is strconv's shortest text, bytes are a string, and
 //	           a duration, timestamp or library value is its Go text, an
 //	           optional's is its content's tree (null when it has none).
+//
+// An evaluated expression also has "cost": cel-go's actual cost of it.
 package main
 
 import (
@@ -81,16 +83,24 @@ func evaluate(env *cel.Env, req request) map[string]any {
 	if iss.Err() != nil {
 		return map[string]any{"compile": iss.Err().Error()}
 	}
-	prg, err := env.Program(ast)
+	// Cost tracked as OCM's agent tracks it: its estimator answers for none of
+	// these libraries' functions, so cel-go's default call costs apply.
+	prg, err := env.Program(ast, cel.CostTracking(nil), cel.CostLimit(perCallLimit))
 	if err != nil {
 		return map[string]any{"program": err.Error()}
 	}
-	val, _, err := prg.Eval(map[string]any{"object": numbers(req.Object)})
+	val, det, err := prg.Eval(map[string]any{"object": numbers(req.Object)})
+	answer := map[string]any{"cost": *det.ActualCost()}
 	if err != nil {
-		return map[string]any{"error": err.Error()}
+		answer["error"] = err.Error()
+	} else {
+		answer["value"] = tagged(val)
 	}
-	return map[string]any{"value": tagged(val)}
+	return answer
 }
+
+// perCallLimit is Kubernetes' per-call CEL cost limit, which OCM's agent sets.
+const perCallLimit = 1000000
 
 // numbers turns the decoder's json.Numbers into int64 or float64.
 func numbers(v any) any {
