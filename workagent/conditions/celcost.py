@@ -1,10 +1,12 @@
 """cel-go's runtime cost of an evaluation, which OCM's agent limits (spec/agent.md 13.2).
 
 OCM's agent builds each rule program with Kubernetes' per-call cost limit
-(:data:`PER_CALL_LIMIT`) and cost tracking. A run over the limit stops with
-:data:`LIMIT_MESSAGE`; the actual costs of the expressions of one manifest's
-rules are taken from a shared :data:`BUDGET`, and an expression that costs more
-than what is left fails with ``CEL evaluation budget exceeded``.
+(:data:`~workagent.conditions.reasons.PER_CALL_LIMIT`) and cost tracking. A
+run over the limit stops with ``operation cancelled: actual cost limit
+exceeded``; the actual costs of the expressions of one manifest's rules are
+taken from a shared :data:`~workagent.conditions.reasons.BUDGET`, and an
+expression that costs more than what is left fails with ``CEL evaluation
+budget exceeded``.
 
 The units are cel-go's (v0.29): a variable, a field selection and an index
 cost 1 each, a list literal 10 and a map literal 30, a call 1, except the calls
@@ -27,14 +29,12 @@ from lark import Tree
 from workagent.conditions.celcheck import field_name, one_kind, static_type, unwrap
 from workagent.conditions.celoptional import CelOptional
 from workagent.conditions.kubevalues import CIDR, IP
-from workagent.conditions.reasons import BUDGET_EXCEEDED_MESSAGE
-
-#: Kubernetes' per-call limit (``k8s.io/apiserver/pkg/apis/cel.PerCallLimit``).
-PER_CALL_LIMIT: Final = 1_000_000
-#: Kubernetes' runtime budget (``RuntimeCELCostBudget``), shared by one manifest's rules.
-BUDGET: Final = 10_000_000
-#: cel-go's error when a run goes past its cost limit.
-LIMIT_MESSAGE: Final = "operation cancelled: actual cost limit exceeded"
+from workagent.conditions.reasons import (
+    BUDGET,
+    BUDGET_EXCEEDED_MESSAGE,
+    LIMIT_MESSAGE,
+    PER_CALL_LIMIT,
+)
 
 #: cel-go's cost of a variable or of one field selection or index.
 SELECT_COST: Final = 1

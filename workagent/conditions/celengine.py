@@ -61,6 +61,7 @@ from workagent.conditions.protocol import (
 from workagent.conditions.reasons import (
     BUDGET_EXCEEDED_MESSAGE,
     FALSE,
+    PER_CALL_LIMIT,
     REASON_EVALUATED,
     REASON_EXPRESSION_ERROR,
     TRUE,
@@ -97,7 +98,9 @@ class CompileFailure(NamedTuple):
 class CelEngine:
     """Compiles and evaluates condition-rule expressions; one per worker process."""
 
-    def __init__(self, *, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(
+        self, *, cache_size: int = DEFAULT_CACHE_SIZE, cost_limit: int = PER_CALL_LIMIT
+    ) -> None:
         # Ours parses the edited grammar. celpy's first Environment builds a
         # process-wide parser of its own unless one is there: then ours, whose
         # trees are celpy's for all that celpy's grammar accepts (kubesim may
@@ -109,6 +112,7 @@ class CelEngine:
             CELParser.CEL_PARSER = self._parser
         self._env = celpy.Environment(annotations=dict(TYPE_NAMES), runner_class=Runner)
         self._cached = functools.lru_cache(maxsize=cache_size)(self._compile)
+        self._cost_limit = cost_limit
 
     def compile(self, source: str, variables: frozenset[str]) -> Any:
         """A celpy program for ``source``, or a :class:`CompileFailure` (both cached)."""
@@ -154,7 +158,7 @@ class CelEngine:
                 if program.internal:
                     return internal_error(cap_message(program.text))
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, cap_message(program.text))
-            tracker = CostTracker()
+            tracker = CostTracker(self._cost_limit)
             value, error = run_program(program, activation, tracker)
             error = budget.take(tracker.cost, error)
             if error is not None:

@@ -119,22 +119,57 @@ def _error(message: str, tree: Tree[Any]) -> CELEvalError:
     return CELEvalError(message, CelFunctionError, (message,), tree=tree)
 
 
+class Plan(NamedTuple):
+    """What evaluating a program needs beyond its tree, computed once per program."""
+
+    #: Per node id: the node a visit goes to (one-child wrappers skipped: a leaf
+    #: sits ~8 of them deep) and the name of the method that evaluates it.
+    visits: dict[int, tuple[Tree[Any], str]]
+    #: The call sites cel-go sizes (:func:`~workagent.conditions.celcost.sized_calls`).
+    sized: frozenset[int]
+    #: Literals' values by node id, filled as they are first evaluated.
+    literals: dict[int, Any]
+
+
+def plan(tree: Tree[Any]) -> Plan:
+    """The :class:`Plan` of a program's tree."""
+    visits = {id(node): _visit_of(node) for node in tree.iter_subtrees()}
+    return Plan(visits, sized_calls(tree), {})
+
+
+def _visit_of(node: Tree[Any]) -> tuple[Tree[Any], str]:
+    while (
+        node.data in _PASS_THROUGH
+        and len(node.children) == 1
+        and isinstance(node.children[0], Tree)
+    ):
+        node = node.children[0]
+    return node, str(node.data)
+
+
 class Interpreter(Evaluator):
     """celpy's tree-walking evaluator with the extensions of this module."""
 
     #: The evaluation's cost, shared with the evaluators of macro bodies.
     tracker: CostTracker
-    #: The program's call sites cel-go sizes (:func:`~workagent.conditions.celcost.sized_calls`).
-    sized: frozenset[int]
+    plan: Plan
+    #: The macros' variables in scope (celpy would nest an activation per element).
+    scope: dict[str, Any]
 
     def sub_evaluator(self, ast: Tree[Any]) -> Interpreter:
         """Macros evaluate their bodies with this class too, charging the same tracker."""
         sub = Interpreter(ast, activation=self.activation)
-        sub.tracker, sub.sized = self.tracker, self.sized
+        sub.tracker, sub.plan, sub.scope = self.tracker, self.plan, dict(self.scope)
         return sub
 
+    def _visit_tree(self, tree: Tree[Any]) -> Any:
+        """lark's dispatch by the node's name, through the plan (celpy builds a few nodes
+        of its own as it goes: those are dispatched as lark does)."""
+        target, method = self.plan.visits.get(id(tree)) or _visit_of(tree)
+        return getattr(self, method)(target)
+
     def _charge_call(self, name: str, args: Sequence[Any], result: Any, site: Tree[Any]) -> None:
-        self.tracker.charge(call_cost(name, args, result, id(site) in self.sized))
+        self.tracker.charge(call_cost(name, args, result, id(site) in self.plan.sized))
 
     def _selected(self, operand_tree: Any, result: Any) -> Any:
         """``result`` of a selection or index, charged as cel-go charges it: 1 unless it
@@ -226,10 +261,16 @@ class Interpreter(Evaluator):
         """Charges a variable, a list or map literal, a function call."""
         child = tree.children[0]
         if child.data == "ident":
-            value = super().primary(tree)
+            name = str(child.children[0])
+            value = self.scope[name] if name in self.scope else super().primary(tree)
             if not _uncharged(value):
                 self.tracker.charge(SELECT_COST)
             return value
+        if child.data == "literal":
+            literals = self.plan.literals
+            if id(child) not in literals:
+                literals[id(child)] = super().primary(tree)
+            return literals[id(child)]
         if child.data == "list_lit":
             self.tracker.charge(LIST_COST)
         elif child.data == "map_lit":
@@ -374,8 +415,9 @@ class Interpreter(Evaluator):
 
     def method_eval(self, object: Any, method_ident: Token, exprlist: Any = None) -> Any:
         """``x.f(y...)``, a wrong argument type named as cel-go names it."""
-        if isinstance(exprlist, CELEvalError):
-            return exprlist
+        for failed in (object, exprlist):  # the receiver's error first, as in cel-go
+            if isinstance(failed, CELEvalError):
+                return failed
         args: Any = list(exprlist or ())
         try:
             result = super().method_eval(object, method_ident, args)
@@ -417,11 +459,12 @@ class Interpreter(Evaluator):
 
     def _body(self, variable: Any, body: Any) -> Callable[[Any], Any]:
         """A macro's body as a function of its variable; errors are returned, not raised."""
-        evaluator, name = self.sub_evaluator(body), simple_name(variable)
+        evaluator, name = self.sub_evaluator(body), str(simple_name(variable))
 
         def run(value: Any) -> Any:
+            evaluator.scope[name] = value
             try:
-                return evaluator.evaluate({str(name): value})
+                return evaluator.visit(body)
             except CELEvalError as exc:
                 return exc
 
@@ -496,18 +539,31 @@ class Runner(celpy.InterpretedRunner):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.sized = sized_calls(self.ast)
+        self.plan = plan(self.ast)
 
     def evaluate(self, context: Any, tracker: CostTracker | None = None) -> Any:
         """Evaluate the program with ``context`` bound, charging ``tracker`` (by default
         one with the per-call limit)."""
         interpreter = Interpreter(ast=self.ast, activation=self.new_activation())
         interpreter.tracker = CostTracker() if tracker is None else tracker
-        interpreter.sized = self.sized
+        interpreter.plan, interpreter.scope = self.plan, {}
         return interpreter.evaluate(context)
 
 
 _MISSING: Final = object()
+# Nodes that only hold one other (``primary`` is not one: its method reads its child).
+_PASS_THROUGH: Final = frozenset(
+    {
+        "expr",
+        "conditionalor",
+        "conditionaland",
+        "relation",
+        "addition",
+        "multiplication",
+        "unary",
+        "member",
+    }
+)
 _COMPREHENSIONS: Final = frozenset({"all", "exists", "exists_one", "filter", "map"})
 # Go's names of the runtime types, for a comprehension over something else.
 _GO_TYPES: Final = {

@@ -28,16 +28,21 @@ How it behaves:
   ``Unknown`` / ``ConditionRuleInternalError``; nothing here raises for a
   user's expression;
 * a caller cancelled mid-request gets its worker killed too (its state is
-  unknown); the cancellation propagates.
+  unknown); the cancellation propagates;
+* outcomes are kept for the last :data:`KEPT_OUTCOMES` requests (object and
+  programs): a status sync of an unchanged object evaluates nothing. Outcomes
+  with an internal error (a worker that failed) are not kept.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import sys
+from collections import OrderedDict
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -57,7 +62,11 @@ from workagent.conditions.protocol import (
     expects_message_line,
     internal_error,
 )
-from workagent.conditions.reasons import BUDGET_EXCEEDED_MESSAGE
+from workagent.conditions.reasons import (
+    BUDGET_EXCEEDED_MESSAGE,
+    PER_CALL_LIMIT,
+    REASON_INTERNAL_ERROR,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -78,6 +87,8 @@ DEFAULT_WORKERS: Final = 2
 DEFAULT_SPAWN_TIMEOUT: Final = 30.0
 #: Worker address-space limit.
 MEMORY_LIMIT_MB: Final = 1024
+#: Requests whose outcomes are kept (least recently used dropped).
+KEPT_OUTCOMES: Final = 4096
 #: CPU seconds a worker may spend on one request before the kernel ends it
 #: (a backstop for when the agent could not kill it; the budget is far lower).
 CPU_LIMIT_SECONDS: Final = 30
@@ -135,6 +146,7 @@ class CelWorkerPool:
         size: int = DEFAULT_WORKERS,
         spawn_timeout: float = DEFAULT_SPAWN_TIMEOUT,
         python: str = sys.executable,
+        cost_limit: int = PER_CALL_LIMIT,
     ) -> None:
         if size < 1:
             raise ValueError("a CEL worker pool needs at least one worker")
@@ -149,6 +161,8 @@ class CelWorkerPool:
             str(MEMORY_LIMIT_MB),
             "--cpu-limit-seconds",
             str(CPU_LIMIT_SECONDS),
+            "--cost-limit",
+            str(cost_limit),
         )
         self._spawn_timeout = spawn_timeout
         self._slots = asyncio.Semaphore(size)
@@ -162,6 +176,8 @@ class CelWorkerPool:
         self._closed = False
         #: Workers killed because their budget ran out (for tests and metrics).
         self.kills = 0
+        # Outcomes by request digest, least recently used first.
+        self._kept: OrderedDict[bytes, list[ProgramOutcome]] = OrderedDict()
 
     @property
     def size(self) -> int:
@@ -196,12 +212,28 @@ class CelWorkerPool:
         """One outcome per program, within ``budget`` seconds of evaluation time."""
         if not programs:
             return []
-        if self._closed:
-            return _all_failed(programs, "CEL evaluator is shut down")
         try:
             payload = encode_request(obj, programs)
         except (TypeError, ValueError, RecursionError) as exc:
             return _all_failed(programs, f"the object cannot be sent for CEL evaluation: {exc}")
+        # CEL is deterministic: the same object and programs have the same outcomes.
+        key = hashlib.blake2b(payload, digest_size=16).digest()
+        kept = self._kept.get(key)
+        if kept is not None:
+            self._kept.move_to_end(key)
+            return kept
+        if self._closed:
+            return _all_failed(programs, "CEL evaluator is shut down")
+        outcomes = await self._evaluate(payload, programs, budget)
+        if all(o.expressions.reason != REASON_INTERNAL_ERROR for o in outcomes):
+            self._kept[key] = outcomes
+            if len(self._kept) > KEPT_OUTCOMES:
+                self._kept.popitem(last=False)
+        return outcomes
+
+    async def _evaluate(
+        self, payload: bytes, programs: Sequence[CelProgram], budget: float
+    ) -> list[ProgramOutcome]:
         async with self._slots:
             try:
                 worker = await self._take()

@@ -27,6 +27,12 @@ UNKNOWN: Final = "Unknown"
 
 #: The message of a rule that exceeded the per-manifest evaluation budget.
 BUDGET_EXCEEDED_MESSAGE: Final = "CEL evaluation budget exceeded"
+#: cel-go's error when one run goes past its cost limit.
+LIMIT_MESSAGE: Final = "operation cancelled: actual cost limit exceeded"
+#: Kubernetes' per-call CEL cost limit (``k8s.io/apiserver/pkg/apis/cel.PerCallLimit``).
+PER_CALL_LIMIT: Final = 1_000_000
+#: Kubernetes' runtime budget (``RuntimeCELCostBudget``), shared by one manifest's rules.
+BUDGET: Final = 10_000_000
 
 #: metav1.Condition's ``message`` maxLength: a longer message makes the hub
 #: reject the whole status patch, so rule messages are cut to this many characters.

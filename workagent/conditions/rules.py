@@ -20,10 +20,10 @@ caller adds ``lastTransitionTime`` with standard condition semantics):
   refuse the work's whole status, on every sync (OCM writes it and does so).
 
 All CEL of one manifest runs in one request to a worker process
-(:mod:`workagent.conditions.pool`) under one wall-clock budget per sync
-(default :data:`DEFAULT_BUDGET_SECONDS`), the analogue of Kubernetes' cost
-budget shared by the rules of one manifest; expressions that are too long,
-too deep, slow or otherwise broken become conditions, never exceptions.
+(:mod:`workagent.conditions.pool`), under OCM's cost limits and, as a
+backstop, one wall-clock budget per sync (default :data:`DEFAULT_BUDGET_SECONDS`);
+expressions that are too long, too deep, slow or otherwise broken become
+conditions, never exceptions.
 """
 
 from __future__ import annotations
@@ -50,8 +50,10 @@ from workagent.conditions.wellknown import well_known_rule
 if TYPE_CHECKING:
     from schemas.work_v1 import ConditionRule
 
-#: Wall-clock seconds all CEL of one manifest may take in one sync.
-DEFAULT_BUDGET_SECONDS: Final = 1.0
+#: Wall-clock seconds all CEL of one manifest may take in one sync: a backstop, the
+#: cost limits (:mod:`workagent.conditions.celcost`) come first; a run to the per-call
+#: limit takes one to two seconds.
+DEFAULT_BUDGET_SECONDS: Final = 5.0
 
 _WELL_KNOWN: Final = "WellKnownConditions"
 _CEL: Final = "CEL"

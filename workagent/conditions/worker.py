@@ -13,6 +13,8 @@ even if the agent cannot kill it (the agent itself killed with SIGKILL):
 * ``--memory-limit-mb``: ``RLIMIT_AS``, so a huge value fails with
   MemoryError (reported as over budget) instead of swapping the node.
 
+``--cost-limit`` is the per-call cost limit (cel-go units; OCM's by default).
+
 The worker imports only the standard library, celpy and the CEL modules of
 this package, to start fast (~0.5 s, most of it building celpy's parser).
 """
@@ -28,6 +30,7 @@ from typing import BinaryIO
 
 from workagent.conditions.celengine import CelEngine
 from workagent.conditions.protocol import ProtocolError, decode_request
+from workagent.conditions.reasons import PER_CALL_LIMIT
 
 try:
     import resource
@@ -70,9 +73,11 @@ def _protocol_stream() -> BinaryIO:
     return stream
 
 
-def serve(stdin: BinaryIO, stdout: BinaryIO, *, cpu_limit_seconds: int) -> int:
+def serve(
+    stdin: BinaryIO, stdout: BinaryIO, *, cpu_limit_seconds: int, cost_limit: int = PER_CALL_LIMIT
+) -> int:
     """Answer requests until stdin closes."""
-    engine = CelEngine()
+    engine = CelEngine(cost_limit=cost_limit)
     stdout.write(json.dumps({"ready": True, "pid": os.getpid()}).encode() + b"\n")
     stdout.flush()
     while True:
@@ -96,11 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="workagent.conditions.worker")
     parser.add_argument("--memory-limit-mb", type=int, default=1024)
     parser.add_argument("--cpu-limit-seconds", type=int, default=30)
+    parser.add_argument("--cost-limit", type=int, default=PER_CALL_LIMIT)
     args = parser.parse_args(argv)
     _limit_memory(args.memory_limit_mb)
     stream = _protocol_stream()
     try:
-        return serve(sys.stdin.buffer, stream, cpu_limit_seconds=args.cpu_limit_seconds)
+        return serve(
+            sys.stdin.buffer,
+            stream,
+            cpu_limit_seconds=args.cpu_limit_seconds,
+            cost_limit=args.cost_limit,
+        )
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:  # pragma: no cover - interactive use
