@@ -6,7 +6,10 @@ A benchmark, not a test: it prints figures and never fails on a timing.
   expression) in-process, the ceiling set by celpy's interpreter;
 * evaluate_rules: manifest syncs/s (one well-known rule + one CEL rule with a
   message expression each) through the worker pool, sequentially and with 16
-  in flight, including the JSON round trip to the worker;
+  in flight, including the JSON round trip to the worker (each sync a changed
+  object), and of an unchanged object (whose outcomes the pool kept);
+* cost limit: how long a runaway comprehension takes to reach OCM's per-call
+  limit of 1,000,000 cost units;
 * compile: expressions/s compiled (parse + compile-time checks), what a cold
   cache costs.
 """
@@ -59,6 +62,12 @@ def engine_bench() -> None:
         f"compile: {COMPILES / seconds:,.0f} expressions/s ({seconds / COMPILES * 1e3:.1f} ms each)"
     )
 
+    runaway = "object.items.all(x, object.items.all(y, x + y >= 0))"
+    activation = {"object": json_to_cel({"items": list(range(2_000))})}
+    t0 = time.perf_counter()
+    outcome = engine.evaluate_expressions([runaway], activation)
+    print(f"cost limit: {outcome.error!r} after {time.perf_counter() - t0:.2f} s")
+
 
 async def rules_bench() -> None:
     rules = [
@@ -80,8 +89,8 @@ async def rules_bench() -> None:
         assert [c["status"] for c in first] == ["True", "True"], first
 
         t0 = time.perf_counter()
-        for _ in range(SYNCS):
-            await evaluator.evaluate_rules(rules, obj, generation=1)
+        for i in range(SYNCS):
+            await evaluator.evaluate_rules(rules, changed(obj, i), generation=1)
         seconds = time.perf_counter() - t0
         print(
             f"evaluate_rules sequential: {SYNCS / seconds:,.0f} manifest syncs/s "
@@ -90,19 +99,33 @@ async def rules_bench() -> None:
 
         sem = asyncio.Semaphore(CONCURRENCY)
 
-        async def one() -> None:
+        async def one(i: int) -> None:
             async with sem:
-                await evaluator.evaluate_rules(rules, obj, generation=1)
+                await evaluator.evaluate_rules(rules, changed(obj, SYNCS + i), generation=1)
 
         t0 = time.perf_counter()
-        await asyncio.gather(*(one() for _ in range(SYNCS)))
+        await asyncio.gather(*(one(i) for i in range(SYNCS)))
         seconds = time.perf_counter() - t0
         print(
             f"evaluate_rules {CONCURRENCY} in flight: {SYNCS / seconds:,.0f} manifest syncs/s "
             f"({evaluator.pool.size} workers)"
         )
+
+        t0 = time.perf_counter()
+        for _ in range(SYNCS):
+            await evaluator.evaluate_rules(rules, obj, generation=1)
+        seconds = time.perf_counter() - t0
+        print(
+            f"evaluate_rules unchanged object: {SYNCS / seconds:,.0f} manifest syncs/s "
+            f"({seconds / SYNCS * 1e3:.3f} ms each, outcomes kept)"
+        )
     finally:
         await evaluator.aclose()
+
+
+def changed(obj: dict[str, Any], version: int) -> dict[str, Any]:
+    """``obj`` at another resourceVersion: a sync the pool has not seen."""
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(version)}}
 
 
 def main() -> None:

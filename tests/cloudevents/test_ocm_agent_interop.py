@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,9 +32,14 @@ from tests.cloudevents.conftest import (
 )
 from tests.cloudevents.ocmpeer import Peer, RestartablePeer, hub, spoke, start_ocm_agent
 from tests.integration.conftest import (
+    create_and_wait,
+    manifest_condition,
     update_work,
     wait_applied,
+    work_body,
 )
+from tests.integration.test_status import COST_BRIEFS, COST_CONFIGMAP, COST_RULES, briefs
+from tests.support.manifests import manifest_config
 from tests.support.programs import CLUSTER
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
@@ -124,3 +130,24 @@ async def test_ocm_agent_through_our_server(
     # (tests/cloudevents/fixtures/ocm-agent-status-hashes.json pins recorded ones).
     for update in received:
         assert update.status_hash == status_hash(update.status()), update
+
+
+async def test_ocm_agent_cel_cost_limits_are_ours(
+    ocm_agent: OcmAgent, grpc_hub: GrpcHub, hub_client: KubeClient
+) -> None:
+    """OCM's agent gives the conditions ours gives (tests/integration/test_status.py's
+    test_cel_cost_limits_as_in_ocm) to rules at and past its cost limits."""
+    configs = [manifest_config("", "configmaps", "costs", rules=COST_RULES)]
+    types = [rule["condition"] for rule in COST_RULES]
+
+    def reported(work: dict[str, Any]) -> bool:
+        ocm_agent.check_alive()
+        return all(manifest_condition(work, 0, t) for t in types)
+
+    work = await create_and_wait(
+        hub_client,
+        work_body("costs", [COST_CONFIGMAP], manifestConfigs=configs),
+        reported,
+        "OCM's agent to report the rule conditions",
+    )
+    assert briefs(work, *((0, t) for t in types)) == COST_BRIEFS

@@ -762,6 +762,33 @@ async def test_cel_rules_with_optional_fields_and_named_formats(
     ]
 
 
+#: OCM's cost limits, as its agent applies them: a run over 1,000,000 units is
+#: cancelled, the rules of a manifest share 10,000,000 (the runs that failed take
+#: nothing), message expressions are not costed. contains() of two strings of n
+#: characters costs ceil(n / 10) squared: the limits are reached in microseconds.
+#: OCM's own agent gives the same conditions (tests/cloudevents/test_ocm_agent_interop.py).
+COST_CONFIGMAP = configmap("costs", big="a" * 10_010, near="b" * 9_990)
+_COSTLY = "object.data.big.contains(object.data.big)"
+COST_RULES = [
+    cel("Limit", _COSTLY),
+    *(cel(f"Near{i}", "object.data.near.contains(object.data.near)") for i in range(11)),
+    cel("Message", "true", messageExpression=f"{_COSTLY} ? 'costly' : 'cheap'"),
+]
+COST_BRIEFS = [
+    ("False", "ConditionRuleExpressionError", "operation cancelled: actual cost limit exceeded"),
+    *(("True", "ConditionRuleEvaluated", f"Manifest is Near{i}") for i in range(10)),
+    ("False", "ConditionRuleExpressionError", "CEL evaluation budget exceeded"),
+    ("True", "ConditionRuleEvaluated", "costly"),
+]
+
+
+@pytest.mark.usefixtures("spoke_client")
+async def test_cel_cost_limits_as_in_ocm(hub_client: KubeClient, tmp_path: Path) -> None:
+    assert await rule_briefs(hub_client, tmp_path, "costs", COST_CONFIGMAP, COST_RULES) == (
+        COST_BRIEFS
+    )
+
+
 @pytest.mark.kubesim_only("fault injection: the spoke answers GETs of Deployments 500")
 async def test_unreadable_resource_is_unknown_and_keeps_its_rule_conditions(
     spoke: KubeSim, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path

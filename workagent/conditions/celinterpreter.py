@@ -190,9 +190,10 @@ class Interpreter(Evaluator):
             return super().expr(tree)
         condition = self.visit(tree.children[0])
         taken = tree.children[1] if condition else tree.children[2]
+        before = self.tracker.cost
         value = self.visit(taken)
-        if is_attribute(taken, conditional=False):
-            self.tracker.cost -= SELECT_COST
+        if is_attribute(taken, conditional=False):  # its variable is free
+            self.tracker.cost = max(before, self.tracker.cost - SELECT_COST)
         false = celtypes.BoolType(False)
         branches = (value, false) if taken is tree.children[1] else (false, value)
         return self._apply(tree, "_?_:_", "_?_:_", [condition, *branches])
@@ -268,9 +269,12 @@ class Interpreter(Evaluator):
             return value
         if child.data == "literal":
             literals = self.plan.literals
-            if id(child) not in literals:
-                literals[id(child)] = super().primary(tree)
-            return literals[id(child)]
+            if id(child) in literals:
+                return literals[id(child)]
+            value = super().primary(tree)
+            if not isinstance(value, CELEvalError):  # an error is raised: a new one each time
+                literals[id(child)] = value
+            return value
         if child.data == "list_lit":
             self.tracker.charge(LIST_COST)
         elif child.data == "map_lit":
