@@ -99,8 +99,8 @@ _METHODS: Final = frozenset(
 _COMPREHENSIONS: Final = frozenset(
     {"all", "exists", "exists_one", "filter", "map", "optMap", "optFlatMap"}
 )
-# Nodes that only wrap their single child on the way down to an identifier.
-_WRAPPERS: Final = frozenset(
+#: Nodes that only wrap their single child on the way down to an identifier.
+WRAPPERS: Final = frozenset(
     {
         "expr",
         "conditionalor",
@@ -568,7 +568,7 @@ def unwrap(node: Any) -> Tree[Any]:
     """The first node below ``node`` that is more than a one-child wrapper."""
     while (
         isinstance(node, Tree)
-        and node.data in _WRAPPERS
+        and node.data in WRAPPERS
         and len(node.children) == 1
         and isinstance(node.children[0], Tree)
     ):

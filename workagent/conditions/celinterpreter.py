@@ -37,7 +37,7 @@ from lark import Lark, Token, Tree
 
 from ocmkit.durations import format_duration
 from ocmkit.govalues import go_format_value
-from workagent.conditions.celcheck import field_name, simple_name, unwrap
+from workagent.conditions.celcheck import WRAPPERS, field_name, simple_name, unwrap
 from workagent.conditions.celcost import (
     LIST_COST,
     MAP_COST,
@@ -556,18 +556,7 @@ class Runner(celpy.InterpretedRunner):
 
 _MISSING: Final = object()
 # Nodes that only hold one other (``primary`` is not one: its method reads its child).
-_PASS_THROUGH: Final = frozenset(
-    {
-        "expr",
-        "conditionalor",
-        "conditionaland",
-        "relation",
-        "addition",
-        "multiplication",
-        "unary",
-        "member",
-    }
-)
+_PASS_THROUGH: Final = WRAPPERS - {"primary"}
 _COMPREHENSIONS: Final = frozenset({"all", "exists", "exists_one", "filter", "map"})
 # Go's names of the runtime types, for a comprehension over something else.
 _GO_TYPES: Final = {
