@@ -1,13 +1,11 @@
 """A small pool of CEL worker processes, driven from the event loop.
 
 Why processes (and not a thread pool): condition-rule expressions come from
-any hub user, and celpy has no cost limit. An expression such as a nested
-comprehension over a long list can run for minutes, and a Python thread can
-neither be interrupted nor killed: a runaway evaluation would keep a thread
-(and a share of the GIL, slowing the event loop) until it ends by itself,
-and enough of them would starve every later evaluation. A static cost
-estimate cannot save a thread pool either: with ``object`` untyped, the
-sizes that decide the cost are only known at run time. A worker process, in
+any hub user. OCM's cost limits (:mod:`workagent.conditions.celcost`) stop a
+runaway, but a run to the per-call limit takes seconds of CPU in celpy, and
+what costs little in cel-go's units may still be slow here. A Python thread
+holding such a run would take a share of the GIL, slowing the event loop,
+and can neither be interrupted nor killed. A worker process, in
 contrast, is killed the moment its time is up, takes its CPU use and memory
 with it, and never competes for the agent's GIL. The price is one JSON
 round trip per manifest sync (~0.1 ms for a typical object) and ~40 MB and
