@@ -77,6 +77,12 @@ $(CEL_ORACLE): $(CEL_ORACLE_MOD)/go.mod $(CEL_ORACLE_MOD)/go.sum $(CEL_ORACLE_MO
 .PHONY: cel-oracle
 cel-oracle: $(CEL_ORACLE)
 
+# The function declarations of OCM's CEL environment, as cel-go prints them, for
+# the agent's type checker (committed; tests/conditions/test_celtyping.py checks them).
+.PHONY: cel-declarations
+cel-declarations: $(CEL_ORACLE)
+	$(CEL_ORACLE) -declarations > workagent/conditions/celdecls.json
+
 # Installs the DEBIAN_PACKAGES whose binary is missing, non-interactively.
 setup-debian:
 	@missing="$(strip $(foreach pkg,$(DEBIAN_PACKAGES),$(if $(shell command -v $(or $(DEBIAN_BINARY_$(pkg)),$(pkg)) 2>/dev/null || ls /usr/sbin/$(or $(DEBIAN_BINARY_$(pkg)),$(pkg)) 2>/dev/null),,$(pkg))))"; \

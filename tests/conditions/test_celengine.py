@@ -249,9 +249,8 @@ def test_cache_is_bounded() -> None:
         ("1 / 0 == 1", "division by zero"),
         ("1 % 0 == 1", "modulus by zero"),
         ("9223372036854775807 + 1 > 0", "integer overflow"),
-        ("object.metadata.name + 1 == 'x'", "no such overload"),
+        ("object.metadata.name + dyn(1) == 'x'", "no such overload"),
         ("object.metadata.name.size() > object.metadata", "no such overload"),
-        ("object.metadata.name.lowerAscii(1) == 'x'", "no such overload: lowerAscii(string, int)"),
         ("int('x') == 1", "type conversion error from 'string' to 'int'"),
         ("int(' 1') == 1", "type conversion error from 'string' to 'int'"),
         ("uint('+1') == 1u", "type conversion error from 'string' to 'uint'"),
@@ -300,17 +299,18 @@ def test_message_expression(engine: CelEngine) -> None:
 @pytest.mark.parametrize(
     "expression",
     [
-        "1 == 1.0",
-        "1u == 1",
-        "1 != 'a'",
-        "!(true == 1)",
+        # dyn: cel-go's checker rejects the same comparisons of literals at compile time.
+        "dyn(1) == 1.0",
+        "dyn(1u) == 1",
+        "dyn(1) != 'a'",
+        "!(dyn(true) == 1)",
         "null == null",
         "object.status.nothing == null",
         "[1, 2] == [1.0, 2u]",
-        "{'a': 1} == {'a': 1.0}",
-        "1 < 1.5 && 2.5 > 2 && 1u <= 1 && 3 >= 2.99",
+        "{'a': dyn(1)} == {'a': 1.0}",
+        "dyn(1) < 1.5 && dyn(2.5) > 2 && dyn(1u) <= 1 && dyn(3) >= 2.99",
         "object.status.readyReplicas >= object.status.ratio * double(object.spec.replicas)",
-        "1.0 in [1, 2]",
+        "dyn(1.0) in [1, 2]",
         "'app' in object.metadata.labels",
         "!('x' in object.metadata.labels)",
         "type(1) == int && type('a') == string",
@@ -321,7 +321,7 @@ def test_equality_and_ordering(engine: CelEngine, expression: str) -> None:
 
 
 def test_ordering_across_kinds_is_an_error(engine: CelEngine) -> None:
-    assert error(engine, "1 < 'a'") == "no such overload"
+    assert error(engine, "dyn(1) < 'a'") == "no such overload"
 
 
 # --------------------------------------------------------------------------

@@ -126,7 +126,7 @@ def test_true(engine: CelEngine, expression: str) -> None:
         ("[1, 2].map(x, x > 1, x / 0) == []", "division by zero"),
         ("object.?spec.?replicas.optMap(r, r / 0).hasValue()", "division by zero"),
         ("object.?nope.orValue(object.nope) == 1", "no such key: nope"),
-        ("strings.quote(1) == ''", "no such overload: strings.quote(int)"),
+        ("strings.quote(dyn(1)) == ''", "no such overload: strings.quote(int)"),
         # A call no overload takes: cel-go names the function and the argument types,
         # except for size and matches (the name only) and a few functions (neither).
         ("dyn(1).lowerAscii() == ''", "no such overload: lowerAscii(int)"),
@@ -151,8 +151,8 @@ def test_true(engine: CelEngine, expression: str) -> None:
         # has() fails where its operand does (celpy alone would say false).
         ("has(object.missing.x)", "no such key: missing"),
         ("has(object.status.conditions.x)", "unsupported index type 'string' in list"),
-        ("string(optional.of(1)) == ''", "no such overload: string(optional_type)"),
-        ("object.?spec + 1 == 1", "no such overload: _+_"),
+        ("string(dyn(optional.of(1))) == ''", "no such overload: string(optional_type)"),
+        ("dyn(object.?spec) + 1 == 1", "no such overload: _+_"),
     ],
 )
 def test_runtime_errors(engine: CelEngine, expression: str, message: str) -> None:

@@ -14,8 +14,9 @@ whose cost grows with their arguments' sizes (:func:`call_cost`). Constants,
 ``&&``, ``||`` and ``?:`` cost nothing. Only a call cel-go's type checker bound
 to one overload is sized: ``object.a + object.b`` (two ``dyn``) costs 1,
 ``object.a + 'x'`` (a string concatenation) by length; :func:`sized_calls`
-finds those calls in a parse tree. :class:`~workagent.conditions.celinterpreter.Interpreter`
-charges the costs as it evaluates.
+finds those calls with the type checker (:mod:`~workagent.conditions.celtyping`).
+:class:`~workagent.conditions.celinterpreter.Interpreter` charges the costs as
+it evaluates.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from typing import Any, Final
 
 from lark import Tree
 
-from workagent.conditions.celcheck import field_name, one_kind, static_type, unwrap
 from workagent.conditions.celoptional import CelOptional
+from workagent.conditions.celtree import unwrap
+from workagent.conditions.celtyping import RULE_TYPES, check_types
 from workagent.conditions.kubevalues import CIDR, IP
 from workagent.conditions.reasons import (
     BUDGET,
@@ -169,38 +171,36 @@ def call_cost(name: str, args: Sequence[Any], result: Any, bound: bool) -> int:
     return 1 if sized is None else sized(args, result)
 
 
-_ORDERING: Final = frozenset({"relation_lt", "relation_le", "relation_gt", "relation_ge"})
+# The overloads of :data:`_SIZED_WHEN_BOUND` that cel-go sizes.
+_SIZED_OVERLOADS: Final = frozenset(
+    {
+        "add_string",
+        "add_bytes",
+        *(
+            f"{order}_{kind}"
+            for order in ("less", "less_equals", "greater", "greater_equals")
+            for kind in ("string", "bytes")
+        ),
+        "in_list",
+        "string_to_bytes",
+        "bytes_to_string",
+        "string_index_of_string",
+        "string_index_of_string_int",
+        "string_last_index_of_string",
+        "string_last_index_of_string_int",
+    }
+)
 
 
 def sized_calls(tree: Tree[Any]) -> frozenset[int]:
     """The ids of the nodes of ``tree`` where cel-go's checker binds a call of
-    :data:`_SIZED_WHEN_BOUND` to its sized overload: a string or bytes ``+`` or
-    comparison (one side known, the other known alike or ``dyn``), ``in`` a list,
+    :data:`_SIZED_WHEN_BOUND` to its sized overload: the one overload that matches
+    the argument types is a string or bytes ``+`` or comparison, ``in`` a list,
     ``bytes()`` of a string, ``string()`` of bytes, a string's ``indexOf``."""
-    found: set[int] = set()
-    for node in tree.iter_subtrees():
-        if _bound(node):
-            found.add(id(node))
-    return frozenset(found)
-
-
-def _bound(node: Tree[Any]) -> bool:
-    data, children = node.data, node.children
-    if data in ("addition", "relation") and len(children) == 2:
-        operator, right = children
-        left = operator.children[0]
-        if operator.data == "relation_in":
-            return static_type(right) == "list"
-        if operator.data == "addition_add" or operator.data in _ORDERING:
-            return one_kind(static_type(left), static_type(right)) in ("string", "bytes")
-    if data == "ident_arg" and len(children) == 2:
-        name, args = str(children[0]), children[1].children
-        wanted = {"bytes": "string", "string": "bytes"}.get(name)
-        return wanted is not None and len(args) == 1 and static_type(args[0]) == wanted
-    if data == "member_dot_arg" and field_name(children[1]) in ("indexOf", "lastIndexOf"):
-        args = children[2].children if len(children) > 2 else []
-        return len(args) == 2 or static_type(children[0]) == "string"
-    return False
+    overloads = check_types(tree, "", RULE_TYPES).overloads
+    return frozenset(
+        node for node, ids in overloads.items() if len(ids) == 1 and ids[0] in _SIZED_OVERLOADS
+    )
 
 
 def is_attribute(node: Any, *, conditional: bool = True) -> bool:

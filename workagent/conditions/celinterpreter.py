@@ -37,7 +37,6 @@ from lark import Lark, Token, Tree
 
 from ocmkit.durations import format_duration
 from ocmkit.govalues import go_format_value
-from workagent.conditions.celcheck import WRAPPERS, field_name, simple_name, unwrap
 from workagent.conditions.celcost import (
     LIST_COST,
     MAP_COST,
@@ -54,6 +53,7 @@ from workagent.conditions.celfunctions import (
     format_value,
 )
 from workagent.conditions.celoptional import NONE, CelOptional
+from workagent.conditions.celtree import WRAPPERS, field_name, simple_name, unwrap
 
 # (celpy's rule, ours): each must match celpy's grammar exactly once.
 _GRAMMAR_EDITS: Final = (
@@ -101,11 +101,17 @@ def parser() -> Lark:
         parser="lalr",
         start="expr",
         g_regex_flags=re.M,
-        lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
+        lexer_callbacks={"IDENT": _keyword},
         propagate_positions=True,
         maybe_placeholders=False,
         priority="invert",
     )
+
+
+def _keyword(token: Token) -> Token:
+    """celpy's ``true``/``false``/``null`` literal tokens, where they are in the source."""
+    literal: Token = CELParser.ambiguous_literals(token)
+    return literal if literal is token else Token.new_borrow_pos(literal.type, str(literal), token)
 
 
 class _Element(NamedTuple):

@@ -16,6 +16,10 @@
 //	           optional's is its content's tree (null when it has none).
 //
 // An evaluated expression also has "cost": cel-go's actual cost of it.
+//
+// With the argument -declarations it prints instead the environment's
+// function declarations as JSON (see declarations below):
+// workagent/conditions/celdecls.json is that output.
 package main
 
 import (
@@ -25,10 +29,12 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"strconv"
 	"time"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/decls"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -47,10 +53,22 @@ func main() {
 		cel.OptionalTypes(), ext.Strings(),
 		library.Lists(), library.Regex(), library.URLs(), library.Quantity(),
 		library.IP(), library.CIDR(), library.Format(), library.SemverLib(),
+		// OCM's own library (open-cluster-management.io/sdk-go), re-declared here.
+		cel.Function("hasConditions", cel.Overload("status_has_conditions",
+			[]*cel.Type{cel.DynType}, cel.BoolType, cel.UnaryBinding(hasConditions))),
 	)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "celoracle: environment:", err)
 		os.Exit(1)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "-declarations" {
+		out, err := json.MarshalIndent(declarations(env), "", " ")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "celoracle:", err)
+			os.Exit(1)
+		}
+		fmt.Println(string(out))
+		return
 	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 16<<20)
@@ -168,4 +186,107 @@ func tagged(val ref.Val) []any {
 	default:
 		return []any{name, fmt.Sprint(native)}
 	}
+}
+
+// hasConditions is OCM's: whether a map's "conditions" is a non-empty list.
+func hasConditions(value ref.Val) ref.Val {
+	status, ok := value.(traits.Mapper)
+	if !ok {
+		return types.False
+	}
+	found, ok := status.Find(types.String("conditions"))
+	if !ok {
+		return types.False
+	}
+	list, ok := found.(traits.Lister)
+	return types.Bool(ok && list.Size() != types.Int(0))
+}
+
+// overload is one declared signature: its id, whether it is called as a
+// method (the receiver is the first argument), its type parameters, the
+// argument types and the result type, each type as typeTree gives it.
+type overload struct {
+	ID     string   `json:"id"`
+	Member bool     `json:"member,omitempty"`
+	Params []string `json:"params,omitempty"`
+	Args   []any    `json:"args"`
+	Result any      `json:"result"`
+}
+
+// numericKinds are the kinds of the comparisons cel-go's checker leaves out
+// unless cross-type numeric comparisons are enabled (OCM does not enable them).
+var numericKinds = map[types.Kind]bool{types.IntKind: true, types.UintKind: true, types.DoubleKind: true}
+
+// declarations lists every function of the environment, by name, with its
+// overloads in the order the checker tries them.
+func declarations(env *cel.Env) map[string][]overload {
+	functions := env.Functions()
+	names := make([]string, 0, len(functions))
+	for name := range functions {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	result := make(map[string][]overload, len(names))
+	for _, name := range names {
+		var overloads []overload
+		for _, o := range functions[name].OverloadDecls() {
+			if crossNumeric(name, o) {
+				continue
+			}
+			args := []any{}
+			for _, t := range o.ArgTypes() {
+				args = append(args, typeTree(t))
+			}
+			// cel-go collects an overload's type parameters in a map: sorted here.
+			params := o.TypeParams()
+			sort.Strings(params)
+			overloads = append(overloads, overload{
+				ID: o.ID(), Member: o.IsMemberFunction(), Params: params,
+				Args: args, Result: typeTree(o.ResultType()),
+			})
+		}
+		result[name] = overloads
+	}
+	return result
+}
+
+func crossNumeric(name string, o *decls.OverloadDecl) bool {
+	switch name {
+	case "_<_", "_<=_", "_>_", "_>=_":
+		args := o.ArgTypes()
+		return len(args) == 2 && numericKinds[args[0].Kind()] && numericKinds[args[1].Kind()] &&
+			args[0].Kind() != args[1].Kind()
+	}
+	return false
+}
+
+// typeTree is a type as JSON: a name ("int", "dyn", "net.IP"), {"param": "A"}
+// for a type parameter, or [name, parameter...] for list, map, type and the
+// parameterized opaque types. "kind" tells an object type from an opaque one.
+func typeTree(t *types.Type) any {
+	if t.Kind() == types.TypeParamKind {
+		return map[string]string{"param": t.TypeName()}
+	}
+	name := t.DeclaredTypeName()
+	switch t.Kind() {
+	case types.DurationKind:
+		name = "duration"
+	case types.TimestampKind:
+		name = "timestamp"
+	case types.NullTypeKind:
+		name = "null"
+	case types.ListKind, types.MapKind, types.TypeKind, types.OpaqueKind:
+		name = t.TypeName()
+	}
+	if len(t.Parameters()) == 0 {
+		if t.Kind() == types.StructKind {
+			return map[string]string{"object": name}
+		}
+		return name
+	}
+	tree := []any{name}
+	for _, p := range t.Parameters() {
+		tree = append(tree, typeTree(p))
+	}
+	return tree
 }

@@ -1,0 +1,106 @@
+"""Reading the parse trees of CEL expressions: wrappers, names and cel-go's locations.
+
+celpy's grammar nests every expression in one-child wrapper nodes (a literal
+sits about eight deep); the checks, the type checker and the interpreter all
+look through them the same way, and place errors where cel-go does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from lark import Token, Tree
+
+#: Nodes that only wrap their single child on the way down to an identifier.
+WRAPPERS: Final = frozenset(
+    {
+        "expr",
+        "conditionalor",
+        "conditionaland",
+        "relation",
+        "addition",
+        "multiplication",
+        "unary",
+        "member",
+        "primary",
+    }
+)
+# The symbol after the first child of a node with more than one (``a || b``, ``c ? x : y``).
+_SYMBOL_NODES: Final = frozenset({"conditionalor", "conditionaland", "expr"})
+
+
+def unwrap(node: Any) -> Tree[Any]:
+    """The first node below ``node`` that is more than a one-child wrapper."""
+    while (
+        isinstance(node, Tree)
+        and node.data in WRAPPERS
+        and len(node.children) == 1
+        and isinstance(node.children[0], Tree)
+    ):
+        node = node.children[0]
+    return node if isinstance(node, Tree) else Tree("token", [node])
+
+
+def field_name(token: Any) -> str:
+    """The field a selection names (a backquoted name without its quotes)."""
+    name = str(token)
+    return name[1:-1] if name.startswith("`") else name
+
+
+def simple_name(node: Any) -> str | None:
+    """The identifier ``node`` is, or None when it is more than a bare name."""
+    inner = unwrap(node)
+    if inner.data == "ident":
+        return str(inner.children[0])
+    return None
+
+
+def start(node: Any) -> int:
+    """Where ``node`` (a tree or a token) starts in the source (0 when lark gives no position)."""
+    if isinstance(node, Token):
+        return int(node.start_pos) if node.start_pos is not None else 0
+    meta = getattr(node, "meta", None)
+    found = getattr(meta, "start_pos", None) if meta is not None else None
+    return int(found) if isinstance(found, int) else 0
+
+
+def end(node: Any) -> int:
+    """Where ``node`` ends in the source."""
+    if isinstance(node, Token):
+        return int(node.end_pos) if node.end_pos is not None else 0
+    meta = getattr(node, "meta", None)
+    found = getattr(meta, "end_pos", None) if meta is not None else None
+    return int(found) if isinstance(found, int) else 0
+
+
+def next_token(source: str, offset: int) -> int:
+    """The first offset from ``offset`` that is neither blank nor in a comment."""
+    while offset < len(source):
+        if source[offset].isspace():
+            offset += 1
+        elif source.startswith("//", offset):
+            newline = source.find("\n", offset)
+            offset = len(source) if newline < 0 else newline
+        else:
+            break
+    return offset
+
+
+def location(node: Any, source: str) -> int:
+    """Where cel-go places the expression ``node``: an operator's symbol, a call's
+    ``(``, a selection's ``.``, an index's ``[``, otherwise its first character."""
+    inner = unwrap(node)
+    data, children = inner.data, inner.children
+    if data == "paren_expr":
+        return location(children[0], source)
+    if data in _SYMBOL_NODES and len(children) > 1:
+        return next_token(source, end(children[0]))
+    if data in ("relation", "addition", "multiplication") and len(children) == 2:
+        return next_token(source, end(children[0].children[0]))
+    if data in ("member_dot", "member_optdot", "member_index", "member_optindex"):
+        return next_token(source, end(children[0]))
+    if data == "member_dot_arg":
+        return next_token(source, end(children[1]))
+    if data == "ident_arg":
+        return next_token(source, end(children[0]))
+    return start(inner)
