@@ -7,9 +7,13 @@ REST layer: that way every request has a timeout, errors are typed from the
 fresh per request, and a watch is one plain streaming request whose
 reconnection policy belongs to the informer.
 
-The client never retries (except restarting a paged list whose continue
-token expired): retries and backoff are the controllers' job, where the
-reason for the retry is known.
+The client retries what client-go retries: a request the server answered
+with 429 or a 5xx and a ``Retry-After`` header in whole seconds is sent again
+after that wait, up to :data:`MAX_RETRIES` times; then its error (with the
+wait) goes to the caller. A throttled write therefore does not surface as a
+failed manifest, as with OCM's agent. Restarting a paged list whose continue
+token expired is the only other retry here: the rest, and backoff, are the
+controllers' job, where the reason for the retry is known.
 """
 
 from __future__ import annotations
@@ -491,15 +495,30 @@ class KubeClient:
             params = [*(params or []), ("dryRun", "All")]
             params = list(dict.fromkeys(params))  # once, if the caller asked too
         timeout = aiohttp.ClientTimeout(total=self.timeout)
-        async with self._measured(verb, f"{method} {path}") as outcome:
-            response = await self._send(
-                method, path, params, data, content_type if data is not None else None, timeout
+        for attempt in range(MAX_RETRIES + 1):
+            async with self._measured(verb, f"{method} {path}") as outcome:
+                response = await self._send(
+                    method, path, params, data, content_type if data is not None else None, timeout
+                )
+                async with response:
+                    raw = await response.read()
+                    status = response.status
+                    retry_after = response.headers.get("Retry-After")
+                outcome.code = str(status)
+            wait = _asked_to_wait(status, retry_after)
+            if wait is None or attempt == MAX_RETRIES:
+                break
+            log.info(
+                "%s %s %s -> %s: retrying in %ss as the server asks (retry %d of %d)",
+                self.name,
+                method,
+                path,
+                status,
+                wait,
+                attempt + 1,
+                MAX_RETRIES,
             )
-            async with response:
-                raw = await response.read()
-                status = response.status
-                retry_after = response.headers.get("Retry-After")
-            outcome.code = str(status)
+            await asyncio.sleep(wait)
         if not 200 <= status < 300:
             raise self._error(status, raw, retry_after)
         if not raw:
@@ -615,6 +634,19 @@ class _ConnectionPool:
         if self.session is not None:
             await self.session.close()
             self.session = None
+
+
+#: How many times a request is sent again when the server asks to wait (client-go's default).
+MAX_RETRIES = 10
+
+
+def _asked_to_wait(status: int, retry_after: str | None) -> int | None:
+    """The seconds to wait before sending again, when a 429 or a 5xx carries a
+    ``Retry-After`` in whole seconds (client-go reads only that form); else None."""
+    if status != 429 and status < 500:
+        return None
+    value = (retry_after or "").strip()
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def _typed(res: Resource, body: dict[str, Any], subresource: str | None) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from kubesim.faults import FaultRule
+from ocmkit.kube.client import MAX_RETRIES
 from tests.conftest import eventually
 from tests.faults.conftest import Clusters
 from tests.faults.harness import (
@@ -134,12 +135,21 @@ async def test_a_throttled_manifest_waits_for_retry_after(
     agent: AgentRunner,
     env: Clusters,
 ) -> None:
-    """After a 429 with Retry-After 3 s on a spoke write, the work is not retried sooner."""
+    """A spoke write throttled past the client's retries (MAX_RETRIES waits of 0 s, then
+    a 429 with Retry-After 3 s): the work is not retried sooner than 3 s."""
     await create_work(env.hub_client, "throttled", [configmap("throttled-cm", v="1")])
     await env.converged({"throttled"})
     assert agent.agent is not None
     controller = next(
         c for c in agent.agent.manager.controllers if c.name == "manifestwork-controller"
+    )
+    env.spoke.inject(
+        verb="update",
+        resource="configmaps",
+        code=429,
+        count=MAX_RETRIES,
+        retryAfter=0,
+        userAgent=AGENT_ON_SPOKE,
     )
     throttle = env.spoke.inject(
         verb="update", resource="configmaps", code=429, retryAfter=3, userAgent=AGENT_ON_SPOKE

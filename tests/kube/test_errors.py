@@ -27,6 +27,7 @@ from ocmkit.kube import (
     Unauthorized,
     Unreachable,
 )
+from ocmkit.kube.client import MAX_RETRIES
 from ocmkit.kube.errors import error_from_status
 from tests.kube.helpers import NS, FakeServer, cm, sample
 
@@ -93,7 +94,6 @@ async def test_unauthorized_with_a_bad_token_over_tls(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("code", "error", "reason"),
     [
-        (429, TooManyRequests, "TooManyRequests"),
         (500, ServerError, "InternalError"),
         (503, ServerError, "ServiceUnavailable"),
         (409, Conflict, "Conflict"),
@@ -110,15 +110,69 @@ async def test_injected_faults(
         with pytest.raises(error) as exc:
             await client.get(CONFIGMAPS, "x", NS)
         assert (exc.value.code, exc.value.reason) == (code, reason)
-    if code == 429:
-        assert exc.value.retry_after == 3
     after = sample(
         "kube_client_requests_total", {"client": "test", "verb": "get", "code": str(code)}
     )
     assert after - before == 2
-    # The client does not retry: the third request is the first to succeed.
+    # Without a Retry-After the client does not retry: the third request is the
+    # first to succeed.
     with pytest.raises(NotFound):
         await client.get(CONFIGMAPS, "x", NS)
+
+
+async def test_throttled_requests_are_sent_again_as_client_go_does(
+    client: KubeClient, sim: KubeSim
+) -> None:
+    """A 429 with Retry-After is retried after the wait, up to MAX_RETRIES times."""
+
+    def throttled() -> float:
+        return sample(
+            "kube_client_requests_total", {"client": "test", "verb": "get", "code": "429"}
+        )
+
+    before = throttled()
+    sim.inject(verb="get", resource="configmaps", code=429, count=2, retryAfter=0)
+    with pytest.raises(NotFound):  # the third attempt reaches the (empty) namespace
+        await client.get(CONFIGMAPS, "x", NS)
+    assert throttled() - before == 2
+
+    # Throttled for good: the error (with the server's wait) once the retries are spent.
+    sim.inject(verb="get", resource="configmaps", code=429, count=MAX_RETRIES + 5, retryAfter=0)
+    with pytest.raises(TooManyRequests) as exc:
+        await client.get(CONFIGMAPS, "x", NS)
+    assert exc.value.retry_after == 0
+    assert throttled() - before == 2 + MAX_RETRIES + 1
+    sim.clear_faults()
+
+
+async def test_retry_after_on_a_server_error_is_honoured_for_every_verb(
+    fake_server: FakeServer,
+) -> None:
+    """client-go sends again any request a 429 or 5xx asked to wait for, writes too;
+    a Retry-After it cannot read (not whole seconds) is not a request to wait."""
+    answers: list[web.Response] = [
+        web.Response(status=503, text="", headers={"Retry-After": "0"}),
+        web.json_response({"kind": "ConfigMap", "metadata": {"name": "x"}}, status=201),
+        web.Response(status=500, text="", headers={"Retry-After": "0"}),
+        web.Response(status=504, text="", headers={"Retry-After": "0"}),
+        web.json_response({"kind": "ConfigMap", "metadata": {"name": "x"}}),
+        web.Response(status=503, text="", headers={"Retry-After": "1.5"}),
+    ]
+    methods: list[str] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        methods.append(request.method)
+        return answers.pop(0)
+
+    fake_server.handler = handler
+    async with fake_server.client() as client:
+        created = await client.create(CONFIGMAPS, cm("x"), NS)
+        assert created["metadata"]["name"] == "x"
+        assert (await client.get(CONFIGMAPS, "x", NS))["metadata"]["name"] == "x"
+        with pytest.raises(ServerError) as unreadable:
+            await client.get(CONFIGMAPS, "x", NS)
+        assert unreadable.value.code == 503 and unreadable.value.retry_after == 1.5
+    assert methods == ["POST", "POST", "GET", "GET", "GET", "GET"]
 
 
 async def test_unreachable_when_the_server_is_stopped(tmp_path: Path) -> None:
@@ -166,7 +220,7 @@ async def test_request_timeout_is_unreachable(fake_server: FakeServer) -> None:
 async def test_non_status_error_bodies_and_retry_after_header(fake_server: FakeServer) -> None:
     answers: list[web.Response] = [
         web.Response(status=502, text="<html>bad gateway</html>", content_type="text/html"),
-        web.Response(status=503, text="", headers={"Retry-After": "7"}),
+        web.Response(status=503, text="", headers={"Retry-After": "7.5"}),
         web.Response(status=404, text="404 page not found"),
         web.Response(status=200, text="not json"),
     ]
@@ -181,7 +235,7 @@ async def test_non_status_error_bodies_and_retry_after_header(fake_server: FakeS
         assert gateway.value.code == 502 and "bad gateway" in gateway.value.message
         with pytest.raises(ServerError) as unavailable:
             await client.get(CONFIGMAPS, "x", NS)
-        assert unavailable.value.retry_after == 7 and unavailable.value.status is None
+        assert unavailable.value.retry_after == 7.5 and unavailable.value.status is None
         with pytest.raises(NotFound):
             await client.get(CONFIGMAPS, "x", NS)
         with pytest.raises(ServerError, match="not JSON"):
