@@ -272,6 +272,17 @@ def compile_errors(engine: CelEngine, expression: str, variables: frozenset[str]
             "object.spec.int() == 1",
             "1:16: found no matching overload for 'int' applied to 'dyn.()'",
         ),
+        # ``1.`` is not a float in CEL: a call on the int 1.
+        (
+            "1.all(x, true)",
+            "1:1: expression of type 'int' cannot be range of a comprehension "
+            "(must be list, map, or dynamic)",
+        ),
+        (
+            "1.optMap(x, x).hasValue()",
+            "1:9: found no matching overload for 'hasValue' applied to 'int.()' | "
+            "1:9: found no matching overload for 'value' applied to 'int.()'",
+        ),
     ],
 )
 def test_type_errors_are_cel_gos(engine: CelEngine, expression: str, errors: str) -> None:

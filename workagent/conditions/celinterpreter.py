@@ -81,6 +81,11 @@ _GRAMMAR_EDITS: Final = (
         'map_lit        : "{" [mapinits] "}"\n',
         'map_lit        : "{" [mapinits] "}" | "{" "," "}"\n',
     ),
+    # cel-go's floats have digits after the point: ``1.all(x, p)`` is a call on ``1``.
+    (
+        'FLOAT_LIT      : /-?/ DIGIT+ "." DIGIT* EXPONENT?',
+        'FLOAT_LIT      : /-?/ DIGIT+ "." DIGIT+ EXPONENT?',
+    ),
     (
         'mapinits       : expr ":" expr ("," expr ":" expr)*\n',
         'mapinits       : (expr | opt_expr) ":" expr ("," (expr | opt_expr) ":" expr)* [","]\n',
