@@ -620,3 +620,24 @@ def test_library_names_compile(engine: CelEngine) -> None:
     # Only the qualified name is a function; the method alone is not.
     assert "undeclared reference to 'isCanonical'" in error(engine, "'1.2.3.4'.isCanonical()")
     assert "undeclared reference to 'net'" in error(engine, "type(1) == net.URL")
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        # cel-go's escapes, \? and \` among them (celpy alone keeps those two as written).
+        r"'a\?b' == 'a?b'",
+        r"'a\`b' == 'a`b'",
+        r"'''a\?''' == 'a?'",
+        r"b'\?' == b'?'",
+        r"'a\\?b' == 'a\\' + '?b'",
+        r"r'a\?' == 'a\\?'",
+        r"'%s\?'.format(['x']) == 'x?'",
+        r"'a?'.matches('a\?')",
+        r"'\a\b\f\n\r\t\v' == '\x07\x08\x0c\x0a\x0d\x09\x0b'",
+        r"'\101\u00e9' == 'Aé' && '\U0001F600'.size() == 1",
+        r"b'\xff' == b'\377'",
+    ],
+)
+def test_string_escapes(engine: CelEngine, expression: str) -> None:
+    true(engine, expression)

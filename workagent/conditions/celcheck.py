@@ -239,7 +239,7 @@ def program_error(tree: Tree[Any]) -> str | None:
             continue
         token = pattern.children[0]
         if isinstance(token, Token) and token.type in ("STRING_LIT", "MLSTRING_LIT"):
-            error = regex_error(str(celstr(token)))
+            error = regex_error(str(celstr(cel_escapes(token))))
             if error is not None:
                 return error
     return None
@@ -265,6 +265,21 @@ def _bad_escape(body: str, at: int) -> tuple[int, int]:
         if index >= len(body) or body[index] not in allowed:
             return index, index
     return at + 2 + digits, -1
+
+
+def cel_escapes(token: Token) -> Token:
+    """A string or bytes literal with the two escapes cel-go knows and celpy does not
+    (``\\?`` and ``\\```) resolved, so that celpy decodes the rest as cel-go does."""
+    text = str(token)
+    if "\\" not in text or "r" in text[: len(text) - len(text.lstrip("bBrR"))].lower():
+        return token
+    parts, at = [], 0
+    while (found := text.find("\\", at)) >= 0:
+        escaped = text[found + 1 : found + 2]
+        parts += [text[at:found], escaped if escaped and escaped in "?`" else "\\" + escaped]
+        at = found + 2
+    resolved = "".join(parts) + text[at:]
+    return token if resolved == text else Token.new_borrow_pos(token.type, resolved, token)
 
 
 def _escape_error(token: Token) -> tuple[int, str] | None:
@@ -336,7 +351,7 @@ def _check_format(
 
     paren = location(call, source)
     try:
-        format_clauses(str(celstr(token)), len(elements), check, checking=True)
+        format_clauses(str(celstr(cel_escapes(token))), len(elements), check, checking=True)
     except _ArgumentError as exc:
         errors.append((exc.offset, exc.message))
     except CelFunctionError as exc:

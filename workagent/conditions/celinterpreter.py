@@ -37,6 +37,7 @@ from lark import Lark, Token, Tree
 
 from ocmkit.durations import format_duration
 from ocmkit.govalues import go_format_value
+from workagent.conditions.celcheck import cel_escapes
 from workagent.conditions.celcost import (
     LIST_COST,
     MAP_COST,
@@ -297,6 +298,15 @@ class Interpreter(Evaluator):
             self._charge_call(str(name), args, result, child)
             return result
         return super().primary(tree)
+
+    def literal(self, tree: Tree[Any]) -> Any:
+        """A literal, with cel-go's ``\\?`` and ``\\``` escapes in strings and bytes."""
+        token = tree.children[0]
+        if isinstance(token, Token) and token.type in _TEXT_LITERALS:
+            escaped = cel_escapes(token)
+            if escaped is not token:
+                tree = Tree("literal", [escaped], tree.meta)
+        return super().literal(tree)
 
     # -- selection and indexing -------------------------------------------------------
 
@@ -566,6 +576,7 @@ class Runner(celpy.InterpretedRunner):
 
 
 _MISSING: Final = object()
+_TEXT_LITERALS: Final = frozenset({"STRING_LIT", "MLSTRING_LIT", "BYTES_LIT"})
 # Nodes that only hold one other (``primary`` is not one: its method reads its child).
 _PASS_THROUGH: Final = WRAPPERS - {"primary"}
 _COMPREHENSIONS: Final = frozenset({"all", "exists", "exists_one", "filter", "map"})
