@@ -641,3 +641,24 @@ def test_library_names_compile(engine: CelEngine) -> None:
 )
 def test_string_escapes(engine: CelEngine, expression: str) -> None:
     true(engine, expression)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        # cel-go's && and ||: the first operand that is no bool decides the error.
+        ("object.metadata.labels || (1 / 0 == 1)", "no such overload"),
+        ("object.metadata.labels && object.missing", "no such overload"),
+        ("object.missing || object.metadata.labels", "no such key: missing"),
+        ("object.missing || object.other", "no such key: missing"),
+        ("false || object.metadata.labels", "no such overload"),
+    ],
+)
+def test_logical_operators_with_no_bool(engine: CelEngine, expression: str, message: str) -> None:
+    assert error(engine, expression) == message
+
+
+def test_logical_operators_decided_by_either_side(engine: CelEngine) -> None:
+    true(engine, "object.metadata.labels || true")
+    true(engine, "object.missing || true")
+    true(engine, "!(object.missing && false)")

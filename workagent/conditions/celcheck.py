@@ -225,23 +225,35 @@ def _checked_children(
 
 
 def program_error(tree: Tree[Any]) -> str | None:
-    """What cel-go says building the program, or None: the Kubernetes regex library
-    compiles a literal pattern of ``find``/``findAll`` then (OCM's internal error)."""
-    calls = [
-        node
-        for node in tree.iter_subtrees()
-        if node.data == "member_dot_arg" and str(node.children[1]) in ("find", "findAll")
-    ]
-    for node in sorted(calls, key=start):
-        args = _args(node.children[2] if len(node.children) > 2 else None)
-        pattern = unwrap(args[0]) if args else None
-        if pattern is None or pattern.data != "literal":
-            continue
-        token = pattern.children[0]
-        if isinstance(token, Token) and token.type in ("STRING_LIT", "MLSTRING_LIT"):
-            error = regex_error(str(celstr(cel_escapes(token))))
-            if error is not None:
-                return error
+    """What cel-go says building the program, or None (OCM's internal error): the
+    Kubernetes regex library compiles a literal pattern of ``find``/``findAll`` then,
+    and cel-go plans a constant index (``x[b'a']``, ``x[int]``) as a qualifier."""
+    found: list[tuple[int, str]] = []
+    for node in tree.iter_subtrees():
+        if node.data in ("member_index", "member_optindex"):
+            kind = _constant_key_type(node.children[1])
+            if kind is not None:
+                found.append((start(node), f"invalid qualifier type: {kind}"))
+        if node.data == "member_dot_arg" and str(node.children[1]) in ("find", "findAll"):
+            args = _args(node.children[2] if len(node.children) > 2 else None)
+            pattern = unwrap(args[0]) if args else None
+            token = pattern.children[0] if pattern is not None else None
+            if isinstance(token, Token) and token.type in ("STRING_LIT", "MLSTRING_LIT"):
+                error = regex_error(str(celstr(cel_escapes(token))))
+                if error is not None:
+                    found.append((start(node), error))
+    return min(found)[1] if found else None
+
+
+def _constant_key_type(key: Any) -> str | None:
+    """cel-go's Go type of a constant index that is no valid qualifier (None: it is one,
+    or not a constant): bytes, null, a type's name."""
+    inner = unwrap(key)
+    token = inner.children[0] if inner.children else None
+    if inner.data == "literal" and isinstance(token, Token):
+        return {"BYTES_LIT": "types.Bytes", "NULL_LIT": "types.Null"}.get(token.type)
+    if inner.data == "ident" and str(token) in TYPE_IDENTIFIERS:
+        return "*types.Type"
     return None
 
 
@@ -313,12 +325,16 @@ def _check_method(
         return [(arg, scope) for arg in args]  # ``ip.isCanonical(s)``: one qualified name
     if (name in _COMPREHENSIONS and len(args) == 2) or (name == "map" and len(args) == 3):
         variable = simple_name(args[0])
+        inner = scope
         if variable is None:
             at = location(args[0], found.source)
             found.parsing.append((at, _COMPREHENSIONS[name]))
         else:
-            scope = scope | {variable}
-        return [(member, scope), *((arg, scope) for arg in args[1:])]
+            inner = scope | {variable}
+        # The variable is not in scope in the range; cel-go's optMap expansion holds
+        # its target twice, and reports what is wrong in it twice.
+        targets = [(member, scope)] * (2 if name in ("optMap", "optFlatMap") else 1)
+        return [*targets, *((arg, inner) for arg in args[1:])]
     if name not in DECLARATIONS:
         found.checking.append((location(node, found.source), _undeclared(name)))
     if name == "format" and len(args) == 1:

@@ -950,7 +950,7 @@ def cel_equal(a: Any, b: Any) -> bool:
         return str(a) == str(b)
     if isinstance(a, bytes) and isinstance(b, bytes):
         return bytes(a) == bytes(b)
-    a_type, b_type = _as_type(a), _as_type(b)
+    a_type, b_type = as_type(a), as_type(b)
     if a_type is not None or b_type is not None:
         return a_type is b_type
     if type(a) is not type(b):
@@ -961,7 +961,7 @@ def cel_equal(a: Any, b: Any) -> bool:
         return False
 
 
-def _as_type(value: Any) -> type | None:
+def as_type(value: Any) -> type | None:
     """The CEL type a value denotes, if it is a type (``int`` is our conversion function)."""
     if isinstance(value, type):
         return value

@@ -50,6 +50,7 @@ from workagent.conditions.celcost import (
 from workagent.conditions.celfunctions import (
     QUALIFIED_FUNCTIONS,
     CelFunctionError,
+    as_type,
     cel_type_name,
     format_value,
 )
@@ -212,19 +213,29 @@ class Interpreter(Evaluator):
 
     def conditionalor(self, tree: Tree[Any]) -> Any:
         """``a || b``, not evaluating ``b`` when ``a`` is true."""
-        return self._logical(tree, "_||_", decides=True)
+        return self._logical(tree, decides=True)
 
     def conditionaland(self, tree: Tree[Any]) -> Any:
         """``a && b``, not evaluating ``b`` when ``a`` is false."""
-        return self._logical(tree, "_&&_", decides=False)
+        return self._logical(tree, decides=False)
 
-    def _logical(self, tree: Tree[Any], name: str, *, decides: bool) -> Any:
+    def _logical(self, tree: Tree[Any], *, decides: bool) -> Any:
+        """cel-go's ``&&``/``||``: a deciding operand wins, else the first operand that is
+        no bool fails the whole (with its own error, or ``no such overload``)."""
         if len(tree.children) != 2:
             return self.visit(tree.children[0])
         left = self.visit(tree.children[0])
         if isinstance(left, celtypes.BoolType | bool) and bool(left) == decides:
             return celtypes.BoolType(decides)
-        return self._apply(tree, name, name, [left, self.visit(tree.children[1])])
+        right = self.visit(tree.children[1])
+        if isinstance(right, celtypes.BoolType | bool) and bool(right) == decides:
+            return celtypes.BoolType(decides)
+        for operand in (left, right):
+            if isinstance(operand, CELEvalError):
+                return operand
+            if not isinstance(operand, celtypes.BoolType | bool):
+                return _error("no such overload", tree)
+        return celtypes.BoolType(not decides)
 
     def relation(self, tree: Tree[Any]) -> Any:
         """``<``, ``<=``, ``>``, ``>=``, ``==``, ``!=``, ``in``."""
@@ -276,6 +287,8 @@ class Interpreter(Evaluator):
         if child.data == "ident":
             name = str(child.children[0])
             value = self.scope[name] if name in self.scope else super().primary(tree)
+            if callable(value) and not isinstance(value, type):
+                value = as_type(value) or value  # ``int`` is the type, not the conversion
             if not _uncharged(value):
                 self.tracker.charge(SELECT_COST)
             return value
@@ -363,6 +376,9 @@ class Interpreter(Evaluator):
         return self._selected(tree.children[0], self._optional_index(operand, key, tree))
 
     def _index(self, operand: Any, key: Any, tree: Tree[Any]) -> Any:
+        invalid = _invalid_qualifier(operand, key, tree)
+        if invalid is not None:
+            return invalid
         try:
             return self.activation.resolve_function("_[_]")(operand, key)
         except (TypeError, KeyError, IndexError, ValueError) as exc:
@@ -374,6 +390,9 @@ class Interpreter(Evaluator):
             if not operand.present:
                 return NONE
             operand = operand.value()
+        invalid = _invalid_qualifier(operand, key, tree)
+        if invalid is not None:
+            return invalid
         try:
             found = self.activation.resolve_function("_[_]")(operand, key)
         except (KeyError, IndexError):
@@ -432,10 +451,14 @@ class Interpreter(Evaluator):
     # -- calls and macros -------------------------------------------------------------
 
     def function_eval(self, name_token: Token, exprlist: Any = None) -> Any:
-        """``f(x...)``, a wrong argument type named as cel-go names it."""
+        """``f(x...)``, a wrong argument type named as cel-go names it; an argument
+        that failed is the call's error, as in cel-go."""
         if isinstance(exprlist, CELEvalError):
             return exprlist
         args: Any = list(exprlist or ())
+        failed = next((arg for arg in args if isinstance(arg, CELEvalError)), None)
+        if failed is not None:
+            return failed
         return _named(super().function_eval(name_token, args), str(name_token), args)
 
     def method_eval(self, object: Any, method_ident: Token, exprlist: Any = None) -> Any:
@@ -603,6 +626,30 @@ _GO_TYPES: Final = {
 def _go_type(value: Any) -> str:
     name = cel_type_name(value)
     return _GO_TYPES.get(name, name)
+
+
+# The keys cel-go can index with; its Go names for the others' types: a list or map
+# literal is cel-go's own, any other is named as the object's are.
+_QUALIFIERS: Final = frozenset({"int", "uint", "double", "string", "bool"})
+_QUALIFIER_GO_TYPES: Final = {
+    "type": "*types.Type",
+    "list": "[]interface {}",
+    "map": "map[string]interface {}",
+}
+_LITERAL_GO_TYPES: Final = {"list_lit": "*types.baseList", "map_lit": "*types.baseMap"}
+
+
+def _invalid_qualifier(operand: Any, key: Any, tree: Tree[Any]) -> Any:
+    """The error of indexing with ``key``: the operand's or the key's own, or cel-go's
+    ``invalid qualifier type`` for a key that is no int, uint, double, string or bool."""
+    for value in (operand, key):
+        if isinstance(value, CELEvalError):
+            return value
+    kind = cel_type_name(key)
+    if kind in _QUALIFIERS:
+        return None
+    name = _LITERAL_GO_TYPES.get(unwrap(tree.children[1]).data) or _QUALIFIER_GO_TYPES.get(kind)
+    return _error(f"invalid qualifier type: {name or _go_type(key)}", tree)
 
 
 # The cost of cel-go's expansions of the macros, besides the bodies: an ``all`` loop's

@@ -192,13 +192,19 @@ def substitute(m: Mapping, t: CelType, free_to_dyn: bool = False) -> CelType:
 
 @dataclass(frozen=True, slots=True)
 class Overload:
-    """One signature of a function; a method's receiver is its first argument."""
+    """One signature of a function; a method's receiver is its first argument.
+    ``disabled``: a cross-type numeric comparison, which cel-go's checker leaves out
+    only until it enters the first comprehension of the expression: the scopes it
+    makes there, and the one it returns to, do not inherit the list of disabled
+    overloads (``[1].map(x, 1.5 <= 1)`` and ``[].all(x, true) && 1.5 <= 1`` compile,
+    ``1.5 <= 1`` does not)."""
 
     id: str
     member: bool
     type_params: tuple[str, ...]
     args: tuple[CelType, ...]
     result: CelType
+    disabled: bool
 
 
 def _decoded(tree: Any) -> CelType:
@@ -221,6 +227,7 @@ def _load_declarations() -> dict[str, tuple[Overload, ...]]:
                 tuple(o.get("params", ())),
                 tuple(_decoded(a) for a in o["args"]),
                 _decoded(o["result"]),
+                bool(o.get("disabled")),
             )
             for o in overloads
         )
@@ -305,6 +312,8 @@ class _Checker:
         self.variables = variables
         self.mapping: Mapping = {}
         self.free = 0
+        #: Whether a comprehension was entered (see :attr:`Overload.disabled`).
+        self.scoped = False
         self.found = Typing()
 
     # -- helpers ----------------------------------------------------------------------
@@ -375,6 +384,11 @@ class _Checker:
             return self.member_call(node, scope)
         return ERROR  # ``.f``, ``.f()``: celcheck's errors
 
+    def body(self, node: Any, scope: dict[str, CelType]) -> CelType:
+        """:meth:`type` of a comprehension's body, its range and accumulator checked."""
+        self.scoped = True
+        return self.type(node, scope)
+
     def identifier(self, name: str, scope: dict[str, CelType]) -> CelType:
         if name in scope:
             return scope[name]
@@ -402,7 +416,7 @@ class _Checker:
         result: CelType | None = None
         matched: list[str] = []
         for overload in overloads:
-            if overload.member != (target is not None) or len(overload.args) != len(given):
+            if overload.member != (target is not None) or (overload.disabled and not self.scoped):
                 continue
             wanted, returned = overload.args, overload.result
             if overload.type_params:
@@ -410,7 +424,9 @@ class _Checker:
                 wanted = tuple(substitute(fresh, t) for t in wanted)
                 returned = substitute(fresh, returned)
             trial = dict(self.mapping)
-            if not all(_assignable(trial, a, w) for a, w in zip(given, wanted, strict=True)):
+            if len(wanted) != len(given) or not all(
+                _assignable(trial, a, w) for a, w in zip(given, wanted, strict=True)
+            ):
                 continue
             self.mapping = trial
             matched.append(overload.id)
@@ -522,8 +538,8 @@ class _Checker:
             if macro:
                 return self.fold(node, name, target, variable, args[1:], scope)
             return self.optional_map(node, name, target, variable, args[1], scope)
-        receiver = self.type(target, scope)
-        return self.resolve(node, name, receiver, [self.type(arg, scope) for arg in args])
+        types = [self.type(arg, scope) for arg in args]  # before the receiver, as cel-go
+        return self.resolve(node, name, self.type(target, scope), types)
 
     def fold(
         self,
@@ -552,18 +568,18 @@ class _Checker:
                 "(must be list, map, or dynamic)",
             )
         inner = {**scope, variable: element}
-        first = self.type(bodies[0], inner)
+        first = self.body(bodies[0], inner)
         if name in ("all", "exists"):
             self.logical([bodies[0]], [first])  # the fold's ``accumulator && e``
             return BOOL
         if name == "exists_one":
             counted = self.resolve(None, "_+_", None, [INT, INT], at)
             self.resolve(None, "_?_:_", None, [first, counted, INT], at)
-            return BOOL
+            return self.resolve(None, "_==_", None, [INT, INT], at)  # accumulator == 1
         if name == "map" and len(bodies) == 1:
             self.resolve(None, "_+_", None, [accumulator, list_of(first)], at)
         else:
-            appended = element if name == "filter" else self.type(bodies[1], inner)
+            appended = element if name == "filter" else self.body(bodies[1], inner)
             grown = self.resolve(None, "_+_", None, [accumulator, list_of(appended)], at)
             self.resolve(None, "_?_:_", None, [first, grown, accumulator], at)
         return substitute(self.mapping, accumulator)
@@ -584,7 +600,7 @@ class _Checker:
         has_value = self.resolve(None, "hasValue", self.type(target, scope), [], at)
         self.fresh()  # the expansion's empty range list
         value = self.resolve(None, "value", self.type(target, scope), [], at)
-        mapped = self.type(body, {**scope, variable: value})
+        mapped = self.body(body, {**scope, variable: value})
         if name == "optMap":
             mapped = self.resolve(None, "optional.of", None, [mapped], at)
         none = self.resolve(None, "optional.none", None, [], at)

@@ -211,9 +211,13 @@ type overload struct {
 	Params []string `json:"params,omitempty"`
 	Args   []any    `json:"args"`
 	Result any      `json:"result"`
+	// Disabled: the checker leaves it out, but for a bug of cel-go's: the
+	// scopes of a comprehension's body do not inherit the list of disabled
+	// overloads, so there it is tried like any other.
+	Disabled bool `json:"disabled,omitempty"`
 }
 
-// numericKinds are the kinds of the comparisons cel-go's checker leaves out
+// numericKinds are the kinds of the comparisons cel-go's checker disables
 // unless cross-type numeric comparisons are enabled (OCM does not enable them).
 var numericKinds = map[types.Kind]bool{types.IntKind: true, types.UintKind: true, types.DoubleKind: true}
 
@@ -230,9 +234,6 @@ func declarations(env *cel.Env) map[string][]overload {
 	for _, name := range names {
 		var overloads []overload
 		for _, o := range functions[name].OverloadDecls() {
-			if crossNumeric(name, o) {
-				continue
-			}
 			args := []any{}
 			for _, t := range o.ArgTypes() {
 				args = append(args, typeTree(t))
@@ -243,6 +244,7 @@ func declarations(env *cel.Env) map[string][]overload {
 			overloads = append(overloads, overload{
 				ID: o.ID(), Member: o.IsMemberFunction(), Params: params,
 				Args: args, Result: typeTree(o.ResultType()),
+				Disabled: crossNumeric(name, o),
 			})
 		}
 		result[name] = overloads
