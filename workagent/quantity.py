@@ -9,11 +9,19 @@ both packages, so that the CEL worker processes do not import the appliers.
 
 from __future__ import annotations
 
-import re
+import decimal
 from decimal import Decimal
+from typing import Final
 
-_BINARY_EXPONENTS = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL_EXPONENTS = {
+#: Kubernetes' errors (k8s.io/apimachinery resource.ParseQuantity), word for word.
+FORMAT_ERROR: Final = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+NUMERIC_ERROR: Final = "unable to parse numeric part of quantity"
+SUFFIX_ERROR: Final = "unable to parse quantity's suffix"
+
+_BINARY_EXPONENTS: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL_EXPONENTS: Final = {
     "n": -9,
     "u": -6,
     "m": -3,
@@ -25,24 +33,97 @@ _DECIMAL_EXPONENTS = {
     "P": 15,
     "E": 18,
 }
-_QUANTITY = re.compile(
-    r"^(?P<number>[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
-)
+_DIGITS: Final = frozenset("0123456789")
+_SUFFIX_LETTERS: Final = frozenset("eEinumkKMGTP")
+_NANO: Final = Decimal("1e-9")
+_MAX_BINARY: Final = Decimal(2**63 - 1)
+
+
+class QuantityError(ValueError):
+    """Not a quantity; the message is Kubernetes'."""
+
+
+def quantity_value(text: str) -> Decimal:
+    """The value Kubernetes parses ``text`` to, rounded up to a nano as it does (a
+    binary-suffixed one capped at 2^63-1); raises :class:`QuantityError`."""
+    if not text:
+        raise QuantityError(FORMAT_ERROR)
+    negative, number, digits, suffix = _split(text)
+    base, exponent = _suffix(suffix)
+    try:
+        amount = Decimal(number if _DIGITS & set(number) else "0")  # ``+``, ``.``: zero
+    except decimal.InvalidOperation:
+        raise QuantityError(NUMERIC_ERROR) from None
+    # Exact whatever the exponent: scaleb only moves it (1e2147483647 costs nothing).
+    exact = decimal.Context(prec=len(text) + 40, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+    with decimal.localcontext(exact):
+        amount = abs(amount).scaleb(exponent) if base == 10 else abs(amount) * (1 << exponent)
+        if amount and _exponent(amount) < -9:  # not a whole number of nanos: round up
+            small = amount.adjusted() < -9
+            amount = _NANO if small else amount.quantize(_NANO, rounding=decimal.ROUND_CEILING)
+        if base == 2 and amount > _MAX_BINARY:
+            amount = _MAX_BINARY
+        return -amount if negative and digits else amount
+
+
+def _exponent(value: Decimal) -> int:
+    exponent = value.as_tuple().exponent
+    return exponent if isinstance(exponent, int) else 0
 
 
 def parse_quantity(text: str) -> Decimal | None:
     """The value of a quantity string, None when ``text`` is not one."""
-    match = _QUANTITY.match(text)
-    if match is None:
+    try:
+        return quantity_value(text)
+    except QuantityError:
         return None
-    number = Decimal(match["number"])  # the pattern admits only numbers
-    suffix = match["suffix"] or ""
-    if suffix in _BINARY_EXPONENTS:
-        return number * (1 << _BINARY_EXPONENTS[suffix])
+
+
+def _split(text: str) -> tuple[bool, str, bool, str]:
+    """Kubernetes' reading of a quantity: (negative, the number as written, whether it
+    has a digit that is not a leading zero, the suffix)."""
+    pos, end = 0, len(text)
+    negative = text[0] == "-"
+    if text[0] in "+-":
+        pos = 1
+    while pos < end and text[pos] == "0":
+        pos += 1
+    start = pos
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    significant = pos > start
+    if pos < end and text[pos] == ".":
+        pos += 1
+        fraction = pos
+        while pos < end and text[pos] in _DIGITS:
+            pos += 1
+        significant = significant or any(c != "0" for c in text[fraction:pos])
+    number = text[:pos]
+    suffix_start = pos
+    while pos < end and text[pos] in _SUFFIX_LETTERS:
+        pos += 1
+    if pos < end and text[pos] in "+-":
+        pos += 1
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    if pos < end:
+        raise QuantityError(FORMAT_ERROR)
+    return negative, number, significant, text[suffix_start:]
+
+
+def _suffix(suffix: str) -> tuple[int, int]:
+    """(base, exponent) of a suffix: decimal SI, binary SI or ``e<int64>``."""
     if suffix in _DECIMAL_EXPONENTS:
-        return number.scaleb(_DECIMAL_EXPONENTS[suffix])
-    return number.scaleb(int(suffix[1:]))
+        return 10, _DECIMAL_EXPONENTS[suffix]
+    if suffix in _BINARY_EXPONENTS:
+        return 2, _BINARY_EXPONENTS[suffix]
+    if len(suffix) > 1 and suffix[0] in "eE":
+        exponent = suffix[1:]
+        body = exponent[1:] if exponent[0] in "+-" else exponent
+        if 0 < len(body) <= 20 and set(body) <= _DIGITS and -(2**63) <= int(exponent) < 2**63:
+            wrapped = (int(exponent) + 2**31) % 2**32 - 2**31  # Go's int32(parsed)
+            return 10, wrapped
+    raise QuantityError(SUFFIX_ERROR)
 
 
 def same_quantity(a: str, b: str) -> bool:

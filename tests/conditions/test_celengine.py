@@ -15,6 +15,8 @@ from celpy.adapter import json_to_cel
 from workagent.conditions.celcheck import MAX_EXPRESSION_CHARS, MAX_SYNTAX_DEPTH
 from workagent.conditions.celengine import CelEngine, CompileFailure
 from workagent.conditions.protocol import ExpressionsOutcome, MessageOutcome
+from workagent.quantity import FORMAT_ERROR as QUANTITY_FORMAT
+from workagent.quantity import quantity_value
 
 OBJ: dict[str, Any] = {
     "apiVersion": "apps/v1",
@@ -662,3 +664,42 @@ def test_logical_operators_decided_by_either_side(engine: CelEngine) -> None:
     true(engine, "object.metadata.labels || true")
     true(engine, "object.missing || true")
     true(engine, "!(object.missing && false)")
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        # Kubernetes' ParseQuantity decides which of its errors a bad quantity gets.
+        ("quantity('1x') == quantity('1')", QUANTITY_FORMAT),
+        ("quantity('') == quantity('1')", QUANTITY_FORMAT),
+        ("quantity('1e') == quantity('1')", "unable to parse quantity's suffix"),
+        ("quantity('1kk') == quantity('1')", "unable to parse quantity's suffix"),
+        ("quantity('--1') == quantity('1')", "unable to parse quantity's suffix"),
+        ("quantity('1e9223372036854775808') == quantity('1')", "unable to parse quantity's suffix"),
+    ],
+)
+def test_quantity_errors(engine: CelEngine, expression: str, message: str) -> None:
+    assert error(engine, expression) == message
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        # Values as Kubernetes parses them: rounded up to a nano, binary ones capped.
+        "quantity('0.1n') == quantity('1n') && quantity('-0.1n') == quantity('-1n')",
+        "quantity('1.0000000001') == quantity('1.000000001')",
+        "quantity('10Ei') == quantity('9223372036854775807')",
+        "quantity('.') == quantity('0') && quantity('+') == quantity('-0')",
+        "isQuantity('-.') && quantity('1.G') == quantity('1G')",
+        "quantity('1e+3') == quantity('1k') && quantity('1E-3') == quantity('1m')",
+    ],
+)
+def test_quantity_values(engine: CelEngine, expression: str) -> None:
+    true(engine, expression)
+
+
+def test_quantity_exponents_of_any_size_are_cheap() -> None:
+    """cel-go (with Kubernetes' inf.Dec) does not return from these; ours is exact at once."""
+    assert quantity_value("1e2147483647") > quantity_value("1")
+    assert quantity_value("1e-2147483647") == quantity_value("1n")
+    assert quantity_value("1e2147483648") == quantity_value("1n")  # Go's int32(2^31)

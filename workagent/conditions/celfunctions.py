@@ -52,7 +52,7 @@ from ocmkit.govalues import go_format_value
 from workagent.conditions import celoptional, celtime, kubeformats, kubevalues
 from workagent.conditions.celoptional import NONE, CelOptional
 from workagent.conditions.kubevalues import CIDR, IP, URL, KubeValueError, Semver
-from workagent.quantity import parse_quantity
+from workagent.quantity import QuantityError, parse_quantity, quantity_value
 
 # google-re2 ships with celpy (its ``matches`` uses it) but has no type stubs.
 re2: Any = importlib.import_module("re2")
@@ -623,10 +623,6 @@ def _compare(a: Any, b: Any) -> int:
 # Quantity (Kubernetes quantity library)
 # --------------------------------------------------------------------------
 
-_QUANTITY_FORMAT_ERROR: Final = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Quantity:
@@ -650,11 +646,11 @@ def _decimal_text(value: Decimal) -> str:
 
 
 def quantity(text: Any) -> Quantity:
-    """``quantity(s)``."""
-    parsed = _parse_quantity(_string(text))
-    if parsed is None:
-        raise CelFunctionError(_QUANTITY_FORMAT_ERROR)
-    return parsed
+    """``quantity(s)``, failing with Kubernetes' words."""
+    try:
+        return Quantity(_string(text), quantity_value(_string(text)))
+    except QuantityError as exc:
+        raise CelFunctionError(str(exc)) from None
 
 
 def is_quantity(text: Any) -> celtypes.BoolType:
@@ -873,12 +869,21 @@ def _conversion(
                 return cel_type(int(value) if syntax else _parse_float(value))
             except ValueError:
                 raise CelFunctionError(f"type conversion error from 'string' to '{name}'") from None
+        if kind == "double" and name != "double" and not _DOUBLE_RANGES[name](float(value)):
+            raise CelFunctionError(overflow)  # cel-go's checks, before truncating
         try:
             return cel_type(value)
         except (ValueError, OverflowError):
             raise CelFunctionError(overflow) from None
 
     return convert
+
+
+# The doubles cel-go converts to an int or a uint (NaN fails both comparisons).
+_DOUBLE_RANGES: Final[dict[str, Callable[[float], bool]]] = {
+    "int": lambda v: -(2.0**63) < v < 2.0**63,
+    "uint": lambda v: 0 <= v < 2.0**64,
+}
 
 
 # strconv.ParseBool's spellings.
@@ -1109,11 +1114,16 @@ def _arithmetic(symbol: str, op: Callable[[Any, Any], Any]) -> Callable[[Any, An
             result = op(a, b)
         except OverflowError:  # a timestamp past year 9999 (or before 1)
             raise CelFunctionError("timestamp overflow") from None
-        if (
-            isinstance(result, datetime.timedelta)
-            and not _GO_DURATIONS[0] <= result <= _GO_DURATIONS[1]
-        ):
-            raise CelFunctionError("integer overflow")  # Go's durations are int64 nanoseconds
+        except ValueError as exc:  # celpy's 64-bit range checks
+            if str(exc) != "overflow":
+                raise
+            unsigned = "unsigned " if kinds[0] == "uint" else ""
+            raise CelFunctionError(f"{unsigned}integer overflow") from None
+        if isinstance(result, datetime.timedelta):
+            if not _GO_DURATIONS[0] <= result <= _GO_DURATIONS[1]:
+                raise CelFunctionError("integer overflow")  # Go's durations: int64 nanoseconds
+            # celpy's duration - duration is a plain timedelta, which no overload takes.
+            return celtypes.DurationType(result)
         return result
 
     return run
