@@ -703,3 +703,21 @@ def test_quantity_exponents_of_any_size_are_cheap() -> None:
     assert quantity_value("1e2147483647") > quantity_value("1")
     assert quantity_value("1e-2147483647") == quantity_value("1n")
     assert quantity_value("1e2147483648") == quantity_value("1n")  # Go's int32(2^31)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        # cel-go folds over every element: an error in the result stays, a failed test
+        # replaces it, so the last failed test is the error (map's first failed f).
+        ("[3, 1, 2].filter(y, object.spec.replicas[y] == 1).size() == 0", "no such key: 2"),
+        ("[3, 1, 2].map(y, object.spec.replicas[y]).size() == 0", "no such key: 3"),
+        ("[3, 1, 2].map(y, y > 1, object.spec.replicas[y]).size() == 0", "no such key: 3"),
+        ("[3, 1, 2].map(y, object.spec.replicas[y] == 1, y).size() == 0", "no such key: 2"),
+        ("[3, 1, 2].exists_one(y, object.spec.replicas[y] == 1)", "no such key: 2"),
+        ("[3, 1, 2].filter(y, y == 3 ? object.x : y).size() == 0", "no such overload"),
+        ("[0, 1, 0].map(x, x == 0 ? object.nope : true, x).size() == 0", "no such key: nope"),
+    ],
+)
+def test_folds_report_errors_as_cel_go(engine: CelEngine, expression: str, message: str) -> None:
+    assert error(engine, expression) == message

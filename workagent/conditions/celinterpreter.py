@@ -558,28 +558,10 @@ class Interpreter(Evaluator):
         if name in ("all", "exists"):
             return _quantified(name == "exists", bodies[0], operand, tree, charge)
         if name == "exists_one":
-            chosen = _chosen(bodies[0], operand, tree, charge, _COUNTED)
+            counted = _counted(bodies[0], operand, tree, charge)
             charge(_ONE_TEST)
-            return (
-                chosen if isinstance(chosen, CELEvalError) else celtypes.BoolType(len(chosen) == 1)
-            )
-        charge(LIST_COST)  # the result's initial []
-        if name == "filter" or len(bodies) == 2:
-            kept = _chosen(bodies[0], operand, tree, charge, 0 if name == "map" else _APPENDED + 1)
-        else:
-            kept = operand
-        if isinstance(kept, CELEvalError) or name == "filter":
-            charge(SELECT_COST)  # the result's variable
-            return kept
-        result = []
-        for item in kept:
-            mapped = bodies[-1](item)
-            charge(_APPENDED)
-            if isinstance(mapped, CELEvalError):
-                return mapped
-            result.append(mapped)
-        charge(SELECT_COST)
-        return celtypes.ListType(result)
+            return counted if isinstance(counted, CELEvalError) else celtypes.BoolType(counted == 1)
+        return _folded(name, bodies, operand, tree, charge)
 
 
 class Runner(celpy.InterpretedRunner):
@@ -690,28 +672,55 @@ def _quantified(
     return pending if pending is not None else celtypes.BoolType(not exists)
 
 
-def _chosen(
-    test: Callable[[Any], Any],
+def _counted(
+    test: Callable[[Any], Any], items: Any, tree: Tree[Any], charge: Callable[[int], None]
+) -> Any:
+    """``exists_one``'s count, as cel-go's fold ``p(x) ? r + 1 : r`` makes it: every item
+    is tested, and the last test that fails (or is no bool) is the result's error."""
+    count, failed = 0, None
+    for item in items:
+        result = test(item)
+        if not isinstance(result, celtypes.BoolType | bool):
+            failed = result if isinstance(result, CELEvalError) else _error(_NO_OVERLOAD, tree)
+        elif result:
+            charge(_COUNTED)
+            count += 1
+    return failed if failed is not None else count
+
+
+def _folded(
+    name: str,
+    bodies: Sequence[Callable[[Any], Any]],
     items: Any,
     tree: Tree[Any],
     charge: Callable[[int], None],
-    per_choice: int,
 ) -> Any:
-    """The items ``test`` is true for (``per_choice`` charged for each); its first error,
-    or no such overload for a non-bool."""
-    chosen = []
+    """``filter`` and ``map`` (two or three arguments), as cel-go's folds over every item:
+    ``p(x) ? r + [x] : r``, ``r + [f(x)]``, ``p(x) ? r + [f(x)] : r``. An error in ``r``
+    stays, but a failed test replaces it: the last failed test is the error."""
+    charge(LIST_COST)  # the result's initial []
+    test = bodies[0] if name == "filter" or len(bodies) == 2 else None
+    result: list[Any] | CELEvalError = []
     for item in items:
-        result = test(item)
-        if isinstance(result, CELEvalError):
-            return result
-        if not isinstance(result, celtypes.BoolType | bool):
-            return _error("no such overload", tree)
-        if result:
-            charge(per_choice)
-            chosen.append(item)
-    return chosen
+        if test is not None:
+            chosen = test(item)
+            if not isinstance(chosen, celtypes.BoolType | bool):
+                result = chosen if isinstance(chosen, CELEvalError) else _error(_NO_OVERLOAD, tree)
+                continue
+            if not chosen:
+                continue
+        value = item if name == "filter" else bodies[-1](item)
+        charge(_APPENDED + 1 if name == "filter" else _APPENDED)  # filter's [x] reads x
+        if isinstance(result, list):
+            if isinstance(value, CELEvalError):
+                result = value
+            else:
+                result.append(value)
+    charge(SELECT_COST)  # the result's variable
+    return result if isinstance(result, CELEvalError) else celtypes.ListType(result)
 
 
+_NO_OVERLOAD: Final = "no such overload"
 _LIST_FIELD: Final = "unsupported index type 'string' in list"
 _OVERFLOW: Final = "timestamp overflow"
 # celpy's names of the operators' parse-tree nodes, and the functions they call.
