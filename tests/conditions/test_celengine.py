@@ -721,3 +721,16 @@ def test_quantity_exponents_of_any_size_are_cheap() -> None:
 )
 def test_folds_report_errors_as_cel_go(engine: CelEngine, expression: str, message: str) -> None:
     assert error(engine, expression) == message
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "!!1 == 1 && --'a' == 'a' && !!object.spec == object.spec",
+        "--5 == 5 && ---5 == -5 && - -5 == 5 && --1.5 == 1.5",
+        "-9223372036854775808 < 0 && --9223372036854775807 > 0 && -0x8000000000000000 < 0",
+        "!!!false && -(-object.spec.replicas) == 3",
+    ],
+)
+def test_runs_of_unary_operators(engine: CelEngine, expression: str) -> None:
+    true(engine, expression)

@@ -272,6 +272,14 @@ def compile_errors(engine: CelEngine, expression: str, variables: frozenset[str]
             "object.spec.int() == 1",
             "1:16: found no matching overload for 'int' applied to 'dyn.()'",
         ),
+        # Number literals out of range, and runs of ``!`` or ``-`` as cel-go reads them:
+        # an even run is its operand, unchecked; ``-`` runs reach into a number.
+        ("9223372036854775808 > 0", "1:1: invalid int literal"),
+        ("--9223372036854775808 > 0", "1:3: invalid int literal"),
+        ("0x8000000000000000 > 0", "1:1: invalid int literal"),
+        ("18446744073709551616u > 0u", "1:1: invalid uint literal"),
+        ("1e400 > 0.0", "1:1: invalid double literal"),
+        ("!!!1", "1:1: found no matching overload for '!_' applied to '(int)'"),
         # ``1.`` is not a float in CEL: a call on the int 1.
         (
             "1.all(x, true)",

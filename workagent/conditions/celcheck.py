@@ -26,6 +26,7 @@ Messages use cel-go's display format: ``ERROR: <input>:<line>:<column>:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -41,7 +42,14 @@ from workagent.conditions.celfunctions import (
     format_clauses,
     regex_error,
 )
-from workagent.conditions.celtree import location, simple_name, start, unwrap
+from workagent.conditions.celtree import (
+    location,
+    signed_number,
+    simple_name,
+    start,
+    unary_run,
+    unwrap,
+)
 from workagent.conditions.celtyping import (
     DECLARATIONS,
     DYN,
@@ -176,6 +184,8 @@ class _Found:
     parsing: list[tuple[int, str]] = field(default_factory=list)
     checking: list[tuple[int, str]] = field(default_factory=list)
     formats: list[Tree[Any]] = field(default_factory=list)
+    #: The number literals a run of ``-`` reaches into (their own sign is one of it).
+    unsigned: set[int] = field(default_factory=set)
 
 
 def _checked_children(
@@ -187,9 +197,15 @@ def _checked_children(
         token = node.children[0]
         if isinstance(token, Token) and token.type in ("STRING_LIT", "MLSTRING_LIT", "BYTES_LIT"):
             problem = _escape_error(token)
-            if problem is not None:
-                found.parsing.append(problem)
+        else:
+            problem = _number_error(token, unsigned=id(node) in found.unsigned)
+        if problem is not None:
+            found.parsing.append(problem)
         return ()
+    if kind == "unary" and len(node.children) == 2:
+        count, operand = unary_run(node)
+        if count > 1 and signed_number(operand):  # ``--5``: cel-go reads ``5`` after the run
+            found.unsigned.add(id(unwrap(operand)))
     if kind == "ident":
         token = node.children[0]
         name = str(token)
@@ -277,6 +293,28 @@ def _bad_escape(body: str, at: int) -> tuple[int, int]:
         if index >= len(body) or body[index] not in allowed:
             return index, index
     return at + 2 + digits, -1
+
+
+_INT_RANGES: Final = {"INT_LIT": (-(2**63), 2**63 - 1, "int"), "UINT_LIT": (0, 2**64 - 1, "uint")}
+
+
+def _number_error(token: Any, *, unsigned: bool) -> tuple[int, str] | None:
+    """cel-go's error for a number literal out of its type's range (``-`` run aside)."""
+    if not isinstance(token, Token):
+        return None
+    text, at = str(token), start(token)
+    if unsigned:
+        text, at = text[1:], at + 1
+    if token.type == "FLOAT_LIT":
+        return None if math.isfinite(float(text)) else (at, "invalid double literal")
+    if token.type not in _INT_RANGES:
+        return None
+    low, high, name = _INT_RANGES[token.type]
+    digits = text.rstrip("uU")
+    sign = -1 if digits.startswith("-") else 1
+    digits = digits.lstrip("-")
+    value = sign * (int(digits[2:], 16) if digits[:2].lower() == "0x" else int(digits))
+    return None if low <= value <= high else (at, f"invalid {name} literal")
 
 
 def cel_escapes(token: Token) -> Token:

@@ -55,7 +55,14 @@ from workagent.conditions.celfunctions import (
     format_value,
 )
 from workagent.conditions.celoptional import NONE, CelOptional
-from workagent.conditions.celtree import WRAPPERS, field_name, simple_name, unwrap
+from workagent.conditions.celtree import (
+    WRAPPERS,
+    field_name,
+    signed_number,
+    simple_name,
+    unary_run,
+    unwrap,
+)
 
 # (celpy's rule, ours): each must match celpy's grammar exactly once.
 _GRAMMAR_EDITS: Final = (
@@ -256,11 +263,31 @@ class Interpreter(Evaluator):
     def _operator(self, tree: Tree[Any]) -> Any:
         if len(tree.children) != 2:
             return self.visit(tree.children[0])
+        if tree.data == "unary":
+            return self._unary(tree)
         operator, operand = tree.children
         name = _OPERATORS[operator.data]
         args = [*self.visit_children(operator), self.visit(operand)]
         result = self._apply(tree, operator.data, name, args)
         self._charge_call(name, args, result, tree)
+        return result
+
+    def _unary(self, tree: Tree[Any]) -> Any:
+        """A run of ``!`` or ``-`` as cel-go reads it (:func:`unary_run`): an even one is
+        its operand, an odd one a single call."""
+        count, operand = unary_run(tree)
+        value = self.visit(operand)
+        if signed_number(operand):  # its sign is one of the run: cel-go reads it unsigned
+            unsigned = value if isinstance(value, CELEvalError) else -value
+            if count % 2 == 0:
+                return unsigned
+            self._charge_call("-_", [unsigned], value, tree)
+            return value
+        if count % 2 == 0:
+            return value
+        label = tree.children[0].data
+        result = self._apply(tree, label, _OPERATORS[label], [value])
+        self._charge_call(_OPERATORS[label], [value], result, tree)
         return result
 
     def _apply(self, tree: Tree[Any], label: str, name: str, args: list[Any]) -> Any:

@@ -104,3 +104,34 @@ def location(node: Any, source: str) -> int:
     if data == "ident_arg":
         return next_token(source, end(children[0]))
     return start(inner)
+
+
+def unary_run(node: Tree[Any]) -> tuple[int, Any]:
+    """cel-go's reading of a run of one unary operator (``!!x``, ``--x``): how many
+    there are, and the operand. An even run is the operand itself, unchecked; an odd
+    one applies the operator once. A run of ``-`` before a number reaches into the
+    literal: ``--5`` is two, on the literal ``5`` (the count includes the literal's sign).
+    """
+    operator = node.children[0].data
+    count, current = 0, node
+    while (
+        isinstance(current, Tree)
+        and current.data == "unary"
+        and len(current.children) == 2
+        and current.children[0].data == operator
+    ):
+        count, current = count + 1, current.children[1]
+    if operator == "unary_neg" and signed_number(current):
+        count += 1
+    return count, current
+
+
+def signed_number(node: Any) -> bool:
+    """Whether ``node`` is a number literal written with its ``-``."""
+    inner = unwrap(node)
+    token = inner.children[0] if inner.data == "literal" and inner.children else None
+    return (
+        isinstance(token, Token)
+        and token.type in ("INT_LIT", "FLOAT_LIT", "UINT_LIT")
+        and token.startswith("-")
+    )

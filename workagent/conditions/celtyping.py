@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from lark import Token, Tree
 
-from workagent.conditions.celtree import location, simple_name, unwrap
+from workagent.conditions.celtree import location, simple_name, unary_run, unwrap
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,10 +353,17 @@ class _Checker:
             return self.resolve(node, "_?_:_", None, args)
         if data in ("conditionalor", "conditionaland") and len(children) == 2:
             return self.logical(children, [self.type(child, scope) for child in children])
-        if data in ("relation", "addition", "multiplication", "unary") and len(children) == 2:
+        if data == "unary" and len(children) == 2:
+            count, operand = unary_run(node)
+            kind = self.type(operand, scope)
+            return (
+                kind
+                if count % 2 == 0
+                else self.resolve(node, _OPERATORS[children[0].data], None, [kind])
+            )
+        if data in ("relation", "addition", "multiplication") and len(children) == 2:
             operator, right = children
-            operands = [right] if data == "unary" else [operator.children[0], right]
-            args = [self.type(operand, scope) for operand in operands]
+            args = [self.type(operand, scope) for operand in (operator.children[0], right)]
             return self.resolve(node, _OPERATORS[operator.data], None, args)
         if data == "literal":
             token = children[0]
