@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import decimal
 from decimal import Decimal
-from typing import Final
+from typing import Final, NamedTuple
 
 #: Kubernetes' errors (k8s.io/apimachinery resource.ParseQuantity), word for word.
 FORMAT_ERROR: Final = (
@@ -48,7 +48,8 @@ def quantity_value(text: str) -> Decimal:
     binary-suffixed one capped at 2^63-1); raises :class:`QuantityError`."""
     if not text:
         raise QuantityError(FORMAT_ERROR)
-    negative, number, digits, suffix = _split(text)
+    negative, number, num, denom, suffix = _split(text)
+    digits = (num + denom).strip("0") != ""
     base, exponent = _suffix(suffix)
     try:
         amount = Decimal(number if _DIGITS & set(number) else "0")  # ``+``, ``.``: zero
@@ -79,9 +80,17 @@ def parse_quantity(text: str) -> Decimal | None:
         return None
 
 
-def _split(text: str) -> tuple[bool, str, bool, str]:
-    """Kubernetes' reading of a quantity: (negative, the number as written, whether it
-    has a digit that is not a leading zero, the suffix)."""
+class _Parts(NamedTuple):
+    """Kubernetes' reading of a quantity string."""
+
+    negative: bool
+    number: str  # as written, sign included
+    num: str  # the integer digits, leading zeros stripped ("0" for none)
+    denom: str  # the fraction's digits
+    suffix: str
+
+
+def _split(text: str) -> _Parts:
     pos, end = 0, len(text)
     negative = text[0] == "-"
     if text[0] in "+-":
@@ -91,13 +100,13 @@ def _split(text: str) -> tuple[bool, str, bool, str]:
     start = pos
     while pos < end and text[pos] in _DIGITS:
         pos += 1
-    significant = pos > start
+    num, denom = text[start:pos] or "0", ""
     if pos < end and text[pos] == ".":
         pos += 1
         fraction = pos
         while pos < end and text[pos] in _DIGITS:
             pos += 1
-        significant = significant or any(c != "0" for c in text[fraction:pos])
+        denom = text[fraction:pos]
     number = text[:pos]
     suffix_start = pos
     while pos < end and text[pos] in _SUFFIX_LETTERS:
@@ -108,7 +117,7 @@ def _split(text: str) -> tuple[bool, str, bool, str]:
         pos += 1
     if pos < end:
         raise QuantityError(FORMAT_ERROR)
-    return negative, number, significant, text[suffix_start:]
+    return _Parts(negative, number, num, denom, text[suffix_start:])
 
 
 def _suffix(suffix: str) -> tuple[int, int]:
@@ -130,3 +139,59 @@ def same_quantity(a: str, b: str) -> bool:
     """Whether two strings (surrounding white space ignored) are quantities of equal value."""
     qa, qb = parse_quantity(a.strip()), parse_quantity(b.strip())
     return qa is not None and qb is not None and qa == qb
+
+
+# -- Kubernetes' int64 representation ----------------------------------------------------
+#
+# Kubernetes keeps a quantity as an int64 times a power of ten when it can, otherwise as
+# an arbitrary-precision decimal, and its CEL library calls a quantity an integer only in
+# the first form with a scale of zero or more: ``1000m`` and ``1.0`` are not integers,
+# nor is ``9223372036854775807`` (19 digits: parsed as a decimal).
+
+#: (value, scale): the quantity is value x 10^scale. None: an arbitrary-precision decimal.
+Amount = tuple[int, int] | None
+_INT64: Final = range(-(2**63), 2**63)
+
+
+def int64_amount(text: str) -> Amount:
+    """How Kubernetes stores the quantity ``text`` (which must parse)."""
+    if text == "0":
+        return 0, 0
+    negative, _, num, denom, suffix = _split(text)
+    base, exponent = _suffix(suffix)
+    mantissa = 1
+    if base == 10:
+        scale, precision = exponent, 18 - (len(num) + len(denom))
+    elif exponent >= 0 and not denom:
+        scale, mantissa = 0, 1 << exponent
+        precision = 15 - len(num) - exponent * 3 // 10 - 1
+    else:
+        return None
+    scale -= len(denom)
+    result = int(num + denom) * mantissa
+    if precision < 0 or scale < -9 or result not in _INT64:
+        return None
+    return -result if negative else result, scale
+
+
+def add_amounts(a: Amount, b: Amount) -> Amount:
+    """Kubernetes' int64 sum of two quantities; None when it goes to a decimal."""
+    if a is None or b is None:
+        return None
+    if b[0] == 0:
+        return a
+    if a[0] == 0:
+        return b
+    (left, left_scale), (right, right_scale) = a, b
+    scale = min(left_scale, right_scale)
+    total = left * 10 ** (left_scale - scale) + right * 10 ** (right_scale - scale)
+    scaled = max(abs(left) * 10 ** (left_scale - scale), abs(right) * 10 ** (right_scale - scale))
+    return (total, scale) if total in _INT64 and scaled in _INT64 else None
+
+
+def amount_as_int64(amount: Amount) -> int | None:
+    """Kubernetes' ``AsInt64``: the integer, or None (a decimal, a negative scale, too big)."""
+    if amount is None or amount[1] < 0:
+        return None
+    value = amount[0] * 10 ** amount[1]
+    return value if value in _INT64 else None

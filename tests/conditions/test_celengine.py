@@ -734,3 +734,34 @@ def test_folds_report_errors_as_cel_go(engine: CelEngine, expression: str, messa
 )
 def test_runs_of_unary_operators(engine: CelEngine, expression: str) -> None:
     true(engine, expression)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        # An integer to Kubernetes' library only as an int64 with a scale >= 0.
+        ("quantity('1k').isInteger() && quantity('1Ki').isInteger()", True),
+        ("quantity('1.0').isInteger() || quantity('1000m').isInteger()", False),
+        ("quantity('9223372036854775807').isInteger()", False),  # 19 digits: a decimal
+        ("quantity('922337203685477580').isInteger()", True),
+        ("quantity('1.5Ki').isInteger()", False),
+        ("quantity('1').add(quantity('1.0')).isInteger()", False),
+        ("quantity('1').sub(quantity('500m')).add(quantity('500m')).isInteger()", False),
+        ("quantity('9223372036854775806').add(quantity('1')).isInteger()", False),
+        ("quantity('2').sub(1).asInteger() == 1 && quantity('5e3').asInteger() == 5000", True),
+    ],
+)
+def test_quantity_integers_as_kubernetes_stores_them(
+    engine: CelEngine, expression: str, expected: bool
+) -> None:
+    outcome = run(engine, expression)
+    assert outcome.status == ("True" if expected else "False"), outcome
+    assert outcome.reason == "ConditionRuleEvaluated"
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["0.0/0.0 < 1.0", "1.0 <= 0.0/0.0", "dyn(0.0/0.0) < 'a'", "1u >= dyn(0.0/0.0)"],
+)
+def test_nan_cannot_be_ordered(engine: CelEngine, expression: str) -> None:
+    assert error(engine, expression) == "NaN values cannot be ordered"

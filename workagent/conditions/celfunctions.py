@@ -52,7 +52,15 @@ from ocmkit.govalues import go_format_value
 from workagent.conditions import celoptional, celtime, kubeformats, kubevalues
 from workagent.conditions.celoptional import NONE, CelOptional
 from workagent.conditions.kubevalues import CIDR, IP, URL, KubeValueError, Semver
-from workagent.quantity import QuantityError, parse_quantity, quantity_value
+from workagent.quantity import (
+    Amount,
+    QuantityError,
+    add_amounts,
+    amount_as_int64,
+    int64_amount,
+    parse_quantity,
+    quantity_value,
+)
 
 # google-re2 ships with celpy (its ``matches`` uses it) but has no type stubs.
 re2: Any = importlib.import_module("re2")
@@ -630,6 +638,8 @@ class Quantity:
 
     text: str = field(compare=False)
     value: Decimal
+    #: How Kubernetes stores it (:func:`~workagent.quantity.int64_amount`).
+    amount: Amount = field(compare=False, default=None)
 
     def __str__(self) -> str:
         return self.text
@@ -637,7 +647,7 @@ class Quantity:
 
 def _parse_quantity(text: str) -> Quantity | None:
     value = parse_quantity(text)
-    return None if value is None else Quantity(text, value)
+    return None if value is None else Quantity(text, value, int64_amount(text))
 
 
 def _decimal_text(value: Decimal) -> str:
@@ -648,7 +658,8 @@ def _decimal_text(value: Decimal) -> str:
 def quantity(text: Any) -> Quantity:
     """``quantity(s)``, failing with Kubernetes' words."""
     try:
-        return Quantity(_string(text), quantity_value(_string(text)))
+        text = _string(text)
+        return Quantity(text, quantity_value(text), int64_amount(text))
     except QuantityError as exc:
         raise CelFunctionError(str(exc)) from None
 
@@ -671,16 +682,16 @@ def quantity_sign(q: Any) -> celtypes.IntType:
 
 
 def quantity_is_integer(q: Any) -> celtypes.BoolType:
-    """``q.isInteger()``: an integral value that fits in an int64."""
-    value = _of(Quantity, q).value
-    return celtypes.BoolType(value == value.to_integral_value() and -(2**63) <= value < 2**63)
+    """``q.isInteger()``: Kubernetes' ``AsInt64`` succeeds (not for ``1000m``)."""
+    return celtypes.BoolType(amount_as_int64(_of(Quantity, q).amount) is not None)
 
 
 def quantity_as_integer(q: Any) -> celtypes.IntType:
     """``q.asInteger()``."""
-    if not quantity_is_integer(q):
+    value = amount_as_int64(_of(Quantity, q).amount)
+    if value is None:
         raise CelFunctionError("cannot convert value to integer")
-    return celtypes.IntType(int(_of(Quantity, q).value))
+    return celtypes.IntType(value)
 
 
 # Go's math.Pow10 tables: it multiplies or divides two table entries.
@@ -709,11 +720,15 @@ def quantity_as_float(q: Any) -> celtypes.DoubleType:
 
 
 def _quantity_arithmetic(op: Callable[[Decimal, Decimal], Decimal]) -> Callable[..., Quantity]:
-    """``q.add(q2|int)`` and ``q.sub(q2|int)``."""
+    """``q.add(q2|int)`` and ``q.sub(q2|int)``, kept as Kubernetes keeps the result."""
 
     def run(q: Any, other: Any) -> Quantity:
-        value = op(_of(Quantity, q).value, _quantity_or_int(other))
-        return Quantity(_decimal_text(value), value)
+        left = _of(Quantity, q)
+        value = op(left.value, _quantity_or_int(other))
+        right = other.amount if isinstance(other, Quantity) else (_int(other), 0)
+        if right is not None and op is operator.sub:
+            right = (-right[0], right[1])
+        return Quantity(_decimal_text(value), value, add_amounts(left.amount, right))
 
     return run
 
@@ -1034,12 +1049,26 @@ def _ordering(symbol: str, op: Callable[[Any, Any], bool]) -> Callable[[Any, Any
     """``<`` and friends, across int, uint and double, else within one orderable type."""
 
     def run(a: Any, b: Any) -> celtypes.BoolType:
+        # cel-go v0.29: a NaN on the left cannot be ordered with anything, on the
+        # right with no number.
+        if _is_nan(a):
+            raise CelFunctionError(_NAN_ORDER)
         try:
-            return celtypes.BoolType(_ordered(op, a, b))
+            ordered = _ordered(op, a, b)
         except TypeError:
             raise _mismatch(symbol, a) from None
+        if _is_nan(b):
+            raise CelFunctionError(_NAN_ORDER)
+        return celtypes.BoolType(ordered)
 
     return run
+
+
+_NAN_ORDER: Final = "NaN values cannot be ordered"
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _equality(negate: bool) -> Callable[[Any, Any], celtypes.BoolType]:
