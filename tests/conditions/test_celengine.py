@@ -251,6 +251,7 @@ def test_cache_is_bounded() -> None:
         ("1 / 0 == 1", "division by zero"),
         ("1 % 0 == 1", "modulus by zero"),
         ("9223372036854775807 + 1 > 0", "integer overflow"),
+        ("-9223372036854775808 % -1 == 0", "integer overflow"),
         ("object.metadata.name + dyn(1) == 'x'", "no such overload"),
         ("object.metadata.name.size() > object.metadata", "no such overload"),
         ("int('x') == 1", "type conversion error from 'string' to 'int'"),

@@ -280,6 +280,8 @@ def compile_errors(engine: CelEngine, expression: str, variables: frozenset[str]
         ("18446744073709551616u > 0u", "1:1: invalid uint literal"),
         ("1e400 > 0.0", "1:1: invalid double literal"),
         ("!!!1", "1:1: found no matching overload for '!_' applied to '(int)'"),
+        ("!-object.spec", "1:3: Syntax error: no viable alternative at input '-object'"),
+        ("-!true", "1:2: Syntax error: no viable alternative at input '-!'"),
         # ``1.`` is not a float in CEL: a call on the int 1.
         (
             "1.all(x, true)",

@@ -27,6 +27,7 @@ Messages use cel-go's display format: ``ERROR: <input>:<line>:<column>:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -206,6 +207,9 @@ def _checked_children(
         count, operand = unary_run(node)
         if count > 1 and signed_number(operand):  # ``--5``: cel-go reads ``5`` after the run
             found.unsigned.add(id(unwrap(operand)))
+        inner = node.children[1]  # the run's last operator reports it, once
+        if inner is operand and inner.data == "unary" and len(inner.children) == 2:
+            found.parsing.append(_mixed_unary(node.children[0], operand, found.source))
     if kind == "ident":
         token = node.children[0]
         name = str(token)
@@ -293,6 +297,19 @@ def _bad_escape(body: str, at: int) -> tuple[int, int]:
         if index >= len(body) or body[index] not in allowed:
             return index, index
     return at + 2 + digits, -1
+
+
+def _mixed_unary(outer: Tree[Any], inner: Tree[Any], source: str) -> tuple[int, str]:
+    """``!-x``, ``-!x``: CEL's grammar has a run of one operator before an operand, where
+    ANTLR stops (after ``-`` at the operand, at a ``!``)."""
+    operator, operand = inner.children
+    if operator.data == "unary_not":
+        at, text = start(operator), source[start(outer) : start(operator) + 1]
+    else:
+        at = start(operand)
+        token = re.match(r"\w+|\S", source[at:])
+        text = source[start(operator) : at + (len(token[0]) if token else 0)]
+    return at, f"Syntax error: no viable alternative at input '{text}'"
 
 
 _INT_RANGES: Final = {"INT_LIT": (-(2**63), 2**63 - 1, "int"), "UINT_LIT": (0, 2**64 - 1, "uint")}

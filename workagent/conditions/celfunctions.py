@@ -1179,6 +1179,8 @@ def _by_nonzero(
     def run(a: Any, b: Any) -> Any:
         if _integral(a) and _integral(b) and int(b) == 0:
             raise CelFunctionError(message)
+        if isinstance(a, celtypes.IntType) and int(a) == -(2**63) and int(b) == -1:
+            raise CelFunctionError("integer overflow")  # cel-go checks % as it checks /
         if op is operator.truediv and isinstance(b, float) and float(b) == 0 and _is_number(a):
             # celpy answers +inf for any double divided by zero: IEEE 754 has NaN and signs.
             if float(a) == 0 or math.isnan(a):
