@@ -277,6 +277,7 @@ def compile_errors(engine: CelEngine, expression: str, variables: frozenset[str]
         ("9223372036854775808 > 0", "1:1: invalid int literal"),
         ("--9223372036854775808 > 0", "1:3: invalid int literal"),
         ("0x8000000000000000 > 0", "1:1: invalid int literal"),
+        ("optional.of(--9223372036854775808).optMap(x, x).hasValue()", "1:15: invalid int literal"),
         ("18446744073709551616u > 0u", "1:1: invalid uint literal"),
         ("1e400 > 0.0", "1:1: invalid double literal"),
         ("!!!1", "1:1: found no matching overload for '!_' applied to '(int)'"),

@@ -167,7 +167,7 @@ def check(tree: Tree[Any], source: str, variables: frozenset[str]) -> list[str]:
             continue
         children = _checked_children(node, scope, variables, found)
         stack.extend((child, child_scope, depth + 1) for child, child_scope in children)
-    errors = found.parsing
+    errors = list(dict.fromkeys(found.parsing))  # optMap's target is walked twice
     if not errors:
         typing = check_types(tree, source, variables)
         errors = found.checking + typing.errors
