@@ -56,6 +56,7 @@ from workagent.conditions.celfunctions import (
 )
 from workagent.conditions.celoptional import NONE, CelOptional
 from workagent.conditions.celtree import (
+    OPERATORS,
     WRAPPERS,
     field_name,
     signed_number,
@@ -750,23 +751,8 @@ def _folded(
 _NO_OVERLOAD: Final = "no such overload"
 _LIST_FIELD: Final = "unsupported index type 'string' in list"
 _OVERFLOW: Final = "timestamp overflow"
-# celpy's names of the operators' parse-tree nodes, and the functions they call.
-_OPERATORS: Final = {
-    "relation_lt": "_<_",
-    "relation_le": "_<=_",
-    "relation_gt": "_>_",
-    "relation_ge": "_>=_",
-    "relation_eq": "_==_",
-    "relation_ne": "_!=_",
-    "relation_in": "_in_",
-    "addition_add": "_+_",
-    "addition_sub": "_-_",
-    "multiplication_mul": "_*_",
-    "multiplication_div": "_/_",
-    "multiplication_mod": "_%_",
-    "unary_not": "!_",
-    "unary_neg": "-_",
-}
+# The functions the operators call: cel-go's, but celpy's name for ``in``.
+_OPERATORS: Final = {**OPERATORS, "relation_in": "_in_"}
 # cel-go's words for a call whose arguments no overload takes: the function and the
 # argument types (``no such overload: getHost(string)``), except for these.
 _NAME_ONLY: Final = frozenset({"size", "matches"})

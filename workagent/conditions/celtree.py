@@ -25,6 +25,23 @@ WRAPPERS: Final = frozenset(
         "primary",
     }
 )
+#: The functions cel-go calls for the operators' parse-tree nodes.
+OPERATORS: Final = {
+    "relation_lt": "_<_",
+    "relation_le": "_<=_",
+    "relation_gt": "_>_",
+    "relation_ge": "_>=_",
+    "relation_eq": "_==_",
+    "relation_ne": "_!=_",
+    "relation_in": "@in",
+    "addition_add": "_+_",
+    "addition_sub": "_-_",
+    "multiplication_mul": "_*_",
+    "multiplication_div": "_/_",
+    "multiplication_mod": "_%_",
+    "unary_not": "!_",
+    "unary_neg": "-_",
+}
 # The symbol after the first child of a node with more than one (``a || b``, ``c ? x : y``).
 _SYMBOL_NODES: Final = frozenset({"conditionalor", "conditionaland", "expr"})
 
@@ -57,19 +74,18 @@ def simple_name(node: Any) -> str | None:
 
 def start(node: Any) -> int:
     """Where ``node`` (a tree or a token) starts in the source (0 when lark gives no position)."""
-    if isinstance(node, Token):
-        return int(node.start_pos) if node.start_pos is not None else 0
-    meta = getattr(node, "meta", None)
-    found = getattr(meta, "start_pos", None) if meta is not None else None
-    return int(found) if isinstance(found, int) else 0
+    return _position(node, "start_pos")
 
 
 def end(node: Any) -> int:
     """Where ``node`` ends in the source."""
-    if isinstance(node, Token):
-        return int(node.end_pos) if node.end_pos is not None else 0
-    meta = getattr(node, "meta", None)
-    found = getattr(meta, "end_pos", None) if meta is not None else None
+    return _position(node, "end_pos")
+
+
+def _position(node: Any, which: str) -> int:
+    # A token has it itself; a tree in its meta (propagate_positions).
+    holder = node if isinstance(node, Token) else getattr(node, "meta", None)
+    found = getattr(holder, which, None) if holder is not None else None
     return int(found) if isinstance(found, int) else 0
 
 

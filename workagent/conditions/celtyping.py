@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from lark import Token, Tree
 
-from workagent.conditions.celtree import location, simple_name, unary_run, unwrap
+from workagent.conditions.celtree import OPERATORS, location, simple_name, unary_run, unwrap
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,22 +259,6 @@ _LITERALS: Final = {
     "BOOL_LIT": BOOL,
     "NULL_LIT": NULL,
 }
-_OPERATORS: Final = {
-    "relation_lt": "_<_",
-    "relation_le": "_<=_",
-    "relation_gt": "_>_",
-    "relation_ge": "_>=_",
-    "relation_eq": "_==_",
-    "relation_ne": "_!=_",
-    "relation_in": "@in",
-    "addition_add": "_+_",
-    "addition_sub": "_-_",
-    "multiplication_mul": "_*_",
-    "multiplication_div": "_/_",
-    "multiplication_mod": "_%_",
-    "unary_not": "!_",
-    "unary_neg": "-_",
-}
 _SYMBOLS: Final = {"conditionalor": "||", "conditionaland": "&&", "expr": "?"}
 #: The macros that fold a list or map; ``map`` also with three arguments.
 FOLDS: Final = frozenset({"all", "exists", "exists_one", "filter", "map"})
@@ -359,12 +343,12 @@ class _Checker:
             return (
                 kind
                 if count % 2 == 0
-                else self.resolve(node, _OPERATORS[children[0].data], None, [kind])
+                else self.resolve(node, OPERATORS[children[0].data], None, [kind])
             )
         if data in ("relation", "addition", "multiplication") and len(children) == 2:
             operator, right = children
             args = [self.type(operand, scope) for operand in (operator.children[0], right)]
-            return self.resolve(node, _OPERATORS[operator.data], None, args)
+            return self.resolve(node, OPERATORS[operator.data], None, args)
         if data == "literal":
             token = children[0]
             return _LITERALS.get(token.type, DYN) if isinstance(token, Token) else DYN
