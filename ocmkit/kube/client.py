@@ -9,17 +9,19 @@ reconnection policy belongs to the informer.
 
 The client retries what client-go retries: a request the server answered
 with 429 or a 5xx and a ``Retry-After`` header in whole seconds is sent again
-after that wait, up to :data:`MAX_RETRIES` times; then its error (with the
-wait) goes to the caller. A throttled write therefore does not surface as a
-failed manifest, as with OCM's agent. Restarting a paged list whose continue
-token expired is the only other retry here: the rest, and backoff, are the
-controllers' job, where the reason for the retry is known.
+after that wait, and a GET whose connection was reset a second later, up to
+:data:`MAX_RETRIES` times; then its error (with the wait) goes to the caller.
+A throttled write therefore does not surface as a failed manifest, as with
+OCM's agent. Restarting a paged list whose continue token expired is the only
+other retry here: the rest, and backoff, are the controllers' job, where the
+reason for the retry is known.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import importlib.metadata
 import json
 import logging
@@ -496,15 +498,29 @@ class KubeClient:
             params = list(dict.fromkeys(params))  # once, if the caller asked too
         timeout = aiohttp.ClientTimeout(total=self.timeout)
         for attempt in range(MAX_RETRIES + 1):
-            async with self._measured(verb, f"{method} {path}") as outcome:
-                response = await self._send(
-                    method, path, params, data, content_type if data is not None else None, timeout
-                )
-                async with response:
-                    raw = await response.read()
-                    status = response.status
-                    retry_after = response.headers.get("Retry-After")
-                outcome.code = str(status)
+            try:
+                async with self._measured(verb, f"{method} {path}") as outcome:
+                    response = await self._send(
+                        method,
+                        path,
+                        params,
+                        data,
+                        content_type if data is not None else None,
+                        timeout,
+                    )
+                    async with response:
+                        raw = await response.read()
+                        status = response.status
+                        retry_after = response.headers.get("Retry-After")
+                    outcome.code = str(status)
+            except Unreachable as err:
+                # client-go sends a GET again, a second later, when the connection was
+                # reset or closed under it (an API server restarting, a proxy).
+                if method != "GET" or attempt == MAX_RETRIES or not _reset(err.__cause__):
+                    raise
+                log.info("%s GET %s: %s; retrying in 1s", self.name, path, err.message)
+                await asyncio.sleep(1)
+                continue
             wait = _asked_to_wait(status, retry_after)
             if wait is None or attempt == MAX_RETRIES:
                 break
@@ -647,6 +663,13 @@ def _asked_to_wait(status: int, retry_after: str | None) -> int | None:
         return None
     value = (retry_after or "").strip()
     return int(value) if value.isascii() and value.isdigit() else None
+
+
+def _reset(exc: BaseException | None) -> bool:
+    """Whether a transport failure is a connection reset or closed by the server."""
+    if isinstance(exc, aiohttp.ServerDisconnectedError | ConnectionResetError):
+        return True
+    return isinstance(exc, aiohttp.ClientOSError) and exc.errno == errno.ECONNRESET
 
 
 def _typed(res: Resource, body: dict[str, Any], subresource: str | None) -> dict[str, Any]:

@@ -145,6 +145,26 @@ async def test_throttled_requests_are_sent_again_as_client_go_does(
     sim.clear_faults()
 
 
+async def test_a_get_whose_connection_is_reset_is_sent_again(fake_server: FakeServer) -> None:
+    """client-go's rule: a GET (only) is sent again when the server drops the connection."""
+    methods: list[str] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        methods.append(request.method)
+        if len(methods) in (1, 3):  # the first GET and the POST: dropped
+            assert request.transport is not None
+            request.transport.abort()
+            await asyncio.Event().wait()
+        return web.json_response({"kind": "ConfigMap", "metadata": {"name": "x"}})
+
+    fake_server.handler = handler
+    async with fake_server.client() as client:
+        assert (await client.get(CONFIGMAPS, "x", NS))["metadata"]["name"] == "x"
+        with pytest.raises(Unreachable):
+            await client.create(CONFIGMAPS, cm("x"), NS)
+    assert methods == ["GET", "GET", "POST"]
+
+
 async def test_retry_after_on_a_server_error_is_honoured_for_every_verb(
     fake_server: FakeServer,
 ) -> None:
