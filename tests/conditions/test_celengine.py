@@ -766,3 +766,43 @@ def test_quantity_integers_as_kubernetes_stores_them(
 )
 def test_nan_cannot_be_ordered(engine: CelEngine, expression: str) -> None:
     assert error(engine, expression) == "NaN values cannot be ordered"
+
+
+_TS = "timestamp('2020-01-01T00:00:00.123Z')"
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        # cel-go's time zones: an offset's parts read by Go's strconv.Atoi, a name by
+        # time.LoadLocation.
+        (f"{_TS}.getHours('Nowhere/City') == 0", "unknown time zone Nowhere/City"),
+        (f"{_TS}.getHours('utc') == 0", "unknown time zone utc"),
+        (f"{_TS}.getHours('a..b') == 0", "time: invalid location name"),
+        (f"{_TS}.getHours('/etc') == 0", "time: invalid location name"),
+        (f"{_TS}.getHours('1:x') == 0", 'strconv.Atoi: parsing "x": invalid syntax'),
+        (f"{_TS}.getHours('é:1') == 0", 'strconv.Atoi: parsing "é": invalid syntax'),
+        (
+            f"{_TS}.getHours('99999999999999999999:0') == 0",
+            'strconv.Atoi: parsing "99999999999999999999": value out of range',
+        ),
+    ],
+)
+def test_time_zone_errors(engine: CelEngine, expression: str, message: str) -> None:
+    assert error(engine, expression) == message
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        f"{_TS}.getHours('America/New_York') == 19 && {_TS}.getHours('-08:30') == 15",
+        f"{_TS}.getHours('+5:7') == 5 && {_TS}.getHours('99:00') == 3",
+        f"{_TS}.getMinutes('-0:30') == 30 && {_TS}.getHours('') == 0",
+        f"{_TS}.getHours('Local') == 0 && {_TS}.getDayOfWeek('Asia/Kolkata') == 3",
+        f"{_TS}.getDayOfYear('-01:00') == 364 && {_TS}.getMonth('-01:00') == 11",
+        f"{_TS}.getDate('-01:00') == 31 && {_TS}.getDayOfMonth('-01:00') == 30",
+        f"{_TS}.getMilliseconds('+01:00') == 123 && {_TS}.getFullYear('-01:00') == 2019",
+    ],
+)
+def test_time_zones(engine: CelEngine, expression: str) -> None:
+    true(engine, expression)

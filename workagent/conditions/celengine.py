@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -72,7 +71,6 @@ from workagent.conditions.reasons import (
 DEFAULT_CACHE_SIZE: Final = 1024
 
 _RECURSION_MESSAGE: Final = "expression recursion limit exceeded"
-_UNPARSABLE_ZONE: Final = re.compile(r"Unparsable timezone: StringType\('(.*)'\)", re.DOTALL)
 _OWN_ERRORS: Final = (
     CelFunctionError,
     CelKeyError,
@@ -259,9 +257,6 @@ def runtime_error_text(exc: CELEvalError) -> str:
             return _RECURSION_MESSAGE
     if text.startswith("no such member in mapping: "):
         return cap_message("no such key: " + text.split(": ", 1)[1].strip("'"))
-    zone = _UNPARSABLE_ZONE.fullmatch(detail_text or text)
-    if zone is not None:  # celpy's timestamp getters
-        return cap_message(f"unknown time zone {zone.group(1)}")
     if text.startswith("undeclared reference to "):
         return cap_message(text.split(" (in activation", 1)[0] + " (in container '')")
     if kind is TypeError or text.startswith("found no matching overload"):

@@ -252,7 +252,8 @@ def replace(text: Any, old: Any, new: Any, count: Any = None) -> celtypes.String
     s, a, b = _string(text), _string(old), _string(new)
     n = -1 if count is None else _int(count)
     # Check the size before building it: ``s.replace('', s)`` is quadratic.
-    occurrences = (len(s) + 1 if a == "" else s.count(a)) if n < 0 else n
+    possible = len(s) + 1 if a == "" else s.count(a)
+    occurrences = possible if n < 0 else min(n, possible)
     if len(s) + occurrences * max(0, len(b) - len(a)) > MAX_RESULT_SIZE:
         raise CelBudgetError("string result too large")
     return celtypes.StringType(s.replace(a, b, n))

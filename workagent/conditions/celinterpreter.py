@@ -55,6 +55,7 @@ from workagent.conditions.celfunctions import (
     format_value,
 )
 from workagent.conditions.celoptional import NONE, CelOptional
+from workagent.conditions.celtime import ZONED_GETTERS, TimeZoneError, field_in_zone
 from workagent.conditions.celtree import (
     OPERATORS,
     WRAPPERS,
@@ -495,6 +496,10 @@ class Interpreter(Evaluator):
             if isinstance(failed, CELEvalError):
                 return failed
         args: Any = list(exprlist or ())
+        name = str(method_ident)
+        zoned = name in ZONED_GETTERS and isinstance(object, celtypes.TimestampType)
+        if zoned and len(args) == 1 and isinstance(args[0], str):  # cel-go's zones, not celpy's
+            return _in_zone(object, name, str(args[0]))
         try:
             result = super().method_eval(object, method_ident, args)
         except AssertionError:  # celpy's duration getters assert they got no time zone
@@ -776,6 +781,15 @@ def _named(result: Any, name: str, args: list[Any]) -> Any:
     else:
         text = f"no such overload: {name}({', '.join(cel_type_name(arg) for arg in args)})"
     return CELEvalError(text, CelFunctionError, (text,))
+
+
+def _in_zone(timestamp: Any, getter: str, zone: str) -> Any:
+    try:
+        return celtypes.IntType(field_in_zone(timestamp, getter, zone))
+    except TimeZoneError as exc:
+        return CELEvalError(str(exc), CelFunctionError, (str(exc),))
+    except OverflowError:  # a time zone takes a timestamp past Python's year 9999
+        return CELEvalError(_OVERFLOW, CelFunctionError, (_OVERFLOW,))
 
 
 def _uncharged(value: Any) -> bool:

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import datetime
 import re
+import zoneinfo
+from collections.abc import Callable
 from typing import Any, Final
 
 from celpy import celtypes
 
 from ocmkit.durations import DurationError, parse_duration
+from workagent.conditions.kubevalues import go_quote
 
 _DURATION: Final = "google.protobuf.Duration"
 _TIMESTAMP: Final = "google.protobuf.Timestamp"
@@ -115,3 +118,66 @@ def to_timestamp(value: Any) -> celtypes.TimestampType:
     except OverflowError:
         raise TimestampOverflow from None
     raise TypeError("no such overload")
+
+
+# -- a timestamp's fields in a time zone (cel-go's timeZone) ------------------------------
+
+_FIELDS: Final[dict[str, Callable[[datetime.datetime], int]]] = {
+    "getFullYear": lambda t: t.year,
+    "getMonth": lambda t: t.month - 1,
+    "getDate": lambda t: t.day,
+    "getDayOfMonth": lambda t: t.day - 1,
+    "getDayOfWeek": lambda t: t.isoweekday() % 7,
+    "getDayOfYear": lambda t: t.timetuple().tm_yday - 1,
+    "getHours": lambda t: t.hour,
+    "getMinutes": lambda t: t.minute,
+    "getSeconds": lambda t: t.second,
+    "getMilliseconds": lambda t: t.microsecond // 1000,
+}
+#: The getters that take a time zone.
+ZONED_GETTERS: Final = frozenset(_FIELDS)
+
+
+class TimeZoneError(ValueError):
+    """A time zone cel-go cannot read; the message is Go's."""
+
+
+def field_in_zone(timestamp: datetime.datetime, getter: str, zone: str) -> int:
+    """``t.getHours(zone)`` and the other getters as cel-go computes them: a zone with a
+    ``:`` is an offset ``[+-]H:M`` (each part read by Go's ``strconv.Atoi``), any
+    other a name for Go's ``time.LoadLocation``."""
+    utc = timestamp.astimezone(datetime.UTC)
+    if ":" in zone:
+        hours_text, minutes_text = zone.split(":", 1)
+        hours, minutes = _atoi(hours_text), _atoi(minutes_text)
+        offset = hours * 60 - minutes if zone.startswith("-") else hours * 60 + minutes
+        # Go's fixed zones take any offset; Python's stop at a day: shift by hand.
+        local = utc.replace(tzinfo=None) + datetime.timedelta(minutes=offset)
+    else:
+        local = utc.astimezone(_location(zone))
+    return _FIELDS[getter](local)
+
+
+def _atoi(text: str) -> int:
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise TimeZoneError(f"strconv.Atoi: parsing {_go_quoted(text)}: invalid syntax")
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise TimeZoneError(f"strconv.Atoi: parsing {_go_quoted(text)}: value out of range")
+    return value
+
+
+def _go_quoted(text: str) -> str:
+    return go_quote(text.encode("utf-8").decode("latin-1"))
+
+
+def _location(name: str) -> datetime.tzinfo:
+    """Go's ``time.LoadLocation`` (``Local`` is the agent's own zone: UTC in its image)."""
+    if name in ("", "UTC", "Local"):
+        return datetime.UTC
+    if ".." in name or name[0] in "/\\":
+        raise TimeZoneError("time: invalid location name")
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        raise TimeZoneError(f"unknown time zone {name}") from None
