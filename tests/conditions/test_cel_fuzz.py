@@ -96,7 +96,7 @@ def test_typed_expressions_agree_with_cel_go(seed: int, monkeypatch: pytest.Monk
     kinds = _TYPED_ROOTS
     expressions = list(dict.fromkeys(draw.of(draw.pick(kinds), 3, {}) for _ in range(2500)))
     outcomes = _compare(expressions, _TYPED_OBJECT, monkeypatch)
-    assert outcomes.get("value", 0) > 800 and outcomes.get("error", 0) > 500, outcomes
+    assert outcomes.get("value", 0) > 600 and outcomes.get("error", 0) > 500, outcomes
 
 
 def _compare(
@@ -203,6 +203,36 @@ _TEMPLATES: dict[str, tuple[str, ...]] = {
                   "timestamp({int})"),
     "dyn": ("object.spec[{string}]", "dyn({ints})", "object.labels[{string}]"),
 }  # fmt: skip
+# The libraries' functions, time zones, format verbs (as many again).
+_MORE: dict[str, tuple[str, ...]] = {
+    "string": ("{string}.indexOf({string}, {int})", "{string}.substring({int}, {int})",
+               "{string}.replace({string}, {string}, {int})",
+               "'%b %o %x %X'.format([{int}, {int}, {int}, {int}])",
+               "'%.3f %e %s'.format([{double}, {double}, {bool}])",
+               "'%s %s'.format([{duration}, {timestamp}])", "url({string}).getScheme()",
+               "url({string}).getEscapedPath()", "url({string}).getQuery()",
+               "url('https://h:' + {string} + '/p?q=1').getPort()",
+               "string(cidr('10.0.0.0/' + string({int})))", "{string}.find({string})",
+               "'%s'.format([{strings}])", "'%s'.format([{optional}])", "'%x'.format([{string}])",
+               "string({timestamp} + duration({string}))"),
+    "int": ("{timestamp}.getHours({string})", "{timestamp}.getDayOfWeek('-08:00')",
+            "{timestamp}.getMonth('America/New_York')", "{duration}.getMinutes()",
+            "semver({string}).major()", "semver('1.2.3').compareTo(semver({string}))",
+            "{ints}.lastIndexOf({int})", "cidr({string}).prefixLength()",
+            "{string}.findAll({string}, {int}).size()"),
+    "bool": ("ip({string}).isLoopback()", "cidr('10.0.0.0/8').containsIP({string})",
+             "isIP({string})", "isCIDR({string})", "isSemver({string})",
+             "semver({string}).isGreaterThan(semver('1.0.0'))", "ip.isCanonical({string})",
+             "format.dns1123Label().validate({string}).hasValue()",
+             "format.named({string}).hasValue()", "[{double}, {double}].isSorted()",
+             "{timestamp} == timestamp({string})"),
+    "double": ("[{double}, {double}].max()", "double({uint}) / double({int})"),
+}  # fmt: skip
+_TEMPLATES = {kind: (*found, *_MORE.get(kind, ())) for kind, found in _TEMPLATES.items()}
+_LEAVES["string"] += (
+    "'::1'", "'10.0.0.0/8'", "'https://u@h:8/a%20b?x=1#f'", "'UTC'", "'1h'", "'-07:00'",
+    "'v1.0.0'", "'[a-z]+'", "'2020-01-01T00:00:00Z'", "'Europe/Paris'", "'1:x'",
+)  # fmt: skip
 _TYPED_ROOTS = ("bool", "bool", "int", "string", "double", "ints", "strings", "optional",
                 "uint", "duration", "timestamp")  # fmt: skip
 _HOLE = re.compile(r"\{(\w+)(?::(\w+))?\}")

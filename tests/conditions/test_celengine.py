@@ -806,3 +806,8 @@ def test_time_zone_errors(engine: CelEngine, expression: str, message: str) -> N
 )
 def test_time_zones(engine: CelEngine, expression: str) -> None:
     true(engine, expression)
+
+
+def test_replace_with_a_count_beyond_the_occurrences(engine: CelEngine) -> None:
+    true(engine, "'ab'.replace('', '-', 9223372036854775807) == '-a-b-'")
+    true(engine, "'aaa'.replace('a', 'b', 2) == 'bba' && 'ab'.replace('', '-', 2) == '-a-b'")
