@@ -780,6 +780,8 @@ _TS = "timestamp('2020-01-01T00:00:00.123Z')"
         (f"{_TS}.getHours('utc') == 0", "unknown time zone utc"),
         (f"{_TS}.getHours('a..b') == 0", "time: invalid location name"),
         (f"{_TS}.getHours('/etc') == 0", "time: invalid location name"),
+        (f"{_TS}.getHours('{'x' * 256}') == 0", "file name too long"),
+        (f"{_TS}.getHours('{'x' * 255}') == 0", f"unknown time zone {'x' * 255}"),
         (f"{_TS}.getHours('1:x') == 0", 'strconv.Atoi: parsing "x": invalid syntax'),
         (f"{_TS}.getHours('é:1') == 0", 'strconv.Atoi: parsing "é": invalid syntax'),
         (

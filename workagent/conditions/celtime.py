@@ -177,6 +177,8 @@ def _location(name: str) -> datetime.tzinfo:
         return datetime.UTC
     if ".." in name or name[0] in "/\\":
         raise TimeZoneError("time: invalid location name")
+    if any(len(part.encode()) > 255 for part in name.split("/")):
+        raise TimeZoneError("file name too long")  # Linux's, opening the zoneinfo file
     try:
         return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
