@@ -115,7 +115,8 @@ class StatusDraft:
             "status": value,
             "reason": reason,
             "message": message,
-            "lastTransitionTime": format_time(self.now),
+            # metav1.Time: whole seconds on the wire.
+            "lastTransitionTime": format_time(self.now.replace(microsecond=0)),
         }
         if isinstance(self.generation, int):
             new["observedGeneration"] = self.generation

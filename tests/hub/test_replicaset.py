@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -548,6 +549,8 @@ async def test_all_fans_out_one_work_per_cluster_with_exact_metadata(running: Hu
     verified = await hub.condition("mwrs", CONDITION_PLACEMENT_VERIFIED)
     assert verified is not None and verified["status"] == "True"
     assert verified["reason"] == "AsExpected" and verified["message"] == ""
+    # metav1.Time is written in whole seconds, as OCM's controller writes it.
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", verified["lastTransitionTime"])
     await hub.wait_condition("mwrs", CONDITION_PLACEMENT_ROLLED_OUT, "False", "Progressing")
     await hub.wait_condition("mwrs", CONDITION_MANIFESTWORK_APPLIED, "False", "NotAsExpected")
 
