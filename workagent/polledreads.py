@@ -251,6 +251,8 @@ class PolledReads:
 
     def note_applied(self, res: Resource, namespace: str, obj: Object) -> None:
         """The apply loop got ``obj`` from the server: newer than any earlier list."""
+        if not (obj.get("metadata") or {}).get("uid"):
+            return  # ReadOnly's stand-in for a missing object: nothing was read
         now = self._clock()
         bucket = self._bucket(res, namespace, now)
         name = str((obj.get("metadata") or {}).get("name") or "")

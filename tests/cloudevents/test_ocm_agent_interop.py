@@ -30,7 +30,6 @@ from tests.cloudevents.conftest import (
     set_configmap,
     wait_feedback,
 )
-from tests.cloudevents.ocmpeer import Peer, RestartablePeer, hub, spoke, start_ocm_agent
 from tests.integration.conftest import (
     create_and_wait,
     manifest_condition,
@@ -40,6 +39,14 @@ from tests.integration.conftest import (
 )
 from tests.integration.test_status import COST_BRIEFS, COST_CONFIGMAP, COST_RULES, briefs
 from tests.support.manifests import manifest_config
+from tests.support.ocmpeer import (
+    Peer,
+    RestartablePeer,
+    grpc_source,
+    hub,
+    spoke,
+    start_ocm_agent,
+)
 from tests.support.programs import CLUSTER
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
@@ -79,9 +86,8 @@ class OcmAgent(RestartablePeer):
         self.peer = start_ocm_agent(
             self.folder,
             cluster=CLUSTER,
-            source_config=self.config,
+            source=grpc_source(self.config, CLIENT_ID),
             spoke_kubeconfig=self.spoke_kubeconfig,
-            client_id=CLIENT_ID,
         )
 
 

@@ -35,7 +35,7 @@ from tests.cloudevents.conftest import (
     wait_subscribed,
     write_agent_config,
 )
-from tests.cloudevents.ocmpeer import Peer, RestartablePeer, hub, spoke, start_ocm_server
+from tests.support.ocmpeer import Peer, RestartablePeer, hub, spoke, start_ocm_server
 from tests.integration.conftest import (
     configmap,
     exists,

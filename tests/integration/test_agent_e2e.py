@@ -286,6 +286,13 @@ async def test_four_update_strategies(
         return await recorded() == ["cm-create-only", "cm-read-only", "cm-ssa", "cm-update"]
 
     await eventually(all_recorded, what="the AMW to record the four existing objects")
+    # The missing ReadOnly object is not available and has no feedback condition: its
+    # status is never read (OCM's agent skips the rest of a manifest it cannot read).
+    work = await get_work(hub, "strategies")
+    missing = manifest_statuses(work)[3]
+    assert [c["type"] for c in missing["conditions"]] == ["Applied", "Available"], missing
+    assert missing["conditions"][1]["reason"] == "ResourceNotAvailable"
+    assert missing["statusFeedback"] == {}
 
     # Drift on the spoke: Update corrects it, CreateOnly and ReadOnly leave it.
     for name in ("cm-update", "cm-create-only", "cm-read-only"):

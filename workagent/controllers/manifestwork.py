@@ -121,8 +121,14 @@ def build_status(
     """The work's new status after an apply pass (other conditions are kept)."""
     status = copy.deepcopy(work.get("status") or {})
     moment = now()
+    # statusFeedback is always there, {} until read: OCM's agent writes the struct even empty.
     entries = [
-        {"resourceMeta": r.meta, "conditions": [applied_condition(r, generation)]} for r in results
+        {
+            "resourceMeta": r.meta,
+            "statusFeedback": {},
+            "conditions": [applied_condition(r, generation)],
+        }
+        for r in results
     ]
     old_manifests = (status.get("resourceStatus") or {}).get("manifests")
     merged = merge_manifest_conditions(old_manifests, entries, moment)
@@ -406,10 +412,15 @@ class ManifestWorkController:
             available is not None and int(available.get("observedGeneration") or 0) == generation
         ):
             return status
+        # Only objects the server returned: a ReadOnly manifest whose object is missing
+        # comes back as the manifest itself, without a uid, and is not available.
         objects = {
             object_identity(r.meta): r.obj
             for r in results
-            if r.error is None and r.obj is not None and r.resource is not None
+            if r.error is None
+            and r.obj is not None
+            and r.resource is not None
+            and (r.obj.get("metadata") or {}).get("uid")
         }
         candidate = {**work, "status": status}
         await fill(candidate, objects)

@@ -141,24 +141,31 @@ async def start_ocm_server(
     return peer, port
 
 
+def grpc_source(source_config: Path, client_id: str) -> tuple[str, ...]:
+    """The Klusterlet's CloudEvents flags of OCM's agent (gRPC driver)."""
+    return (
+        "--workload-source-driver=grpc",
+        f"--workload-source-config={source_config}",
+        f"--cloudevents-client-id={client_id}",
+    )
+
+
 def start_ocm_agent(
     folder: Path,
     *,
     cluster: str,
-    source_config: Path,
+    source: tuple[str, ...],
     spoke_kubeconfig: Path,
-    client_id: str,
     extra: tuple[str, ...] = (),
 ) -> Peer:
-    """``work agent`` with the Klusterlet's CloudEvents flags (gRPC driver)."""
+    """``work agent`` for ``cluster`` receiving works by ``source`` (its flags: a hub
+    kubeconfig, or :func:`grpc_source`), applying them with ``spoke_kubeconfig``."""
     folder.mkdir(parents=True, exist_ok=True)
     argv = [
         str(ocm_binary("work")),
         "agent",
         f"--spoke-cluster-name={cluster}",
-        "--workload-source-driver=grpc",
-        f"--workload-source-config={source_config}",
-        f"--cloudevents-client-id={client_id}",
+        *source,
         f"--kubeconfig={spoke_kubeconfig}",
         f"--spoke-kubeconfig={spoke_kubeconfig}",
         f"--listen=127.0.0.1:{free_port()}",

@@ -1,0 +1,1 @@
+"""OCM's own Go programs side by side with ours on the same input (real leg only)."""
