@@ -135,7 +135,6 @@ def merge_manifest_conditions(
             continue
         result = copy.deepcopy(old)
         result["resourceMeta"] = copy.deepcopy(meta)
-        result.setdefault("statusFeedback", {})
         conditions: list[Condition] = result.setdefault("conditions", [])
         for cond in entry.get("conditions") or []:
             previous = find_condition(conditions, cond["type"])
