@@ -308,14 +308,14 @@ def _pieces(value: Any, syntax: _Syntax, *, sort_keys: bool = True) -> Iterator[
 # --- fmt %v ------------------------------------------------------------------
 
 
-def go_format_value(value: Any, limit: int = FORMAT_LIMIT) -> str:
+def go_format_value(value: Any, limit: int | None = FORMAT_LIMIT) -> str:
     """Go ``fmt``'s ``%v`` of the value: ``map[a:1 b:[x y]]``, ``<nil>``, ``1e+06``.
 
-    Cut at about ``limit`` characters with ``...``: this text only ends up in
-    error messages (Go prints it whole).
+    Cut at about ``limit`` characters with ``...`` (for error messages; Go prints
+    it whole): ``limit=None`` gives the whole text.
     """
     text, cut = _text(value, _V_SYNTAX, limit)
-    return text[:limit] + "..." if cut else text
+    return text[:limit] + "..." if cut and limit is not None else text
 
 
 def _unsupported(item: Any) -> str:

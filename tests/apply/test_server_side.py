@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from workagent.apply import (
     ServerSideApplier,
     ServerSideApplyConflict,
 )
+from workagent.apply.server_side import config_spec_hash
 
 
 def ssa(**config: Any) -> dict[str, Any]:
@@ -223,3 +225,31 @@ async def test_job_and_custom_resource(kube: KubeClient, owner: dict[str, Any]) 
     live = await applier.apply(request(WIDGETS, widget, owner))
     assert live["spec"] == {"size": 2}
     assert live["metadata"]["uid"] == created["metadata"]["uid"]
+
+
+def test_config_spec_hash_is_ocm_agents() -> None:
+    """The hash OCM's Go agent (v1.2.1) wrote for this trimmed Deployment (the
+    ``ssa-ignore-fields`` case of tests/peers, ``.spec.replicas`` ignored): Go's ``%v``
+    of the ``*unstructured.Unstructured``, MD5."""
+    labels = {"app": "ignored"}
+    trimmed = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "ignored", "namespace": "default", "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]},
+            },
+        },
+    }
+    assert config_spec_hash(trimmed) == "8cced8429a8d5e55168e52312ed5f1b5"
+    # Go's %v: sorted keys, numbers as Go prints them, nil and booleans in Go's words.
+    odd = {"b": [1, 2.5, 1e21, None, True], "a": {"z": "", "y": False}}
+    assert (
+        config_spec_hash(odd)
+        == hashlib.md5(
+            b"&{map[a:map[y:false z:] b:[1 2.5 1e+21 <nil> true]]}", usedforsecurity=False
+        ).hexdigest()
+    )

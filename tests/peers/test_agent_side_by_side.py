@@ -126,6 +126,8 @@ class Case:
     existing: list[dict[str, Any]] = field(default_factory=list)
     #: Ready to compare (beyond: applied at its generation, every manifest reported).
     ready: Callable[[dict[str, Any]], bool] = lambda work: True
+    #: Our clearer messages (docs/compatibility.md) -> OCM's words for the same failure.
+    wording: dict[str, str] = field(default_factory=dict)
 
 
 def feedback(work: Mapping[str, Any], ordinal: int, name: str) -> Any:
@@ -297,6 +299,109 @@ CASES: dict[str, Case] = {
             ]
         },
     ),
+    "no-namespace": Case(
+        [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nowhere"}, "data": {}}],
+        # OCM's agent POSTs to the cluster-wide path and relays the server's 405.
+        wording={
+            'Failed to apply manifest: ConfigMap "nowhere" has no metadata.namespace, but '
+            "configmaps is namespaced": "Failed to apply manifest: the server does not allow "
+            "this method on the requested resource"
+        },
+    ),
+    "cluster-scoped-with-namespace": Case(
+        [
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": "peer-namespaced-role", "namespace": NS},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}],
+            }
+        ]
+    ),
+    "duplicate": Case([cm("twice", a="1"), cm("twice", a="2")]),
+    "foreign-metadata": Case(
+        [
+            {
+                **cm("foreign", a="hub"),
+                "metadata": {
+                    "name": "foreign",
+                    "namespace": NS,
+                    "labels": {"from": "hub"},
+                    "annotations": {"note": "hub"},
+                },
+            }
+        ],
+        existing=[
+            {
+                **cm("foreign", a="spoke"),
+                "metadata": {
+                    "name": "foreign",
+                    "namespace": NS,
+                    "labels": {"from": "spoke", "other": "x"},
+                    "annotations": {"kept": "y"},
+                },
+            }
+        ],
+    ),
+    "string-data": Case(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "string-data", "namespace": NS},
+                "stringData": {"password": "hunter2"},
+            }
+        ]
+    ),
+    "status-in-manifest": Case(
+        [{**deployment("with-status", replicas=1), "status": {"replicas": 7}}],
+        {
+            "manifestConfigs": [
+                config(
+                    "deployments",
+                    "with-status",
+                    "apps",
+                    feedbackRules=[json_paths(("replicas", ".status.replicas"))],
+                )
+            ]
+        },
+        ready=lambda w: (feedback(w, 0, "replicas") or {}).get("integer") == 1,
+    ),
+    "ssa-ignore-fields": Case(
+        [deployment("ignored", replicas=3)],
+        {
+            "manifestConfigs": [
+                config(
+                    "deployments",
+                    "ignored",
+                    "apps",
+                    updateStrategy={
+                        "type": "ServerSideApply",
+                        "serverSideApply": {
+                            "ignoreFields": [
+                                {"condition": "OnSpokePresent", "jsonPaths": [".spec.replicas"]}
+                            ]
+                        },
+                    },
+                )
+            ]
+        },
+    ),
+    "raw-feedback": Case(
+        [cm("raw", a="1")],
+        {
+            "manifestConfigs": [
+                config(
+                    "configmaps",
+                    "raw",
+                    feedbackRules=[
+                        json_paths(("data", ".data"), ("a", ".data.a"), ("none", ".data.b"))
+                    ],
+                )
+            ]
+        },
+        ready=lambda w: feedback(w, 0, "a") is not None,
+    ),
     "orphan": Case(
         [cm("orphan-kept", a="1")],
         {"deleteOption": {"propagationPolicy": "Orphan"}},
@@ -432,12 +537,14 @@ def _strip_times(conditions: list[dict[str, Any]] | None) -> list[dict[str, Any]
     )
 
 
-def comparable_work(work: Mapping[str, Any]) -> dict[str, Any]:
-    """A work's status and finalizers, without times."""
+def comparable_work(work: Mapping[str, Any], wording: Mapping[str, str]) -> dict[str, Any]:
+    """A work's status and finalizers, without times, our messages in OCM's ``wording``."""
     status = copy.deepcopy(dict(work.get("status") or {}))
     status["conditions"] = _strip_times(status.get("conditions"))
     for entry in (status.get("resourceStatus") or {}).get("manifests") or []:
         entry["conditions"] = _strip_times(entry.get("conditions"))
+        for cond in entry["conditions"]:
+            cond["message"] = wording.get(cond.get("message", ""), cond.get("message"))
     return {"finalizers": work["metadata"].get("finalizers"), "status": status}
 
 
@@ -525,6 +632,10 @@ def settled(work: Mapping[str, Any] | None, case: Case) -> bool:
     return all(e.get("conditions") for e in entries) and case.ready(dict(work))
 
 
+def _comparable_as(case: Case, work: dict[str, Any] | None) -> Any:
+    return comparable_work(work, case.wording) if work is not None else None
+
+
 def _settled_as(case: Case, work: dict[str, Any] | None) -> bool:
     return settled(work, case)
 
@@ -549,7 +660,7 @@ async def compare_works(hub: Hub, names: list[str]) -> None:
             hub,
             f"the status of work {name!r}",
             read,
-            lambda work: comparable_work(work) if work is not None else None,
+            functools.partial(_comparable_as, case),
             ready=functools.partial(_settled_as, case),
         )
 
@@ -568,6 +679,8 @@ MORE_RECORDED = {
     # anything; ours records the objects that were applied (stale deletion still waits).
     "unknown-kind": ["beside-widget"],
 }
+#: Works naming one object twice: OCM's agent lists it twice, ours once.
+LISTED_ONCE = {"duplicate"}
 
 
 async def compare_applied(hub: Hub, names: list[str]) -> None:
@@ -581,6 +694,11 @@ async def compare_applied(hub: Hub, names: list[str]) -> None:
             if applied is None:
                 return None
             same = comparable_applied(applied)
+            if name in LISTED_ONCE:
+                listed = same["status"].get("appliedResources") or []
+                same["status"]["appliedResources"] = [
+                    r for i, r in enumerate(listed) if r not in listed[:i]
+                ]
             extra = MORE_RECORDED.get(name)
             if extra:
                 listed = same["status"].get("appliedResources") or []

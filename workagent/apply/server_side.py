@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 from typing import Any, Final
 
 import structlog
 
+from ocmkit.govalues import go_format_value
 from ocmkit.kube import Conflict, KubeClient, NotFound
 from workagent.apply.base import ApplyRequest, ServerSideApplyConflict
 from workagent.apply.ignore_fields import trim
@@ -60,13 +60,13 @@ def strip_null_creation_timestamps(obj: Any) -> None:
 
 
 def config_spec_hash(obj: dict[str, Any]) -> str:
-    """The hash recorded for a trimmed manifest: MD5 hex of its canonical JSON.
+    """The hash recorded for a trimmed manifest, as OCM's agent computes it: the MD5 hex
+    of Go's ``%v`` of the ``*unstructured.Unstructured`` holding it (``&{map[...]}``).
 
-    OCM hashes Go's ``%v`` rendering instead, which Python cannot reproduce
-    byte for byte; the only cost of the difference is one extra apply when
-    this agent takes over an object last applied by the Go agent.
+    The same text means an object last applied by OCM's agent is not applied again
+    when this agent takes over.
     """
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = "&{" + go_format_value(obj, limit=None) + "}"
     return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
 
 
