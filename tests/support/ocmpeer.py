@@ -130,15 +130,20 @@ async def start_ocm_server(
         "--disable-leader-election",
     ]
     peer = Peer(spawn("ocm-grpc-server", argv, _fresh_log(folder / "ocm-server.log")))
+    await wait_port(peer, port, "OCM's gRPC server")
+    return peer, port
+
+
+async def wait_port(peer: Peer, port: int, what: str, timeout: float = 60.0) -> None:
+    """Wait until ``peer`` listens on ``port``; stop it and raise if it does not in time."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + 60
+    deadline = loop.time() + timeout
     while not await asyncio.to_thread(_port_open, port):
         peer.check_alive()
         if loop.time() > deadline:
             await peer.stop()
-            raise OcmPeerError(f"OCM's gRPC server did not listen on {port}:\n{peer.log()[-3000:]}")
+            raise OcmPeerError(f"{what} did not listen on {port}:\n{peer.log()[-3000:]}")
         await asyncio.sleep(0.1)  # sleep-ok: polling a child process's port with a deadline
-    return peer, port
 
 
 def grpc_source(source_config: Path, client_id: str) -> tuple[str, ...]:

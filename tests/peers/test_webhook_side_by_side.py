@@ -1,0 +1,247 @@
+"""OCM's Go admission webhook (``work webhook-server``, v1.2.1) and ours, side by side.
+
+Both serve HTTPS on loopback with the same certificate and ask the same real
+API server's SubjectAccessReviews for executor checks. Every AdmissionReview of
+the corpus below is posted to both; their answers must be the same, field by
+field (``uid``, ``allowed``, the whole ``status``).
+
+Runs in the real leg only; ``make ocm`` builds OCM's binary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hubcontroller.webhook import HubAccessReviewer
+from ocmkit.kube import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, KubeClient
+from tests.support.controlplane import spawn
+from tests.support.ocmpeer import Peer, ocm_binary, wait_port
+from tests.support.processes import free_port
+from tests.support.programs import open_test_client
+from tests.support.targets import REAL, PlanePool, open_cluster
+from tests.webhook.conftest import client_context, local_settings, post, running
+from tests.webhook.helpers import (
+    MW_PATH,
+    MWRS_PATH,
+    configmap,
+    executor,
+    install_cert,
+    make_cert,
+    manifest_work,
+    replica_set,
+    review,
+)
+
+pytestmark = pytest.mark.realkube
+
+GATES = "ManifestWorkReplicaSet=true"
+GRANTED = "granted-user"
+
+
+def big(size: int) -> dict[str, Any]:
+    """A ConfigMap manifest of about ``size`` bytes."""
+    return configmap("big", data={"blob": "x" * size})
+
+
+def raw_review(operation: str, obj: Any, old: Any = None, **kw: Any) -> dict[str, Any]:
+    """A review whose objects are given as is (manifests may be anything JSON)."""
+    return review(operation, obj, old, **kw)
+
+
+WORK = manifest_work()
+WITH_EXECUTOR = manifest_work(executor=executor())
+OTHER_EXECUTOR = manifest_work(executor=executor(name="sa2"))
+
+#: name -> (path, AdmissionReview)
+CORPUS: dict[str, tuple[str, dict[str, Any]]] = {
+    "valid": (MW_PATH, review("CREATE", WORK)),
+    "no manifests": (MW_PATH, review("CREATE", manifest_work([]))),
+    "generateName": (
+        MW_PATH,
+        review("CREATE", manifest_work([{**configmap(), "metadata": {"generateName": "x-"}}])),
+    ),
+    "no name": (
+        MW_PATH,
+        review("CREATE", manifest_work([{"apiVersion": "v1", "kind": "ConfigMap"}])),
+    ),
+    "generateName and name": (
+        MW_PATH,
+        review(
+            "CREATE",
+            manifest_work([{**configmap(), "metadata": {"name": "a", "generateName": "x-"}}]),
+        ),
+    ),
+    "duplicate": (MW_PATH, review("CREATE", manifest_work([configmap(), configmap()]))),
+    "same object, two apiVersions": (
+        MW_PATH,
+        review("CREATE", manifest_work([configmap(), {**configmap(), "apiVersion": "core/v1"}])),
+    ),
+    "too large": (
+        MW_PATH,
+        review("CREATE", manifest_work([big(300_000), configmap("b", data={"x": "y" * 250_000})])),
+    ),
+    "just below the limit": (MW_PATH, review("CREATE", manifest_work([big(511_000)]))),
+    "a string manifest": (MW_PATH, review("CREATE", manifest_work(["abc"]))),
+    "a list manifest": (MW_PATH, review("CREATE", manifest_work([[1, 2]]))),
+    "a null manifest": (MW_PATH, review("CREATE", manifest_work([None]))),
+    "metadata not an object": (
+        MW_PATH,
+        review(
+            "CREATE", manifest_work([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": "x"}])
+        ),
+    ),
+    "executor, not allowed": (MW_PATH, review("CREATE", WITH_EXECUTOR, username="alice")),
+    "executor, allowed": (MW_PATH, review("CREATE", WITH_EXECUTOR, username=GRANTED)),
+    "executor without its service account": (
+        MW_PATH,
+        review(
+            "CREATE",
+            manifest_work(executor={"subject": {"type": "ServiceAccount"}}),
+            username="alice",
+        ),
+    ),
+    "update, executor unchanged": (
+        MW_PATH,
+        review("UPDATE", WITH_EXECUTOR, WITH_EXECUTOR, username="alice"),
+    ),
+    "update, executor changed": (
+        MW_PATH,
+        review("UPDATE", OTHER_EXECUTOR, WITH_EXECUTOR, username="alice"),
+    ),
+    "update, executor removed": (MW_PATH, review("UPDATE", WORK, WITH_EXECUTOR, username="alice")),
+    "delete": (MW_PATH, review("DELETE", None, WORK)),
+    "v1beta1 review": (MW_PATH, review("CREATE", WORK, api_version="admission.k8s.io/v1beta1")),
+    "replica set": (
+        MWRS_PATH,
+        review("CREATE", replica_set(), kind="ManifestWorkReplicaSet", version="v1alpha1"),
+    ),
+    "replica set, no manifests": (
+        MWRS_PATH,
+        review("CREATE", replica_set([]), kind="ManifestWorkReplicaSet", version="v1alpha1"),
+    ),
+    "replica set, duplicate": (
+        MWRS_PATH,
+        review(
+            "CREATE",
+            replica_set([configmap(), configmap()]),
+            kind="ManifestWorkReplicaSet",
+            version="v1alpha1",
+        ),
+    ),
+    "replica set with an executor": (
+        MWRS_PATH,
+        review(
+            "CREATE",
+            replica_set(executor=executor()),
+            kind="ManifestWorkReplicaSet",
+            version="v1alpha1",
+            username="alice",
+        ),
+    ),
+    "replica set, delete": (
+        MWRS_PATH,
+        review("DELETE", None, replica_set(), kind="ManifestWorkReplicaSet", version="v1alpha1"),
+    ),
+}
+
+
+@dataclass
+class Webhooks:
+    """The two servers' base URLs and a client context trusting their certificate."""
+
+    ocm: str
+    ours: str
+    peer: Peer
+    context: Any
+
+
+async def grant_execute_as(admin: KubeClient) -> None:
+    """``granted-user`` may execute as ns1/sa1 (OCM's ``execute-as`` verb on manifestworks)."""
+    role = {
+        "metadata": {"name": "execute-as-sa1"},
+        "rules": [
+            {
+                "apiGroups": ["work.open-cluster-management.io"],
+                "resources": ["manifestworks"],
+                "verbs": ["execute-as"],
+                "resourceNames": ["system:serviceaccount:ns1:sa1"],
+            }
+        ],
+    }
+    await admin.create(CLUSTER_ROLES, role)
+    binding = {
+        "metadata": {"name": "execute-as-sa1"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "execute-as-sa1",
+        },
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": GRANTED}],
+    }
+    await admin.create(CLUSTER_ROLE_BINDINGS, binding)
+
+
+@pytest.fixture
+async def webhooks(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Webhooks]:
+    """OCM's webhook (a process) and ours (in-process) with one certificate and one hub."""
+    cert = make_cert("webhook")
+    certdir = tmp_path / "certs"
+    install_cert(certdir, cert)
+    async with open_cluster(REAL, realkube_pool) as plane:
+        kubeconfig = plane.write_kubeconfig(tmp_path / "hub.kubeconfig")
+        async with await open_test_client(
+            kubeconfig, user_agent="side-by-side", name="hub", crds=[]
+        ) as admin:
+            await grant_execute_as(admin)
+            port = free_port()
+            argv = [
+                str(ocm_binary("work")),
+                "webhook-server",
+                f"--port={port}",
+                f"--certdir={certdir}",
+                f"--kubeconfig={kubeconfig}",
+                f"--feature-gates={GATES}",
+            ]
+            peer = Peer(spawn("ocm-webhook", argv, tmp_path / "ocm-webhook.log"))
+            settings = local_settings(certdir, feature_gates=frozenset({"ManifestWorkReplicaSet"}))
+            try:
+                await wait_port(peer, port, "OCM's webhook")
+                async with running(settings, HubAccessReviewer(admin)) as ours:
+                    yield Webhooks(
+                        f"https://127.0.0.1:{port}",
+                        f"https://127.0.0.1:{ours.port}",
+                        peer,
+                        client_context(cert),
+                    )
+            finally:
+                await peer.stop()
+
+
+async def answer(base: str, path: str, body: dict[str, Any], context: Any) -> Any:
+    """The webhook's HTTP status and its answer's ``response``."""
+    status, reply = await post(base + path, body, context)
+    return status, reply.get("response") if isinstance(reply, dict) else reply
+
+
+async def test_same_reviews_same_answers(webhooks: Webhooks) -> None:
+    differences = []
+    for name, (path, body) in CORPUS.items():
+        ocm, ours = await asyncio.gather(
+            answer(webhooks.ocm, path, copy.deepcopy(body), webhooks.context),
+            answer(webhooks.ours, path, copy.deepcopy(body), webhooks.context),
+        )
+        webhooks.peer.check_alive()
+        if ocm != ours:
+            differences.append(
+                f"{name}:\n  OCM's: {json.dumps(ocm, sort_keys=True)}\n"
+                f"  ours:  {json.dumps(ours, sort_keys=True)}"
+            )
+    assert not differences, "\n".join(differences)
