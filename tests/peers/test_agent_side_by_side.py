@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import difflib
 import functools
 import json
@@ -402,6 +403,23 @@ CASES: dict[str, Case] = {
         },
         ready=lambda w: feedback(w, 0, "a") is not None,
     ),
+    "orphan-later": Case([cm("orphan-later", a="1")]),
+    "watched": Case(
+        [cm("watched", a="ignored")],
+        {
+            "manifestConfigs": [
+                config(
+                    "configmaps",
+                    "watched",
+                    updateStrategy={"type": "ReadOnly"},
+                    feedbackScrapeType="Watch",
+                    feedbackRules=[json_paths(("a", ".data.a"))],
+                )
+            ]
+        },
+        existing=[cm("watched", a="before")],
+        ready=lambda w: feedback(w, 0, "a") is not None,
+    ),
     "orphan": Case(
         [cm("orphan-kept", a="1")],
         {"deleteOption": {"propagationPolicy": "Orphan"}},
@@ -436,6 +454,8 @@ UPDATES: dict[str, Callable[[dict[str, Any]], None]] = {
         manifests=[deployment("bad", replicas=1), cm("beside-bad", a="1")]
     ),
     "create-only": lambda spec: spec["workload"].update(manifests=[cm("create-only", a="newer")]),
+    # Orphan from now on: the owner reference goes from the object.
+    "orphan-later": lambda spec: spec.update(deleteOption={"propagationPolicy": "Orphan"}),
 }
 
 
@@ -648,10 +668,13 @@ async def hub_work(hub: Hub, side: Side, name: str) -> dict[str, Any] | None:
         return None
 
 
-async def compare_works(hub: Hub, names: list[str]) -> None:
-    """Every named work's status, once settled, is the same on both sides."""
+async def compare_works(
+    hub: Hub, names: list[str], cases: Mapping[str, Case] | None = None
+) -> None:
+    """Every named work's status, once settled (``cases`` say when, the corpus's by
+    default), is the same on both sides."""
     for name in names:
-        case = CASES[name]
+        case = (cases or CASES)[name]
 
         async def read(side: Side, name: str = name) -> dict[str, Any] | None:
             return await hub_work(hub, side, name)
@@ -764,6 +787,15 @@ async def test_same_works_same_results(peers: Hub) -> None:
             await hub.client.patch(MANIFESTWORKS, name, {"spec": work["spec"]}, side.cluster)
     await compare_works(hub, list(UPDATES))
     await compare_applied(hub, list(UPDATES))
+
+    # A watched object changes on the managed clusters: the feedback follows.
+    for side in hub.sides:
+        await side.spoke.patch(CONFIGMAPS, "watched", {"data": {"a": "after"}}, NS)
+    watched = dataclasses.replace(
+        CASES["watched"],
+        ready=lambda w: feedback(w, 0, "a") == {"type": "String", "string": "after"},
+    )
+    await compare_works(hub, ["watched"], {"watched": watched})
     for side in hub.sides:
         with pytest.raises(NotFound):
             await side.spoke.get(SECRETS, "plain-secret", NS)
