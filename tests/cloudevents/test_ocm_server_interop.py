@@ -35,7 +35,6 @@ from tests.cloudevents.conftest import (
     wait_subscribed,
     write_agent_config,
 )
-from tests.support.ocmpeer import Peer, RestartablePeer, hub, spoke, start_ocm_server
 from tests.integration.conftest import (
     configmap,
     exists,
@@ -44,6 +43,7 @@ from tests.integration.conftest import (
     wait_gone,
     work_body,
 )
+from tests.support.ocmpeer import Peer, RestartablePeer, hub, spoke, start_ocm_server
 from tests.support.programs import CLUSTER, AgentRunner
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
