@@ -403,6 +403,46 @@ CASES: dict[str, Case] = {
         },
         ready=lambda w: feedback(w, 0, "a") is not None,
     ),
+    "crd-and-resource": Case(
+        [
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": "gadgets.peer.example.com"},
+                "spec": {
+                    "group": "peer.example.com",
+                    "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget"},
+                    "scope": "Namespaced",
+                    "versions": [
+                        {
+                            "name": "v1",
+                            "served": True,
+                            "storage": True,
+                            "schema": {
+                                "openAPIV3Schema": {
+                                    "type": "object",
+                                    "x-kubernetes-preserve-unknown-fields": True,
+                                }
+                            },
+                        }
+                    ],
+                },
+            },
+            {
+                "apiVersion": "peer.example.com/v1",
+                "kind": "Gadget",
+                "metadata": {"name": "g", "namespace": NS},
+                "spec": {"size": 3},
+            },
+        ],
+        # The resource fails until the definition is served; both agents retry.
+        ready=lambda w: all(
+            c.get("status") == "True"
+            for e in w["status"]["resourceStatus"]["manifests"]
+            for c in e["conditions"]
+            if c["type"] == "Applied"
+        ),
+    ),
     "orphan-later": Case([cm("orphan-later", a="1")]),
     "watched": Case(
         [cm("watched", a="ignored")],
