@@ -443,6 +443,17 @@ CASES: dict[str, Case] = {
             if c["type"] == "Applied"
         ),
     ),
+    "executor-denied": Case(
+        [cm("executed", a="1")],
+        {
+            "executor": {
+                "subject": {
+                    "type": "ServiceAccount",
+                    "serviceAccount": {"namespace": NS, "name": "nobody"},
+                }
+            }
+        },
+    ),
     "orphan-later": Case([cm("orphan-later", a="1")]),
     "watched": Case(
         [cm("watched", a="ignored")],
