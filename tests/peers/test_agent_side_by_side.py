@@ -45,6 +45,7 @@ from ocmkit.kube import (
 from ocmkit.kube.resource import Resource
 from tests.conftest import eventually
 from tests.integration.conftest import HUB_CRDS, SPOKE_CRDS, work_body
+from tests.support.manifests import configmap, deployment, json_paths, manifest_config
 from tests.support.ocmpeer import Peer, start_ocm_agent
 from tests.support.programs import CRD_DIR, AgentRunner, agent_settings, open_test_client
 from tests.support.targets import REAL, PlanePool, open_cluster
@@ -58,34 +59,6 @@ UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
 # -- the corpus -------------------------------------------------------------------------
-
-
-def cm(name: str, namespace: str = NS, **data: str) -> dict[str, Any]:
-    """A ConfigMap manifest."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": data,
-    }
-
-
-def deployment(name: str, replicas: Any = 2) -> dict[str, Any]:
-    """A Deployment manifest of ``replicas`` pods."""
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": NS, "labels": labels},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]},
-            },
-        },
-    }
 
 
 def job(name: str) -> dict[str, Any]:
@@ -103,19 +76,6 @@ def job(name: str) -> dict[str, Any]:
             }
         },
     }
-
-
-def config(
-    resource: str, name: str, group: str = "", namespace: str = NS, **rest: Any
-) -> dict[str, Any]:
-    """A manifestConfig for one resource."""
-    ident = {"group": group, "resource": resource, "name": name, "namespace": namespace}
-    return {"resourceIdentifier": ident, **rest}
-
-
-def json_paths(*pairs: tuple[str, str]) -> dict[str, Any]:
-    """A JSONPaths feedback rule."""
-    return {"type": "JSONPaths", "jsonPaths": [{"name": n, "path": p} for n, p in pairs]}
 
 
 @dataclass
@@ -152,7 +112,7 @@ def manifest_has(work: Mapping[str, Any], ordinal: int, ctype: str) -> bool:
 CASES: dict[str, Case] = {
     "plain": Case(
         [
-            cm("plain-cm", a="1", b="two"),
+            configmap("plain-cm", a="1", b="two"),
             {
                 "apiVersion": "v1",
                 "kind": "Secret",
@@ -170,14 +130,14 @@ CASES: dict[str, Case] = {
         ]
     ),
     "feedback": Case(
-        [deployment("fb")],
+        [deployment("fb", NS, replicas=2)],
         {
             "manifestConfigs": [
-                config(
+                manifest_config(
+                    "apps",
                     "deployments",
                     "fb",
-                    "apps",
-                    feedbackRules=[
+                    feedback=[
                         {"type": "WellKnownStatus"},
                         json_paths(
                             ("replicas", ".spec.replicas"),
@@ -187,7 +147,7 @@ CASES: dict[str, Case] = {
                             ("paused", ".spec.paused"),
                         ),
                     ],
-                    conditionRules=[
+                    rules=[
                         {
                             "type": "CEL",
                             "condition": "Ready",
@@ -215,12 +175,12 @@ CASES: dict[str, Case] = {
         [job("job")],
         {
             "manifestConfigs": [
-                config(
+                manifest_config(
+                    "batch",
                     "jobs",
                     "job",
-                    "batch",
-                    feedbackRules=[{"type": "WellKnownStatus"}],
-                    conditionRules=[
+                    feedback=[{"type": "WellKnownStatus"}],
+                    rules=[
                         {"type": "WellKnownConditions", "condition": "Complete"},
                         {
                             "type": "CEL",
@@ -241,62 +201,66 @@ CASES: dict[str, Case] = {
                 "kind": "Widget",
                 "metadata": {"name": "w", "namespace": NS},
             },
-            cm("beside-widget", a="1"),
+            configmap("beside-widget", a="1"),
         ]
     ),
-    "invalid": Case([deployment("bad", replicas="two"), cm("beside-bad", a="1")]),
-    "missing-namespace": Case([cm("lost", namespace="no-such-namespace", a="1")]),
+    "invalid": Case([deployment("bad", NS, replicas="two"), configmap("beside-bad", a="1")]),
+    "missing-namespace": Case([configmap("lost", namespace="no-such-namespace", a="1")]),
     "create-only": Case(
-        [cm("create-only", a="new")],
+        [configmap("create-only", a="new")],
         {
             "manifestConfigs": [
-                config("configmaps", "create-only", updateStrategy={"type": "CreateOnly"})
+                manifest_config("", "configmaps", "create-only", strategy={"type": "CreateOnly"})
             ]
         },
-        existing=[cm("create-only", a="old")],
+        existing=[configmap("create-only", a="old")],
     ),
     "ssa-conflict": Case(
-        [cm("ssa-conflict", a="ours")],
+        [configmap("ssa-conflict", a="ours")],
         {
             "manifestConfigs": [
-                config("configmaps", "ssa-conflict", updateStrategy={"type": "ServerSideApply"})
+                manifest_config(
+                    "", "configmaps", "ssa-conflict", strategy={"type": "ServerSideApply"}
+                )
             ]
         },
-        existing=[cm("ssa-conflict", a="theirs")],
+        existing=[configmap("ssa-conflict", a="theirs")],
     ),
     "ssa-force": Case(
-        [cm("ssa-force", a="ours", extra="x")],
+        [configmap("ssa-force", a="ours", extra="x")],
         {
             "manifestConfigs": [
-                config(
+                manifest_config(
+                    "",
                     "configmaps",
                     "ssa-force",
-                    updateStrategy={"type": "ServerSideApply", "serverSideApply": {"force": True}},
+                    strategy={"type": "ServerSideApply", "serverSideApply": {"force": True}},
                 )
             ]
         },
-        existing=[cm("ssa-force", a="theirs", kept="y")],
+        existing=[configmap("ssa-force", a="theirs", kept="y")],
     ),
     "read-only": Case(
-        [cm("read-only", a="ignored")],
+        [configmap("read-only", a="ignored")],
         {
             "manifestConfigs": [
-                config(
+                manifest_config(
+                    "",
                     "configmaps",
                     "read-only",
-                    updateStrategy={"type": "ReadOnly"},
-                    feedbackRules=[json_paths(("a", ".data.a"), ("all", ".data"))],
+                    strategy={"type": "ReadOnly"},
+                    feedback=[json_paths(("a", ".data.a"), ("all", ".data"))],
                 )
             ]
         },
-        existing=[cm("read-only", a="live")],
+        existing=[configmap("read-only", a="live")],
         ready=lambda w: feedback(w, 0, "a") is not None,
     ),
     "read-only-missing": Case(
-        [cm("not-there", a="1")],
+        [configmap("not-there", a="1")],
         {
             "manifestConfigs": [
-                config("configmaps", "not-there", updateStrategy={"type": "ReadOnly"})
+                manifest_config("", "configmaps", "not-there", strategy={"type": "ReadOnly"})
             ]
         },
     ),
@@ -319,11 +283,11 @@ CASES: dict[str, Case] = {
             }
         ]
     ),
-    "duplicate": Case([cm("twice", a="1"), cm("twice", a="2")]),
+    "duplicate": Case([configmap("twice", a="1"), configmap("twice", a="2")]),
     "foreign-metadata": Case(
         [
             {
-                **cm("foreign", a="hub"),
+                **configmap("foreign", a="hub"),
                 "metadata": {
                     "name": "foreign",
                     "namespace": NS,
@@ -334,7 +298,7 @@ CASES: dict[str, Case] = {
         ],
         existing=[
             {
-                **cm("foreign", a="spoke"),
+                **configmap("foreign", a="spoke"),
                 "metadata": {
                     "name": "foreign",
                     "namespace": NS,
@@ -355,28 +319,28 @@ CASES: dict[str, Case] = {
         ]
     ),
     "status-in-manifest": Case(
-        [{**deployment("with-status", replicas=1), "status": {"replicas": 7}}],
+        [{**deployment("with-status", NS, replicas=1), "status": {"replicas": 7}}],
         {
             "manifestConfigs": [
-                config(
+                manifest_config(
+                    "apps",
                     "deployments",
                     "with-status",
-                    "apps",
-                    feedbackRules=[json_paths(("replicas", ".status.replicas"))],
+                    feedback=[json_paths(("replicas", ".status.replicas"))],
                 )
             ]
         },
         ready=lambda w: (feedback(w, 0, "replicas") or {}).get("integer") == 1,
     ),
     "ssa-ignore-fields": Case(
-        [deployment("ignored", replicas=3)],
+        [deployment("ignored", NS, replicas=3)],
         {
             "manifestConfigs": [
-                config(
+                manifest_config(
+                    "apps",
                     "deployments",
                     "ignored",
-                    "apps",
-                    updateStrategy={
+                    strategy={
                         "type": "ServerSideApply",
                         "serverSideApply": {
                             "ignoreFields": [
@@ -389,15 +353,14 @@ CASES: dict[str, Case] = {
         },
     ),
     "raw-feedback": Case(
-        [cm("raw", a="1")],
+        [configmap("raw", a="1")],
         {
             "manifestConfigs": [
-                config(
+                manifest_config(
+                    "",
                     "configmaps",
                     "raw",
-                    feedbackRules=[
-                        json_paths(("data", ".data"), ("a", ".data.a"), ("none", ".data.b"))
-                    ],
+                    feedback=[json_paths(("data", ".data"), ("a", ".data.a"), ("none", ".data.b"))],
                 )
             ]
         },
@@ -444,7 +407,7 @@ CASES: dict[str, Case] = {
         ),
     ),
     "executor-denied": Case(
-        [cm("executed", a="1")],
+        [configmap("executed", a="1")],
         {
             "executor": {
                 "subject": {
@@ -454,29 +417,30 @@ CASES: dict[str, Case] = {
             }
         },
     ),
-    "orphan-later": Case([cm("orphan-later", a="1")]),
+    "orphan-later": Case([configmap("orphan-later", a="1")]),
     "watched": Case(
-        [cm("watched", a="ignored")],
+        [configmap("watched", a="ignored")],
         {
             "manifestConfigs": [
-                config(
+                manifest_config(
+                    "",
                     "configmaps",
                     "watched",
-                    updateStrategy={"type": "ReadOnly"},
-                    feedbackScrapeType="Watch",
-                    feedbackRules=[json_paths(("a", ".data.a"))],
+                    strategy={"type": "ReadOnly"},
+                    scrape="Watch",
+                    feedback=[json_paths(("a", ".data.a"))],
                 )
             ]
         },
-        existing=[cm("watched", a="before")],
+        existing=[configmap("watched", a="before")],
         ready=lambda w: feedback(w, 0, "a") is not None,
     ),
     "orphan": Case(
-        [cm("orphan-kept", a="1")],
+        [configmap("orphan-kept", a="1")],
         {"deleteOption": {"propagationPolicy": "Orphan"}},
     ),
     "selective": Case(
-        [cm("selective-kept", a="1"), cm("selective-gone", a="1")],
+        [configmap("selective-kept", a="1"), configmap("selective-gone", a="1")],
         {
             "deleteOption": {
                 "propagationPolicy": "SelectivelyOrphan",
@@ -499,12 +463,14 @@ CASES: dict[str, Case] = {
 UPDATES: dict[str, Callable[[dict[str, Any]], None]] = {
     # Drop the Secret and change the ConfigMap: one updated, one stale resource deleted.
     "plain": lambda spec: spec["workload"].update(
-        manifests=[cm("plain-cm", a="2"), *spec["workload"]["manifests"][2:]]
+        manifests=[configmap("plain-cm", a="2"), *spec["workload"]["manifests"][2:]]
     ),
     "invalid": lambda spec: spec["workload"].update(
-        manifests=[deployment("bad", replicas=1), cm("beside-bad", a="1")]
+        manifests=[deployment("bad", NS, replicas=1), configmap("beside-bad", a="1")]
     ),
-    "create-only": lambda spec: spec["workload"].update(manifests=[cm("create-only", a="newer")]),
+    "create-only": lambda spec: spec["workload"].update(
+        manifests=[configmap("create-only", a="newer")]
+    ),
     # Orphan from now on: the owner reference goes from the object.
     "orphan-later": lambda spec: spec.update(deleteOption={"propagationPolicy": "Orphan"}),
 }

@@ -16,16 +16,22 @@ def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, A
 
 
 def deployment(
-    name: str, namespace: str, *, container: str = "app", image: str = "nginx:1.27"
+    name: str,
+    namespace: str,
+    *,
+    container: str = "app",
+    image: str = "nginx:1.27",
+    replicas: Any = 1,
 ) -> dict[str, Any]:
-    """A one-replica Deployment of one container, its pods labelled ``app: <name>``."""
+    """A Deployment of ``replicas`` (any JSON, to test bad input) of one container, its
+    pods labelled ``app: <name>``."""
     labels = {"app": name}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
-            "replicas": 1,
+            "replicas": replicas,
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels},
