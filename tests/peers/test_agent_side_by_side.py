@@ -14,7 +14,12 @@ works and deletes them, and compares again.
 A difference fails with both sides printed. The only fields left out are the
 ones that cannot be equal: times, uids, resource versions, the hub namespace.
 
-Runs in the real leg only; ``make ocm`` builds OCM's agent.
+The whole test runs twice: with both agents on the ``kube`` driver, and with both
+on the ``grpc`` driver through OCM's own gRPC server (``server grpc``) in front of
+the hub, so that what our agent sends as CloudEvents is what OCM's server
+writes to the hub.
+
+Runs in the real leg only; ``make ocm`` builds OCM's agent and server.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from typing import Any
 import pytest
 import yaml
 
+from demo.environment import grant_agent
 from ocmkit.kube import (
     APPLIED_MANIFESTWORKS,
     CONFIGMAPS,
@@ -43,10 +49,11 @@ from ocmkit.kube import (
     NotFound,
 )
 from ocmkit.kube.resource import Resource
+from tests.cloudevents.pki import CertificateAuthority
 from tests.conftest import eventually
 from tests.integration.conftest import HUB_CRDS, SPOKE_CRDS, work_body
 from tests.support.manifests import configmap, deployment, json_paths, manifest_config
-from tests.support.ocmpeer import Peer, start_ocm_agent
+from tests.support.ocmpeer import Peer, grpc_source, start_ocm_agent, start_ocm_server
 from tests.support.programs import CRD_DIR, AgentRunner, agent_settings, open_test_client
 from tests.support.targets import REAL, PlanePool, open_cluster
 
@@ -89,6 +96,8 @@ class Case:
     ready: Callable[[dict[str, Any]], bool] = lambda work: True
     #: Our clearer messages (docs/compatibility.md) -> OCM's words for the same failure.
     wording: dict[str, str] = field(default_factory=dict)
+    #: The drivers it is compared on.
+    drivers: frozenset[str] = frozenset({"kube", "grpc"})
 
 
 def feedback(work: Mapping[str, Any], ordinal: int, name: str) -> Any:
@@ -193,6 +202,11 @@ CASES: dict[str, Case] = {
             ]
         },
         ready=lambda w: manifest_has(w, 0, "Complete"),
+        # On the grpc driver OCM's agent (v1.2.1) applies the Job again on the
+        # server's resync events, sending a spec without the selector the API server
+        # generated: "spec.selector: Invalid value: null: field is immutable", Applied
+        # False for good. A bug of OCM's that ours does not have.
+        drivers=frozenset({"kube"}),
     ),
     "unknown-kind": Case(
         [
@@ -495,6 +509,7 @@ class Hub:
     ocm: Side
     ours: Side
     ocm_agent: Peer
+    driver: str
 
     @property
     def sides(self) -> tuple[Side, Side]:
@@ -526,9 +541,68 @@ async def spoke_side(
             yield Side(cluster, client), path
 
 
-@pytest.fixture
-async def peers(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Hub]:
-    """The hub, OCM's agent for ``cluster-ocm`` and ours for ``cluster-ours``, running."""
+@dataclass
+class Sources:
+    """How each agent receives its works: the driver flags of OCM's agent and the
+    settings our agent gets for the same (``kube``: the hub kubeconfig; ``grpc``: a
+    client certificate of its cluster for OCM's own gRPC server in front of the hub)."""
+
+    ocm: tuple[str, ...]
+    ours: dict[str, Any]
+
+
+async def grpc_sources(
+    hub_client: KubeClient, hub_path: Path, folder: Path
+) -> tuple[Sources, Peer]:
+    """OCM's gRPC server in front of the hub (mTLS) and one agent certificate and
+    config per cluster, with the hub RBAC registration grants each agent."""
+    ca = CertificateAuthority(folder / "pki")
+    server = ca.issue("server", common_name="grpc-server", server=True)
+    peer, port = await start_ocm_server(
+        folder / "ocm-server",
+        hub_kubeconfig=hub_path,
+        cert=server.cert,
+        key=server.key,
+        client_ca=ca.ca_file,
+    )
+    configs: dict[str, Path] = {}
+    for cluster in (OCM, OURS):
+        group = f"system:open-cluster-management:{cluster}"
+        pair = ca.issue(
+            cluster,
+            common_name=f"{group}:agent1",
+            organizations=(group, "system:open-cluster-management:managed-clusters"),
+        )
+        await grant_agent(hub_client, cluster, group)
+        configs[cluster] = folder / f"{cluster}-grpc.yaml"
+        configs[cluster].write_text(
+            yaml.safe_dump(
+                {
+                    "url": f"127.0.0.1:{port}",
+                    "caFile": str(ca.ca_file),
+                    "clientCertFile": str(pair.cert),
+                    "clientKeyFile": str(pair.key),
+                }
+            )
+        )
+    sources = Sources(
+        grpc_source(configs[OCM], f"{OCM}-work-agent"),
+        {
+            "workload_source_driver": "grpc",
+            "hub_kubeconfig": str(configs[OURS]),
+            "cloudevents_client_id": f"{OURS}-work-agent",
+            "cloudevents_reconnect_seconds": 0.2,
+        },
+    )
+    return sources, peer
+
+
+@pytest.fixture(params=["kube", "grpc"])
+async def peers(
+    request: pytest.FixtureRequest, realkube_pool: PlanePool, tmp_path: Path
+) -> AsyncIterator[Hub]:
+    """The hub, OCM's agent for ``cluster-ocm`` and ours for ``cluster-ours``, running,
+    both on the ``kube`` or both on the ``grpc`` driver."""
     async with open_cluster(REAL, realkube_pool) as hub_plane:
         hub_path = hub_plane.write_kubeconfig(tmp_path / "hub.kubeconfig")
         async with (
@@ -541,25 +615,28 @@ async def peers(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Hub]:
             ) as hub_client,
             spoke_side(realkube_pool, tmp_path, OCM) as (ocm, ocm_path),
             spoke_side(realkube_pool, tmp_path, OURS) as (ours, ours_path),
+            contextlib.AsyncExitStack() as stack,
         ):
+            if request.param == "grpc":
+                sources, server = await grpc_sources(hub_client, hub_path, tmp_path)
+                stack.push_async_callback(server.stop)
+            else:
+                sources = Sources(
+                    (f"--workload-source-config={hub_path}",), {"hub_kubeconfig": str(hub_path)}
+                )
             peer = start_ocm_agent(
-                tmp_path / "ocm",
-                cluster=OCM,
-                source=(f"--workload-source-config={hub_path}",),
-                spoke_kubeconfig=ocm_path,
+                tmp_path / "ocm", cluster=OCM, source=sources.ocm, spoke_kubeconfig=ocm_path
             )
+            stack.push_async_callback(peer.stop)
             settings = agent_settings(
                 tmp_path,
                 cluster_name=OURS,
-                hub_kubeconfig=str(hub_path),
                 spoke_kubeconfig=str(ours_path),
                 status_sync_interval=1.0,
+                **sources.ours,
             )
-            try:
-                async with AgentRunner(settings):
-                    yield Hub(hub_client, ocm, ours, peer)
-            finally:
-                await peer.stop()
+            async with AgentRunner(settings):
+                yield Hub(hub_client, ocm, ours, peer, request.param)
 
 
 # -- normalising what each agent wrote -----------------------------------------------------
@@ -791,7 +868,7 @@ async def create_everywhere(hub: Hub, names: list[str]) -> None:
 
 async def test_same_works_same_results(peers: Hub) -> None:
     hub = peers
-    names = list(CASES)
+    names = [name for name, case in CASES.items() if hub.driver in case.drivers]
     await create_everywhere(hub, names)
     await compare_works(hub, names)
     await compare_applied(hub, names)
