@@ -781,10 +781,15 @@ async def same_on_both(
     normalize: Callable[[Any], Any],
     *,
     ready: Callable[[Any], bool] = lambda value: True,
-    timeout: float = 60.0,
+    timeout: float = 180.0,
 ) -> None:
     """Wait until what ``read`` returns is ready on both sides and the same once
-    normalized; fail with the difference."""
+    normalized; fail with the difference.
+
+    The long timeout is for OCM's agent on the grpc driver: after a burst of
+    "resource version of the work is outdated" conflicts its retries back off
+    exponentially, and it has been seen to take more than a minute to report a
+    new generation."""
     seen: list[Any] = [None, None]
 
     async def check() -> bool:
