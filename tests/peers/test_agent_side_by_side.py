@@ -12,12 +12,16 @@ managed clusters (labels, owners, managed fields, content). Then it updates
 works and deletes them, and compares again.
 
 A difference fails with both sides printed. The only fields left out are the
-ones that cannot be equal: times, uids, resource versions, the hub namespace.
+ones that cannot be equal: times, uids, resource versions, the hub namespace,
+the hub hash when the sides reach the hub through different servers; the
+deliberate differences (docs/compatibility.md) are named where they apply.
 
-The whole test runs twice: with both agents on the ``kube`` driver, and with both
-on the ``grpc`` driver through OCM's own gRPC server (``server grpc``) in front of
-the hub, so that what our agent sends as CloudEvents is what OCM's server
-writes to the hub.
+The whole test runs three times (``DRIVERS``): both agents on the ``kube``
+driver; both on the ``grpc`` driver through OCM's own gRPC server (``server
+grpc``), so that what our agent sends as CloudEvents is what OCM's server
+writes to the hub; and OCM's agent on both sides, one through OCM's server and
+one through ours (``grpc-server``), so that what our server writes to the hub
+is what OCM's writes.
 
 Runs in the real leg only; ``make ocm`` builds OCM's agent and server.
 """
