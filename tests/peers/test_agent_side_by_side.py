@@ -629,16 +629,30 @@ class GrpcSetup:
         return server
 
 
-def ocm_agent(folder: Path, side: Side, source: tuple[str, ...], spoke_path: Path) -> Peer:
-    """OCM's agent for ``side``, receiving works by ``source``."""
-    return start_ocm_agent(
-        folder / side.cluster, cluster=side.cluster, source=source, spoke_kubeconfig=spoke_path
-    )
-
-
 #: kube / grpc: OCM's agent and ours, both from the hub / both through OCM's gRPC
 #: server. grpc-server: OCM's agent on both sides, through OCM's server and ours.
 DRIVERS = ["kube", "grpc", "grpc-server"]
+#: The agents' feature gates per run: all off on kube, the two spoke gates on otherwise
+#: (raw JSON feedback values, cached executor checks), so both settings are compared.
+GATES = {
+    "kube": frozenset[str](),
+    "grpc": frozenset({"RawFeedbackJsonString", "ExecutorValidatingCaches"}),
+    "grpc-server": frozenset({"RawFeedbackJsonString", "ExecutorValidatingCaches"}),
+}
+
+
+def ocm_agent(
+    folder: Path, side: Side, source: tuple[str, ...], spoke_path: Path, gates: frozenset[str]
+) -> Peer:
+    """OCM's agent for ``side``, receiving works by ``source``, these gates on."""
+    extra = (f"--feature-gates={','.join(f'{g}=true' for g in sorted(gates))}",) if gates else ()
+    return start_ocm_agent(
+        folder / side.cluster,
+        cluster=side.cluster,
+        source=source,
+        spoke_kubeconfig=spoke_path,
+        extra=extra,
+    )
 
 
 @pytest.fixture(params=DRIVERS)
@@ -647,6 +661,7 @@ async def peers(
 ) -> AsyncIterator[Hub]:
     """The hub and the two sides, served as the ``driver`` parameter says, running."""
     driver = str(request.param)
+    gates = GATES[driver]
     async with open_cluster(REAL, realkube_pool) as hub_plane:
         hub_path = hub_plane.write_kubeconfig(tmp_path / "hub.kubeconfig")
         async with (
@@ -666,7 +681,9 @@ async def peers(
             if driver == "kube":
                 ocm.hub_hash = ours.hub_hash = hub_hash(hub_plane.url)
                 processes.append(
-                    ocm_agent(tmp_path, ocm, (f"--workload-source-config={hub_path}",), ocm_path)
+                    ocm_agent(
+                        tmp_path, ocm, (f"--workload-source-config={hub_path}",), ocm_path, gates
+                    )
                 )
                 ours_settings = {"hub_kubeconfig": str(hub_path)}
             else:
@@ -677,7 +694,9 @@ async def peers(
                 ocm.hub_hash = hub_hash(url)
                 config = await grpc.agent_config(OCM, url)
                 processes.append(
-                    ocm_agent(tmp_path, ocm, grpc_source(config, f"{OCM}-work-agent"), ocm_path)
+                    ocm_agent(
+                        tmp_path, ocm, grpc_source(config, f"{OCM}-work-agent"), ocm_path, gates
+                    )
                 )
                 if driver == "grpc":
                     ours.hub_hash = ocm.hub_hash
@@ -693,7 +712,7 @@ async def peers(
                     ours.hub_hash = hub_hash(our_server.url)
                     config = await grpc.agent_config(OURS, our_server.url)
                     source = grpc_source(config, f"{OURS}-work-agent")
-                    processes.append(ocm_agent(tmp_path, ours, source, ours_path))
+                    processes.append(ocm_agent(tmp_path, ours, source, ours_path, gates))
             for peer in processes:
                 stack.push_async_callback(peer.stop)
             hub = Hub(hub_client, ocm, ours, processes, driver)
@@ -705,6 +724,7 @@ async def peers(
                 cluster_name=OURS,
                 spoke_kubeconfig=str(ours_path),
                 status_sync_interval=1.0,
+                feature_gates=gates,
                 **ours_settings,
             )
             async with AgentRunner(settings):
