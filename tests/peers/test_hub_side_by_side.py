@@ -211,6 +211,12 @@ async def report_all(hubs: Hubs) -> None:
             await hub.report(work, applied="True", available="True", progressing="False")
 
 
+async def same_when_rolled_out(hubs: Hubs, what: str) -> None:
+    """Both replica sets rolled out and applied as expected, with the same status."""
+    ready = conditions_are(PlacementRolledOut="True", ManifestworkApplied="True")
+    await same_on_both(hubs, what, status_of, ready)
+
+
 # -- the scenario ---------------------------------------------------------------------------
 
 
@@ -229,12 +235,7 @@ async def test_same_replica_set_same_works_and_status(hubs: Hubs) -> None:
 
     # Every cluster applied and finished: rolled out, applied as expected.
     await report_all(hubs)
-    await same_on_both(
-        hubs,
-        "the status once every work succeeded",
-        status_of,
-        conditions_are(PlacementRolledOut="True", ManifestworkApplied="True"),
-    )
+    await same_when_rolled_out(hubs, "the status once every work succeeded")
 
     # One cluster progressing and degraded.
     for hub in hubs.both:
@@ -261,12 +262,7 @@ async def test_same_replica_set_same_works_and_status(hubs: Hubs) -> None:
         )
     await same_on_both(hubs, "the updated works", works_of, works_in(CLUSTERS, "2"))
     await report_all(hubs)
-    await same_on_both(
-        hubs,
-        "the status once the new template succeeded",
-        status_of,
-        conditions_are(PlacementRolledOut="True", ManifestworkApplied="True"),
-    )
+    await same_when_rolled_out(hubs, "the status once the new template succeeded")
 
     # cluster3 leaves the placement: its work goes.
     for hub in hubs.both:
@@ -336,9 +332,4 @@ async def test_progressive_rollout_advances_alike(hubs: Hubs) -> None:
             total_is(step),
         )
         await report_all(hubs)
-    await same_on_both(
-        hubs,
-        "the status once rolled out",
-        status_of,
-        conditions_are(PlacementRolledOut="True", ManifestworkApplied="True"),
-    )
+    await same_when_rolled_out(hubs, "the status once rolled out")
