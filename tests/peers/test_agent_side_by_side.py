@@ -756,7 +756,8 @@ def _strip_times(conditions: list[dict[str, Any]] | None) -> list[dict[str, Any]
 
 
 def comparable_work(work: Mapping[str, Any], wording: Mapping[str, str]) -> dict[str, Any]:
-    """A work's status and finalizers, without times, our messages in OCM's ``wording``."""
+    """A work's status and finalizers, condition times by shape, our messages in OCM's
+    ``wording``."""
     status = copy.deepcopy(dict(work.get("status") or {}))
     status["conditions"] = _strip_times(status.get("conditions"))
     for entry in (status.get("resourceStatus") or {}).get("manifests") or []:
