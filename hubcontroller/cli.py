@@ -41,6 +41,7 @@ from ocmkit.flags import (
     STRING,
     Flag,
     FlagNotice,
+    FlagType,
     ParsedFlags,
     ShowText,
     UsageError,
@@ -208,13 +209,8 @@ def grpc_server_flags() -> tuple[Flag, ...]:
             Flag("kube-api-qps", FLOAT32, 50.0, "QPS of the hub client."),
             Flag("kube-api-burst", INT, 100, "Burst of the hub client."),
         ),
-        Flag(
-            "listen",
-            STRING,
-            "0.0.0.0:8080",
-            "host:port of /metrics, /healthz and /readyz (plain HTTP).",
-            group=command.SERVING,
-        ),
+        *command.serving_flags("server grpc", command.SERVING),
+        command.terminate_on_files_flag("hub kubeconfig"),
         *command.logging_flags(IGNORED),
         *grouped(
             IGNORED,
@@ -225,15 +221,23 @@ def grpc_server_flags() -> tuple[Flag, ...]:
                 "Component namespace.",
                 ignored="the gRPC server keeps no state in its namespace",
             ),
-            Flag(
-                "disable-leader-election",
-                BOOL,
-                False,
-                "Leader election.",
-                ignored="every replica serves: the gRPC server does not elect a leader",
+            *(
+                Flag(name, kind, default, "Leader election.", ignored=NO_LEADER)
+                for name, kind, default in _GRPC_ELECTION_FLAGS
             ),
+            command.operator_config_flag(IGNORED),
         ),
     )
+
+
+NO_LEADER = "every replica serves: the gRPC server does not elect a leader (nor does OCM's)"
+#: library-go's leader-election flags, which OCM's ``server grpc`` also accepts and ignores.
+_GRPC_ELECTION_FLAGS: tuple[tuple[str, FlagType, object], ...] = (
+    ("disable-leader-election", BOOL, False),
+    ("leader-election-lease-duration", DURATION, 137 * durations.SECOND),
+    ("leader-election-renew-deadline", DURATION, 107 * durations.SECOND),
+    ("leader-election-retry-period", DURATION, 26 * durations.SECOND),
+)
 
 
 GRPC_DESCRIPTION = """

@@ -1,4 +1,4 @@
-"""What the settings of both long-running programs (agent, hub manager) have in common.
+"""What the settings of the long-running programs (agent, hub manager, gRPC server) share.
 
 Imported by ``--help`` and every refused command line: the runtime (and with
 it the Kubernetes client) is imported only where a value needs it.
@@ -41,35 +41,21 @@ def check_client_limits(flag: str, qps: float, burst: int) -> None:
         raise ValueError(f"--{flag}-burst must be >= 0, got {burst}")
 
 
-class ProgramSettings:
-    """Mixin of the agent's and the hub manager's settings dataclasses.
+class ServingSettings:
+    """Mixin of the settings of every program with a metrics and probe endpoint.
 
     The subclass declares these fields; ``SERVING_CERT_NAME`` is the common
     name of the self-signed serving certificate (``<name>@<unix time>``).
     """
 
     SERVING_CERT_NAME: ClassVar[str]
-    KNOWN_GATES: ClassVar[frozenset[str]]
 
-    feature_gates: frozenset[str]
-    leader_election: LeaderElectionSettings
     listen: str
     insecure_serving: bool
     tls_cert_file: str
     tls_private_key_file: str
     tls_min_version: str
     tls_cipher_suites: str
-    log_format: str
-    log_level: str
-
-    @property
-    def namespace(self) -> str:
-        """The component namespace (``--namespace``), where the Lease lives."""
-        return self.leader_election.namespace
-
-    def gate(self, name: str) -> bool:
-        """Whether a feature gate is on."""
-        return name in self.feature_gates
 
     def serving_tls(self) -> ssl.SSLContext | None:
         """The context of the /metrics and probe endpoint; None for plain HTTP.
@@ -90,15 +76,13 @@ class ProgramSettings:
             common_name=f"{self.SERVING_CERT_NAME}@{int(time.time())}",
         )
 
-    def validate_shared(self) -> None:
-        """Raise ValueError naming the flag at fault in the fields every program shares.
+    def validate_serving(self) -> None:
+        """Raise ValueError naming the flag at fault in ``--listen`` and the TLS flags.
 
-        Gates, ``--listen``, the TLS flags, logging and leader election, in that
-        order. Only the TLS files' names are checked: the files are read when
-        the process starts (as kubeconfigs are), where a pair that does not
-        load is still exit code 2.
+        Only the TLS files' names are checked: the files are read when the
+        process starts (as kubeconfigs are), where a pair that does not load is
+        still exit code 2.
         """
-        check_gates(self.feature_gates, self.KNOWN_GATES)
         from ocmkit.runtime import parse_bind_address  # noqa: PLC0415 (see the module)
         from ocmkit.runtime.tls import TLSConfigError, server_context  # noqa: PLC0415
 
@@ -117,6 +101,34 @@ class ProgramSettings:
                 "--tls-cert-file and --tls-private-key-file must be given together"
             )
         server_context(self.tls_min_version, self.tls_cipher_suites)
+
+
+class ProgramSettings(ServingSettings):
+    """Mixin of the agent's and the hub manager's settings dataclasses (see the base)."""
+
+    KNOWN_GATES: ClassVar[frozenset[str]]
+
+    feature_gates: frozenset[str]
+    leader_election: LeaderElectionSettings
+    log_format: str
+    log_level: str
+
+    @property
+    def namespace(self) -> str:
+        """The component namespace (``--namespace``), where the Lease lives."""
+        return self.leader_election.namespace
+
+    def gate(self, name: str) -> bool:
+        """Whether a feature gate is on."""
+        return name in self.feature_gates
+
+    def validate_shared(self) -> None:
+        """Raise ValueError naming the flag at fault in the fields every program shares.
+
+        Gates, ``--listen``, the TLS flags, logging and leader election, in that order.
+        """
+        check_gates(self.feature_gates, self.KNOWN_GATES)
+        self.validate_serving()
         check_logging(self.log_format, self.log_level)
         try:
             self.leader_election.validate()

@@ -13,11 +13,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
+from ocmkit.command import DEFAULT_LISTEN
 from ocmkit.durations import parse_duration_seconds
+from ocmkit.settings import ServingSettings, check_client_limits, check_logging
 
 DEFAULT_CLIENT_CA_FILE = "/var/run/secrets/hub/grpc/ca/ca-bundle.crt"
 DEFAULT_TLS_CERT_FILE = "/var/run/secrets/hub/grpc/serving-cert/tls.crt"
@@ -120,15 +122,23 @@ def load_server_config(path: str) -> GrpcServerConfig:
 
 
 @dataclass(frozen=True)
-class GrpcServerSettings:
+class GrpcServerSettings(ServingSettings):
     """Everything ``hubcontroller grpc-server`` runs with."""
+
+    SERVING_CERT_NAME: ClassVar[str] = "grpc-server"
 
     kubeconfig: str = ""  # --kubeconfig (empty: in-cluster)
     server_config: str = ""  # --server-config
     heartbeat_disabled: bool = False  # --broker-heartbeat-disabled
     heartbeat_interval: float = DEFAULT_HEARTBEAT_SECONDS  # --broker-heartbeat-interval
     bind_address: str = ""  # --bind-address (ours; empty: every interface, as OCM)
-    listen: str = "0.0.0.0:8080"  # --listen: /metrics, /healthz, /readyz (plain HTTP)
+    listen: str = DEFAULT_LISTEN  # --listen: /metrics and the probes (HTTPS, as OCM)
+    insecure_serving: bool = False  # --insecure-serving (ours: plain HTTP)
+    tls_cert_file: str = ""  # --tls-cert-file (ours; empty: a self-signed certificate)
+    tls_private_key_file: str = ""  # --tls-private-key-file (ours)
+    tls_min_version: str = ""  # --tls-min-version (the endpoint; gRPC core picks its own)
+    tls_cipher_suites: str = ""  # --tls-cipher-suites (likewise)
+    terminate_on_files: tuple[str, ...] = ()  # --terminate-on-files
     log_format: str = "json"
     log_level: str = "info"
     kube_api_qps: float = 50.0
@@ -141,3 +151,6 @@ class GrpcServerSettings:
                 f"--broker-heartbeat-interval ({self.heartbeat_interval}s) must be at least "
                 "10 seconds when heartbeat is enabled"
             )
+        self.validate_serving()
+        check_logging(self.log_format, self.log_level)
+        check_client_limits("kube-api", self.kube_api_qps, self.kube_api_burst)

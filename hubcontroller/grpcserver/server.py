@@ -4,7 +4,8 @@ Serves OCM's CloudEventService over TLS on ``server_bind_port`` (every
 interface, as OCM, unless ``--bind-address`` names one), backed by the hub
 API server named by ``--kubeconfig``; the serving certificate and the client
 CA are re-read when their files change (checked every
-``cert_watch_interval``). ``--listen`` serves /metrics, /healthz and /readyz.
+``cert_watch_interval``). ``--listen`` serves /metrics and the probes, over
+HTTPS unless ``--insecure-serving`` (as the agent and the hub manager).
 """
 
 from __future__ import annotations
@@ -157,13 +158,18 @@ async def build_grpc_server(
     config = load_server_config(settings.server_config)
     for key in config.unused:
         log.warning("server config key not applied (gRPC core chooses it)", key=key)
+    serving_tls = settings.serving_tls()  # a bad pair is refused before any client is made
     hub = await KubeClient.connect(
         settings.kubeconfig, qps=settings.kube_api_qps, burst=settings.kube_api_burst, name="hub"
     )
     service = GrpcServerService(settings, config, hub)
     manager = Manager(
         MANAGER_NAME,
-        settings=ManagerSettings(bind_address=settings.listen, handle_signals=handle_signals),
+        settings=ManagerSettings(
+            bind_address=settings.listen,
+            ssl_context=serving_tls,
+            handle_signals=handle_signals,
+        ),
     )
     manager.add_service(service)
     manager.add_closer("hub client", hub.close)
@@ -178,4 +184,4 @@ def run(settings: GrpcServerSettings) -> int:
         manager, _ = await build_grpc_server(settings)
         return manager
 
-    return asyncio.run(run_main(build))
+    return asyncio.run(run_main(build, terminate_on_files=settings.terminate_on_files))

@@ -220,10 +220,10 @@ class WebhookServer:
         return None
 
     async def _healthz(self, request: web.Request) -> web.Response:
-        return probe_response(Report("healthz", self.checks.livez().results))
+        return probe_response(Report("healthz", self.checks.livez().results), request)
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        return probe_response(self.checks.readyz())
+        return probe_response(self.checks.readyz(), request)
 
 
 def _refused(message: str) -> Verdict:

@@ -1,14 +1,15 @@
 """Liveness and readiness checks, composed from named check functions.
 
 A check returns ``None`` when healthy and a reason otherwise; the report
-follows kube-apiserver's verbose ``/readyz``, so a failing probe says why.
+is kube-apiserver's: ``ok`` when every check passes, one line per check when
+asked (``?verbose``) and always when one fails, so a failing probe says why.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import structlog
@@ -37,26 +38,29 @@ class HealthSource(Protocol):
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The outcome of one named check."""
+    """The outcome of one named check; an excluded one (``?exclude=``) counts as passed."""
 
     name: str
     failure: str | None
+    excluded: bool = False
 
     @property
     def ok(self) -> bool:
-        """True if the check passed."""
-        return self.failure is None
+        """True if the check passed (or was excluded)."""
+        return self.failure is None or self.excluded
 
     def line(self) -> str:
-        """``[+]name ok`` or ``[-]name: reason``."""
+        """``[+]name ok``, ``[+]name excluded: ok`` or ``[-]name: reason``."""
+        if self.excluded:
+            return f"[+]{self.name} excluded: ok"
         return f"[+]{self.name} ok" if self.ok else f"[-]{self.name}: {self.failure}"
 
 
 @dataclass(frozen=True)
 class Report:
-    """All check results of one probe."""
+    """All check results of one probe (``kind``: livez, readyz or healthz)."""
 
-    kind: str  # "livez" or "readyz"
+    kind: str
     results: tuple[CheckResult, ...]
 
     @property
@@ -64,8 +68,14 @@ class Report:
         """True if every check passed."""
         return all(r.ok for r in self.results)
 
-    def render(self) -> str:
-        """The probe's response body."""
+    def excluding(self, names: Collection[str]) -> Report:
+        """This report with the checks ``names`` excluded (kube-apiserver's ``?exclude=``)."""
+        return Report(self.kind, tuple(replace(r, excluded=r.name in names) for r in self.results))
+
+    def render(self, *, verbose: bool = True) -> str:
+        """The probe's response body: ``ok`` if passing and not ``verbose``, else the lines."""
+        if self.ok and not verbose:
+            return "ok"
         lines = [r.line() for r in self.results]
         lines.append(f"{self.kind} check {'passed' if self.ok else 'failed'}")
         return "\n".join(lines) + "\n"

@@ -58,11 +58,14 @@ async def serve(
     return runner, int(sockets[0].getsockname()[1]) if sockets else port
 
 
-def probe_response(report: Report) -> web.Response:
-    """A probe's answer: 200 or 500, one line per check, never cached."""
+def probe_response(report: Report, request: web.Request) -> web.Response:
+    """A probe's answer, as kube-apiserver's: 200 ``ok`` or 500 with one line per check
+    (the lines on success too with ``?verbose``; ``?exclude=<check>`` skips a check),
+    never cached."""
+    report = report.excluding(request.query.getall("exclude", []))
     return web.Response(
         status=200 if report.ok else 500,
-        text=report.render(),
+        text=report.render(verbose="verbose" in request.query),
         content_type="text/plain",
         headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"},
     )
@@ -98,7 +101,7 @@ class ObservabilityServer:
         app = web.Application()
         app.router.add_get("/metrics", make_aiohttp_handler(REGISTRY))
         app.router.add_get("/livez", self._livez)
-        app.router.add_get("/healthz", self._livez)
+        app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         self._runner, self.port = await serve(app, self.host, self.port, ssl_context=self._ssl)
         log.info(
@@ -114,12 +117,16 @@ class ObservabilityServer:
             self._runner = None
 
     async def _livez(self, request: web.Request) -> web.Response:
-        return self._answer(self.checks.livez())
+        return self._answer(self.checks.livez(), request)
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        # The liveness checks, under kube-apiserver's older name.
+        return self._answer(Report("healthz", self.checks.livez().results), request)
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        return self._answer(self.checks.readyz())
+        return self._answer(self.checks.readyz(), request)
 
-    def _answer(self, report: Report) -> web.Response:
+    def _answer(self, report: Report, request: web.Request) -> web.Response:
         # Log transitions only: probes come every few seconds.
         if self._last.get(report.kind) != report.ok:
             self._last[report.kind] = report.ok
@@ -128,4 +135,4 @@ class ObservabilityServer:
                 log.info(f"{report.kind} passing")
             else:
                 log.warning(f"{report.kind} failing", checks=failed)
-        return probe_response(report)
+        return probe_response(report, request)

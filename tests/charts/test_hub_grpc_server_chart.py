@@ -104,6 +104,7 @@ def test_all_options_reach_the_server(tmp_path: Path) -> None:
     settings = command(ALL).settings
     assert settings.heartbeat_interval == 30.0
     assert settings.listen == "0.0.0.0:9091"
+    assert settings.insecure_serving  # the probes are plain HTTP
     assert (settings.kube_api_qps, settings.kube_api_burst) == (100.0, 200)
     config = server_config(ALL, tmp_path)
     assert config.port == 9090

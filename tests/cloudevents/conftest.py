@@ -146,6 +146,7 @@ async def grpc_hub(
         server_config=str(tmp_path / "grpc-server.yaml"),
         bind_address="127.0.0.1",
         listen="127.0.0.1:0",
+        insecure_serving=True,
         kube_api_qps=0,
     )
     server = GrpcHub(settings, tmp_path / "grpc-server.yaml", server_config(pki))

@@ -112,6 +112,7 @@ async def token_hub(hub: KubeSim, hub_client: KubeClient, pki: Pki, tmp_path: Pa
         server_config=str(config_path),
         bind_address="127.0.0.1",
         listen="127.0.0.1:0",
+        insecure_serving=True,
         kube_api_qps=0,
     )
     server = GrpcHub(settings, config_path, server_config(pki, client_ca=False))

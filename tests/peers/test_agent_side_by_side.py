@@ -622,6 +622,7 @@ class GrpcSetup:
             server_config=str(self.folder / "our-server.yaml"),
             bind_address="127.0.0.1",
             listen="127.0.0.1:0",
+            insecure_serving=True,
             kube_api_qps=0,
         )
         server = GrpcHub(settings, self.folder / "our-server.yaml", config)

@@ -77,15 +77,20 @@ async def test_probe_bodies_and_codes(http: aiohttp.ClientSession) -> None:
     await server.start()
     try:
         assert server.port != 0
-        status, body = await probe(http, f"{server.url}/livez")
+        # As kube-apiserver: "ok" when passing, the lines with ?verbose or on failure.
+        assert await probe(http, f"{server.url}/livez") == (200, "ok")
+        status, body = await probe(http, f"{server.url}/livez?verbose")
         assert (status, body) == (200, "[+]heart ok\nlivez check passed\n")
-        status, body = await probe(http, f"{server.url}/healthz")
-        assert status == 200
+        assert await probe(http, f"{server.url}/healthz") == (200, "ok")
+        status, body = await probe(http, f"{server.url}/healthz?verbose=1")
+        assert (status, body) == (200, "[+]heart ok\nhealthz check passed\n")
         status, body = await probe(http, f"{server.url}/readyz")
         assert status == 500
         assert body == "[-]thing: waiting for something\nreadyz check failed\n"
+        status, body = await probe(http, f"{server.url}/readyz?exclude=thing&verbose")
+        assert (status, body) == (200, "[+]thing excluded: ok\nreadyz check passed\n")
         ready[0] = None
-        assert (await probe(http, f"{server.url}/readyz"))[0] == 200
+        assert await probe(http, f"{server.url}/readyz") == (200, "ok")
 
         def broken() -> str | None:
             raise RuntimeError("bug in a check")
@@ -333,7 +338,7 @@ async def test_standby_is_ready_without_informers_and_takes_over(
         return second.leader_elector is not None and second.leader_elector.state == "standby"
 
     await eventually(second_standby)
-    status, body = await probe(http, f"{second.observability.url}/readyz")
+    status, body = await probe(http, f"{second.observability.url}/readyz?verbose")
     assert status == 200, body
     assert "[+]leader-election mgr-lock ok" in body
     assert not second_informer.has_synced(), "informers run only on the leader"

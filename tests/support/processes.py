@@ -108,6 +108,14 @@ async def start_manager_process(tmp_path: Path, *args: str) -> ProgramProcess:
     )
 
 
+async def start_grpc_server_process(tmp_path: Path, *args: str) -> ProgramProcess:
+    """Start ``hubcontroller grpc-server ARGS``; output in ``grpc-server-process.log``."""
+    return await start_program(
+        program_command("hubcontroller", "grpc-server", *args),
+        tmp_path / "grpc-server-process.log",
+    )
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now.
 

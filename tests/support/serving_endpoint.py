@@ -1,8 +1,9 @@
 """The programs' /metrics and probe endpoint, checked from outside: HTTPS by default, as OCM's.
 
-The agent and the hub manager build their endpoint with the same
-``serving_context``, so one set of checks serves both suites
-(``tests/integration/test_serving_tls.py``, ``tests/hub_manager/test_serving_tls.py``);
+The agent, the hub manager and the gRPC server build their endpoint with the
+same ``serving_context``, so one set of checks serves the three suites
+(``tests/integration/test_serving_tls.py``, ``tests/hub_manager/test_serving_tls.py``,
+``tests/cloudevents/test_grpc_server_serving.py``);
 :class:`ServedProgram` says which program, how it starts and what it serves.
 Each check runs the real program as a process and connects over real TCP
 with Python's ``ssl``. The operator's probes (``httpGet``, ``scheme: HTTPS``,
@@ -30,7 +31,12 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.conftest import eventually
-from tests.support.processes import ProgramProcess, start_agent_process, start_manager_process
+from tests.support.processes import (
+    ProgramProcess,
+    start_agent_process,
+    start_grpc_server_process,
+    start_manager_process,
+)
 from tests.support.throwaway_pki import new_key, pem, pem_key, signed_certificate
 
 SERVING = "serving metrics and health probes"
@@ -205,6 +211,41 @@ MANAGER = ServedProgram(
 )
 
 
+def grpc_server_args(tmp_path: Path) -> list[str]:
+    """The gRPC server on tests/cloudevents' hub (``tmp_path/hub.kubeconfig``), serving
+    gRPC on a free loopback port with a certificate of its own (in ``tmp_path/grpc``)."""
+    folder = tmp_path / "grpc"
+    folder.mkdir(exist_ok=True)
+    _, cert_file, key_file = issue(folder)
+    config = folder / "server-config.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "tls_cert_file": str(cert_file),
+                "tls_key_file": str(key_file),
+                "client_ca_file": "",
+                "server_bind_port": "0",
+            }
+        )
+    )
+    return [
+        f"--kubeconfig={tmp_path / 'hub.kubeconfig'}",
+        f"--server-config={config}",
+        "--bind-address=127.0.0.1",
+        "--listen=127.0.0.1:0",
+    ]
+
+
+#: ``hubcontroller grpc-server`` (OCM's ``server grpc`` serves HTTPS on --listen too).
+GRPC_SERVER = ServedProgram(
+    command="hubcontroller",
+    start=start_grpc_server_process,
+    base_args=grpc_server_args,
+    cert_name="grpc-server",
+    metric="process_resident_memory_bytes",
+)
+
+
 async def check_default_https(program: ServedProgram, tmp_path: Path) -> None:
     """Default flags: HTTPS with a fresh self-signed certificate, TLS 1.2 the floor."""
     process, host, port, scheme = await program.started(tmp_path)
@@ -217,9 +258,10 @@ async def check_default_https(program: ServedProgram, tmp_path: Path) -> None:
 
         # What the operator's probes do: HTTPS, nothing verified.
         await eventually(ready, timeout=30, what="/readyz over HTTPS to pass")
-        status, body = await get(f"{base}/healthz", unverified())
+        assert await get(f"{base}/healthz", unverified()) == (200, "ok")
+        status, body = await get(f"{base}/healthz?verbose", unverified())
         assert status == 200, body
-        assert body.endswith("livez check passed\n")
+        assert body.endswith("healthz check passed\n")
         status, metrics = await get(f"{base}/metrics", unverified())
         assert status == 200
         assert program.metric in metrics

@@ -202,7 +202,10 @@ async def test_missing_certificate_fails_start(tmp_path: Path) -> None:
 async def test_health_probes(certdir: Path) -> None:
     server = WebhookServer(local_settings(certdir), access=RecordingAccess())
     async with TestClient(TestServer(server.health_app())) as client:
+        # As controller-runtime's (and kube-apiserver's): "ok", the lines with ?verbose.
         resp = await client.get("/healthz")
+        assert (resp.status, await resp.text()) == (200, "ok")
+        resp = await client.get("/healthz?verbose")
         assert (resp.status, await resp.text()) == (
             200,
             "[+]healthz-ping ok\nhealthz check passed\n",
@@ -212,6 +215,8 @@ async def test_health_probes(certdir: Path) -> None:
         assert "[-]webhook: the webhook server is not serving yet" in await resp.text()
         await server.start()
         resp = await client.get("/readyz")
+        assert (resp.status, await resp.text()) == (200, "ok")
+        resp = await client.get("/readyz?verbose=true")
         assert (resp.status, await resp.text()) == (
             200,
             "[+]readyz-ping ok\n[+]webhook ok\nreadyz check passed\n",

@@ -1,0 +1,167 @@
+"""The probe endpoints of OCM's programs and ours, side by side, started alike.
+
+OCM's operators start ``work agent``, ``work manager`` and ``server grpc``
+with the library-go flags (``--listen``, ``--terminate-on-files``, the
+leader-election ones) and probe ``/healthz`` and ``/readyz`` over HTTPS
+without verifying. Each pair here gets the same flags against one real API
+server; the probes must answer alike (``ok``; the check lines with
+``?verbose``), and a change of a ``--terminate-on-files`` file must end both
+with exit code 0.
+
+Runs in the real leg only; ``make ocm`` builds OCM's binaries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import eventually
+from tests.integration.conftest import HUB_CRDS, SPOKE_CRDS
+from tests.support.controlplane import REPO, Process, spawn
+from tests.support.ocmpeer import ocm_binary
+from tests.support.processes import free_port
+from tests.support.programs import open_test_client
+from tests.support.serving_endpoint import get, issue, unverified
+from tests.support.targets import REAL, PlanePool, open_cluster
+
+pytestmark = pytest.mark.realkube
+
+PROBES = ("healthz", "livez", "readyz")
+
+
+@dataclass(frozen=True)
+class Program:
+    """One program as OCM's binary and ours run it: (ocm argv, our argv) minus the
+    shared flags, from the hub kubeconfig and a scratch folder."""
+
+    name: str
+    ocm: tuple[str, ...]
+    ours: tuple[str, ...]
+    flags: Callable[[Path, Path, str], list[str]]
+
+
+def _agent_flags(kubeconfig: Path, folder: Path, side: str) -> list[str]:
+    return [
+        "--spoke-cluster-name=cluster1",
+        f"--workload-source-config={kubeconfig}",
+        f"--kubeconfig={kubeconfig}",
+        f"--spoke-kubeconfig={kubeconfig}",
+    ]
+
+
+def _manager_flags(kubeconfig: Path, folder: Path, side: str) -> list[str]:
+    return [f"--kubeconfig={kubeconfig}", "--namespace=open-cluster-management-hub"]
+
+
+def _grpc_flags(kubeconfig: Path, folder: Path, side: str) -> list[str]:
+    """The operator's: a server config with a serving certificate and a client CA."""
+    pki = folder / f"{side}-pki"
+    pki.mkdir()
+    ca_pem, cert, key = issue(pki)
+    (pki / "ca.crt").write_bytes(ca_pem)
+    config = pki / "config.yaml"
+    config.write_text(
+        f"tls_cert_file: {cert}\ntls_key_file: {key}\nclient_ca_file: {pki / 'ca.crt'}\n"
+        f'server_bind_port: "{free_port()}"\n'
+    )
+    return [f"--kubeconfig={kubeconfig}", f"--server-config={config}"]
+
+
+OURS = (sys.executable, "-m")
+PROGRAMS = [
+    Program("agent", ("work", "agent"), (*OURS, "workagent", "agent"), _agent_flags),
+    Program("manager", ("work", "manager"), (*OURS, "hubcontroller", "manager"), _manager_flags),
+    Program("grpc", ("server", "grpc"), (*OURS, "hubcontroller", "grpc-server"), _grpc_flags),
+]
+
+
+@dataclass
+class Running:
+    """One side's process, its endpoint and the file it terminates on."""
+
+    process: Process
+    base: str
+    watched: Path
+
+
+def start(program: Program, side: str, kubeconfig: Path, folder: Path) -> Running:
+    """Start OCM's (``side`` "ocm") or our program with the operator's library-go flags."""
+    port = free_port()
+    watched = folder / f"{side}-watched"
+    watched.write_text("v1\n")
+    if side == "ocm":
+        binary, *words = program.ocm
+        command = [str(ocm_binary(binary)), *words]
+    else:
+        command = list(program.ours)
+    argv = [
+        *command,
+        *program.flags(kubeconfig, folder, side),
+        f"--listen=127.0.0.1:{port}",
+        "--disable-leader-election",
+        "--leader-election-lease-duration=137s",
+        f"--terminate-on-files={watched}",
+    ]
+    process = spawn(f"{side}-{program.name}", argv, folder / f"{side}-{program.name}.log")
+    return Running(process, f"https://127.0.0.1:{port}", watched)
+
+
+async def answers(side: Running, path: str) -> tuple[int, str]:
+    """(status, body) of an HTTPS GET, as kubelet probes: nothing verified."""
+    side.process.check_alive()
+    try:
+        return await get(f"{side.base}/{path}", unverified())
+    except OSError as err:  # not listening yet
+        return 0, str(err)
+
+
+async def exit_code(side: Running, timeout: float = 60.0) -> int:
+    """Wait for the process to end on its own; its exit code."""
+    return await asyncio.to_thread(side.process.popen.wait, timeout)
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.name for p in PROGRAMS])
+async def test_probes_and_terminate_on_files_alike(
+    program: Program, realkube_pool: PlanePool, tmp_path: Path
+) -> None:
+    async with open_cluster(REAL, realkube_pool) as plane:
+        kubeconfig = plane.write_kubeconfig(tmp_path / "hub.kubeconfig")
+        # Hub and managed cluster in one: the agents' informers list (and are ready).
+        crds = [REPO / "charts" / "crds" / name for name in (*HUB_CRDS, *SPOKE_CRDS)]
+        client = await open_test_client(
+            kubeconfig, user_agent="side-by-side", name="hub", crds=crds, namespaces=["cluster1"]
+        )
+        await client.close()
+        sides = {side: start(program, side, kubeconfig, tmp_path) for side in ("ocm", "ours")}
+        try:
+            for side in sides.values():
+
+                async def ready(side: Running = side) -> bool:
+                    return (await answers(side, "readyz"))[0] == 200
+
+                await eventually(ready, timeout=90, what=f"{side.process.name} to be ready")
+            for path in PROBES:
+                ocm, ours = [await answers(s, path) for s in sides.values()]
+                assert ours == ocm == (200, "ok"), path
+                ocm, ours = [await answers(s, f"{path}?verbose") for s in sides.values()]
+                assert ocm[0] == ours[0] == 200, (ocm, ours)
+                # The checks differ by program; the verdict line is the same.
+                last = {body.rstrip("\n").splitlines()[-1] for _, body in (ocm, ours)}
+                assert last == {f"{path} check passed"}, (ocm, ours)
+                assert all(line.startswith("[+]") for line in ours[1].splitlines()[:-1])
+
+            for side in sides.values():
+                side.watched.write_text("v2\n")
+            codes = {name: await exit_code(side) for name, side in sides.items()}
+            assert codes == {"ocm": 0, "ours": 0}, [
+                s.process.log.read_text() for s in sides.values()
+            ]
+        finally:
+            for side in sides.values():
+                await asyncio.to_thread(side.process.stop)
