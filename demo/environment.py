@@ -97,8 +97,8 @@ class Component:
         if self.manager is None:
             return "(not started)"
         url = f"{self.manager.observability.url}/metrics"
-        # The agent and the hub manager serve HTTPS with a self-signed certificate, as in
-        # a cluster.
+        # The agent, the hub manager and the gRPC server serve HTTPS with a self-signed
+        # certificate, as in a cluster.
         return f"{url} (self-signed: curl -k)" if url.startswith("https:") else url
 
     async def stop(self, timeout: float = STOP_TIMEOUT) -> str | None:
