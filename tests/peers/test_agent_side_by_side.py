@@ -49,7 +49,10 @@ from ocmkit.kube import (
     APPLIED_MANIFESTWORKS,
     CONFIGMAPS,
     MANIFESTWORKS,
+    ROLE_BINDINGS,
+    ROLES,
     SECRETS,
+    SERVICE_ACCOUNTS,
     KubeClient,
     NotFound,
 )
@@ -439,6 +442,48 @@ CASES: dict[str, Case] = {
             }
         },
     ),
+    "executor-permitted": Case(
+        [configmap("executed-ok", a="1")],
+        {
+            "executor": {
+                "subject": {
+                    "type": "ServiceAccount",
+                    "serviceAccount": {"namespace": NS, "name": "runner"},
+                }
+            }
+        },
+        existing=[
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": "runner", "namespace": NS},
+            },
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": {"name": "runner", "namespace": NS},
+                "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}],
+            },
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": "runner", "namespace": NS},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": "runner",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": "runner", "namespace": NS}],
+            },
+        ],
+    ),
+    # The ConfigMap comes before its namespace: it fails until a later pass.
+    "namespace-after": Case(
+        [
+            configmap("early", namespace="peer-later", a="1"),
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "peer-later"}},
+        ]
+    ),
     "orphan-later": Case([configmap("orphan-later", a="1")]),
     "watched": Case(
         [configmap("watched", a="ignored")],
@@ -492,6 +537,10 @@ UPDATES: dict[str, Callable[[dict[str, Any]], None]] = {
     ),
     "create-only": lambda spec: spec["workload"].update(
         manifests=[configmap("create-only", a="newer")]
+    ),
+    # Labels and annotations dropped from the manifest (both agents merge metadata).
+    "foreign-metadata": lambda spec: spec["workload"].update(
+        manifests=[configmap("foreign", a="hub2")]
     ),
     # Orphan from now on: the owner reference goes from the object.
     "orphan-later": lambda spec: spec.update(deleteOption={"propagationPolicy": "Orphan"}),
@@ -559,7 +608,7 @@ async def spoke_side(
                 for obj in case.existing:
                     # As another program would have written it: server-side apply.
                     await client.patch(
-                        CONFIGMAPS,
+                        EXISTING_KINDS[obj["kind"]],
                         obj["metadata"]["name"],
                         obj,
                         NS,
@@ -567,6 +616,10 @@ async def spoke_side(
                         field_manager="someone-else",
                     )
             yield Side(cluster, client), path
+
+
+#: The kinds of the corpus's pre-existing objects.
+EXISTING_KINDS = {r.kind: r for r in (CONFIGMAPS, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS)}
 
 
 class GrpcSetup:
