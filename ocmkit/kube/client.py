@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Self, TypedDict, Unpack
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import aiohttp
 import yarl
@@ -134,6 +134,8 @@ class KubeClient:
         self.timeout = timeout
         self.rate_limiter = rate_limiter if rate_limiter is not None else TokenBucket(qps, burst)
         self._host = config.host.rstrip("/")
+        #: client-go's ``host`` label: the server's ``host:port`` as the URL gives it.
+        self._rest_host = urlsplit(self._host).netloc
         self._pool = _ConnectionPool()
         #: False for a client made by :meth:`derive`: the client it came from owns the pool.
         self._owns_pool = True
@@ -437,12 +439,18 @@ class KubeClient:
         return headers
 
     @contextlib.asynccontextmanager
-    async def _measured(self, verb: str, what: str) -> AsyncIterator[_Outcome]:
+    async def _measured(
+        self, verb: str, method: str, what: str, request_bytes: int = 0
+    ) -> AsyncIterator[_Outcome]:
         """One request: a token of the client's bucket first (before the request's clock
-        starts), then its duration and status code (``outcome.code``) in the metrics;
-        transport failures raise Unreachable."""
+        starts), then its duration and status code (``outcome.code``) in the metrics,
+        ours and client-go's; transport failures raise Unreachable."""
         waited = await self.rate_limiter.acquire()
         metrics.RATE_LIMITER_WAIT.labels(self.name).observe(waited)
+        host = self._rest_host
+        if verb != "watch":  # client-go measures a watch by its result only
+            metrics.REST_RATE_LIMITER_DURATION.labels(method, host).observe(waited)
+            metrics.REST_REQUEST_SIZE.labels(method, host).observe(request_bytes)
         start = time.perf_counter()
         outcome = _Outcome()
         try:
@@ -456,6 +464,11 @@ class KubeClient:
             elapsed = time.perf_counter() - start
             metrics.REQUESTS.labels(self.name, verb, outcome.code).inc()
             metrics.REQUEST_DURATION.labels(self.name, verb).observe(elapsed)
+            metrics.REST_REQUESTS.labels(outcome.code, method, host).inc()
+            if verb != "watch":
+                metrics.REST_REQUEST_DURATION.labels(method, host).observe(elapsed)
+                if outcome.response_bytes is not None:
+                    metrics.REST_RESPONSE_SIZE.labels(method, host).observe(outcome.response_bytes)
             log.debug("%s %s -> %s in %.3fs", self.name, what, outcome.code, elapsed)
 
     async def _send(
@@ -499,7 +512,8 @@ class KubeClient:
         timeout = aiohttp.ClientTimeout(total=self.timeout)
         for attempt in range(MAX_RETRIES + 1):
             try:
-                async with self._measured(verb, f"{method} {path}") as outcome:
+                measured = self._measured(verb, method, f"{method} {path}", len(data or b""))
+                async with measured as outcome:
                     response = await self._send(
                         method,
                         path,
@@ -513,6 +527,7 @@ class KubeClient:
                         status = response.status
                         retry_after = response.headers.get("Retry-After")
                     outcome.code = str(status)
+                    outcome.response_bytes = len(raw)
             except Unreachable as err:
                 # client-go sends a GET again, a second later, when the connection was
                 # reset or closed under it (an API server restarting, a proxy).
@@ -553,7 +568,7 @@ class KubeClient:
         timeout = aiohttp.ClientTimeout(
             total=None, connect=self.timeout, sock_connect=self.timeout, sock_read=read_timeout
         )
-        async with self._measured("watch", f"watch {path}") as outcome:
+        async with self._measured("watch", "GET", f"watch {path}") as outcome:
             # The stream may stay quiet for long, but its headers come at once.
             async with asyncio.timeout(self.timeout):
                 response = await self._send("GET", path, params, None, None, timeout)
@@ -636,6 +651,7 @@ class KubeClient:
 @dataclass
 class _Outcome:
     code: str = "<error>"  # the HTTP status, once there is one
+    response_bytes: int | None = None  # the body's length, once read
 
 
 class _ConnectionPool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from kubesim.sim import KubeSim
 from ocmkit.kube import (
@@ -99,3 +100,39 @@ async def test_derived_client_has_its_own_bucket_and_name_and_shares_the_pool(
         assert "closed" in str(err)
     else:
         raise AssertionError("a derived client works on after its root closed the pool")
+
+
+async def test_client_go_request_metrics(client: KubeClient) -> None:
+    """client-go's ``rest_client_*`` series, as OCM's programs expose them: by HTTP method
+    and ``host:port``; a watch counts as a request, not in the latency histograms."""
+    host = urlsplit(client.config.host).netloc
+    assert host.startswith("127.0.0.1:")
+
+    def count(code: str, method: str) -> float:
+        return sample("rest_client_requests_total", {"code": code, "method": method, "host": host})
+
+    def observed(family: str, verb: str, part: str = "count") -> float:
+        return sample(f"{family}_{part}", {"verb": verb, "host": host})
+
+    keys = [("201", "POST"), ("200", "GET"), ("404", "GET")]
+    before = {k: count(*k) for k in keys}
+    families = (
+        "rest_client_request_duration_seconds",
+        "rest_client_rate_limiter_duration_seconds",
+        "rest_client_request_size_bytes",
+        "rest_client_response_size_bytes",
+    )
+    gets_before = {family: observed(family, "GET") for family in families}
+    posted_before = observed("rest_client_request_size_bytes", "POST", "sum")
+    await client.create(CONFIGMAPS, cm("rest", a="1"), NS)
+    await client.get(CONFIGMAPS, "rest", NS)
+    with contextlib.suppress(NotFound):
+        await client.get(DEPLOYMENTS, "none", NS)
+    async with client.watch(CONFIGMAPS, NS, resource_version="0"):
+        pass
+    assert count("201", "POST") - before[("201", "POST")] == 1
+    assert count("200", "GET") - before[("200", "GET")] == 2  # the get and the watch
+    assert count("404", "GET") - before[("404", "GET")] == 1
+    for family in families:  # the two gets; the watch is not measured
+        assert observed(family, "GET") - gets_before[family] == 2, family
+    assert observed("rest_client_request_size_bytes", "POST", "sum") - posted_before > 50

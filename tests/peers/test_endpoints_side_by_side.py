@@ -5,8 +5,9 @@ with the library-go flags (``--listen``, ``--terminate-on-files``, the
 leader-election ones) and probe ``/healthz`` and ``/readyz`` over HTTPS
 without verifying. Each pair here gets the same flags against one real API
 server; the probes must answer alike (``ok``; the check lines with
-``?verbose``), and a change of a ``--terminate-on-files`` file must end both
-with exit code 0.
+``?verbose``), the client-go and work-queue series OCM's ``/metrics`` shows
+must be ours too (names, types, labels, buckets, queue names), and a change
+of a ``--terminate-on-files`` file must end both with exit code 0.
 
 Runs in the real leg only; ``make ocm`` builds OCM's binaries.
 """
@@ -15,14 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import aiohttp
 import pytest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import eventually
-from tests.integration.conftest import HUB_CRDS, SPOKE_CRDS
 from tests.support.controlplane import REPO, Process, spawn
 from tests.support.ocmpeer import ocm_binary
 from tests.support.processes import free_port
@@ -33,6 +36,12 @@ from tests.support.targets import REAL, PlanePool, open_cluster
 pytestmark = pytest.mark.realkube
 
 PROBES = ("healthz", "livez", "readyz")
+#: The series compared: client-go's client and work-queue families.
+COMPARED = ("rest_client_", "workqueue_")
+#: client-go series we do not export (no transport cache, no exec plugins; retries are
+#: logged), and library-go's own queues (its serving-certificate controllers).
+NOT_OURS = ("rest_client_transport_", "rest_client_exec_plugin_", "rest_client_request_retries")
+LIBRARY_GO_QUEUES = ("Dynamic", "RequestHeaderAuthRequestController")
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,12 @@ def _agent_flags(kubeconfig: Path, folder: Path, side: str) -> list[str]:
 
 
 def _manager_flags(kubeconfig: Path, folder: Path, side: str) -> list[str]:
-    return [f"--kubeconfig={kubeconfig}", "--namespace=open-cluster-management-hub"]
+    gates = "ManifestWorkReplicaSet=true,CleanUpCompletedManifestWork=true"
+    return [
+        f"--kubeconfig={kubeconfig}",
+        "--namespace=open-cluster-management-hub",
+        f"--feature-gates={gates}",
+    ]
 
 
 def _grpc_flags(kubeconfig: Path, folder: Path, side: str) -> list[str]:
@@ -121,6 +135,46 @@ async def answers(side: Running, path: str) -> tuple[int, str]:
         return 0, str(err)
 
 
+async def scrape(side: Running, token: str) -> dict[str, Metric]:
+    """The compared families of ``/metrics`` (OCM's needs a token: delegated authentication)."""
+    timeout = aiohttp.ClientTimeout(total=10)
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as session,
+        session.get(f"{side.base}/metrics", ssl=unverified(), headers=headers) as response,
+    ):
+        assert response.status == 200, await response.text()
+        text = await response.text()
+    return {
+        family.name: family
+        for family in text_string_to_metric_families(text)
+        if family.name.startswith(COMPARED) and not family.name.startswith(NOT_OURS)
+    }
+
+
+def shape(family: Metric) -> tuple[str, frozenset[frozenset[str]], frozenset[float]]:
+    """A family's type, the label names of its samples and its histogram buckets."""
+    labels = frozenset(
+        frozenset(k for k in sample.labels if k != "le") for sample in family.samples
+    )
+    # Go computes its exponential buckets by multiplying (9.999999999999999e-06 for 1e-05).
+    buckets = frozenset(
+        float(f"{float(x.labels['le']):.12g}") for x in family.samples if "le" in x.labels
+    )
+    return family.type, labels, buckets
+
+
+def queues(families: Iterable[Metric]) -> set[str]:
+    """The work-queue names in these families, library-go's own left out."""
+    return {
+        sample.labels["name"]
+        for family in families
+        if family.name.startswith("workqueue_")
+        for sample in family.samples
+        if not sample.labels["name"].startswith(LIBRARY_GO_QUEUES)
+    }
+
+
 async def exit_code(side: Running, timeout: float = 60.0) -> int:
     """Wait for the process to end on its own; its exit code."""
     return await asyncio.to_thread(side.process.popen.wait, timeout)
@@ -132,8 +186,8 @@ async def test_probes_and_terminate_on_files_alike(
 ) -> None:
     async with open_cluster(REAL, realkube_pool) as plane:
         kubeconfig = plane.write_kubeconfig(tmp_path / "hub.kubeconfig")
-        # Hub and managed cluster in one: the agents' informers list (and are ready).
-        crds = [REPO / "charts" / "crds" / name for name in (*HUB_CRDS, *SPOKE_CRDS)]
+        # Hub and managed cluster in one, with every CRD: the informers list (and are ready).
+        crds = sorted((REPO / "charts" / "crds").glob("*.yaml"))
         client = await open_test_client(
             kubeconfig, user_agent="side-by-side", name="hub", crds=crds, namespaces=["cluster1"]
         )
@@ -155,6 +209,20 @@ async def test_probes_and_terminate_on_files_alike(
                 last = {body.rstrip("\n").splitlines()[-1] for _, body in (ocm, ours)}
                 assert last == {f"{path} check passed"}, (ocm, ours)
                 assert all(line.startswith("[+]") for line in ours[1].splitlines()[:-1])
+
+            ocm_series, our_series = [await scrape(s, plane.admin_token) for s in sides.values()]
+            assert any(name.startswith("rest_client_") for name in ocm_series)
+            for name, family in ocm_series.items():
+                assert name in our_series, f"{name} is not ours"
+                ours = our_series[name]
+                if not ours.samples:
+                    # Our gRPC server sends no request until an agent subscribes (OCM's
+                    # reads its authentication config at start): only the type to compare.
+                    assert program.name == "grpc", f"{name}: no samples"
+                    assert ours.type == family.type, name
+                    continue
+                assert shape(ours) == shape(family), name
+            assert queues(our_series.values()) == queues(ocm_series.values())
 
             for side in sides.values():
                 side.watched.write_text("v2\n")
