@@ -214,14 +214,14 @@ async def test_probes_and_terminate_on_files_alike(
             assert any(name.startswith("rest_client_") for name in ocm_series)
             for name, family in ocm_series.items():
                 assert name in our_series, f"{name} is not ours"
-                ours = our_series[name]
-                if not ours.samples:
+                our_family = our_series[name]
+                if not our_family.samples:
                     # Our gRPC server sends no request until an agent subscribes (OCM's
                     # reads its authentication config at start): only the type to compare.
                     assert program.name == "grpc", f"{name}: no samples"
-                    assert ours.type == family.type, name
+                    assert our_family.type == family.type, name
                     continue
-                assert shape(ours) == shape(family), name
+                assert shape(our_family) == shape(family), name
             assert queues(our_series.values()) == queues(ocm_series.values())
 
             for side in sides.values():
