@@ -533,12 +533,14 @@ class KubeClient:
                 # reset or closed under it (an API server restarting, a proxy).
                 if method != "GET" or attempt == MAX_RETRIES or not _reset(err.__cause__):
                     raise
+                metrics.REST_RETRIES.labels("<error>", method, self._rest_host).inc()
                 log.info("%s GET %s: %s; retrying in 1s", self.name, path, err.message)
                 await asyncio.sleep(1)
                 continue
             wait = _asked_to_wait(status, retry_after)
             if wait is None or attempt == MAX_RETRIES:
                 break
+            metrics.REST_RETRIES.labels(str(status), method, self._rest_host).inc()
             log.info(
                 "%s %s %s -> %s: retrying in %ss as the server asks (retry %d of %d)",
                 self.name,

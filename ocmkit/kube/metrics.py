@@ -68,3 +68,8 @@ REST_RESPONSE_SIZE = Histogram(
     ["verb", "host"],
     buckets=_REST_BYTES,
 )
+REST_RETRIES = Counter(
+    "rest_client_request_retries",
+    "Number of request retries, partitioned by status code, verb, and host.",
+    ["code", "verb", "host"],
+)

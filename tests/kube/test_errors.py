@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from aiohttp import web
@@ -130,11 +131,19 @@ async def test_throttled_requests_are_sent_again_as_client_go_does(
             "kube_client_requests_total", {"client": "test", "verb": "get", "code": "429"}
         )
 
-    before = throttled()
+    host = urlsplit(client.config.host).netloc
+
+    def retried() -> float:  # client-go's series
+        return sample(
+            "rest_client_request_retries_total", {"code": "429", "verb": "GET", "host": host}
+        )
+
+    before, retries_before = throttled(), retried()
     sim.inject(verb="get", resource="configmaps", code=429, count=2, retryAfter=0)
     with pytest.raises(NotFound):  # the third attempt reaches the (empty) namespace
         await client.get(CONFIGMAPS, "x", NS)
     assert throttled() - before == 2
+    assert retried() - retries_before == 2
 
     # Throttled for good: the error (with the server's wait) once the retries are spent.
     sim.inject(verb="get", resource="configmaps", code=429, count=MAX_RETRIES + 5, retryAfter=0)
@@ -142,6 +151,7 @@ async def test_throttled_requests_are_sent_again_as_client_go_does(
         await client.get(CONFIGMAPS, "x", NS)
     assert exc.value.retry_after == 0
     assert throttled() - before == 2 + MAX_RETRIES + 1
+    assert retried() - retries_before == 2 + MAX_RETRIES  # the last answer is not retried
     sim.clear_faults()
 
 

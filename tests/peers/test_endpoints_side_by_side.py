@@ -38,9 +38,9 @@ pytestmark = pytest.mark.realkube
 PROBES = ("healthz", "livez", "readyz")
 #: The series compared: client-go's client and work-queue families.
 COMPARED = ("rest_client_", "workqueue_")
-#: client-go series we do not export (no transport cache, no exec plugins; retries are
-#: logged), and library-go's own queues (its serving-certificate controllers).
-NOT_OURS = ("rest_client_transport_", "rest_client_exec_plugin_", "rest_client_request_retries")
+#: client-go series we do not export (no transport cache, no exec plugins), and
+#: library-go's own queues (its serving-certificate controllers).
+NOT_OURS = ("rest_client_transport_", "rest_client_exec_plugin_")
 LIBRARY_GO_QUEUES = ("Dynamic", "RequestHeaderAuthRequestController")
 
 
