@@ -65,6 +65,7 @@ from tests.support.manifests import configmap, deployment, json_paths, manifest_
 from tests.support.ocmpeer import Peer, grpc_source, start_ocm_agent, start_ocm_server
 from tests.support.programs import CRD_DIR, AgentRunner, agent_settings, open_test_client
 from tests.support.targets import REAL, PlanePool, open_cluster
+from tests.webhook.helpers import executor
 from workagent.identity import hub_hash
 
 pytestmark = pytest.mark.realkube
@@ -433,25 +434,11 @@ CASES: dict[str, Case] = {
     ),
     "executor-denied": Case(
         [configmap("executed", a="1")],
-        {
-            "executor": {
-                "subject": {
-                    "type": "ServiceAccount",
-                    "serviceAccount": {"namespace": NS, "name": "nobody"},
-                }
-            }
-        },
+        {"executor": executor(NS, "nobody")},
     ),
     "executor-permitted": Case(
         [configmap("executed-ok", a="1")],
-        {
-            "executor": {
-                "subject": {
-                    "type": "ServiceAccount",
-                    "serviceAccount": {"namespace": NS, "name": "runner"},
-                }
-            }
-        },
+        {"executor": executor(NS, "runner")},
         existing=[
             {
                 "apiVersion": "v1",
