@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from hubcontroller.webhook import metrics
 from hubcontroller.webhook.access import AccessCheck
 from hubcontroller.webhook.admission import (
     ADMISSION_V1,
@@ -111,6 +112,7 @@ class AdmissionValidator:
         except Exception as err:
             # A bug of ours must not take the API server's writes down with a crash.
             log.exception("admission failed unexpectedly", uid=uid, operation=operation)
+            metrics.PANICS.inc()
             failure = Errored(500, f"internal error: {err!r}")
             return Verdict.refused(failure, api_version, uid, operation)
         # controller-runtime's Allowed("") after Complete: just the code.

@@ -1,10 +1,11 @@
 """Prometheus metrics of the webhook server, on the default registry.
 
-The first three are controller-runtime's webhook series (flags.md §5), label
+The first four are controller-runtime's webhook series (flags.md §5), label
 ``webhook`` = the path, so dashboards built for OCM's Go webhook keep
-working; the certificate counters are controller-runtime's certwatcher
-series. The decision counter and the expiry gauge are ours. Module-level
-metric objects are the one kind of global the house style allows.
+working (a "panic" is an unexpected exception answered with a 500); the
+certificate counters are controller-runtime's certwatcher series. The
+decision counter and the expiry gauge are ours. Module-level metric objects
+are the one kind of global the house style allows.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ REQUEST_IN_FLIGHT = Gauge(
     "controller_runtime_webhook_requests_in_flight",
     "Current number of admission requests being served.",
     ["webhook"],
+)
+PANICS = Counter(
+    "controller_runtime_webhook_panics",
+    "Total number of webhook panics",
 )
 DECISIONS = Counter(
     "work_webhook_admission_decisions_total",

@@ -8,6 +8,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client import REGISTRY
 
 from hubcontroller.webhook import (
     MANIFESTWORK,
@@ -190,12 +191,15 @@ async def test_internal_errors_are_a_500_answer_not_a_crash() -> None:
         def __len__(self) -> int:
             return 1
 
+    panics = REGISTRY.get_sample_value("controller_runtime_webhook_panics_total") or 0.0
     answer = await validate(Exploding(), sar=RecordingAccess())
     assert response(answer) == {
         "uid": "",
         "allowed": False,
         "status": errored("internal error: RuntimeError('boom')", 500),
     }
+    # Counted as controller-runtime counts a recovered panic.
+    assert REGISTRY.get_sample_value("controller_runtime_webhook_panics_total") == panics + 1
 
 
 async def test_validator_reports_the_verdict() -> None:
