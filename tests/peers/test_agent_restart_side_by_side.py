@@ -1,0 +1,186 @@
+"""OCM's Go work agent and ours through a stop and a start, side by side (kube driver).
+
+Both agents apply the same works; then both stop. While they are down the hub
+changes: one work is deleted (it waits on the agent's cleanup finalizer),
+another gets a new generation that drops a manifest, a third is created. Both
+agents start again with the same flags. What each leaves behind must be the
+same: the deleted work gone from the hub with its objects and its
+AppliedManifestWork, the others' status, AppliedManifestWorks and objects as
+OCM's agent leaves them.
+
+Runs in the real leg only; ``make ocm`` builds OCM's binary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, NotFound
+from tests.integration.conftest import HUB_CRDS, work_body
+from tests.peers.test_agent_side_by_side import (
+    NS,
+    OCM,
+    OURS,
+    Case,
+    Hub,
+    Side,
+    applied_work,
+    compare_applied,
+    compare_works,
+    hub_work,
+    same_on_both,
+    spoke_side,
+)
+from tests.support.manifests import configmap
+from tests.support.ocmpeer import Peer, start_ocm_agent
+from tests.support.processes import ProgramProcess, start_agent_process
+from tests.support.programs import CRD_DIR, open_test_client
+from tests.support.targets import REAL, PlanePool, open_cluster
+from workagent.identity import hub_hash
+
+pytestmark = pytest.mark.realkube
+
+BEFORE: dict[str, Case] = {
+    "kept": Case([configmap("kept-a", a="1"), configmap("kept-b", b="1")]),
+    "deleted": Case([configmap("deleted-cm", a="1")]),
+}
+#: While both agents are down: "kept" drops kept-b and changes kept-a.
+KEPT_AFTER = Case([configmap("kept-a", a="2")])
+CREATED = Case([configmap("created-cm", a="1")])
+
+
+@dataclass
+class Agents:
+    """The shared hub, and how to start each side's agent (stopped in between)."""
+
+    hub: Hub
+    folder: Path
+    hub_path: Path
+    spoke_paths: dict[str, Path]
+    ocm: Peer | None = None
+    ours: ProgramProcess | None = None
+
+    def start(self) -> None:
+        """OCM's agent; ours is started by :meth:`start_ours` (it is a coroutine)."""
+        self.ocm = start_ocm_agent(
+            self.folder / OCM,
+            cluster=OCM,
+            source=(f"--workload-source-config={self.hub_path}",),
+            spoke_kubeconfig=self.spoke_paths[OCM],
+        )
+        self.hub.processes[:] = [self.ocm]
+
+    async def start_ours(self) -> None:
+        """Our agent as a process, with the flags OCM's gets (and a plain-HTTP endpoint)."""
+        self.ours = await start_agent_process(
+            self.folder,
+            f"--spoke-cluster-name={OURS}",
+            f"--workload-source-config={self.hub_path}",
+            f"--kubeconfig={self.spoke_paths[OURS]}",
+            f"--spoke-kubeconfig={self.spoke_paths[OURS]}",
+            "--listen=127.0.0.1:0",
+            "--insecure-serving",
+            "--disable-leader-election",
+            "--status-sync-interval=1s",
+        )
+
+    async def stop(self) -> None:
+        """Both agents down (SIGTERM); ours must end cleanly."""
+        if self.ocm is not None:
+            await self.ocm.stop()
+            self.hub.processes.clear()
+        if self.ours is not None:
+            code = await self.ours.terminate()
+            assert code == 0, self.ours.log()[-3000:]
+            self.ours = None
+
+
+@pytest.fixture
+async def agents(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Agents]:
+    """A hub with both cluster namespaces, two managed clusters, both agents running."""
+    async with open_cluster(REAL, realkube_pool) as hub_plane:
+        hub_path = hub_plane.write_kubeconfig(tmp_path / "hub.kubeconfig")
+        async with (
+            await open_test_client(
+                hub_path,
+                user_agent="side-by-side",
+                name="hub",
+                crds=[CRD_DIR / n for n in HUB_CRDS],
+                namespaces=[OCM, OURS],
+            ) as hub_client,
+            spoke_side(realkube_pool, tmp_path, OCM) as (ocm, ocm_path),
+            spoke_side(realkube_pool, tmp_path, OURS) as (ours, ours_path),
+        ):
+            ocm.hub_hash = ours.hub_hash = hub_hash(hub_plane.url)
+            hub = Hub(hub_client, ocm, ours, [], "kube")
+            agents = Agents(hub, tmp_path, hub_path, {OCM: ocm_path, OURS: ours_path})
+            agents.start()
+            await agents.start_ours()
+            try:
+                yield agents
+            finally:
+                with contextlib.suppress(AssertionError):
+                    await agents.stop()
+
+
+async def create(hub: Hub, name: str, case: Case) -> None:
+    """The work ``name`` in both cluster namespaces."""
+    for side in hub.sides:
+        body = work_body(name, copy.deepcopy(case.manifests))
+        body["metadata"]["namespace"] = side.cluster
+        await hub.client.create(MANIFESTWORKS, body, side.cluster)
+
+
+async def gone(hub: Hub, what: str, read: Any) -> None:
+    """Wait until ``read(side)`` is None on both sides."""
+    await same_on_both(hub, what, read, lambda v: v, ready=lambda v: v is None)
+
+
+async def test_changes_made_while_the_agents_were_down(agents: Agents) -> None:
+    hub = agents.hub
+    for name, case in BEFORE.items():
+        await create(hub, name, case)
+    await compare_works(hub, list(BEFORE), BEFORE)
+    await compare_applied(hub, list(BEFORE))
+
+    await agents.stop()
+    for side in hub.sides:
+        await hub.client.delete(MANIFESTWORKS, "deleted", side.cluster)
+        work = await hub.client.get(MANIFESTWORKS, "kept", side.cluster)
+        work["spec"]["workload"]["manifests"] = copy.deepcopy(KEPT_AFTER.manifests)
+        await hub.client.update(MANIFESTWORKS, work)
+    await create(hub, "created", CREATED)
+    for side in hub.sides:  # nobody cleans up: the deleted work waits on its finalizer
+        waiting = await hub_work(hub, side, "deleted")
+        assert waiting is not None and waiting["metadata"].get("deletionTimestamp")
+
+    agents.start()
+    await agents.start_ours()
+    after = {"kept": KEPT_AFTER, "created": CREATED}
+    await compare_works(hub, list(after), after)
+    await compare_applied(hub, list(after))
+
+    async def deleted_work(side: Side) -> Any:
+        return await hub_work(hub, side, "deleted")
+
+    async def deleted_applied(side: Side) -> Any:
+        return await applied_work(side, "deleted")
+
+    await gone(hub, "the deleted work", deleted_work)
+    await gone(hub, "the deleted work's AppliedManifestWork", deleted_applied)
+    for name in ("deleted-cm", "kept-b"):
+
+        async def leftover(side: Side, name: str = name) -> Any:
+            try:
+                return (await side.spoke.get(CONFIGMAPS, name, NS))["metadata"]["name"]
+            except NotFound:
+                return None
+
+        await gone(hub, f"configmap {name}", leftover)
