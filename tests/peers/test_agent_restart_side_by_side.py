@@ -2,8 +2,9 @@
 
 Both agents apply the same works; then both stop. While they are down the hub
 changes: one work is deleted (it waits on the agent's cleanup finalizer),
-another gets a new generation that drops a manifest, a third is created. Both
-agents start again with the same flags. What each leaves behind must be the
+another gets a new generation that drops a manifest, a third is created, and
+an applied object is edited on the managed clusters. Both agents start again
+with the same flags. What each leaves behind must be the
 same: the deleted work gone from the hub with its objects and its
 AppliedManifestWork, the others' status, AppliedManifestWorks and objects as
 OCM's agent leaves them.
@@ -50,6 +51,7 @@ pytestmark = pytest.mark.realkube
 BEFORE: dict[str, Case] = {
     "kept": Case([configmap("kept-a", a="1"), configmap("kept-b", b="1")]),
     "deleted": Case([configmap("deleted-cm", a="1")]),
+    "steady": Case([configmap("steady-cm", a="1")]),
 }
 #: While both agents are down: "kept" drops kept-b and changes kept-a.
 KEPT_AFTER = Case([configmap("kept-a", a="2")])
@@ -157,15 +159,25 @@ async def test_changes_made_while_the_agents_were_down(agents: Agents) -> None:
         work["spec"]["workload"]["manifests"] = copy.deepcopy(KEPT_AFTER.manifests)
         await hub.client.update(MANIFESTWORKS, work)
     await create(hub, "created", CREATED)
+    for side in hub.sides:  # somebody edits an object of an unchanged work meanwhile
+        await side.spoke.patch(CONFIGMAPS, "steady-cm", {"data": {"a": "edited"}}, NS)
     for side in hub.sides:  # nobody cleans up: the deleted work waits on its finalizer
         waiting = await hub_work(hub, side, "deleted")
         assert waiting is not None and waiting["metadata"].get("deletionTimestamp")
 
     agents.start()
     await agents.start_ours()
-    after = {"kept": KEPT_AFTER, "created": CREATED}
+    after = {"kept": KEPT_AFTER, "created": CREATED, "steady": BEFORE["steady"]}
     await compare_works(hub, list(after), after)
-    await compare_applied(hub, list(after))
+
+    async def steady_data(side: Side) -> Any:
+        return (await side.spoke.get(CONFIGMAPS, "steady-cm", NS)).get("data")
+
+    # Both agents put the edited object back as the work says (its status never changed).
+    await same_on_both(
+        hub, "the edited object", steady_data, lambda v: v, ready=lambda v: v == {"a": "1"}
+    )
+    await compare_applied(hub, list(after))  # the objects field by field, managed fields too
 
     async def deleted_work(side: Side) -> Any:
         return await hub_work(hub, side, "deleted")
