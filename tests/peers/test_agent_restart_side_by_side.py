@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, NotFound
+from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, NotFound
 from tests.integration.conftest import HUB_CRDS, work_body
 from tests.peers.test_agent_side_by_side import (
     NS,
@@ -58,6 +59,10 @@ KEPT_AFTER = Case([configmap("kept-a", a="2")])
 CREATED = Case([configmap("created-cm", a="1")])
 
 
+#: Both agents' identity, fixed as the Klusterlet fixes it (the default follows the hub).
+AGENT_ID = "agent-of-the-test"
+
+
 @dataclass
 class Agents:
     """The shared hub, and how to start each side's agent (stopped in between)."""
@@ -69,22 +74,22 @@ class Agents:
     ocm: Peer | None = None
     ours: ProgramProcess | None = None
 
-    def start(self) -> None:
-        """OCM's agent; ours is started by :meth:`start_ours` (it is a coroutine)."""
+    async def start(self, *extra: str) -> None:
+        """Both agents, with the same flags (``extra`` added to both)."""
+        flags = (
+            f"--workload-source-config={self.hub_path}",
+            f"--agent-id={AGENT_ID}",
+            *extra,
+        )
         self.ocm = start_ocm_agent(
-            self.folder / OCM,
-            cluster=OCM,
-            source=(f"--workload-source-config={self.hub_path}",),
-            spoke_kubeconfig=self.spoke_paths[OCM],
+            self.folder / OCM, cluster=OCM, source=flags, spoke_kubeconfig=self.spoke_paths[OCM]
         )
         self.hub.processes[:] = [self.ocm]
-
-    async def start_ours(self) -> None:
-        """Our agent as a process, with the flags OCM's gets (and a plain-HTTP endpoint)."""
+        # Ours as a process, with the flags OCM's gets (and a plain-HTTP endpoint).
         self.ours = await start_agent_process(
             self.folder,
             f"--spoke-cluster-name={OURS}",
-            f"--workload-source-config={self.hub_path}",
+            *flags,
             f"--kubeconfig={self.spoke_paths[OURS]}",
             f"--spoke-kubeconfig={self.spoke_paths[OURS]}",
             "--listen=127.0.0.1:0",
@@ -123,8 +128,7 @@ async def agents(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Agen
             ocm.hub_hash = ours.hub_hash = hub_hash(hub_plane.url)
             hub = Hub(hub_client, ocm, ours, [], "kube")
             agents = Agents(hub, tmp_path, hub_path, {OCM: ocm_path, OURS: ours_path})
-            agents.start()
-            await agents.start_ours()
+            await agents.start()
             try:
                 yield agents
             finally:
@@ -165,8 +169,7 @@ async def test_changes_made_while_the_agents_were_down(agents: Agents) -> None:
         waiting = await hub_work(hub, side, "deleted")
         assert waiting is not None and waiting["metadata"].get("deletionTimestamp")
 
-    agents.start()
-    await agents.start_ours()
+    await agents.start()
     after = {"kept": KEPT_AFTER, "created": CREATED, "steady": BEFORE["steady"]}
     await compare_works(hub, list(after), after)
 
@@ -196,3 +199,41 @@ async def test_changes_made_while_the_agents_were_down(agents: Agents) -> None:
                 return None
 
         await gone(hub, f"configmap {name}", leftover)
+
+
+async def test_a_new_hub_address_evicts_the_old_applied_works(agents: Agents) -> None:
+    """The same hub reached by another URL is a new hub hash: both agents record the
+    works anew, and evict the AppliedManifestWorks of the old hash after the grace
+    period, leaving the objects to the new ones."""
+    hub = agents.hub
+    await create(hub, "moved", BEFORE["steady"])
+    await compare_works(hub, ["moved"], {"moved": BEFORE["steady"]})
+    old_hash = hub.ocm.hub_hash
+
+    await agents.stop()
+    kubeconfig = yaml.safe_load(agents.hub_path.read_text())
+    kubeconfig["clusters"][0]["cluster"]["server"] += "/"  # the hash covers the URL as written
+    agents.hub_path = agents.folder / "hub-slash.kubeconfig"
+    agents.hub_path.write_text(yaml.safe_dump(kubeconfig))
+    new_hash = hub_hash(kubeconfig["clusters"][0]["cluster"]["server"])
+    assert new_hash != old_hash
+    for side in hub.sides:
+        side.hub_hash = new_hash
+    await agents.start("--appliedmanifestwork-eviction-grace-period=3s")
+
+    async def names(side: Side) -> Any:
+        listed = (await side.spoke.list(APPLIED_MANIFESTWORKS))["items"]
+        return sorted(a["metadata"]["name"].replace(old_hash, "<old>") for a in listed)
+
+    await same_on_both(
+        hub,
+        "the AppliedManifestWorks",
+        names,
+        lambda v: v,
+        ready=lambda v: v == [f"{new_hash}-moved"],
+    )
+    await compare_applied(hub, ["moved"])  # the object, owned by the new record alone
+    for side in hub.sides:
+        cm = await side.spoke.get(CONFIGMAPS, "steady-cm", NS)
+        owners = [ref["name"] for ref in cm["metadata"].get("ownerReferences") or []]
+        assert owners == [f"{new_hash}-moved"], (side.cluster, owners)
