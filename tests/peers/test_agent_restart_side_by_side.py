@@ -1,4 +1,4 @@
-"""OCM's Go work agent and ours through a stop and a start, side by side (kube driver).
+"""OCM's Go work agent and ours through a stop and a start, side by side.
 
 Both agents apply the same works; then both stop. While they are down the hub
 changes: one work is deleted (it waits on the agent's cleanup finalizer),
@@ -9,6 +9,8 @@ same: the deleted work gone from the hub with its objects and its
 AppliedManifestWork, the others' status, AppliedManifestWorks and objects as
 OCM's agent leaves them.
 
+The first scenario runs on the kube driver and through OCM's gRPC server
+(where the agents' resync on reconnect tells the server what they hold).
 Runs in the real leg only; ``make ocm`` builds OCM's binary.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from tests.peers.test_agent_side_by_side import (
     OCM,
     OURS,
     Case,
+    GrpcSetup,
     Hub,
     Side,
     applied_work,
@@ -41,7 +44,7 @@ from tests.peers.test_agent_side_by_side import (
     spoke_side,
 )
 from tests.support.manifests import configmap
-from tests.support.ocmpeer import Peer, start_ocm_agent
+from tests.support.ocmpeer import Peer, grpc_source, start_ocm_agent
 from tests.support.processes import ProgramProcess, start_agent_process
 from tests.support.programs import CRD_DIR, open_test_client
 from tests.support.targets import REAL, PlanePool, open_cluster
@@ -69,27 +72,28 @@ class Agents:
 
     hub: Hub
     folder: Path
-    hub_path: Path
+    #: Per cluster: where its agent gets works (the hub kubeconfig, or a gRPC config).
+    sources: dict[str, tuple[str, ...]]
     spoke_paths: dict[str, Path]
+    #: OCM processes that outlive the agents (its gRPC server).
+    servers: list[Peer] = field(default_factory=list)
     ocm: Peer | None = None
     ours: ProgramProcess | None = None
 
     async def start(self, *extra: str) -> None:
         """Both agents, with the same flags (``extra`` added to both)."""
-        flags = (
-            f"--workload-source-config={self.hub_path}",
-            f"--agent-id={AGENT_ID}",
-            *extra,
-        )
+        ocm_flags = (*self.sources[OCM], f"--agent-id={AGENT_ID}", *extra)
         self.ocm = start_ocm_agent(
-            self.folder / OCM, cluster=OCM, source=flags, spoke_kubeconfig=self.spoke_paths[OCM]
+            self.folder / OCM, cluster=OCM, source=ocm_flags, spoke_kubeconfig=self.spoke_paths[OCM]
         )
-        self.hub.processes[:] = [self.ocm]
+        self.hub.processes[:] = [*self.servers, self.ocm]
         # Ours as a process, with the flags OCM's gets (and a plain-HTTP endpoint).
         self.ours = await start_agent_process(
             self.folder,
             f"--spoke-cluster-name={OURS}",
-            *flags,
+            *self.sources[OURS],
+            f"--agent-id={AGENT_ID}",
+            *extra,
             f"--kubeconfig={self.spoke_paths[OURS]}",
             f"--spoke-kubeconfig={self.spoke_paths[OURS]}",
             "--listen=127.0.0.1:0",
@@ -102,7 +106,7 @@ class Agents:
         """Both agents down (SIGTERM); ours must end cleanly."""
         if self.ocm is not None:
             await self.ocm.stop()
-            self.hub.processes.clear()
+            self.hub.processes[:] = self.servers
         if self.ours is not None:
             code = await self.ours.terminate()
             assert code == 0, self.ours.log()[-3000:]
@@ -110,8 +114,12 @@ class Agents:
 
 
 @pytest.fixture
-async def agents(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Agents]:
-    """A hub with both cluster namespaces, two managed clusters, both agents running."""
+async def agents(
+    request: pytest.FixtureRequest, realkube_pool: PlanePool, tmp_path: Path
+) -> AsyncIterator[Agents]:
+    """A hub with both cluster namespaces, two managed clusters, both agents running on
+    the driver the test names (``kube``: the hub; ``grpc``: OCM's gRPC server)."""
+    driver = str(getattr(request, "param", "kube"))
     async with open_cluster(REAL, realkube_pool) as hub_plane:
         hub_path = hub_plane.write_kubeconfig(tmp_path / "hub.kubeconfig")
         async with (
@@ -124,10 +132,29 @@ async def agents(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Agen
             ) as hub_client,
             spoke_side(realkube_pool, tmp_path, OCM) as (ocm, ocm_path),
             spoke_side(realkube_pool, tmp_path, OURS) as (ours, ours_path),
+            contextlib.AsyncExitStack() as stack,
         ):
-            ocm.hub_hash = ours.hub_hash = hub_hash(hub_plane.url)
-            hub = Hub(hub_client, ocm, ours, [], "kube")
-            agents = Agents(hub, tmp_path, hub_path, {OCM: ocm_path, OURS: ours_path})
+            hub = Hub(hub_client, ocm, ours, [], driver)
+            servers: list[Peer] = []
+            sources: dict[str, tuple[str, ...]]
+            if driver == "kube":
+                ocm.hub_hash = ours.hub_hash = hub_hash(hub_plane.url)
+                kube = (f"--workload-source-config={hub_path}",)
+                sources = {OCM: kube, OURS: kube}
+            else:
+                grpc = GrpcSetup(hub_client, tmp_path)
+                server, url = await grpc.ocm_server(hub_path)
+                stack.push_async_callback(server.stop)
+                servers.append(server)
+                ocm.hub_hash = ours.hub_hash = hub_hash(url)
+                sources = {
+                    cluster: grpc_source(
+                        await grpc.agent_config(cluster, url), f"{cluster}-work-agent"
+                    )
+                    for cluster in (OCM, OURS)
+                }
+            paths = {OCM: ocm_path, OURS: ours_path}
+            agents = Agents(hub, tmp_path, sources, paths, servers)
             await agents.start()
             try:
                 yield agents
@@ -149,6 +176,7 @@ async def gone(hub: Hub, what: str, read: Any) -> None:
     await same_on_both(hub, what, read, lambda v: v, ready=lambda v: v is None)
 
 
+@pytest.mark.parametrize("agents", ["kube", "grpc"], indirect=True)
 async def test_changes_made_while_the_agents_were_down(agents: Agents) -> None:
     hub = agents.hub
     for name, case in BEFORE.items():
@@ -211,10 +239,12 @@ async def test_a_new_hub_address_evicts_the_old_applied_works(agents: Agents) ->
     old_hash = hub.ocm.hub_hash
 
     await agents.stop()
-    kubeconfig = yaml.safe_load(agents.hub_path.read_text())
+    hub_path = agents.folder / "hub.kubeconfig"
+    kubeconfig = yaml.safe_load(hub_path.read_text())
     kubeconfig["clusters"][0]["cluster"]["server"] += "/"  # the hash covers the URL as written
-    agents.hub_path = agents.folder / "hub-slash.kubeconfig"
-    agents.hub_path.write_text(yaml.safe_dump(kubeconfig))
+    moved = agents.folder / "hub-slash.kubeconfig"
+    moved.write_text(yaml.safe_dump(kubeconfig))
+    agents.sources = {side.cluster: (f"--workload-source-config={moved}",) for side in hub.sides}
     new_hash = hub_hash(kubeconfig["clusters"][0]["cluster"]["server"])
     assert new_hash != old_hash
     for side in hub.sides:
