@@ -9,8 +9,10 @@ same: the deleted work gone from the hub with its objects and its
 AppliedManifestWork, the others' status, AppliedManifestWorks and objects as
 OCM's agent leaves them.
 
-The first scenario runs on the kube driver and through OCM's gRPC server
-(where the agents' resync on reconnect tells the server what they hold).
+The first scenario runs on the kube driver, through OCM's gRPC server (where
+the agents' resync on reconnect tells the server what they hold), and with
+OCM's agent on both sides, through OCM's server and ours (our server's answers
+to a resync).
 Runs in the real leg only; ``make ocm`` builds OCM's binary.
 """
 
@@ -77,23 +79,32 @@ class Agents:
     spoke_paths: dict[str, Path]
     #: OCM processes that outlive the agents (its gRPC server).
     servers: list[Peer] = field(default_factory=list)
-    ocm: Peer | None = None
+    #: OCM's agents by cluster; ours serves the "ours" side unless ``hub.our_agent`` is off.
+    ocm: dict[str, Peer] = field(default_factory=dict)
     ours: ProgramProcess | None = None
+
+    def flags(self, cluster: str, extra: tuple[str, ...]) -> tuple[str, ...]:
+        """The agent flags of one side (``extra`` added)."""
+        return (*self.sources[cluster], f"--agent-id={AGENT_ID}", *extra)
 
     async def start(self, *extra: str) -> None:
         """Both agents, with the same flags (``extra`` added to both)."""
-        ocm_flags = (*self.sources[OCM], f"--agent-id={AGENT_ID}", *extra)
-        self.ocm = start_ocm_agent(
-            self.folder / OCM, cluster=OCM, source=ocm_flags, spoke_kubeconfig=self.spoke_paths[OCM]
-        )
-        self.hub.processes[:] = [*self.servers, self.ocm]
+        clusters = [OCM] if self.hub.our_agent else [OCM, OURS]
+        for cluster in clusters:
+            self.ocm[cluster] = start_ocm_agent(
+                self.folder / cluster,
+                cluster=cluster,
+                source=self.flags(cluster, extra),
+                spoke_kubeconfig=self.spoke_paths[cluster],
+            )
+        self.hub.processes[:] = [*self.servers, *self.ocm.values()]
+        if not self.hub.our_agent:
+            return
         # Ours as a process, with the flags OCM's gets (and a plain-HTTP endpoint).
         self.ours = await start_agent_process(
             self.folder,
             f"--spoke-cluster-name={OURS}",
-            *self.sources[OURS],
-            f"--agent-id={AGENT_ID}",
-            *extra,
+            *self.flags(OURS, extra),
             f"--kubeconfig={self.spoke_paths[OURS]}",
             f"--spoke-kubeconfig={self.spoke_paths[OURS]}",
             "--listen=127.0.0.1:0",
@@ -104,9 +115,10 @@ class Agents:
 
     async def stop(self) -> None:
         """Both agents down (SIGTERM); ours must end cleanly."""
-        if self.ocm is not None:
-            await self.ocm.stop()
-            self.hub.processes[:] = self.servers
+        for peer in self.ocm.values():
+            await peer.stop()
+        self.ocm.clear()
+        self.hub.processes[:] = self.servers
         if self.ours is not None:
             code = await self.ours.terminate()
             assert code == 0, self.ours.log()[-3000:]
@@ -118,7 +130,8 @@ async def agents(
     request: pytest.FixtureRequest, realkube_pool: PlanePool, tmp_path: Path
 ) -> AsyncIterator[Agents]:
     """A hub with both cluster namespaces, two managed clusters, both agents running on
-    the driver the test names (``kube``: the hub; ``grpc``: OCM's gRPC server)."""
+    the driver the test names (``kube``: the hub; ``grpc``: OCM's gRPC server;
+    ``grpc-server``: OCM's agent on both sides, through OCM's server and ours)."""
     driver = str(getattr(request, "param", "kube"))
     async with open_cluster(REAL, realkube_pool) as hub_plane:
         hub_path = hub_plane.write_kubeconfig(tmp_path / "hub.kubeconfig")
@@ -146,10 +159,15 @@ async def agents(
                 server, url = await grpc.ocm_server(hub_path)
                 stack.push_async_callback(server.stop)
                 servers.append(server)
-                ocm.hub_hash = ours.hub_hash = hub_hash(url)
+                urls = {OCM: url, OURS: url}
+                if driver == "grpc-server":  # OCM's agent on our side too, through our server
+                    our_server = await grpc.our_server(hub_path)
+                    stack.push_async_callback(our_server.stop)
+                    urls[OURS] = our_server.url
+                ocm.hub_hash, ours.hub_hash = hub_hash(urls[OCM]), hub_hash(urls[OURS])
                 sources = {
                     cluster: grpc_source(
-                        await grpc.agent_config(cluster, url), f"{cluster}-work-agent"
+                        await grpc.agent_config(cluster, urls[cluster]), f"{cluster}-work-agent"
                     )
                     for cluster in (OCM, OURS)
                 }
@@ -176,7 +194,7 @@ async def gone(hub: Hub, what: str, read: Any) -> None:
     await same_on_both(hub, what, read, lambda v: v, ready=lambda v: v is None)
 
 
-@pytest.mark.parametrize("agents", ["kube", "grpc"], indirect=True)
+@pytest.mark.parametrize("agents", ["kube", "grpc", "grpc-server"], indirect=True)
 async def test_changes_made_while_the_agents_were_down(agents: Agents) -> None:
     hub = agents.hub
     for name, case in BEFORE.items():
