@@ -89,17 +89,14 @@ class SpecRejected(ValueError):
 def object_meta_json(meta: dict[str, Any]) -> str:
     """A work's metadata as Go's ``json.Marshal(ObjectMeta)`` lays it out.
 
-    Empty fields are left out (``omitempty``) except ``creationTimestamp``,
-    which Go writes as ``null`` when unset.
+    Empty fields are left out: ``omitempty``, and ``omitzero`` for
+    ``creationTimestamp`` (apimachinery since v0.33; older ones wrote ``null``).
     """
-    out: dict[str, Any] = {}
-    for key in _OBJECT_META_FIELDS:
-        value = meta.get(key)
-        if key == "creationTimestamp":
-            out[key] = value or None
-        elif value not in (None, "", 0, [], {}):
-            out[key] = value
+    out = {key: meta[key] for key in _OBJECT_META_FIELDS if meta.get(key) not in _EMPTY}
     return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+
+
+_EMPTY: tuple[Any, ...] = (None, "", 0, [], {})
 
 
 def log_tracing(meta: dict[str, Any]) -> str:
@@ -382,7 +379,8 @@ def status_event(
         EXT_RESOURCE_VERSION: int(meta.get("generation") or 0),
         EXT_SEQUENCE_ID: sequence_id,
         EXT_STATUS_HASH: status_hash(status),
-        EXT_METADATA: object_meta_json(meta),
+        # Without the cache's own resourceVersion, which sdk-go clears before it publishes.
+        EXT_METADATA: object_meta_json({**meta, "resourceVersion": ""}),
         EXT_LOG_TRACING: log_tracing(meta),
     }
     event = CloudEvent.new(client_id, work_event_type(STATUS, action), extensions)

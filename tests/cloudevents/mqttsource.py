@@ -55,6 +55,8 @@ class MqttWorkSource:
     port: int
     works: dict[str, dict[str, Any]] = field(default_factory=dict)
     statuses: dict[str, list[StatusUpdate]] = field(default_factory=dict)
+    #: Every status event as received, with the topic it came on.
+    status_events: list[tuple[str, CloudEvent]] = field(default_factory=list)
     resync_requests: int = 0
     _client: aiomqtt.Client | None = None
     _task: asyncio.Task[None] | None = None
@@ -95,13 +97,13 @@ class MqttWorkSource:
                             getattr(props, "ContentType", None),
                             getattr(props, "UserProperty", None) or [],
                         )
-                        await self._handle(event)
+                        await self._handle(event, str(message.topic))
             except aiomqtt.MqttError:
                 self._client = None
                 self._connected.clear()
                 await asyncio.sleep(0.1)  # sleep-ok: reconnect pacing of the test source
 
-    async def _handle(self, event: CloudEvent) -> None:
+    async def _handle(self, event: CloudEvent, topic: str) -> None:
         kind = EventType.parse(event.type)
         if kind.subresource == SPEC and kind.action == RESYNC_REQUEST:
             self.resync_requests += 1
@@ -115,6 +117,7 @@ class MqttWorkSource:
                 if meta.get("deletionTimestamp") or gen > versions.get(meta["uid"], 0):
                     await self.publish(work, RESYNC_RESPONSE)
         elif kind.subresource == STATUS:
+            self.status_events.append((topic, event))
             update = decode_status_event(event)
             self.statuses.setdefault(update.uid, []).append(update)
             held = self.works.get(update.uid)

@@ -1,0 +1,195 @@
+"""OCM's Go work agent and ours on the mqtt driver, side by side.
+
+One real broker (mosquitto) and one work source publishing as OCM's sdk-go
+sources do (tests/cloudevents/mqttsource.py); each agent serves its own
+managed cluster and gets the same works. Compared, field by field: the
+status each agent publishes (conditions by shape, feedback, manifest
+conditions), the CloudEvents attributes and extensions of its status events
+and the topic they come on, and what each leaves on its cluster. OCM's own
+repository no longer tests its agent on mqtt; this is where ours is held to it.
+
+Runs in the real leg only; ``make ocm`` builds OCM's binary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ocmkit.cloudevents import CloudEvent
+from ocmkit.cloudevents.works import StatusUpdate
+from tests.cloudevents.mqttbroker import Mosquitto
+from tests.cloudevents.mqttsource import MqttWorkSource, topics
+from tests.peers.test_agent_side_by_side import (
+    CASES,
+    OCM,
+    OURS,
+    UID,
+    Case,
+    Hub,
+    Side,
+    comparable_work,
+    compare_applied,
+    diff,
+    same_on_both,
+    settled,
+    spoke_side,
+)
+from tests.support.ocmpeer import Peer, start_ocm_agent
+from tests.support.processes import ProgramProcess, start_agent_process
+from tests.support.targets import PlanePool
+from workagent.identity import hub_hash
+
+pytestmark = pytest.mark.realkube
+
+#: The corpus's works compared here: apply, feedback, failures and strategies.
+NAMES = ["plain", "feedback", "unknown-kind", "create-only", "read-only-missing", "ssa-force"]
+DIGITS = re.compile(r"^\d+$")
+
+
+@dataclass
+class Mqtt:
+    """The broker, the source, the two sides and the agents serving them."""
+
+    hub: Hub  # no hub API server here: its client is unused
+    source: MqttWorkSource
+    ocm_agent: Peer
+    our_agent: ProgramProcess
+    uids: dict[tuple[str, str], str]  # (cluster, work name) -> the work's UID at the source
+
+
+def flags(cluster: str, config: Path) -> tuple[str, ...]:
+    """The Klusterlet's CloudEvents flags for ``cluster`` on the mqtt driver."""
+    return (
+        "--workload-source-driver=mqtt",
+        f"--workload-source-config={config}",
+        f"--cloudevents-client-id={cluster}-work-agent",
+    )
+
+
+@pytest.fixture
+async def mqtt(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Mqtt]:
+    """Both agents subscribed to one broker, each with its managed cluster."""
+    broker = Mosquitto(tmp_path)
+    await broker.start()
+    source = MqttWorkSource("127.0.0.1", broker.port)
+    config = tmp_path / "mqtt.yaml"
+    config.write_text(yaml.safe_dump({"brokerHost": broker.host, "topics": topics()}))
+    try:
+        await source.start()
+        async with (
+            spoke_side(realkube_pool, tmp_path, OCM) as (ocm, ocm_path),
+            spoke_side(realkube_pool, tmp_path, OURS) as (ours, ours_path),
+        ):
+            ocm.hub_hash = ours.hub_hash = hub_hash(broker.host)
+            peer = start_ocm_agent(
+                tmp_path / OCM,
+                cluster=OCM,
+                source=flags(OCM, config),
+                spoke_kubeconfig=ocm_path,
+            )
+            process = await start_agent_process(
+                tmp_path,
+                f"--spoke-cluster-name={OURS}",
+                *flags(OURS, config),
+                f"--kubeconfig={ours_path}",
+                f"--spoke-kubeconfig={ours_path}",
+                "--listen=127.0.0.1:0",
+                "--insecure-serving",
+                "--disable-leader-election",
+                "--status-sync-interval=1s",
+            )
+            hub = Hub(ocm.spoke, ocm, ours, [peer], "mqtt")
+            try:
+                yield Mqtt(hub, source, peer, process, {})
+            finally:
+                await peer.stop()
+                with contextlib.suppress(Exception):
+                    await process.terminate()
+    finally:
+        await source.stop()
+        await broker.stop()
+
+
+def as_work(name: str, case: Case, update: StatusUpdate | None) -> dict[str, Any] | None:
+    """The work the source holds, with the status an agent last reported for it."""
+    if update is None:
+        return None
+    return {
+        "metadata": {"name": name, "generation": update.generation},
+        "spec": {"workload": {"manifests": case.manifests}},
+        "status": update.status(),
+    }
+
+
+def event_shape(topic: str, event: CloudEvent, cluster: str) -> dict[str, Any]:
+    """A status event's attributes and extensions as comparable across the two clusters:
+    the cluster read as ``<cluster>``, ids and hashes by their shape."""
+    extensions = dict(event.extensions)
+    shaped: dict[str, Any] = {}
+    for key, value in sorted(extensions.items()):
+        text = str(value)
+        if key in ("resourceid", "statushash"):
+            shaped[key] = "<set>" if text else ""
+        elif key == "sequenceid":
+            shaped[key] = "<digits>" if DIGITS.match(text) else text
+        else:  # the metadata JSON names the work's own UID
+            shaped[key] = UID.sub("<uid>", text.replace(cluster, "<cluster>"))
+    return {
+        "topic": topic.replace(cluster, "<cluster>"),
+        "type": event.type,
+        "source": event.source.replace(cluster, "<cluster>"),
+        "specversion": event.spec_version,
+        "datacontenttype": event.data_content_type,
+        "dataschema": event.data_schema,
+        "subject": event.subject,
+        "has_time": event.time is not None,
+        "extensions": shaped,
+    }
+
+
+async def test_same_works_same_status_events(mqtt: Mqtt) -> None:
+    hub, source = mqtt.hub, mqtt.source
+    for name in NAMES:
+        case = CASES[name]
+        for side in hub.sides:
+            uid = await source.create(
+                side.cluster, name, copy.deepcopy(case.manifests), **copy.deepcopy(case.spec)
+            )
+            mqtt.uids[(side.cluster, name)] = uid
+
+    for name in NAMES:
+        case = CASES[name]
+
+        async def reported(side: Side, name: str = name, case: Case = case) -> Any:
+            return as_work(name, case, source.last_status(mqtt.uids[(side.cluster, name)]))
+
+        def comparable(work: Any, case: Case = case) -> Any:
+            return None if work is None else comparable_work(work, case.wording)["status"]
+
+        def ready(work: Any, case: Case = case) -> bool:
+            return work is not None and settled(work, case)
+
+        await same_on_both(hub, f"the status of {name!r}", reported, comparable, ready=ready)
+
+    # The status events themselves: attributes, extensions, topic.
+    for name in NAMES:
+        shapes = []
+        for side in hub.sides:
+            uid = mqtt.uids[(side.cluster, name)]
+            events = [
+                (t, e) for t, e in source.status_events if e.extensions.get("resourceid") == uid
+            ]
+            assert events, (side.cluster, name)
+            shapes.append(event_shape(*events[-1], side.cluster))
+        assert shapes[0] == shapes[1], f"{name}:\n{diff(shapes[0], shapes[1])}"
+
+    await compare_applied(hub, NAMES)
