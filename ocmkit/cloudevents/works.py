@@ -379,8 +379,11 @@ def status_event(
         EXT_RESOURCE_VERSION: int(meta.get("generation") or 0),
         EXT_SEQUENCE_ID: sequence_id,
         EXT_STATUS_HASH: status_hash(status),
-        # Without the cache's own resourceVersion, which sdk-go clears before it publishes.
-        EXT_METADATA: object_meta_json({**meta, "resourceVersion": ""}),
+        # sdk-go clears the cache's own resourceVersion before it publishes a status
+        # update; its answers to a status resync publish the cached work as it is.
+        EXT_METADATA: object_meta_json(
+            meta if action == RESYNC_RESPONSE else {**meta, "resourceVersion": ""}
+        ),
         EXT_LOG_TRACING: log_tracing(meta),
     }
     event = CloudEvent.new(client_id, work_event_type(STATUS, action), extensions)

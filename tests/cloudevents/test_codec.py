@@ -293,6 +293,15 @@ def test_status_event_carries_the_extensions_sources_require() -> None:
     work["metadata"]["resourceVersion"] = "7"
     again = status_event(work, client_id="cluster1-work-agent", cluster="cluster1", sequence_id="1")
     assert "resourceVersion" not in json.loads(str(again.extensions["metadata"]))
+    # ... but its answers to a status resync publish the cached work as it is.
+    answer = status_event(
+        work,
+        client_id="cluster1-work-agent",
+        cluster="cluster1",
+        sequence_id="2",
+        action="resync_response",
+    )
+    assert json.loads(str(answer.extensions["metadata"]))["resourceVersion"] == "7"
     data = json.loads(event.data or b"")
     assert data == {
         "conditions": work["status"]["conditions"],

@@ -127,6 +127,15 @@ async def test_klusterlet_style_mqtt_agent_applies_updates_and_deletes(
             return uid not in source.works
 
         await eventually(confirmed, what="the deletion confirmed to the source")
+        update = source.last_status(uid)
+        assert update is not None
+        (deleted,) = [c for c in update.conditions if c["type"] == "Deleted"]
+        # As sdk-go writes it: no observedGeneration.
+        assert sorted(deleted) == ["lastTransitionTime", "message", "reason", "status", "type"]
+        assert (deleted["reason"], deleted["message"]) == (
+            "ManifestsDeleted",
+            f"The manifests are deleted from the cluster {CLUSTER}",
+        )
     finally:
         code = await process.terminate()
     assert code == 0, process.log()

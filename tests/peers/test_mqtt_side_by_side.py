@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from tests.peers.test_agent_side_by_side import (
     Case,
     Hub,
     Side,
+    _strip_times,
     comparable_work,
     compare_applied,
     diff,
@@ -43,6 +45,7 @@ from tests.peers.test_agent_side_by_side import (
     settled,
     spoke_side,
 )
+from tests.support.manifests import configmap
 from tests.support.ocmpeer import Peer, start_ocm_agent
 from tests.support.processes import ProgramProcess, start_agent_process
 from tests.support.targets import PlanePool
@@ -53,6 +56,8 @@ pytestmark = pytest.mark.realkube
 #: The corpus's works compared here: apply, feedback, failures and strategies.
 NAMES = ["plain", "feedback", "unknown-kind", "create-only", "read-only-missing", "ssa-force"]
 DIGITS = re.compile(r"^\d+$")
+RESOURCE_VERSION = re.compile(r'"resourceVersion":"\d+"')
+TIME = re.compile(r'"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"')
 
 
 @dataclass
@@ -141,7 +146,10 @@ def event_shape(topic: str, event: CloudEvent, cluster: str) -> dict[str, Any]:
             shaped[key] = "<set>" if text else ""
         elif key == "sequenceid":
             shaped[key] = "<digits>" if DIGITS.match(text) else text
-        else:  # the metadata JSON names the work's own UID
+        else:  # the metadata JSON names the work's own UID and, in a resync answer, the
+            # agent cache's resourceVersion (a counter of its own)
+            text = RESOURCE_VERSION.sub('"resourceVersion":"<digits>"', text)
+            text = TIME.sub('"<time>"', text)  # the source's deletion times differ
             shaped[key] = UID.sub("<uid>", text.replace(cluster, "<cluster>"))
     return {
         "topic": topic.replace(cluster, "<cluster>"),
@@ -156,6 +164,39 @@ def event_shape(topic: str, event: CloudEvent, cluster: str) -> dict[str, Any]:
     }
 
 
+async def compare_statuses(mqtt: Mqtt, cases: dict[str, Case]) -> None:
+    """Each work's last reported status is settled on both sides and the same."""
+    for name, case in cases.items():
+
+        async def reported(side: Side, name: str = name, case: Case = case) -> Any:
+            return as_work(name, case, mqtt.source.last_status(mqtt.uids[(side.cluster, name)]))
+
+        def comparable(work: Any, case: Case = case) -> Any:
+            return None if work is None else comparable_work(work, case.wording)["status"]
+
+        def ready(work: Any, case: Case = case) -> bool:
+            return work is not None and settled(work, case)
+
+        await same_on_both(mqtt.hub, f"the status of {name!r}", reported, comparable, ready=ready)
+
+
+def compare_last_events(mqtt: Mqtt, names: list[str], since: int = 0) -> None:
+    """The last status event of each work (after the first ``since`` events) has the same
+    attributes, extensions and topic on both sides."""
+    for name in names:
+        shapes = []
+        for side in mqtt.hub.sides:
+            uid = mqtt.uids[(side.cluster, name)]
+            events = [
+                (t, e)
+                for t, e in mqtt.source.status_events[since:]
+                if e.extensions.get("resourceid") == uid
+            ]
+            assert events, (side.cluster, name)
+            shapes.append(event_shape(*events[-1], side.cluster))
+        assert shapes[0] == shapes[1], f"{name}:\n{diff(shapes[0], shapes[1])}"
+
+
 async def test_same_works_same_status_events(mqtt: Mqtt) -> None:
     hub, source = mqtt.hub, mqtt.source
     for name in NAMES:
@@ -165,31 +206,45 @@ async def test_same_works_same_status_events(mqtt: Mqtt) -> None:
                 side.cluster, name, copy.deepcopy(case.manifests), **copy.deepcopy(case.spec)
             )
             mqtt.uids[(side.cluster, name)] = uid
-
-    for name in NAMES:
-        case = CASES[name]
-
-        async def reported(side: Side, name: str = name, case: Case = case) -> Any:
-            return as_work(name, case, source.last_status(mqtt.uids[(side.cluster, name)]))
-
-        def comparable(work: Any, case: Case = case) -> Any:
-            return None if work is None else comparable_work(work, case.wording)["status"]
-
-        def ready(work: Any, case: Case = case) -> bool:
-            return work is not None and settled(work, case)
-
-        await same_on_both(hub, f"the status of {name!r}", reported, comparable, ready=ready)
-
-    # The status events themselves: attributes, extensions, topic.
-    for name in NAMES:
-        shapes = []
-        for side in hub.sides:
-            uid = mqtt.uids[(side.cluster, name)]
-            events = [
-                (t, e) for t, e in source.status_events if e.extensions.get("resourceid") == uid
-            ]
-            assert events, (side.cluster, name)
-            shapes.append(event_shape(*events[-1], side.cluster))
-        assert shapes[0] == shapes[1], f"{name}:\n{diff(shapes[0], shapes[1])}"
-
+    await compare_statuses(mqtt, {name: CASES[name] for name in NAMES})
+    compare_last_events(mqtt, NAMES)
     await compare_applied(hub, NAMES)
+
+    # A new generation.
+    changed = Case([configmap("plain-cm", a="2")])
+    for side in hub.sides:
+        await source.update(mqtt.uids[(side.cluster, "plain")], copy.deepcopy(changed.manifests))
+    await compare_statuses(mqtt, {"plain": changed})
+    compare_last_events(mqtt, ["plain"])
+    await compare_applied(hub, ["plain"])
+
+    # The source asks every agent for every status: both answer alike.
+    since = len(source.status_events)
+    await source.request_statuses()
+
+    async def answered(side: Side) -> Any:
+        uids = {mqtt.uids[(side.cluster, name)] for name in NAMES}
+        seen = {e.extensions.get("resourceid") for _, e in source.status_events[since:]}
+        return sorted(uids - seen) or None
+
+    await same_on_both(
+        hub, "the answers to a status resync", answered, lambda v: v, ready=lambda v: v is None
+    )
+    compare_last_events(mqtt, NAMES, since)
+
+    # Deletion: both clean up and confirm with a Deleted status.
+    for side in hub.sides:
+        await source.delete(mqtt.uids[(side.cluster, "plain")])
+
+    async def confirmed(side: Side) -> Any:
+        return mqtt.uids[(side.cluster, "plain")] in source.works or None
+
+    await same_on_both(hub, "the deletion confirmed", confirmed, bool, ready=lambda v: v is None)
+    compare_last_events(mqtt, ["plain"])
+    shapes = []
+    for side in hub.sides:  # the confirmation's conditions, the cluster's name read as such
+        update = source.last_status(mqtt.uids[(side.cluster, "plain")])
+        assert update is not None and update.deleted, side.cluster
+        text = json.dumps(_strip_times(update.conditions)).replace(side.cluster, "<cluster>")
+        shapes.append(json.loads(text))
+    assert shapes[0] == shapes[1], diff(shapes[0], shapes[1])

@@ -255,10 +255,9 @@ class CloudEventsWorkSource:
             c for c in status.get("conditions") or [] if c.get("type") != CONDITION_DELETED
         ]
         conditions.append(
-            {
+            {  # no observedGeneration: sdk-go sets none on this condition
                 "type": CONDITION_DELETED,
                 "status": "True",
-                "observedGeneration": int(meta.get("generation") or 0),
                 "lastTransitionTime": format_time(utcnow()),
                 "reason": REASON_MANIFESTS_DELETED,
                 "message": MANIFESTS_DELETED_MESSAGE.format(cluster=self.cluster),
