@@ -7,6 +7,7 @@ agent of that cluster subscribes (list+watch of that namespace only).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from collections.abc import Callable
 from typing import Any
@@ -62,11 +63,18 @@ class WorkService:
         self._hub = hub
         self._sink = sink
         self._informers: dict[str, Informer] = {}
-        self._lock = asyncio.Lock()
+        self._locks: collections.defaultdict[str, asyncio.Lock] = collections.defaultdict(
+            asyncio.Lock
+        )
 
     async def ensure(self, cluster: str) -> Informer:
-        """The informer of ``cluster``'s namespace, started and synced."""
-        async with self._lock:
+        """The informer of ``cluster``'s namespace, started and synced.
+
+        The works of its first list are not announced: the agent's resync asks
+        for them (as with OCM's server, whose informer lists before any agent
+        subscribes); only later changes become spec events.
+        """
+        async with self._locks[cluster]:
             informer = self._informers.get(cluster)
             if informer is None:
                 informer = Informer(
@@ -76,13 +84,19 @@ class WorkService:
                     name=f"manifestworks-{cluster}",
                     transform=strip_managed_fields,
                 )
+                self._informers[cluster] = informer
+                await informer.start()
+                synced = await informer.wait_synced(SYNC_TIMEOUT)
+                listed = {_meta(w).get("uid") for w in informer.store.list()}
                 informer.add_handler(
-                    on_add=lambda w: self._emit(w, CREATE_REQUEST),
+                    on_add=lambda w: (
+                        None if _meta(w).get("uid") in listed else self._emit(w, CREATE_REQUEST)
+                    ),
                     on_update=self._on_update,
                     on_delete=lambda w: self._emit(w, DELETE_REQUEST),
                 )
-                self._informers[cluster] = informer
-                await informer.start()
+                if not synced:
+                    raise TimeoutError(f"the ManifestWorks of {cluster} could not be listed")
         if not await informer.wait_synced(SYNC_TIMEOUT):
             raise TimeoutError(f"the ManifestWorks of {cluster} could not be listed")
         return informer
@@ -130,7 +144,9 @@ class WorkService:
                 or generation == 0
                 or generation > versions.get(uid, 0)
             ):
-                answer.append(spec_event(work, RESYNC_RESPONSE, KUBE_SOURCE))
+                # OCM's server answers with the generation as the resourceVersion.
+                answered = {**work, "metadata": {**meta, "resourceVersion": str(generation)}}
+                answer.append(spec_event(answered, RESYNC_RESPONSE, KUBE_SOURCE))
         for uid in versions:
             if uid not in known:
                 answer.append(deleted_resync_response(uid, cluster))

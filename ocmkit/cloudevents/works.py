@@ -212,9 +212,12 @@ class SequenceIds:
 def spec_event(work: dict[str, Any], action: str, source: str = KUBE_SOURCE) -> CloudEvent:
     """The spec event of a ManifestWork (``data`` = ManifestBundle unless it is deleting).
 
-    A ``delete_request`` always carries a deletion timestamp: the work's, else now.
+    A ``delete_request`` always carries a deletion timestamp: the work's, else
+    now, which its metadata then carries too (as OCM's server sets it on the work).
     """
     meta = work.get("metadata") or {}
+    if action == DELETE_REQUEST and not meta.get("deletionTimestamp"):
+        meta = {**meta, "deletionTimestamp": format_time(utcnow())}
     event = CloudEvent.new(
         source,
         work_event_type(SPEC, action),
