@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, NotFound
-from tests.integration.conftest import HUB_CRDS, work_body
+from tests.integration.conftest import work_body
 from tests.peers.test_agent_side_by_side import (
     NS,
     OCM,
@@ -41,6 +41,7 @@ from tests.peers.test_agent_side_by_side import (
     applied_work,
     compare_applied,
     compare_works,
+    hub_side,
     hub_work,
     same_on_both,
     spoke_side,
@@ -48,8 +49,7 @@ from tests.peers.test_agent_side_by_side import (
 from tests.support.manifests import configmap
 from tests.support.ocmpeer import Peer, grpc_source, start_ocm_agent
 from tests.support.processes import ProgramProcess, start_agent_process
-from tests.support.programs import CRD_DIR, open_test_client
-from tests.support.targets import REAL, PlanePool, open_cluster
+from tests.support.targets import PlanePool
 from workagent.identity import hub_hash
 
 pytestmark = pytest.mark.realkube
@@ -133,52 +133,44 @@ async def agents(
     the driver the test names (``kube``: the hub; ``grpc``: OCM's gRPC server;
     ``grpc-server``: OCM's agent on both sides, through OCM's server and ours)."""
     driver = str(getattr(request, "param", "kube"))
-    async with open_cluster(REAL, realkube_pool) as hub_plane:
-        hub_path = hub_plane.write_kubeconfig(tmp_path / "hub.kubeconfig")
-        async with (
-            await open_test_client(
-                hub_path,
-                user_agent="side-by-side",
-                name="hub",
-                crds=[CRD_DIR / n for n in HUB_CRDS],
-                namespaces=[OCM, OURS],
-            ) as hub_client,
-            spoke_side(realkube_pool, tmp_path, OCM) as (ocm, ocm_path),
-            spoke_side(realkube_pool, tmp_path, OURS) as (ours, ours_path),
-            contextlib.AsyncExitStack() as stack,
-        ):
-            hub = Hub(hub_client, ocm, ours, [], driver)
-            servers: list[Peer] = []
-            sources: dict[str, tuple[str, ...]]
-            if driver == "kube":
-                ocm.hub_hash = ours.hub_hash = hub_hash(hub_plane.url)
-                kube = (f"--workload-source-config={hub_path}",)
-                sources = {OCM: kube, OURS: kube}
-            else:
-                grpc = GrpcSetup(hub_client, tmp_path)
-                server, url = await grpc.ocm_server(hub_path)
-                stack.push_async_callback(server.stop)
-                servers.append(server)
-                urls = {OCM: url, OURS: url}
-                if driver == "grpc-server":  # OCM's agent on our side too, through our server
-                    our_server = await grpc.our_server(hub_path)
-                    stack.push_async_callback(our_server.stop)
-                    urls[OURS] = our_server.url
-                ocm.hub_hash, ours.hub_hash = hub_hash(urls[OCM]), hub_hash(urls[OURS])
-                sources = {
-                    cluster: grpc_source(
-                        await grpc.agent_config(cluster, urls[cluster]), f"{cluster}-work-agent"
-                    )
-                    for cluster in (OCM, OURS)
-                }
-            paths = {OCM: ocm_path, OURS: ours_path}
-            agents = Agents(hub, tmp_path, sources, paths, servers)
-            await agents.start()
-            try:
-                yield agents
-            finally:
-                with contextlib.suppress(AssertionError):
-                    await agents.stop()
+    async with (
+        hub_side(realkube_pool, tmp_path, [OCM, OURS]) as (hub_plane, hub_path, hub_client),
+        spoke_side(realkube_pool, tmp_path, OCM) as (ocm, ocm_path),
+        spoke_side(realkube_pool, tmp_path, OURS) as (ours, ours_path),
+        contextlib.AsyncExitStack() as stack,
+    ):
+        hub = Hub(hub_client, ocm, ours, [], driver)
+        servers: list[Peer] = []
+        sources: dict[str, tuple[str, ...]]
+        if driver == "kube":
+            ocm.hub_hash = ours.hub_hash = hub_hash(hub_plane.url)
+            kube = (f"--workload-source-config={hub_path}",)
+            sources = {OCM: kube, OURS: kube}
+        else:
+            grpc = GrpcSetup(hub_client, tmp_path)
+            server, url = await grpc.ocm_server(hub_path)
+            stack.push_async_callback(server.stop)
+            servers.append(server)
+            urls = {OCM: url, OURS: url}
+            if driver == "grpc-server":  # OCM's agent on our side too, through our server
+                our_server = await grpc.our_server(hub_path)
+                stack.push_async_callback(our_server.stop)
+                urls[OURS] = our_server.url
+            ocm.hub_hash, ours.hub_hash = hub_hash(urls[OCM]), hub_hash(urls[OURS])
+            sources = {
+                cluster: grpc_source(
+                    await grpc.agent_config(cluster, urls[cluster]), f"{cluster}-work-agent"
+                )
+                for cluster in (OCM, OURS)
+            }
+        paths = {OCM: ocm_path, OURS: ours_path}
+        agents = Agents(hub, tmp_path, sources, paths, servers)
+        await agents.start()
+        try:
+            yield agents
+        finally:
+            with contextlib.suppress(AssertionError):
+                await agents.stop()
 
 
 async def create(hub: Hub, name: str, case: Case) -> None:

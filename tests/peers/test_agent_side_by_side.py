@@ -64,7 +64,7 @@ from tests.integration.conftest import HUB_CRDS, SPOKE_CRDS, work_body
 from tests.support.manifests import configmap, deployment, json_paths, manifest_config
 from tests.support.ocmpeer import Peer, grpc_source, start_ocm_agent, start_ocm_server
 from tests.support.programs import CRD_DIR, AgentRunner, agent_settings, open_test_client
-from tests.support.targets import REAL, PlanePool, open_cluster
+from tests.support.targets import REAL, Cluster, PlanePool, open_cluster
 from tests.webhook.helpers import executor
 from workagent.identity import hub_hash
 
@@ -605,6 +605,24 @@ async def spoke_side(
             yield Side(cluster, client), path
 
 
+@contextlib.asynccontextmanager
+async def hub_side(
+    pool: PlanePool, folder: Path, namespaces: list[str]
+) -> AsyncIterator[tuple[Cluster, Path, KubeClient]]:
+    """A real hub with the ManifestWork CRD and these cluster namespaces: the cluster,
+    its kubeconfig and an admin client."""
+    async with open_cluster(REAL, pool) as plane:
+        path = plane.write_kubeconfig(folder / "hub.kubeconfig")
+        async with await open_test_client(
+            path,
+            user_agent="side-by-side",
+            name="hub",
+            crds=[CRD_DIR / n for n in HUB_CRDS],
+            namespaces=namespaces,
+        ) as client:
+            yield plane, path, client
+
+
 #: The kinds of the corpus's pre-existing objects.
 EXISTING_KINDS = {r.kind: r for r in (CONFIGMAPS, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS)}
 
@@ -703,73 +721,61 @@ async def peers(
     """The hub and the two sides, served as the ``driver`` parameter says, running."""
     driver = str(request.param)
     gates = GATES[driver]
-    async with open_cluster(REAL, realkube_pool) as hub_plane:
-        hub_path = hub_plane.write_kubeconfig(tmp_path / "hub.kubeconfig")
-        async with (
-            await open_test_client(
-                hub_path,
-                user_agent="side-by-side",
-                name="hub",
-                crds=[CRD_DIR / n for n in HUB_CRDS],
-                namespaces=[OCM, OURS],
-            ) as hub_client,
-            spoke_side(realkube_pool, tmp_path, OCM) as (ocm, ocm_path),
-            spoke_side(realkube_pool, tmp_path, OURS) as (ours, ours_path),
-            contextlib.AsyncExitStack() as stack,
-        ):
-            processes: list[Peer] = []
-            ours_settings: dict[str, Any] | None = None
-            if driver == "kube":
-                ocm.hub_hash = ours.hub_hash = hub_hash(hub_plane.url)
-                processes.append(
-                    ocm_agent(
-                        tmp_path, ocm, (f"--workload-source-config={hub_path}",), ocm_path, gates
-                    )
-                )
-                ours_settings = {"hub_kubeconfig": str(hub_path)}
-            else:
-                grpc = GrpcSetup(hub_client, tmp_path)
-                server, url = await grpc.ocm_server(hub_path)
-                stack.push_async_callback(server.stop)
-                processes.append(server)
-                ocm.hub_hash = hub_hash(url)
-                config = await grpc.agent_config(OCM, url)
-                processes.append(
-                    ocm_agent(
-                        tmp_path, ocm, grpc_source(config, f"{OCM}-work-agent"), ocm_path, gates
-                    )
-                )
-                if driver == "grpc":
-                    ours.hub_hash = ocm.hub_hash
-                    ours_settings = {
-                        "workload_source_driver": "grpc",
-                        "hub_kubeconfig": str(await grpc.agent_config(OURS, url)),
-                        "cloudevents_client_id": f"{OURS}-work-agent",
-                        "cloudevents_reconnect_seconds": 0.2,
-                    }
-                else:
-                    our_server = await grpc.our_server(hub_path)
-                    stack.push_async_callback(our_server.stop)
-                    ours.hub_hash = hub_hash(our_server.url)
-                    config = await grpc.agent_config(OURS, our_server.url)
-                    source = grpc_source(config, f"{OURS}-work-agent")
-                    processes.append(ocm_agent(tmp_path, ours, source, ours_path, gates))
-            for peer in processes:
-                stack.push_async_callback(peer.stop)
-            hub = Hub(hub_client, ocm, ours, processes, driver)
-            if ours_settings is None:
-                yield hub
-                return
-            settings = agent_settings(
-                tmp_path,
-                cluster_name=OURS,
-                spoke_kubeconfig=str(ours_path),
-                status_sync_interval=1.0,
-                feature_gates=gates,
-                **ours_settings,
+    async with (
+        hub_side(realkube_pool, tmp_path, [OCM, OURS]) as (hub_plane, hub_path, hub_client),
+        spoke_side(realkube_pool, tmp_path, OCM) as (ocm, ocm_path),
+        spoke_side(realkube_pool, tmp_path, OURS) as (ours, ours_path),
+        contextlib.AsyncExitStack() as stack,
+    ):
+        processes: list[Peer] = []
+        ours_settings: dict[str, Any] | None = None
+        if driver == "kube":
+            ocm.hub_hash = ours.hub_hash = hub_hash(hub_plane.url)
+            processes.append(
+                ocm_agent(tmp_path, ocm, (f"--workload-source-config={hub_path}",), ocm_path, gates)
             )
-            async with AgentRunner(settings):
-                yield hub
+            ours_settings = {"hub_kubeconfig": str(hub_path)}
+        else:
+            grpc = GrpcSetup(hub_client, tmp_path)
+            server, url = await grpc.ocm_server(hub_path)
+            stack.push_async_callback(server.stop)
+            processes.append(server)
+            ocm.hub_hash = hub_hash(url)
+            config = await grpc.agent_config(OCM, url)
+            processes.append(
+                ocm_agent(tmp_path, ocm, grpc_source(config, f"{OCM}-work-agent"), ocm_path, gates)
+            )
+            if driver == "grpc":
+                ours.hub_hash = ocm.hub_hash
+                ours_settings = {
+                    "workload_source_driver": "grpc",
+                    "hub_kubeconfig": str(await grpc.agent_config(OURS, url)),
+                    "cloudevents_client_id": f"{OURS}-work-agent",
+                    "cloudevents_reconnect_seconds": 0.2,
+                }
+            else:
+                our_server = await grpc.our_server(hub_path)
+                stack.push_async_callback(our_server.stop)
+                ours.hub_hash = hub_hash(our_server.url)
+                config = await grpc.agent_config(OURS, our_server.url)
+                source = grpc_source(config, f"{OURS}-work-agent")
+                processes.append(ocm_agent(tmp_path, ours, source, ours_path, gates))
+        for peer in processes:
+            stack.push_async_callback(peer.stop)
+        hub = Hub(hub_client, ocm, ours, processes, driver)
+        if ours_settings is None:
+            yield hub
+            return
+        settings = agent_settings(
+            tmp_path,
+            cluster_name=OURS,
+            spoke_kubeconfig=str(ours_path),
+            status_sync_interval=1.0,
+            feature_gates=gates,
+            **ours_settings,
+        )
+        async with AgentRunner(settings):
+            yield hub
 
 
 # -- normalising what each agent wrote -----------------------------------------------------

@@ -26,11 +26,10 @@ from ocmkit.cloudevents import CloudEvent
 from ocmkit.cloudevents.works import spec_resync_request
 from ocmkit.kube import MANIFESTWORKS, KubeClient
 from tests.conftest import eventually
-from tests.integration.conftest import HUB_CRDS, work_body
-from tests.peers.test_agent_side_by_side import GrpcSetup, diff
+from tests.integration.conftest import work_body
+from tests.peers.test_agent_side_by_side import GrpcSetup, diff, hub_side
 from tests.support.manifests import configmap
-from tests.support.programs import CRD_DIR, open_test_client
-from tests.support.targets import REAL, PlanePool, open_cluster
+from tests.support.targets import PlanePool
 from workagent.sources.grpcdriver import GrpcTransport
 
 pytestmark = pytest.mark.realkube
@@ -83,32 +82,24 @@ async def subscribed(config: Path) -> AsyncIterator[Subscriber]:
 @pytest.fixture
 async def servers(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Servers]:
     """Both servers in front of one hub that already holds two works."""
-    async with open_cluster(REAL, realkube_pool) as plane:
-        hub_path = plane.write_kubeconfig(tmp_path / "hub.kubeconfig")
-        async with (
-            await open_test_client(
-                hub_path,
-                user_agent="side-by-side",
-                name="hub",
-                crds=[CRD_DIR / n for n in HUB_CRDS],
-                namespaces=[CLUSTER],
-            ) as hub,
-            contextlib.AsyncExitStack() as stack,
-        ):
-            for name in ("first", "second"):
-                await hub.create(MANIFESTWORKS, work(name), CLUSTER)
-            grpc = GrpcSetup(hub, tmp_path)
-            peer, url = await grpc.ocm_server(hub_path)
-            stack.push_async_callback(peer.stop)
-            ours = await grpc.our_server(hub_path)
-            stack.push_async_callback(ours.stop)
-            ocm_config = tmp_path / "ocm-agent.yaml"
-            shutil.move(await grpc.agent_config(CLUSTER, url), ocm_config)
-            our_config = await grpc.agent_config(CLUSTER, ours.url)
-            ocm_sub = await stack.enter_async_context(subscribed(ocm_config))
-            our_sub = await stack.enter_async_context(subscribed(our_config))
-            yield Servers(hub, ocm_sub, our_sub)
-            peer.check_alive()
+    async with (
+        hub_side(realkube_pool, tmp_path, [CLUSTER]) as (_, hub_path, hub),
+        contextlib.AsyncExitStack() as stack,
+    ):
+        for name in ("first", "second"):
+            await hub.create(MANIFESTWORKS, work(name), CLUSTER)
+        grpc = GrpcSetup(hub, tmp_path)
+        peer, url = await grpc.ocm_server(hub_path)
+        stack.push_async_callback(peer.stop)
+        ours = await grpc.our_server(hub_path)
+        stack.push_async_callback(ours.stop)
+        ocm_config = tmp_path / "ocm-agent.yaml"
+        shutil.move(await grpc.agent_config(CLUSTER, url), ocm_config)
+        our_config = await grpc.agent_config(CLUSTER, ours.url)
+        ocm_sub = await stack.enter_async_context(subscribed(ocm_config))
+        our_sub = await stack.enter_async_context(subscribed(our_config))
+        yield Servers(hub, ocm_sub, our_sub)
+        peer.check_alive()
 
 
 def work(name: str) -> dict[str, Any]:
