@@ -74,7 +74,13 @@ async def test_watch_starting_points(sides: tuple[Side, Side]) -> None:
     async def scenario(side: Side, rec: Record) -> None:
         await namespace(side, ns)
         first = await side.call("POST", cms, configmap("a"))
-        await side.call("POST", cms, configmap("b"))
+        second = await side.call("POST", cms, configmap("b"))
+        # rv "0" reads the watch cache as it is, which may not hold "b" yet: a
+        # list not older than "b" waits until the cache does.
+        caught_up = await side.call(
+            "GET", f"{cms}?resourceVersion={rv_of(second)}&resourceVersionMatch=NotOlderThan"
+        )
+        assert caught_up.status == 200, caught_up.body
         queries = [
             (
                 f"rv {name or 'unset'}{bookmarks}{initial}",
