@@ -123,7 +123,10 @@ def _compose(
     manager = Manager(
         MANAGER_NAME,
         settings=ManagerSettings(
-            bind_address=settings.listen, ssl_context=serving_tls, handle_signals=handle_signals
+            bind_address=settings.listen,
+            ssl_context=serving_tls,
+            auth_client=hub,
+            handle_signals=handle_signals,
         ),
         leader_elector=LeaderElector(hub, settings.leader_election),
     )

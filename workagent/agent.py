@@ -138,7 +138,10 @@ async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -
     manager = Manager(
         MANAGER_NAME,
         settings=ManagerSettings(
-            bind_address=settings.listen, ssl_context=serving_tls, handle_signals=handle_signals
+            bind_address=settings.listen,
+            ssl_context=serving_tls,
+            auth_client=spoke,
+            handle_signals=handle_signals,
         ),
         leader_elector=elector,
     )

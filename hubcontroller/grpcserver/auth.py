@@ -9,8 +9,6 @@ agent does not cost a review per status event.
 from __future__ import annotations
 
 import hashlib
-import time
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -26,11 +24,17 @@ from ocmkit.cloudevents.event import (
     EventDecodeError,
     EventType,
 )
-from ocmkit.kube import KubeClient, KubeError, Resource
-from ocmkit.kube.access import ResourceAccess, access_allowed, subject_access_review
+from ocmkit.kube import KubeClient, KubeError
+from ocmkit.kube.access import (
+    ResourceAccess,
+    TTLCache,
+    UserInfo,
+    access_allowed,
+    review_token,
+    subject_access_review,
+)
 from ocmkit.kube.resource import MANIFESTWORKS
 
-TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
 CACHE_SECONDS = 30.0
 WATCH_ACTION = "watch_request"
 
@@ -66,38 +70,13 @@ def parse_event_type(text: str) -> EventType:
         raise AccessDenied(str(err)) from None
 
 
-@dataclass(frozen=True)
-class Identity:
-    """An authenticated caller."""
-
-    user: str
-    groups: tuple[str, ...]
-
-
-class _TTLCache:
-    def __init__(self) -> None:
-        self._entries: dict[Any, tuple[float, Any]] = {}
-
-    def get(self, key: Any) -> Any:
-        entry = self._entries.get(key)
-        if entry is None or entry[0] < time.monotonic():
-            self._entries.pop(key, None)
-            return None
-        return entry[1]
-
-    def put(self, key: Any, value: Any) -> None:
-        if len(self._entries) > 10000:
-            self._entries.clear()
-        self._entries[key] = (time.monotonic() + CACHE_SECONDS, value)
-
-
-def certificate_identity(pem: bytes) -> Identity:
+def certificate_identity(pem: bytes) -> UserInfo:
     """User (CN) and groups (O) of a client certificate."""
     cert = x509.load_pem_x509_certificate(pem)
     subject = cert.subject
     common = subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     orgs = subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
-    return Identity(
+    return UserInfo(
         user=str(common[0].value) if common else "",
         groups=tuple(str(o.value) for o in orgs),
     )
@@ -108,9 +87,9 @@ class Authenticator:
 
     def __init__(self, hub: KubeClient) -> None:
         self._hub = hub
-        self._tokens = _TTLCache()
+        self._tokens = TTLCache(CACHE_SECONDS)
 
-    async def authenticate(self, context: grpc.aio.ServicerContext[Any, Any]) -> Identity:
+    async def authenticate(self, context: grpc.aio.ServicerContext[Any, Any]) -> UserInfo:
         """The caller's identity; raises AuthError (UNAUTHENTICATED)."""
         metadata = dict(context.invocation_metadata() or ())
         header = metadata.get("authorization")
@@ -132,27 +111,19 @@ class Authenticator:
             raise AuthError(token_error)
         raise AuthError("could not verify peer certificate")
 
-    async def _review(self, token: str) -> Identity:
+    async def _review(self, token: str) -> UserInfo:
         key = hashlib.sha256(token.encode()).hexdigest()
         cached = self._tokens.get(key)
-        if isinstance(cached, Identity):
+        if isinstance(cached, UserInfo):
             return cached
-        body = {
-            "apiVersion": TOKEN_REVIEWS.api_version,
-            "kind": TOKEN_REVIEWS.kind,
-            "spec": {"token": token},
-        }
         try:
-            review = await self._hub.create(TOKEN_REVIEWS, body)
+            answer = await review_token(self._hub, token)
         except KubeError as err:
             raise AuthError(f"token review failed: {err}") from None
-        status = review.get("status") or {}
-        if not status.get("authenticated"):
+        if not isinstance(answer, UserInfo):
             raise AuthError("token not authenticated")
-        user = status.get("user") or {}
-        identity = Identity(str(user.get("username") or ""), tuple(user.get("groups") or ()))
-        self._tokens.put(key, identity)
-        return identity
+        self._tokens.put(key, answer)
+        return answer
 
 
 class Authorizer:
@@ -160,9 +131,9 @@ class Authorizer:
 
     def __init__(self, hub: KubeClient) -> None:
         self._hub = hub
-        self._allowed = _TTLCache()
+        self._allowed = TTLCache(CACHE_SECONDS)
 
-    async def authorize(self, who: Identity, cluster: str, event_type: EventType) -> None:
+    async def authorize(self, who: UserInfo, cluster: str, event_type: EventType) -> None:
         """Raise AccessDenied unless ``who`` may send this event."""
         verb = _VERBS.get(event_type.action)
         if verb is None:
@@ -178,7 +149,11 @@ class Authorizer:
             subresource=subresource,
             namespace=cluster,
         )
-        spec = {"resourceAttributes": access.attributes(), "user": who.user, "groups": who.groups}
+        spec = {
+            "resourceAttributes": access.attributes(),
+            "user": who.user,
+            "groups": list(who.groups),
+        }
         try:
             allowed = await access_allowed(self._hub, subject_access_review(spec))
         except KubeError as err:

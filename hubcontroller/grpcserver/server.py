@@ -168,6 +168,7 @@ async def build_grpc_server(
         settings=ManagerSettings(
             bind_address=settings.listen,
             ssl_context=serving_tls,
+            auth_client=hub,
             handle_signals=handle_signals,
         ),
     )

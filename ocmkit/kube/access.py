@@ -1,24 +1,94 @@
-"""SubjectAccessReviews: may a user do something? (``authorization.k8s.io/v1``).
+"""Who is a caller, and may they do something: TokenReviews and SubjectAccessReviews.
 
 The agent asks the spoke whether a work's executor (a :class:`ServiceAccount`)
 may apply a manifest; the hub's webhook asks the hub whether a work's author
 may ``execute-as`` that executor. Both create the review with their own identity (which needs
-``create`` on ``subjectaccessreviews``) and read ``status.allowed``.
+``create`` on ``subjectaccessreviews``) and read ``status.allowed``. The gRPC
+server and the programs' endpoints also learn who a bearer token belongs to
+(:func:`review_token`, which needs ``create`` on ``tokenreviews``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 from ocmkit.kube.client import KubeClient
 from ocmkit.kube.errors import ServerError
-from ocmkit.kube.resource import SUBJECT_ACCESS_REVIEWS
+from ocmkit.kube.resource import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 
 SERVICE_ACCOUNT_USER_PREFIX = "system:serviceaccount:"
 SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
 AUTHENTICATED_GROUP = "system:authenticated"
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    """An authenticated caller, as a TokenReview or a client certificate names it."""
+
+    user: str
+    groups: tuple[str, ...] = ()
+    uid: str = ""
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def review_subject(self) -> dict[str, Any]:
+        """The subject fields of a SubjectAccessReview's spec (empty ones left out)."""
+        subject: dict[str, Any] = {"user": self.user, "groups": list(self.groups)}
+        if self.uid:
+            subject["uid"] = self.uid
+        if self.extra:
+            subject["extra"] = {key: list(values) for key, values in self.extra}
+        return subject
+
+
+class TTLCache:
+    """Answers kept for ``seconds`` (monotonic clock); bounded by dropping all at
+    ``limit`` entries, which only costs new reviews."""
+
+    def __init__(self, seconds: float, limit: int = 10_000) -> None:
+        self.seconds = seconds
+        self._limit = limit
+        self._entries: dict[Hashable, tuple[float, Any]] = {}
+
+    def get(self, key: Hashable) -> Any:
+        """The value kept under ``key``; None when absent or expired."""
+        entry = self._entries.get(key)
+        if entry is None or entry[0] < time.monotonic():
+            self._entries.pop(key, None)
+            return None
+        return entry[1]
+
+    def put(self, key: Hashable, value: Any, seconds: float | None = None) -> None:
+        """Keep ``value`` for ``seconds`` (the cache's own by default)."""
+        if len(self._entries) >= self._limit:
+            self._entries.clear()
+        ttl = self.seconds if seconds is None else seconds
+        self._entries[key] = (time.monotonic() + ttl, value)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+async def review_token(client: KubeClient, token: str) -> UserInfo | str:
+    """Who ``token`` authenticates as, by a TokenReview: the user, or why not (the
+    review's own error, e.g. ``invalid bearer token``). API failures raise KubeError."""
+    body = {"apiVersion": TOKEN_REVIEWS.api_version, "kind": TOKEN_REVIEWS.kind}
+    review = await client.create(TOKEN_REVIEWS, {**body, "spec": {"token": token}})
+    status = _mapping(review.get("status"))
+    if status.get("authenticated") is not True:
+        return str(status.get("error") or "token not authenticated")
+    user = _mapping(status.get("user"))
+    extra = _mapping(user.get("extra"))
+    return UserInfo(
+        user=str(user.get("username") or ""),
+        groups=tuple(str(g) for g in user.get("groups") or ()),
+        uid=str(user.get("uid") or ""),
+        extra=tuple(sorted((str(k), tuple(str(v) for v in vs or ())) for k, vs in extra.items())),
+    )
 
 
 @dataclass(frozen=True)
@@ -71,8 +141,13 @@ def subject_access_review(spec: dict[str, Any]) -> dict[str, Any]:
 
 async def access_allowed(client: KubeClient, review: dict[str, Any]) -> bool:
     """Create ``review``; whether the authorizer allowed it (API failures raise KubeError)."""
+    return (await access_decision(client, review))[0]
+
+
+async def access_decision(client: KubeClient, review: dict[str, Any]) -> tuple[bool, str]:
+    """Create ``review``; (allowed, the authorizer's reason) (API failures raise KubeError)."""
     answer = await client.create(SUBJECT_ACCESS_REVIEWS, review)
     status = answer.get("status") if isinstance(answer, dict) else None
     if not isinstance(status, dict):
         raise ServerError(500, "InternalError", "the SubjectAccessReview answer has no status")
-    return status.get("allowed") is True
+    return status.get("allowed") is True, str(status.get("reason") or "")

@@ -64,6 +64,7 @@ CLUSTER_ROLE_BINDINGS = Resource(
 SUBJECT_ACCESS_REVIEWS = Resource(
     "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False
 )
+TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False)
 
 # Open Cluster Management (served once their CRDs are installed).
 MANIFESTWORKS = Resource(

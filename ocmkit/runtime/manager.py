@@ -21,8 +21,9 @@ from typing import Any, Protocol, TypeVar
 import structlog
 
 from ocmkit.command import DEFAULT_LISTEN, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
-from ocmkit.kube import KubeConfigError
+from ocmkit.kube import KubeClient, KubeConfigError
 from ocmkit.runtime.controller import Controller
+from ocmkit.runtime.endpointauth import DelegatedAuth
 from ocmkit.runtime.health import HealthChecks, HealthSource, LoopMonitor
 from ocmkit.runtime.informer import Informer
 from ocmkit.runtime.leaderelection import LeaderElector
@@ -43,6 +44,9 @@ class ManagerSettings:
     bind_address: str = DEFAULT_LISTEN
     # HTTPS for /metrics and the probes when set (the agent's default); None: plain HTTP.
     ssl_context: ssl.SSLContext | None = None
+    # With HTTPS, callers of the endpoint are reviewed through this client (library-go's
+    # delegated authentication and authorization); plain HTTP serves everyone.
+    auth_client: KubeClient | None = None
     shutdown_deadline: float = 30.0
     handle_signals: bool = True
 
@@ -71,8 +75,11 @@ class Manager:
         self.name = name
         self.settings = settings or ManagerSettings()
         self.leader_elector = leader_elector
+        tls, client = self.settings.ssl_context, self.settings.auth_client
         self.observability = ObservabilityServer(
-            self.settings.bind_address, ssl_context=self.settings.ssl_context
+            self.settings.bind_address,
+            ssl_context=tls,
+            auth=DelegatedAuth(client) if tls is not None and client is not None else None,
         )
         self.informers: list[Informer] = []
         self.services: list[Service] = []

@@ -14,6 +14,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.aiohttp import make_aiohttp_handler
 
 from ocmkit.command import DEFAULT_LISTEN
+from ocmkit.runtime.endpointauth import DelegatedAuth
 from ocmkit.runtime.health import HealthChecks, Report
 
 log = structlog.get_logger(__name__)
@@ -72,7 +73,8 @@ def probe_response(report: Report, request: web.Request) -> web.Response:
 
 
 class ObservabilityServer:
-    """Serves metrics and health probes on ``bind_address`` (``127.0.0.1:0`` picks a port)."""
+    """Serves metrics and health probes on ``bind_address`` (``127.0.0.1:0`` picks a port),
+    to the callers ``auth`` allows (everyone when None)."""
 
     def __init__(
         self,
@@ -80,10 +82,12 @@ class ObservabilityServer:
         *,
         checks: HealthChecks | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        auth: DelegatedAuth | None = None,
     ) -> None:
         self.host, self.port = parse_bind_address(bind_address)
         self.checks = checks or HealthChecks()
         self._ssl = ssl_context
+        self._auth = auth
         self._runner: web.AppRunner | None = None
         self._last: dict[str, bool] = {}
 
@@ -98,7 +102,7 @@ class ObservabilityServer:
         """Start listening."""
         if self._runner is not None:
             return
-        app = web.Application()
+        app = web.Application(middlewares=[self._auth.middleware] if self._auth else [])
         app.router.add_get("/metrics", make_aiohttp_handler(REGISTRY))
         app.router.add_get("/livez", self._livez)
         app.router.add_get("/healthz", self._healthz)
@@ -108,6 +112,7 @@ class ObservabilityServer:
             "serving metrics and health probes",
             address=f"{self.host}:{self.port}",
             scheme="https" if self._ssl is not None else "http",
+            authorization="delegated" if self._auth is not None else "none",
         )
 
     async def stop(self) -> None:

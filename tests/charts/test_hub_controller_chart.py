@@ -420,6 +420,9 @@ def test_service_monitors_scrape_both_components() -> None:
         assert monitor["metadata"]["labels"]["release"] == "prometheus"
 
 
+SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+
 def _scrape(values: Values, name: str) -> dict[str, Any]:
     """The one endpoint of a component's ServiceMonitor."""
     (endpoint,) = render_hub(values).one("ServiceMonitor", name)["spec"]["endpoints"]
@@ -433,6 +436,8 @@ def test_service_monitor_tls_follows_the_manager_endpoint() -> None:
         "https",
         {"insecureSkipVerify": True},
     )
+    # Over HTTPS the manager reviews the caller: Prometheus sends its own token.
+    assert self_signed["bearerTokenFile"] == SERVICE_ACCOUNT_TOKEN
     # A real certificate is verified against its Secret's CA, for the Service's name.
     verified = _scrape(HUB_ALL_OPTIONS, MANAGER)
     assert verified["scheme"] == "https"
@@ -443,6 +448,7 @@ def test_service_monitor_tls_follows_the_manager_endpoint() -> None:
     plain = _scrape(HUB_VALUE_SETS["plain-http"], MANAGER)
     assert plain["scheme"] == "http"
     assert "tlsConfig" not in plain
+    assert "bearerTokenFile" not in plain
     own = {"ca": {"configMap": {"name": "hub-ca", "key": "ca.crt"}}, "serverName": "manager"}
     chosen = _scrape({"serviceMonitor": {"enabled": True, "tlsConfig": own}}, MANAGER)
     assert chosen["tlsConfig"] == own
@@ -453,6 +459,7 @@ def test_webhook_metrics_stay_plain_http(value_set: str) -> None:
     endpoint = _scrape(HUB_VALUE_SETS[value_set], WEBHOOK)
     assert endpoint["scheme"] == "http"
     assert "tlsConfig" not in endpoint
+    assert "bearerTokenFile" not in endpoint
 
 
 def test_all_options_reach_the_pods() -> None:
@@ -502,6 +509,7 @@ def test_manager_rbac_is_hub_md_section_1() -> None:
         (cluster, "placements", frozenset({"get", "list", "watch"})),
         (cluster, "placementdecisions", frozenset({"get", "list", "watch"})),
         ("authorization.k8s.io", "subjectaccessreviews", frozenset({"create"})),
+        ("authentication.k8s.io", "tokenreviews", frozenset({"create"})),
         ("", "events", events),
         ("events.k8s.io", "events", events),
     }

@@ -297,6 +297,8 @@ def test_service_monitor_is_off_by_default_and_scrapes_the_metrics_service() -> 
             "scheme": "https",
             "interval": "15s",
             "scrapeTimeout": "5s",
+            # The agent reviews the caller over HTTPS: Prometheus sends its own token.
+            "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
             "tlsConfig": {
                 "ca": {"secret": {"name": "work-agent-serving-cert", "key": "ca.crt"}},
                 "serverName": f"{service['metadata']['name']}.{AGENT_NAMESPACE}.svc",
@@ -320,6 +322,7 @@ def test_service_monitor_tls_follows_the_endpoint() -> None:
     plain = endpoint(AGENT_VALUE_SETS["plain-http"])
     assert plain["scheme"] == "http"
     assert "tlsConfig" not in plain
+    assert "bearerTokenFile" not in plain
     own = {"ca": {"configMap": {"name": "agent-ca", "key": "ca.crt"}}, "serverName": "agent"}
     chosen = endpoint(
         merged(AGENT_MINIMAL, {"serviceMonitor": {"enabled": True, "tlsConfig": own}})
@@ -379,6 +382,7 @@ def test_rbac_grants_what_ocm_grants_its_work_agent() -> None:
     assert _grants(agent, work, "appliedmanifestworks", *amw_verbs)
     assert _grants(agent, work, "appliedmanifestworks/status", "patch")
     assert _grants(agent, "authorization.k8s.io", "subjectaccessreviews", "create")
+    assert _grants(agent, "authentication.k8s.io", "tokenreviews", "create")
 
     # Aggregation by OCM's label, so ClusterRoles shipped in works extend the agent.
     aggregate = roles["work-agent:aggregate"]

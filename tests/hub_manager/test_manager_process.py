@@ -15,6 +15,7 @@ from tests.hub_manager.conftest import (
     write_complete,
 )
 from tests.support.processes import ProgramProcess, start_manager_process
+from tests.support.serving_endpoint import MANAGER
 
 PROBES_EVENT = "serving metrics and health probes"
 
@@ -64,7 +65,9 @@ async def test_manager_process_serves_probes_collects_and_stops_on_sigterm(
                     return response.status == 200
 
             await eventually(ready, timeout=30, what="/readyz to pass")
-            async with session.get(f"{base}/metrics", ssl=False) as response:
+            # The endpoint reviews the caller with the hub: its admin may read.
+            admin = {"Authorization": f"Bearer {MANAGER.admin_token(tmp_path)}"}
+            async with session.get(f"{base}/metrics", ssl=False, headers=admin) as response:
                 metrics = await response.text()
         assert 'workqueue_adds_total{name="ManifestWorkGarbageCollectionController"}' in metrics
 

@@ -131,7 +131,7 @@ async def test_every_documented_series_with_the_scenario_values(
         async def settled() -> bool:
             """The scrape agrees with the hub's works and the scenario (status converges)."""
             listed = (await hub_client.list(MANIFESTWORKS, CLUSTER))["items"]
-            code, text = await get(url, unverified())
+            code, text = await get(url, unverified(), token=AGENT.admin_token(tmp_path))
             assert code == 200
             scraped.clear()
             scraped.update(parse_scrape(text))

@@ -82,9 +82,10 @@ class Prometheus:
 
 @contextlib.asynccontextmanager
 async def prometheus(
-    tmp_path: Path, target: str, rules: dict[str, Any]
+    tmp_path: Path, target: str, rules: dict[str, Any], token: str
 ) -> AsyncIterator[Prometheus]:
-    """Start Prometheus scraping ``target`` over HTTPS with ``rules``; stop it afterwards."""
+    """Start Prometheus scraping ``target`` over HTTPS with bearer ``token`` (the
+    endpoint reviews it with the cluster's API server) and ``rules``; stop it afterwards."""
     binary = shutil.which("prometheus")
     assert binary, "prometheus is missing: run `make setup-debian` (Debian package prometheus)"
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
@@ -96,6 +97,7 @@ async def prometheus(
                 "job_name": "work-agent-metrics",
                 "scheme": "https",
                 "tls_config": {"insecure_skip_verify": True},
+                "authorization": {"credentials": token},
                 "static_configs": [{"targets": [target], "labels": {"namespace": NAMESPACE}}],
             }
         ],
@@ -158,7 +160,7 @@ async def test_prometheus_scrapes_the_agent_and_the_failing_work_alert_fires_and
     agent, host, port, scheme = await AGENT.started(tmp_path, "--status-sync-interval=1s")
     assert scheme == "https"
     try:
-        async with prometheus(tmp_path, f"{host}:{port}", rules) as server:
+        async with prometheus(tmp_path, f"{host}:{port}", rules, AGENT.admin_token(tmp_path)) as server:
 
             async def scraped() -> bool:
                 return scalar(await server.query('up{job="work-agent-metrics"}')) == 1

@@ -79,8 +79,11 @@ AGENT_ROLES: dict[str, set[Rule]] = {
         (WORK, "appliedmanifestworks", READ | {"create", "patch", "delete"}),
         # agent.md §4.7: the AMW status is written as a merge patch.
         (WORK, "appliedmanifestworks/status", frozenset({"patch"})),
-        # agent.md §16 step 2: the executor check's SubjectAccessReviews.
+        # agent.md §16 step 2: the executor check's SubjectAccessReviews; with the
+        # TokenReviews, also who may read /metrics over HTTPS (library-go's delegated
+        # authentication, docs/metrics.md).
         ("authorization.k8s.io", "subjectaccessreviews", frozenset({"create"})),
+        ("authentication.k8s.io", "tokenreviews", frozenset({"create"})),
     },
     # What the works apply: agent.md §4.4 applies any manifest, so OCM binds `admin`
     # and adds what admin lacks. CRDs and namespaces (§4.4 rank 0), and RBAC objects
@@ -122,6 +125,8 @@ HUB_ROLES: dict[str, set[Rule]] = {
         (CLUSTER_API, "placements", READ),
         (CLUSTER_API, "placementdecisions", READ),
         ("authorization.k8s.io", "subjectaccessreviews", frozenset({"create"})),
+        # Who may read /metrics over HTTPS (docs/metrics.md), as OCM's cluster-manager grants.
+        ("authentication.k8s.io", "tokenreviews", frozenset({"create"})),
         ("", "events", EVENT_VERBS),
         ("events.k8s.io", "events", EVENT_VERBS),
     },

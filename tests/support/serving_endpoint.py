@@ -25,6 +25,7 @@ from typing import Protocol
 
 import aiohttp
 import pytest
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -100,12 +101,21 @@ def unverified(
     return ctx
 
 
-async def get(url: str, context: ssl.SSLContext | None = None) -> tuple[int, str]:
-    """GET ``url``; (status, body)."""
+async def get(
+    url: str,
+    context: ssl.SSLContext | None = None,
+    *,
+    token: str | None = None,
+    method: str = "GET",
+) -> tuple[int, str]:
+    """GET (or ``method``) ``url``, with ``token`` as bearer token when given; (status, body)."""
     timeout = aiohttp.ClientTimeout(total=10)
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
     async with (
         aiohttp.ClientSession(timeout=timeout) as session,
-        session.get(url, ssl=context if context is not None else True) as response,
+        session.request(
+            method, url, ssl=context if context is not None else True, headers=headers
+        ) as response,
     ):
         return response.status, await response.text()
 
@@ -163,6 +173,16 @@ class ServedProgram:
     cert_name: str
     #: A sample its /metrics has once its controllers run.
     metric: str
+    #: The kubeconfig (in ``tmp_path``) of the API server that reviews the endpoint's
+    #: callers: the program's own ``--kubeconfig`` cluster.
+    reviewer: str
+
+    def admin_token(self, tmp_path: Path) -> str:
+        """The bearer token of ``reviewer``'s kubeconfig (an admin: ``system:masters``)."""
+        config = yaml.safe_load((tmp_path / self.reviewer).read_text())
+        token = config["users"][0]["user"]["token"]
+        assert isinstance(token, str) and token
+        return token
 
     async def started(self, tmp_path: Path, *extra: str) -> tuple[ProgramProcess, str, int, str]:
         """A running process with these extra flags, and (host, port, scheme) it serves."""
@@ -194,6 +214,7 @@ AGENT = ServedProgram(
     ],
     cert_name="work-agent",
     metric="workqueue_adds_total",
+    reviewer="spoke.kubeconfig",
 )
 
 #: The manager (GC gate on) on tests/hub_manager's hub (``tmp_path/kubeconfig``).
@@ -208,6 +229,7 @@ MANAGER = ServedProgram(
     ],
     cert_name="work-manager",
     metric='workqueue_adds_total{name="ManifestWorkGarbageCollectionController"}',
+    reviewer="kubeconfig",
 )
 
 
@@ -243,6 +265,7 @@ GRPC_SERVER = ServedProgram(
     base_args=grpc_server_args,
     cert_name="grpc-server",
     metric="process_resident_memory_bytes",
+    reviewer="hub.kubeconfig",
 )
 
 
@@ -262,7 +285,17 @@ async def check_default_https(program: ServedProgram, tmp_path: Path) -> None:
         status, body = await get(f"{base}/healthz?verbose", unverified())
         assert status == 200, body
         assert body.endswith("healthz check passed\n")
-        status, metrics = await get(f"{base}/metrics", unverified())
+        # /metrics only for callers the API server vouches for, as library-go's
+        # delegated authentication; the probes for everyone.
+        status, body = await get(f"{base}/metrics", unverified())
+        assert (status, json.loads(body)["message"]) == (
+            403,
+            'forbidden: User "system:anonymous" cannot get path "/metrics"',
+        )
+        assert (await get(f"{base}/readyz", unverified(), token="not-a-token"))[0] == 401
+        status, metrics = await get(
+            f"{base}/metrics", unverified(), token=program.admin_token(tmp_path)
+        )
         assert status == 200
         assert program.metric in metrics
 
