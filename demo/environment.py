@@ -72,6 +72,8 @@ class Component:
 
     name: str
     task: asyncio.Task[int]
+    #: The admin kubeconfig of the cluster that reviews callers of its /metrics.
+    reviewer: Path
     manager: Manager | None = None
 
     async def wait_running(self, timeout: float = COMPONENT_TIMEOUT) -> None:
@@ -98,8 +100,10 @@ class Component:
             return "(not started)"
         url = f"{self.manager.observability.url}/metrics"
         # The agent, the hub manager and the gRPC server serve HTTPS with a self-signed
-        # certificate, as in a cluster.
-        return f"{url} (self-signed: curl -k)" if url.startswith("https:") else url
+        # certificate, as in a cluster, to callers their cluster vouches for.
+        if not url.startswith("https:"):
+            return url
+        return f"{url} (self-signed: curl -k, with the bearer token of {self.reviewer})"
 
     async def stop(self, timeout: float = STOP_TIMEOUT) -> str | None:
         """Ask for a graceful stop (as SIGTERM would); returns what went wrong, if anything."""
@@ -210,7 +214,9 @@ class Environment:
             kube_api_qps=0,
         )
         manager, service = await build_grpc_server(settings, handle_signals=False)
-        component = Component("gRPC server", asyncio.create_task(manager.run()), manager)
+        component = Component(
+            "gRPC server", asyncio.create_task(manager.run()), self.kubeconfig("hub"), manager
+        )
         await _wait_serving(component, service)
         self.grpc_url = f"127.0.0.1:{service.port}"
         return component
@@ -234,7 +240,7 @@ class Environment:
         task = asyncio.create_task(
             run_built(lambda: build_hub_manager(settings, handle_signals=False), built)
         )
-        component = Component("hub controller", task)
+        component = Component("hub controller", task, self.kubeconfig("hub"))
         return component
 
     async def _grpc_agent_config(self, cluster: str) -> Path:
@@ -284,7 +290,11 @@ class Environment:
         task = asyncio.create_task(
             run_built(lambda: build_agent(settings, handle_signals=False), built)
         )
-        component = Component(f"work agent {cluster}" + (" (over gRPC)" if grpc else ""), task)
+        component = Component(
+            f"work agent {cluster}" + (" (over gRPC)" if grpc else ""),
+            task,
+            self.kubeconfig(cluster),
+        )
         return component
 
     async def _client(self, cluster: str) -> KubeClient:

@@ -5,7 +5,9 @@ with the library-go flags (``--listen``, ``--terminate-on-files``, the
 leader-election ones) and probe ``/healthz`` and ``/readyz`` over HTTPS
 without verifying. Each pair here gets the same flags against one real API
 server; the probes must answer alike (``ok``; the check lines with
-``?verbose``), the client-go and work-queue series OCM's ``/metrics`` shows
+``?verbose``), callers the API server does not vouch for must be refused
+alike, byte for byte (library-go's delegated authentication and
+authorization), the client-go and work-queue series OCM's ``/metrics`` shows
 must be ours too (names, types, labels, buckets, queue names), and a change
 of a ``--terminate-on-files`` file must end both with exit code 0.
 
@@ -26,7 +28,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import eventually
-from tests.support.controlplane import REPO, Process, spawn
+from tests.support.controlplane import AGENT, REPO, ControlPlane, Process, spawn
 from tests.support.ocmpeer import ocm_binary
 from tests.support.processes import free_port
 from tests.support.programs import open_test_client
@@ -152,6 +154,35 @@ async def scrape(side: Running, token: str) -> dict[str, Metric]:
     }
 
 
+async def raw(
+    side: Running, path: str, authorization: str = "", method: str = "GET"
+) -> tuple[int, str, bytes]:
+    """(status, Content-Type, body) of one request with this Authorization header."""
+    timeout = aiohttp.ClientTimeout(total=10)
+    headers = {"Authorization": authorization} if authorization else {}
+    async with (
+        aiohttp.ClientSession(timeout=timeout) as session,
+        session.request(method, side.base + path, ssl=unverified(), headers=headers) as response,
+    ):
+        return response.status, response.headers.get("Content-Type", ""), await response.read()
+
+
+def callers(plane: ControlPlane) -> list[tuple[str, str, str]]:
+    """(method, path, Authorization) of the requests whose refusals must be the same
+    byte for byte: anonymous, a bad token, a user RBAC does not allow, an empty token."""
+    restricted = plane.identities[AGENT]
+    return [
+        ("GET", "/metrics", ""),
+        ("POST", "/metrics", ""),
+        ("GET", "/nothing", ""),
+        ("GET", "/metrics", "Bearer not-a-token"),
+        ("GET", "/healthz", "Bearer not-a-token"),
+        ("GET", "/metrics", f"Bearer {restricted.token}"),
+        ("GET", "/metrics", "Bearer  x"),
+        ("GET", "/metrics", "Basic dXNlcjpwYXNz"),
+    ]
+
+
 def shape(family: Metric) -> tuple[str, frozenset[frozenset[str]], frozenset[float]]:
     """A family's type, the label names of its samples and its histogram buckets."""
     labels = frozenset(
@@ -209,6 +240,13 @@ async def test_probes_and_terminate_on_files_alike(
                 last = {body.rstrip("\n").splitlines()[-1] for _, body in (ocm, ours)}
                 assert last == {f"{path} check passed"}, (ocm, ours)
                 assert all(line.startswith("[+]") for line in ours[1].splitlines()[:-1])
+
+            # Delegated authentication and authorization (library-go's): the same refusals.
+            assert isinstance(plane, ControlPlane)
+            for method, path, authorization in callers(plane):
+                refusals = [await raw(s, path, authorization, method) for s in sides.values()]
+                assert refusals[0] == refusals[1], (method, path, authorization[:12])
+                assert refusals[0][0] in (401, 403), refusals
 
             ocm_series, our_series = [await scrape(s, plane.admin_token) for s in sides.values()]
             assert any(name.startswith("rest_client_") for name in ocm_series)
