@@ -8,7 +8,6 @@ agent does not cost a review per status event.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import grpc
@@ -27,10 +26,10 @@ from ocmkit.cloudevents.event import (
 from ocmkit.kube import KubeClient, KubeError
 from ocmkit.kube.access import (
     ResourceAccess,
+    TokenReviewer,
     TTLCache,
     UserInfo,
     access_allowed,
-    review_token,
     subject_access_review,
 )
 from ocmkit.kube.resource import MANIFESTWORKS
@@ -86,8 +85,7 @@ class Authenticator:
     """Bearer tokens through TokenReview, then verified client certificates."""
 
     def __init__(self, hub: KubeClient) -> None:
-        self._hub = hub
-        self._tokens = TTLCache(CACHE_SECONDS)
+        self._tokens = TokenReviewer(hub, CACHE_SECONDS)
 
     async def authenticate(self, context: grpc.aio.ServicerContext[Any, Any]) -> UserInfo:
         """The caller's identity; raises AuthError (UNAUTHENTICATED)."""
@@ -112,17 +110,12 @@ class Authenticator:
         raise AuthError("could not verify peer certificate")
 
     async def _review(self, token: str) -> UserInfo:
-        key = hashlib.sha256(token.encode()).hexdigest()
-        cached = self._tokens.get(key)
-        if isinstance(cached, UserInfo):
-            return cached
         try:
-            answer = await review_token(self._hub, token)
+            answer = await self._tokens.review(token)
         except KubeError as err:
             raise AuthError(f"token review failed: {err}") from None
         if not isinstance(answer, UserInfo):
             raise AuthError("token not authenticated")
-        self._tokens.put(key, answer)
         return answer
 
 

@@ -11,6 +11,7 @@ server and the programs' endpoints also learn who a bearer token belongs to
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -89,6 +90,26 @@ async def review_token(client: KubeClient, token: str) -> UserInfo | str:
         uid=str(user.get("uid") or ""),
         extra=tuple(sorted((str(k), tuple(str(v) for v in vs or ())) for k, vs in extra.items())),
     )
+
+
+class TokenReviewer:
+    """:func:`review_token` through ``client``, an authenticated token's user kept for
+    ``seconds`` (a token that fails is asked about again)."""
+
+    def __init__(self, client: KubeClient, seconds: float) -> None:
+        self._client = client
+        self._users = TTLCache(seconds)
+
+    async def review(self, token: str) -> UserInfo | str:
+        """The token's user, or why it does not authenticate; API failures raise KubeError."""
+        key = hashlib.sha256(token.encode()).hexdigest()
+        cached = self._users.get(key)
+        if isinstance(cached, UserInfo):
+            return cached
+        answer = await review_token(self._client, token)
+        if isinstance(answer, UserInfo):
+            self._users.put(key, answer)
+        return answer
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ anonymous.
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
 from collections.abc import Awaitable, Callable
 from typing import Final
@@ -30,10 +30,10 @@ from aiohttp import web
 from ocmkit.kube import KubeClient, KubeError
 from ocmkit.kube.access import (
     AUTHENTICATED_GROUP,
+    TokenReviewer,
     TTLCache,
     UserInfo,
     access_decision,
-    review_token,
     subject_access_review,
 )
 
@@ -90,7 +90,7 @@ class DelegatedAuth:
 
     def __init__(self, client: KubeClient) -> None:
         self._client = client
-        self._users = TTLCache(ALLOW_SECONDS)
+        self._tokens = TokenReviewer(client, ALLOW_SECONDS)
         self._decisions = TTLCache(ALLOW_SECONDS)
 
     @web.middleware
@@ -121,22 +121,16 @@ class DelegatedAuth:
         token = bearer_token(header)
         if token is None:
             return ANONYMOUS
-        key = hashlib.sha256(token.encode()).hexdigest()
-        cached = self._users.get(key)
-        if isinstance(cached, UserInfo):
-            return cached
         try:
-            answer = await review_token(self._client, token)
+            answer = await self._tokens.review(token)
         except KubeError as err:
             raise _Unauthorized(f"token review failed: {err}") from None
         if not isinstance(answer, UserInfo):
             raise _Unauthorized(answer)
-        if AUTHENTICATED_GROUP not in answer.groups:
-            answer = UserInfo(
-                answer.user, (*answer.groups, AUTHENTICATED_GROUP), answer.uid, answer.extra
-            )
-        self._users.put(key, answer)
-        return answer
+        if AUTHENTICATED_GROUP in answer.groups:
+            return answer
+        # As the API server's authenticators, every authenticated user is in the group.
+        return dataclasses.replace(answer, groups=(*answer.groups, AUTHENTICATED_GROUP))
 
     async def authorize(self, user: UserInfo, verb: str, path: str) -> tuple[bool, str]:
         """(allowed, the authorizer's reason) for ``user`` making ``verb`` on ``path``;

@@ -76,10 +76,13 @@ class Manager:
         self.settings = settings or ManagerSettings()
         self.leader_elector = leader_elector
         tls, client = self.settings.ssl_context, self.settings.auth_client
+        auth = None
+        if tls is not None and client is not None:
+            # A token bucket of its own: callers of the endpoint cannot use up the
+            # program's budget (``<client>-endpoint`` in kube_client_* metrics).
+            auth = DelegatedAuth(client.derive(f"{client.name}-endpoint"))
         self.observability = ObservabilityServer(
-            self.settings.bind_address,
-            ssl_context=tls,
-            auth=DelegatedAuth(client) if tls is not None and client is not None else None,
+            self.settings.bind_address, ssl_context=tls, auth=auth
         )
         self.informers: list[Informer] = []
         self.services: list[Service] = []
