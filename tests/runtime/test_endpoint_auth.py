@@ -81,9 +81,7 @@ class Endpoint:
         return REGISTRY.get_sample_value("kube_client_requests_total", labels) or 0.0
 
 
-async def serve(
-    cluster: Cluster, kubeconfig: Path, reviewer: str
-) -> tuple[ObservabilityServer, KubeClient]:
+async def serve(kubeconfig: Path, reviewer: str) -> tuple[ObservabilityServer, KubeClient]:
     """An HTTPS endpoint whose callers are reviewed through the client ``reviewer``."""
     client = await KubeClient.from_kubeconfig(str(kubeconfig), qps=0, name=reviewer)
     server = ObservabilityServer(
@@ -95,18 +93,16 @@ async def serve(
 
 @pytest.fixture
 async def endpoint(
-    target: str, request: pytest.FixtureRequest, tmp_path: Path
+    cluster: Cluster, target: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[Endpoint]:
     """The endpoint, reviewing callers with the admin's client of a fresh cluster."""
-    async with open_cluster(target, pool_for(request, target)) as cluster:
-        cluster.write_kubeconfig(tmp_path / "kubeconfig")
-        reviewer = f"reviewer-{target}-{request.node.name}"
-        server, client = await serve(cluster, tmp_path / "kubeconfig", reviewer)
-        try:
-            yield Endpoint(server.url, cluster, client, reviewer)
-        finally:
-            await server.stop()
-            await client.close()
+    reviewer = f"reviewer-{target}-{request.node.name}"
+    server, client = await serve(tmp_path / "kubeconfig", reviewer)
+    try:
+        yield Endpoint(server.url, cluster, client, reviewer)
+    finally:
+        await server.stop()
+        await client.close()
 
 
 async def grant_metrics(admin: KubeClient, user: User) -> None:
@@ -219,7 +215,7 @@ async def test_reviews_the_program_may_not_make_are_refused_not_passed(
         admin = await KubeClient.from_kubeconfig(str(tmp_path / "admin"), qps=0)
         weak = await service_account_user(cluster, admin, NS, "weak")
         cluster.write_kubeconfig(tmp_path / "weak", token=weak.token)
-        server, client = await serve(cluster, tmp_path / "weak", f"weak-{target}")
+        server, client = await serve(tmp_path / "weak", f"weak-{target}")
         endpoint = Endpoint(server.url, cluster, client, f"weak-{target}")
         try:
             answer = await endpoint.call("/metrics", cluster.admin_token)
