@@ -79,6 +79,37 @@ def cleanup_controllers(deps: AgentDeps) -> list[Controller]:
     ]
 
 
+async def own_cluster_client(settings: AgentSettings, spoke: KubeClient) -> KubeClient | None:
+    """The client of the agent's own cluster (``--kubeconfig``, in-cluster when empty),
+    which holds its Lease and reviews callers of its endpoint, as library-go's
+    controller command; None when that is the managed cluster (``spoke``).
+
+    They differ in OCM's Hosted mode: the agent runs on a management cluster
+    and reaches the managed cluster with ``--spoke-kubeconfig``. Outside a pod
+    with no ``--kubeconfig`` (a local run), where OCM's agent would not start,
+    ours uses the managed cluster and says so.
+    """
+    if not settings.spoke_kubeconfig or settings.spoke_kubeconfig == settings.kubeconfig:
+        return None
+    try:
+        return await KubeClient.connect(
+            settings.kubeconfig,
+            qps=settings.kube_api_qps,
+            burst=settings.kube_api_burst,
+            user_agent=SPOKE_USER_AGENT,
+            name="own-cluster",
+        )
+    except KubeConfigError as err:
+        if settings.kubeconfig:
+            raise KubeConfigError(f"--kubeconfig: {err}") from err
+        log.warning(
+            "no --kubeconfig and not in a pod: the Lease and the endpoint's reviews "
+            "use the managed cluster (--spoke-kubeconfig)",
+            error=str(err),
+        )
+        return None
+
+
 async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -> Agent:
     """Create clients, informers and controllers; nothing runs yet.
 
@@ -104,6 +135,11 @@ async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -
         raise KubeConfigError(f"spoke: {err}") from err
     except BaseException:
         await hub.close()
+        raise
+    try:
+        own = await own_cluster_client(settings, spoke)
+    except BaseException:
+        await asyncio.gather(hub.close(), spoke.close())
         raise
     the_hash = source.hub_hash
     # The agent never reads the managedFields of works or AppliedManifestWorks
@@ -134,13 +170,13 @@ async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -
     executor = build_executor_validator(
         spoke, caching=settings.gate(FEATURE_EXECUTOR_VALIDATING_CACHES)
     )
-    elector = LeaderElector(spoke, settings.leader_election)
+    elector = LeaderElector(own or spoke, settings.leader_election)
     manager = Manager(
         MANAGER_NAME,
         settings=ManagerSettings(
             bind_address=settings.listen,
             ssl_context=serving_tls,
-            auth_client=spoke,
+            auth_client=own or spoke,
             handle_signals=handle_signals,
         ),
         leader_elector=elector,
@@ -192,6 +228,8 @@ async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -
     manager.add_closer("condition rule evaluator", rule_evaluator.aclose)
     manager.add_closer("hub client", hub.close)
     manager.add_closer("spoke client", spoke.close)
+    if own is not None:
+        manager.add_closer("own cluster client", own.close)
     log.info(
         "agent configured",
         cluster=settings.cluster_name,

@@ -27,6 +27,7 @@ import pytest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
+from ocmkit.kube import LEASES, NotFound
 from tests.conftest import eventually
 from tests.support.controlplane import AGENT, REPO, ControlPlane, Process, spawn
 from tests.support.ocmpeer import ocm_binary
@@ -271,3 +272,78 @@ async def test_probes_and_terminate_on_files_alike(
         finally:
             for side in sides.values():
                 await asyncio.to_thread(side.process.stop)
+
+
+async def test_hosted_mode_alike(realkube_pool: PlanePool, tmp_path: Path) -> None:
+    """OCM's Hosted mode: each agent runs "on" a management cluster (``--kubeconfig``)
+    and reaches the managed cluster, also the hub, with ``--spoke-kubeconfig``. Both
+    take their Lease on the management cluster, in the agent namespace that exists
+    there only, and review callers of their endpoint with it."""
+    async with (
+        open_cluster(REAL, realkube_pool) as management,
+        open_cluster(REAL, realkube_pool) as managed,
+    ):
+        own = management.write_kubeconfig(tmp_path / "management.kubeconfig")
+        spoke = managed.write_kubeconfig(tmp_path / "managed.kubeconfig")
+        namespaces = {side: f"klusterlet-{side}" for side in ("ocm", "ours")}
+        admin = await open_test_client(
+            own,
+            user_agent="side-by-side",
+            name="management",
+            crds=(),
+            namespaces=[*namespaces.values()],
+        )
+        crds = sorted((REPO / "charts" / "crds").glob("*.yaml"))
+        hub = await open_test_client(
+            spoke, user_agent="side-by-side", name="hub", crds=crds, namespaces=["cluster1"]
+        )
+        sides: dict[str, Running] = {}
+        try:
+            for side, namespace in namespaces.items():
+                port = free_port()
+                command = (
+                    [str(ocm_binary("work")), "agent"]
+                    if side == "ocm"
+                    else [*OURS, "workagent", "agent"]
+                )
+                argv = [
+                    *command,
+                    "--spoke-cluster-name=cluster1",
+                    f"--workload-source-config={spoke}",
+                    f"--kubeconfig={own}",
+                    f"--spoke-kubeconfig={spoke}",
+                    f"--namespace={namespace}",
+                    f"--listen=127.0.0.1:{port}",
+                ]
+                process = spawn(f"{side}-hosted", argv, tmp_path / f"{side}-hosted.log")
+                sides[side] = Running(process, f"https://127.0.0.1:{port}", tmp_path)
+            for side, namespace in namespaces.items():
+
+                async def leads(namespace: str = namespace, side: str = side) -> bool:
+                    sides[side].process.check_alive()
+                    try:
+                        lease = await admin.get(LEASES, "work-agent-lock", namespace)
+                    except NotFound:
+                        return False
+                    return bool(lease["spec"].get("holderIdentity"))
+
+                await eventually(
+                    leads, timeout=90, what=f"{side}'s Lease on the management cluster"
+                )
+            leases = await hub.list(LEASES)
+            assert not [
+                item["metadata"]
+                for item in leases["items"]
+                if item["metadata"]["name"] == "work-agent-lock"
+            ], "a Lease on the managed cluster"
+            for token, expected in ((management.admin_token, 200), (managed.admin_token, 401)):
+                statuses = {
+                    side: (await raw(running, "/metrics", f"Bearer {token}"))[0]
+                    for side, running in sides.items()
+                }
+                assert statuses == {"ocm": expected, "ours": expected}
+        finally:
+            for running in sides.values():
+                await asyncio.to_thread(running.process.stop)
+            await admin.close()
+            await hub.close()
