@@ -107,7 +107,12 @@ class DelegatedAuth:
             allowed, reason = await self.authorize(user, verb, request.path)
         except KubeError as err:
             log.warning("endpoint authorization failed", path=request.path, error=str(err))
-            return web.Response(status=500, text=f'Internal Server Error: "{request.path}": {err}')
+            # As Go's http.Error: the API server's message, a newline, nosniff.
+            return web.Response(
+                status=500,
+                text=f'Internal Server Error: "{request.path}": {err.message}\n',
+                headers={"X-Content-Type-Options": "nosniff"},
+            )
         if not allowed:
             message = f'forbidden: User "{user.user}" cannot {verb} path "{request.path}"'
             return _status(
