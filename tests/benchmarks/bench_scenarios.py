@@ -336,7 +336,10 @@ class RequestCounter:
             )
         if self.metrics_port is None:
             return None
-        return Snapshot(self._from_metrics(await benchkit.scrape(self.metrics_port)), Counter())
+        # The suite's own credentials for the managed cluster: the agent asks it.
+        authorization = await self.spoke.config.credentials.authorization()
+        metrics = await benchkit.scrape(self.metrics_port, authorization=authorization)
+        return Snapshot(self._from_metrics(metrics), Counter())
 
     def _from_metrics(self, metrics: dict[str, float]) -> Counts:
         out: Counts = {"hub": Counter(), "spoke": Counter()}

@@ -374,26 +374,32 @@ def writes(counts: Counter[StatsKey]) -> int:
     return sum(n for (verb, _), n in counts.items() if verb in WRITE_VERBS)
 
 
-async def _metrics_text(host: str, port: int) -> str | None:
+async def _metrics_text(host: str, port: int, authorization: str | None) -> str | None:
     """The body of ``/metrics`` over HTTPS, else plain HTTP; None when neither answers."""
+    headers = {"Authorization": authorization} if authorization else {}
     async with aiohttp.ClientSession() as session:
         for scheme in ("https", "http"):
             try:
-                async with session.get(f"{scheme}://{host}:{port}/metrics", ssl=False) as resp:
+                url = f"{scheme}://{host}:{port}/metrics"
+                async with session.get(url, ssl=False, headers=headers) as resp:
                     return await resp.text()
             except aiohttp.ClientError:
                 continue
     return None
 
 
-async def scrape(port: int, host: str = "127.0.0.1") -> dict[str, float]:
+async def scrape(
+    port: int, host: str = "127.0.0.1", *, authorization: str | None = None
+) -> dict[str, float]:
     """A process's Prometheus ``/metrics``: {"series{labels}": value, "name": sum over labels}.
 
     Empty when nothing answers yet (a starting agent). Agents serve HTTPS with a
     self-signed certificate (ours by default, as OCM's Go agent), or plain HTTP
     with ``--insecure-serving``: both are read, without verifying the certificate.
+    Over HTTPS both review the caller with their cluster: ``authorization`` (the
+    ``Authorization`` header of someone allowed ``get`` on ``/metrics``) is sent.
     """
-    text = await _metrics_text(host, port)
+    text = await _metrics_text(host, port, authorization)
     if text is None:
         return {}
     out: dict[str, float] = {}

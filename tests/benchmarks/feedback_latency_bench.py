@@ -298,6 +298,12 @@ class Bench:
             benchkit.stop(self.agent)
         await self.informer.stop()
 
+    async def metrics(self) -> dict[str, float]:
+        """The agent's /metrics, read with the bench's managed-cluster credentials (the
+        agent asks its cluster who may read them)."""
+        authorization = await self.spoke.config.credentials.authorization()
+        return await benchkit.scrape(self.port, authorization=authorization)
+
     def start_agent(self, interval: str, log_name: str) -> subprocess.Popen[bytes]:
         self.agent = _agent(
             self.tmp, self.port, interval, self.args.qps, self.args.max_feedback_watch, log_name
@@ -418,7 +424,7 @@ class Bench:
         available = time.perf_counter() - t_start
 
         async def registered() -> bool:
-            m = await benchkit.scrape(self.port)
+            m = await self.metrics()
             return m.get("feedback_watch_pool_registrations", 0) + m.get(
                 "feedback_watch_fallbacks_total", 0
             ) >= len(self.watch_names)
@@ -436,7 +442,7 @@ class Bench:
             await benchkit.kubesim_stats(self.hub, BENCH_AGENT),
             await benchkit.kubesim_stats(self.spoke, BENCH_AGENT),
         )
-        metrics0 = await benchkit.scrape(self.port)
+        metrics0 = await self.metrics()
         cpu0, w0 = benchkit.cpu(agent.pid), time.perf_counter()
         await asyncio.sleep(args.window)
         idle_cpu = benchkit.cpu(agent.pid) - cpu0
@@ -446,7 +452,7 @@ class Bench:
             await benchkit.kubesim_stats(self.spoke, BENCH_AGENT),
         )
         mem_idle = benchkit.memory(agent.pid)
-        metrics = await benchkit.scrape(self.port)
+        metrics = await self.metrics()
         idle_syncs = {
             c: _reconciles(metrics, c) - _reconciles(metrics0, c) for c in (APPLY, STATUS)
         }
@@ -465,7 +471,7 @@ class Bench:
 
         async def caught_up() -> bool:
             # Every work went through the apply loop and the status controller once.
-            m = await benchkit.scrape(self.port)
+            m = await self.metrics()
             return all(_reconciles(m, ctrl) >= works for ctrl in (APPLY, STATUS))
 
         await benchkit.until(
@@ -485,7 +491,7 @@ class Bench:
             await benchkit.kubesim_stats(self.spoke, BENCH_AGENT),
         )
         poll_hub, poll_spoke = poll_hub - poll_hub0, poll_spoke - poll_spoke0
-        poll_metrics = await benchkit.scrape(self.port)
+        poll_metrics = await self.metrics()
         poll_mem = benchkit.memory(agent.pid)
         poll_spoke_watches = await benchkit.open_watches(self.spoke)
         benchkit.stop(agent)
