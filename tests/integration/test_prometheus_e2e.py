@@ -160,7 +160,9 @@ async def test_prometheus_scrapes_the_agent_and_the_failing_work_alert_fires_and
     agent, host, port, scheme = await AGENT.started(tmp_path, "--status-sync-interval=1s")
     assert scheme == "https"
     try:
-        async with prometheus(tmp_path, f"{host}:{port}", rules, AGENT.admin_token(tmp_path)) as server:
+        async with prometheus(
+            tmp_path, f"{host}:{port}", rules, AGENT.admin_token(tmp_path)
+        ) as server:
 
             async def scraped() -> bool:
                 return scalar(await server.query('up{job="work-agent-metrics"}')) == 1
