@@ -116,8 +116,13 @@ PYTEST := OCM_SHARED=$(CURDIR)/.no-reference-documents $(RUN) pytest -q -p no:ca
 
 unit: unit-kubesim unit-realkube
 
+# The kubesim leg keeps one core busy per pytest process: it runs on one xdist
+# worker per core (TEST_WORKERS=1 for one process). The real leg already keeps
+# both cores busy with its API servers, so it stays in one process.
+TEST_WORKERS ?= auto
+
 unit-kubesim: setup-test setup-debian
-	time $(PYTEST) -m "not realkube"
+	time $(PYTEST) -m "not realkube" -n $(TEST_WORKERS)
 
 unit-realkube: setup-test setup-debian realkube ocm cel-oracle
 	time $(PYTEST) -m realkube

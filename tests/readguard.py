@@ -27,6 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 ENV = "OCM_SHARED"
 #: Audit events that read a path: its first argument is the path.
 _EVENTS = frozenset({"open", "os.listdir", "os.scandir", "glob.glob", "shutil.copyfile"})
+#: Where an xdist worker leaves its reads for the controller.
+WORKER_KEY = "reference_reads"
 
 
 class ReferenceRead(RuntimeError):
@@ -113,10 +115,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if anything read the reference folder, in a test or not."""
+    """Fail the run if anything read the reference folder, in a test or not.
+
+    An xdist worker's exit status does not reach the controller: a worker hands
+    its reads over (``workeroutput``) and the controller fails the run for them.
+    """
+    worker_output = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:
+        worker_output[WORKER_KEY] = list(guard().reads)
+        return
     ok = (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
     if guard().reads and session.exitstatus in ok:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """(xdist controller) Take over the reads a finished worker made."""
+    guard().reads.extend(getattr(node, "workeroutput", {}).get(WORKER_KEY, []))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

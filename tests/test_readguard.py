@@ -58,7 +58,7 @@ def test_passes():
 """
 
 
-def _run_inner(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
+def _run_inner(tmp_path: Path, source: str, *extra: str) -> subprocess.CompletedProcess[str]:
     shared = tmp_path / "shared"
     shared.mkdir(exist_ok=True)
     (shared / "spec.md").write_text("reference\n")
@@ -66,9 +66,19 @@ def _run_inner(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_inner.py").write_text(textwrap.dedent(source))
     env = {**os.environ, "OCM_SHARED": str(shared), "PYTHONPATH": str(REPO)}
     plugins = ["-p", "tests.readguard", "-p", "no:cacheprovider"]
-    options = ["-rA", "-o", "addopts=", "-o", "asyncio_default_fixture_loop_scope=function"]
+    # A temporary folder of its own: pytest's clean-up of old numbered folders
+    # under the shared one opens names relative to a folder descriptor, which
+    # the guard resolves against the working directory (holding "shared").
+    options = [
+        "-rA",
+        "-o",
+        "addopts=",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        f"--basetemp={tmp_path / 'inner-tmp'}",
+    ]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", *plugins, *options, "test_inner.py"],
+        [sys.executable, "-m", "pytest", *plugins, *options, *extra, "test_inner.py"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -99,6 +109,16 @@ def test_a_read_outside_any_test_fails_the_run(tmp_path: Path) -> None:
     out = result.stdout
     assert "1 passed" in out
     assert result.returncode == pytest.ExitCode.TESTS_FAILED, out + result.stderr
+    assert f"open {tmp_path / 'shared' / 'spec.md'}" in out
+
+
+@pytest.mark.parametrize("source", [INNER_TESTS, INNER_IMPORT_TIME], ids=["tests", "import"])
+def test_reads_in_xdist_workers_fail_the_run(tmp_path: Path, source: str) -> None:
+    """``make test`` runs the kubesim leg on two xdist workers: their reads count too."""
+    result = _run_inner(tmp_path, source, "-n", "2")
+    out = result.stdout
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, out + result.stderr
+    assert "reads of the reference folder" in out
     assert f"open {tmp_path / 'shared' / 'spec.md'}" in out
 
 

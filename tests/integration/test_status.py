@@ -476,7 +476,7 @@ async def test_switching_to_poll_releases_the_watch(
         def to_poll(work: dict[str, Any]) -> None:
             work["spec"]["manifestConfigs"][0]["feedbackScrapeType"] = "Poll"
 
-        await update_work(hub_client, "switch", to_poll)
+        generation = (await update_work(hub_client, "switch", to_poll))["metadata"]["generation"]
 
         async def released() -> bool:
             return not pool.registrations() and not pool.watched()
@@ -484,8 +484,18 @@ async def test_switching_to_poll_releases_the_watch(
         await eventually(released, what="the watch to be released")
         assert sample("feedback_watch_pool_informers") == 0
         assert sample("feedback_watch_pool_registrations") == 0
-        work = await get_work(hub_client, "switch")
-        assert values_of(work, 0) == [("key", string("value"))]
+        # The release happens inside the reconcile whose status write follows it
+        # (and the first write may have lost a conflict to the spec update), so
+        # the values are read from the status written for the new generation.
+        await wait_work(
+            hub_client,
+            "switch",
+            lambda w: (
+                (work_condition(w, "Applied") or {}).get("observedGeneration") == generation
+                and values_of(w, 0) == [("key", string("value"))]
+            ),
+            "the polled feedback in the status of the new generation",
+        )
 
 
 async def test_job_completion_completes_and_freezes_the_work(

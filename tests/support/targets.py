@@ -10,7 +10,8 @@ Every real test gets fresh API servers of its own, so tests stay as
 independent as on kubesim without renaming anything: one etcd serves the
 whole run, each apiserver uses its own etcd prefix, and a pool starts the
 next test's servers while the current test runs (about 2.3 s each on two
-cores, mostly hidden).
+cores, mostly hidden; they share the first one's serving certificate and run
+with :data:`~tests.support.controlplane.SHORT_LIVED_GO`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import shutil
 import signal
 import threading
 from collections import deque
@@ -71,10 +73,11 @@ class PlanePool:
         self._ready: deque[Future[ControlPlane]] = deque()
         self._live: set[ControlPlane] = set()
         self._lock = threading.Lock()
+        self._pki: Path | None = None
         self.started = 0
 
     def _start_one(self) -> ControlPlane:
-        plane = ControlPlane(f"kube{next(self._names)}", self.etcd)
+        plane = ControlPlane(f"kube{next(self._names)}", self.etcd, pki=self._pki)
         with self._lock:
             self._live.add(plane)
         try:
@@ -82,6 +85,11 @@ class PlanePool:
         except BaseException:
             self._stop_one(plane)
             raise
+        with self._lock:
+            if self._pki is None:
+                # Later planes reuse the first one's serving certificate (kept
+                # beside etcd's data, which lives as long as the pool).
+                self._pki = Path(shutil.copytree(plane.cert_dir, self.etcd.dir / "pki"))
         return plane
 
     def _stop_one(self, plane: ControlPlane) -> None:

@@ -700,7 +700,11 @@ def test_rules_celpy_cannot_handle_pass_and_are_recorded() -> None:
     recorded = {u.rule: u.detail for u in unsupported_rules()}
     assert set(recorded) == {unknown_function["rule"], unparseable["rule"]}
     assert "isURL" in recorded[unknown_function["rule"]]
-    assert "parse" in recorded[unparseable["rule"]]
+    # celpy's parser is one per process: the agent's CEL engine installs its own
+    # grammar (which knows ``.?``) when it is made first, and then the rule
+    # parses and fails on the function celpy lacks.
+    detail = recorded[unparseable["rule"]]
+    assert "parse" in detail or "undeclared reference to 'orValue'" in detail, detail
 
 
 def test_kubernetes_string_functions_are_provided() -> None:
