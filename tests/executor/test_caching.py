@@ -34,6 +34,7 @@ from tests.executor.conftest import (
     rule,
 )
 from tests.support.clock import FakeClock
+from workagent.executor.access import Access
 from workagent.executor.base import InvalidExecutorError, NotAllowedError
 from workagent.executor.cache import Dimension
 from workagent.executor.caching import CachingExecutorValidator, build_executor_validator
@@ -93,7 +94,8 @@ class Running:
 @pytest.fixture
 async def running(spoke: KubeClient) -> AsyncIterator[Running]:
     reviewer = CountingReviewer(spoke)
-    validator = CachingExecutorValidator(spoke, reviewer=reviewer)
+    # No recheck within a test: the review counts below are exact.
+    validator = CachingExecutorValidator(spoke, reviewer=reviewer, recheck_after=3600)
     run = Running(validator, reviewer)
     await run.start()
     try:
@@ -143,6 +145,72 @@ async def test_role_binding_invalidates_and_the_refresh_grants(
     asked = len(running.reviewer.asked)
     await running.validate(configmap())
     assert len(running.reviewer.asked) == asked  # served from the cache
+
+
+class LaggingReviewer(CountingReviewer):
+    """Answers ``stale`` while set: an authorizer that has not yet seen the last RBAC change."""
+
+    def __init__(self, spoke: KubeClient) -> None:
+        super().__init__(spoke)
+        self.stale: bool | None = None
+
+    async def allowed(self, executor: Any, access: Access) -> bool:
+        if self.stale is None:
+            return await super().allowed(executor, access)
+        self.asked.append(access)
+        return self.stale
+
+
+@pytest.mark.parametrize("granted", [True, False], ids=["grant", "revoke"])
+async def test_a_review_older_than_the_authorizer_is_corrected_by_the_recheck(
+    spoke: KubeClient, granted: bool
+) -> None:
+    """The refresh right after a binding event can meet an authorizer that has not
+    seen the binding yet; the recheck ``recheck_after`` later asks again."""
+    clock = FakeClock()
+    reviewer = LaggingReviewer(spoke)
+    validator = CachingExecutorValidator(spoke, reviewer=reviewer, clock=clock, recheck_after=5)
+    run = Running(validator, reviewer)
+    await run.start()
+    try:
+        binding = role_binding("cm-writer", "cm-writer")
+        await spoke.create(ROLES, role("cm-writer", [rule([""], ["configmaps"], APPLY)]))
+        if not granted:
+            binding = await spoke.create(ROLE_BINDINGS, binding)
+            await run.settled(binding)
+        before = not granted
+        if granted:
+            with pytest.raises(NotAllowedError):
+                await run.validate(configmap())
+        else:
+            await run.validate(configmap())
+        assert run.cached() is before
+
+        reviewer.stale = before  # the authorizer lags behind the change below
+        asked = len(reviewer.asked)
+        if granted:
+            await run.settled(await spoke.create(ROLE_BINDINGS, binding))
+        else:
+            await spoke.delete(ROLE_BINDINGS, "cm-writer", NS)
+            for informer in validator.informers():
+                await informer.wait_handlers_idle()
+
+        async def refreshed() -> bool:
+            return run.cached() is before and len(reviewer.asked) > asked
+
+        await eventually(refreshed, what="the refresh to cache the lagging answer")
+        reviewer.stale = None  # the authorizer has caught up
+        clock.advance(4)
+        assert run.cached() is before  # no recheck before recheck_after
+
+        clock.advance(1)
+
+        async def rechecked() -> bool:
+            return run.cached() is granted
+
+        await eventually(rechecked, what="the recheck to cache the authorizer's new answer")
+    finally:
+        await run.stop()
 
 
 async def test_role_change_revokes_through_its_bindings(

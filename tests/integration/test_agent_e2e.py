@@ -35,6 +35,7 @@ from ocmkit.kube import (
     ROLE_BINDINGS,
     ROLES,
     SERVICE_ACCOUNTS,
+    SUBJECT_ACCESS_REVIEWS,
     Conflict,
     KubeClient,
     Resource,
@@ -116,6 +117,21 @@ EXECUTOR_BINDING: dict[str, Any] = {
         "name": "executor1-configmaps",
     },
     "subjects": [{"kind": "ServiceAccount", "name": EXECUTOR, "namespace": EXECUTOR_NS}],
+}
+# Whether the spoke's authorizer lets the executor create the example's ConfigMap.
+EXECUTOR_REVIEW: dict[str, Any] = {
+    "apiVersion": "authorization.k8s.io/v1",
+    "kind": "SubjectAccessReview",
+    "spec": {
+        "user": f"system:serviceaccount:{EXECUTOR_NS}:{EXECUTOR}",
+        "groups": ["system:serviceaccounts", f"system:serviceaccounts:{EXECUTOR_NS}"],
+        "resourceAttributes": {
+            "namespace": "default",
+            "verb": "create",
+            "resource": "configmaps",
+            "name": "test",
+        },
+    },
 }
 
 
@@ -530,8 +546,18 @@ async def test_executor_denied_then_granted(
         assert work_controller(runner).queue.num_requeues("example-manifestwork") == 0
 
         await spoke_client.create(ROLE_BINDINGS, EXECUTOR_BINDING)
+
+        # A real API server's authorizer learns of the binding through an informer
+        # of its own, which can lag behind the agent's.
+        async def authorizer_allows() -> bool:
+            review = await spoke_client.create(SUBJECT_ACCESS_REVIEWS, EXECUTOR_REVIEW)
+            return bool(review["status"].get("allowed"))
+
+        await eventually(authorizer_allows, what="the authorizer to see the RoleBinding")
         if caching:
-            # The cached denial is dropped when the RBAC informer delivers the binding.
+            # The cached denial is dropped when the RBAC informer delivers the binding;
+            # a review the refresh made before the authorizer saw it is made again
+            # by the executor's recheck.
             assert runner.agent is not None
             validator = runner.agent.deps.executor
             bindings = validator.role_bindings  # type: ignore[attr-defined]
@@ -541,6 +567,13 @@ async def test_executor_denied_then_granted(
 
             await eventually(seen, what="the agent to see the RoleBinding")
             await bindings.wait_handlers_idle()
+            key = f"{EXECUTOR_NS}/{EXECUTOR}"
+            cache = validator.cache  # type: ignore[attr-defined]
+
+            async def no_denial_cached() -> bool:
+                return all(cache.get(key, d) is not False for d in cache.dimensions(key))
+
+            await eventually(no_denial_cached, what="no cached denial of the executor")
         # 60 s is too long for a test: a label change re-queues the work at once.
         work = await touch_and_wait(hub, spoke_client, runner, "example-manifestwork")
         assert_all_applied(work)

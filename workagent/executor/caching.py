@@ -15,6 +15,13 @@ so a validation after an RBAC change asks the API server instead of trusting a
 result that predates it); the refresh only refills them. A refresh does not
 requeue works: they pick it up on their next (at most 60 s) retry.
 
+The API server's authorizer follows RBAC objects through informers of its own
+(one per API server replica), which may not have seen a change when ours
+delivered it: a review right after the event can still answer as before. So
+``recheck_after`` (5 s) after an executor's last invalidation, the controller
+reviews all its outcomes once more; without that, a stale answer would stay
+cached until the next RBAC change that concerns the executor.
+
 Every ``cleanup_interval`` (10 min) dimensions no validation used during the
 interval are dropped. Works re-validate their manifests at every apply pass
 (at most 6 minutes apart), so what current works use stays cached.
@@ -69,8 +76,10 @@ log = structlog.get_logger(__name__)
 
 CONTROLLER_NAME = "executor-cache"
 CLEANUP_INTERVAL_SECONDS = 600.0
-# Not a valid executor key: service-account names and namespaces are DNS labels.
+RECHECK_AFTER_SECONDS = 5.0
+# Not valid executor keys: service-account names and namespaces are DNS labels.
 CLEANUP_KEY = "@cleanup"
+RECHECK_PREFIX = "@recheck "
 
 
 class CachingExecutorValidator(BasicExecutorValidator):
@@ -86,12 +95,16 @@ class CachingExecutorValidator(BasicExecutorValidator):
         *,
         reviewer: AccessReviewer | None = None,
         cleanup_interval: float = CLEANUP_INTERVAL_SECONDS,
+        recheck_after: float = RECHECK_AFTER_SECONDS,
         clock: Clock | None = None,
         workers: int = 1,
     ) -> None:
         super().__init__(spoke, reviewer=reviewer)
         self.cache = AccessCache()
         self.cleanup_interval = cleanup_interval
+        self.recheck_after = recheck_after
+        # When each executor was last invalidated (by the clock), until its recheck.
+        self._invalidated_at: dict[str, float] = {}
         self._clock: Clock = clock or MonotonicClock()
         self._cleanup_scheduled = False
 
@@ -183,11 +196,15 @@ class CachingExecutorValidator(BasicExecutorValidator):
             if any(g.concerns(key) for g in grants) and self.cache.invalidate(key):
                 log.debug("executor permissions invalidated", executor=key)
                 self.queue.add(key)
+                self._invalidated_at[key] = self._clock.now()
+                self.queue.add_after(RECHECK_PREFIX + key, self.recheck_after)
 
-    # -- refresh and cleanup (the controller) ----------------------------------------
+    # -- refresh, recheck and cleanup (the controller) -------------------------------
     async def _reconcile(self, key: str) -> Result | None:
         if key == CLEANUP_KEY:
             return self.cleanup()
+        if key.startswith(RECHECK_PREFIX):
+            return await self.recheck(key.removeprefix(RECHECK_PREFIX))
         await self.refresh(key)
         return None
 
@@ -209,6 +226,37 @@ class CachingExecutorValidator(BasicExecutorValidator):
             self.cache.store(executor_key, dimension, allowed, epoch)
             if self.cache.epoch(executor_key) != epoch:
                 return  # invalidated again: that invalidation queued the next refresh
+
+    async def recheck(self, executor_key: str) -> Result | None:
+        """Review every outcome of the executor again, ``recheck_after`` after its last
+        invalidation (a later invalidation postpones it).
+
+        The outcomes stay cached meanwhile (they are as good as before the
+        recheck), and a newer invalidation drops what this one computed.
+        """
+        invalidated = self._invalidated_at.get(executor_key)
+        if invalidated is None:
+            return None
+        wait = invalidated + self.recheck_after - self._clock.now()
+        if wait > 0:
+            return Result(requeue_after=wait)
+        del self._invalidated_at[executor_key]
+        account = ServiceAccountExecutor.from_key(executor_key)
+        epoch = self.cache.epoch(executor_key)
+        changed = 0
+        for dimension in self.cache.dimensions(executor_key):
+            before = self.cache.get(executor_key, dimension)
+            allowed = await self.reviewer.allowed_to_apply(
+                account, dimension.target, owned_by_work=dimension.owned_by_work
+            )
+            if not self.cache.store(executor_key, dimension, allowed, epoch):
+                return None  # invalidated again: that invalidation scheduled its own recheck
+            changed += before is not None and before != allowed
+        if changed:
+            log.info(
+                "executor permissions changed on recheck", executor=executor_key, changed=changed
+            )
+        return None
 
     def cleanup(self) -> Result | None:
         """Drop dimensions unused for a cleanup interval; ask to run again while any remain."""
