@@ -35,7 +35,8 @@ LIST_THRESHOLD = 8
 LIST_PAGE_SIZE = 5000
 #: A list serves reads for this fraction of the status-sync interval.
 MAX_AGE_FRACTION = 0.5
-#: An object not asked for within this many intervals no longer counts as read.
+#: An object not asked for within this many intervals of reading its (resource, namespace)
+#: no longer counts as read (a pause of all those reads counts as one interval at most).
 DEMAND_INTERVALS = 2.0
 #: A list returning more than this many objects per object read is wasteful.
 WASTE_FACTOR = 4
@@ -116,11 +117,13 @@ class _Bucket:
 
     #: when the first read came: demand needs a demand window to be complete
     since: float = 0.0
-    #: name -> when a status sync last asked for it
-    demand: dict[str, float] = field(default_factory=dict)
-    #: when the read before the current one came (the demand window ends there)
+    #: the reads' clock: real time, but a pause longer than an interval counts as one
+    read_time: float = 0.0
+    #: when the last read came (real time)
     last_read: float = 0.0
-    #: name -> when a status sync last asked for it with its managedFields
+    #: name -> the read time a status sync last asked for it
+    demand: dict[str, float] = field(default_factory=dict)
+    #: name -> the read time a status sync last asked for it with its managedFields
     demand_managed: dict[str, float] = field(default_factory=dict)
     pruned_at: float = 0.0
     #: the last list (None: no usable list)
@@ -135,6 +138,18 @@ class _Bucket:
     inflight: asyncio.Task[_Listed | None] | None = None
     #: no lists before this time (failed or wasteful)
     lists_from: float = 0.0
+
+    def advance(self, now: float, interval: float) -> float:
+        """Move the read time to a read at ``now``; the new read time.
+
+        When every status sync comes late (a stalled event loop, syncs queued
+        behind the QPS budget), the names read before the pause are still read:
+        counting the pause in full would forget them while the late round comes
+        in one sync at a time, and turn it into one GET per object.
+        """
+        self.read_time += min(max(now - self.last_read, 0.0), interval)
+        self.last_read = now
+        return self.read_time
 
 
 def _newest(bucket: _Bucket, listed: _Listed | None, name: str) -> Object | None:
@@ -186,11 +201,11 @@ class PolledReads:
         """
         now = self._clock()
         bucket = self._bucket(res, namespace, now)
-        bucket.demand[name] = now
+        at = bucket.advance(now, interval)
+        bucket.demand[name] = at
         if managed_fields:
-            bucket.demand_managed[name] = now
+            bucket.demand_managed[name] = at
         self._prune(bucket, now, interval)
-        bucket.last_read = now
         applied = bucket.applied.get(name)
         if (
             applied is not None
@@ -246,7 +261,7 @@ class PolledReads:
         if bucket is None:
             return None
         if demand:
-            bucket.demand[name] = self._clock()
+            bucket.demand[name] = bucket.read_time
         return _newest(bucket, bucket.listed, name)
 
     def note_applied(self, res: Resource, namespace: str, obj: Object) -> None:
@@ -271,7 +286,7 @@ class PolledReads:
         key = (res.group, res.version, res.plural, namespace)
         bucket = self._buckets.get(key)
         if bucket is None:
-            bucket = self._buckets[key] = _Bucket(since=now)
+            bucket = self._buckets[key] = _Bucket(since=now, read_time=now, last_read=now)
         return bucket
 
     def _tell_changes(
@@ -297,18 +312,13 @@ class PolledReads:
                     log.exception("polled reads listener failed")
 
     def _prune(self, bucket: _Bucket, now: float, interval: float) -> None:
-        """Forget demand older than the window, at most once per max age (cheap per read).
-
-        The window ends at the previous read, not now: when every status sync
-        comes late at once (a stalled event loop, syncs queued behind the QPS
-        budget), the names read before the pause are still read, and forgetting
-        them would turn the next round into one GET per object.
-        """
+        """Forget demand older than the window (in read time), at most once per max age
+        (cheap per read)."""
         max_age = interval * MAX_AGE_FRACTION
         if now - bucket.pruned_at < max_age:
             return
         bucket.pruned_at = now
-        horizon = min(now, bucket.last_read or now) - interval * DEMAND_INTERVALS
+        horizon = bucket.read_time - interval * DEMAND_INTERVALS
         for demand in (bucket.demand, bucket.demand_managed):
             for name in [n for n, at in demand.items() if at < horizon]:
                 del demand[name]

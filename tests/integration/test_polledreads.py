@@ -59,6 +59,31 @@ async def test_a_stall_longer_than_the_demand_window_keeps_listing(
     assert requests.count("list", "configmaps", user_agents=TEST_AGENT) == 1
 
 
+async def test_a_stall_before_a_slow_round_keeps_listing(
+    spoke_client: KubeClient, spoke: Cluster
+) -> None:
+    """After a stall, the syncs of the next round may come one by one, more than half
+    an interval apart (a loaded machine): the names of the works not synced yet are
+    still read, and the round is served by LISTs, not by GETs until demand is rebuilt."""
+    works = [[f"polled-{w}-{n}" for n in range(5)] for w in range(4)]
+    for name in (name for work in works for name in work):
+        await spoke_client.create(CONFIGMAPS, {"metadata": {"name": name}}, "default")
+    clock = ManualClock()
+    reads = PolledReads(clock=clock)
+    for _ in range(2):  # demand builds up (GETs), then a round served by one LIST
+        for work in works:
+            assert await read_all(reads, spoke_client, work) == work
+        clock.now += INTERVAL
+
+    clock.now += 3 * INTERVAL  # the stall
+    requests = RequestRecord(spoke)
+    for work in works:
+        assert await read_all(reads, spoke_client, work) == work
+        clock.now += 0.6 * INTERVAL  # each sync of the round comes late
+    assert requests.count("get", "configmaps", user_agents=TEST_AGENT) == 0
+    assert requests.count("list", "configmaps", user_agents=TEST_AGENT) == 4
+
+
 async def test_names_no_longer_read_are_forgotten(spoke_client: KubeClient, spoke: Cluster) -> None:
     """Objects nobody reads for two intervals while others are read stop counting as
     demand: below the threshold the bucket goes back to GETs."""
