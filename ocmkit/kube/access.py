@@ -10,10 +10,11 @@ server and the programs' endpoints also learn who a bearer token belongs to
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,11 +95,17 @@ async def review_token(client: KubeClient, token: str) -> UserInfo | str:
 
 class TokenReviewer:
     """:func:`review_token` through ``client``, an authenticated token's user kept for
-    ``seconds`` (a token that fails is asked about again)."""
+    ``seconds`` (a token that fails is asked about again).
+
+    Callers asking about the same token while its review is under way share that
+    review, as library-go's token cache does: a client opening several requests
+    (a scrape's retries, an agent's first RPCs) costs one TokenReview.
+    """
 
     def __init__(self, client: KubeClient, seconds: float) -> None:
         self._client = client
         self._users = TTLCache(seconds)
+        self._inflight: dict[str, asyncio.Task[UserInfo | str]] = {}
 
     async def review(self, token: str) -> UserInfo | str:
         """The token's user, or why it does not authenticate; API failures raise KubeError."""
@@ -106,10 +113,26 @@ class TokenReviewer:
         cached = self._users.get(key)
         if isinstance(cached, UserInfo):
             return cached
+        task = self._inflight.get(key)
+        if task is None:
+            task = self._inflight[key] = asyncio.ensure_future(self._review(key, token))
+            task.add_done_callback(self._finished(key))
+        # Shielded: a caller that goes away must not cancel the review the others wait for.
+        return await asyncio.shield(task)
+
+    async def _review(self, key: str, token: str) -> UserInfo | str:
         answer = await review_token(self._client, token)
         if isinstance(answer, UserInfo):
             self._users.put(key, answer)
         return answer
+
+    def _finished(self, key: str) -> Callable[[asyncio.Task[UserInfo | str]], None]:
+        def done(task: asyncio.Task[UserInfo | str]) -> None:
+            self._inflight.pop(key, None)
+            if not task.cancelled():
+                task.exception()  # retrieved: every waiter may have gone
+
+        return done
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ does. The reviews are made with the program's own client (its
 
 Answers are cached as library-go configures them: an authenticated token and
 an allowed request for 35 s (a 30 s scrape interval costs no review every
-other time), a denial for 10 s; a token that fails is asked again each time.
+other time), a denial for 10 s; a token that fails is asked again each time
+(requests with the same token share a review under way, as library-go's do).
 Client certificates are not requested, so a caller presenting one is
 anonymous.
 """

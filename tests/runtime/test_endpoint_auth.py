@@ -8,6 +8,7 @@ answered for the same requests, byte for byte where OCM's are fixed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -18,8 +19,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from ocmkit.kube import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, KubeClient
-from ocmkit.kube.access import access_allowed, subject_access_review
-from ocmkit.runtime.endpointauth import DelegatedAuth
+from ocmkit.kube.access import TokenReviewer, UserInfo, access_allowed, subject_access_review
+from ocmkit.runtime.endpointauth import ALLOW_SECONDS, DelegatedAuth
 from ocmkit.runtime.observability import ObservabilityServer
 from ocmkit.runtime.tls import serving_context
 from tests.conftest import eventually, pool_for
@@ -203,6 +204,25 @@ async def test_a_token_gets_what_rbac_grants_it(endpoint: Endpoint) -> None:
     before = endpoint.reviews()
     assert (await endpoint.call("/metrics", endpoint.cluster.admin_token)).status == 200
     assert endpoint.reviews() - before == 1
+
+
+async def test_concurrent_reviews_of_a_new_token_share_one_request(endpoint: Endpoint) -> None:
+    """Callers asking about the same new token at once (a client's first requests) share
+    one TokenReview, as library-go's token cache does, whether it authenticates or not;
+    only an authenticated token is kept afterwards."""
+    reader = await service_account_user(endpoint.cluster, endpoint.admin, NS, "concurrent")
+    reviewer = TokenReviewer(endpoint.admin, ALLOW_SECONDS)
+    for token, authenticated in ((reader.token, True), ("not-a-token", False)):
+        before = endpoint.reviews()
+        answers = await asyncio.gather(*(reviewer.review(token) for _ in range(8)))
+        assert endpoint.reviews() - before == 1, token
+        assert len(set(answers)) == 1, answers
+        assert isinstance(answers[0], UserInfo) is authenticated, answers[0]
+    assert "not-a-token" not in str(answers[0])  # why it failed, without the token
+    before = endpoint.reviews()
+    assert await reviewer.review(reader.token) == await reviewer.review(reader.token)
+    assert isinstance(await reviewer.review("not-a-token"), str)
+    assert endpoint.reviews() - before == 1  # the failed token, asked about again
 
 
 async def test_reviews_the_program_may_not_make_are_refused_not_passed(
