@@ -72,7 +72,7 @@ class CloudEventsWorkSource:
         self._deletions = asyncio.Event()
         self.store = LocalWorkStore(cluster, self._publish_status)
         self.store.on_finalized(self._deletions.set)
-        self._backoff = Backoff(reconnect_initial, 60.0, factor=5.0)  # at most a minute
+        self._backoff = Backoff(reconnect_initial, 60.0, factor=5.0)  # with jitter 1-2 min at most
         self._sequence = SequenceIds()
         #: Whether the subscription is up (publishes can go out).
         self.subscribed = False
