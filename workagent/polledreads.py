@@ -36,7 +36,8 @@ LIST_PAGE_SIZE = 5000
 #: A list serves reads for this fraction of the status-sync interval.
 MAX_AGE_FRACTION = 0.5
 #: An object not asked for within this many intervals of reading its (resource, namespace)
-#: no longer counts as read (a pause of all those reads counts as one interval at most).
+#: no longer counts as read (a pause of all those reads counts as one interval at most,
+#: and the time its reads waited for its own LISTs not at all).
 DEMAND_INTERVALS = 2.0
 #: A list returning more than this many objects per object read is wasteful.
 WASTE_FACTOR = 4
@@ -117,10 +118,16 @@ class _Bucket:
 
     #: when the first read came: demand needs a demand window to be complete
     since: float = 0.0
-    #: the reads' clock: real time, but a pause longer than an interval counts as one
+    #: the reads' clock: real time, but a pause longer than an interval counts as one,
+    #: and the time spent listing not at all
     read_time: float = 0.0
     #: when the last read came (real time)
     last_read: float = 0.0
+    #: seconds the finished lists took, and that total as of the last read
+    list_seconds: float = 0.0
+    list_seconds_at_read: float = 0.0
+    #: when the list in flight was sent
+    inflight_since: float = 0.0
     #: name -> the read time a status sync last asked for it
     demand: dict[str, float] = field(default_factory=dict)
     #: name -> the read time a status sync last asked for it with its managedFields
@@ -145,10 +152,15 @@ class _Bucket:
         When every status sync comes late (a stalled event loop, syncs queued
         behind the QPS budget), the names read before the pause are still read:
         counting the pause in full would forget them while the late round comes
-        in one sync at a time, and turn it into one GET per object.
+        in one sync at a time, and turn it into one GET per object. Likewise
+        when the server is slow: a LIST that takes longer than its max age is
+        stale when it comes, each read of a sync then waits for a new one, and
+        the syncs of a round spread over many intervals.
         """
-        self.read_time += min(max(now - self.last_read, 0.0), interval)
-        self.last_read = now
+        listing = self.list_seconds + (now - self.inflight_since if self.inflight else 0.0)
+        gap = now - self.last_read - (listing - self.list_seconds_at_read)
+        self.read_time += min(max(gap, 0.0), interval)
+        self.last_read, self.list_seconds_at_read = now, listing
         return self.read_time
 
 
@@ -345,6 +357,7 @@ class PolledReads:
             if len(bucket.demand) < LIST_THRESHOLD or now < bucket.lists_from:
                 bucket.listed = None  # no list will replace it: its memory goes
                 return None
+            bucket.inflight_since = now
             bucket.inflight = asyncio.ensure_future(
                 self._list(client, res, namespace, bucket, interval)
             )
@@ -374,6 +387,7 @@ class PolledReads:
             return None
         finally:
             bucket.inflight = None
+            bucket.list_seconds += self._clock() - bucket.inflight_since
         items = answer.get("items") or []
         # While works are still being applied, what they will read is not known yet.
         settled = started - bucket.since >= interval * DEMAND_INTERVALS

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
 
 from ocmkit.kube import APPLIED_MANIFESTWORKS, KubeClient, Resource
@@ -82,6 +84,44 @@ async def test_a_stall_before_a_slow_round_keeps_listing(
         clock.now += 0.6 * INTERVAL  # each sync of the round comes late
     assert requests.count("get", "configmaps", user_agents=TEST_AGENT) == 0
     assert requests.count("list", "configmaps", user_agents=TEST_AGENT) == 4
+
+
+class SlowLists:
+    """A client whose LISTs take ``latency`` seconds of the manual clock (a slow server)."""
+
+    def __init__(self, client: KubeClient, clock: ManualClock, latency: float) -> None:
+        self._client, self._clock, self._latency = client, clock, latency
+
+    async def list(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        self._clock.now += self._latency
+        return await self._client.list(*args, **kwargs)
+
+    async def get(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return await self._client.get(*args, **kwargs)
+
+
+async def test_lists_slower_than_their_max_age_keep_being_used(
+    spoke_client: KubeClient, spoke: Cluster
+) -> None:
+    """A LIST that takes longer than half an interval is stale when it arrives, so each
+    read of a sync waits for a new one and the syncs of a round spread over many
+    intervals. The time spent waiting for the bucket's own lists does not age its
+    demand: the reads stay LISTs instead of turning into GETs."""
+    works = [[f"polled-{w}-{n}" for n in range(5)] for w in range(4)]
+    for name in (name for work in works for name in work):
+        await spoke_client.create(CONFIGMAPS, {"metadata": {"name": name}}, "default")
+    clock = ManualClock()
+    reads = PolledReads(clock=clock)
+    slow = cast(KubeClient, SlowLists(spoke_client, clock, 0.6 * INTERVAL))
+    for work in works:  # demand builds up (GETs, then the first lists)
+        assert await read_all(reads, slow, work) == work
+    requests = RequestRecord(spoke)
+    for _ in range(3):
+        for work in works:
+            assert await read_all(reads, slow, work) == work
+            clock.now += 0.1 * INTERVAL
+    assert requests.count("get", "configmaps", user_agents=TEST_AGENT) == 0
+    assert requests.count("list", "configmaps", user_agents=TEST_AGENT) >= 3 * len(works)
 
 
 async def test_names_no_longer_read_are_forgotten(spoke_client: KubeClient, spoke: Cluster) -> None:
