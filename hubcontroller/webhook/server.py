@@ -31,7 +31,7 @@ from ocmkit.command import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from ocmkit.kube import KubeClient, KubeConfigError
 from ocmkit.runtime import HealthChecks, Report
 from ocmkit.runtime.manager import install_signal_handlers, remove_signal_handlers
-from ocmkit.runtime.observability import probe_response, serve
+from ocmkit.runtime.observability import check_response, not_found, probe_response, serve
 from ocmkit.runtime.tls import TLSConfigError, server_context
 from schemas import wire
 
@@ -100,16 +100,23 @@ class WebhookServer:
         return app
 
     def health_app(self) -> web.Application:
-        """``/healthz`` and ``/readyz``."""
+        """``/healthz`` and ``/readyz``, each check also at ``/<probe>/<check>``, any
+        method (as controller-runtime's)."""
         app = web.Application()
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/readyz", self._readyz)
+        for probe in ("healthz", "readyz"):
+            handler = functools.partial(self._probe, probe)
+            app.router.add_route("*", f"/{probe}", handler)
+            app.router.add_route("*", f"/{probe}/", handler)
+            check = functools.partial(self._check, probe)
+            app.router.add_route("*", f"/{probe}/{{check:.+}}", check)
+        app.router.add_route("*", "/{path:.*}", not_found)
         return app
 
     def metrics_app(self) -> web.Application:
         """``/metrics`` in the Prometheus text format."""
         app = web.Application()
-        app.router.add_get("/metrics", make_aiohttp_handler(self._registry))
+        app.router.add_route("*", "/metrics", make_aiohttp_handler(self._registry))
+        app.router.add_route("*", "/{path:.*}", not_found)
         return app
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -219,11 +226,19 @@ class WebhookServer:
             return "the webhook server is not serving yet"
         return None
 
-    async def _healthz(self, request: web.Request) -> web.Response:
-        return probe_response(Report("healthz", self.checks.livez().results), request)
+    def report(self, probe: str) -> Report:
+        """The checks of ``probe`` (healthz: the liveness checks), by name as
+        controller-runtime lists them."""
+        checks = self.checks.readyz() if probe == "readyz" else self.checks.livez()
+        return Report(probe, tuple(sorted(checks.results, key=lambda r: r.name)))
 
-    async def _readyz(self, request: web.Request) -> web.Response:
-        return probe_response(self.checks.readyz(), request)
+    async def _probe(self, probe: str, request: web.Request) -> web.Response:
+        # controller-runtime ends every probe's lines with "healthz check passed|failed".
+        return probe_response(self.report(probe), request, verdict="healthz")
+
+    async def _check(self, probe: str, request: web.Request) -> web.Response:
+        result = self.report(probe).result(request.match_info["check"])
+        return check_response(result) if result is not None else await not_found(request)
 
 
 def _refused(message: str) -> Verdict:

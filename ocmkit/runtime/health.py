@@ -2,12 +2,15 @@
 
 A check returns ``None`` when healthy and a reason otherwise; the report
 is kube-apiserver's: ``ok`` when every check passes, one line per check when
-asked (``?verbose``) and always when one fails, so a failing probe says why.
+asked (``?verbose``) and always when one fails, naming the failed checks. The
+reasons are withheld there (the probe paths need no authorization); they are
+logged, and served at each check's own path to authorized callers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -50,10 +53,15 @@ class CheckResult:
         return self.failure is None or self.excluded
 
     def line(self) -> str:
-        """``[+]name ok``, ``[+]name excluded: ok`` or ``[-]name: reason``."""
+        """``[+]name ok``, ``[+]name excluded: ok`` or ``[-]name failed: reason withheld``
+        (a probe's line: the reason is for logs and authorized callers)."""
         if self.excluded:
             return f"[+]{self.name} excluded: ok"
-        return f"[+]{self.name} ok" if self.ok else f"[-]{self.name}: {self.failure}"
+        return f"[+]{self.name} ok" if self.ok else f"[-]{self.name} failed: reason withheld"
+
+    def described(self) -> str:
+        """``name: reason`` (``name: ok`` when it passed), for logs."""
+        return f"{self.name}: {'ok' if self.ok else self.failure}"
 
 
 @dataclass(frozen=True)
@@ -62,22 +70,35 @@ class Report:
 
     kind: str
     results: tuple[CheckResult, ...]
+    #: the names ``?exclude=`` asked for that no check has
+    unmatched: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
         """True if every check passed."""
         return all(r.ok for r in self.results)
 
+    def result(self, name: str) -> CheckResult | None:
+        """The result of the check ``name`` (None: there is none)."""
+        return next((r for r in self.results if r.name == name), None)
+
     def excluding(self, names: Collection[str]) -> Report:
         """This report with the checks ``names`` excluded (kube-apiserver's ``?exclude=``)."""
-        return Report(self.kind, tuple(replace(r, excluded=r.name in names) for r in self.results))
+        results = tuple(replace(r, excluded=r.name in names) for r in self.results)
+        unmatched = sorted(set(names) - {r.name for r in self.results})
+        return Report(self.kind, results, tuple(unmatched))
 
-    def render(self, *, verbose: bool = True) -> str:
-        """The probe's response body: ``ok`` if passing and not ``verbose``, else the lines."""
+    def render(self, *, verbose: bool = True, verdict: str = "") -> str:
+        """The probe's response body: ``ok`` if passing and not ``verbose``, else the lines,
+        a warning for ``unmatched`` and ``<verdict> check passed|failed`` (``verdict``:
+        the kind unless given; controller-runtime says ``healthz`` for every probe)."""
         if self.ok and not verbose:
             return "ok"
         lines = [r.line() for r in self.results]
-        lines.append(f"{self.kind} check {'passed' if self.ok else 'failed'}")
+        if self.unmatched:
+            names = ",".join(json.dumps(name, ensure_ascii=False) for name in self.unmatched)
+            lines.append(f"warn: some health checks cannot be excluded: no matches for {names}")
+        lines.append(f"{verdict or self.kind} check {'passed' if self.ok else 'failed'}")
         return "\n".join(lines) + "\n"
 
 

@@ -17,6 +17,7 @@ Runs in the real leg only; ``make ocm`` builds OCM's binaries.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -184,6 +185,22 @@ def callers(plane: ControlPlane) -> list[tuple[str, str, str]]:
     ]
 
 
+#: (method, path) that a caller allowed everything gets alike from both, byte for byte:
+#: a generic API server's checks at their own paths, its probes for any method.
+ALLOWED_REQUESTS = [
+    ("GET", "/healthz/ping"),
+    ("GET", "/livez/log"),
+    ("GET", "/readyz/ping"),
+    ("GET", "/readyz/shutdown"),
+    ("POST", "/healthz"),
+    ("PUT", "/readyz"),
+    ("DELETE", "/livez"),
+    ("HEAD", "/healthz"),
+]
+#: Paths both serve (at ``/``, and with a 404 for any other path, as JSON).
+SERVED = {"/healthz", "/healthz/ping", "/livez/log", "/metrics", "/readyz", "/readyz/shutdown"}
+
+
 def shape(family: Metric) -> tuple[str, frozenset[frozenset[str]], frozenset[float]]:
     """A family's type, the label names of its samples and its histogram buckets."""
     labels = frozenset(
@@ -248,6 +265,28 @@ async def test_probes_and_terminate_on_files_alike(
                 refusals = [await raw(s, path, authorization, method) for s in sides.values()]
                 assert refusals[0] == refusals[1], (method, path, authorization[:12])
                 assert refusals[0][0] in (401, 403), refusals
+
+            admin = f"Bearer {plane.admin_token}"
+            for method, path in ALLOWED_REQUESTS:
+                allowed = [await raw(s, path, admin, method) for s in sides.values()]
+                assert allowed[0] == allowed[1], (method, path, allowed)
+                assert allowed[0][0] == 200, (method, path, allowed)
+            warned = [
+                await raw(s, "/readyz?verbose&exclude=nothing", admin) for s in sides.values()
+            ]
+            ends = [body.decode().splitlines()[-2:] for *_, body in warned]
+            assert ends[0] == ends[1], ends
+            for path, code in (
+                ("/", 200),
+                ("/nothing", 404),
+                ("/metrics/", 404),
+                ("/readyz/x", 404),
+            ):
+                for side in sides.values():
+                    status, content_type, body = await raw(side, path, admin)
+                    assert (status, content_type) == (code, "application/json"), (path, body)
+                    served = json.loads(body)["paths"]
+                    assert served == sorted(served) and set(served) >= SERVED, (path, served)
 
             ocm_series, our_series = [await scrape(s, plane.admin_token) for s in sides.values()]
             assert any(name.startswith("rest_client_") for name in ocm_series)

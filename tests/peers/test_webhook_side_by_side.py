@@ -166,6 +166,8 @@ class Webhooks:
     ours: str
     peer: Peer
     context: Any
+    #: the base URLs of the probe endpoints: OCM's (port 8000: it has no flag), ours
+    probes: tuple[str, str]
 
 
 async def grant_execute_as(admin: KubeClient) -> None:
@@ -225,6 +227,7 @@ async def webhooks(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[We
                         f"https://127.0.0.1:{ours.port}",
                         peer,
                         client_context(cert),
+                        ("http://127.0.0.1:8000", f"http://127.0.0.1:{ours.health_port}"),
                     )
             finally:
                 await peer.stop()
@@ -293,3 +296,31 @@ async def test_same_reviews_same_answers(webhooks: Webhooks) -> None:
         assert our_families[name].type == family.type, name
         if family.samples and our_families[name].samples:
             assert label_names(our_families[name]) == label_names(family), name
+
+
+#: (method, path) of probe requests both webhooks answer alike, byte for byte. Not
+#: ``/readyz?verbose``: ours has one readiness check more ("webhook": are we serving).
+PROBE_REQUESTS = [
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/healthz?verbose"),
+    ("GET", "/healthz?verbose&exclude=nothing"),
+    ("POST", "/readyz"),
+    ("PUT", "/healthz/"),
+    ("GET", "/healthz/healthz-ping"),
+    ("GET", "/readyz/readyz-ping"),
+    ("GET", "/readyz/nothing"),
+    ("GET", "/nothing"),
+    ("GET", "/"),
+    ("HEAD", "/healthz"),
+]
+
+
+async def test_probes_answer_alike(webhooks: Webhooks) -> None:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+        for method, path in PROBE_REQUESTS:
+            answers = []
+            for base in webhooks.probes:
+                async with session.request(method, base + path) as response:
+                    answers.append((response.status, response.content_type, await response.read()))
+            assert answers[0] == answers[1], (method, path, answers)

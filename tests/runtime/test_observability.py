@@ -39,9 +39,14 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-async def probe(http: aiohttp.ClientSession, url: str) -> tuple[int, str]:
-    async with http.get(url) as resp:
+async def probe(http: aiohttp.ClientSession, url: str, method: str = "GET") -> tuple[int, str]:
+    async with http.request(method, url) as resp:
         return resp.status, await resp.text()
+
+
+async def reason(http: aiohttp.ClientSession, base: str, check: str) -> str:
+    """What the readiness check ``check`` says at its own path (its reason, or ``ok``)."""
+    return (await probe(http, f"{base}/readyz/{check}"))[1]
 
 
 def local_settings(**kw: Any) -> ManagerSettings:
@@ -77,31 +82,99 @@ async def test_probe_bodies_and_codes(http: aiohttp.ClientSession) -> None:
     await server.start()
     try:
         assert server.port != 0
-        # As kube-apiserver: "ok" when passing, the lines with ?verbose or on failure.
-        assert await probe(http, f"{server.url}/livez") == (200, "ok")
-        status, body = await probe(http, f"{server.url}/livez?verbose")
-        assert (status, body) == (200, "[+]heart ok\nlivez check passed\n")
-        assert await probe(http, f"{server.url}/healthz") == (200, "ok")
-        status, body = await probe(http, f"{server.url}/healthz?verbose=1")
-        assert (status, body) == (200, "[+]heart ok\nhealthz check passed\n")
-        status, body = await probe(http, f"{server.url}/readyz")
+        # As kube-apiserver: "ok" when passing, the lines with ?verbose or on failure,
+        # its two built-in checks first.
+        base = server.url
+        assert await probe(http, f"{base}/livez") == (200, "ok")
+        status, body = await probe(http, f"{base}/livez?verbose")
+        assert (status, body) == (200, "[+]ping ok\n[+]log ok\n[+]heart ok\nlivez check passed\n")
+        assert await probe(http, f"{base}/healthz") == (200, "ok")
+        status, body = await probe(http, f"{base}/healthz?verbose=1")
+        assert body == "[+]ping ok\n[+]log ok\n[+]heart ok\nhealthz check passed\n"
+        # A failure is named, its reason withheld (the probe paths are public)...
+        status, body = await probe(http, f"{base}/readyz")
         assert status == 500
-        assert body == "[-]thing: waiting for something\nreadyz check failed\n"
-        status, body = await probe(http, f"{server.url}/readyz?exclude=thing&verbose")
-        assert (status, body) == (200, "[+]thing excluded: ok\nreadyz check passed\n")
+        assert body == (
+            "[+]ping ok\n[+]log ok\n[-]thing failed: reason withheld\nreadyz check failed\n"
+        )
+        # ... and given at the check's own path.
+        assert await probe(http, f"{base}/readyz/thing") == (
+            500,
+            "internal server error: waiting for something\n",
+        )
+        assert await probe(http, f"{base}/livez/heart") == (200, "ok")
+        assert await probe(http, f"{base}/healthz/ping") == (200, "ok")
+        status, body = await probe(http, f"{base}/readyz?exclude=thing&exclude=other&verbose")
+        assert (status, body) == (
+            200,
+            "[+]ping ok\n[+]log ok\n[+]thing excluded: ok\n"
+            'warn: some health checks cannot be excluded: no matches for "other"\n'
+            "readyz check passed\n",
+        )
         ready[0] = None
-        assert await probe(http, f"{server.url}/readyz") == (200, "ok")
+        assert await probe(http, f"{base}/readyz") == (200, "ok")
+        assert await probe(http, f"{base}/readyz/thing") == (200, "ok")
+        # Any method, as Go's mux.
+        for method in ("POST", "PUT", "DELETE"):
+            assert await probe(http, f"{base}/readyz", method) == (200, "ok"), method
 
         def broken() -> str | None:
             raise RuntimeError("bug in a check")
 
         checks.add_liveness("broken", broken)
-        status, body = await probe(http, f"{server.url}/livez")
-        assert status == 500 and "[-]broken: check raised RuntimeError" in body
+        status, body = await probe(http, f"{base}/livez")
+        assert status == 500 and "[-]broken failed: reason withheld" in body
+        status, body = await probe(http, f"{base}/livez/broken")
+        assert status == 500
+        assert body.startswith("internal server error: check raised RuntimeError('bug in a check'")
         WorkQueue("obs-queue").add("x")
         status, body = await probe(http, f"{server.url}/metrics")
         assert status == 200
         assert 'workqueue_depth{name="obs-queue"} 1.0' in body
+    finally:
+        await server.stop()
+
+
+async def test_other_paths_list_what_is_served(http: aiohttp.ClientSession) -> None:
+    """As a generic API server: the paths served, as JSON, at ``/`` and with every 404."""
+    checks = HealthChecks()
+    checks.add_readiness("informer works", lambda: None)
+    checks.add_liveness("loop", lambda: None)
+    server = ObservabilityServer("127.0.0.1:0", checks=checks)
+    await server.start()
+    expected = {
+        "paths": [
+            "/healthz",
+            "/healthz/log",
+            "/healthz/loop",
+            "/healthz/ping",
+            "/livez",
+            "/livez/log",
+            "/livez/loop",
+            "/livez/ping",
+            "/metrics",
+            "/readyz",
+            "/readyz/informer works",
+            "/readyz/log",
+            "/readyz/ping",
+        ]
+    }
+    try:
+        for path, code in (
+            ("/", 200),
+            ("/index.html", 200),
+            ("/nothing", 404),
+            ("/readyz/", 404),
+            ("/livez/nothing", 404),
+            ("/metrics/", 404),
+        ):
+            async with http.get(server.url + path) as resp:
+                assert resp.status == code, path
+                assert resp.headers["Content-Type"] == "application/json", path
+                assert await resp.json() == expected, path
+        # A check whose name has a space, at its own path.
+        assert await probe(http, f"{server.url}/readyz/informer%20works") == (200, "ok")
+        assert (await probe(http, f"{server.url}/healthz/informer%20works"))[0] == 404
     finally:
         await server.stop()
 
@@ -156,14 +229,14 @@ async def test_readyz_fails_until_informers_sync_then_shutdown_drains(
     base = manager.observability.url
 
     async def reason_shown() -> bool:
-        status, body = await probe(http, f"{base}/readyz")
-        return status == 500 and "500 InternalError" in body
+        return "500 InternalError" in await reason(http, base, "informer mgr-cms")
 
     await eventually(reason_shown, what="readyz to name the list failure")
-    _, body = await probe(http, f"{base}/readyz")
-    assert (
-        "[-]informer mgr-cms: not synced: 500 InternalError: Internal error occurred: injected fault"
-        in body
+    status, body = await probe(http, f"{base}/readyz")
+    assert status == 500 and "[-]informer mgr-cms failed: reason withheld" in body
+    assert await reason(http, base, "informer mgr-cms") == (
+        "internal server error: not synced: 500 InternalError: Internal error occurred: "
+        "injected fault\n"
     )
     assert (await probe(http, f"{base}/livez"))[0] == 200
     sim.clear_faults()
@@ -212,12 +285,13 @@ async def test_readyz_names_a_403_and_recovers_when_rbac_is_granted(
             base = manager.observability.url
 
             async def forbidden() -> bool:
-                return "403" in (await probe(http, f"{base}/readyz"))[1]
+                return "403" in await reason(http, base, "informer configmaps")
 
             await eventually(forbidden, what="readyz to show the 403")
         status, body = await probe(http, f"{base}/readyz")
-        assert status == 500
-        assert "[-]informer configmaps: not synced: 403 Forbidden: " in body
+        assert status == 500 and "[-]informer configmaps failed: reason withheld" in body
+        body = await reason(http, base, "informer configmaps")
+        assert body.startswith("internal server error: not synced: 403 Forbidden: ")
         assert 'User "bob" cannot list' in body
         assert any(
             e["event"] == "list failed, retrying" and "403 Forbidden" in e["error"] for e in logs
@@ -277,14 +351,18 @@ async def test_readyz_names_401_and_unreachable(
     base = manager.observability.url
 
     async def both_reasons() -> bool:
-        body = (await probe(http, f"{base}/readyz"))[1]
-        return "401 Unauthorized" in body and "Unreachable" in body
+        expired = await reason(http, base, "informer with-expired-token")
+        gone = await reason(http, base, "informer without-apiserver")
+        return "401 Unauthorized" in expired and "Unreachable" in gone
 
     await eventually(both_reasons, what="readyz to name both failures")
-    status, body = await probe(http, f"{base}/readyz")
-    assert status == 500
-    assert "[-]informer with-expired-token: not synced: 401 Unauthorized" in body
-    assert "[-]informer without-apiserver: not synced: Unreachable: " in body
+    assert (await probe(http, f"{base}/readyz"))[0] == 500
+    assert (await reason(http, base, "informer with-expired-token")).startswith(
+        "internal server error: not synced: 401 Unauthorized"
+    )
+    assert (await reason(http, base, "informer without-apiserver")).startswith(
+        "internal server error: not synced: Unreachable: "
+    )
     assert (await probe(http, f"{base}/livez"))[0] == 200, "retrying is not a liveness failure"
     manager.request_stop()
     assert await asyncio.wait_for(run, 10) == 0
@@ -389,9 +467,12 @@ async def test_sigterm_drains_and_releases_the_lease(
 
     async def not_ready() -> bool:
         status, body = await probe(http, f"{manager.observability.url}/readyz")
-        return status == 500 and "[-]shutdown: shutting down" in body
+        return status == 500 and "[-]shutdown failed: reason withheld" in body
 
     await eventually(not_ready, what="readyz to fail during the drain")
+    assert await reason(http, manager.observability.url, "shutdown") == (
+        "internal server error: shutting down\n"
+    )
     release.set()
     assert await asyncio.wait_for(run, 10) == 0
     assert finished == ["in-flight"], "the in-flight reconcile finished"

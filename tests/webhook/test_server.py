@@ -202,29 +202,48 @@ async def test_missing_certificate_fails_start(tmp_path: Path) -> None:
 async def test_health_probes(certdir: Path) -> None:
     server = WebhookServer(local_settings(certdir), access=RecordingAccess())
     async with TestClient(TestServer(server.health_app())) as client:
-        # As controller-runtime's (and kube-apiserver's): "ok", the lines with ?verbose.
-        resp = await client.get("/healthz")
-        assert (resp.status, await resp.text()) == (200, "ok")
-        resp = await client.get("/healthz?verbose")
-        assert (resp.status, await resp.text()) == (
+
+        async def answer(path: str, method: str = "GET") -> tuple[int, str]:
+            async with client.request(method, path) as resp:
+                return resp.status, await resp.text()
+
+        # As controller-runtime's: "ok", the lines with ?verbose (by name, ending
+        # "healthz check ..." for every probe), any method, each check at its own path.
+        assert await answer("/healthz") == (200, "ok")
+        assert await answer("/healthz?verbose") == (
             200,
             "[+]healthz-ping ok\nhealthz check passed\n",
         )
-        resp = await client.get("/readyz")
-        assert resp.status == 500
-        assert "[-]webhook: the webhook server is not serving yet" in await resp.text()
-        await server.start()
-        resp = await client.get("/readyz")
-        assert (resp.status, await resp.text()) == (200, "ok")
-        resp = await client.get("/readyz?verbose=true")
-        assert (resp.status, await resp.text()) == (
+        assert await answer("/healthz?verbose&exclude=nothing") == (
             200,
-            "[+]readyz-ping ok\n[+]webhook ok\nreadyz check passed\n",
+            "[+]healthz-ping ok\n"
+            'warn: some health checks cannot be excluded: no matches for "nothing"\n'
+            "healthz check passed\n",
+        )
+        assert await answer("/healthz/healthz-ping", "POST") == (200, "ok")
+        assert await answer("/healthz/") == (200, "ok")
+        status, body = await answer("/readyz")
+        assert status == 500
+        assert "[-]webhook failed: reason withheld\nhealthz check failed\n" in body
+        assert await answer("/readyz/webhook") == (
+            500,
+            "internal server error: the webhook server is not serving yet\n",
+        )
+        await server.start()
+        assert await answer("/readyz") == (200, "ok")
+        assert await answer("/readyz?verbose=true") == (
+            200,
+            "[+]readyz-ping ok\n[+]webhook ok\nhealthz check passed\n",
         )
         await server.stop()
-        resp = await client.get("/readyz")
-        assert resp.status == 500
-        assert "[-]webhook: shutting down" in await resp.text()
+        assert await answer("/readyz") == (
+            500,
+            "[+]readyz-ping ok\n[-]webhook failed: reason withheld\nhealthz check failed\n",
+        )
+        assert await answer("/readyz/webhook") == (500, "internal server error: shutting down\n")
+        # Go's mux for what it does not serve.
+        for path in ("/readyz/nothing", "/nothing", "/", "/metrics"):
+            assert await answer(path) == (404, "404 page not found\n"), path
 
 
 async def test_metrics(certdir: Path, serving_cert: ServingCert) -> None:
