@@ -210,17 +210,18 @@ def grpc_server_flags() -> tuple[Flag, ...]:
             Flag("kube-api-burst", INT, 100, "Burst of the hub client."),
         ),
         *command.serving_flags("server grpc", command.SERVING),
+        Flag(
+            "namespace",
+            STRING,
+            "",
+            "Component namespace: names the <namespace>_build_info series (empty: the pod's, "
+            f"else {command.LIBRARY_GO_NAMESPACE}).",
+            group=command.SERVING,
+        ),
         command.terminate_on_files_flag("hub kubeconfig"),
         *command.logging_flags(IGNORED),
         *grouped(
             IGNORED,
-            Flag(
-                "namespace",
-                STRING,
-                "",
-                "Component namespace.",
-                ignored="the gRPC server keeps no state in its namespace",
-            ),
             *(
                 Flag(name, kind, default, "Leader election.", ignored=NO_LEADER)
                 for name, kind, default in _GRPC_ELECTION_FLAGS
@@ -335,10 +336,10 @@ def parse_command_line(
     if name == WEBHOOK_COMMAND:
         return WEBHOOK_SPEC.parse(rest)
     if name == GRPC_COMMAND:
-        return GRPC_SPEC.parse(rest)
+        return GRPC_SPEC.parse(rest, namespace_file)
     if name == "server" and GRPC_SERVER_SUBCOMMAND in rest[index : index + 1]:
         # OCM's own binary: `server grpc [flags]`.
-        return GRPC_SPEC.parse(rest[:index] + rest[index + 1 :])
+        return GRPC_SPEC.parse(rest[:index] + rest[index + 1 :], namespace_file)
     raise UsageError(
         f'unknown command "{name}"; the commands are "{MANAGER_COMMAND}", '
         f'"{WEBHOOK_COMMAND}" and "{GRPC_COMMAND}"'

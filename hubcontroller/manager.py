@@ -127,6 +127,7 @@ def _compose(
             ssl_context=serving_tls,
             auth_client=hub,
             handle_signals=handle_signals,
+            build_info=settings.component_namespace,
         ),
         leader_elector=LeaderElector(hub, settings.leader_election),
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, ClassVar
 
-from ocmkit.command import DEFAULT_LISTEN
+from ocmkit.command import DEFAULT_LISTEN, LIBRARY_GO_NAMESPACE
 from ocmkit.settings import ProgramSettings, check_client_limits, check_gates, check_logging
 from schemas import wire
 
@@ -77,6 +77,8 @@ class HubManagerSettings(ProgramSettings):
     kube_api_burst: int = 100  # --kube-api-burst
     # --namespace, --disable-leader-election and --leader-election-* (Lease work-manager-lock)
     leader_election: LeaderElectionSettings = field(default_factory=default_manager_leader_election)
+    # --namespace, else the pod's, else library-go's: names the build_info series
+    component_namespace: str = LIBRARY_GO_NAMESPACE
     listen: str = DEFAULT_LISTEN  # --listen (metrics and probes, HTTPS)
     # Ours: plain HTTP on --listen (local runs, tests); OCM's manager always serves HTTPS.
     insecure_serving: bool = False  # --insecure-serving

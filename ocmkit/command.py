@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from ocmkit.runtime import LeaderElectionSettings
 
 DISTRIBUTION = "ocm-work"
+#: library-go's component namespace when neither ``--namespace`` nor the pod says one
+#: (it names the build_info series; each program's Lease has a default of its own).
+LIBRARY_GO_NAMESPACE = "openshift-config-managed"
 SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 # klog verbosity at and above which our log level becomes debug (klog's V(4) is debug detail).
 DEBUG_VERBOSITY = 4
@@ -262,6 +265,15 @@ def log_level_from(flags: ParsedFlags) -> str:
     return "debug" if flags.integer("v") >= DEBUG_VERBOSITY else "info"
 
 
+def component_namespace_from(flags: ParsedFlags, namespace_file: Path) -> str:
+    """``--namespace``, else the pod's namespace (``namespace_file``), else ""."""
+    namespace = flags.string("namespace") if "namespace" in flags.types else ""
+    if not namespace:
+        with contextlib.suppress(OSError):
+            namespace = namespace_file.read_text().strip()
+    return namespace
+
+
 def leader_election_from(
     flags: ParsedFlags,
     defaults: LeaderElectionSettings,
@@ -273,13 +285,9 @@ def leader_election_from(
     and the namespace used when neither ``--namespace`` nor the pod's service
     account (``namespace_file``) says one.
     """
-    namespace = flags.string("namespace")
-    if not namespace:
-        with contextlib.suppress(OSError):
-            namespace = namespace_file.read_text().strip()
     return dataclasses.replace(
         defaults,
-        namespace=namespace or defaults.namespace,
+        namespace=component_namespace_from(flags, namespace_file) or defaults.namespace,
         disabled=flags.boolean("disable-leader-election"),
         lease_duration=flags.seconds("leader-election-lease-duration"),
         renew_deadline=flags.seconds("leader-election-renew-deadline"),
@@ -309,6 +317,9 @@ def settings_from(
         elif spec.name == "leader_election":
             lease = cast("Callable[[], LeaderElectionSettings]", spec.default_factory)()
             values[spec.name] = leader_election_from(flags, lease, namespace_file)
+        elif spec.name == "component_namespace":
+            # Names the build_info series; library-go's fallback differs from the Lease's.
+            values[spec.name] = component_namespace_from(flags, namespace_file) or spec.default
         elif keys:
             values[spec.name] = flags.setting(keys[0])
     return cls(**(values | computed))

@@ -7,6 +7,7 @@ without a series, fails a test.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -94,8 +95,8 @@ def undocumented_or_missing(
     problems: list[str] = []
     rows = served_by(component)
     for row in rows:
-        if row.name.endswith("*"):
-            if not any(name.startswith(row.name[:-1]) for name in families):
+        if "*" in row.name:
+            if not any(fnmatch.fnmatchcase(name, row.name) for name in families):
                 problems.append(f"{row.name}: no family of the scrape matches")
             continue
         family = families.get(row.family)
@@ -113,7 +114,7 @@ def undocumented_or_missing(
         if name != base and base in families:
             continue  # prometheus-client's creation time of a documented family
         if not any(
-            (row.family == name) or (row.name.endswith("*") and name.startswith(row.name[:-1]))
+            (row.family == name) or ("*" in row.name and fnmatch.fnmatchcase(name, row.name))
             for row in rows
         ):
             problems.append(f"{name}: served but not documented for {component}")

@@ -178,6 +178,7 @@ async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -
             ssl_context=serving_tls,
             auth_client=own or spoke,
             handle_signals=handle_signals,
+            build_info=settings.component_namespace,
         ),
         leader_elector=elector,
     )

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from ocmkit.command import DEFAULT_LISTEN
+from ocmkit.command import DEFAULT_LISTEN, LIBRARY_GO_NAMESPACE
 from ocmkit.settings import ProgramSettings, check_client_limits
 
 if TYPE_CHECKING:
@@ -86,6 +86,8 @@ class AgentSettings(ProgramSettings):
     hub_kube_api_burst: int = 100  # --hub-kube-api-burst
     # --namespace, --disable-leader-election and --leader-election-* (Lease work-agent-lock)
     leader_election: LeaderElectionSettings = field(default_factory=default_leader_election)
+    # --namespace, else the pod's, else library-go's: names the build_info series
+    component_namespace: str = LIBRARY_GO_NAMESPACE
     listen: str = DEFAULT_LISTEN  # --listen / --health-port (metrics and probes, HTTPS)
     # Ours: plain HTTP on --listen (local runs, tests); OCM's agent always serves HTTPS.
     insecure_serving: bool = False  # --insecure-serving

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import yaml
 
-from ocmkit.command import DEFAULT_LISTEN
+from ocmkit.command import DEFAULT_LISTEN, LIBRARY_GO_NAMESPACE
 from ocmkit.durations import parse_duration_seconds
 from ocmkit.settings import ServingSettings, check_client_limits, check_logging
 
@@ -143,6 +143,8 @@ class GrpcServerSettings(ServingSettings):
     log_level: str = "info"
     kube_api_qps: float = 50.0
     kube_api_burst: int = 100
+    # --namespace, else the pod's, else library-go's: names the build_info series
+    component_namespace: str = LIBRARY_GO_NAMESPACE
 
     def validate(self) -> None:
         """Raise ValueError naming the flag at fault."""

@@ -170,6 +170,7 @@ async def build_grpc_server(
             ssl_context=serving_tls,
             auth_client=hub,
             handle_signals=handle_signals,
+            build_info=settings.component_namespace,
         ),
     )
     manager.add_service(service)

@@ -20,8 +20,9 @@ from typing import Any, Protocol, TypeVar
 
 import structlog
 
-from ocmkit.command import DEFAULT_LISTEN, EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from ocmkit.command import DEFAULT_LISTEN, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, version
 from ocmkit.kube import KubeClient, KubeConfigError
+from ocmkit.runtime.buildinfo import export_build_info
 from ocmkit.runtime.controller import Controller
 from ocmkit.runtime.endpointauth import DelegatedAuth
 from ocmkit.runtime.health import HealthChecks, HealthSource, LoopMonitor
@@ -49,6 +50,8 @@ class ManagerSettings:
     auth_client: KubeClient | None = None
     shutdown_deadline: float = 30.0
     handle_signals: bool = True
+    #: the component namespace naming the ``<namespace>_build_info`` series ("": none)
+    build_info: str = ""
 
 
 class Service(HealthSource, Protocol):
@@ -153,6 +156,8 @@ class Manager:
         if self.settings.handle_signals:
             self._signals = install_signal_handlers(self._on_signal)
         self._loop_monitor.start()
+        if self.settings.build_info:
+            export_build_info(self.settings.build_info, self.name, version())
         try:
             try:
                 await self.observability.start()

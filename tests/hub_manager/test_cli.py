@@ -14,6 +14,7 @@ import pytest
 
 import hubcontroller.__main__ as entry
 from hubcontroller.cli import (
+    GrpcServerCommand,
     ManagerCommand,
     WebhookCommand,
     manager_flags,
@@ -178,7 +179,25 @@ def test_namespace_comes_from_the_pod_when_not_given(tmp_path: Path) -> None:
     namespace_file = tmp_path / "namespace"
     namespace_file.write_text("cluster-manager-ns\n")
     assert manager(namespace_file=namespace_file).settings.namespace == "cluster-manager-ns"
+    assert manager(namespace_file=namespace_file).settings.component_namespace == (
+        "cluster-manager-ns"
+    )
     assert manager("--namespace=x", namespace_file=namespace_file).settings.namespace == "x"
+    assert manager().settings.component_namespace == "openshift-config-managed"
+
+
+def test_grpc_server_namespace_names_its_build_info(tmp_path: Path) -> None:
+    namespace_file = tmp_path / "namespace"
+    namespace_file.write_text("open-cluster-management-hub\n")
+    for argv, file, expected in (
+        (["grpc-server"], NO_FILE, "openshift-config-managed"),
+        (["grpc-server"], namespace_file, "open-cluster-management-hub"),
+        (["server", "grpc", "--namespace=ns1"], namespace_file, "ns1"),
+    ):
+        command = parse_command_line(argv, namespace_file=file)
+        assert isinstance(command, GrpcServerCommand), argv
+        assert command.settings.component_namespace == expected, argv
+        assert not command.notices, "--namespace is no longer an ignored flag"
 
 
 def test_feature_gates_all_alpha_and_explicit_false() -> None:

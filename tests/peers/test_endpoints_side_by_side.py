@@ -28,6 +28,7 @@ import pytest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
+from ocmkit.command import version
 from ocmkit.kube import LEASES, NotFound
 from tests.conftest import eventually
 from tests.support.controlplane import AGENT, REPO, ControlPlane, Process, spawn
@@ -139,7 +140,9 @@ async def answers(side: Running, path: str) -> tuple[int, str]:
         return 0, str(err)
 
 
-async def scrape(side: Running, token: str) -> dict[str, Metric]:
+async def scrape(
+    side: Running, token: str, compared: Callable[[str], bool] | None = None
+) -> dict[str, Metric]:
     """The compared families of ``/metrics`` (OCM's needs a token: delegated authentication)."""
     timeout = aiohttp.ClientTimeout(total=10)
     headers = {"Authorization": f"Bearer {token}"}
@@ -152,8 +155,18 @@ async def scrape(side: Running, token: str) -> dict[str, Metric]:
     return {
         family.name: family
         for family in text_string_to_metric_families(text)
-        if family.name.startswith(COMPARED) and not family.name.startswith(NOT_OURS)
+        if (compared or client_series)(family.name)
     }
+
+
+def client_series(name: str) -> bool:
+    """client-go's client and work-queue families, but those we do not export."""
+    return name.startswith(COMPARED) and not name.startswith(NOT_OURS)
+
+
+def build_info(name: str) -> bool:
+    """library-go's ``<component namespace>_build_info``."""
+    return name.endswith("_build_info")
 
 
 async def raw(
@@ -199,6 +212,15 @@ ALLOWED_REQUESTS = [
 ]
 #: Paths both serve (at ``/``, and with a 404 for any other path, as JSON).
 SERVED = {"/healthz", "/healthz/ping", "/livez/log", "/metrics", "/readyz", "/readyz/shutdown"}
+
+
+#: The build_info series of each program as :func:`start` runs it, out of a cluster:
+#: named after ``--namespace`` (the manager's flags), else library-go's fallback.
+BUILD_INFO = {
+    "agent": "openshift_config_managed_build_info",
+    "manager": "open_cluster_management_hub_build_info",
+    "grpc": "openshift_config_managed_build_info",
+}
 
 
 def shape(family: Metric) -> tuple[str, frozenset[frozenset[str]], frozenset[float]]:
@@ -301,6 +323,13 @@ async def test_probes_and_terminate_on_files_alike(
                     continue
                 assert shape(our_family) == shape(family), name
             assert queues(our_series.values()) == queues(ocm_series.values())
+            # One build_info series each, named alike (from --namespace, else library-go's
+            # fallback), with the same labels; ours says our version.
+            infos = [await scrape(s, plane.admin_token, build_info) for s in sides.values()]
+            assert [list(info) for info in infos] == [[BUILD_INFO[program.name]]] * 2
+            ocm_info, our_info = (next(iter(info.values())).samples for info in infos)
+            assert [set(s.labels) for s in our_info] == [set(s.labels) for s in ocm_info]
+            assert our_info[0].labels["gitVersion"] == f"v{version()}" and our_info[0].value == 1
 
             for side in sides.values():
                 side.watched.write_text("v2\n")

@@ -287,10 +287,15 @@ def test_namespace_detected_from_the_service_account(tmp_path: Path) -> None:
     namespace_file.write_text("klusterlet-agent\n")
     command = parse("agent", "--spoke-cluster-name=c1", namespace_file=namespace_file)
     assert command.settings.namespace == "klusterlet-agent"
+    assert command.settings.component_namespace == "klusterlet-agent"
     explicit = parse(
         "agent", "--spoke-cluster-name=c1", "--namespace=mine", namespace_file=namespace_file
     )
-    assert explicit.settings.namespace == "mine"
+    assert explicit.settings.namespace == explicit.settings.component_namespace == "mine"
+    # Out of a cluster, library-go's build_info namespace differs from the Lease's default.
+    outside = parse("agent", "--spoke-cluster-name=c1").settings
+    assert outside.namespace == "open-cluster-management-agent"
+    assert outside.component_namespace == "openshift-config-managed"
 
 
 def test_leader_election_flags() -> None:
