@@ -45,6 +45,7 @@ from ocmkit.kube.errors import (
     Unauthorized,
     Unreachable,
     error_from_status,
+    generic_message,
     parse_retry_after,
 )
 from ocmkit.kube.ratelimit import TokenBucket
@@ -606,7 +607,9 @@ class KubeClient:
         if isinstance(candidate, dict) and candidate.get("kind") == "Status":
             decoded = candidate
         else:
-            text = raw[:_TEXT_EXCERPT].decode("utf-8", "replace").strip() or f"HTTP {status}"
+            # As client-go: the body is no message (a proxy's page, "404 page not found").
+            body = raw[:_TEXT_EXCERPT].decode("utf-8", "replace").strip()
+            text = generic_message(status, body or "unknown")
         return error_from_status(
             status, decoded, retry_after=parse_retry_after(retry_after_header), text=text
         )

@@ -9,6 +9,7 @@ balancers and aggregated API servers do not always send a Status).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -122,6 +123,38 @@ _DEFAULT_REASONS: dict[int, str] = {
     503: "ServiceUnavailable",
     504: "Timeout",
 }
+
+
+# client-go's messages for answers without a Status body (the body is only a cause there);
+# None: the body's text is the message (it says who may not do what, or which types).
+_GENERIC_MESSAGES: dict[int, str | None] = {
+    400: "the server rejected our request for an unknown reason",
+    401: "the server has asked for the client to provide credentials",
+    403: None,
+    404: "the server could not find the requested resource",
+    405: "the server does not allow this method on the requested resource",
+    409: "the server reported a conflict",
+    415: None,
+    422: "the server rejected our request due to an error in our request",
+    429: "the server has received too many requests and has asked us to try again later",
+    503: "the server is currently unable to handle the request",
+    504: "the server was unable to return a response in the time allotted, but may still be "
+    "processing the request",
+}
+
+
+def generic_message(code: int, text: str) -> str:
+    """client-go's message for a ``code`` answer whose body (``text``) is not a Status."""
+    if code in _GENERIC_MESSAGES:
+        return _GENERIC_MESSAGES[code] or text
+    if code == 406:
+        if text and text != "unknown":
+            return text
+        return "the server was unable to respond with a content type that the client supports"
+    if code >= 500:
+        quoted = json.dumps(text, ensure_ascii=False)
+        return f"an error on the server ({quoted}) has prevented the request from succeeding"
+    return f"the server responded with the status code {code} but did not return more information"
 
 
 def error_from_status(

@@ -14,7 +14,12 @@ from celpy.adapter import json_to_cel
 
 from workagent.conditions.celcheck import MAX_EXPRESSION_CHARS, MAX_SYNTAX_DEPTH
 from workagent.conditions.celengine import CelEngine, CompileFailure
-from workagent.conditions.protocol import ExpressionsOutcome, MessageOutcome
+from workagent.conditions.protocol import (
+    CelProgram,
+    ExpressionsOutcome,
+    MessageOutcome,
+    decode_response,
+)
 from workagent.quantity import FORMAT_ERROR as QUANTITY_FORMAT
 from workagent.quantity import quantity_value
 
@@ -813,3 +818,17 @@ def test_time_zones(engine: CelEngine, expression: str) -> None:
 def test_replace_with_a_count_beyond_the_occurrences(engine: CelEngine) -> None:
     true(engine, "'ab'.replace('', '-', 9223372036854775807) == '-a-b-'")
     true(engine, "'aaa'.replace('a', 'b', 2) == 'bba' && 'ab'.replace('', '-', 2) == '-a-b'")
+
+
+def test_numbers_past_int64_are_doubles_as_go_decodes_them(engine: CelEngine) -> None:
+    """A live object may hold any JSON number; Go reads one past int64 as a double, so
+    every rule still evaluates (celpy's integers would overflow)."""
+    big = {**OBJ, "spec": {"big": 12345678901234567890, "small": -(1 << 63) - 1, "ok": 7}}
+    programs = [
+        CelProgram(("true",)),
+        CelProgram(("object.spec.big > 1.2e19", "type(object.spec.big) == double")),
+        CelProgram(("object.spec.small < 0.0", "type(object.spec.ok) == int")),
+    ]
+    lines = list(engine.run(big, programs))
+    outcomes = [decode_response(line, i) for i, line in enumerate(lines)]
+    assert outcomes == [ExpressionsOutcome("True", "ConditionRuleEvaluated")] * 3

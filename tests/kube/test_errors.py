@@ -260,6 +260,8 @@ async def test_non_status_error_bodies_and_retry_after_header(fake_server: FakeS
         web.Response(status=502, text="<html>bad gateway</html>", content_type="text/html"),
         web.Response(status=503, text="", headers={"Retry-After": "7.5"}),
         web.Response(status=404, text="404 page not found"),
+        web.Response(status=403, text="forbidden: User cannot get path"),
+        web.Response(status=418, text=""),
         web.Response(status=200, text="not json"),
     ]
 
@@ -270,12 +272,27 @@ async def test_non_status_error_bodies_and_retry_after_header(fake_server: FakeS
     async with fake_server.client() as client:
         with pytest.raises(ServerError) as gateway:
             await client.get(CONFIGMAPS, "x", NS)
-        assert gateway.value.code == 502 and "bad gateway" in gateway.value.message
+        # client-go's messages: a body that is not a Status is no message, or only quoted.
+        assert gateway.value.code == 502
+        assert gateway.value.message == (
+            'an error on the server ("<html>bad gateway</html>") has prevented the request '
+            "from succeeding"
+        )
         with pytest.raises(ServerError) as unavailable:
             await client.get(CONFIGMAPS, "x", NS)
         assert unavailable.value.retry_after == 7.5 and unavailable.value.status is None
-        with pytest.raises(NotFound):
+        assert unavailable.value.message == "the server is currently unable to handle the request"
+        with pytest.raises(NotFound) as not_found:
             await client.get(CONFIGMAPS, "x", NS)
+        assert not_found.value.message == "the server could not find the requested resource"
+        with pytest.raises(Forbidden) as forbidden:  # who may not do what: kept
+            await client.get(CONFIGMAPS, "x", NS)
+        assert forbidden.value.message == "forbidden: User cannot get path"
+        with pytest.raises(KubeError) as teapot:
+            await client.get(CONFIGMAPS, "x", NS)
+        assert teapot.value.message == (
+            "the server responded with the status code 418 but did not return more information"
+        )
         with pytest.raises(ServerError, match="not JSON"):
             await client.get(CONFIGMAPS, "x", NS)
 

@@ -195,7 +195,7 @@ class CelEngine:
         """The protocol lines answering one request, each yielded as soon as it is known."""
         cel_object: Any
         try:
-            cel_object = json_to_cel(obj)
+            cel_object = _object_for_cel(obj)
         except RecursionError:
             cel_object = _Failed("the object is nested too deeply for CEL evaluation")
         except Exception as exc:
@@ -307,6 +307,28 @@ def go_type_name(value: Any) -> str:
     if isinstance(value, type) or callable(value):
         return "*types.Type"
     return type(value).__name__
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _object_for_cel(obj: Any) -> Any:
+    """``obj`` as CEL values. A JSON number past int64 is a double, as Go's JSON decoding
+    of an unstructured object makes it (CEL has no bigger integer)."""
+    try:
+        return json_to_cel(obj)
+    except ValueError:  # celpy's "overflow": rare, so the walk below only then
+        return json_to_cel(_big_ints_as_floats(obj))
+
+
+def _big_ints_as_floats(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _big_ints_as_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_big_ints_as_floats(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if _INT64_MIN <= value <= _INT64_MAX else float(value)
+    return value
 
 
 def _one_line(exc: BaseException) -> str:
