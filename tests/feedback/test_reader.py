@@ -660,3 +660,14 @@ def test_json_raw_length_is_capped_at_the_hub_limit() -> None:
     )
     fits = deployment({"x": ["a" * 1020]})  # 1024 bytes encoded
     assert read_feedback(rule, fits, raw_json=True, max_json_raw_length=4096).condition == SYNCED
+
+
+def test_several_result_sets_are_one_value_only_without_the_gate() -> None:
+    """``{.a}{.b}`` gives two result sets of one value: Go's reader keeps the first value
+    without the gate, and with it the list of the first set's values."""
+    rule = paths(("two", ".metadata.name}{.metadata.namespace"))
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "b"}}
+    assert read([rule], obj, raw=False).values == [string("two", "a")]
+    on = read([rule], obj, raw=True)
+    assert on.values == [raw("two", '["a"]')]
+    assert on.condition == SYNCED

@@ -173,6 +173,19 @@ async def test_edit_updates_and_removal_deletes(
 
     await eventually(amw_has_only_first, what="the AMW to list only the first configmap")
 
+    # No manifests left: the list goes from the status (Go's omitempty), the object too.
+    def empty(work: dict[str, Any]) -> None:
+        work["spec"]["workload"]["manifests"] = []
+
+    await update_work(hub_client, "edits", empty)
+
+    async def emptied() -> bool:
+        status = (await get_work(hub_client, "edits")).get("status") or {}
+        gone = not await exists(spoke_client, CONFIGMAPS, "first", "default")
+        return status.get("resourceStatus") == {} and gone
+
+    await eventually(emptied, what="resourceStatus {} and the first configmap deleted")
+
 
 async def test_restart_writes_nothing(
     agent: AgentRunner,

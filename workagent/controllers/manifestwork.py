@@ -134,6 +134,8 @@ def build_status(
     merged = merge_manifest_conditions(old_manifests, entries, moment)
     resource_status = dict(status.get("resourceStatus") or {})
     resource_status["manifests"] = merged
+    if not merged:
+        del resource_status["manifests"]  # Go's omitempty: a work without manifests shows {}
     status["resourceStatus"] = resource_status
     if entries:
         # Only a work with manifests gets a work-level Applied condition.

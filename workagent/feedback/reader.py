@@ -179,8 +179,10 @@ class _Reader:
         if not results or not results[0]:
             return None
         first = results[0]
-        # Several matches become one JSON list only with the gate; otherwise the first wins.
-        value: Any = first[0] if len(first) == 1 or not raw_json else list(first)
+        # Several matches (or result sets) make a JSON list of the first set's values, only
+        # with the gate; otherwise the first value wins.
+        single = len(results) == 1 and len(first) == 1
+        value: Any = first[0] if single or not raw_json else list(first)
         if value is None:
             return None
 
