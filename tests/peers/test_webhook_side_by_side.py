@@ -218,7 +218,11 @@ async def webhooks(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[We
                 f"--feature-gates={GATES}",
             ]
             peer = Peer(spawn("ocm-webhook", argv, tmp_path / "ocm-webhook.log"))
-            settings = local_settings(certdir, feature_gates=frozenset({"ManifestWorkReplicaSet"}))
+            settings = local_settings(
+                certdir,
+                feature_gates=frozenset({"ManifestWorkReplicaSet"}),
+                health_probe_port=free_port(),
+            )
             try:
                 await wait_port(peer, port, "OCM's webhook")
                 async with running(settings, HubAccessReviewer(admin)) as ours:
