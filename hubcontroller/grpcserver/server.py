@@ -6,28 +6,109 @@ API server named by ``--kubeconfig``; the serving certificate and the client
 CA are re-read when their files change (checked every
 ``cert_watch_interval``). ``--listen`` serves /metrics and the probes, over
 HTTPS unless ``--insecure-serving`` (as the agent and the hub manager).
+
+The certificate files are checked (readable PEM, key matching the
+certificate) and the port is bound before the process serves anything: a
+failure ends it with exit code 1 and one line naming the file or the port.
+gRPC core is handed checked files only, since it reports a bad key as a
+failure to bind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import math
+import socket
 import time
 from pathlib import Path
 from typing import Any
 
 import grpc
 import structlog
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
 
 from hubcontroller.grpcserver.broker import CloudEventBroker
 from hubcontroller.grpcserver.config import GrpcServerConfig, GrpcServerSettings, load_server_config
 from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import add_CloudEventServiceServicer_to_server
+from ocmkit.command import EXIT_FAILURE
 from ocmkit.kube import KubeClient
 from ocmkit.runtime import Manager, ManagerSettings, run_main
 
 log = structlog.get_logger(__name__)
 
 MANAGER_NAME = "grpc-server"
+
+
+class ServingError(Exception):
+    """The gRPC port cannot serve: a certificate file that does not load, a port that
+    cannot be bound (the message names the file or the port)."""
+
+
+def _public_key_der(key: Any) -> bytes:
+    return bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+
+
+def check_serving_files(
+    config: GrpcServerConfig, cert: bytes, key: bytes, ca: bytes | None
+) -> None:
+    """Raise ServingError unless the files' content is a PEM certificate with its own
+    private key (and, when set, a PEM client CA bundle)."""
+    what = "cannot load the gRPC serving certificate"
+    try:
+        leaf = x509.load_pem_x509_certificates(cert)[0]
+    except ValueError as err:
+        raise ServingError(f"{what}: {config.tls_cert_file}: {err}") from None
+    try:
+        private = serialization.load_pem_private_key(key, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as err:
+        raise ServingError(f"{what}: {config.tls_key_file}: {err}") from None
+    if _public_key_der(private) != _public_key_der(leaf):
+        # Go's words, as OCM's server says it.
+        raise ServingError(
+            f"{what}: {config.tls_key_file} is not the key of {config.tls_cert_file}: "
+            "private key does not match public key"
+        )
+    if ca is not None:
+        try:
+            x509.load_pem_x509_certificates(ca)
+        except ValueError as err:
+            raise ServingError(
+                f"cannot load the gRPC client CA: {config.client_ca_file}: {err}"
+            ) from None
+
+
+def _read(path: str, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as err:
+        raise ServingError(f"cannot load the gRPC {what}: {err}") from None
+
+
+def _bind_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be bound, as the OS says it; None when it can.
+
+    Asked before gRPC core binds: its own failure names no cause on the
+    Python side and writes a C-core line to stderr.
+    """
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            # gRPC core binds with SO_REUSEADDR too: only a real listener is in the way.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as err:
+        if err.errno == errno.EAFNOSUPPORT and host == "::":
+            return _bind_problem("0.0.0.0", port)  # no IPv6: gRPC core falls back so
+        return (err.strerror or str(err)).lower()
+    return None
 
 
 class _Certificates:
@@ -39,13 +120,17 @@ class _Certificates:
         self._checked = 0.0
 
     def _files(self) -> tuple[bytes, bytes, bytes | None]:
-        cert = Path(self._config.tls_cert_file).read_bytes()
-        key = Path(self._config.tls_key_file).read_bytes()
-        ca_path = self._config.client_ca_file
-        ca = Path(ca_path).read_bytes() if ca_path else None
+        """The files' content, checked; raises ServingError."""
+        config = self._config
+        cert = _read(config.tls_cert_file, "serving certificate")
+        key = _read(config.tls_key_file, "serving certificate")
+        ca = _read(config.client_ca_file, "client CA") if config.client_ca_file else None
+        check_serving_files(config, cert, key, ca)
         return cert, key, ca
 
     def initial(self) -> tuple[grpc.ServerCertificateConfiguration, bool]:
+        """The configuration to start with (and whether clients need certificates);
+        raises ServingError."""
         self._seen = cert, key, ca = self._files()
         self._checked = time.monotonic()
         return grpc.ssl_server_certificate_configuration([(key, cert)], ca), ca is not None
@@ -58,7 +143,8 @@ class _Certificates:
         self._checked = now
         try:
             files = self._files()
-        except OSError as err:
+        except ServingError as err:
+            # Half-written files during a rotation: keep serving the last good pair.
             log.warning("cannot re-read the serving certificate", error=str(err))
             return None
         if files == self._seen:
@@ -105,40 +191,54 @@ class GrpcServerService:
         interval = None if settings.heartbeat_disabled else settings.heartbeat_interval
         self.broker = CloudEventBroker(hub, heartbeat_interval=interval)
         self._certs = _Certificates(config)
+        self._bound: grpc.aio.Server | None = None
         self._server: grpc.aio.Server | None = None
+        self._require_client_cert = False
         self.port = 0
 
-    async def start(self) -> None:
-        """Bind and serve (raises ValueError for unusable certificates or ports)."""
-        try:
-            initial, require_client_cert = self._certs.initial()
-        except OSError as err:
-            raise ValueError(f"serving certificate: {err}") from None
+    def bind(self) -> None:
+        """Load the certificates and bind the port (not serving yet); raises ServingError."""
+        initial, self._require_client_cert = self._certs.initial()
         credentials = grpc.dynamic_ssl_server_credentials(
             initial,
             # None from the fetcher means "unchanged" (gRPC's documented contract).
             self._certs.fetch,  # type: ignore[arg-type]
-            require_client_authentication=require_client_cert,
+            require_client_authentication=self._require_client_cert,
         )
         server = grpc.aio.server(options=_options(self.config))
         add_CloudEventServiceServicer_to_server(self.broker, server)
         host = self.settings.bind_address or "[::]"
-        self.port = server.add_secure_port(f"{host}:{self.config.port}", credentials)
-        if self.port == 0:
-            raise ValueError(f"cannot bind {host}:{self.config.port}")
-        await server.start()
-        self._server = server
+        # Go's notation: ":8090" for every interface.
+        address = f"{self.settings.bind_address}:{self.config.port}"
+        problem = _bind_problem(host, self.config.port)
+        if problem is not None:
+            raise ServingError(f"cannot listen on {address}: {problem}")
+        try:
+            port = server.add_secure_port(f"{host}:{self.config.port}", credentials)
+        except RuntimeError:  # "Failed to bind to address ..." (taken since the check)
+            port = 0
+        if port == 0:
+            raise ServingError(f"cannot listen on {address}: gRPC core could not bind it")
+        self._bound, self.port = server, port
+
+    async def start(self) -> None:
+        """Serve (binding first unless :meth:`bind` was called); raises ServingError."""
+        if self._bound is None:
+            self.bind()
+        assert self._bound is not None
+        await self._bound.start()
+        self._server = self._bound
         log.info(
             "serving CloudEvents over gRPC",
-            address=f"{host}:{self.port}",
-            client_certificates="required" if require_client_cert else "not requested",
+            address=f"{self.settings.bind_address or '[::]'}:{self.port}",
+            client_certificates="required" if self._require_client_cert else "not requested",
         )
 
     async def stop(self) -> None:
         """Stop accepting calls, end the streams, stop the informers."""
-        if self._server is not None:
-            await self._server.stop(grace=5)
-            self._server = None
+        if self._bound is not None:
+            await self._bound.stop(grace=5)
+            self._bound = self._server = None
         await self.broker.works.stop()
 
     def readiness_failure(self) -> str | None:
@@ -153,16 +253,26 @@ class GrpcServerService:
 async def build_grpc_server(
     settings: GrpcServerSettings, *, handle_signals: bool = True
 ) -> tuple[Manager, GrpcServerService]:
-    """The manager running the server (not started); raises ValueError/KubeConfigError."""
+    """The manager running the server (not started), its gRPC port bound.
+
+    Raises ValueError/KubeConfigError for bad settings, ServingError for
+    certificate files that do not load or a port that cannot be bound.
+    """
     settings.validate()
     config = load_server_config(settings.server_config)
     for key in config.unused:
         log.warning("server config key not applied (gRPC core chooses it)", key=key)
     serving_tls = settings.serving_tls()  # a bad pair is refused before any client is made
+    _Certificates(config).initial()  # likewise the gRPC port's files
     hub = await KubeClient.connect(
         settings.kubeconfig, qps=settings.kube_api_qps, burst=settings.kube_api_burst, name="hub"
     )
     service = GrpcServerService(settings, config, hub)
+    try:
+        service.bind()
+    except ServingError:
+        await hub.close()
+        raise
     manager = Manager(
         MANAGER_NAME,
         settings=ManagerSettings(
@@ -180,10 +290,17 @@ async def build_grpc_server(
 
 def run(settings: GrpcServerSettings) -> int:
     """Run the server in a new event loop until SIGTERM; returns the exit code (2 for bad
-    settings)."""
+    settings, 1 for certificate files that do not load or a port that cannot be bound)."""
 
     async def build() -> Manager:
         manager, _ = await build_grpc_server(settings)
         return manager
 
-    return asyncio.run(run_main(build, terminate_on_files=settings.terminate_on_files))
+    async def main() -> int:
+        try:
+            return await run_main(build, terminate_on_files=settings.terminate_on_files)
+        except ServingError as err:
+            log.error("cannot serve gRPC", error=str(err))
+            return EXIT_FAILURE
+
+    return asyncio.run(main())

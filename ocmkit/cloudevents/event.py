@@ -146,18 +146,26 @@ class CloudEvent:
         return str(value)
 
     def ext_int(self, name: str, default: int | None = None) -> int:
-        """An Integer extension (also accepted as a decimal string)."""
+        """An Integer extension (also accepted as a decimal string), int32 as the
+        CloudEvents type: a larger value is refused, as sdk-go refuses it."""
         value = self.extensions.get(name, default)
         if value is None:
             raise EventDecodeError(f"event {self.id}: missing extension {name!r}")
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise EventDecodeError(f"event {self.id}: extension {name!r} is not an integer")
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
             raise EventDecodeError(
                 f"event {self.id}: extension {name!r} is not an integer: {value!r}"
             ) from None
+        if not -MAX_INTEGER - 1 <= number <= MAX_INTEGER:
+            # sdk-go's words; an sdk-go source could not decode our events echoing it.
+            raise EventDecodeError(
+                f"event {self.id}: extension {name!r}: "
+                f'cannot convert "{value}" to int32: out of range'
+            )
+        return number
 
     def ext_time(self, name: str) -> datetime | None:
         """A Timestamp extension (also accepted as an RFC 3339 string); None if absent."""

@@ -196,6 +196,31 @@ def test_receivers_accept_strings_for_integers_and_timestamps() -> None:
     assert from_pb(message).data is None
 
 
+@pytest.mark.parametrize("value", ["3000000000", "-2147483649"])
+def test_a_resourceversion_outside_int32_is_refused_as_sdk_go_refuses_it(value: str) -> None:
+    # MQTT carries it as the text of a user property; gRPC as a ce_string.
+    payload, content_type, props = to_mqtt(spec_event(hub_work(), "create_request"))
+    props = [(k, value if k == "ce-resourceversion" else v) for k, v in props]
+    message = to_pb(spec_event(hub_work(), "create_request"))
+    message.attributes["ce-resourceversion"].ce_string = value
+    structured = json.loads(to_json_format(spec_event(hub_work(), "create_request")))
+    structured["resourceversion"] = int(value)  # a JSON number, as a JSON-format sender
+    for event in (
+        from_mqtt(payload, content_type, props),
+        from_pb(message),
+        from_json_format(json.dumps(structured).encode()),
+    ):
+        with pytest.raises(
+            EventDecodeError, match=f'cannot convert "{value}" to int32: out of range'
+        ):
+            work_from_spec_event(event, "cluster1")
+    # The bounds themselves are Integers.
+    message.attributes["ce-resourceversion"].ce_string = "2147483647"
+    assert work_from_spec_event(from_pb(message), "cluster1")["metadata"]["generation"] == (
+        2**31 - 1
+    )
+
+
 def test_heartbeats_have_no_attributes_and_cannot_be_decoded() -> None:
     beat = heartbeat_pb("h1")
     assert is_heartbeat(beat)

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 import yaml
+from structlog.testing import capture_logs
 
 from workagent.sources.config import MqttTopics, load_grpc_config, load_mqtt_config
+from workagent.sources.grpcdriver import GrpcTransport
 from workagent.sources.mqttdriver import publish_topic, subscribe_topics
 
 
@@ -47,6 +49,36 @@ def test_grpc_config_as_registration_writes_it(tmp_path: Path) -> None:
     assert config.keep_alive.time == 30.0 and config.keep_alive.timeout == 10.0
     assert config.secure
     assert config.server_healthiness_timeout is None
+
+
+@pytest.mark.parametrize(
+    ("time", "configured", "used"), [("1s", 1.0, 10.0), ("10s", 10.0, 10.0), ("45s", 45.0, 45.0)]
+)
+def test_grpc_keepalive_time_is_at_least_10s_as_grpc_go(
+    tmp_path: Path, time: str, configured: float, used: float
+) -> None:
+    path = write(
+        tmp_path,
+        {"url": "hub:8090", "keepAliveConfig": {"enable": True, "time": time, "timeout": "1s"}},
+    )
+    config = load_grpc_config(path)
+    assert (config.keep_alive.configured_time, config.keep_alive.time) == (configured, used)
+    with capture_logs() as logs:
+        options = dict(GrpcTransport(path, "cluster1").channel_options())
+    assert options["grpc.keepalive_time_ms"] == int(used * 1000)
+    assert options["grpc.keepalive_timeout_ms"] == 1000
+    warnings = [r for r in logs if r["log_level"] == "warning"]
+    if configured < used:
+        assert warnings == [
+            {
+                "event": "keepAliveConfig.time below the minimum, using the minimum",
+                "log_level": "warning",
+                "configured_seconds": configured,
+                "used_seconds": used,
+            }
+        ]
+    else:
+        assert warnings == []
 
 
 @pytest.mark.parametrize(

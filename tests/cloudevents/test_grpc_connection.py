@@ -6,7 +6,12 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
+import grpc
+
 from hubcontroller.grpcserver.broker import CloudEventBroker, Subscriber
+from ocmkit.cloudevents import MANIFEST_BUNDLES
+from ocmkit.cloudevents.pb.cloudevent_pb2 import SubscriptionRequest
+from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
 from ocmkit.cloudevents.protobuf import is_heartbeat
 from ocmkit.kube import KubeClient
 from tests.cloudevents.conftest import (
@@ -65,3 +70,37 @@ async def test_a_rotated_client_certificate_reconnects(
     # The next subscription reads the new pair and is accepted.
     async with transport.subscription():
         pass
+
+
+async def test_a_keepalive_time_below_10s_does_not_cost_the_subscription(
+    grpc_hub: GrpcHub, pki: Pki, tmp_path: Path
+) -> None:
+    # Pinging every second, the client would get GOAWAY too_many_pings from our server
+    # (5 s minimum, two strikes) seconds after subscribing, before its first heartbeat
+    # (every 10 s). The transport's channel options ping at most every 10 s, as grpc-go.
+    config = write_agent_config(
+        tmp_path / "pings.yaml",
+        grpc_hub.url,
+        pki,
+        keepAliveConfig={
+            "enable": True,
+            "time": "1s",
+            "timeout": "1s",
+            "permitWithoutStream": True,
+        },
+    )
+    transport = GrpcTransport(str(config), CLUSTER)
+    creds = grpc.ssl_channel_credentials(
+        pki.ca.ca_file.read_bytes(), pki.agent.key.read_bytes(), pki.agent.cert.read_bytes()
+    )
+    async with grpc.aio.secure_channel(
+        grpc_hub.url, creds, options=transport.channel_options()
+    ) as channel:
+        call = CloudEventServiceStub(channel).Subscribe(
+            SubscriptionRequest(cluster_name=CLUSTER, data_type=MANIFEST_BUNDLES)
+        )
+        async with asyncio.timeout(60):
+            async for message in call:
+                if is_heartbeat(message):
+                    break  # the stream outlived several of the client's pings
+        call.cancel()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -196,3 +197,57 @@ async def test_status_resync_request_is_answered(
     # (Status changes of the work itself would be update_requests: not counted.)
     newer = [u.action for u in source.statuses[uid][count:] if u.action == "resync_response"]
     assert newer == ["resync_response"], newer
+
+
+async def test_a_resourceversion_outside_int32_is_dropped_as_ocms_agent_drops_it(
+    mqtt_agent: AgentRunner, source: MqttWorkSource, spoke_client: KubeClient
+) -> None:
+    # OCM's agent: "cannot convert "3000000000" to int32: out of range", work dropped.
+    big = str(uuid.uuid4())
+    source.works[big] = {
+        "metadata": {"name": "big", "namespace": CLUSTER, "uid": big, "generation": 3_000_000_000},
+        "spec": {"workload": {"manifests": [configmap("big-cm")]}},
+    }
+    await source.publish(source.works[big], "create_request")
+    # Published after it on the same topic: once this one is applied, the big one
+    # has been handled (MQTT keeps one publisher's order; the agent reads in order).
+    uid = await source.create(CLUSTER, "work1", [configmap("mq")])
+    await wait_condition(source, uid, "Applied")
+    assert mqtt_agent.agent is not None
+    store: Any = mqtt_agent.agent.deps.hub
+    assert [w["metadata"]["uid"] for w in store.works()] == [uid]
+    assert big not in source.statuses
+    assert not await exists(spoke_client, CONFIGMAPS, "big-cm", "default")
+
+
+async def test_deletion_reports_deleting_before_the_deleted_confirmation(
+    mqtt_agent: AgentRunner, source: MqttWorkSource, spoke_client: KubeClient
+) -> None:
+    # As OCM's agent (agent.md 8.1, cloudevents.md 4.6): [..., Deleting], then
+    # [..., Deleting, Deleted], even when the clean-up is immediate.
+    uid = await source.create(CLUSTER, "work1", [configmap("mq")])
+    await wait_condition(source, uid, "Applied")
+    since = len(source.statuses[uid])
+    await source.delete(uid)
+
+    async def confirmed() -> bool:
+        return uid not in source.works
+
+    await eventually(confirmed, what="the deletion confirmed to the source")
+    assert not await exists(spoke_client, CONFIGMAPS, "mq", "default")
+    updates = source.statuses[uid][since:]
+    types = [[c["type"] for c in u.conditions] for u in updates]
+    with_deleting = [i for i, t in enumerate(types) if "Deleting" in t]
+    with_deleted = [i for i, t in enumerate(types) if "Deleted" in t]
+    assert with_deleting and with_deleted, types
+    first_deleting, first_deleted = with_deleting[0], with_deleted[0]
+    assert first_deleting < first_deleted, types
+    assert "Deleting" in types[first_deleted], types
+    (deleting,) = [c for c in updates[first_deleting].conditions if c["type"] == "Deleting"]
+    assert {k: v for k, v in deleting.items() if k != "lastTransitionTime"} == {
+        "type": "Deleting",
+        "status": "True",
+        "reason": "WorkDeleting",
+        "message": "ManifestWork is being deleted",
+        "observedGeneration": 1,
+    }

@@ -232,9 +232,12 @@ async def test_same_works_same_status_events(mqtt: Mqtt) -> None:
     )
     compare_last_events(mqtt, NAMES, since)
 
-    # Deletion: both clean up and confirm with a Deleted status.
+    # Deletion: both report Deleting, clean up and confirm with a Deleted status.
+    before_delete: dict[str, int] = {}
     for side in hub.sides:
-        await source.delete(mqtt.uids[(side.cluster, "plain")])
+        uid = mqtt.uids[(side.cluster, "plain")]
+        before_delete[side.cluster] = len(source.statuses[uid])
+        await source.delete(uid)
 
     async def confirmed(side: Side) -> Any:
         return mqtt.uids[(side.cluster, "plain")] in source.works or None
@@ -243,8 +246,20 @@ async def test_same_works_same_status_events(mqtt: Mqtt) -> None:
     compare_last_events(mqtt, ["plain"])
     shapes = []
     for side in hub.sides:  # the confirmation's conditions, the cluster's name read as such
-        update = source.last_status(mqtt.uids[(side.cluster, "plain")])
+        uid = mqtt.uids[(side.cluster, "plain")]
+        update = source.last_status(uid)
         assert update is not None and update.deleted, side.cluster
-        text = json.dumps(_strip_times(update.conditions)).replace(side.cluster, "<cluster>")
+        # Before the confirmation, a status with Deleting and not yet Deleted.
+        first = next(
+            (
+                u
+                for u in source.statuses[uid][before_delete[side.cluster] :]
+                if "Deleting" in {c["type"] for c in u.conditions}
+            ),
+            None,
+        )
+        assert first is not None and not first.deleted, (side.cluster, first)
+        pair = [_strip_times(first.conditions), _strip_times(update.conditions)]
+        text = json.dumps(pair).replace(side.cluster, "<cluster>")
         shapes.append(json.loads(text))
     assert shapes[0] == shapes[1], diff(shapes[0], shapes[1])

@@ -7,10 +7,13 @@ resource is gone, section 8.2), and only then removes the
 ``manifest-work-cleanup`` finalizer. So the hub object disappears last:
 foreground deletion across two clusters.
 
-Unlike OCM's agent, which writes the work condition ``Deleting`` before it
-deletes the AppliedManifestWork, this one writes it only when a clean-up pass
-left resources behind (a foreign finalizer, an error): a work whose resources
-go at once is released without a status write it would carry for a moment.
+On the kube driver, unlike OCM's agent, which writes the work condition
+``Deleting`` before it deletes the AppliedManifestWork, this one writes it
+only when a clean-up pass left resources behind (a foreign finalizer, an
+error): a work whose resources go at once is released without a status write
+it would carry for a moment. On the CloudEvents drivers it is written first,
+as OCM's agent does: the source keeps the last status it receives, and sees
+``Deleting`` before the ``Deleted`` confirmation (cloudevents.md section 4.6).
 """
 
 from __future__ import annotations
@@ -115,6 +118,11 @@ class ManifestWorkFinalizer:
             self._forget(work_name, applied_name)
             return None
 
+        if deps.settings.workload_source_driver != "kube":
+            # A status event to the source (sent once: the patch is skipped when unchanged).
+            with contextlib.suppress(NotFound):
+                await self._mark_deleting(work)
+                work = self._written.latest(work_name, work) or work
         applied = deps.applied.store.get(applied_name)
         if applied is not None:
             uid = str(applied["metadata"].get("uid") or "")
@@ -126,7 +134,7 @@ class ManifestWorkFinalizer:
                 self._delete_sent[applied_name] = uid
                 log.info("deleting the applied manifest work", applied_work=applied_name)
             elif applied_name in deps.cleanup_blocked:
-                # Deleting is reported once a clean-up pass has left something behind:
+                # Kube driver: Deleting is reported once a clean-up pass left something behind:
                 # a clean-up that finishes at once releases the hub object without
                 # that status write (one request per work fewer).
                 with contextlib.suppress(NotFound):

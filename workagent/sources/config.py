@@ -38,14 +38,21 @@ class TLSMaterial:
     key_file: str = ""
 
 
+#: grpc-go's floor for a client's keepalive time (OCM's agent uses it as well).
+MIN_KEEPALIVE_TIME = 10.0
+
+
 @dataclass(frozen=True)
 class KeepAlive:
     """gRPC client keep-alive (``keepAliveConfig``)."""
 
     enable: bool = False
+    #: The ping interval used: ``configured_time``, at least :data:`MIN_KEEPALIVE_TIME`.
     time: float = 30.0
     timeout: float = 10.0
     permit_without_stream: bool = False
+    #: ``time`` as the file gives it.
+    configured_time: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -217,9 +224,13 @@ def load_grpc_config(path: str) -> GrpcConfig:
     raw_keep = reader.doc.get("keepAliveConfig") or {}
     if not isinstance(raw_keep, dict):
         raise reader.fail("keepAliveConfig must be a mapping")
+    configured_time = reader.duration("time", raw_keep, 30.0) or 30.0
     keep = KeepAlive(
         enable=reader.boolean("enable", raw_keep, False),
-        time=reader.duration("time", raw_keep, 30.0) or 30.0,
+        # As grpc-go: pings more often than every 10s would make servers (5s minimum
+        # by default, and strikes) answer GOAWAY too_many_pings.
+        time=max(configured_time, MIN_KEEPALIVE_TIME),
+        configured_time=configured_time,
         timeout=reader.duration("timeout", raw_keep, 10.0) or 10.0,
         permit_without_stream=reader.boolean("permitWithoutStream", raw_keep, False),
     )

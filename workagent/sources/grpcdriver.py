@@ -81,8 +81,16 @@ class GrpcTransport:
         self.endpoint = self.config.url
         self.cluster = cluster
         self._stub: CloudEventServiceAsyncStub | None = None
+        keep = self.config.keep_alive
+        if keep.enable and keep.time != keep.configured_time:
+            log.warning(
+                "keepAliveConfig.time below the minimum, using the minimum",
+                configured_seconds=keep.configured_time,
+                used_seconds=keep.time,
+            )
 
-    def _options(self) -> list[tuple[str, int | str]]:
+    def channel_options(self) -> list[tuple[str, int | str]]:
+        """The options every channel of this transport is created with."""
         options: list[tuple[str, int | str]] = [
             ("grpc.max_receive_message_length", -1),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -107,7 +115,7 @@ class GrpcTransport:
                 raise SubscriptionFailed(str(err)) from None
             self.config = config
         if not config.secure:
-            return grpc.aio.insecure_channel(config.url, options=self._options())
+            return grpc.aio.insecure_channel(config.url, options=self.channel_options())
         creds = grpc.ssl_channel_credentials(
             root_certificates=config.tls.ca,
             private_key=config.tls.key,
@@ -117,7 +125,7 @@ class GrpcTransport:
             creds = grpc.composite_channel_credentials(
                 creds, grpc.access_token_call_credentials(config.token)
             )
-        return grpc.aio.secure_channel(config.url, creds, options=self._options())
+        return grpc.aio.secure_channel(config.url, creds, options=self.channel_options())
 
     @contextlib.asynccontextmanager
     async def subscription(self) -> AsyncIterator[AsyncIterator[CloudEvent]]:
