@@ -163,8 +163,10 @@ class CloudEventBroker(CloudEventServiceServicer):
             who = await self.authenticator.authenticate(context)
             kind = parse_event_type(pb.type)
             attr = pb.attributes.get(PREFIX + EXT_CLUSTER_NAME)
-            if attr is None or attr.WhichOneof("attr") != "ce_string":
+            if attr is None:
                 raise AccessDenied("missing ce-clustername in event attributes")
+            if attr.WhichOneof("attr") != "ce_string":
+                raise AccessDenied("ce-clustername in event attributes is not a string")
             cluster = attr.ce_string
             await self.authorizer.authorize(who, cluster, kind)
         except AuthError as err:

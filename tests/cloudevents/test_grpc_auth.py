@@ -100,6 +100,19 @@ async def test_an_agent_is_refused_for_another_cluster(
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await stub.Publish(response)
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        # Without a cluster name, or with one that is not a string: refused, saying which.
+        for attribute, details in (
+            (None, "access denied: missing ce-clustername in event attributes"),
+            (5, "access denied: ce-clustername in event attributes is not a string"),
+        ):
+            unnamed = status_for(CLUSTER)
+            del unnamed.event.attributes["ce-clustername"]
+            if attribute is not None:
+                unnamed.event.attributes["ce-clustername"].ce_integer = attribute
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.Publish(unnamed)
+            assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            assert refused.value.details() == details
 
 
 @pytest.fixture
