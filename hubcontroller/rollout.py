@@ -28,11 +28,16 @@ differences, each in favour of the user:
   cluster listed in several groups belongs to the lowest index.
 * **``rolloutType`` is accepted** (see :func:`strategy_from_wire`).
 * **Clear errors.** Every :class:`RolloutConfigError` names the field and the
-  fix, so the controller can put it in a condition message.
+  fix, so the controller can put it in a condition message. Values are quoted
+  as Go quotes them (``"10mins"``; a missing label reads ``""``).
+
+A negative ``minSuccessTime`` is no soak time, as in OCM: a success is over
+at once (spec/hub.md 2.5, *classify*).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -162,9 +167,11 @@ class DecisionGroups:
             labels = meta.get("labels") or {}
             raw_index = labels.get(DECISION_GROUP_INDEX_LABEL)
             if not isinstance(raw_index, str) or not _GROUP_INDEX.match(raw_index):
+                # An absent label reads as "", as Go's map lookup gives it.
+                got = raw_index if isinstance(raw_index, str) else ""
                 raise InvalidDecisionError(
-                    f"PlacementDecision {meta.get('name', '')!r} has no valid "
-                    f"{DECISION_GROUP_INDEX_LABEL} label (got {raw_index!r}); "
+                    f"PlacementDecision {_quote(str(meta.get('name', '')))} has no valid "
+                    f"{DECISION_GROUP_INDEX_LABEL} label (got {_quote(got)}); "
                     "it must be a decimal integer"
                 )
             index = int(raw_index)
@@ -308,12 +315,11 @@ def _timeout(block: RolloutConfig, where: str) -> timedelta | None:
 
 
 def _min_success(block: RolloutConfig, where: str) -> timedelta:
+    """The soak time; a negative one is kept (a success is then over at once, as in OCM)."""
     try:
         nanoseconds = parse_duration(block.min_success_time)
     except DurationError as err:
         raise RolloutConfigError(f"{where}.minSuccessTime: {err}") from None
-    if nanoseconds < 0:
-        raise RolloutConfigError(f"{where}.minSuccessTime: must not be negative")
     return timedelta(microseconds=nanoseconds // 1000)
 
 
@@ -322,6 +328,11 @@ def _check_size(value: int | str | None, where: str) -> None:
         rollout_size(value, 1, 0)
     except RolloutConfigError as err:
         raise RolloutConfigError(f"{where}: {err}") from None
+
+
+def _quote(text: str) -> str:
+    """``text`` quoted as Go's ``%q`` would (messages must not look like Python)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def parse_timeout(text: str | None) -> timedelta | None:
@@ -334,12 +345,13 @@ def parse_timeout(text: str | None) -> timedelta | None:
         return None
     if not _TIMEOUT_PATTERN.search(text):
         raise RolloutConfigError(
-            f"invalid progress deadline {text!r}: use a duration such as 90s, 10m or 2h, or None"
+            f"invalid progress deadline {_quote(text)}: "
+            "use a duration such as 90s, 10m or 2h, or None"
         )
     try:
         nanoseconds = parse_duration(text)
     except DurationError as err:
-        raise RolloutConfigError(f"invalid progress deadline {text!r}: {err}") from None
+        raise RolloutConfigError(f"invalid progress deadline {_quote(text)}: {err}") from None
     return timedelta(microseconds=nanoseconds // 1000)
 
 
@@ -352,7 +364,7 @@ def rollout_size(value: int | str | None, total: int, default: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool):
-        raise RolloutConfigError(f"{value!r} is not a count or a percentage")
+        raise RolloutConfigError(f"{str(value).lower()} is not a count or a percentage")
     if isinstance(value, int):
         size = value
     elif _PERCENT.match(value):
@@ -361,7 +373,7 @@ def rollout_size(value: int | str | None, total: int, default: int) -> int:
         size = int(value)
     else:
         raise RolloutConfigError(
-            f"{value!r} is an invalid maximum threshold value: "
+            f"{_quote(value)} is an invalid maximum threshold value: "
             'use a count such as 3 or a percentage such as "25%"'
         )
     if size <= 0:

@@ -12,9 +12,16 @@ Differences from OCM, in favour of the user:
   strategy, a PlacementDecision without a group index, no selected cluster)
   are reported with a message on ``PlacementVerified``; OCM writes empty
   messages and overwrites the rollout-strategy error in the same pass, so it
-  was never visible. Such problems are not retried with backoff: the
-  Placement, PlacementDecision or replica set update that fixes them
-  triggers a new reconcile.
+  was never visible. The reason is OCM's final one when no work exists
+  (``PlacementDecisionEmpty``); when other placements have works, OCM says
+  ``True``/``AsExpected`` and here it is ``False``/``NotAsExpected``. Such
+  problems are not retried with backoff: the Placement, PlacementDecision or
+  replica set update that fixes them triggers a new reconcile.
+* Up-to-date works that OCM would judge ``ToApply`` (spec/hub.md 2.4: no
+  ``Progressing`` condition for their generation, the usual case) get the
+  replica set's labels re-applied, as OCM re-applies them; OCM does so only
+  for the clusters a Progressive rollout hands out in that round, here for
+  all of them at once.
 * Works whose spec is outdated are deleted too when their cluster left the
   placement (OCM only deletes up-to-date ones, so a cluster that left during
   a template rollout kept its old work forever).
@@ -43,6 +50,7 @@ from hubcontroller.controllers.replicaset_works import (
     desired_work,
     is_deleting,
     meta,
+    needs_relabel,
     owner_of,
 )
 from hubcontroller.controllers.replicaset_writes import WorkWriter, Write, run_writes
@@ -89,9 +97,10 @@ class DeployOutcome:
     """Skip the status step (the replica set cannot be deployed this round)."""
     errors: list[KubeError] = field(default_factory=list)
     """API errors to retry with backoff."""
-    failures: list[str] = field(default_factory=list)
-    """Writes the API server refused for good (4xx other than 409/429), described
-    for the user: a missing cluster namespace, a webhook denial, RBAC."""
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    """Writes the API server refused for good (4xx other than 409/429) as
+    (cluster, description for the user): a missing cluster namespace, a webhook
+    denial, RBAC."""
     requeue_after: timedelta | None = None
     """When the rollout wants another look."""
     placements: list[PlacementProgress] = field(default_factory=list)
@@ -132,6 +141,14 @@ def _oldest_first(work: Work) -> tuple[bool, str, str]:
 def _deleting(work: Work) -> str:
     work_meta = meta(work)
     return f'deleting "{work_meta.get("namespace")}/{work_meta.get("name")}"'
+
+
+def _cluster(work: Work) -> str:
+    return str(meta(work).get("namespace", ""))
+
+
+#: A write and the cluster it is for (failures are reported in cluster order).
+_Job = tuple[str, Write]
 
 
 class DeployStep:
@@ -185,7 +202,9 @@ class DeployStep:
                 continue
             cluster = str(meta(work).get("namespace", ""))
             by_placement.setdefault(placement, {}).setdefault(cluster, []).append(work)
-        await self._run_all(outcome, [(_deleting(w), self._delete(owner, w)) for w in stray])
+        await self._run_all(
+            outcome, [(_cluster(w), (_deleting(w), self._delete(owner, w))) for w in stray]
+        )
 
         user_problems: list[str] = []
         selected_total = succeeded_total = existing_total = decided_total = 0
@@ -231,11 +250,12 @@ class DeployStep:
             decided_total += decided
 
         if user_problems:
+            # With no work at all OCM ends on PlacementDecisionEmpty (spec 2.3 step 5).
+            reason = (
+                REASON_PLACEMENT_DECISION_EMPTY if existing_total == 0 else REASON_NOT_AS_EXPECTED
+            )
             draft.set_condition(
-                CONDITION_PLACEMENT_VERIFIED,
-                False,
-                REASON_NOT_AS_EXPECTED,
-                "; ".join(user_problems),
+                CONDITION_PLACEMENT_VERIFIED, False, reason, "; ".join(user_problems)
             )
         elif existing_total == 0:
             names = ", ".join(f'"{ref.name}"' for ref in refs)
@@ -304,20 +324,33 @@ class DeployStep:
             await self._delete(owner, work)
             existing.discard(cluster)
 
-        jobs: list[Write] = [
-            (f'applying to cluster "{c}"', apply(c)) for c in result.clusters_to_apply()
+        to_apply = result.clusters_to_apply()
+        # As OCM re-applies works it judges ToApply (their labels follow the replica set's).
+        # The owned metadata is the same for every cluster: build one desired work.
+        desired = desired_work(replica_set, "", ref.name, None)
+        to_apply += [
+            c
+            for c, w in sorted(up_to_date.items())
+            if c in selected
+            and c not in to_apply
+            and not is_deleting(w)
+            and needs_relabel(w, desired)
         ]
+        jobs: list[_Job] = [(c, (f'applying to cluster "{c}"', apply(c))) for c in to_apply]
         jobs += [
-            (_deleting(up_to_date[s.cluster]), remove(s.cluster, up_to_date[s.cluster]))
+            (
+                s.cluster,
+                (_deleting(up_to_date[s.cluster]), remove(s.cluster, up_to_date[s.cluster])),
+            )
             for s in result.removed
         ]
         # Outdated works of clusters that left the placement go as well.
         jobs += [
-            (_deleting(w), remove(c, w))
+            (c, (_deleting(w), remove(c, w)))
             for c, w in current.items()
             if c not in selected and c not in up_to_date
         ]
-        jobs += [(_deleting(w), self._delete(owner, w)) for w in duplicates]
+        jobs += [(_cluster(w), (_deleting(w), self._delete(owner, w))) for w in duplicates]
         await self._run_all(outcome, jobs)
         return len(existing), succeeded, len(selected)
 
@@ -327,9 +360,10 @@ class DeployStep:
         await self.writer.delete(owner, work)
 
     @staticmethod
-    async def _run_all(outcome: DeployOutcome, writes: Sequence[Write]) -> None:
+    async def _run_all(outcome: DeployOutcome, jobs: Sequence[_Job]) -> None:
         """Run writes; API errors are collected, the lasting ones described for the user."""
-        for what, err in await run_writes(writes):
+        cluster_of = {what: cluster for cluster, (what, _) in jobs}
+        for what, err in await run_writes([write for _, write in jobs]):
             outcome.errors.append(err)
             if 400 <= err.code < 500 and err.code not in _TRANSIENT:
-                outcome.failures.append(f"{what}: {err.message or err}")
+                outcome.failures.append((cluster_of.get(what, ""), f"{what}: {err.message or err}"))

@@ -199,14 +199,19 @@ def summarize(
         draft.set_condition(CONDITION_MANIFESTWORK_APPLIED, False, REASON_NOT_AS_EXPECTED)
 
 
-def report_write_failures(draft: StatusDraft, failures: Sequence[str]) -> None:
+def report_write_failures(draft: StatusDraft, failures: Sequence[tuple[str, str]]) -> None:
     """Put ManifestWork writes the API server refused into ``ManifestworkApplied``.
 
-    **Deviation.** OCM only logs them and retries; the user then sees a
-    replica set that never progresses. Here the condition turns
-    False/NotAsExpected and says what was refused (the first few).
+    ``failures`` are (cluster, description) pairs. **Deviation.** OCM only
+    logs them and retries; the user then sees a replica set that never
+    progresses. Here the condition turns False/NotAsExpected and says what was
+    refused (the first few, by cluster). The order must not depend on which
+    write finished first: a message that changed on every retry would be a
+    status write, whose event starts the next reconcile at once, and each of
+    those failures would lengthen the retry backoff.
     """
-    shown = "; ".join(failures[:3])
+    ordered = [text for _, text in sorted(failures)]
+    shown = "; ".join(ordered[:3])
     more = f"; and {len(failures) - 3} more" if len(failures) > 3 else ""
     draft.set_condition(
         CONDITION_MANIFESTWORK_APPLIED,

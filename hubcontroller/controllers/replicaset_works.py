@@ -98,14 +98,43 @@ def _drop_creation_timestamp(obj: dict[str, Any]) -> None:
             del obj["metadata"]
 
 
-def comparable_spec(spec: Mapping[str, Any] | None) -> Any:
-    """A work spec ready for comparison: normalized, creation timestamps out of the manifests.
+def _without_go_zeros(value: Any) -> Any:
+    """``value`` without ``""`` and ``false`` fields, and without objects that left empty.
 
-    Tools that serialise typed objects write ``creationTimestamp: null`` into
-    manifests (and pod templates); it must not count as a difference. The
-    input is not modified.
+    Every string and bool field of a ManifestWork spec outside the manifests is
+    a plain Go value, so absent and zero decode alike; OCM's hub writes the
+    zeros (``group: ""``, ``force: false``, ``message: ""``) into the works it
+    generates. (The only number, ``ttlSecondsAfterFinished``, is a pointer:
+    ``0`` is kept.)
+    """
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            kept = _without_go_zeros(item)
+            if kept == "" or kept is False or kept == {}:
+                continue
+            out[key] = kept
+        return out
+    if isinstance(value, list):
+        return [_without_go_zeros(item) for item in value]
+    return value
+
+
+def comparable_spec(spec: Mapping[str, Any] | None) -> Any:
+    """A work spec ready for comparison, as Go would compare the decoded specs.
+
+    Empty and null fields are dropped (:func:`normalized`), and outside the
+    manifests so are zero strings and bools (:func:`_without_go_zeros`), so a
+    work written by OCM's hub equals the template it came from. Tools that
+    serialise typed objects write ``creationTimestamp: null`` into manifests
+    (and pod templates); it must not count as a difference. The input is not
+    modified.
     """
     out = normalized(spec or {})
+    out = {
+        key: value if key == "workload" else _without_go_zeros(value) for key, value in out.items()
+    }
+    out = {key: value for key, value in out.items() if value != {}}
     workload = out.get("workload")
     manifests = workload.get("manifests") if isinstance(workload, dict) else None
     for manifest in manifests or []:
@@ -119,6 +148,50 @@ def comparable_spec(spec: Mapping[str, Any] | None) -> Any:
                 if not pod_spec:
                     del manifest["spec"]
     return out
+
+
+# -- re-applied labels (2.3.1) ------------------------------------------------------------
+
+
+def owned_metadata(work: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata the controller owns on a work: labels, annotations, ownerReferences."""
+    work_meta = meta(work)
+    return {
+        "labels": dict(work_meta.get("labels") or {}),
+        "annotations": dict(work_meta.get("annotations") or {}),
+        "ownerReferences": list(work_meta.get("ownerReferences") or []),
+    }
+
+
+def ocm_to_apply(work: Mapping[str, Any]) -> bool:
+    """Whether OCM's rollout status of the work is ``ToApply`` (spec/hub.md 2.4).
+
+    ``Applied`` missing, stale or not True; ``Progressing`` missing or stale;
+    or a stale ``Degraded``. OCM re-applies such works on every reconcile.
+    """
+    generation = meta(work).get("generation", 0)
+    conds = _conditions(work)
+    applied = conds.get(CONDITION_APPLIED)
+    progressing = conds.get(CONDITION_PROGRESSING)
+    degraded = conds.get(CONDITION_DEGRADED)
+    return (
+        applied is None
+        or applied.get("observedGeneration") != generation
+        or applied.get("status") != "True"
+        or progressing is None
+        or progressing.get("observedGeneration") != generation
+        or (degraded is not None and degraded.get("observedGeneration") != generation)
+    )
+
+
+def needs_relabel(work: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+    """Whether an up-to-date work must be re-applied for its metadata, as OCM would.
+
+    OCM re-applies every work it judges ToApply, which resets its labels to the
+    replica set's (and drops labels and annotations added by hand); works it
+    judges otherwise keep theirs until the next re-apply.
+    """
+    return owned_metadata(work) != owned_metadata(desired) and ocm_to_apply(work)
 
 
 # -- rollout status (2.4) -----------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 
 from hubcontroller.controllers.replicaset_recent import RecentWrites
-from hubcontroller.controllers.replicaset_works import comparable_spec, meta
+from hubcontroller.controllers.replicaset_works import comparable_spec, meta, owned_metadata
 from hubcontroller.metrics import WORKS_CREATED, WORKS_DELETED
 from ocmkit.kube import (
     MANIFESTWORK_REPLICASETS,
@@ -42,23 +42,7 @@ Write = tuple[str, Awaitable[None]]
 
 def _applied_fields(work: Mapping[str, Any]) -> dict[str, Any]:
     """What the controller owns on a work: labels, annotations, ownerReferences, spec."""
-    work_meta = meta(work)
-    return {
-        "metadata": {
-            "labels": dict(work_meta.get("labels") or {}),
-            "annotations": dict(work_meta.get("annotations") or {}),
-            "ownerReferences": list(work_meta.get("ownerReferences") or []),
-        },
-        "spec": work.get("spec") or {},
-    }
-
-
-def work_matches(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-    """Whether ``existing`` already is ``desired`` (spec, labels, annotations, owners)."""
-    have, want = _applied_fields(existing), _applied_fields(desired)
-    if have["metadata"] != want["metadata"]:
-        return False
-    return bool(comparable_spec(have["spec"]) == comparable_spec(want["spec"]))
+    return {"metadata": owned_metadata(work), "spec": work.get("spec") or {}}
 
 
 class WorkWriter:
@@ -85,9 +69,13 @@ class WorkWriter:
                 name=meta(created).get("name"),
             )
             return
-        if work_matches(existing, desired):
+        have, want = _applied_fields(existing), _applied_fields(desired)
+        if comparable_spec(have["spec"]) == comparable_spec(want["spec"]):
+            # Equal as Go reads them (e.g. OCM's zero values): keep the spec and its generation.
+            want["spec"] = have["spec"]
+        if have == want:
             return
-        patch = merge_patch(_applied_fields(existing), _applied_fields(desired))
+        patch = merge_patch(have, want)
         work_meta = meta(existing)
         patched = await self.client.patch(
             MANIFESTWORKS,

@@ -594,6 +594,14 @@ class TestPlanValidation:
         with pytest.raises(RolloutConfigError, match=r"progressive\.minSuccessTime: time: invalid"):
             plan(progressive(minSuccessTime="soon"))
 
+    def test_negative_min_success_time_is_no_soak(self) -> None:
+        # As OCM (spec 2.5 classify): a success is over once now >= time + minSuccessTime.
+        raw = progressive(maxConcurrency=1, minSuccessTime="-5s")
+        assert plan(raw).min_success_time == timedelta(seconds=-5)
+        result = run(raw, one_group(clusters(3)), [st("c00", S.SUCCEEDED, T0)], now=T0)
+        assert to_apply(result) == ["c01"]
+        assert result.recheck_after is None
+
     def test_bad_progress_deadline_names_the_field(self) -> None:
         with pytest.raises(RolloutConfigError, match=r"progressivePerGroup\.progressDeadline"):
             plan(per_group(progressDeadline="10mins"))
@@ -642,6 +650,15 @@ class TestDecisionGroups:
     def test_missing_or_bad_index_is_refused(self, index: str | None) -> None:
         with pytest.raises(InvalidDecisionError, match="decision-group-index"):
             DecisionGroups.from_decisions([decision("p-1", ["c1"], index)])
+
+    @pytest.mark.parametrize(("index", "shown"), [(None, '""'), ("one", '"one"')])
+    def test_bad_index_message_quotes_as_go(self, index: str | None, shown: str) -> None:
+        with pytest.raises(InvalidDecisionError) as caught:
+            DecisionGroups.from_decisions([decision("p-1", ["c1"], index)])
+        assert str(caught.value) == (
+            f'PlacementDecision "p-1" has no valid {DECISION_GROUP_INDEX_LABEL} label '
+            f"(got {shown}); it must be a decimal integer"
+        )
 
     def test_cluster_in_two_groups_belongs_to_the_lower_index(self) -> None:
         groups = DecisionGroups.from_decisions(

@@ -32,7 +32,7 @@ import pytest
 from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, NotFound
 from schemas.wire import GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK, GATE_MANIFEST_WORK_REPLICA_SET
 from tests.conftest import eventually
-from tests.hub.test_replicaset import NS, TEMPLATE, Hub, cond, hub_client
+from tests.hub.test_replicaset import NS, TEMPLATE, TYPED_TEMPLATE, Hub, cond, hub_client
 from tests.peers.test_agent_side_by_side import diff, time_shape
 from tests.support.controlplane import spawn
 from tests.support.manifests import configmap
@@ -61,6 +61,30 @@ class Hubs:
         return (self.ocm, self.ours)
 
 
+def ocm_manager(kubeconfig: Path, log: Path) -> Peer:
+    """OCM's ``work manager`` on the hub of ``kubeconfig``, both gates on."""
+    argv = [
+        str(ocm_binary("work")),
+        "manager",
+        f"--kubeconfig={kubeconfig}",
+        "--namespace=open-cluster-management-hub",
+        f"--feature-gates={GATES}",
+        f"--listen=127.0.0.1:{free_port()}",
+        "--disable-leader-election",
+    ]
+    return Peer(spawn("ocm-work-manager", argv, log))
+
+
+def our_settings(kubeconfig: Path) -> Any:
+    """Our manager's settings for the hub of ``kubeconfig``, both gates on."""
+    return manager_settings(
+        kubeconfig,
+        feature_gates=frozenset(
+            {GATE_MANIFEST_WORK_REPLICA_SET, GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK}
+        ),
+    )
+
+
 @pytest.fixture
 async def hubs(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Hubs]:
     """Two hubs with the CRDs and cluster namespaces, OCM's manager on one, ours on the other."""
@@ -72,24 +96,9 @@ async def hubs(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Hubs]:
         our_path = our_plane.write_kubeconfig(tmp_path / "our-hub.kubeconfig")
         ocm_client = await hub_client(ocm_path, CLUSTERS)
         our_client = await hub_client(our_path, CLUSTERS)
-        argv = [
-            str(ocm_binary("work")),
-            "manager",
-            f"--kubeconfig={ocm_path}",
-            "--namespace=open-cluster-management-hub",
-            f"--feature-gates={GATES}",
-            f"--listen=127.0.0.1:{free_port()}",
-            "--disable-leader-election",
-        ]
-        peer = Peer(spawn("ocm-work-manager", argv, tmp_path / "ocm-manager.log"))
-        settings = manager_settings(
-            our_path,
-            feature_gates=frozenset(
-                {GATE_MANIFEST_WORK_REPLICA_SET, GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK}
-            ),
-        )
+        peer = ocm_manager(ocm_path, tmp_path / "ocm-manager.log")
         try:
-            async with ManagerRunner(settings):
+            async with ManagerRunner(our_settings(our_path)):
                 yield Hubs(Hub(ocm_client, ocm_path), Hub(our_client, our_path), peer)
         finally:
             await peer.stop()
@@ -333,3 +342,49 @@ async def test_progressive_rollout_advances_alike(hubs: Hubs) -> None:
         )
         await report_all(hubs)
     await same_when_rolled_out(hubs, "the status once rolled out")
+
+
+async def test_taking_over_from_ocm_rewrites_no_work(
+    realkube_pool: PlanePool, tmp_path: Path
+) -> None:
+    """OCM's manager generates the works, stops; ours starts on the same hub and
+    leaves every work as it is (OCM writes Go's zero values into typed fields)."""
+    async with open_cluster(REAL, realkube_pool) as plane:
+        path = plane.write_kubeconfig(tmp_path / "hub.kubeconfig")
+        hub = Hub(await hub_client(path, CLUSTERS), path)
+        try:
+            await hub.placement("p", [("", CLUSTERS)])
+            ref = {"name": "p", "rolloutStrategy": {"type": "All"}}
+            await hub.replica_set("rs", [ref], template=TYPED_TEMPLATE)
+            peer = ocm_manager(path, tmp_path / "ocm-manager.log")
+            try:
+
+                async def generated() -> bool:
+                    peer.check_alive()
+                    status = comparable_status(await hub.get_rs("rs")) or {}
+                    return sorted(await hub.works("rs")) == CLUSTERS and total_is(3)(status)
+
+                await eventually(generated, timeout=60, what="OCM's works and status")
+            finally:
+                await peer.stop()
+            before = {
+                c: (w["metadata"]["resourceVersion"], w["metadata"]["generation"])
+                for c, w in (await hub.works("rs")).items()
+            }
+
+            async with ManagerRunner(our_settings(path)):
+
+                async def reconciled() -> bool:
+                    # Ours writes observedGeneration on the conditions; OCM does not.
+                    status = (await hub.get_rs("rs")).get("status") or {}
+                    conditions = status.get("conditions") or []
+                    return bool(conditions) and all("observedGeneration" in c for c in conditions)
+
+                await eventually(reconciled, timeout=60, what="our manager's first status")
+                after = {
+                    c: (w["metadata"]["resourceVersion"], w["metadata"]["generation"])
+                    for c, w in (await hub.works("rs")).items()
+                }
+            assert after == before
+        finally:
+            await hub.client.close()
