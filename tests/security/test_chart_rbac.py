@@ -315,8 +315,16 @@ async def test_agent_runs_on_exactly_its_chart_rbac(
         assert await exists(spoke, CONFIGMAPS, "cm1", "default")
         lease = await spoke.get(LEASES, LEASE_NAME, AGENT_NAMESPACE)
         assert lease["spec"]["holderIdentity"]
-        (applied,) = (await spoke.list(APPLIED_MANIFESTWORKS))["items"]
-        assert applied["status"]["appliedResources"][0]["name"] == "cm1"
+
+        async def recorded() -> bool:
+            # The AMW is written after the work's status (spec 4.7): wait for it.
+            items = (await spoke.list(APPLIED_MANIFESTWORKS))["items"]
+            entries = [
+                r for a in items for r in (a.get("status") or {}).get("appliedResources") or []
+            ]
+            return [e["name"] for e in entries] == ["cm1"]
+
+        await eventually(recorded, what="the AMW to record cm1")
 
         await hub_client.delete(MANIFESTWORKS, "w1", CLUSTER)
 
