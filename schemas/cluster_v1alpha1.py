@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import StrictStr
 
 from schemas.base import WireModel
-from schemas.markers import Default, IntOrString, Pattern
+from schemas.markers import Default, GoDuration, IntOrString, Pattern
 from schemas.meta import Int32
 
 __all__ = [
@@ -46,7 +46,7 @@ class RolloutType(StrEnum):
 class RolloutConfig(WireModel):
     """Timing and failure tolerance shared by every rollout type."""
 
-    min_success_time: Annotated[StrictStr, Default("0")] = "0"
+    min_success_time: Annotated[StrictStr, GoDuration(), Default("0")] = "0"
     """How long a successful cluster must stay successful before the rollout moves on
     (a Go duration such as ``90s``)."""
     progress_deadline: Annotated[StrictStr, Pattern(PROGRESS_DEADLINE_PATTERN), Default("None")] = (

@@ -9,11 +9,10 @@ them) so the committed files can be checked for staleness byte by byte.
 from __future__ import annotations
 
 import inspect
-import types
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 import yaml
 from annotated_types import Ge, Le, MaxLen, MinLen
@@ -33,6 +32,7 @@ from schemas.markers import (
     Nullable,
     Pattern,
     PreserveUnknownFields,
+    unwrap,
 )
 from schemas.meta import KubeObject
 from schemas.registry import KINDS
@@ -163,25 +163,8 @@ def _top_level(json_name: str) -> Schema:
     return {"type": "object"}
 
 
-def _unwrap(tp: Any, markers: list[Any]) -> tuple[Any, list[Any]]:
-    """Strip ``Annotated`` and ``| None`` layers, collecting annotation markers."""
-    while True:
-        origin = get_origin(tp)
-        if origin is Annotated:
-            base, *extra = get_args(tp)
-            markers = [*markers, *extra]
-            tp = base
-        elif origin in (Union, types.UnionType):
-            members = [a for a in get_args(tp) if a is not type(None)]
-            if len(members) == len(get_args(tp)) or len(members) != 1:
-                return tp, markers  # a real union (int | str)
-            tp = members[0]
-        else:
-            return tp, markers
-
-
 def _field_schema(tp: Any, markers: list[Any]) -> tuple[Schema, list[Any]]:
-    core, markers = _unwrap(tp, markers)
+    core, markers = unwrap(tp, markers)
     node = _type_schema(core, markers)
     _apply_markers(node, markers)
     return node, markers

@@ -15,8 +15,9 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import types
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, GetCoreSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
@@ -29,11 +30,13 @@ __all__ = [
     "Default",
     "EmbeddedResource",
     "Format",
+    "GoDuration",
     "IntOrString",
     "ListMap",
     "Nullable",
     "Pattern",
     "PreserveUnknownFields",
+    "unwrap",
 ]
 
 
@@ -50,6 +53,15 @@ class CRDRequired:
 
     Used where the CRD both requires a field and defaults it: the API server
     defaults before it validates, so an absent value is never an error.
+    """
+
+
+@dataclass(frozen=True)
+class GoDuration:
+    """A ``metav1.Duration``: a string Go's ``time.ParseDuration`` reads.
+
+    The CRD says ``string`` only, as OCM's does; the hub's webhook refuses
+    what OCM's Go decoder cannot read (``hubcontroller.webhook.godecode``).
     """
 
 
@@ -260,3 +272,20 @@ def _check_embedded(obj: dict[str, Any]) -> dict[str, Any]:
     if "metadata" in obj and not isinstance(obj["metadata"], dict):
         raise PydanticCustomError("embedded_metadata", "metadata must be an object")
     return obj
+
+
+def unwrap(tp: Any, markers: list[Any]) -> tuple[Any, list[Any]]:
+    """Strip ``Annotated`` and ``| None`` layers of a field type, collecting their markers."""
+    while True:
+        origin = get_origin(tp)
+        if origin is Annotated:
+            base, *extra = get_args(tp)
+            markers = [*markers, *extra]
+            tp = base
+        elif origin in (Union, types.UnionType):
+            members = [a for a in get_args(tp) if a is not type(None)]
+            if len(members) == len(get_args(tp)) or len(members) != 1:
+                return tp, markers  # a real union (int | str)
+            tp = members[0]
+        else:
+            return tp, markers

@@ -17,11 +17,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from pydantic import BaseModel
+
 from hubcontroller.webhook.admission import Errored
+from hubcontroller.webhook.godecode import decode_problem
 from hubcontroller.webhook.manifests import Manifest, manifests_of
 from ocmkit.govalues import json_type
 from ocmkit.kube.access import ServiceAccount
 from ocmkit.kube.resource import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, Resource
+from schemas.work_v1 import ManifestWork
+from schemas.work_v1alpha1 import ManifestWorkReplicaSet
 
 # The Go decoder's words for an absent embedded object.
 NO_CONTENT: Final = "there is no content to decode"
@@ -35,6 +40,8 @@ class WebhookResource(Resource):
     manifests_path: tuple[str, ...] = ()
     #: Go type names along ``manifests_path`` (for decoder-style messages).
     go_types: tuple[str, ...] = ()
+    #: The API model, for what Go's typed decode refuses beyond the CRD.
+    model: type[BaseModel] | None = None
 
     @property
     def path(self) -> str:
@@ -51,6 +58,7 @@ MANIFESTWORK: Final = WebhookResource(
     **asdict(MANIFESTWORKS),
     manifests_path=("spec", "workload", "manifests"),
     go_types=("v1.ManifestWorkSpec", "v1.ManifestsTemplate", "[]v1.Manifest"),
+    model=ManifestWork,
 )
 MANIFESTWORK_REPLICASET: Final = WebhookResource(
     **asdict(MANIFESTWORK_REPLICASETS),
@@ -61,6 +69,7 @@ MANIFESTWORK_REPLICASET: Final = WebhookResource(
         "v1.ManifestsTemplate",
         "[]v1.Manifest",
     ),
+    model=ManifestWorkReplicaSet,
 )
 RESOURCES: Final = (MANIFESTWORK, MANIFESTWORK_REPLICASET)
 
@@ -112,6 +121,9 @@ def decode(
             f"couldn't decode the object as a {struct}: "
             f"expected a JSON object, got {json_type(raw)}",
         )
+    problem = decode_problem(raw, resource.model) if resource.model is not None else None
+    if problem is not None and problem.immediate:
+        raise Errored(400, problem.message)
     api_version = _typed(raw, "apiVersion", str, struct, "apiVersion", "string") or ""
     kind = _typed(raw, "kind", str, struct, "kind", "string") or ""
     # Go's decoder takes the missing parts of the type from the target type.
@@ -124,27 +136,34 @@ def decode(
             f"into {resource.api_version}, Kind={resource.kind}",
         )
     metadata = _typed(raw, "metadata", Mapping, struct, "metadata", "v1.ObjectMeta") or {}
-    name = _typed(metadata, "name", str, struct, "metadata.name", "string") or ""
-    namespace = _typed(metadata, "namespace", str, struct, "metadata.namespace", "string") or ""
+    name = _typed(metadata, "name", str, "ObjectMeta", "metadata.name", "string") or ""
+    namespace = (
+        _typed(metadata, "namespace", str, "ObjectMeta", "metadata.namespace", "string") or ""
+    )
 
     node: Mapping[str, Any] = raw
     where: list[str] = []
     values: list[Any] = []
+    # Go names the struct that holds the field, and the field's whole path.
+    holders = [struct, *(t.rpartition(".")[2] for t in resource.go_types[:-1])]
     *parents, leaf = resource.manifests_path
-    for key, go_type in zip(parents, resource.go_types[:-1], strict=True):
+    for key, holder, go_type in zip(parents, holders, resource.go_types[:-1], strict=False):
         where.append(key)
-        child = _typed(node, key, Mapping, struct, ".".join(where), go_type)
+        child = _typed(node, key, Mapping, holder, ".".join(where), go_type)
         if child is None:
             break
         node = child
     else:
         where.append(leaf)
-        values = _typed(node, leaf, list, struct, ".".join(where), resource.go_types[-1]) or []
+        go_type = resource.go_types[-1]
+        values = _typed(node, leaf, list, holders[-1], ".".join(where), go_type) or []
 
     executor = None
     spec = raw.get("spec")
     if resource.kind == MANIFESTWORK.kind and isinstance(spec, Mapping):
-        executor = _executor(spec, struct)
+        executor = _executor(spec)
+    if problem is not None:
+        raise Errored(400, problem.message)
     return WorkObject(
         name=name,
         namespace=namespace or default_namespace,
@@ -153,44 +172,50 @@ def decode(
     )
 
 
-def _executor(spec: Mapping[str, Any], struct: str) -> Executor | None:
+def _executor(spec: Mapping[str, Any]) -> Executor | None:
     path = "spec.executor"
-    raw = _typed(spec, "executor", Mapping, struct, path, "v1.ManifestWorkExecutor")
+    raw = _typed(spec, "executor", Mapping, "ManifestWorkSpec", path, "v1.ManifestWorkExecutor")
     if raw is None:
         return None
     # `subject` is a struct, not a pointer, in Go: absent reads as the zero value.
+    holder = "ManifestWorkExecutor"
     subject = (
-        _typed(raw, "subject", Mapping, struct, f"{path}.subject", "v1.ManifestWorkExecutorSubject")
+        _typed(raw, "subject", Mapping, holder, f"{path}.subject", "v1.ManifestWorkExecutorSubject")
         or {}
     )
     path += ".subject"
+    holder = "ManifestWorkExecutorSubject"
     subject_type = (
-        _typed(subject, "type", str, struct, f"{path}.type", "v1.ManifestWorkExecutorSubjectType")
+        _typed(subject, "type", str, holder, f"{path}.type", "v1.ManifestWorkExecutorSubjectType")
         or ""
     )
     account = _typed(
         subject,
         "serviceAccount",
         Mapping,
-        struct,
+        holder,
         f"{path}.serviceAccount",
         "v1.ManifestWorkSubjectServiceAccount",
     )
     service_account = None
     if account is not None:
         path += ".serviceAccount"
+        holder = "ManifestWorkSubjectServiceAccount"
         service_account = ServiceAccount(
-            namespace=_typed(account, "namespace", str, struct, f"{path}.namespace", "string")
+            namespace=_typed(account, "namespace", str, holder, f"{path}.namespace", "string")
             or "",
-            name=_typed(account, "name", str, struct, f"{path}.name", "string") or "",
+            name=_typed(account, "name", str, holder, f"{path}.name", "string") or "",
         )
     return Executor(subject_type, service_account)
 
 
 def _typed(
-    obj: Mapping[str, Any], key: str, expected: Any, struct: str, path: str, go_type: str
+    obj: Mapping[str, Any], key: str, expected: Any, holder: str, path: str, go_type: str
 ) -> Any:
-    """``obj[key]`` if it has the expected JSON type, None if absent or null; else a 400."""
+    """``obj[key]`` if it has the expected JSON type, None if absent or null; else a 400.
+
+    ``holder`` is the Go struct that has the field, ``path`` its path from the object.
+    """
     value = obj.get(key)
     if value is None or isinstance(value, expected):
         # bool is an int in Python but never expected here, so no special case.
@@ -198,5 +223,5 @@ def _typed(
     raise Errored(
         400,
         f"json: cannot unmarshal {json_type(value)} into Go struct field "
-        f"{struct}.{path} of type {go_type}",
+        f"{holder}.{path} of type {go_type}",
     )

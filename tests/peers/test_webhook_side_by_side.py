@@ -65,6 +65,34 @@ WORK = manifest_work()
 WITH_EXECUTOR = manifest_work(executor=executor())
 OTHER_EXECUTOR = manifest_work(executor=executor(name="sa2"))
 
+
+def rollout(strategy: dict[str, Any]) -> dict[str, Any]:
+    """A replica set whose placement rolls out with ``strategy``."""
+    mwrs = replica_set()
+    mwrs["spec"]["placementRefs"] = [{"name": "placement1", "rolloutStrategy": strategy}]
+    return mwrs
+
+
+def rs_review(operation: str, obj: Any, old: Any = None) -> dict[str, Any]:
+    """A replica set review."""
+    return review(operation, obj, old, kind="ManifestWorkReplicaSet", version="v1alpha1")
+
+
+def with_ordinal(ordinal: int) -> dict[str, Any]:
+    """A work whose status an agent wrote with this ordinal (the CRD does not bound it)."""
+    work = manifest_work()
+    meta = {"ordinal": ordinal, "version": "v1", "kind": "ConfigMap", "name": "cm"}
+    work["status"] = {"resourceStatus": {"manifests": [{"resourceMeta": meta, "conditions": []}]}}
+    return work
+
+
+def with_spec(**fields: Any) -> dict[str, Any]:
+    """A work with these spec fields replaced."""
+    work = manifest_work()
+    work["spec"].update(fields)
+    return work
+
+
 #: name -> (path, AdmissionReview)
 CORPUS: dict[str, tuple[str, dict[str, Any]]] = {
     "valid": (MW_PATH, review("CREATE", WORK)),
@@ -154,6 +182,87 @@ CORPUS: dict[str, tuple[str, dict[str, Any]]] = {
     "replica set, delete": (
         MWRS_PATH,
         review("DELETE", None, replica_set(), kind="ManifestWorkReplicaSet", version="v1alpha1"),
+    ),
+    # What Go's typed decode refuses although the CRD lets it through.
+    **{
+        f"minSuccessTime {value!r}": (
+            MWRS_PATH,
+            rs_review("CREATE", rollout({"type": "All", "all": {"minSuccessTime": value}})),
+        )
+        for value in ("abc", "1d", "", "5", "-1s", "1h30m", ".5s", "+2m", "1\u00b5s", "9999999h")
+    },
+    "groupIndex past int32": (
+        MWRS_PATH,
+        rs_review(
+            "CREATE",
+            rollout(
+                {
+                    "type": "Progressive",
+                    "progressive": {"mandatoryDecisionGroups": [{"groupIndex": 1 << 40}]},
+                }
+            ),
+        ),
+    ),
+    "groupIndex past int32, then a bad minSuccessTime": (
+        MWRS_PATH,
+        rs_review(
+            "CREATE",
+            rollout(
+                {
+                    "type": "ProgressivePerGroup",
+                    "progressivePerGroup": {
+                        "mandatoryDecisionGroups": [{"groupIndex": -(1 << 31) - 1}],
+                        "minSuccessTime": "1x",
+                    },
+                }
+            ),
+        ),
+    ),
+    "groupIndex at the int32 bounds": (
+        MWRS_PATH,
+        rs_review(
+            "CREATE",
+            rollout(
+                {
+                    "type": "Progressive",
+                    "progressive": {
+                        "mandatoryDecisionGroups": [
+                            {"groupIndex": (1 << 31) - 1},
+                            {"groupIndex": -(1 << 31)},
+                        ]
+                    },
+                }
+            ),
+        ),
+    ),
+    "old replica set with a bad minSuccessTime, deleted": (
+        MWRS_PATH,
+        rs_review("DELETE", None, rollout({"type": "All", "all": {"minSuccessTime": "x"}})),
+    ),
+    "ordinal past int32 in the status": (MW_PATH, review("CREATE", with_ordinal(1 << 40))),
+    "ordinal past int32 in the old status": (
+        MW_PATH,
+        review("UPDATE", WORK, with_ordinal(-(1 << 35))),
+    ),
+    "executor subject type a number": (
+        MW_PATH,
+        review("CREATE", with_spec(executor={"subject": {"type": 1}})),
+    ),
+    "service account name a bool": (
+        MW_PATH,
+        review("CREATE", with_spec(executor={"subject": {"serviceAccount": {"name": False}}})),
+    ),
+    "workload an array": (MW_PATH, review("CREATE", with_spec(workload=[1]))),
+    "manifests an object": (MW_PATH, review("CREATE", with_spec(workload={"manifests": {}}))),
+    "metadata an array": (MW_PATH, review("CREATE", {**manifest_work(), "metadata": []})),
+    "metadata.name a number": (
+        MW_PATH,
+        review("CREATE", {**manifest_work(), "metadata": {"name": 5}}),
+    ),
+    "spec a string": (MW_PATH, review("CREATE", {**manifest_work(), "spec": "x"})),
+    "replica set template an array": (
+        MWRS_PATH,
+        rs_review("CREATE", {**replica_set(), "spec": {"manifestWorkTemplate": []}}),
     ),
 }
 

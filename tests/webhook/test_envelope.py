@@ -142,16 +142,19 @@ async def test_wrongly_typed_fields_are_decoder_errors() -> None:
         (with_spec("x"), "json: cannot unmarshal string into Go struct field "
          "ManifestWork.spec of type v1.ManifestWorkSpec"),
         (with_spec({"workload": {"manifests": {"a": 1}}}), "json: cannot unmarshal object into "
-         "Go struct field ManifestWork.spec.workload.manifests of type []v1.Manifest"),
+         "Go struct field ManifestsTemplate.spec.workload.manifests of type []v1.Manifest"),
         (with_spec({"workload": [1]}), "json: cannot unmarshal array into Go struct field "
-         "ManifestWork.spec.workload of type v1.ManifestsTemplate"),
+         "ManifestWorkSpec.spec.workload of type v1.ManifestsTemplate"),
         (with_spec({"workload": {"manifests": [configmap()]}, "executor": {"subject": {"type": 1}}}),
-         "json: cannot unmarshal number into Go struct field ManifestWork.spec.executor.subject.type "
+         "json: cannot unmarshal number into Go struct field "
+         "ManifestWorkExecutorSubject.spec.executor.subject.type "
          "of type v1.ManifestWorkExecutorSubjectType"),
         (with_spec({"workload": {"manifests": [configmap()]},
                     "executor": {"subject": {"serviceAccount": {"name": False}}}}),
          "json: cannot unmarshal bool into Go struct field "
-         "ManifestWork.spec.executor.subject.serviceAccount.name of type string"),
+         "ManifestWorkSubjectServiceAccount.spec.executor.subject.serviceAccount.name of type string"),
+        ({**manifest_work(), "metadata": {"namespace": 1}}, "json: cannot unmarshal number into "
+         "Go struct field ObjectMeta.metadata.namespace of type string"),
         ({**manifest_work(), "metadata": []}, "json: cannot unmarshal array into Go struct field "
          "ManifestWork.metadata of type v1.ObjectMeta"),
         ("a string", "couldn't decode the object as a ManifestWork: expected a JSON object, got string"),
@@ -159,9 +162,39 @@ async def test_wrongly_typed_fields_are_decoder_errors() -> None:
     for obj, message in cases:
         answer = await _answer(review("CREATE", obj), resource=MANIFESTWORK)
         assert response(answer)["status"] == errored(message), obj
-    # Nulls read as absent, as in Go.
+    # Go's struct names in these messages are checked against OCM's webhook in
+    # tests/peers/test_webhook_side_by_side.py. Nulls read as absent, as in Go.
     nulls = with_spec({"workload": {"manifests": [configmap()]}, "executor": None})
     assert allowed(await _answer(review("CREATE", nulls), resource=MANIFESTWORK))
+
+
+def _ordinal(value: int) -> dict[str, Any]:
+    work = manifest_work()
+    meta = {"ordinal": value, "version": "v1", "kind": "ConfigMap", "name": "cm"}
+    work["status"] = {"resourceStatus": {"manifests": [{"resourceMeta": meta}]}}
+    return work
+
+
+async def test_what_go_types_cannot_hold_is_refused() -> None:
+    """The CRD does not bound int32 fields; Go's decoder does (hub.md §4: a 400)."""
+    for value in (1 << 31, -(1 << 31) - 1, 1 << 40):
+        for rev in (
+            review("CREATE", _ordinal(value)),
+            review("UPDATE", manifest_work(), _ordinal(value)),
+        ):
+            answer = await _answer(rev, resource=MANIFESTWORK)
+            assert response(answer)["status"] == errored(
+                f"json: cannot unmarshal number {value} into Go struct field "
+                "ManifestResourceMeta.status.resourceStatus.manifests.resourceMeta.ordinal "
+                "of type int32"
+            )
+    for value in ((1 << 31) - 1, -(1 << 31), 0):
+        assert allowed(await _answer(review("CREATE", _ordinal(value)), resource=MANIFESTWORK))
+    # A type error saved earlier in the document comes first, as in Go.
+    both = _ordinal(1 << 40)
+    both["metadata"]["name"] = 5
+    answer = await _answer(review("CREATE", both), resource=MANIFESTWORK)
+    assert "ObjectMeta.metadata.name" in response(answer)["status"]["message"]
 
 
 async def test_json_body_errors() -> None:

@@ -11,6 +11,7 @@ from tests.webhook.helpers import (
     allowed,
     bad_request,
     configmap,
+    errored,
     executor,
     forbidden,
     replica_set,
@@ -91,3 +92,41 @@ async def test_explicit_resource_overrides_request_kind() -> None:
         rev, sar=RecordingAccess(), options=ON, resource=MANIFESTWORK_REPLICASET
     )
     assert allowed(answer)
+
+
+def _rollout(strategy: dict[str, Any]) -> dict[str, Any]:
+    mwrs = replica_set()
+    mwrs["spec"]["placementRefs"] = [{"name": "placement1", "rolloutStrategy": strategy}]
+    return mwrs
+
+
+async def test_what_go_types_cannot_read_is_refused() -> None:
+    """minSuccessTime is a metav1.Duration and groupIndex an int32 in OCM's types: the
+    CRD lets through what they cannot hold, OCM's decoder refuses it (code 400)."""
+    for value, message in (
+        ("abc", 'time: invalid duration "abc"'),
+        ("1d", 'time: unknown unit "d" in duration "1d"'),
+        ("", 'time: invalid duration ""'),
+        ("5", 'time: missing unit in duration "5"'),
+    ):
+        for block in ("all", "progressive", "progressivePerGroup"):
+            mwrs = _rollout({"type": "All", block: {"minSuccessTime": value}})
+            for rev in (_review("CREATE", mwrs), _review("DELETE", old=mwrs)):
+                assert response(await _answer(rev, ON))["status"] == errored(message)
+    for value in ("-1s", "1h30m", ".5s", "0"):
+        mwrs = _rollout({"type": "All", "all": {"minSuccessTime": value}})
+        assert allowed(await _answer(_review("CREATE", mwrs), ON))
+
+    groups = [{"groupIndex": 1 << 40}]
+    mwrs = _rollout({"type": "Progressive", "progressive": {"mandatoryDecisionGroups": groups}})
+    assert response(await _answer(_review("CREATE", mwrs), ON))["status"] == errored(
+        "json: cannot unmarshal number 1099511627776 into Go struct field MandatoryDecisionGroup."
+        "spec.placementRefs.rolloutStrategy.progressive.mandatoryDecisionGroups.groupIndex "
+        "of type int32"
+    )
+    # A Duration's error stops Go's decoder at once: it wins over a saved range error.
+    block = {"mandatoryDecisionGroups": groups, "minSuccessTime": "1x"}
+    mwrs = _rollout({"type": "ProgressivePerGroup", "progressivePerGroup": block})
+    assert response(await _answer(_review("CREATE", mwrs), ON))["status"] == errored(
+        'time: unknown unit "x" in duration "1x"'
+    )
