@@ -63,6 +63,10 @@ class Counts:
         ).to_wire()
 
 
+#: The summary fields a reconcile computes.
+_COUNTED = frozenset({"total", "applied", "available", "progressing", "degraded"})
+
+
 @dataclass
 class PlacementProgress:
     """One entry of ``status.placementSummary`` while it is being built."""
@@ -129,6 +133,15 @@ class StatusDraft:
         self.conditions.append(new)
 
     # -- summaries ---------------------------------------------------------------------
+    def set_summary(self, counts: Counts) -> None:
+        """Set the counts of ``status.summary``; fields we do not count keep their values.
+
+        OCM sets the counted fields one by one, so ``desiredTotal`` and
+        ``updated`` (which it never computes either) stay as someone wrote them.
+        """
+        kept = {k: v for k, v in self.summary.items() if k not in _COUNTED}
+        self.summary = {**counts.to_wire(), **kept}
+
     def set_placement_summary(self, entries: list[PlacementProgress]) -> None:
         """Replace ``status.placementSummary`` (null when empty, as Go writes a nil slice)."""
         self.placement_summary = [e.to_wire() for e in entries] or None
@@ -180,7 +193,7 @@ def summarize(
     draft.set_placement_summary(list(placements))
     if total.total == 0:
         # Nothing deployed: every count is zero, whatever the works say.
-        draft.summary = Counts().to_wire()
+        draft.set_summary(Counts())
         verified = draft.condition(CONDITION_PLACEMENT_VERIFIED) or {}
         empty = verified.get("reason") == REASON_PLACEMENT_DECISION_EMPTY
         draft.set_condition(
@@ -190,7 +203,7 @@ def summarize(
             str(verified.get("message", "")) if empty else "",
         )
         return
-    draft.summary = total.to_wire()
+    draft.set_summary(total)
     if total.available == total.total and total.progressing == 0 and total.degraded == 0:
         draft.set_condition(CONDITION_MANIFESTWORK_APPLIED, True, REASON_AS_EXPECTED)
     elif total.progressing > 0 and total.degraded == 0:

@@ -567,6 +567,23 @@ async def test_all_fans_out_one_work_per_cluster_with_exact_metadata(running: Hu
     await hub.wait_condition("mwrs", CONDITION_MANIFESTWORK_APPLIED, "False", "NotAsExpected")
 
 
+async def test_summary_fields_nobody_computes_keep_their_values(running: Hub) -> None:
+    """desiredTotal and updated: OCM sets the counted fields one by one and never these,
+    so a value someone else wrote stays; the counts still follow the works."""
+    hub = running
+    await hub.placement("kept", [("", CLUSTERS[:2])])
+    await hub.replica_set("keep", [all_ref("kept")])
+    await hub.wait_summary("keep", total=2, applied=0)
+    foreign = {"summary": {"desiredTotal": 7, "updated": 5, "total": 2}}
+    await hub.client.patch(
+        MANIFESTWORK_REPLICASETS, "keep", {"status": foreign}, NS, subresource="status"
+    )
+    await hub.succeed("keep", CLUSTERS[:2])
+    await hub.wait_summary("keep", total=2, applied=2, available=2)
+    summary = await hub.summary("keep")
+    assert (summary["desiredTotal"], summary["updated"]) == (7, 5)
+
+
 async def test_progressive_max_concurrency_advances_on_reported_conditions(running: Hub) -> None:
     hub = running
     await hub.placement("prog", [("", CLUSTERS)])
