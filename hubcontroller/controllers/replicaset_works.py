@@ -98,8 +98,8 @@ def _drop_creation_timestamp(obj: dict[str, Any]) -> None:
             del obj["metadata"]
 
 
-def _without_go_zeros(value: Any) -> Any:
-    """``value`` without ``""`` and ``false`` fields, and without objects that left empty.
+def _go_zero(value: Any) -> bool:
+    """Whether a field is ``""``, ``false`` or an object left empty.
 
     Every string and bool field of a ManifestWork spec outside the manifests is
     a plain Go value, so absent and zero decode alike; OCM's hub writes the
@@ -107,24 +107,14 @@ def _without_go_zeros(value: Any) -> Any:
     generates. (The only number, ``ttlSecondsAfterFinished``, is a pointer:
     ``0`` is kept.)
     """
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            kept = _without_go_zeros(item)
-            if kept == "" or kept is False or kept == {}:
-                continue
-            out[key] = kept
-        return out
-    if isinstance(value, list):
-        return [_without_go_zeros(item) for item in value]
-    return value
+    return value == "" or value is False or value == {}
 
 
 def comparable_spec(spec: Mapping[str, Any] | None) -> Any:
     """A work spec ready for comparison, as Go would compare the decoded specs.
 
     Empty and null fields are dropped (:func:`normalized`), and outside the
-    manifests so are zero strings and bools (:func:`_without_go_zeros`), so a
+    manifests so are zero strings and bools (:func:`_go_zero`), so a
     work written by OCM's hub equals the template it came from. Tools that
     serialise typed objects write ``creationTimestamp: null`` into manifests
     (and pod templates); it must not count as a difference. The input is not
@@ -132,7 +122,8 @@ def comparable_spec(spec: Mapping[str, Any] | None) -> Any:
     """
     out = normalized(spec or {})
     out = {
-        key: value if key == "workload" else _without_go_zeros(value) for key, value in out.items()
+        key: value if key == "workload" else normalized(value, _go_zero)
+        for key, value in out.items()
     }
     out = {key: value for key, value in out.items() if value != {}}
     workload = out.get("workload")

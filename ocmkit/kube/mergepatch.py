@@ -11,29 +11,33 @@ object costs no request.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 _Absent = object()
 
 
-def normalized(value: Any) -> Any:
+def _empty(value: Any) -> bool:
+    return value is None or value in ({}, [])
+
+
+def normalized(value: Any, drop: Callable[[Any], bool] = _empty) -> Any:
     """``value`` with Go's "empty is nil" semantics: empty and null fields dropped.
 
     Kubernetes compares with ``equality.Semantic``, for which a nil and an
     empty list or map are the same (Go decodes "absent" and "empty" into the
-    same typed value); both sides are normalized before comparing.
+    same typed value); both sides are normalized before comparing. ``drop``
+    says which (already normalized) field values go instead.
     """
     if isinstance(value, Mapping):
         out = {}
         for key, item in value.items():
-            norm = normalized(item)
-            if norm is None or norm in ({}, []):
-                continue
-            out[key] = norm
+            norm = normalized(item, drop)
+            if not drop(norm):
+                out[key] = norm
         return out
     if isinstance(value, list):
-        return [normalized(item) for item in value]
+        return [normalized(item, drop) for item in value]
     return value
 
 
