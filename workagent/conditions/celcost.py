@@ -22,6 +22,7 @@ it evaluates.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -52,20 +53,37 @@ class CostLimitExceeded(Exception):
     """The evaluation went past its limit; it stops at once, as cel-go's does."""
 
 
+#: Charges between two looks at the clock (a look costs about as much as a charge).
+_CLOCK_EVERY: Final = 256
+
+
 class CostTracker:
-    """The cost of one evaluation so far, stopping it past ``limit``."""
+    """The cost of one evaluation so far, stopping it past ``limit``.
 
-    __slots__ = ("cost", "limit")
+    With a ``deadline`` (``time.monotonic()`` seconds) the evaluation also
+    stops once past it, with ``CEL evaluation budget exceeded``: the worker
+    ends a slow rule itself and goes on with the next one.
+    """
 
-    def __init__(self, limit: float = PER_CALL_LIMIT) -> None:
+    __slots__ = ("_until_clock", "cost", "deadline", "limit")
+
+    def __init__(self, limit: float = PER_CALL_LIMIT, deadline: float | None = None) -> None:
         self.cost = 0
         self.limit = limit
+        self.deadline = deadline
+        self._until_clock = _CLOCK_EVERY
 
     def charge(self, units: int) -> None:
-        """Add ``units``; raise :class:`CostLimitExceeded` once past the limit."""
+        """Add ``units``; raise :class:`CostLimitExceeded` once past the limit or deadline."""
         self.cost += units
         if self.cost > self.limit:
             raise CostLimitExceeded(LIMIT_MESSAGE)
+        if self.deadline is not None:
+            self._until_clock -= 1
+            if self._until_clock <= 0:
+                self._until_clock = _CLOCK_EVERY
+                if time.monotonic() > self.deadline:
+                    raise CostLimitExceeded(BUDGET_EXCEEDED_MESSAGE)
 
 
 class Budget:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -52,6 +53,7 @@ from workagent.conditions.protocol import (
     CelProgram,
     ExpressionsOutcome,
     MessageOutcome,
+    TimeLimits,
     encode_expressions,
     encode_message,
     expects_message_line,
@@ -146,9 +148,11 @@ class CelEngine:
         expressions: Sequence[str],
         activation: Mapping[str, Any],
         budget: Budget | None = None,
+        deadline: float | None = None,
     ) -> ExpressionsOutcome:
         """AND of ``expressions`` (spec 13.2): stop at the first false or error. Each
-        run's cost is taken from ``budget`` (by default a budget of their own)."""
+        run's cost is taken from ``budget`` (by default a budget of their own); a run
+        still going at ``deadline`` (``time.monotonic()``) fails as over budget."""
         budget = Budget() if budget is None else budget
         for source in expressions:
             program = self.compile(source, celcheck.RULE_VARIABLES)
@@ -156,7 +160,7 @@ class CelEngine:
                 if program.internal:
                     return internal_error(cap_message(program.text))
                 return ExpressionsOutcome(FALSE, REASON_EXPRESSION_ERROR, cap_message(program.text))
-            tracker = CostTracker(self._cost_limit)
+            tracker = CostTracker(self._cost_limit, deadline)
             value, error = run_program(program, activation, tracker)
             error = budget.take(tracker.cost, error)
             if error is not None:
@@ -172,15 +176,17 @@ class CelEngine:
                 return ExpressionsOutcome(FALSE, REASON_EVALUATED)
         return ExpressionsOutcome(TRUE, REASON_EVALUATED)
 
-    def evaluate_message(self, source: str, activation: Mapping[str, Any]) -> MessageOutcome:
-        """A message expression (spec 13.3 step 1)."""
+    def evaluate_message(
+        self, source: str, activation: Mapping[str, Any], deadline: float | None = None
+    ) -> MessageOutcome:
+        """A message expression (spec 13.3 step 1), stopped at ``deadline`` if given."""
         program = self.compile(source, celcheck.MESSAGE_VARIABLES)
         if isinstance(program, CompileFailure):
             # OCM keeps only the first line of the issue text, without the snippet.
             text = program.text if program.internal else celcheck.first_line(program.text)
             return MessageOutcome(error=cap_message(text))
         # OCM's agent tracks no cost for message expressions: no limit either.
-        value, error = run_program(program, activation, CostTracker(limit=math.inf))
+        value, error = run_program(program, activation, CostTracker(math.inf, deadline))
         if error is not None:
             return MessageOutcome(error=error)
         value = _native(value)
@@ -191,8 +197,16 @@ class CelEngine:
             error=f"expected message expression to have a string result, got {go_type_name(value)}"
         )
 
-    def run(self, obj: Any, programs: Sequence[CelProgram]) -> Iterator[bytes]:
-        """The protocol lines answering one request, each yielded as soon as it is known."""
+    def run(
+        self, obj: Any, programs: Sequence[CelProgram], limits: TimeLimits | None = None
+    ) -> Iterator[bytes]:
+        """The protocol lines answering one request, each yielded as soon as it is known.
+
+        With ``limits``, a program still running after ``limits.program`` seconds, or
+        once the request has run ``limits.request`` seconds, fails as over budget and
+        the next one starts: a slow rule costs only its own outcome.
+        """
+        request_end = None if limits is None else time.monotonic() + limits.request
         cel_object: Any
         try:
             cel_object = _object_for_cel(obj)
@@ -205,16 +219,19 @@ class CelEngine:
             if isinstance(cel_object, _Failed):
                 yield encode_expressions(index, internal_error(cel_object.message))
                 continue
-            outcome = self.evaluate_expressions(program.expressions, {"object": cel_object}, budget)
+            deadline = None
+            if limits is not None and request_end is not None:
+                deadline = min(time.monotonic() + limits.program, request_end)
+            activation = {"object": cel_object}
+            outcome = self.evaluate_expressions(program.expressions, activation, budget, deadline)
             yield encode_expressions(index, outcome)
             if expects_message_line(program, outcome):
                 activation = {
                     "object": cel_object,
                     "result": celtypes.BoolType(outcome.status == TRUE),
                 }
-                yield encode_message(
-                    index, self.evaluate_message(program.message_expression, activation)
-                )
+                message = self.evaluate_message(program.message_expression, activation, deadline)
+                yield encode_message(index, message)
 
 
 class _Failed(NamedTuple):

@@ -16,12 +16,17 @@ How it behaves:
 * at most ``size`` evaluations run at once, each in its own worker; more
   callers wait for a free worker (each is freed within the budget);
 * a request carries every CEL program of one manifest; the worker streams
-  results program by program; when the budget (wall-clock seconds for the
-  whole request) runs out, the programs not finished get ``False`` /
-  ``ConditionRuleExpressionError`` / ``CEL evaluation budget exceeded``
-  (a message expression cut short keeps its rule's status and gets that
-  message), the worker is killed with SIGKILL, and a replacement is started
-  in the background so that the next caller does not wait for it;
+  results program by program. Each program has the budget (wall-clock
+  seconds) and all of them together :data:`REQUEST_BUDGETS` budgets; the
+  worker itself stops a program past its time, which then gets ``False`` /
+  ``ConditionRuleExpressionError`` / ``CEL evaluation budget exceeded``, and
+  goes on with the next, so a slow rule costs only its own outcome (and the
+  programs of one manifest keep sharing OCM's cost budget);
+* as a backstop for what the worker cannot stop (one long operation), a
+  worker that is a further budget late with an answer is killed with SIGKILL:
+  the programs not finished get that outcome (a message expression cut short
+  keeps its rule's status and gets that message), and a replacement is
+  started in the background so that the next caller does not wait for it;
 * a worker that dies, answers out of protocol or cannot be started yields
   ``Unknown`` / ``ConditionRuleInternalError``; nothing here raises for a
   user's expression;
@@ -54,6 +59,7 @@ from workagent.conditions.protocol import (
     MessageOutcome,
     ProgramOutcome,
     ProtocolError,
+    TimeLimits,
     budget_exceeded,
     decode_response,
     encode_request,
@@ -78,6 +84,8 @@ WORKER_RESTARTS: Final = Counter(
 for _reason in ("budget", "failure"):
     WORKER_RESTARTS.labels(reason=_reason)  # both series from the start, at 0
 
+#: Wall-clock budgets one request (one manifest's rules) gets in all.
+REQUEST_BUDGETS: Final = 6
 #: Worker processes by default: one may be stuck on a pathological expression
 #: until its budget runs out while the other serves everyone else.
 DEFAULT_WORKERS: Final = 2
@@ -88,8 +96,8 @@ MEMORY_LIMIT_MB: Final = 1024
 #: Requests whose outcomes are kept (least recently used dropped).
 KEPT_OUTCOMES: Final = 4096
 #: CPU seconds a worker may spend on one request before the kernel ends it
-#: (a backstop for when the agent could not kill it; the budget is far lower).
-CPU_LIMIT_SECONDS: Final = 30
+#: (a backstop for when the agent could not kill it; twice the longest request).
+CPU_LIMIT_SECONDS: Final = 60
 # Longest answer line read from a worker (messages are capped at 32 KiB).
 _READ_LIMIT: Final = 1024 * 1024
 # The directory that holds the ``workagent`` package, for the worker's import path.
@@ -207,11 +215,12 @@ class CelWorkerPool:
     async def evaluate(
         self, obj: Mapping[str, Any], programs: Sequence[CelProgram], *, budget: float
     ) -> list[ProgramOutcome]:
-        """One outcome per program, within ``budget`` seconds of evaluation time."""
+        """One outcome per program, each within ``budget`` seconds of evaluation time."""
         if not programs:
             return []
         try:
-            payload = encode_request(obj, programs)
+            limits = TimeLimits(budget, budget * min(len(programs), REQUEST_BUDGETS))
+            payload = encode_request(obj, programs, limits)
         except (TypeError, ValueError, RecursionError) as exc:
             return _all_failed(programs, f"the object cannot be sent for CEL evaluation: {exc}")
         # CEL is deterministic: the same object and programs have the same outcomes.
@@ -222,7 +231,7 @@ class CelWorkerPool:
             return kept
         if self._closed:
             return _all_failed(programs, "CEL evaluator is shut down")
-        outcomes = await self._evaluate(payload, programs, budget)
+        outcomes = await self._evaluate(payload, programs, limits)
         if all(o.expressions.reason != REASON_INTERNAL_ERROR for o in outcomes):
             self._kept[key] = outcomes
             if len(self._kept) > KEPT_OUTCOMES:
@@ -230,7 +239,7 @@ class CelWorkerPool:
         return outcomes
 
     async def _evaluate(
-        self, payload: bytes, programs: Sequence[CelProgram], budget: float
+        self, payload: bytes, programs: Sequence[CelProgram], limits: TimeLimits
     ) -> list[ProgramOutcome]:
         async with self._slots:
             try:
@@ -240,7 +249,7 @@ class CelWorkerPool:
             self._busy += 1
             healthy = False
             try:
-                outcomes, healthy = await self._exchange(worker, payload, programs, budget)
+                outcomes, healthy = await self._exchange(worker, payload, programs, limits)
             finally:
                 self._busy -= 1
                 if healthy and not self._closed and len(self._idle) < self._size:
@@ -250,37 +259,43 @@ class CelWorkerPool:
             return outcomes
 
     async def _exchange(
-        self, worker: _Worker, payload: bytes, programs: Sequence[CelProgram], budget: float
+        self, worker: _Worker, payload: bytes, programs: Sequence[CelProgram], limits: TimeLimits
     ) -> tuple[list[ProgramOutcome], bool]:
         """Send one request and collect the answers; (outcomes, whether the worker is reusable)."""
         outcomes: list[ProgramOutcome] = []
         pending: ExpressionsOutcome | None = None
-        deadline = asyncio.get_running_loop().time() + max(0.0, budget)
+        loop = asyncio.get_running_loop()
+        # The worker keeps to the limits itself; it is killed only when it is a
+        # further program's time late (a slow machine must not cost a restart).
+        grace = max(0.0, limits.program)
+        request_end = loop.time() + limits.request + grace
         try:
-            async with asyncio.timeout_at(deadline):
+            async with asyncio.timeout_at(min(loop.time() + 2 * grace, request_end)):
                 await worker.write(payload)
-                while len(outcomes) < len(programs):
-                    index = len(outcomes)
-                    answer = decode_response(await worker.read_line(), index)
-                    if pending is None:
-                        if not isinstance(answer, ExpressionsOutcome):
-                            raise ProtocolError("worker sent a message before its status")
-                        if expects_message_line(programs[index], answer):
-                            pending = answer
-                        else:
-                            outcomes.append(ProgramOutcome(answer))
+            while len(outcomes) < len(programs):
+                index = len(outcomes)
+                async with asyncio.timeout_at(min(loop.time() + 2 * grace, request_end)):
+                    line = await worker.read_line()
+                answer = decode_response(line, index)
+                if pending is None:
+                    if not isinstance(answer, ExpressionsOutcome):
+                        raise ProtocolError("worker sent a message before its status")
+                    if expects_message_line(programs[index], answer):
+                        pending = answer
                     else:
-                        if not isinstance(answer, MessageOutcome):
-                            raise ProtocolError("worker sent a status instead of a message")
-                        outcomes.append(ProgramOutcome(pending, answer))
-                        pending = None
+                        outcomes.append(ProgramOutcome(answer))
+                else:
+                    if not isinstance(answer, MessageOutcome):
+                        raise ProtocolError("worker sent a status instead of a message")
+                    outcomes.append(ProgramOutcome(pending, answer))
+                    pending = None
             return outcomes, True
         except TimeoutError:
             self.kills += 1
             WORKER_RESTARTS.labels(reason="budget").inc()
             log.warning(
                 "CEL evaluation over budget; restarting its worker",
-                budget_seconds=budget,
+                budget_seconds=limits.program,
                 programs=len(programs),
                 finished=len(outcomes),
                 pid=worker.pid,

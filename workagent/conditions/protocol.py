@@ -87,25 +87,39 @@ def expects_message_line(program: CelProgram, outcome: ExpressionsOutcome) -> bo
     return outcome.error is None and bool(program.message_expression)
 
 
-def encode_request(obj: Mapping[str, Any], programs: Sequence[CelProgram]) -> bytes:
+@dataclass(frozen=True)
+class TimeLimits:
+    """Wall-clock seconds a worker gives each program of a request, and all of them."""
+
+    program: float
+    request: float
+
+
+def encode_request(
+    obj: Mapping[str, Any], programs: Sequence[CelProgram], limits: TimeLimits | None = None
+) -> bytes:
     """One request line (JSON, newline-terminated)."""
-    body = {
+    body: dict[str, Any] = {
         "object": obj,
         "programs": [{"e": list(p.expressions), "m": p.message_expression} for p in programs],
     }
+    if limits is not None:
+        body["limits"] = [limits.program, limits.request]
     # default=str: a live object is plain JSON, but a caller's stray value
     # (a datetime ...) must not make the whole sync fail.
     return json.dumps(body, separators=(",", ":"), default=str).encode() + b"\n"
 
 
-def decode_request(line: bytes) -> tuple[Any, list[CelProgram]]:
-    """The object and programs of a request line."""
+def decode_request(line: bytes) -> tuple[Any, list[CelProgram], TimeLimits | None]:
+    """The object, programs and time limits (if any) of a request line."""
     body = json.loads(line)
     programs = [
         CelProgram(tuple(str(e) for e in p.get("e") or ()), str(p.get("m") or ""))
         for p in body["programs"]
     ]
-    return body["object"], programs
+    limits = body.get("limits")
+    time_limits = None if limits is None else TimeLimits(float(limits[0]), float(limits[1]))
+    return body["object"], programs, time_limits
 
 
 def encode_expressions(index: int, outcome: ExpressionsOutcome) -> bytes:

@@ -21,7 +21,7 @@ caller adds ``lastTransitionTime`` with standard condition semantics):
 
 All CEL of one manifest runs in one request to a worker process
 (:mod:`workagent.conditions.pool`), under OCM's cost limits and, as a
-backstop, one wall-clock budget per sync (default :data:`DEFAULT_BUDGET_SECONDS`);
+backstop, a wall-clock budget per rule (default :data:`DEFAULT_BUDGET_SECONDS`);
 expressions that are too long, too deep, slow or otherwise broken become
 conditions, never exceptions.
 """
@@ -50,9 +50,10 @@ from workagent.conditions.wellknown import well_known_rule
 if TYPE_CHECKING:
     from schemas.work_v1 import ConditionRule
 
-#: Wall-clock seconds all CEL of one manifest may take in one sync: a backstop, the
-#: cost limits (:mod:`workagent.conditions.celcost`) come first; a run to the per-call
-#: limit takes one to two seconds.
+#: Wall-clock seconds each CEL rule of a manifest may take in one sync (the pool gives
+#: the rules of a manifest six of them in all): a backstop, the cost limits
+#: (:mod:`workagent.conditions.celcost`) usually come first; a run to the per-call
+#: limit takes one to nine seconds, depending on the expression.
 DEFAULT_BUDGET_SECONDS: Final = 5.0
 
 _WELL_KNOWN: Final = "WellKnownConditions"

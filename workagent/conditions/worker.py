@@ -86,12 +86,12 @@ def serve(
             return 0
         _arm_cpu_limit(cpu_limit_seconds)
         try:
-            obj, programs = decode_request(line)
+            obj, programs, limits = decode_request(line)
         except (ValueError, KeyError, TypeError, ProtocolError) as exc:
             # The agent is out of step with us: only a restart can fix that.
             print(f"cel worker: bad request: {exc}", file=sys.stderr)
             return 2
-        for answer in engine.run(obj, programs):
+        for answer in engine.run(obj, programs, limits):
             stdout.write(answer)
             stdout.flush()
 
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the worker process."""
     parser = argparse.ArgumentParser(prog="workagent.conditions.worker")
     parser.add_argument("--memory-limit-mb", type=int, default=1024)
-    parser.add_argument("--cpu-limit-seconds", type=int, default=30)
+    parser.add_argument("--cpu-limit-seconds", type=int, default=60)
     parser.add_argument("--cost-limit", type=int, default=PER_CALL_LIMIT)
     args = parser.parse_args(argv)
     _limit_memory(args.memory_limit_mb)
