@@ -322,6 +322,13 @@ class Api:
                 )
         _check_meta_types(rt, body)
         if kind and kind != rt.kind:
+            if rt.builtin and self.registry.by_kind(rt.group, rt.version, kind) is None:
+                # A kind the scheme does not have (``configmap``): the decoder stops.
+                raise errors.bad_request(
+                    f'{kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                    f'no kind "{kind}" is registered for version "{rt.api_version}" in scheme '
+                    '"pkg/runtime/scheme.go:111"'
+                )
             if rt.builtin:
                 # The decoder reads the body as its own kind, then finds no conversion.
                 raise errors.bad_request(

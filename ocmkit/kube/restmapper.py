@@ -36,16 +36,34 @@ class _Tables:
         self.by_plural: dict[_Key, Resource] = {}
 
     def add_document(self, group: str, version: str, doc: dict[str, Any]) -> None:
-        """Add the resources of one APIResourceList."""
+        """Add the resources of one APIResourceList.
+
+        As client-go's discovery mapper (which OCM's agent uses), the lower-case
+        kind maps too, and so do ``<Kind>List`` (plural guessed) and ``List``
+        (``lists``, cluster-scoped): the server then refuses what is sent there,
+        and a manifest so named fails to apply without stopping the clean-up of
+        the work's other objects, as on OCM's agent.
+        """
         for entry in doc.get("resources") or []:
             name = entry.get("name")
             kind = entry.get("kind")
             # Subresources ("deployments/scale") are not resources of their own.
             if not isinstance(name, str) or not isinstance(kind, str) or "/" in name:
                 continue
-            res = Resource(group, version, name, kind, bool(entry.get("namespaced")))
+            namespaced = bool(entry.get("namespaced"))
+            res = Resource(group, version, name, kind, namespaced)
             self.by_kind.setdefault((group, version, kind), res)
             self.by_plural.setdefault((group, version, name), res)
+            lower = Resource(group, version, name, kind.lower(), namespaced)
+            self._guess(lower)
+            self._guess(
+                Resource(group, version, f"{kind}List".lower() + "s", f"{kind}List", namespaced)
+            )
+        self._guess(Resource(group, version, "lists", "List", False))
+
+    def _guess(self, res: Resource) -> None:
+        """Map a kind discovery does not list; a listed kind of that name wins."""
+        self.by_kind.setdefault((res.group, res.version, res.kind), res)
 
     def copy_group_version(self, other: _Tables, group: str, version: str) -> None:
         """Keep another result's entries for a group-version that failed this time."""

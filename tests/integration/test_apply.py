@@ -623,3 +623,58 @@ async def test_expected_apply_failures_log_no_traceback(
     mine = [e for e in logs if e.get("manifest_name") == "x"]
     assert [e["event"] for e in mine][:1] == ["manifest not applied"], mine
     assert not [e for e in mine if e.get("exc_info") or e["log_level"] == "warning"], mine
+
+
+async def test_kinds_the_discovery_mapper_guesses_fail_at_the_server(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
+) -> None:
+    """A lower-case kind, ``<Kind>List`` and ``List`` map as client-go's discovery mapper
+    maps them for OCM's agent: the server refuses them, and the work's stale objects are
+    still deleted (an unmapped kind would stop the clean-up)."""
+    lower = {
+        "apiVersion": "v1",
+        "kind": "configmap",
+        "metadata": {"name": "lc", "namespace": "default"},
+    }
+    listed = {
+        "apiVersion": "v1",
+        "kind": "ConfigMapList",
+        "metadata": {"name": "l", "namespace": "default"},
+    }
+    bare = {"apiVersion": "v1", "kind": "List", "metadata": {"name": "b"}}
+    body = work_body("guessed", [configmap("stale-x"), lower, listed, bare])
+    await hub_client.create(MANIFESTWORKS, body)
+    work = await wait_applied(hub_client, "guessed", status="False")
+    metas = [
+        e["resourceMeta"]
+        for e in sorted(manifest_statuses(work), key=lambda e: e["resourceMeta"]["ordinal"])
+    ]
+    assert [(m["kind"], m["resource"], m.get("namespace", "")) for m in metas] == [
+        ("ConfigMap", "configmaps", "default"),
+        ("configmap", "configmaps", "default"),
+        ("ConfigMapList", "configmaplists", "default"),
+        ("List", "lists", ""),
+    ]
+    # OCM's agent reports these same answers of the server.
+    not_found = "Failed to apply manifest: the server could not find the requested resource"
+    assert [applied_message(work, o) for o in (1, 2, 3)] == [
+        (
+            "False",
+            "AppliedManifestFailed",
+            'Failed to apply manifest: configmap in version "v1" cannot be handled as a '
+            'ConfigMap: no kind "configmap" is registered for version "v1" in scheme '
+            '"pkg/runtime/scheme.go:111"',
+        ),
+        ("False", "AppliedManifestFailed", not_found),
+        ("False", "AppliedManifestFailed", not_found),
+    ]
+
+    def drop_stale(work: dict[str, Any]) -> None:
+        work["spec"]["workload"]["manifests"] = [lower]
+
+    await update_work(hub_client, "guessed", drop_stale)
+
+    async def stale_deleted() -> bool:
+        return not await exists(spoke_client, CONFIGMAPS, "stale-x", "default")
+
+    await eventually(stale_deleted, what="the stale ConfigMap deleted")
