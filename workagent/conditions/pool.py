@@ -85,7 +85,7 @@ for _reason in ("budget", "failure"):
     WORKER_RESTARTS.labels(reason=_reason)  # both series from the start, at 0
 
 #: Wall-clock budgets one request (one manifest's rules) gets in all.
-REQUEST_BUDGETS: Final = 6
+REQUEST_BUDGETS: Final = 3
 #: Worker processes by default: one may be stuck on a pathological expression
 #: until its budget runs out while the other serves everyone else.
 DEFAULT_WORKERS: Final = 2

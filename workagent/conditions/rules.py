@@ -51,10 +51,10 @@ if TYPE_CHECKING:
     from schemas.work_v1 import ConditionRule
 
 #: Wall-clock seconds each CEL rule of a manifest may take in one sync (the pool gives
-#: the rules of a manifest six of them in all): a backstop, the cost limits
-#: (:mod:`workagent.conditions.celcost`) usually come first; a run to the per-call
-#: limit takes one to nine seconds, depending on the expression.
-DEFAULT_BUDGET_SECONDS: Final = 5.0
+#: the rules of a manifest three of them in all): a backstop, the cost limits
+#: (:mod:`workagent.conditions.celcost`) come first; a run to the per-call limit takes
+#: one to nine seconds, depending on the expression.
+DEFAULT_BUDGET_SECONDS: Final = 10.0
 
 _WELL_KNOWN: Final = "WellKnownConditions"
 _CEL: Final = "CEL"
