@@ -35,7 +35,7 @@ from celpy.celparser import CELParser
 from celpy.evaluation import CELEvalError
 from lark.exceptions import UnexpectedInput
 
-from workagent.conditions import celcheck
+from workagent.conditions import celcheck, celints
 from workagent.conditions.celcost import Budget, CostLimitExceeded, CostTracker
 from workagent.conditions.celfunctions import (
     FUNCTIONS,
@@ -108,6 +108,7 @@ class CelEngine:
         # recursion limit to 2500.
         # The type names a library declares (``net.IP``) are celpy annotations.
         self._parser = parser()
+        celints.install()
         if CELParser.CEL_PARSER is None:
             CELParser.CEL_PARSER = self._parser
         self._env = celpy.Environment(annotations=dict(TYPE_NAMES), runner_class=Runner)
