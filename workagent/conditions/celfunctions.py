@@ -1406,13 +1406,22 @@ _CEL_TYPES: Final[tuple[tuple[type | tuple[type, ...], str], ...]] = (
 )
 
 
+# Names found so far, by the value's class (a hot path of every call's dispatch).
+_NAME_OF_CLASS: dict[type, str] = {}
+
+
 def cel_type_name(value: Any) -> str:
     """The CEL type name of a value, as cel-go spells it (``int``, ``net.IP``)."""
+    cls = type(value)
+    known = _NAME_OF_CLASS.get(cls)
+    if known is not None:
+        return known
     if isinstance(value, type) or (callable(value) and value in _CONVERSION_TYPES):
         return "type"
-    return next(
-        (name for kind, name in _CEL_TYPES if isinstance(value, kind)), type(value).__name__
-    )
+    name = next((name for kind, name in _CEL_TYPES if isinstance(value, kind)), cls.__name__)
+    if not callable(value):  # a function's name depends on the function, not its class
+        _NAME_OF_CLASS[cls] = name
+    return name
 
 
 def type_value_name(value: Any) -> str:
