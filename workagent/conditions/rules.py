@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 #: Wall-clock seconds each CEL rule of a manifest may take in one sync (the pool gives
 #: the rules of a manifest three of them in all): a backstop, the cost limits
 #: (:mod:`workagent.conditions.celcost`) come first; a run to the per-call limit takes
-#: one to six seconds, depending on the expression.
+#: one to four seconds, depending on the expression.
 DEFAULT_BUDGET_SECONDS: Final = 10.0
 
 _WELL_KNOWN: Final = "WellKnownConditions"
