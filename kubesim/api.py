@@ -839,6 +839,11 @@ class Api:
             return self._versioned(rt, old), False
         new = copy.deepcopy(old)
         nmeta = new["metadata"]
+        own_logic = rt.kind in ("Namespace", "CustomResourceDefinition")
+        if not (own_logic or nmeta.get("deletionTimestamp")) and int(nmeta.get("generation") or 0):
+            # Marking an object deleting changes what its controllers do: a new generation
+            # (the generic store's; these two kinds delete with their own logic).
+            nmeta["generation"] = int(nmeta["generation"]) + 1
         nmeta.setdefault("deletionTimestamp", now())
         if rt.kind not in ("Namespace", "CustomResourceDefinition"):
             # Generic graceful deletion records a zero grace period; these two kinds

@@ -715,6 +715,15 @@ async def test_e2e_work_deletion_waits_for_every_applied_resource(
         "ManifestWork is being deleted",
     )
     assert deleting["observedGeneration"] == work["metadata"]["generation"]
+    # The status of a work whose clean-up is held up is still synced, for the
+    # generation the deletion gave it (a real apiserver bumps it), as in OCM.
+    generation = work["metadata"]["generation"]
+
+    async def available_for_the_generation() -> bool:
+        available = work_condition(await get_work(hub_client, "doomed"), "Available")
+        return available is not None and available.get("observedGeneration") == generation
+
+    await eventually(available_for_the_generation, what="Available for the deleting generation")
 
     await spoke_client.patch(CONFIGMAPS, "held", {"metadata": {"finalizers": None}}, "default")
     await eventually(

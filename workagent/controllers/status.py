@@ -203,7 +203,9 @@ class AvailableStatusController:
     async def _sync(self, name: str, cached: Object) -> Result | None:
         deps = self.deps
         work = copy.deepcopy(cached)
-        generation = _reported_generation(work)
+        # A deleting work reports its current generation too (the hub bumps it on
+        # deletion), as OCM's agent does while a clean-up is held up (spec §10).
+        generation = int(work["metadata"].get("generation") or 0)
         try:
             spec = work_spec(work)[0]
         except ValueError as err:
@@ -448,23 +450,6 @@ class AvailableStatusController:
                 failed = _available("Unknown", REASON_FETCHING_RESOURCE_FAILED, message)
                 return ReadOutcome(None, failed, mode)
         return ReadOutcome(obj, _AVAILABLE if obj is not None else _NOT_AVAILABLE, mode)
-
-
-def _reported_generation(work: Object) -> int:
-    """The generation the work's conditions report.
-
-    Its ``metadata.generation``, except while it is being deleted: a real
-    apiserver bumps the generation of a custom resource when it sets
-    ``deletionTimestamp``, but nothing is applied for that generation, so
-    conditions keep the generation of the last apply pass (its ``Applied``
-    condition's) instead of being written again for a spec that did not change.
-    """
-    generation = int(work["metadata"].get("generation") or 0)
-    if not is_deleting(work):
-        return generation
-    applied = work_condition(work, CONDITION_APPLIED)
-    observed = int((applied or {}).get("observedGeneration") or 0)
-    return observed or generation
 
 
 class _FeedbackRoom:
