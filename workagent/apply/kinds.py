@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from workagent.apply.base import InvalidManifest
-from workagent.apply.cache import digest
 from workagent.apply.merge import MISSING, merge_object_meta, overlay, semantic_equal
+from workagent.apply.servicehash import service_spec_hash
 
 RBAC_GROUP: Final = "rbac.authorization.k8s.io"
 SERVICE_SPEC_HASH_ANNOTATION: Final = "operator.openshift.io/spec-hash"
@@ -187,10 +187,10 @@ def secret_plan(existing: dict[str, Any], required: dict[str, Any], last: Any) -
 
 
 def service_prepare(required: dict[str, Any]) -> dict[str, Any]:
-    """Record a digest of the manifest's spec in the spec-hash annotation."""
+    """Record the hash of the manifest's spec in the spec-hash annotation, as OCM's."""
     meta = required.setdefault("metadata", {})
     annotations = dict(meta.get("annotations") or {})
-    annotations[SERVICE_SPEC_HASH_ANNOTATION] = digest(required.get("spec") or {})
+    annotations[SERVICE_SPEC_HASH_ANNOTATION] = service_spec_hash(required.get("spec"))
     meta["annotations"] = annotations
     return required
 
