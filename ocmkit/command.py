@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import importlib
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -26,8 +25,10 @@ from ocmkit.flags import (
     BOOL,
     DURATION,
     FLOAT32,
+    GOFLAG_DURATION,
     INT,
     KLOG_LEVEL,
+    MODULE_SPEC,
     STRING,
     STRING_ARRAY,
     Flag,
@@ -37,6 +38,7 @@ from ocmkit.flags import (
     ShowText,
     UsageError,
     feature_gates_type,
+    parse_go_bool,
 )
 
 if TYPE_CHECKING:
@@ -185,14 +187,14 @@ def logging_flags(ignored_group: str) -> tuple[Flag, ...]:
             ignored_group,
             Flag(
                 "vmodule",
-                STRING,
+                MODULE_SPEC,
                 "",
                 "klog per-file verbosity (pattern=N,...).",
                 ignored="per-file verbosity is not supported; use -v or --log-level",
             ),
             Flag(
                 "log-flush-frequency",
-                DURATION,
+                GOFLAG_DURATION,
                 5 * durations.SECOND,
                 "klog flush interval; every log line is written at once here.",
             ),
@@ -325,23 +327,15 @@ def settings_from(
     return cls(**(values | computed))
 
 
-_VMODULE_ITEM = re.compile(r"[^=,]+=[0-9]+")
-
-
 def parse_flags(flag_set: FlagSet, args: Sequence[str], command: str) -> ParsedFlags | ShowText:
-    """``command``'s flags (or its help when asked for), with the refusals every command
-    shares: stray arguments and a malformed ``--vmodule``."""
+    """``command``'s flags (or its help when asked for); stray arguments are refused."""
     flags = flag_set.parse(args)
     if flags.help_requested:
         return ShowText(flag_set.help())
     if flags.positionals:
+        # OCM's commands ignore them; here a stray word is more likely a mistake
+        # (`--disable-leader-election false` sets the flag and leaves "false").
         raise UsageError(f'unexpected argument "{flags.positionals[0]}" for "{command}"')
-    vmodule = str(flags.values.get("vmodule") or "")
-    if vmodule and not all(_VMODULE_ITEM.fullmatch(item) for item in vmodule.split(",")):
-        raise UsageError(
-            f'invalid argument "{vmodule}" for "--vmodule" flag: '
-            "expect comma-separated list of filename=N"
-        )
     return flags
 
 
@@ -477,16 +471,31 @@ def find_command(
     index = 0
     while index < len(args) and args[index].startswith("-") and args[index] != "--":
         token = args[index]
-        if token in ("--version", "--version=true"):
+        name, has_value, value = token.partition("=")
+        if name == "--version" and (not has_value or _root_bool(name, value)):
             return ShowText(f"{prog} version {version()}\n")
         if token in ("-h", "--help", "--help=true"):
             return ShowText(root_help)
         index += 2 if any(s.takes_separate_value(token) for s in flag_sets) else 1
     if index >= len(args) or args[index] == "--":
+        if flag_sets:
+            # As cobra, the flags are read first: a bad one is the error to show.
+            flag_sets[0].parse([a for a in args[:index] if not a.startswith("--version=")])
         raise UsageError(f'no command given; run "{help_hint}"')
     if args[index] == "help":
+        # `help <command>` is that command's help, as with cobra.
+        topic = args[index + 1 : index + 2]
+        if topic and not topic[0].startswith("-"):
+            return Invocation(topic[0], index, [*args[:index], *topic, "--help"])
         return ShowText(root_help)
     return Invocation(args[index], index, args)
+
+
+def _root_bool(name: str, text: str) -> bool:
+    try:
+        return parse_go_bool(text)
+    except ValueError as err:
+        raise UsageError(f'invalid argument "{text}" for "{name}" flag: {err}') from None
 
 
 # -- running a program ---------------------------------------------------------------------

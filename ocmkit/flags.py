@@ -10,7 +10,9 @@ follow pflag's conventions and Go's value syntax rather than argparse's
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+import struct
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -57,8 +59,11 @@ def parse_go_int(text: str, bits: int = 64) -> int:
     return value
 
 
-def parse_go_float(text: str) -> float:
-    """A float as Go's ``strconv.ParseFloat`` reads one (decimal or hex notation)."""
+def parse_go_float(text: str, bits: int = 64) -> float:
+    """A float as Go's ``strconv.ParseFloat(text, bits)`` reads one (decimal or hex notation).
+
+    A finite number beyond the range of ``bits`` (32: float32) is Go's "value out of range".
+    """
     body = text.lstrip("+-")
     try:
         if "_" in text or text != text.strip() or not text:
@@ -67,9 +72,51 @@ def parse_go_float(text: str) -> float:
             value = float.fromhex(body) * (-1.0 if text.startswith("-") else 1.0)
         else:
             value = float(text)
+    except OverflowError:  # float.fromhex: a hex number too large for a double
+        raise ValueError(f'strconv.ParseFloat: parsing "{text}": value out of range') from None
     except ValueError:
         raise ValueError(f'strconv.ParseFloat: parsing "{text}": invalid syntax') from None
+    # "inf" spelled out is a valid value; only a number too large for the type overflows.
+    if not math.isinf(value) and bits == 32:
+        try:
+            struct.pack("<f", value)  # rounds to nearest as Go does, then checks the range
+        except OverflowError:
+            value = math.inf
+    if math.isinf(value) and body.lower() not in ("inf", "infinity"):
+        raise ValueError(f'strconv.ParseFloat: parsing "{text}": value out of range')
     return value
+
+
+def parse_goflag_duration(text: str) -> int:
+    """A duration of a Go standard-library ``flag`` (klog's ``--log-flush-frequency``).
+
+    Go's ``flag`` package hides the parse error behind its own words, so a bad
+    value reads ``parse error`` there, not ``time: invalid duration``.
+    """
+    try:
+        return durations.parse_duration(text)
+    except ValueError:
+        raise ValueError("parse error") from None
+
+
+_VMODULE_SYNTAX = "syntax error: expect comma-separated list of filename=N"
+
+
+def parse_vmodule(text: str) -> str:
+    """klog's ``--vmodule``: comma-separated ``pattern=N`` (empty items are skipped)."""
+    for item in text.split(","):
+        if not item:
+            continue
+        pattern, sep, level = item.partition("=")
+        if not sep or not pattern or not level or "=" in level:
+            raise ValueError(_VMODULE_SYNTAX)
+        try:
+            number = parse_klog_level(level)
+        except ValueError:
+            raise ValueError(_VMODULE_SYNTAX) from None
+        if number < 0:
+            raise ValueError("negative value for vmodule level")
+    return text
 
 
 def parse_klog_level(text: str) -> int:
@@ -166,6 +213,10 @@ def _parse_int32(text: str) -> int:
     return parse_go_int(text, 32)
 
 
+def _parse_float32(text: str) -> float:
+    return parse_go_float(text, 32)
+
+
 def _parse_csv(text: str) -> tuple[str, ...]:
     # pflag's string slices split on commas; an empty value is an empty list.
     return tuple(text.split(",")) if text else ()
@@ -191,11 +242,14 @@ STRING = FlagType("string", str, show=_show_string)
 BOOL = FlagType("bool", parse_go_bool, takes_value=False)
 INT = FlagType("int", parse_go_int)
 INT32 = FlagType("int32", _parse_int32)
-FLOAT32 = FlagType("float32", parse_go_float)
+FLOAT32 = FlagType("float32", _parse_float32)
 DURATION = FlagType("duration", durations.parse_duration, show=_show_duration, setting=_seconds)
+#: A duration flag of Go's standard ``flag`` package (klog's), with its terser error.
+GOFLAG_DURATION = dataclasses.replace(DURATION, parse=parse_goflag_duration)
 STRING_ARRAY = FlagType("stringArray", str, accumulate=_append_one, show=_show_list)
 STRING_SLICE = FlagType("strings", _parse_csv, accumulate=_append_all, show=_show_list)
 KLOG_LEVEL = FlagType("Level", parse_klog_level)
+MODULE_SPEC = FlagType("moduleSpec", parse_vmodule, show=_show_string)
 
 
 def feature_gates_type(
@@ -352,15 +406,13 @@ class FlagSet:
         return parsed
 
     def parse(self, args: Sequence[str]) -> ParsedFlags:
-        """Parse ``args``; UsageError on the first problem, unless help was asked for."""
+        """Parse ``args``; UsageError on the first problem.
+
+        As with cobra, the flags are parsed before help is considered, so
+        ``--bogus --help`` is an unknown flag, not the help.
+        """
         parsed = self.defaults()
-        try:
-            self._parse_into(parsed, list(args))
-        except UsageError:
-            # `--help` shows the help even on a command line that would not parse.
-            if _asks_for_help(args):
-                return dataclasses.replace(self.defaults(), help_requested=True)
-            raise
+        self._parse_into(parsed, list(args))
         return parsed
 
     def _parse_into(self, parsed: ParsedFlags, args: list[str]) -> None:
@@ -401,13 +453,18 @@ class FlagSet:
     ) -> int:
         rest = token[1:]
         while rest:
+            # pflag names what is left of the token (``-hx`` fails "in -x").
+            remaining = f"-{rest}"
             char, rest = rest[0], rest[1:]
             if char == "h":
-                parsed.help_requested = True
+                if rest.startswith("="):
+                    parsed.help_requested, rest = _help_value(rest[1:]), ""
+                else:
+                    parsed.help_requested = True
                 continue
             flag = self._short.get(char)
             if flag is None:
-                raise UsageError(f"unknown shorthand flag: '{char}' in {token}")
+                raise UsageError(f"unknown shorthand flag: '{char}' in {remaining}")
             spelled = f"-{char}"
             if rest.startswith("="):
                 value, rest = rest[1:], ""
@@ -418,7 +475,7 @@ class FlagSet:
             elif index < len(args):
                 value, index = args[index], index + 1
             else:
-                raise UsageError(f"flag needs an argument: '{char}' in {token}")
+                raise UsageError(f"flag needs an argument: '{char}' in {remaining}")
             self._set(parsed, flag, spelled, value)
         return index
 
@@ -427,7 +484,9 @@ class FlagSet:
         try:
             value = flag.type.parse(text)
         except ValueError as err:
-            raise UsageError(f'invalid argument "{text}" for "{spelled}" flag: {err}') from None
+            raise UsageError(
+                f'invalid argument "{text}" for "{_error_name(flag, spelled)}" flag: {err}'
+            ) from None
         if flag.type.accumulate is not None:
             # The first occurrence replaces the default, later ones add to it (pflag).
             old = parsed.values[flag.key] if parsed.was_given(flag.key) else flag.default
@@ -466,20 +525,19 @@ class FlagSet:
         return "\n".join(lines) + "\n"
 
 
+def _error_name(flag: Flag, spelled: str) -> str:
+    # pflag names a flag with a shorthand by both ("-v, --v"), otherwise by the
+    # name as given (an alias is a flag of its own there).
+    if flag.shorthand:
+        return f"-{flag.shorthand}, --{flag.name}"
+    return spelled
+
+
 def _help_value(text: str) -> bool:
     try:
         return parse_go_bool(text)
     except ValueError as err:
-        raise UsageError(f'invalid argument "{text}" for "--help" flag: {err}') from None
-
-
-def _asks_for_help(args: Sequence[str]) -> bool:
-    for token in args:
-        if token == "--":
-            return False
-        if token in ("-h", "--help", "--help=true"):
-            return True
-    return False
+        raise UsageError(f'invalid argument "{text}" for "-h, --help" flag: {err}') from None
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ def agent_flags() -> tuple[Flag, ...]:
             Flag(
                 "status-sync-interval",
                 DURATION,
-                30 * second,
+                10 * second,
                 "How often the status and feedback of applied resources are polled (each work "
                 "every x0.8 to x1 of it).",
             ),

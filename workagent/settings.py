@@ -74,7 +74,7 @@ class AgentSettings(ProgramSettings):
     agent_id: str = ""  # --agent-id (empty: the hub hash)
     spoke_kubeconfig: str = ""  # --spoke-kubeconfig
     kubeconfig: str = ""  # --kubeconfig
-    status_sync_interval: float = 30.0  # --status-sync-interval
+    status_sync_interval: float = 10.0  # --status-sync-interval (OCM's default)
     eviction_grace_period: float = 3600.0  # --appliedmanifestwork-eviction-grace-period
     max_json_raw_length: int = 1024  # --max-json-raw-length
     max_feedback_watch: int = 50  # --max-feedback-watch

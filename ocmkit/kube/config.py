@@ -59,11 +59,14 @@ def _check_files(paths: str) -> None:
         found = True
         try:
             doc = yaml.safe_load(path.read_text())
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
+            # strerror alone: the message names the path already ("Is a directory").
+            raise KubeConfigError(f"cannot read kubeconfig {path}: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
             raise KubeConfigError(f"cannot read kubeconfig {path}: {exc}") from exc
         except yaml.YAMLError as exc:
             raise KubeConfigError(
-                f"kubeconfig {path} is not valid YAML: {_yaml_problem(exc)}"
+                f"kubeconfig {path} is not valid YAML: {yaml_problem(exc)}"
             ) from exc
         if not isinstance(doc, dict):
             raise KubeConfigError(f"kubeconfig {path} is not a kubeconfig (expected a mapping)")
@@ -71,7 +74,7 @@ def _check_files(paths: str) -> None:
         raise KubeConfigError(f"kubeconfig not found: {paths}")
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
+def yaml_problem(exc: yaml.YAMLError) -> str:
     """One line: where and what, instead of PyYAML's multi-line excerpt."""
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

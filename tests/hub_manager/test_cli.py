@@ -321,10 +321,13 @@ def test_help_and_version() -> None:
     assert isinstance(text, ShowText)
     for flag in manager_flags():
         assert f"--{flag.name}" in text.text
-    text = parse_command_line(["webhook-server", "--bogus", "--help"])
+    text = parse_command_line(["help", "webhook-server"])  # cobra's help command
     assert isinstance(text, ShowText)
     for flag in webhook_flags():
         assert f"--{flag.name}" in text.text
+    # As with cobra, the flags are parsed before help is considered.
+    assert usage_error("webhook-server", "--bogus", "--help") == "unknown flag: --bogus"
+    assert usage_error("--bogus") == "unknown flag: --bogus"
     version = parse_command_line(["--version"])
     assert isinstance(version, ShowText) and version.text.startswith("hubcontroller version ")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
+import math
 import re
 import sys
 import types
@@ -201,7 +203,7 @@ def test_defaults() -> None:
     settings = settings_of()
     assert comparable(settings) == expected()
     assert settings.hub_kubeconfig == "/spoke/hub-kubeconfig/kubeconfig"
-    assert settings.status_sync_interval == 30.0  # the documented default (OCM's code: 10s)
+    assert settings.status_sync_interval == 10.0  # OCM's default (spec §1.1)
     assert settings.eviction_grace_period == 3600.0
     assert settings.workers == 10
     assert settings.max_json_raw_length == 1024
@@ -513,6 +515,61 @@ def test_refused_command_lines(args: list[str], message: str) -> None:
     assert "\n" not in error
 
 
+# The text after "Error: " of OCM v1.2.1's `work` for the same command lines
+# (run side by side; docs/operations.md#flags).
+_OCM_V = (
+    'invalid argument "abc" for "-v, --v" flag: strconv.ParseInt: parsing "abc": invalid syntax'
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["agent", "-v=abc"], _OCM_V),
+        (["agent", "--v", "abc"], _OCM_V),
+        (["--v=abc", "agent"], _OCM_V),
+        (["agent", "--help=maybe"], 'invalid argument "maybe" for "-h, --help" flag: strconv.ParseBool: parsing "maybe": invalid syntax'),
+        (["agent", "-hx"], "unknown shorthand flag: 'x' in -x"),
+        (["agent", "-help"], "unknown shorthand flag: 'e' in -elp"),
+        (["agent", "-v"], "flag needs an argument: 'v' in -v"),
+        # The flags are parsed before help is considered, as with cobra.
+        (["agent", "--bogus", "--help"], "unknown flag: --bogus"),
+        (["agent", "--help", "--bogus"], "unknown flag: --bogus"),
+        (["agent", "-h", "--status-sync-interval=abc"], 'invalid argument "abc" for "--status-sync-interval" flag: time: invalid duration "abc"'),
+        (["agent", "--status-sync-interval=5"], 'invalid argument "5" for "--status-sync-interval" flag: time: missing unit in duration "5"'),
+        (["agent", "--vmodule=abc"], 'invalid argument "abc" for "--vmodule" flag: syntax error: expect comma-separated list of filename=N'),
+        (["agent", "--vmodule=a=1=2"], 'invalid argument "a=1=2" for "--vmodule" flag: syntax error: expect comma-separated list of filename=N'),
+        (["agent", "--vmodule=a=99999999999"], 'invalid argument "a=99999999999" for "--vmodule" flag: syntax error: expect comma-separated list of filename=N'),
+        (["agent", "--vmodule=a=-1"], 'invalid argument "a=-1" for "--vmodule" flag: negative value for vmodule level'),
+        (["agent", "--log-flush-frequency=5"], 'invalid argument "5" for "--log-flush-frequency" flag: parse error'),
+        (["agent", "--log-flush-frequency=often"], 'invalid argument "often" for "--log-flush-frequency" flag: parse error'),
+        (["agent", "--kube-api-qps=1e39"], 'invalid argument "1e39" for "--kube-api-qps" flag: strconv.ParseFloat: parsing "1e39": value out of range'),
+        (["agent", "--hub-kube-api-qps=-1e39"], 'invalid argument "-1e39" for "--hub-kube-api-qps" flag: strconv.ParseFloat: parsing "-1e39": value out of range'),
+        (["agent", "--kube-api-qps=3.4028236e38"], 'invalid argument "3.4028236e38" for "--kube-api-qps" flag: strconv.ParseFloat: parsing "3.4028236e38": value out of range'),
+        (["agent", "--feature-gates=RawFeedbackJsonString"], 'invalid argument "RawFeedbackJsonString" for "--feature-gates" flag: missing bool value for RawFeedbackJsonString'),
+        (["--bogus"], "unknown flag: --bogus"),
+        (["-x"], "unknown shorthand flag: 'x' in -x"),
+        (["--kubeconfig"], "flag needs an argument: --kubeconfig"),
+        (["--version=maybe"], 'invalid argument "maybe" for "--version" flag: strconv.ParseBool: parsing "maybe": invalid syntax'),
+    ],
+)  # fmt: skip
+def test_refusals_in_ocm_words(args: list[str], message: str) -> None:
+    assert usage_error(*args) == message
+
+
+def test_klog_flags_accept_what_klog_accepts() -> None:
+    # Empty vmodule items are skipped by klog; float32 rounds 3.40282356e38 to its maximum.
+    command = parse(
+        "agent",
+        "--spoke-cluster-name=c1",
+        "--vmodule=a=1,,b*=2",
+        "--vmodule=",
+        "--log-flush-frequency=1m",
+        "--kube-api-qps=3.40282356e38",
+    )
+    assert command.settings.kube_api_qps == 3.40282356e38
+
+
 def test_disabled_leader_election_skips_its_timing_checks() -> None:
     settings = settings_of("--disable-leader-election", "--leader-election-lease-duration=1s")
     assert settings.leader_election.disabled
@@ -581,7 +638,7 @@ def test_help_lists_every_flag_with_its_default() -> None:
     flag_entries = [e for e in entries if not e.startswith("-h, --help")]
     assert len([e for e in flag_entries if "(default " in e]) == len(agent_flags())
     for default in (
-        "(default 30s)",
+        "(default 10s)",
         "(default 1h0m0s)",
         "(default 2m17s)",
         "(default 1m47s)",
@@ -606,8 +663,10 @@ def test_help_lists_every_flag_with_its_default() -> None:
         ["agent", "--help"],
         ["agent", "-h"],
         ["/work", "agent", "--spoke-cluster-name=c1", "--help"],
-        ["agent", "--bogus", "--help"],  # help wins over a broken command line
         ["agent", "--help=true"],
+        ["agent", "-h=true"],
+        ["help", "agent"],  # cobra's help command
+        ["/work", "help", "agent"],
     ],
 )
 def test_agent_help_forms(args: list[str]) -> None:
@@ -675,6 +734,23 @@ def test_go_floats(text: str, value: float) -> None:
 def test_bad_go_floats(text: str) -> None:
     with pytest.raises(ValueError, match=r"strconv\.ParseFloat"):
         parse_go_float(text)
+
+
+def test_go_float_ranges() -> None:
+    # strconv.ParseFloat(s, 32): out of float32's range after rounding; "inf" is a value.
+    assert parse_go_float("1e39") == 1e39
+    assert parse_go_float("3.40282356e38", 32) == 3.40282356e38
+    assert parse_go_float("Inf", 32) == math.inf
+    assert parse_go_float("-infinity", 32) == -math.inf
+    for text, bits in (
+        ("1e39", 32),
+        ("-1e39", 32),
+        ("0x1p200", 32),
+        ("1e400", 64),
+        ("0x1p2000", 64),
+    ):
+        with pytest.raises(ValueError, match=f'parsing "{text}": value out of range'):
+            parse_go_float(text, bits)
 
 
 def test_go_bools() -> None:
@@ -750,6 +826,69 @@ def test_console_script_refuses_an_unknown_flag() -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == "workagent: unknown flag: --bogus\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["agent", "--status-sync-interval=abc"], 'invalid argument "abc" for "--status-sync-interval" flag: time: invalid duration "abc"'),
+        (["agent", "--bogus", "--help"], "unknown flag: --bogus"),
+        (["--v=x", "agent"], 'invalid argument "x" for "-v, --v" flag: strconv.ParseInt: parsing "x": invalid syntax'),
+    ],
+)  # fmt: skip
+def test_console_script_refusals_are_one_line_in_ocm_words(args: list[str], message: str) -> None:
+    done = run_console_script("workagent", *args)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"workagent: {message}\n")
+
+
+_UNREACHABLE_KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+@pytest.mark.parametrize(
+    ("hub", "spoke", "error"),
+    [
+        ("missing", "good", "hub kubeconfig not found: {missing}"),
+        ("dir", "good", "cannot read hub kubeconfig {dir}: Is a directory"),
+        ("broken", "good", "hub kubeconfig {broken} is not valid YAML: line 2, column 1: "),
+        ("good", "missing", "spoke: kubeconfig not found: {missing}"),
+        ("good", "dir", "spoke: cannot read kubeconfig {dir}: Is a directory"),
+    ],
+)
+def test_console_script_unusable_kubeconfig_is_one_log_line_and_exit_2(
+    tmp_path: Path, hub: str, spoke: str, error: str
+) -> None:
+    # OCM's agent ends such a start with klog.Fatal (exit 255) and the file's error.
+    paths = {name: tmp_path / name for name in ("missing", "dir", "broken", "good")}
+    paths["dir"].mkdir()
+    paths["broken"].write_text("clusters: [\n")
+    paths["good"].write_text(_UNREACHABLE_KUBECONFIG)
+    done = run_console_script(
+        "workagent",
+        "agent",
+        "--spoke-cluster-name=c1",
+        f"--workload-source-config={paths[hub]}",
+        f"--kubeconfig={paths[spoke]}",
+        "--disable-leader-election",
+        "--insecure-serving",
+        "--listen=127.0.0.1:0",
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    last = json.loads(done.stderr.splitlines()[-1])
+    assert last["event"] == "invalid kubeconfig"
+    assert last["error"].startswith(error.format(**paths)), last
+
+
+def test_console_script_help_command() -> None:
+    helped = run_console_script("workagent", "help", "agent", check=True)
+    assert helped.stdout.startswith("Usage:\n  workagent agent [flags]")
 
 
 def test_console_script_version_and_help() -> None:
