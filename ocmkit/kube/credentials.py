@@ -69,13 +69,20 @@ class TokenFileCredentials:
         self._read_at = time.monotonic()
         return f"Bearer {token}"
 
-    async def authorization(self) -> str | None:
-        """The token, re-read if the cached copy is older than the refresh period."""
+    def current(self) -> str:
+        """The header, the file re-read if the cached copy is older than the refresh period.
+
+        Synchronous, for callers on other threads (gRPC's metadata plugins).
+        """
         if time.monotonic() - self._read_at >= TOKEN_FILE_REFRESH:
             # Keep using the last good token while the file is being rotated.
             with contextlib.suppress(KubeConfigError):
                 self._header = self._read()
         return self._header
+
+    async def authorization(self) -> str | None:
+        """The token, re-read if the cached copy is older than the refresh period."""
+        return self.current()
 
     def invalidate(self) -> None:
         """Re-read the file before the next request."""

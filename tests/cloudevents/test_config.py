@@ -104,6 +104,20 @@ def test_grpc_config_token_file(tmp_path: Path) -> None:
         write(tmp_path, {"url": "hub:8090", "caData": "Y2E=", "tokenFile": str(tmp_path / "token")})
     )
     assert config.token == "secret"
+    assert config.token_file == str(tmp_path / "token")  # read again for every call
+    # An inline token wins, and is used as given.
+    config = load_grpc_config(
+        write(
+            tmp_path,
+            {
+                "url": "hub:8090",
+                "caData": "Y2E=",
+                "token": "inline",
+                "tokenFile": str(tmp_path / "token"),
+            },
+        )
+    )
+    assert (config.token, config.token_file) == ("inline", "")
 
 
 def test_mqtt_config_and_topics(tmp_path: Path) -> None:

@@ -28,6 +28,8 @@ from tests.cloudevents.conftest import (
 from tests.support.prepare import service_account_user, wait_allowed
 from tests.support.programs import CLUSTER
 from tests.support.targets import Cluster
+from workagent.sources.grpcdriver import GrpcTransport
+from workagent.sources.transport import SubscriptionFailed
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
@@ -169,6 +171,47 @@ async def test_bearer_tokens_are_reviewed(
         async with channel(token_hub, pki, token=stranger, cert=False) as chan:
             code = await subscribe_code(CloudEventServiceStub(chan), CLUSTER)
             assert code == grpc.StatusCode.PERMISSION_DENIED
+    finally:
+        await token_hub.stop()
+
+
+async def test_a_rotated_token_file_is_read_on_reconnect(
+    token_hub: GrpcHub, hub: Cluster, hub_client: KubeClient, pki: Pki, tmp_path: Path
+) -> None:
+    # A projected service-account token is replaced on disk before it expires: the
+    # transport reads ``tokenFile`` again for every new subscription (OCM v1.2.1's agent
+    # keeps the token it started with; tests/peers/test_grpc_upkeep_side_by_side.py).
+    agent = await service_account_user(hub, hub_client, "agents", "by-token-file")
+    await hub_client.create(
+        ROLE_BINDINGS,
+        {
+            "metadata": {"name": "work-agent-by-token-file", "namespace": CLUSTER},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": "work-agent"},
+            "subjects": [
+                {"apiGroup": RBAC_GROUP, "kind": "Group", "name": "system:serviceaccounts:agents"}
+            ],
+        },
+    )
+    await wait_allowed(
+        hub_client, agent.name, "watch", "manifestworks",
+        group=MANIFESTWORKS.group, namespace=CLUSTER, groups=("system:serviceaccounts:agents",),
+    )  # fmt: skip
+    token_file = tmp_path / "token"
+    token_file.write_text("not-a-token\n")
+    config = tmp_path / "agent-token-file.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {"url": token_hub.url, "caFile": str(pki.ca.ca_file), "tokenFile": str(token_file)}
+        )
+    )
+    transport = GrpcTransport(str(config), CLUSTER)
+    try:
+        with pytest.raises(SubscriptionFailed, match="UNAUTHENTICATED"):
+            async with transport.subscription():
+                pass
+        token_file.write_text(agent.token + "\n")  # rotated in place
+        async with transport.subscription():
+            pass
     finally:
         await token_hub.stop()
 

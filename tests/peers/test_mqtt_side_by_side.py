@@ -27,10 +27,13 @@ import yaml
 
 from ocmkit.cloudevents import CloudEvent
 from ocmkit.cloudevents.works import StatusUpdate
+from ocmkit.kube import CONFIGMAPS
 from tests.cloudevents.mqttbroker import Mosquitto
 from tests.cloudevents.mqttsource import MqttWorkSource, topics
+from tests.conftest import eventually
 from tests.peers.test_agent_side_by_side import (
     CASES,
+    NS,
     OCM,
     OURS,
     UID,
@@ -38,6 +41,7 @@ from tests.peers.test_agent_side_by_side import (
     Hub,
     Side,
     _strip_times,
+    applied_work,
     comparable_work,
     compare_applied,
     diff,
@@ -69,6 +73,51 @@ class Mqtt:
     ocm_agent: Peer
     our_agent: ProgramProcess
     uids: dict[tuple[str, str], str]  # (cluster, work name) -> the work's UID at the source
+    folder: Path
+    config: Path
+    spoke_paths: dict[str, Path]
+    starts: int = 1
+
+    async def stop_agents(self) -> None:
+        """Both agents down (SIGTERM) once ours has subscribed; ours must end cleanly."""
+
+        async def subscribed() -> bool:
+            return '"event": "subscribed"' in self.our_agent.log()
+
+        await eventually(subscribed, what="our agent to subscribe")
+        await self.ocm_agent.stop()
+        code = await self.our_agent.terminate()
+        assert code == 0, self.our_agent.log()[-3000:]
+
+    async def start_agents(self) -> None:
+        """Both agents again, with the flags they had."""
+        self.starts += 1
+        self.ocm_agent, self.our_agent = await start_agents(
+            self.folder / f"start-{self.starts}", self.config, self.spoke_paths
+        )
+        self.hub.processes[:] = [self.ocm_agent]
+
+
+async def start_agents(
+    folder: Path, config: Path, spoke_paths: dict[str, Path]
+) -> tuple[Peer, ProgramProcess]:
+    """OCM's agent for its cluster and ours for its, both on the mqtt ``config``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    peer = start_ocm_agent(
+        folder / OCM, cluster=OCM, source=flags(OCM, config), spoke_kubeconfig=spoke_paths[OCM]
+    )
+    process = await start_agent_process(
+        folder,
+        f"--spoke-cluster-name={OURS}",
+        *flags(OURS, config),
+        f"--kubeconfig={spoke_paths[OURS]}",
+        f"--spoke-kubeconfig={spoke_paths[OURS]}",
+        "--listen=127.0.0.1:0",
+        "--insecure-serving",
+        "--disable-leader-election",
+        "--status-sync-interval=1s",
+    )
+    return peer, process
 
 
 def flags(cluster: str, config: Path) -> tuple[str, ...]:
@@ -95,30 +144,16 @@ async def mqtt(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Mqtt]:
             spoke_side(realkube_pool, tmp_path, OURS) as (ours, ours_path),
         ):
             ocm.hub_hash = ours.hub_hash = hub_hash(broker.host)
-            peer = start_ocm_agent(
-                tmp_path / OCM,
-                cluster=OCM,
-                source=flags(OCM, config),
-                spoke_kubeconfig=ocm_path,
-            )
-            process = await start_agent_process(
-                tmp_path,
-                f"--spoke-cluster-name={OURS}",
-                *flags(OURS, config),
-                f"--kubeconfig={ours_path}",
-                f"--spoke-kubeconfig={ours_path}",
-                "--listen=127.0.0.1:0",
-                "--insecure-serving",
-                "--disable-leader-election",
-                "--status-sync-interval=1s",
-            )
+            paths = {OCM: ocm_path, OURS: ours_path}
+            peer, process = await start_agents(tmp_path, config, paths)
             hub = Hub(ocm.spoke, ocm, ours, [peer], "mqtt")
+            mqtt = Mqtt(hub, source, peer, process, {}, tmp_path, config, paths)
             try:
-                yield Mqtt(hub, source, peer, process, {})
+                yield mqtt
             finally:
-                await peer.stop()
+                await mqtt.ocm_agent.stop()
                 with contextlib.suppress(Exception):
-                    await process.terminate()
+                    await mqtt.our_agent.terminate()
     finally:
         await source.stop()
         await broker.stop()
@@ -263,3 +298,104 @@ async def test_same_works_same_status_events(mqtt: Mqtt) -> None:
         text = json.dumps(pair).replace(side.cluster, "<cluster>")
         shapes.append(json.loads(text))
     assert shapes[0] == shapes[1], diff(shapes[0], shapes[1])
+
+
+async def test_an_agent_restart_keeps_works_and_sends_their_status_again(mqtt: Mqtt) -> None:
+    # MQTT sessions start clean: what the source publishes while the agents are down is
+    # lost, and the agents' caches are gone. The spec resync after the restart (an empty
+    # list) brings every work back; nothing applied is deleted on the way.
+    hub, source = mqtt.hub, mqtt.source
+    steady = Case([configmap("steady-cm", a="1")])
+    cases = {"plain": CASES["plain"], "steady": steady, "doomed": Case([configmap("doomed-cm")])}
+    for name, case in cases.items():
+        for side in hub.sides:
+            uid = await source.create(
+                side.cluster, name, copy.deepcopy(case.manifests), **copy.deepcopy(case.spec)
+            )
+            mqtt.uids[(side.cluster, name)] = uid
+    await compare_statuses(mqtt, cases)
+    await compare_applied(hub, list(cases))
+    before = {side.cluster: await steady_uid(side) for side in hub.sides}
+
+    await mqtt.stop_agents()
+    changed = Case([configmap("plain-cm", a="2")])
+    created = Case([configmap("created-cm", a="1")])
+    for side in hub.sides:  # all lost on the broker: nobody listens
+        await source.update(mqtt.uids[(side.cluster, "plain")], copy.deepcopy(changed.manifests))
+        await source.delete(mqtt.uids[(side.cluster, "doomed")])
+        mqtt.uids[(side.cluster, "created")] = await source.create(
+            side.cluster, "created", copy.deepcopy(created.manifests)
+        )
+    since = len(source.status_events)
+    await mqtt.start_agents()
+
+    after = {"plain": changed, "steady": steady, "created": created}
+    await compare_statuses(mqtt, after)
+    await compare_applied(hub, list(after))
+
+    async def resent(side: Side) -> Any:
+        """The works whose status has not come again since the restart (None: all)."""
+        seen = {e.extensions.get("resourceid") for _, e in source.status_events[since:]}
+        missing = [n for n in after if mqtt.uids[(side.cluster, n)] not in seen]
+        return missing or None
+
+    await same_on_both(hub, "statuses sent again", resent, lambda v: v, ready=lambda v: v is None)
+
+    async def doomed(side: Side) -> Any:
+        """What is left of the work deleted while the agents were down (None: nothing)."""
+        held = mqtt.uids[(side.cluster, "doomed")] in source.works
+        applied = await applied_work(side, "doomed")
+        return {"held": held, "applied": applied is not None} if held or applied else None
+
+    await same_on_both(hub, "the deleted work gone", doomed, lambda v: v, ready=lambda v: v is None)
+    # The unchanged work's object was neither deleted nor created again.
+    assert {side.cluster: await steady_uid(side) for side in hub.sides} == before
+
+
+async def steady_uid(side: Side) -> str:
+    """The UID of the steady work's ConfigMap on ``side``'s cluster."""
+    cm = await side.spoke.get(CONFIGMAPS, "steady-cm", NS)
+    return str(cm["metadata"]["uid"])
+
+
+async def test_shared_subscriptions(mqtt: Mqtt) -> None:
+    # Every topic in one `$share` group (both agents in it, each for its own cluster).
+    # Ours subscribes with the prefix, publishes without it (a `$share` topic is no
+    # topic to publish to), applies its work and reports it. OCM v1.2.1's agent keeps
+    # the prefix when publishing: mosquitto refuses its spec resync request
+    # ("not authorized"), and it receives no spec event at all (docs/cloudevents.md).
+    source = mqtt.source
+    await mqtt.stop_agents()
+    shared = {key: f"$share/agents/{topic}" for key, topic in topics().items()}
+    broker = f"127.0.0.1:{source.port}"
+    mqtt.config.write_text(yaml.safe_dump({"brokerHost": broker, "topics": shared}))
+    await mqtt.start_agents()
+    case = Case([configmap("shared-cm", a="1")])
+    uid = await source.create(OURS, "shared", copy.deepcopy(case.manifests))
+    await source.create(OCM, "shared", copy.deepcopy(case.manifests))
+
+    async def reported() -> bool:
+        update = source.last_status(uid)
+        return update is not None and update.generation == 1 and bool(update.conditions)
+
+    await eventually(reported, timeout=60, what="our agent's status through $share topics")
+    topic = next(t for t, e in source.status_events if e.extensions.get("resourceid") == uid)
+    assert topic == f"sources/maestro/consumers/{OURS}/agentevents"
+
+    # A broadcast status resync reaches one subscriber of the share group at a time
+    # (mosquitto takes turns): of four, ours gets some.
+    since = len(source.status_events)
+    for _ in range(4):
+        await source.request_statuses()
+
+    async def answered() -> bool:
+        return any(
+            e.type.endswith("status.resync_response") for _, e in source.status_events[since:]
+        )
+
+    await eventually(answered, timeout=60, what="our agent to answer a shared status resync")
+
+    async def refused() -> bool:
+        return "error publishing: The PUBLISH is not authorized" in mqtt.ocm_agent.log()
+
+    await eventually(refused, what="OCM's agent's resync request refused by the broker")

@@ -108,9 +108,11 @@ async def start_ocm_server(
     key: Path,
     client_ca: Path,
     port: int = 0,
+    extra: tuple[str, ...] = (),
 ) -> tuple[Peer, int]:
     """``server grpc`` serving mTLS on ``port`` (a free one by default; it binds every
-    interface, there is no option to bind loopback only); returns it and the port."""
+    interface, there is no option to bind loopback only), with ``extra`` flags (e.g.
+    ``--broker-heartbeat-disabled``); returns it and the port."""
     folder.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     config: dict[str, Any] = {
@@ -128,6 +130,7 @@ async def start_ocm_server(
         f"--server-config={config_path}",
         f"--listen=127.0.0.1:{free_port()}",
         "--disable-leader-election",
+        *extra,
     ]
     peer = Peer(spawn("ocm-grpc-server", argv, _fresh_log(folder / "ocm-server.log")))
     await wait_port(peer, port, "OCM's gRPC server")

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from ocmkit.durations import parse_duration_seconds
+from ocmkit.kube.config import yaml_problem
 
 
 class SourceConfigError(ValueError):
@@ -62,6 +63,8 @@ class GrpcConfig:
     url: str
     tls: TLSMaterial
     token: str = ""
+    #: Where ``token`` was read from (``tokenFile``, when no inline ``token`` is given).
+    token_file: str = ""
     keep_alive: KeepAlive = KeepAlive()
     server_healthiness_timeout: float | None = None
 
@@ -132,9 +135,14 @@ def read_yaml(path: str, what: str, error: type[Exception]) -> Any:
         return yaml.safe_load(Path(path).read_text())
     except FileNotFoundError:
         raise error(f"{what} not found: {path}") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise error(f"cannot read {what} {path}: {first}") from None
+    except yaml.YAMLError as err:
+        # Where and what on one line, as for the spoke's kubeconfig.
+        raise error(f"{what} {path} is not valid YAML: {yaml_problem(err)}") from None
+    except OSError as err:
+        # strerror alone: the message names the path already ("Is a directory").
+        raise error(f"cannot read {what} {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise error(f"cannot read {what} {path}: {err}") from None
 
 
 class _Reader:
@@ -213,8 +221,8 @@ def load_grpc_config(path: str) -> GrpcConfig:
         raise reader.fail(f"url {url!r} must be host:port (no scheme)")
     tls = reader.tls()
     token = reader.string("token")
-    token_file = reader.string("tokenFile")
-    if not token and token_file:
+    token_file = "" if token else reader.string("tokenFile")
+    if token_file:
         try:
             token = Path(token_file).read_text().strip()
         except OSError as err:
@@ -236,7 +244,12 @@ def load_grpc_config(path: str) -> GrpcConfig:
     )
     healthiness = reader.duration("serverHealthinessTimeout", reader.doc, None)
     return GrpcConfig(
-        url=url, tls=tls, token=token, keep_alive=keep, server_healthiness_timeout=healthiness
+        url=url,
+        tls=tls,
+        token=token,
+        token_file=token_file,
+        keep_alive=keep,
+        server_healthiness_timeout=healthiness,
     )
 
 

@@ -2,7 +2,8 @@
 
 Every subscription opens a new channel, so rotated client certificate files
 are read afresh on each reconnect; while subscribed, a change of the files
-ends the subscription.
+ends the subscription. ``tokenFile`` is read again for each new channel,
+so a rotated token is used from the next reconnect on.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
 from ocmkit.cloudevents.protobuf import SUBSCRIPTION_ID_HEADER, from_pb, is_heartbeat, to_pb
 from ocmkit.cloudevents.statuserror import kube_error_from_text
 from ocmkit.kube import KubeError, Unreachable
-from ocmkit.kube.errors import error_from_status
+from ocmkit.kube.credentials import TokenFileCredentials
+from ocmkit.kube.errors import KubeConfigError, error_from_status
 from ocmkit.runtime.manager import file_fingerprint
 from workagent.sources.config import GrpcConfig, load_grpc_config
 from workagent.sources.transport import NotReady, SubscriptionFailed
@@ -81,6 +83,7 @@ class GrpcTransport:
         self.endpoint = self.config.url
         self.cluster = cluster
         self._stub: CloudEventServiceAsyncStub | None = None
+        self._token: TokenFileCredentials | None = None
         keep = self.config.keep_alive
         if keep.enable and keep.time != keep.configured_time:
             log.warning(
@@ -121,11 +124,31 @@ class GrpcTransport:
             private_key=config.tls.key,
             certificate_chain=config.tls.cert,
         )
-        if config.token:
+        token = config.token
+        if config.token_file:
+            token = self._token_file(config).current().removeprefix("Bearer ")
+        if token:
             creds = grpc.composite_channel_credentials(
-                creds, grpc.access_token_call_credentials(config.token)
+                creds, grpc.access_token_call_credentials(token)
             )
         return grpc.aio.secure_channel(config.url, creds, options=self.channel_options())
+
+    def _token_file(self, config: GrpcConfig) -> TokenFileCredentials:
+        """``tokenFile``, read again for each new channel (a reconnect).
+
+        A projected service-account token is replaced on disk before it
+        expires; one read once at start would be refused after a reconnect
+        (OCM v1.2.1's agent then stays unauthenticated until restarted). A file
+        that cannot be read mid-rotation leaves the last token in use.
+        """
+        if self._token is None or str(self._token.path) != config.token_file:
+            try:
+                self._token = TokenFileCredentials(config.token_file)
+            except KubeConfigError as err:
+                raise SubscriptionFailed(str(err)) from None
+        else:
+            self._token.invalidate()
+        return self._token
 
     @contextlib.asynccontextmanager
     async def subscription(self) -> AsyncIterator[AsyncIterator[CloudEvent]]:
