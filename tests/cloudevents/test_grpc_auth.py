@@ -25,7 +25,7 @@ from tests.cloudevents.conftest import (
     grant_agent,
     server_config,
 )
-from tests.support.prepare import service_account_user, wait_allowed
+from tests.support.prepare import User, service_account_user, wait_allowed
 from tests.support.programs import CLUSTER
 from tests.support.targets import Cluster
 from workagent.sources.grpcdriver import GrpcTransport
@@ -135,17 +135,13 @@ async def token_hub(hub: KubeSim, hub_client: KubeClient, pki: Pki, tmp_path: Pa
     return server
 
 
-async def test_bearer_tokens_are_reviewed(
-    token_hub: GrpcHub, hub: Cluster, hub_client: KubeClient, pki: Pki
-) -> None:
-    # ServiceAccounts, so that the tokens exist on both targets (a real apiserver
-    # cannot add a plain user); the agent's role (granted by ``token_hub``) is bound
-    # to the group of the agent's ServiceAccount namespace too.
-    agent = await service_account_user(hub, hub_client, "agents", "by-token")
+async def agent_account(hub: Cluster, hub_client: KubeClient, name: str) -> User:
+    """A ServiceAccount of namespace ``agents`` bound to the agent's role on cluster1."""
+    agent = await service_account_user(hub, hub_client, "agents", name)
     await hub_client.create(
         ROLE_BINDINGS,
         {
-            "metadata": {"name": "work-agent-by-token", "namespace": CLUSTER},
+            "metadata": {"name": f"work-agent-{name}", "namespace": CLUSTER},
             "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": "work-agent"},
             "subjects": [
                 {"apiGroup": RBAC_GROUP, "kind": "Group", "name": "system:serviceaccounts:agents"}
@@ -156,6 +152,16 @@ async def test_bearer_tokens_are_reviewed(
         hub_client, agent.name, "watch", "manifestworks",
         group=MANIFESTWORKS.group, namespace=CLUSTER, groups=("system:serviceaccounts:agents",),
     )  # fmt: skip
+    return agent
+
+
+async def test_bearer_tokens_are_reviewed(
+    token_hub: GrpcHub, hub: Cluster, hub_client: KubeClient, pki: Pki
+) -> None:
+    # ServiceAccounts, so that the tokens exist on both targets (a real apiserver
+    # cannot add a plain user); the agent's role (granted by ``token_hub``) is bound
+    # to the group of the agent's ServiceAccount namespace too.
+    agent = await agent_account(hub, hub_client, "by-token")
     try:
         token = agent.token
         async with channel(token_hub, pki, token=token, cert=False) as chan:
@@ -181,21 +187,7 @@ async def test_a_rotated_token_file_is_read_on_reconnect(
     # A projected service-account token is replaced on disk before it expires: the
     # transport reads ``tokenFile`` again for every new subscription (OCM v1.2.1's agent
     # keeps the token it started with; tests/peers/test_grpc_upkeep_side_by_side.py).
-    agent = await service_account_user(hub, hub_client, "agents", "by-token-file")
-    await hub_client.create(
-        ROLE_BINDINGS,
-        {
-            "metadata": {"name": "work-agent-by-token-file", "namespace": CLUSTER},
-            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": "work-agent"},
-            "subjects": [
-                {"apiGroup": RBAC_GROUP, "kind": "Group", "name": "system:serviceaccounts:agents"}
-            ],
-        },
-    )
-    await wait_allowed(
-        hub_client, agent.name, "watch", "manifestworks",
-        group=MANIFESTWORKS.group, namespace=CLUSTER, groups=("system:serviceaccounts:agents",),
-    )  # fmt: skip
+    agent = await agent_account(hub, hub_client, "by-token-file")
     token_file = tmp_path / "token"
     token_file.write_text("not-a-token\n")
     config = tmp_path / "agent-token-file.yaml"

@@ -29,7 +29,6 @@ import pytest
 import yaml
 
 from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, NotFound
-from tests.integration.conftest import work_body
 from tests.peers.test_agent_side_by_side import (
     NS,
     OCM,
@@ -41,6 +40,7 @@ from tests.peers.test_agent_side_by_side import (
     applied_work,
     compare_applied,
     compare_works,
+    create_case,
     hub_side,
     hub_work,
     same_on_both,
@@ -173,14 +173,6 @@ async def agents(
                 await agents.stop()
 
 
-async def create(hub: Hub, name: str, case: Case) -> None:
-    """The work ``name`` in both cluster namespaces."""
-    for side in hub.sides:
-        body = work_body(name, copy.deepcopy(case.manifests))
-        body["metadata"]["namespace"] = side.cluster
-        await hub.client.create(MANIFESTWORKS, body, side.cluster)
-
-
 async def gone(hub: Hub, what: str, read: Any) -> None:
     """Wait until ``read(side)`` is None on both sides."""
     await same_on_both(hub, what, read, lambda v: v, ready=lambda v: v is None)
@@ -190,7 +182,7 @@ async def gone(hub: Hub, what: str, read: Any) -> None:
 async def test_changes_made_while_the_agents_were_down(agents: Agents) -> None:
     hub = agents.hub
     for name, case in BEFORE.items():
-        await create(hub, name, case)
+        await create_case(hub, name, case)
     await compare_works(hub, list(BEFORE), BEFORE)
     await compare_applied(hub, list(BEFORE))
 
@@ -200,7 +192,7 @@ async def test_changes_made_while_the_agents_were_down(agents: Agents) -> None:
         work = await hub.client.get(MANIFESTWORKS, "kept", side.cluster)
         work["spec"]["workload"]["manifests"] = copy.deepcopy(KEPT_AFTER.manifests)
         await hub.client.update(MANIFESTWORKS, work)
-    await create(hub, "created", CREATED)
+    await create_case(hub, "created", CREATED)
     for side in hub.sides:  # somebody edits an object of an unchanged work meanwhile
         await side.spoke.patch(CONFIGMAPS, "steady-cm", {"data": {"a": "edited"}}, NS)
     for side in hub.sides:  # nobody cleans up: the deleted work waits on its finalizer
@@ -244,7 +236,7 @@ async def test_a_new_hub_address_evicts_the_old_applied_works(agents: Agents) ->
     works anew, and evict the AppliedManifestWorks of the old hash after the grace
     period, leaving the objects to the new ones."""
     hub = agents.hub
-    await create(hub, "moved", BEFORE["steady"])
+    await create_case(hub, "moved", BEFORE["steady"])
     await compare_works(hub, ["moved"], {"moved": BEFORE["steady"]})
     old_hash = hub.ocm.hub_hash
 

@@ -1041,14 +1041,18 @@ async def compare_object(hub: Hub, res: Mapping[str, Any]) -> None:
     )
 
 
+async def create_case(hub: Hub, name: str, case: Case) -> None:
+    """The work ``name`` of ``case`` in both cluster namespaces."""
+    for side in hub.sides:
+        body = work_body(name, copy.deepcopy(case.manifests), **copy.deepcopy(case.spec))
+        body["metadata"]["namespace"] = side.cluster
+        await hub.client.create(MANIFESTWORKS, body, side.cluster)
+
+
 async def create_everywhere(hub: Hub, names: list[str]) -> None:
     """Create the named works of the corpus in both cluster namespaces."""
     for name in names:
-        case = CASES[name]
-        for side in hub.sides:
-            body = work_body(name, copy.deepcopy(case.manifests), **copy.deepcopy(case.spec))
-            body["metadata"]["namespace"] = side.cluster
-            await hub.client.create(MANIFESTWORKS, body, side.cluster)
+        await create_case(hub, name, CASES[name])
 
 
 # -- the scenario -------------------------------------------------------------------------

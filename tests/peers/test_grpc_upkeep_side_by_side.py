@@ -27,7 +27,6 @@ import yaml
 from demo.environment import grant_agent
 from ocmkit.kube import MANIFESTWORKS, SERVICE_ACCOUNTS, KubeClient
 from tests.conftest import eventually
-from tests.integration.conftest import work_body
 from tests.peers.test_agent_side_by_side import (
     OCM,
     OURS,
@@ -36,6 +35,7 @@ from tests.peers.test_agent_side_by_side import (
     Hub,
     Side,
     compare_works,
+    create_case,
     hub_side,
     hub_work,
     settled,
@@ -165,14 +165,6 @@ async def upkeep(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Upke
             await up.stop()
 
 
-async def create(hub: Hub, name: str, case: Case) -> None:
-    """The work ``name`` in both cluster namespaces."""
-    for side in hub.sides:
-        body = work_body(name, copy.deepcopy(case.manifests))
-        body["metadata"]["namespace"] = side.cluster
-        await hub.client.create(MANIFESTWORKS, body, side.cluster)
-
-
 async def until_logged(
     up: Upkeep, what: str, pattern: dict[str, str], count: int
 ) -> dict[str, int]:
@@ -201,7 +193,7 @@ async def test_no_heartbeat_within_the_healthiness_timeout(upkeep: Upkeep) -> No
     await upkeep.start_server("--broker-heartbeat-disabled")
     await upkeep.cert_configs(serverHealthinessTimeout="4s")
     await upkeep.start_agents()
-    await create(upkeep.hub, "small", SMALL)
+    await create_case(upkeep.hub, "small", SMALL)
     await compare_works(upkeep.hub, ["small"], {"small": SMALL})
     await until_logged(
         upkeep,
@@ -243,7 +235,7 @@ async def test_a_rotated_token_file_is_read_on_reconnect(upkeep: Upkeep) -> None
             side.cluster, {"caFile": str(upkeep.setup.ca.ca_file), "tokenFile": str(token_file)}
         )
     await upkeep.start_agents()
-    await create(hub, "small", SMALL)
+    await create_case(hub, "small", SMALL)
     await compare_works(hub, ["small"], {"small": SMALL})
 
     # The token is rotated on disk and the old one stops being valid (its service
@@ -294,8 +286,8 @@ async def test_a_work_over_the_manifest_limit_costs_no_connection(upkeep: Upkeep
     await upkeep.start_agents()
     hub = upkeep.hub
     blob = "x" * (350 * 1024)
-    await create(hub, "big", Case([configmap(f"big-{i}", a=blob) for i in range(4)]))
-    await create(hub, "small", SMALL)
+    await create_case(hub, "big", Case([configmap(f"big-{i}", a=blob) for i in range(4)]))
+    await create_case(hub, "small", SMALL)
     await compare_works(hub, ["small"], {"small": SMALL})
     await until_logged(
         upkeep,
