@@ -125,8 +125,8 @@ async def test_what_go_types_cannot_read_is_refused() -> None:
         "of type int32"
     )
     # A Duration's error stops Go's decoder at once: it wins over a saved range error.
-    block = {"mandatoryDecisionGroups": groups, "minSuccessTime": "1x"}
-    mwrs = _rollout({"type": "ProgressivePerGroup", "progressivePerGroup": block})
+    both = {"mandatoryDecisionGroups": groups, "minSuccessTime": "1x"}
+    mwrs = _rollout({"type": "ProgressivePerGroup", "progressivePerGroup": both})
     assert response(await _answer(_review("CREATE", mwrs), ON))["status"] == errored(
         'time: unknown unit "x" in duration "1x"'
     )
