@@ -25,7 +25,6 @@ from ocmkit.runtime import (
     Informer,
     LeaderElector,
     Manager,
-    ManagerSettings,
 )
 from schemas.wire import GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK, GATE_MANIFEST_WORK_REPLICA_SET
 
@@ -122,13 +121,7 @@ def _compose(
     deps = HubDeps(hub=hub, works=works, workers=settings.workers)
     manager = Manager(
         MANAGER_NAME,
-        settings=ManagerSettings(
-            bind_address=settings.listen,
-            ssl_context=serving_tls,
-            auth_client=hub,
-            handle_signals=handle_signals,
-            build_info=settings.component_namespace,
-        ),
+        settings=settings.manager_settings(serving_tls, hub, handle_signals=handle_signals),
         leader_elector=LeaderElector(hub, settings.leader_election),
     )
     enabled: list[str] = []

@@ -15,7 +15,8 @@ from ocmkit.command import LOG_FORMATS, LOG_LEVELS
 if TYPE_CHECKING:
     import ssl
 
-    from ocmkit.runtime import LeaderElectionSettings
+    from ocmkit.kube.client import KubeClient
+    from ocmkit.runtime import LeaderElectionSettings, ManagerSettings
 
 
 def check_logging(log_format: str, log_level: str) -> None:
@@ -56,6 +57,25 @@ class ServingSettings:
     tls_private_key_file: str
     tls_min_version: str
     tls_cipher_suites: str
+    component_namespace: str
+
+    def manager_settings(
+        self, ssl_context: ssl.SSLContext | None, auth_client: KubeClient, *, handle_signals: bool
+    ) -> ManagerSettings:
+        """How the program's manager serves ``--listen``.
+
+        ``ssl_context`` is :meth:`serving_tls`'s; callers of an HTTPS endpoint
+        are reviewed through ``auth_client``.
+        """
+        from ocmkit.runtime import ManagerSettings  # noqa: PLC0415 (see the module)
+
+        return ManagerSettings(
+            bind_address=self.listen,
+            ssl_context=ssl_context,
+            auth_client=auth_client,
+            handle_signals=handle_signals,
+            build_info=self.component_namespace,
+        )
 
     def serving_tls(self) -> ssl.SSLContext | None:
         """The context of the /metrics and probe endpoint; None for plain HTTP.

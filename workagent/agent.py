@@ -25,7 +25,6 @@ from ocmkit.runtime import (
     Informer,
     LeaderElector,
     Manager,
-    ManagerSettings,
     run_built,
     strip_managed_fields,
 )
@@ -173,12 +172,8 @@ async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -
     elector = LeaderElector(own or spoke, settings.leader_election)
     manager = Manager(
         MANAGER_NAME,
-        settings=ManagerSettings(
-            bind_address=settings.listen,
-            ssl_context=serving_tls,
-            auth_client=own or spoke,
-            handle_signals=handle_signals,
-            build_info=settings.component_namespace,
+        settings=settings.manager_settings(
+            serving_tls, own or spoke, handle_signals=handle_signals
         ),
         leader_elector=elector,
     )

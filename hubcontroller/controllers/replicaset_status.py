@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -34,9 +34,12 @@ from schemas.wire import (
 from schemas.work_v1alpha1 import ManifestWorkReplicaSetSummary, PlacementSummary
 
 
-@dataclass
+@dataclass(slots=True)
 class Counts:
-    """Work counts of one placement, or of the whole replica set."""
+    """Work counts of one placement, or of the whole replica set.
+
+    The fields are the summary's counted fields, under their wire names.
+    """
 
     total: int = 0
     applied: int = 0
@@ -46,25 +49,16 @@ class Counts:
 
     def add(self, other: Counts) -> None:
         """Add ``other``'s counts to these."""
-        self.total += other.total
-        self.applied += other.applied
-        self.available += other.available
-        self.progressing += other.progressing
-        self.degraded += other.degraded
+        for name in _COUNTED:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def to_wire(self) -> dict[str, Any]:
         """The ManifestWorkReplicaSetSummary (every field written, as OCM does)."""
-        return ManifestWorkReplicaSetSummary(
-            total=self.total,
-            applied=self.applied,
-            available=self.available,
-            progressing=self.progressing,
-            degraded=self.degraded,
-        ).to_wire()
+        return ManifestWorkReplicaSetSummary(**asdict(self)).to_wire()
 
 
 #: The summary fields a reconcile computes.
-_COUNTED = frozenset({"total", "applied", "available", "progressing", "degraded"})
+_COUNTED = tuple(field.name for field in fields(Counts))
 
 
 @dataclass

@@ -35,7 +35,7 @@ from hubcontroller.grpcserver.config import GrpcServerConfig, GrpcServerSettings
 from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import add_CloudEventServiceServicer_to_server
 from ocmkit.command import EXIT_FAILURE
 from ocmkit.kube import KubeClient
-from ocmkit.runtime import Manager, ManagerSettings, run_main
+from ocmkit.runtime import Manager, run_main
 
 log = structlog.get_logger(__name__)
 
@@ -275,13 +275,7 @@ async def build_grpc_server(
         raise
     manager = Manager(
         MANAGER_NAME,
-        settings=ManagerSettings(
-            bind_address=settings.listen,
-            ssl_context=serving_tls,
-            auth_client=hub,
-            handle_signals=handle_signals,
-            build_info=settings.component_namespace,
-        ),
+        settings=settings.manager_settings(serving_tls, hub, handle_signals=handle_signals),
     )
     manager.add_service(service)
     manager.add_closer("hub client", hub.close)
