@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from ocmkit.cloudevents import MANIFEST_BUNDLES
 from ocmkit.cloudevents.pb.cloudevent_pb2 import SubscriptionRequest
 from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
 from ocmkit.cloudevents.protobuf import is_heartbeat
-from ocmkit.kube import KubeClient
+from ocmkit.kube import MANIFESTWORKS, KubeClient
 from tests.cloudevents.conftest import (
     AGENT_GROUP,
     AGENT_USER,
@@ -23,6 +25,8 @@ from tests.cloudevents.conftest import (
     wait_subscribed,
     write_agent_config,
 )
+from tests.integration.conftest import work_body
+from tests.support.manifests import configmap
 from tests.support.programs import CLUSTER, AgentRunner
 from workagent.sources.grpcdriver import GrpcTransport
 from workagent.sources.transport import SubscriptionFailed
@@ -49,6 +53,38 @@ async def test_a_silent_server_is_abandoned_after_the_healthiness_timeout(
     async with AgentRunner(grpc_agent_settings(tmp_path, config)) as runner:
         # No heartbeat ever comes: the agent reconnects (and resyncs) on its own.
         await wait_subscribed(runner, at_least=2)
+
+
+async def test_spec_events_without_heartbeats_do_not_keep_the_server_healthy(
+    grpc_hub: GrpcHub, hub_client: KubeClient, spoke_client: KubeClient, pki: Pki, tmp_path: Path
+) -> None:
+    grpc_hub.settings = replace(grpc_hub.settings, heartbeat_disabled=True)
+    await grpc_hub.restart()
+    config = write_agent_config(
+        tmp_path / "busy.yaml", grpc_hub.url, pki, serverHealthinessTimeout="1s"
+    )
+    await hub_client.create(MANIFESTWORKS, work_body("busy", [configmap("busy", n="0")]))
+
+    async def keep_changing() -> None:
+        # A spec event about every 0.2 s, far more often than the timeout.
+        for n in itertools.count(1):
+            await hub_client.patch(
+                MANIFESTWORKS,
+                "busy",
+                {"spec": {"workload": {"manifests": [configmap("busy", n=str(n))]}}},
+                CLUSTER,
+            )
+            await asyncio.sleep(0.2)
+
+    async with AgentRunner(grpc_agent_settings(tmp_path, config)) as runner:
+        changes = asyncio.create_task(keep_changing())
+        try:
+            # Events keep coming, heartbeats never: the agent still reconnects.
+            await wait_subscribed(runner, at_least=3)
+        finally:
+            changes.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await changes
 
 
 async def test_a_rotated_client_certificate_reconnects(

@@ -198,9 +198,13 @@ class GrpcTransport:
 
     async def _events(self, received: Received) -> AsyncIterator[CloudEvent]:
         silence = self.config.server_healthiness_timeout
+        loop = asyncio.get_running_loop()
+        # Only a heartbeat proves the server healthy (spec 3.5): spec events do not
+        # move the deadline, as sdk-go's heartbeat watcher does not.
+        deadline = None if silence is None else loop.time() + silence
         while True:
             try:
-                async with asyncio.timeout(silence):  # not wait_for: it can lose a cancel
+                async with asyncio.timeout_at(deadline):  # not wait_for: it can lose a cancel
                     item = await received.get()
             except TimeoutError:
                 raise SubscriptionFailed(
@@ -209,6 +213,8 @@ class GrpcTransport:
             if isinstance(item, SubscriptionFailed):
                 raise item
             if is_heartbeat(item):
+                if silence is not None:
+                    deadline = loop.time() + silence
                 continue
             try:
                 yield from_pb(item)
