@@ -29,9 +29,9 @@ from tests.conditions.test_celengine import OBJ
 from workagent.conditions import celcheck
 from workagent.conditions.celcost import CostTracker
 from workagent.conditions.celengine import CelEngine, CompileFailure, run_program
-from workagent.conditions.celfunctions import cel_type_name, type_value_name
 from workagent.conditions.celoptional import CelOptional
 from workagent.conditions.celtime import format_timestamp
+from workagent.conditions.celvalues import cel_type_name, type_value_name
 
 pytestmark = pytest.mark.realkube
 

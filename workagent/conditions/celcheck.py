@@ -36,13 +36,9 @@ from celpy.evaluation import celstr
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from workagent.conditions.celfunctions import (
-    TYPE_NAMES,
-    CelFunctionError,
-    clause_type_error,
-    format_clauses,
-    regex_error,
-)
+from workagent.conditions.celformat import clause_type_error, format_clauses
+from workagent.conditions.celfunctions import TYPE_NAMES
+from workagent.conditions.celstrings import regex_error
 from workagent.conditions.celtree import (
     location,
     signed_number,
@@ -59,6 +55,7 @@ from workagent.conditions.celtyping import (
     Typing,
     check_types,
 )
+from workagent.conditions.celvalues import CelFunctionError
 
 #: Longest expression accepted (cel-go's own limit is 100,000 code points).
 MAX_EXPRESSION_CHARS: Final = 4096

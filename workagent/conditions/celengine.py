@@ -37,17 +37,16 @@ from lark.exceptions import UnexpectedInput
 
 from workagent.conditions import celcheck, celints
 from workagent.conditions.celcost import Budget, CostLimitExceeded, CostTracker
-from workagent.conditions.celfunctions import (
-    FUNCTIONS,
-    TYPE_NAMES,
+from workagent.conditions.celfunctions import FUNCTIONS, TYPE_NAMES
+from workagent.conditions.celinterpreter import Runner, parser
+from workagent.conditions.celoptional import CelOptional, NoneDereferenceError
+from workagent.conditions.celvalues import (
     CelBudgetError,
     CelFunctionError,
     CelIndexError,
     CelKeyError,
     Quantity,
 )
-from workagent.conditions.celinterpreter import Runner, parser
-from workagent.conditions.celoptional import CelOptional, NoneDereferenceError
 from workagent.conditions.kubevalues import CIDR, IP, URL, KubeValueError, Semver
 from workagent.conditions.protocol import (
     CelProgram,

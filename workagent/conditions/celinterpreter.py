@@ -47,13 +47,8 @@ from workagent.conditions.celcost import (
     is_attribute,
     sized_calls,
 )
-from workagent.conditions.celfunctions import (
-    QUALIFIED_FUNCTIONS,
-    CelFunctionError,
-    as_type,
-    cel_type_name,
-    format_value,
-)
+from workagent.conditions.celformat import format_value
+from workagent.conditions.celfunctions import QUALIFIED_FUNCTIONS
 from workagent.conditions.celoptional import NONE, CelOptional
 from workagent.conditions.celtime import ZONED_GETTERS, TimeZoneError, field_in_zone
 from workagent.conditions.celtree import (
@@ -65,6 +60,7 @@ from workagent.conditions.celtree import (
     unary_run,
     unwrap,
 )
+from workagent.conditions.celvalues import CelFunctionError, as_type, cel_type_name
 
 # (celpy's rule, ours): each must match celpy's grammar exactly once.
 _GRAMMAR_EDITS: Final = (
