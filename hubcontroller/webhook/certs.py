@@ -24,6 +24,7 @@ import structlog
 from cryptography import x509
 
 from hubcontroller.webhook import metrics
+from ocmkit.runtime.tls import CertificatePairError, load_cert_pair
 
 log = structlog.get_logger(__name__)
 
@@ -140,8 +141,8 @@ class CertificateReloader:
         try:
             # load_cert_chain reads files; what is loaded may be newer than
             # `pair` if a write lands in between, then the next check reloads.
-            context.load_cert_chain(self.cert_file, self.key_file)
-        except (OSError, ssl.SSLError) as err:
+            load_cert_pair(context, self.cert_file, self.key_file)
+        except (OSError, CertificatePairError) as err:
             metrics.CERT_READ_ERRORS.inc()
             raise CertificateError(
                 f"cannot load {self.cert_file} with {self.key_file}: {err}"

@@ -77,6 +77,50 @@ class TLSConfigError(ValueError):
     """A TLS flag value, certificate or key that cannot serve; the message names the flag."""
 
 
+class CertificatePairError(ValueError):
+    """A certificate and key that were read but do not load; the message says which is wrong."""
+
+
+def _no_passphrase() -> bytes:
+    # OpenSSL's default is to prompt on the terminal for an encrypted key,
+    # which would block the event loop; an empty passphrase fails at once.
+    return b""
+
+
+def load_cert_pair(
+    context: ssl.SSLContext, cert_file: str | os.PathLike[str], key_file: str | os.PathLike[str]
+) -> None:
+    """``context.load_cert_chain(cert_file, key_file)`` that never prompts for a passphrase.
+
+    Raises OSError for a file that cannot be read, and :class:`CertificatePairError`
+    naming the problem (no PEM certificate, no PEM key, an encrypted key, a key of
+    another certificate) where OpenSSL only says ``PEM lib``.
+    """
+    try:
+        context.load_cert_chain(cert_file, key_file, password=_no_passphrase)
+    except ssl.SSLError as err:
+        raise CertificatePairError(_pair_problem(Path(cert_file), Path(key_file), err)) from err
+
+
+def _pair_problem(cert_file: Path, key_file: Path, err: ssl.SSLError) -> str:
+    """Which half of a pair OpenSSL refused, in words an operator can act on."""
+    if err.reason == "KEY_VALUES_MISMATCH":
+        return "the private key does not match the certificate"
+    try:
+        cert = cert_file.read_text(encoding="ascii", errors="ignore")
+        key = key_file.read_bytes()
+    except OSError:
+        return str(err)  # replaced meanwhile: OpenSSL's words are all there is
+    try:
+        # Parses every certificate of the file, as the chain load does.
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cadata=cert)
+    except (ssl.SSLError, ValueError):
+        return "the certificate file holds no readable PEM certificate"
+    if b"ENCRYPTED" in key:
+        return "the private key is encrypted (an unencrypted key is needed)"
+    return "the key file holds no readable PEM private key"
+
+
 def parse_tls_version(name: str) -> ssl.TLSVersion:
     """``VersionTLS12`` -> TLS 1.2; empty -> the default (1.2). ValueError when unknown."""
     if not name:
@@ -208,10 +252,9 @@ def serving_context(
         raise TLSConfigError("--tls-cert-file and --tls-private-key-file must be given together")
     if cert_file:
         try:
-            context.load_cert_chain(cert_file, key_file)
-        except OSError as err:
-            # ssl.SSLError (a key that does not match, not PEM) is an OSError too.
-            reason = err if isinstance(err, ssl.SSLError) or not err.strerror else err.strerror
+            load_cert_pair(context, cert_file, key_file)
+        except (OSError, CertificatePairError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else err
             raise TLSConfigError(
                 f"--tls-cert-file/--tls-private-key-file: cannot load {cert_file} with "
                 f"{key_file}: {reason}"

@@ -8,11 +8,14 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography.hazmat.primitives import serialization
 from structlog.testing import capture_logs
 
+from tests.support.throwaway_pki import new_key, pem, pem_key, signed_certificate
 from workagent.sources.config import MqttTopics, load_grpc_config, load_mqtt_config
 from workagent.sources.grpcdriver import GrpcTransport
-from workagent.sources.mqttdriver import publish_topic, subscribe_topics
+from workagent.sources.mqttdriver import MqttTransport, publish_topic, subscribe_topics
+from workagent.sources.transport import SubscriptionFailed
 
 
 def write(tmp_path: Path, doc: dict[str, Any]) -> str:
@@ -189,3 +192,36 @@ def test_mqtt_config_and_topics(tmp_path: Path) -> None:
 def test_mqtt_config_errors(tmp_path: Path, doc: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         load_mqtt_config(write(tmp_path, doc))
+
+
+async def test_mqtt_encrypted_client_key_is_an_error_not_a_passphrase_prompt(
+    tmp_path: Path,
+) -> None:
+    """OpenSSL would ask for the passphrase on the terminal (EINVAL without one)."""
+    key = new_key()
+    (tmp_path / "tls.crt").write_bytes(pem(signed_certificate("agent", key)))
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"secret"),
+    )
+    (tmp_path / "tls.key").write_bytes(encrypted)
+    doc = {
+        "brokerHost": "127.0.0.1:8883",
+        "clientCertFile": str(tmp_path / "tls.crt"),
+        "clientKeyFile": str(tmp_path / "tls.key"),
+        "topics": {
+            "sourceEvents": "sources/maestro/consumers/+/sourceevents",
+            "agentEvents": "sources/maestro/consumers/+/agentevents",
+        },
+    }
+    transport = MqttTransport(write(tmp_path, doc), "cluster1", "cluster1-work-agent")
+    with pytest.raises(SubscriptionFailed) as caught:
+        transport._new_client()
+    assert str(caught.value) == (
+        "mqtt TLS: the private key is encrypted (an unencrypted key is needed)"
+    )
+    # The same key unencrypted loads.
+    (tmp_path / "tls.key").write_bytes(pem_key(key))
+    transport = MqttTransport(write(tmp_path, doc), "cluster1", "cluster1-work-agent")
+    assert transport._new_client() is not None

@@ -8,13 +8,22 @@ import ssl
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from ocmkit.runtime import ObservabilityServer
-from ocmkit.runtime.tls import TLSConfigError, default_hostnames, serving_context
+from ocmkit.runtime.tls import (
+    CertificatePairError,
+    TLSConfigError,
+    default_hostnames,
+    load_cert_pair,
+    serving_context,
+)
+from tests.support.throwaway_pki import new_key, pem, pem_key, signed_certificate
 
 
 @contextlib.asynccontextmanager
@@ -109,6 +118,54 @@ def test_tls13_suites_are_accepted_and_leave_tls12_at_its_defaults() -> None:
 def test_unusable_settings_name_the_flag(kwargs: dict[str, str], message: str) -> None:
     with pytest.raises(TLSConfigError, match=message):
         serving_context(**kwargs)
+
+
+def _bad_pairs() -> dict[str, tuple[bytes, bytes]]:
+    key = new_key()
+    cert = pem(signed_certificate("pair", key))
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"secret"),
+    )
+    return {
+        "not PEM": (b"garbage\n", pem_key(key)),
+        "a key as certificate": (pem_key(key), pem_key(key)),
+        "key not PEM": (cert, b"garbage\n"),
+        "a certificate as key": (cert, cert),
+        "encrypted key": (cert, encrypted),
+        "another key": (cert, pem_key(new_key())),
+    }
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ("not PEM", "the certificate file holds no readable PEM certificate"),
+        ("a key as certificate", "the certificate file holds no readable PEM certificate"),
+        ("key not PEM", "the key file holds no readable PEM private key"),
+        ("a certificate as key", "the key file holds no readable PEM private key"),
+        # OpenSSL would prompt for the passphrase on the terminal (or fail with EINVAL).
+        ("encrypted key", "the private key is encrypted (an unencrypted key is needed)"),
+        ("another key", "the private key does not match the certificate"),
+    ],
+)
+def test_a_pair_that_does_not_load_says_which_half_is_wrong(
+    tmp_path: Path, case: str, reason: str
+) -> None:
+    """Where OpenSSL only says ``[SSL] PEM lib``; the serving flags carry the same words."""
+    cert_file, key_file = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert, key = _bad_pairs()[case]
+    cert_file.write_bytes(cert)
+    key_file.write_bytes(key)
+    with pytest.raises(CertificatePairError) as caught:
+        load_cert_pair(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), cert_file, key_file)
+    assert str(caught.value) == reason
+    with pytest.raises(TLSConfigError) as flagged:
+        serving_context(cert_file=str(cert_file), key_file=str(key_file))
+    assert str(flagged.value) == (
+        f"--tls-cert-file/--tls-private-key-file: cannot load {cert_file} with {key_file}: {reason}"
+    )
 
 
 def test_self_signed_names_cover_loopback_and_the_hostname() -> None:

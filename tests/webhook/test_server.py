@@ -199,6 +199,15 @@ async def test_missing_certificate_fails_start(tmp_path: Path) -> None:
     await server.stop()
 
 
+async def test_unloadable_certificate_fails_start_naming_the_bad_half(certdir: Path) -> None:
+    """Not OpenSSL's ``[SSL] PEM lib``: which file is wrong (controller-runtime says as much)."""
+    (certdir / "tls.crt").write_bytes(b"garbage\n")
+    server = WebhookServer(local_settings(certdir), access=RecordingAccess())
+    with pytest.raises(CertificateError, match="holds no readable PEM certificate"):
+        await server.start()
+    await server.stop()
+
+
 async def test_health_probes(certdir: Path) -> None:
     server = WebhookServer(local_settings(certdir), access=RecordingAccess())
     async with TestClient(TestServer(server.health_app())) as client:

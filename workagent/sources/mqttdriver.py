@@ -27,6 +27,7 @@ from ocmkit.cloudevents import CloudEvent, EventDecodeError
 from ocmkit.cloudevents.event import EXT_ORIGINAL_SOURCE
 from ocmkit.cloudevents.mqttcodec import from_mqtt, to_mqtt
 from ocmkit.kube import Unreachable
+from ocmkit.runtime.tls import CertificatePairError, load_cert_pair
 from workagent.sources.config import (
     MqttConfig,
     MqttTopics,
@@ -70,7 +71,7 @@ def _client_tls(tls: TLSMaterial) -> ssl.SSLContext:
     context = ssl.create_default_context(cadata=tls.ca.decode() if tls.ca else None)
     context.minimum_version = ssl.TLSVersion.TLSv1_3
     if tls.cert_file and tls.key_file:
-        context.load_cert_chain(tls.cert_file, tls.key_file)
+        load_cert_pair(context, tls.cert_file, tls.key_file)
         return context
     # The ssl module loads a certificate chain from files only.
     with tempfile.TemporaryDirectory(prefix="mqtt-tls-") as tmp:
@@ -80,7 +81,7 @@ def _client_tls(tls: TLSMaterial) -> ssl.SSLContext:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as out:
                 out.write(data or b"")
-        context.load_cert_chain(cert_file, key_file)
+        load_cert_pair(context, cert_file, key_file)
     return context
 
 
@@ -102,7 +103,7 @@ class MqttTransport:
         if config.tls.cert and config.tls.key:
             try:
                 tls = _client_tls(config.tls)
-            except (OSError, ssl.SSLError) as err:
+            except (OSError, CertificatePairError) as err:
                 raise SubscriptionFailed(f"mqtt TLS: {err}") from None
         return aiomqtt.Client(
             config.host,
