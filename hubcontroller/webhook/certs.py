@@ -24,7 +24,7 @@ import structlog
 from cryptography import x509
 
 from hubcontroller.webhook import metrics
-from ocmkit.runtime.tls import CertificatePairError, load_cert_pair
+from ocmkit.kube.certpair import CertificatePairError, load_cert_pair
 
 log = structlog.get_logger(__name__)
 

@@ -23,6 +23,7 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 from kubernetes_asyncio.config.incluster_config import InClusterConfigLoader
 from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
+from ocmkit.kube.certpair import CertificatePairError, load_cert_pair
 from ocmkit.kube.credentials import (
     Credentials,
     ExecCredentials,
@@ -172,8 +173,8 @@ def _ssl_context(cfg: Any, source: str) -> ssl.SSLContext | None:
     try:
         ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
         if cfg.cert_file:
-            ctx.load_cert_chain(cfg.cert_file, cfg.key_file or None)
-    except (ssl.SSLError, OSError) as exc:
+            load_cert_pair(ctx, cfg.cert_file, cfg.key_file or cfg.cert_file)
+    except (ssl.SSLError, OSError, CertificatePairError) as exc:
         raise KubeConfigError(
             f"{source}: invalid TLS material (CA, client certificate or key): {exc}"
         ) from exc

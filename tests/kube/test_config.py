@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography.hazmat.primitives import serialization
 
 from kubesim.sim import KubeSim
 from ocmkit.kube import NAMESPACES, KubeClient, KubeConfigError, Unauthorized
 from ocmkit.kube import config as config_module
+from tests.support.throwaway_pki import new_key, pem, pem_key, signed_certificate
 
 
 def _write(path: Path, doc: Any) -> str:
@@ -112,6 +114,40 @@ async def test_tls_kubeconfig_with_ca_data_and_user_agent(tmp_path: Path) -> Non
         async with await KubeClient.from_kubeconfig(str(path), qps=0) as client:
             assert client.config.ssl_context is not None
             await client.create(NAMESPACES, {"metadata": {"name": "tls"}})
+
+
+async def test_an_encrypted_client_key_is_an_error_not_a_passphrase_prompt(
+    tmp_path: Path,
+) -> None:
+    # OpenSSL would ask for the passphrase on the terminal (EINVAL without one).
+    key = new_key()
+    cert_file, key_file = tmp_path / "client.crt", tmp_path / "client.key"
+    cert_file.write_bytes(pem(signed_certificate("client", key)))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"secret"),
+        )
+    )
+    doc = {
+        "current-context": "c",
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [
+            {
+                "name": "u",
+                "user": {"client-certificate": str(cert_file), "client-key": str(key_file)},
+            }
+        ],
+    }
+    path = _write(tmp_path / "kc", doc)
+    with pytest.raises(KubeConfigError) as exc:
+        await KubeClient.from_kubeconfig(path)
+    assert "the private key is encrypted (an unencrypted key is needed)" in str(exc.value)
+    key_file.write_bytes(pem_key(key))
+    async with await KubeClient.from_kubeconfig(path) as client:
+        assert client.config.ssl_context is not None
 
 
 async def test_token_file_is_reread_after_a_401(tmp_path: Path) -> None:

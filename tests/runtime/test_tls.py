@@ -15,14 +15,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
+from ocmkit.kube.certpair import CertificatePairError, load_cert_pair
 from ocmkit.runtime import ObservabilityServer
-from ocmkit.runtime.tls import (
-    CertificatePairError,
-    TLSConfigError,
-    default_hostnames,
-    load_cert_pair,
-    serving_context,
-)
+from ocmkit.runtime.tls import TLSConfigError, default_hostnames, serving_context
 from tests.support.throwaway_pki import new_key, pem, pem_key, signed_certificate
 
 

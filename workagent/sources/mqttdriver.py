@@ -27,7 +27,7 @@ from ocmkit.cloudevents import CloudEvent, EventDecodeError
 from ocmkit.cloudevents.event import EXT_ORIGINAL_SOURCE
 from ocmkit.cloudevents.mqttcodec import from_mqtt, to_mqtt
 from ocmkit.kube import Unreachable
-from ocmkit.runtime.tls import CertificatePairError, load_cert_pair
+from ocmkit.kube.certpair import CertificatePairError, load_cert_pair
 from workagent.sources.config import (
     MqttConfig,
     MqttTopics,
