@@ -53,6 +53,7 @@ from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work
 from workagent.controllers.applied import RECORDED_ANNOTATION, sync_applied_resources
 from workagent.controllers.apply_results import FillStatus, ManifestResult, object_identity
 from workagent.controllers.conditions import (
+    find_condition,
     find_manifest_status,
     is_condition_true,
     manifest_statuses,
@@ -165,6 +166,18 @@ def _may_create(spec: ManifestWorkSpec, entry: dict[str, Any]) -> bool:
     )
     strategy = option.update_strategy if option is not None else None
     return strategy is None or strategy.type != UpdateStrategyType.READ_ONLY
+
+
+def _failed_at_this_generation(work: dict[str, Any], result: ManifestResult) -> bool:
+    """Whether the work's status says the last apply of ``result``'s manifest, at the
+    work's current generation, failed (``Applied`` False)."""
+    entry = find_manifest_status(manifest_statuses(work), result.meta)
+    applied = find_condition(entry.get("conditions") if entry else None, CONDITION_APPLIED)
+    return (
+        applied is not None
+        and applied.get("status") == "False"
+        and applied.get("observedGeneration") == work["metadata"].get("generation")
+    )
 
 
 def _labels(obj: dict[str, Any]) -> dict[str, str]:
@@ -288,6 +301,7 @@ class ManifestWorkController:
             deps.mapper,
             deps.work_client,
             creates=creates,
+            retrying=functools.partial(_failed_at_this_generation, work),
             on_written=lambda before, after: self._applied_written.remember(name, before, after),
         )
         try:

@@ -128,14 +128,18 @@ class AppliedRecord:
     ``applied_work`` is the latest version this reconcile read or wrote (the
     bookkeeping and the final status write start from it). ``creates`` says
     whether applying the manifest of an entry may create its object (ReadOnly
-    never does: such a manifest needs no record beforehand); ``on_written`` is
-    told of every write as ``(before, after)``.
+    never does: such a manifest needs no record beforehand); ``retrying`` whether
+    a manifest's last apply at this generation failed: its retry is recorded by
+    the pass's bookkeeping, as in OCM, since a record before it would be dropped
+    again when the create fails (two AppliedManifestWork writes per retry);
+    ``on_written`` is told of every write as ``(before, after)``.
     """
 
     applied_work: Object
     mapper: RESTMapper
     spoke: KubeClient
     creates: Callable[[dict[str, Any]], bool] = field(kw_only=True)
+    retrying: Callable[[ManifestResult], bool] = field(kw_only=True)
     on_written: Callable[[Object, Object], None] = field(kw_only=True)
 
     def __post_init__(self) -> None:
@@ -168,6 +172,7 @@ class AppliedRecord:
             or self._frozen
             or entry_identity(mine) in self._recorded
             or not self.creates(mine)
+            or self.retrying(result)
         ):
             return
         new: dict[Identity, dict[str, Any]] = {entry_identity(mine): mine}
@@ -182,7 +187,7 @@ class AppliedRecord:
             if entry is None:
                 continue
             key = entry_identity(entry)
-            if key not in self._recorded and self.creates(entry):
+            if key not in self._recorded and self.creates(entry) and not self.retrying(other):
                 new.setdefault(key, entry)
         await self._write(list(new.values()))
         self._recorded.update(new)
