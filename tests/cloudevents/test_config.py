@@ -8,10 +8,15 @@ from typing import Any
 
 import pytest
 import yaml
-from cryptography.hazmat.primitives import serialization
 from structlog.testing import capture_logs
 
-from tests.support.throwaway_pki import new_key, pem, pem_key, signed_certificate
+from tests.support.throwaway_pki import (
+    new_key,
+    pem,
+    pem_encrypted_key,
+    pem_key,
+    signed_certificate,
+)
 from workagent.sources.config import MqttTopics, load_grpc_config, load_mqtt_config
 from workagent.sources.grpcdriver import GrpcTransport
 from workagent.sources.mqttdriver import MqttTransport, publish_topic, subscribe_topics
@@ -200,11 +205,7 @@ async def test_mqtt_encrypted_client_key_is_an_error_not_a_passphrase_prompt(
     """OpenSSL would ask for the passphrase on the terminal (EINVAL without one)."""
     key = new_key()
     (tmp_path / "tls.crt").write_bytes(pem(signed_certificate("agent", key)))
-    encrypted = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.BestAvailableEncryption(b"secret"),
-    )
+    encrypted = pem_encrypted_key(key)
     (tmp_path / "tls.key").write_bytes(encrypted)
     doc = {
         "brokerHost": "127.0.0.1:8883",

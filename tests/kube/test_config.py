@@ -8,12 +8,27 @@ from typing import Any
 
 import pytest
 import yaml
-from cryptography.hazmat.primitives import serialization
 
 from kubesim.sim import KubeSim
 from ocmkit.kube import NAMESPACES, KubeClient, KubeConfigError, Unauthorized
 from ocmkit.kube import config as config_module
-from tests.support.throwaway_pki import new_key, pem, pem_key, signed_certificate
+from tests.support.throwaway_pki import (
+    new_key,
+    pem,
+    pem_encrypted_key,
+    pem_key,
+    signed_certificate,
+)
+
+
+def _one_context(cluster: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    """A kubeconfig whose current context joins ``cluster`` and ``user``."""
+    return {
+        "current-context": "c",
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "clusters": [{"name": "k", "cluster": cluster}],
+        "users": [{"name": "u", "user": user}],
+    }
 
 
 def _write(path: Path, doc: Any) -> str:
@@ -55,29 +70,14 @@ async def test_default_path_comes_from_the_environment(
             "missing",
         ),
         (
-            {
-                "current-context": "c",
-                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
-                "clusters": [{"name": "k", "cluster": {}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-            },
+            _one_context({}, {"token": "t"}),
             "no server",
         ),
         (
-            {
-                "current-context": "c",
-                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
-                "clusters": [
-                    {
-                        "name": "k",
-                        "cluster": {
-                            "server": "https://127.0.0.1:1",
-                            "certificate-authority-data": "bm90IGEgY2VydA==",
-                        },
-                    }
-                ],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-            },
+            _one_context(
+                {"server": "https://127.0.0.1:1", "certificate-authority-data": "bm90IGEgY2VydA=="},
+                {"token": "t"},
+            ),
             "TLS",
         ),
     ],
@@ -123,24 +123,11 @@ async def test_an_encrypted_client_key_is_an_error_not_a_passphrase_prompt(
     key = new_key()
     cert_file, key_file = tmp_path / "client.crt", tmp_path / "client.key"
     cert_file.write_bytes(pem(signed_certificate("client", key)))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.BestAvailableEncryption(b"secret"),
-        )
+    key_file.write_bytes(pem_encrypted_key(key))
+    doc = _one_context(
+        {"server": "https://127.0.0.1:1"},
+        {"client-certificate": str(cert_file), "client-key": str(key_file)},
     )
-    doc = {
-        "current-context": "c",
-        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
-        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
-        "users": [
-            {
-                "name": "u",
-                "user": {"client-certificate": str(cert_file), "client-key": str(key_file)},
-            }
-        ],
-    }
     path = _write(tmp_path / "kc", doc)
     with pytest.raises(KubeConfigError) as exc:
         await KubeClient.from_kubeconfig(path)
@@ -210,23 +197,16 @@ async def test_exec_plugin_runs_once_and_again_after_a_401(tmp_path: Path) -> No
 
 
 async def test_exec_plugin_failure_is_a_config_error(tmp_path: Path) -> None:
-    doc = {
-        "current-context": "c",
-        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
-        "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:1"}}],
-        "users": [
-            {
-                "name": "u",
-                "user": {
-                    "exec": {
-                        "apiVersion": "client.authentication.k8s.io/v1beta1",
-                        "command": sys.executable,
-                        "args": ["-c", "import sys; sys.exit(3)"],
-                    }
-                },
+    doc = _one_context(
+        {"server": "http://127.0.0.1:1"},
+        {
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": sys.executable,
+                "args": ["-c", "import sys; sys.exit(3)"],
             }
-        ],
-    }
+        },
+    )
     with pytest.raises(KubeConfigError, match="returned 3"):
         await KubeClient.from_kubeconfig(_write(tmp_path / "kc", doc))
 

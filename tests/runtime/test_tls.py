@@ -12,13 +12,18 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from ocmkit.kube.certpair import CertificatePairError, load_cert_pair
 from ocmkit.runtime import ObservabilityServer
 from ocmkit.runtime.tls import TLSConfigError, default_hostnames, serving_context
-from tests.support.throwaway_pki import new_key, pem, pem_key, signed_certificate
+from tests.support.throwaway_pki import (
+    new_key,
+    pem,
+    pem_encrypted_key,
+    pem_key,
+    signed_certificate,
+)
 
 
 @contextlib.asynccontextmanager
@@ -118,11 +123,7 @@ def test_unusable_settings_name_the_flag(kwargs: dict[str, str], message: str) -
 def _bad_pairs() -> dict[str, tuple[bytes, bytes]]:
     key = new_key()
     cert = pem(signed_certificate("pair", key))
-    encrypted = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.BestAvailableEncryption(b"secret"),
-    )
+    encrypted = pem_encrypted_key(key)
     return {
         "not PEM": (b"garbage\n", pem_key(key)),
         "a key as certificate": (pem_key(key), pem_key(key)),

@@ -58,6 +58,15 @@ def pem(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
+def pem_encrypted_key(key: PrivateKey, passphrase: bytes = b"secret") -> bytes:
+    """The private key, PKCS#8 PEM encrypted with ``passphrase``."""
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(passphrase),
+    )
+
+
 def pem_key(key: PrivateKey) -> bytes:
     """The private key, unencrypted PKCS#8 PEM."""
     return key.private_bytes(
