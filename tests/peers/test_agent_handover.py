@@ -55,8 +55,8 @@ from tests.peers.test_agent_side_by_side import (
     spoke_side,
 )
 from tests.support.manifests import configmap
-from tests.support.ocmpeer import Peer, start_ocm_agent
-from tests.support.processes import ProgramProcess, free_port, start_agent_process
+from tests.support.ocmpeer import Peer, start_ocm_agent, start_our_agent
+from tests.support.processes import ProgramProcess, free_port
 from tests.support.programs import CLUSTER
 from tests.support.targets import PlanePool
 
@@ -207,16 +207,12 @@ class Agent:
     async def start_ours(self) -> None:
         """Ours with the flags OCM's got, its endpoint on plain HTTP (metrics read)."""
         self.metrics_port = free_port()
-        self.ours = await start_agent_process(
+        self.ours = await start_our_agent(
             self.folder,
-            f"--spoke-cluster-name={CLUSTER}",
-            *self.flags,
-            f"--kubeconfig={self.spoke_path}",
-            f"--spoke-kubeconfig={self.spoke_path}",
-            f"--listen=127.0.0.1:{self.metrics_port}",
-            "--insecure-serving",
-            "--disable-leader-election",
-            "--status-sync-interval=1s",
+            cluster=CLUSTER,
+            source=self.flags,
+            spoke_kubeconfig=self.spoke_path,
+            listen=f"127.0.0.1:{self.metrics_port}",
         )
 
     async def stop(self) -> None:

@@ -47,8 +47,8 @@ from tests.peers.test_agent_side_by_side import (
     spoke_side,
 )
 from tests.support.manifests import configmap
-from tests.support.ocmpeer import Peer, grpc_source, start_ocm_agent
-from tests.support.processes import ProgramProcess, start_agent_process
+from tests.support.ocmpeer import Peer, grpc_source, start_ocm_agent, start_our_agent
+from tests.support.processes import ProgramProcess
 from tests.support.targets import PlanePool
 from workagent.identity import hub_hash
 
@@ -101,16 +101,11 @@ class Agents:
         if not self.hub.our_agent:
             return
         # Ours as a process, with the flags OCM's gets (and a plain-HTTP endpoint).
-        self.ours = await start_agent_process(
+        self.ours = await start_our_agent(
             self.folder,
-            f"--spoke-cluster-name={OURS}",
-            *self.flags(OURS, extra),
-            f"--kubeconfig={self.spoke_paths[OURS]}",
-            f"--spoke-kubeconfig={self.spoke_paths[OURS]}",
-            "--listen=127.0.0.1:0",
-            "--insecure-serving",
-            "--disable-leader-election",
-            "--status-sync-interval=1s",
+            cluster=OURS,
+            source=self.flags(OURS, extra),
+            spoke_kubeconfig=self.spoke_paths[OURS],
         )
 
     async def stop(self) -> None:

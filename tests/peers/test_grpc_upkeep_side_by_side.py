@@ -42,9 +42,15 @@ from tests.peers.test_agent_side_by_side import (
     spoke_side,
 )
 from tests.support.manifests import configmap
-from tests.support.ocmpeer import Peer, grpc_source, start_ocm_agent, start_ocm_server
+from tests.support.ocmpeer import (
+    Peer,
+    grpc_source,
+    start_ocm_agent,
+    start_ocm_server,
+    start_our_agent,
+)
 from tests.support.prepare import service_account_token
-from tests.support.processes import ProgramProcess, start_agent_process
+from tests.support.processes import ProgramProcess
 from tests.support.targets import PlanePool
 from workagent.sources.grpcdriver import GrpcTransport
 
@@ -112,16 +118,11 @@ class Upkeep:
         )
         ours = self.folder / f"{OURS}-{self.starts}"
         ours.mkdir()
-        self.our_agent = await start_agent_process(
+        self.our_agent = await start_our_agent(
             ours,
-            f"--spoke-cluster-name={OURS}",
-            *grpc_source(self.configs[OURS], f"{OURS}-work-agent"),
-            f"--kubeconfig={self.spoke_paths[OURS]}",
-            f"--spoke-kubeconfig={self.spoke_paths[OURS]}",
-            "--listen=127.0.0.1:0",
-            "--insecure-serving",
-            "--disable-leader-election",
-            "--status-sync-interval=1s",
+            cluster=OURS,
+            source=grpc_source(self.configs[OURS], f"{OURS}-work-agent"),
+            spoke_kubeconfig=self.spoke_paths[OURS],
         )
         self.hub.processes[:] = [p for p in (self.server, self.ocm_agent) if p is not None]
 

@@ -50,8 +50,8 @@ from tests.peers.test_agent_side_by_side import (
     spoke_side,
 )
 from tests.support.manifests import configmap
-from tests.support.ocmpeer import Peer, start_ocm_agent
-from tests.support.processes import ProgramProcess, start_agent_process
+from tests.support.ocmpeer import Peer, start_ocm_agent, start_our_agent
+from tests.support.processes import ProgramProcess
 from tests.support.targets import PlanePool
 from workagent.identity import hub_hash
 
@@ -106,16 +106,8 @@ async def start_agents(
     peer = start_ocm_agent(
         folder / OCM, cluster=OCM, source=flags(OCM, config), spoke_kubeconfig=spoke_paths[OCM]
     )
-    process = await start_agent_process(
-        folder,
-        f"--spoke-cluster-name={OURS}",
-        *flags(OURS, config),
-        f"--kubeconfig={spoke_paths[OURS]}",
-        f"--spoke-kubeconfig={spoke_paths[OURS]}",
-        "--listen=127.0.0.1:0",
-        "--insecure-serving",
-        "--disable-leader-election",
-        "--status-sync-interval=1s",
+    process = await start_our_agent(
+        folder, cluster=OURS, source=flags(OURS, config), spoke_kubeconfig=spoke_paths[OURS]
     )
     return peer, process
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from tests.support.controlplane import REPO, Process, spawn
-from tests.support.processes import free_port
+from tests.support.processes import ProgramProcess, free_port, start_agent_process
 from tests.support.targets import REAL, Cluster, PlanePool, open_cluster
 
 BUILD_MODULE = REPO / "tests" / "support" / "ocm-build"
@@ -182,6 +182,29 @@ def start_ocm_agent(
         *extra,
     ]
     return Peer(spawn("ocm-work-agent", argv, _fresh_log(folder / "ocm-agent.log")))
+
+
+async def start_our_agent(
+    folder: Path,
+    *,
+    cluster: str,
+    source: tuple[str, ...],
+    spoke_kubeconfig: Path,
+    listen: str = "127.0.0.1:0",
+) -> ProgramProcess:
+    """Our agent as a process with the flags :func:`start_ocm_agent` gives OCM's,
+    its endpoint on plain HTTP at ``listen``."""
+    return await start_agent_process(
+        folder,
+        f"--spoke-cluster-name={cluster}",
+        *source,
+        f"--kubeconfig={spoke_kubeconfig}",
+        f"--spoke-kubeconfig={spoke_kubeconfig}",
+        f"--listen={listen}",
+        "--insecure-serving",
+        "--disable-leader-election",
+        "--status-sync-interval=1s",
+    )
 
 
 # -- real-only clusters: OCM's programs need a real API server (RBAC, SAR, watches) --
