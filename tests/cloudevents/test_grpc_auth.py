@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import pytest
 import yaml
+from google.protobuf import empty_pb2
 
 from hubcontroller.grpcserver import GrpcServerSettings
 from kubesim.sim import KubeSim
 from ocmkit.cloudevents import MANIFEST_BUNDLES
+from ocmkit.cloudevents.pb.cloudevent_pb2 import CloudEvent as PbCloudEvent
 from ocmkit.cloudevents.pb.cloudevent_pb2 import PublishRequest, SubscriptionRequest
-from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
-from ocmkit.cloudevents.protobuf import to_pb
+from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import (
+    CloudEventServiceServicer,
+    CloudEventServiceStub,
+    add_CloudEventServiceServicer_to_server,
+)
+from ocmkit.cloudevents.protobuf import SUBSCRIPTION_ID_HEADER, to_pb
 from ocmkit.cloudevents.works import SequenceIds, spec_resync_request, status_event
-from ocmkit.kube import MANIFESTWORKS, ROLE_BINDINGS, KubeClient
+from ocmkit.kube import MANIFESTWORKS, ROLE_BINDINGS, KubeClient, Unauthorized
 from tests.cloudevents.conftest import (
     AGENT_GROUP,
     CLIENT_ID,
@@ -222,3 +230,73 @@ def test_server_config_file_errors_name_the_key(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown key 'tls_cert_fil'"):
         load_server_config(str(path))
     assert load_server_config(str(tmp_path / "missing.yaml")).port == 8090
+
+
+class _TokenRecorder(CloudEventServiceServicer):
+    """A stand-in CloudEventService that records each call's bearer token and
+    refuses ``refused`` on publishes (a token the hub stopped accepting)."""
+
+    def __init__(self) -> None:
+        self.tokens: list[str] = []
+        self.refused = ""
+
+    def _token(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
+        header = dict(context.invocation_metadata() or ()).get("authorization", "")
+        token = str(header).removeprefix("Bearer ")
+        self.tokens.append(token)
+        return token
+
+    async def Subscribe(
+        self, request: SubscriptionRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[PbCloudEvent]:
+        self._token(context)
+        await context.send_initial_metadata(((SUBSCRIPTION_ID_HEADER, "recorder"),))
+        await asyncio.Event().wait()  # open until the client goes
+        yield PbCloudEvent()
+
+    async def Publish(
+        self, request: PublishRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> empty_pb2.Empty:
+        if self._token(context) == self.refused:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "token no longer valid")
+        return empty_pb2.Empty()
+
+
+async def test_an_open_streams_publishes_follow_a_rotated_token_file(
+    pki: Pki, tmp_path: Path
+) -> None:
+    # A stream lives longer than its token: once the hub refuses the old token, the
+    # next publish carries the token on disk, without a reconnect.
+    recorder = _TokenRecorder()
+    server = grpc.aio.server()
+    add_CloudEventServiceServicer_to_server(recorder, server)
+    creds = grpc.ssl_server_credentials(
+        [(pki.server.key.read_bytes(), pki.server.cert.read_bytes())]
+    )
+    port = server.add_secure_port("127.0.0.1:0", creds)
+    await server.start()
+    token_file = tmp_path / "token"
+    token_file.write_text("old-token\n")
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "url": f"127.0.0.1:{port}",
+                "caFile": str(pki.ca.ca_file),
+                "tokenFile": str(token_file),
+            }
+        )
+    )
+    transport = GrpcTransport(str(config), CLUSTER)
+    resync = spec_resync_request(f"{CLUSTER}-work-agent", CLUSTER, {})
+    try:
+        async with transport.subscription():
+            await transport.publish(resync)
+            token_file.write_text("new-token\n")  # rotated in place
+            recorder.refused = "old-token"
+            with pytest.raises(Unauthorized):
+                await transport.publish(resync)
+            await transport.publish(resync)
+    finally:
+        await server.stop(None)
+    assert recorder.tokens == ["old-token", "old-token", "old-token", "new-token"]

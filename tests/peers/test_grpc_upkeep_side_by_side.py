@@ -241,7 +241,8 @@ async def test_a_rotated_token_file_is_read_on_reconnect(upkeep: Upkeep) -> None
 
     # The token is rotated on disk and the old one stops being valid (its service
     # account goes). The open streams stay (authenticated when they began); ours
-    # publishes the status of generation 2 with the new token (read for every call).
+    # publishes the status of generation 2 (a publish the server refuses with the old
+    # token makes it read the file again).
     for side in hub.sides:
         (upkeep.folder / f"{side.cluster}.token").write_text(tokens[side.cluster][1])
         await hub.client.delete(SERVICE_ACCOUNTS, "agent-a", side.cluster)

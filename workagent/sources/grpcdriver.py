@@ -3,7 +3,8 @@
 Every subscription opens a new channel, so rotated client certificate files
 are read afresh on each reconnect; while subscribed, a change of the files
 ends the subscription. ``tokenFile`` is read again for each new channel,
-so a rotated token is used from the next reconnect on.
+after a refused publish and at least every minute, and its current token goes
+with every call, so an open stream's publishes follow a rotation too.
 """
 
 from __future__ import annotations
@@ -70,6 +71,19 @@ def publish_error(err: grpc.aio.AioRpcError) -> KubeError:
     return error_from_status(_HTTP_STATUS.get(code, 500), None, text=detail)
 
 
+class _TokenFileAuth(grpc.AuthMetadataPlugin):
+    """The token file's current token on every call (Subscribe and each Publish)."""
+
+    def __init__(self, token: TokenFileCredentials) -> None:
+        self._token = token
+
+    def __call__(
+        self, context: grpc.AuthMetadataContext, callback: grpc.AuthMetadataPluginCallback
+    ) -> None:
+        # Runs on a gRPC thread: current() reads the file synchronously when due.
+        callback((("authorization", self._token.current()),), None)
+
+
 class GrpcTransport:
     """A gRPC client of OCM's CloudEventService for one cluster."""
 
@@ -124,22 +138,25 @@ class GrpcTransport:
             private_key=config.tls.key,
             certificate_chain=config.tls.cert,
         )
-        token = config.token
         if config.token_file:
-            token = self._token_file(config).current().removeprefix("Bearer ")
-        if token:
             creds = grpc.composite_channel_credentials(
-                creds, grpc.access_token_call_credentials(token)
+                creds, grpc.metadata_call_credentials(_TokenFileAuth(self._token_file(config)))
+            )
+        elif config.token:
+            creds = grpc.composite_channel_credentials(
+                creds, grpc.access_token_call_credentials(config.token)
             )
         return grpc.aio.secure_channel(config.url, creds, options=self.channel_options())
 
     def _token_file(self, config: GrpcConfig) -> TokenFileCredentials:
-        """``tokenFile``, read again for each new channel (a reconnect).
+        """``tokenFile``, read again for each new channel (a reconnect), after a
+        refused publish, and at least every minute.
 
         A projected service-account token is replaced on disk before it
         expires; one read once at start would be refused after a reconnect
-        (OCM v1.2.1's agent then stays unauthenticated until restarted). A file
-        that cannot be read mid-rotation leaves the last token in use.
+        (OCM v1.2.1's agent then stays unauthenticated until restarted), and a
+        stream outlives its token: its publishes need the new one. A file that
+        cannot be read mid-rotation leaves the last token in use.
         """
         if self._token is None or str(self._token.path) != config.token_file:
             try:
@@ -229,6 +246,8 @@ class GrpcTransport:
         try:
             await stub.Publish(PublishRequest(event=to_pb(event)), timeout=PUBLISH_TIMEOUT)
         except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.UNAUTHENTICATED and self._token is not None:
+                self._token.invalidate()  # rotated on disk? the retry reads it
             raise publish_error(err) from None
 
 
