@@ -167,9 +167,9 @@ async def upkeep(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[Upke
 
 
 async def until_logged(
-    up: Upkeep, what: str, pattern: dict[str, str], count: int
+    up: Upkeep, what: str, pattern: dict[str, str], count: int, timeout: float = 180
 ) -> dict[str, int]:
-    """Wait until each agent's log matches its ``pattern`` ``count`` times."""
+    """Wait up to ``timeout`` seconds until each agent's log matches its ``pattern`` ``count`` times."""
     seen: dict[str, int] = {}
 
     async def logged() -> bool:
@@ -179,7 +179,7 @@ async def until_logged(
         return all(n >= count for n in seen.values())
 
     try:
-        await eventually(logged, timeout=180, what=what)
+        await eventually(logged, timeout=timeout, what=what)
     except AssertionError as err:
         raise AssertionError(
             f"{err}: {seen}\n{up.logs()[OCM][-3000:]}\n{up.logs()[OURS][-3000:]}"
@@ -219,6 +219,10 @@ async def update_manifests(client: KubeClient, side: Side, name: str, case: Case
     await client.update(MANIFESTWORKS, work)
 
 
+# OCM's agent waits 5-10 s, then 25-50 s, then 60-120 s between reconnects (sdk-go's
+# DelayFn, one state for the whole process): refused publishes and a server that is not
+# back yet can each cost it a step, so its refusal may come three minutes after the restart.
+@pytest.mark.timeout(360)
 async def test_a_rotated_token_file_is_read_on_reconnect(upkeep: Upkeep) -> None:
     await upkeep.start_server()
     hub = upkeep.hub
@@ -262,6 +266,7 @@ async def test_a_rotated_token_file_is_read_on_reconnect(upkeep: Upkeep) -> None
         "OCM's agent to be refused with its old token",
         {OCM: "Unauthenticated desc = could not verify peer certificate", OURS: "subscribed"},
         1,
+        timeout=240,
     )
 
 
