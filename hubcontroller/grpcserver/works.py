@@ -36,8 +36,30 @@ log = structlog.get_logger(__name__)
 
 Object = dict[str, Any]
 EventSink = Callable[[str, CloudEvent], None]
-#: How long a resync or a status write waits for a new cluster's first list.
-SYNC_TIMEOUT = 30.0
+#: How long a resync or a status write waits for a new cluster's first list: below
+#: the agents' 30 s publish deadline, so that they get the refusal, not a timeout.
+SYNC_TIMEOUT = 20.0
+#: How often a waiting call looks whether the first list failed.
+_SYNC_POLL = 0.2
+
+
+class WorksUnavailable(TimeoutError):
+    """A cluster's ManifestWorks cannot be listed (yet): the message says why."""
+
+
+async def wait_listed(informer: Informer, cluster: str, timeout: float = SYNC_TIMEOUT) -> None:
+    """Wait for the first list of ``cluster``'s works; raise WorksUnavailable with the
+    hub's error once a list failed (the informer retries with backoff meanwhile, up to
+    ~45 s: waiting longer would only hold the agent's call until its deadline)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await informer.wait_synced(min(_SYNC_POLL, max(deadline - loop.time(), 0.0))):
+        if informer.last_error is not None:
+            raise WorksUnavailable(
+                f"the ManifestWorks of {cluster} cannot be listed: {informer.last_error}"
+            )
+        if loop.time() >= deadline:
+            raise WorksUnavailable(f"the ManifestWorks of {cluster} were not listed in time")
 
 
 def _meta(obj: Object) -> dict[str, Any]:
@@ -86,19 +108,20 @@ class WorkService:
                 )
                 self._informers[cluster] = informer
                 await informer.start()
-                synced = await informer.wait_synced(SYNC_TIMEOUT)
-                listed = {_meta(w).get("uid") for w in informer.store.list()}
-                informer.add_handler(
-                    on_add=lambda w: (
-                        None if _meta(w).get("uid") in listed else self._emit(w, CREATE_REQUEST)
-                    ),
-                    on_update=self._on_update,
-                    on_delete=lambda w: self._emit(w, DELETE_REQUEST),
-                )
-                if not synced:
-                    raise TimeoutError(f"the ManifestWorks of {cluster} could not be listed")
-        if not await informer.wait_synced(SYNC_TIMEOUT):
-            raise TimeoutError(f"the ManifestWorks of {cluster} could not be listed")
+                try:
+                    await wait_listed(informer, cluster)
+                finally:
+                    # Unlisted yet (403, no CRD): its works are announced once listed,
+                    # since a refused resync is not asked again by OCM's agent.
+                    listed = {_meta(w).get("uid") for w in informer.store.list()}
+                    informer.add_handler(
+                        on_add=lambda w: (
+                            None if _meta(w).get("uid") in listed else self._emit(w, CREATE_REQUEST)
+                        ),
+                        on_update=self._on_update,
+                        on_delete=lambda w: self._emit(w, DELETE_REQUEST),
+                    )
+        await wait_listed(informer, cluster)
         return informer
 
     async def stop(self) -> None:

@@ -12,6 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from hubcontroller.grpcserver.works import WorksUnavailable
+from kubesim.sim import KubeSim
 from ocmkit.kube import (
     CONFIGMAPS,
     MANIFESTWORKS,
@@ -20,7 +24,12 @@ from ocmkit.kube import (
     SERVICE_ACCOUNTS,
     KubeClient,
 )
-from tests.cloudevents.conftest import grpc_agent_settings
+from tests.cloudevents.conftest import (
+    GrpcHub,
+    grpc_agent_settings,
+    subscribed_agent,
+    wait_subscribed,
+)
 from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
@@ -35,6 +44,7 @@ from tests.integration.conftest import (
 from tests.integration.test_agent_e2e import EXECUTOR_BINDING, EXECUTOR_ROLE, executor_work
 from tests.support.manifests import strategy
 from tests.support.programs import CLUSTER, AgentRunner
+from workagent.sources.cloudevents import CloudEventsWorkSource
 
 
 async def data_of(spoke: KubeClient, name: str) -> dict[str, str]:
@@ -114,3 +124,61 @@ async def test_work_deleted_while_the_agent_was_down_is_evicted(
 
         await eventually(evicted, what="the AppliedManifestWork to be evicted")
         await wait_gone(spoke_client, CONFIGMAPS, "evicted", "default")
+
+
+@pytest.mark.kubesim_only("injects a fault into the hub's lists")
+async def test_works_that_cannot_be_listed_are_refused_at_once_then_served(
+    hub: KubeSim,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    grpc_hub: GrpcHub,
+    agent_config: Path,
+    tmp_path: Path,
+) -> None:
+    """While the hub refuses to list a cluster's works (no CRD, no RBAC), a resync is
+    refused with the hub's error at once, not after a wait as long as the agents'
+    publish deadline; once they can be listed the agent gets them."""
+    hub.inject(verb="list", resource="manifestworks", code=500)
+    await hub_client.create(MANIFESTWORKS, work_body("unlisted", [configmap("unlisted")]))
+    assert grpc_hub.service is not None
+    works = grpc_hub.service.broker.works
+    # The message names the hub's error: the refusal came from the failed list, not
+    # from the deadline (whose message is "were not listed in time").
+    with pytest.raises(WorksUnavailable, match=f"ManifestWorks of {CLUSTER} cannot be listed: 500"):
+        await works.resync(CLUSTER, {})
+    async with subscribed_agent(grpc_agent_settings(tmp_path, agent_config)):
+        hub.clear_faults()
+        await wait_applied(hub_client, "unlisted")
+
+
+@pytest.mark.kubesim_only("injects a fault into the hub's lists")
+async def test_a_refused_resync_is_asked_again_on_the_open_stream(
+    hub: KubeSim,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    grpc_hub: GrpcHub,
+    agent_config: Path,
+    tmp_path: Path,
+) -> None:
+    """A work removed from the hub while the agent was away reaches the agent only
+    through a resync answer; when the first resync after the reconnect is refused,
+    the agent asks again on the same stream instead of reconnecting."""
+    async with subscribed_agent(grpc_agent_settings(tmp_path, agent_config)) as runner:
+        await hub_client.create(MANIFESTWORKS, work_body("gone", [configmap("gone")]))
+        await wait_applied(hub_client, "gone")
+        await grpc_hub.stop()
+        await forget_work(hub_client, "gone")
+        hub.inject(verb="list", resource="manifestworks", code=500)
+        await grpc_hub.start()
+        await wait_subscribed(runner, at_least=2)
+        assert runner.agent is not None
+        source = runner.agent.manager.services[0]
+        assert isinstance(source, CloudEventsWorkSource)
+
+        async def refused() -> bool:
+            return source.resync_refusals >= 1
+
+        await eventually(refused, what="a refused resync")
+        hub.clear_faults()
+        await wait_gone(spoke_client, CONFIGMAPS, "gone", "default")
+        assert source.subscriptions == 2

@@ -1,7 +1,8 @@
 """The CloudEvents work source: spec events into the local store, status events out.
 
-One task keeps the driver subscribed (resync request first, reconnecting with
-backoff); a second confirms to the source the deletions the agent finished.
+One task keeps the driver subscribed (reconnecting with backoff; on each new
+subscription a resync request, asked again while the source refuses it); a
+second confirms to the source the deletions the agent finished.
 docs/cloudevents.md describes the protocol.
 """
 
@@ -48,6 +49,8 @@ log = structlog.get_logger(__name__)
 DELETION_SCAN_SECONDS = 2.0
 #: Failures this far apart start the reconnect backoff from the beginning.
 BACKOFF_RESET_SECONDS = 600.0
+#: The longest wait between two spec resync requests the source refused.
+RESYNC_RETRY_MAX_SECONDS = 30.0
 
 
 class CloudEventsWorkSource:
@@ -78,6 +81,8 @@ class CloudEventsWorkSource:
         self.subscribed = False
         #: How many times the source subscribed (1 + reconnects).
         self.subscriptions = 0
+        #: How many spec resync requests the source refused (each asked again).
+        self.resync_refusals = 0
         self._last_error = "not connected yet"
         self._last_failure = float("-inf")
         self._tasks: list[asyncio.Task[None]] = []
@@ -127,9 +132,15 @@ class CloudEventsWorkSource:
                         endpoint=self.transport.endpoint,
                         works=len(self.store.works()),
                     )
-                    await self._request_resync()
-                    async for event in events:
-                        await self._handle(event)
+                    resync = asyncio.create_task(
+                        self._resync_until_accepted(), name=f"{self.name}-resync"
+                    )
+                    try:
+                        async for event in events:
+                            await self._handle(event)
+                    finally:
+                        resync.cancel()
+                        await asyncio.gather(resync, return_exceptions=True)
                 raise SubscriptionFailed("the subscription ended")
             except asyncio.CancelledError:
                 raise
@@ -151,6 +162,29 @@ class CloudEventsWorkSource:
             )
             await asyncio.sleep(delay)
 
+    async def _resync_until_accepted(self) -> None:
+        """Ask for a spec resync until the source takes the request.
+
+        A refusal (the hub cannot list our works yet, a token being rotated) is
+        asked again on the open stream with backoff: reconnecting would not help,
+        and events keep arriving meanwhile. A broken stream ends the subscription,
+        which cancels this.
+        """
+        backoff = Backoff(self._backoff.initial, RESYNC_RETRY_MAX_SECONDS)
+        while True:
+            try:
+                await self._request_resync()
+                return
+            except (KubeError, NotReady) as err:
+                self.resync_refusals += 1
+                delay = backoff.next()
+                self._log.warning(
+                    "spec resync request refused, asking again",
+                    error=str(err),
+                    retry_in_seconds=round(delay, 2),
+                )
+                await asyncio.sleep(delay)  # sleep-ok: backoff between refused requests
+
     async def _request_resync(self) -> None:
         """Ask the source for every work that changed while we were not listening."""
         versions = self.store.generations()
@@ -168,6 +202,16 @@ class CloudEventsWorkSource:
         if kind.data_type != MANIFEST_BUNDLES:
             return
         if kind.subresource == SPEC and kind.action != RESYNC_REQUEST:
+            if not cluster:
+                # Another cluster's events are skipped quietly; one for no cluster is a
+                # source's bug, worth a line.
+                self._log.warning(
+                    "dropping a spec event",
+                    event_id=event.id,
+                    type=event.type,
+                    error=f"missing extension {EXT_CLUSTER_NAME!r}",
+                )
+                return
             if cluster != self.cluster:
                 return
             self._apply_spec(event)
