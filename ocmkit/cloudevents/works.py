@@ -46,7 +46,7 @@ from ocmkit.cloudevents.event import (
     utcnow,
     work_event_type,
 )
-from ocmkit.govalues import go_marshal
+from ocmkit.govalues import go_marshal, json_type
 from schemas.wire import LOGGING_ANNOTATION_PREFIX, MANIFEST_WORK_FINALIZER
 
 WORK_API_VERSION = "work.open-cluster-management.io/v1"
@@ -405,6 +405,9 @@ def work_from_spec_event(event: CloudEvent, cluster: str) -> dict[str, Any]:
     ManifestBundle the agent refuses.
     """
     uid = event.ext_str(EXT_RESOURCE_ID)
+    if not uid:
+        # The work's key in the cache and in every status event sent back.
+        raise EventDecodeError(f"event {event.id}: extension {EXT_RESOURCE_ID!r} is empty")
     deleting = event.ext_time(EXT_DELETION_TIMESTAMP)
     # A deletion may come without resourceversion (OCM's server builds resync
     # deletions so): read it as 0 then.
@@ -447,7 +450,9 @@ def _spec_from_bundle(event: CloudEvent) -> dict[str, Any]:
     if not isinstance(bundle, dict):
         raise EventDecodeError(f"event {event.id}: no ManifestBundle data")
     manifests = bundle.get("manifests")
-    if not isinstance(manifests, list) or not manifests:
+    if manifests is not None and not isinstance(manifests, list):
+        raise SpecRejected(f"manifests must be a list, not {json_type(manifests)}")
+    if not manifests:
         raise SpecRejected("manifests should not be empty")
     size = 0
     for index, manifest in enumerate(manifests):

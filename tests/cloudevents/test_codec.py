@@ -265,6 +265,8 @@ def test_a_deletion_without_resourceversion_is_accepted() -> None:
     ("manifests", "message"),
     [
         ([], "manifests should not be empty"),
+        ({"kind": "ConfigMap"}, "manifests must be a list, not object"),
+        ("ConfigMap", "manifests must be a list, not string"),
         ([{"apiVersion": "v1", "metadata": {"name": "x"}}], "kind is required"),
         ([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}], "metadata.name is required"),
         (
@@ -277,10 +279,17 @@ def test_a_deletion_without_resourceversion_is_accepted() -> None:
         ),
     ],
 )
-def test_bad_bundles_are_rejected(manifests: list[dict[str, Any]], message: str) -> None:
+def test_bad_bundles_are_rejected(manifests: Any, message: str) -> None:
     event = spec_event(hub_work(), "create_request")
     event.set_json({"manifests": manifests})
     with pytest.raises(SpecRejected, match=message):
+        work_from_spec_event(event, "cluster1")
+
+
+def test_a_spec_event_with_an_empty_resource_id_is_refused() -> None:
+    event = spec_event(hub_work(), "create_request")
+    event.extensions["resourceid"] = ""
+    with pytest.raises(EventDecodeError, match="extension 'resourceid' is empty"):
         work_from_spec_event(event, "cluster1")
 
 

@@ -12,6 +12,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from structlog.testing import capture_logs
+
 from ocmkit.cloudevents import CloudEvent
 from ocmkit.cloudevents.works import spec_event
 from tests.conftest import eventually
@@ -49,9 +51,21 @@ def hub_work(name: str, cluster: str = "cluster1") -> dict[str, Any]:
 
 async def test_bad_and_foreign_events_are_dropped_without_reconnecting() -> None:
     transport = MemoryTransport()
-    source = CloudEventsWorkSource(
-        transport, cluster="cluster1", client_id="cluster1-work-agent", reconnect_initial=0.05
-    )
+    with capture_logs() as logs:
+        source = CloudEventsWorkSource(
+            transport, cluster="cluster1", client_id="cluster1-work-agent", reconnect_initial=0.05
+        )
+        await _drop_bad_events(transport, source)
+    # Each bad event is named with its error, except another cluster's (skipped quietly).
+    errors = [r["error"] for r in logs if r["event"] == "dropping a spec event"]
+    assert len(errors) == 4, errors
+    assert "manifests should not be empty" in errors
+    assert "manifests must be a list, not object" in errors
+    assert any("extension 'resourceid' is empty" in e for e in errors), errors
+    assert "missing extension 'clustername'" in errors
+
+
+async def _drop_bad_events(transport: MemoryTransport, source: CloudEventsWorkSource) -> None:
     await source.start()
     try:
         await eventually(lambda: _true(source.subscribed), what="subscribed")
@@ -64,8 +78,15 @@ async def test_bad_and_foreign_events_are_dropped_without_reconnecting() -> None
         foreign = spec_event(hub_work("theirs", cluster="cluster2"), "create_request")
         rejected = spec_event(hub_work("empty"), "create_request")
         rejected.set_json({"manifests": []})
+        not_a_list = spec_event(hub_work("object"), "create_request")
+        not_a_list.set_json({"manifests": {"kind": "ConfigMap"}})
+        no_uid = spec_event(hub_work("no-uid"), "create_request")
+        no_uid.extensions["resourceid"] = ""
+        no_cluster = spec_event(hub_work("nowhere"), "create_request")
+        del no_cluster.extensions["clustername"]
         good = spec_event(hub_work("mine"), "create_request")
-        for event in (bad, undecodable, foreign, rejected, good):
+        events = (bad, undecodable, foreign, rejected, not_a_list, no_uid, no_cluster, good)
+        for event in events:
             transport.incoming.put_nowait(event)
         await eventually(
             lambda: _true([w["metadata"]["name"] for w in source.store.works()] == ["mine"]),
