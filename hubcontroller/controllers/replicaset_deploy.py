@@ -12,11 +12,12 @@ Differences from OCM, in favour of the user:
   strategy, a PlacementDecision without a group index, no selected cluster)
   are reported with a message on ``PlacementVerified``; OCM writes empty
   messages and overwrites the rollout-strategy error in the same pass, so it
-  was never visible. The reason is OCM's final one when no work exists
-  (``PlacementDecisionEmpty``); when other placements have works, OCM says
-  ``True``/``AsExpected`` and here it is ``False``/``NotAsExpected``. Such
-  problems are not retried with backoff: the Placement, PlacementDecision or
-  replica set update that fixes them triggers a new reconcile.
+  was never visible. Status and reason are OCM's final ones
+  (``False``/``PlacementDecisionEmpty`` when no work exists, else
+  ``True``/``AsExpected``), so clients that wait on them see what they see
+  with OCM; only the message tells the problem. Such problems are not
+  retried with backoff: the Placement, PlacementDecision or replica set
+  update that fixes them triggers a new reconcile.
 * Up-to-date works that OCM would judge ``ToApply`` (spec/hub.md 2.4: no
   ``Progressing`` condition for their generation, the usual case) get the
   replica set's labels re-applied, as OCM re-applies them; OCM does so only
@@ -75,7 +76,6 @@ from schemas.wire import (
     REASON_AS_EXPECTED,
     REASON_COMPLETE,
     REASON_INVALID_MANIFEST_WORK_NAME,
-    REASON_NOT_AS_EXPECTED,
     REASON_PLACEMENT_DECISION_EMPTY,
     REASON_PLACEMENT_DECISION_NOT_FOUND,
     REASON_PROGRESSING,
@@ -250,12 +250,13 @@ class DeployStep:
             decided_total += decided
 
         if user_problems:
-            # With no work at all OCM ends on PlacementDecisionEmpty (spec 2.3 step 5).
-            reason = (
-                REASON_PLACEMENT_DECISION_EMPTY if existing_total == 0 else REASON_NOT_AS_EXPECTED
-            )
+            # Status and reason are OCM's final ones (spec 2.3 step 5): PlacementDecisionEmpty
+            # with no work at all, else True/AsExpected; the message says what is wrong.
             draft.set_condition(
-                CONDITION_PLACEMENT_VERIFIED, False, reason, "; ".join(user_problems)
+                CONDITION_PLACEMENT_VERIFIED,
+                existing_total > 0,
+                REASON_AS_EXPECTED if existing_total > 0 else REASON_PLACEMENT_DECISION_EMPTY,
+                "; ".join(user_problems),
             )
         elif existing_total == 0:
             names = ", ".join(f'"{ref.name}"' for ref in refs)

@@ -902,7 +902,7 @@ async def test_decision_without_group_index_is_reported(running: Hub) -> None:
     )
 
 
-async def test_problem_next_to_deployed_works_is_not_as_expected(running: Hub) -> None:
+async def test_problem_next_to_deployed_works_is_named_in_the_message(running: Hub) -> None:
     hub = running
     await hub.placement("good", [("", CLUSTERS[:2])])
     await hub.client.create(PLACEMENTS, typed(PLACEMENTS, metadata={"name": "p"}, spec={}), NS)
@@ -912,10 +912,9 @@ async def test_problem_next_to_deployed_works_is_not_as_expected(running: Hub) -
     await hub.client.create(PLACEMENT_DECISIONS, decision, NS)
     await hub.replica_set("mwrs", [all_ref("good"), all_ref("p")])
     await hub.wait_works("mwrs", CLUSTERS[:2])
-    # OCM would say True/AsExpected here and hide the problem (docs/compatibility.md).
-    verified = await hub.wait_condition(
-        "mwrs", CONDITION_PLACEMENT_VERIFIED, "False", "NotAsExpected"
-    )
+    # OCM's status and reason (spec 2.3 step 5: works exist); OCM's message is empty.
+    verified = await hub.wait_condition("mwrs", CONDITION_PLACEMENT_VERIFIED, "True", "AsExpected")
+    assert verified["message"].startswith('placement "p": PlacementDecision "p-1"')
     assert '(got "")' in verified["message"]
 
 

@@ -388,3 +388,38 @@ async def test_taking_over_from_ocm_rewrites_no_work(
             assert after == before
         finally:
             await hub.client.close()
+
+
+async def test_a_bad_placement_next_to_a_deployed_one_reads_alike(hubs: Hubs) -> None:
+    """One placement whose strategy cannot be used next to one that deploys: the same
+    works, conditions (status, reason) and counts on both; only ours says what is wrong
+    (OCM's messages are empty)."""
+    bad = {
+        "name": "q",
+        "rolloutStrategy": {"type": "Progressive", "progressive": {"progressDeadline": "10mins"}},
+    }
+    for hub in hubs.both:
+        await hub.placement("p", [("", CLUSTERS[:2])])
+        await hub.placement("q", [("", CLUSTERS[2:])])
+        await hub.replica_set("rs", [{"name": "p", "rolloutStrategy": {"type": "All"}}, bad])
+
+    async def without_messages(hub: Hub) -> Any:
+        status = await status_of(hub)
+        for condition in (status or {}).get("conditions") or []:
+            condition.pop("message", None)
+        return status
+
+    await same_on_both(hubs, "the generated works", works_of, works_in(CLUSTERS[:2], "1"))
+    await same_on_both(
+        hubs, "the status", without_messages, conditions_are(PlacementVerified="True")
+    )
+    verified = cond_of(await hubs.ours.get_rs("rs"), "PlacementVerified")
+    assert verified["reason"] == "AsExpected"
+    assert verified["message"].startswith('placement "q": progressive.progressDeadline')
+    assert cond_of(await hubs.ocm.get_rs("rs"), "PlacementVerified").get("message", "") == ""
+
+
+def cond_of(rs: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The condition ``kind`` of a replica set's status."""
+    conditions = (rs.get("status") or {}).get("conditions") or []
+    return next(c for c in conditions if c["type"] == kind)
