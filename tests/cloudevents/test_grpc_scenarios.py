@@ -128,12 +128,7 @@ async def test_work_deleted_while_the_agent_was_down_is_evicted(
 
 @pytest.mark.kubesim_only("injects a fault into the hub's lists")
 async def test_works_that_cannot_be_listed_are_refused_at_once_then_served(
-    hub: KubeSim,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    grpc_hub: GrpcHub,
-    agent_config: Path,
-    tmp_path: Path,
+    hub: KubeSim, hub_client: KubeClient, grpc_hub: GrpcHub, agent_config: Path, tmp_path: Path
 ) -> None:
     """While the hub refuses to list a cluster's works (no CRD, no RBAC), a resync is
     refused with the hub's error at once, not after a wait as long as the agents'
