@@ -127,6 +127,7 @@ async def test_work_deleted_while_the_agent_was_down_is_evicted(
 
 
 @pytest.mark.kubesim_only("injects a fault into the hub's lists")
+@pytest.mark.usefixtures("spoke_client")  # the agent's cluster
 async def test_works_that_cannot_be_listed_are_refused_at_once_then_served(
     hub: KubeSim, hub_client: KubeClient, grpc_hub: GrpcHub, agent_config: Path, tmp_path: Path
 ) -> None:
