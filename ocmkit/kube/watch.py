@@ -103,7 +103,21 @@ class WatchStream:
         return WatchEvent(kind, obj)
 
 
+#: What an OpenSSL failure reason says about the server a kubeconfig names.
+_TLS_HINTS = {
+    "WRONG_VERSION_NUMBER": "the server does not answer in TLS there: a plain-HTTP port?",
+}
+
+
 def describe(exc: BaseException) -> str:
     """A short description of a transport error (aiohttp's timeouts have empty messages)."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        # aiohttp's own text prints the SSLContext object; say host, port and cause.
+        cause: BaseException = exc.os_error
+        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+            cause = exc.certificate_error
+        text = f"cannot connect to {exc.host}:{exc.port}: {cause}"
+        hint = _TLS_HINTS.get(str(getattr(cause, "reason", "")))
+        return f"{type(exc).__name__}: {text} ({hint})" if hint else f"{type(exc).__name__}: {text}"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,6 +30,8 @@ from ocmkit.kube import (
     Unreachable,
 )
 from ocmkit.kube.client import MAX_RETRIES
+from ocmkit.kube.config import ClusterConfig
+from ocmkit.kube.credentials import StaticCredentials
 from ocmkit.kube.errors import error_from_status
 from tests.kube.helpers import NS, FakeServer, cm, sample
 
@@ -238,6 +241,21 @@ async def test_unreachable_when_the_server_is_stopped(tmp_path: Path) -> None:
             assert (await c.get(NAMESPACES, NS))["metadata"]["name"] == NS
         finally:
             await sim.stop()
+
+
+async def test_an_https_url_on_a_plain_http_port_says_so(fake_server: FakeServer) -> None:
+    config = ClusterConfig(
+        host=fake_server.url.replace("http://", "https://"),
+        credentials=StaticCredentials("Bearer t"),
+        ssl_context=ssl.create_default_context(),
+    )
+    async with KubeClient(config, qps=0, timeout=5.0, name="plain") as client:
+        with pytest.raises(Unreachable) as exc:
+            await client.get(CONFIGMAPS, "x", NS)
+    port = urlsplit(fake_server.url).port
+    assert f"cannot connect to 127.0.0.1:{port}: [SSL: WRONG_VERSION_NUMBER]" in exc.value.message
+    assert "a plain-HTTP port?" in exc.value.message
+    assert "SSLContext object" not in exc.value.message
 
 
 async def test_request_timeout_is_unreachable(fake_server: FakeServer) -> None:
