@@ -55,6 +55,10 @@ from ocmkit.kube.watch import WatchEvent, WatchStream, describe
 log = logging.getLogger("ocmkit.kube")
 
 DEFAULT_TIMEOUT = 30.0
+#: How long opening a connection may take, TCP connect and TLS handshake together: as
+#: client-go's TLS handshake timeout, a port that accepts and never answers is reported
+#: after 10 s rather than after the whole request timeout.
+CONNECT_TIMEOUT = 10.0
 # A watch is declared dead when nothing arrived this long after the server should
 # have ended it (``timeoutSeconds``): the watchdog for silently stuck streams.
 WATCH_READ_MARGIN = 30.0
@@ -125,6 +129,7 @@ class KubeClient:
         name: str = "kube",
         rate_limiter: TokenBucket | None = None,
         dry_run: bool = False,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         self.config = config
         self.name = name
@@ -133,6 +138,7 @@ class KubeClient:
         self.dry_run = dry_run
         self.user_agent = user_agent or default_user_agent()
         self.timeout = timeout
+        self.connect_timeout = min(connect_timeout, timeout)
         self.rate_limiter = rate_limiter if rate_limiter is not None else TokenBucket(qps, burst)
         self._host = config.host.rstrip("/")
         #: client-go's ``host`` label: the server's ``host:port`` as the URL gives it.
@@ -510,7 +516,7 @@ class KubeClient:
         if self.dry_run and method in _WRITE_METHODS:
             params = [*(params or []), ("dryRun", "All")]
             params = list(dict.fromkeys(params))  # once, if the caller asked too
-        timeout = aiohttp.ClientTimeout(total=self.timeout)
+        timeout = aiohttp.ClientTimeout(total=self.timeout, sock_connect=self.connect_timeout)
         for attempt in range(MAX_RETRIES + 1):
             try:
                 measured = self._measured(verb, method, f"{method} {path}", len(data or b""))
@@ -569,7 +575,10 @@ class KubeClient:
         self, res: Resource, path: str, params: Params, read_timeout: float
     ) -> AsyncIterator[AsyncIterator[WatchEvent]]:
         timeout = aiohttp.ClientTimeout(
-            total=None, connect=self.timeout, sock_connect=self.timeout, sock_read=read_timeout
+            total=None,
+            connect=self.timeout,
+            sock_connect=self.connect_timeout,
+            sock_read=read_timeout,
         )
         async with self._measured("watch", "GET", f"watch {path}") as outcome:
             # The stream may stay quiet for long, but its headers come at once.

@@ -258,6 +258,37 @@ async def test_an_https_url_on_a_plain_http_port_says_so(fake_server: FakeServer
     assert "SSLContext object" not in exc.value.message
 
 
+async def test_a_port_that_never_answers_the_tls_handshake_fails_at_connect() -> None:
+    """As client-go's TLS handshake timeout: the connection's own limit, not the request's."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # kept open, never answered
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    config = ClusterConfig(
+        host=f"https://127.0.0.1:{port}",
+        credentials=StaticCredentials("Bearer t"),
+        ssl_context=ssl.create_default_context(),
+    )
+    try:
+        async with KubeClient(
+            config, qps=0, timeout=30.0, connect_timeout=0.2, name="silent"
+        ) as client:
+            with pytest.raises(Unreachable, match=r"timed out \(ConnectionTimeoutError"):
+                await client.get(CONFIGMAPS, "x", NS)
+            with pytest.raises(Unreachable, match=r"timed out \(ConnectionTimeoutError"):
+                async with client.watch(CONFIGMAPS, NS, resource_version="1"):
+                    pass
+        assert accepted, "the client never reached the port"
+    finally:
+        for writer in accepted:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+
+
 async def test_request_timeout_is_unreachable(fake_server: FakeServer) -> None:
     async def hang(request: web.Request) -> web.StreamResponse:
         await asyncio.Event().wait()
