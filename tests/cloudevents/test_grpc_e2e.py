@@ -19,6 +19,7 @@ from tests.cloudevents.conftest import (
     wait_store_empty,
     wait_subscribed,
 )
+from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
     exists,
@@ -28,9 +29,11 @@ from tests.integration.conftest import (
     wait_gone,
     work_body,
 )
+from tests.kube.helpers import sample
 from tests.support.programs import CLUSTER, AgentRunner
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
+from workagent.controllers.eviction import NAME as EVICTION
 
 
 async def test_create_update_feedback_rules_delete(
@@ -111,3 +114,25 @@ async def test_agent_restart_resyncs_without_reapplying(
         await get_work(hub_client, "work1")
     except NotFound as err:  # pragma: no cover - the assertion explains
         raise AssertionError("the work vanished") from err
+
+
+async def test_a_restart_over_applied_works_writes_no_applied_manifest_work(
+    grpc_agent: AgentRunner, hub_client: KubeClient, spoke: Cluster
+) -> None:
+    """The restarted agent's cache is empty until its first resync is answered; no
+    controller may act on it meanwhile (the eviction controller would start the grace
+    period of every AppliedManifestWork, then clear it again)."""
+    await hub_client.create(MANIFESTWORKS, work_body("work1", [configmap("cm1", key="v1")]))
+    await wait_applied(hub_client, "work1")
+    await grpc_agent.stop()
+    requests = RequestRecord(spoke)
+    labels = {"controller": EVICTION, "result": "success"}
+    before = sample("controller_runtime_reconcile_total", labels)
+    await grpc_agent.start()
+    await wait_subscribed(grpc_agent)
+
+    async def evictor_passed() -> bool:
+        return sample("controller_runtime_reconcile_total", labels) > before
+
+    await eventually(evictor_passed, what="the eviction controller's pass over work1's record")
+    assert requests.count("patch", "appliedmanifestworks/status") == 0, requests.requests()

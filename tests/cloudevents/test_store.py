@@ -160,6 +160,15 @@ async def test_finalizer_patches_stay_local_and_signal_the_end(
         await store.get(MANIFESTWORKS, "w1")
 
 
+def test_priming_tells_its_listeners_once(store: LocalWorkStore) -> None:
+    calls: list[str] = []
+    store.on_primed(lambda: calls.append("primed"))
+    assert not store.primed
+    store.prime()
+    store.prime()
+    assert store.primed and calls == ["primed"]
+
+
 async def test_watch_resumes_from_a_resource_version(publisher: Publisher) -> None:
     store = LocalWorkStore("cluster1", publisher, history=8)
     listed = await store.list(MANIFESTWORKS, "cluster1")

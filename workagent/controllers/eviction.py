@@ -29,6 +29,7 @@ from workagent.controllers.metrics import EVICTIONS
 from workagent.controllers.patcher import patch_status
 from workagent.identity import applied_work_name, work_name_of
 from workagent.settings import EVICTION_DISABLED_AT
+from workagent.sources.store import LocalWorkStore
 
 log = structlog.get_logger(__name__)
 
@@ -112,6 +113,14 @@ class UnmanagedAppliedWorkEvictor:
 
         deps.works.add_handler(on_add=on_work, on_delete=on_work)
         deps.queue_own_applied(queue)
+        if isinstance(deps.hub, LocalWorkStore):
+            # Records passed over while the cache was not yet the hub's view.
+            def recheck() -> None:
+                for applied in deps.applied.store.list():
+                    if deps.is_own_applied(applied):
+                        queue.add(str(applied["metadata"]["name"]))
+
+            deps.hub.on_primed(recheck)
         # One worker, as OCM: evictions are rare and need no parallelism.
         return Controller(NAME, queue, self.reconcile, 1, depends_on=(deps.works, deps.applied))
 
@@ -120,6 +129,10 @@ class UnmanagedAppliedWorkEvictor:
         deps = self._deps
         applied = deps.applied.store.get(name)
         if applied is None or is_deleting(applied) or not deps.is_own_applied(applied):
+            return None
+        if isinstance(deps.hub, LocalWorkStore) and not deps.hub.primed:
+            # The CloudEvents cache before the first resync's answer: a missing work
+            # may just not have arrived. Priming brings every record back.
             return None
         work_name = str((applied.get("spec") or {}).get("manifestWorkName") or "")
         work_found = bool(work_name) and work_from_cache(deps, work_name) is not None

@@ -51,6 +51,10 @@ DELETION_SCAN_SECONDS = 2.0
 BACKOFF_RESET_SECONDS = 600.0
 #: The longest wait between two spec resync requests the source refused.
 RESYNC_RETRY_MAX_SECONDS = 30.0
+#: After the first resync request is accepted, the answer is taken as complete once
+#: no spec event came for this long (sources answer at once), or this long at most.
+RESYNC_QUIET_SECONDS = 1.0
+RESYNC_SETTLE_MAX_SECONDS = 10.0
 
 
 class CloudEventsWorkSource:
@@ -85,6 +89,7 @@ class CloudEventsWorkSource:
         self.resync_refusals = 0
         self._last_error = "not connected yet"
         self._last_failure = float("-inf")
+        self._last_spec_event = float("-inf")
         self._tasks: list[asyncio.Task[None]] = []
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._log = log.bind(driver=transport.name, cluster=cluster)
@@ -174,6 +179,10 @@ class CloudEventsWorkSource:
         while True:
             try:
                 await self._request_resync()
+                if not self.store.primed:
+                    await self._settle_first_resync()
+                    self.store.prime()
+                    self._log.info("first resync answered", works=len(self.store.works()))
                 return
             except (KubeError, NotReady) as err:
                 self.resync_refusals += 1
@@ -184,6 +193,22 @@ class CloudEventsWorkSource:
                     retry_in_seconds=round(delay, 2),
                 )
                 await asyncio.sleep(delay)  # sleep-ok: backoff between refused requests
+
+    async def _settle_first_resync(self) -> None:
+        """Wait for the answer to the agent's first resync request (accepted now).
+
+        The protocol marks no end of the answer; the sources send it at once, so
+        it is taken as complete when the stream has had no spec event for
+        RESYNC_QUIET_SECONDS (RESYNC_SETTLE_MAX_SECONDS at most, for a busy hub).
+        """
+        loop = asyncio.get_running_loop()
+        accepted = loop.time()
+        while True:
+            now = loop.time()
+            quiet = now - max(accepted, self._last_spec_event)
+            if quiet >= RESYNC_QUIET_SECONDS or now - accepted >= RESYNC_SETTLE_MAX_SECONDS:
+                return
+            await asyncio.sleep(RESYNC_QUIET_SECONDS - quiet)  # sleep-ok: until quiet
 
     async def _request_resync(self) -> None:
         """Ask the source for every work that changed while we were not listening."""
@@ -223,6 +248,7 @@ class CloudEventsWorkSource:
             task.add_done_callback(self._side_tasks.discard)
 
     def _apply_spec(self, event: CloudEvent) -> None:
+        self._last_spec_event = asyncio.get_running_loop().time()
         try:
             work = work_from_spec_event(event, self.cluster)
         except (EventDecodeError, SpecRejected) as err:

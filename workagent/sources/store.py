@@ -68,11 +68,35 @@ class LocalWorkStore:
         self._locks: dict[str, asyncio.Lock] = {}
         self._finalized_listeners: list[Callable[[], None]] = []
         self._closed = False
+        self._primed = False
+        self._primed_listeners: list[Callable[[], None]] = []
 
     # -- what the source does ------------------------------------------------------
     def on_finalized(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` when a deleting work loses its last finalizer."""
         self._finalized_listeners.append(listener)
+
+    def prime(self) -> None:
+        """The source's first resync has been answered: the cache is the hub's view.
+
+        Until then a work missing from the cache may only not have arrived yet,
+        so the eviction controller, which acts on missing works, holds off (the
+        others act on the works they have, as OCM's).
+        """
+        if self._primed:
+            return
+        self._primed = True
+        for listener in self._primed_listeners:
+            listener()
+
+    @property
+    def primed(self) -> bool:
+        """Whether :meth:`prime` was called."""
+        return self._primed
+
+    def on_primed(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` when the store is primed."""
+        self._primed_listeners.append(listener)
 
     def works(self) -> list[Object]:
         """Copies of every cached work."""
