@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,8 @@ class Mosquitto:
     directory: Path
     port: int = field(default_factory=free_port)
     process: asyncio.subprocess.Process | None = None
+    #: Lines added to the configuration (an ``acl_file``, say).
+    extra: str = ""
 
     @property
     def host(self) -> str:
@@ -39,7 +42,7 @@ class Mosquitto:
         """Start the broker and wait until it accepts connections."""
         conf = self.directory / "mosquitto.conf"
         conf.write_text(
-            f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+            f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n{self.extra}"
         )
         log = (self.directory / "mosquitto.log").open("ab")
         try:
@@ -74,6 +77,15 @@ class Mosquitto:
                 self.process.kill()
                 await self.process.wait()
         self.process = None
+
+    def reload(self) -> None:
+        """Read the ACL and password files again (SIGHUP); connections stay."""
+        assert self.process is not None and self.process.returncode is None
+        self.process.send_signal(signal.SIGHUP)
+
+    def log(self) -> str:
+        """What the broker logged so far."""
+        return (self.directory / "mosquitto.log").read_text(errors="replace")
 
     async def restart(self) -> None:
         """Stop, then start again on the same port."""

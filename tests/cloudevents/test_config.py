@@ -192,6 +192,21 @@ def test_mqtt_config_and_topics(tmp_path: Path) -> None:
             },
             "no concrete source segment",
         ),
+        *(
+            (
+                {
+                    "brokerHost": "b:1883",
+                    "keepAlive": keep_alive,
+                    "topics": {
+                        "sourceEvents": "sources/s/consumers/+/sourceevents",
+                        "agentEvents": "sources/s/consumers/+/agentevents",
+                    },
+                },
+                "keepAlive must be between 0 and 65535",
+            )
+            # Beyond two bytes paho failed the CONNECT with a struct.error traceback.
+            for keep_alive in (-5, 65536, 100000)
+        ),
     ],
 )
 def test_mqtt_config_errors(tmp_path: Path, doc: dict[str, Any], message: str) -> None:
@@ -226,3 +241,21 @@ async def test_mqtt_encrypted_client_key_is_an_error_not_a_passphrase_prompt(
     (tmp_path / "tls.key").write_bytes(pem_key(key))
     transport = MqttTransport(write(tmp_path, doc), "cluster1", "cluster1-work-agent")
     assert transport._new_client() is not None
+
+
+async def test_mqtt_client_pair_that_does_not_load_is_an_invalid_setting(tmp_path: Path) -> None:
+    """At start it was a traceback (exit 1): check() let SubscriptionFailed through."""
+    (tmp_path / "tls.crt").write_bytes(pem(signed_certificate("agent", new_key())))
+    (tmp_path / "tls.key").write_bytes(pem_key(new_key()))  # another key
+    doc = {
+        "brokerHost": "127.0.0.1:8883",
+        "clientCertFile": str(tmp_path / "tls.crt"),
+        "clientKeyFile": str(tmp_path / "tls.key"),
+        "topics": {
+            "sourceEvents": "sources/maestro/consumers/+/sourceevents",
+            "agentEvents": "sources/maestro/consumers/+/agentevents",
+        },
+    }
+    transport = MqttTransport(write(tmp_path, doc), "cluster1", "cluster1-work-agent")
+    with pytest.raises(ValueError, match=r"^mqtt TLS: the private key does not match"):
+        await transport.check()

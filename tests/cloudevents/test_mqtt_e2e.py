@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.reasoncodes import ReasonCode
 
 from ocmkit.cloudevents.works import status_hash
 from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, KubeClient, NotFound
@@ -24,6 +26,8 @@ from tests.integration.conftest import (
 from tests.support.processes import start_agent_process
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from workagent.identity import applied_work_name, hub_hash
+from workagent.sources import mqttdriver
+from workagent.sources.transport import SubscriptionFailed
 
 
 @pytest.fixture
@@ -251,3 +255,88 @@ async def test_deletion_reports_deleting_before_the_deleted_confirmation(
         "message": "ManifestWork is being deleted",
         "observedGeneration": 1,
     }
+
+
+AGENT_READS = (
+    "topic read sources/maestro/consumers/+/sourceevents\ntopic read sources/+/sourcebroadcast\n"
+)
+AGENT_WRITES = "topic write sources/maestro/consumers/+/agentevents\n"
+
+
+async def test_a_status_the_broker_refuses_is_sent_again_once_allowed(
+    source: MqttWorkSource, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    # The broker's ACL lets the agent (user "agent") subscribe but not publish: mosquitto
+    # answers each QoS 1 PUBLISH with PUBACK "Not authorized". aiomqtt alone took that
+    # for a delivery, so the status was stored as sent and never sent again.
+    acl = tmp_path / "acl"
+    acl.write_text(f"topic readwrite #\nuser agent\n{AGENT_READS}")  # anonymous: the source
+    # user root: mosquitto started as root reads the ACL after dropping to its own
+    # user, who cannot enter pytest's folders (no effect when not started as root).
+    broker = Mosquitto(tmp_path / "acl-broker", extra=f"user root\nlog_type all\nacl_file {acl}\n")
+    broker.directory.mkdir()
+    await broker.start()
+    try:
+        await _refused_then_allowed(broker, acl, spoke_client, tmp_path)
+    finally:
+        await broker.stop()
+
+
+async def _refused_then_allowed(
+    broker: Mosquitto, acl: Path, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    source = MqttWorkSource("127.0.0.1", broker.port)
+    await source.start()
+    config = tmp_path / "mqtt.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {"brokerHost": broker.host, "username": "agent", "keepAlive": 10, "topics": topics()}
+        )
+    )
+    settings = replace(
+        agent_settings(tmp_path),
+        workload_source_driver="mqtt",
+        hub_kubeconfig=str(config),
+        cloudevents_client_id=CLIENT_ID,
+        cloudevents_reconnect_seconds=0.2,
+    )
+    try:
+        async with subscribed_agent(settings) as runner:
+            uid = await source.create(CLUSTER, "work1", [configmap("mq", key="v1")])
+
+            async def applied() -> bool:
+                return await cm_value(spoke_client, "mq") == "v1"
+
+            await eventually(applied, what="the ConfigMap applied")
+
+            async def status_refused() -> bool:
+                return f"Denied PUBLISH from {CLIENT_ID}-client" in broker.log() and (
+                    "/agentevents" in broker.log()
+                )
+
+            await eventually(status_refused, what="the broker to refuse a status event")
+            assert source.last_status(uid) is None
+            service = runner.agent.manager.services[0] if runner.agent else None
+            assert getattr(service, "resync_refusals", 0) >= 1  # asked again, not lost
+            acl.write_text(f"topic readwrite #\nuser agent\n{AGENT_READS}{AGENT_WRITES}")
+            broker.reload()
+            # Nothing changed on the work: only a retry of the refused publish sends it.
+            await wait_condition(source, uid, "Applied")
+    finally:
+        await source.stop()
+
+
+async def test_a_refused_subscription_fails_the_subscription(
+    broker: Mosquitto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mosquitto 2.0 grants every subscription and filters on delivery; other brokers
+    # answer SUBACK "Not authorized", which left the agent "subscribed" and deaf.
+    async def refuse(self: Any, topic: str, qos: int = 0, **_: Any) -> list[ReasonCode]:
+        return [ReasonCode(PacketTypes.SUBACK, "Not authorized")]
+
+    monkeypatch.setattr(mqttdriver._Client, "subscribe", refuse)
+    transport = mqttdriver.MqttTransport(str(mqtt_config(tmp_path, broker)), CLUSTER, CLIENT_ID)
+    expected = "refused the subscription to 'sources/maestro/consumers/cluster1/sourceevents'"
+    with pytest.raises(SubscriptionFailed, match=f"{expected}: Not authorized"):
+        async with transport.subscription():
+            pass

@@ -41,6 +41,8 @@ class TLSMaterial:
 
 #: grpc-go's floor for a client's keepalive time (OCM's agent uses it as well).
 MIN_KEEPALIVE_TIME = 10.0
+#: The largest MQTT keep alive (seconds): the CONNECT packet has two bytes for it.
+MAX_KEEP_ALIVE = 65535
 
 
 @dataclass(frozen=True)
@@ -294,6 +296,10 @@ def load_mqtt_config(path: str) -> MqttConfig:
     for key, qos in (("pubQoS", pub_qos), ("subQoS", sub_qos)):
         if qos not in (0, 1, 2):
             raise reader.fail(f"{key} must be 0, 1 or 2")
+    keep_alive = reader.integer("keepAlive", 60)
+    if not 0 <= keep_alive <= MAX_KEEP_ALIVE:
+        # An MQTT CONNECT carries it in two bytes; OCM reads it as a uint16 too.
+        raise reader.fail(f"keepAlive must be between 0 and {MAX_KEEP_ALIVE} (seconds)")
     return MqttConfig(
         broker_host=broker,
         host=host.strip("[]"),
@@ -302,7 +308,7 @@ def load_mqtt_config(path: str) -> MqttConfig:
         tls=reader.tls(),
         username=reader.string("username"),
         password=reader.string("password"),
-        keep_alive=reader.integer("keepAlive", 60),
+        keep_alive=keep_alive,
         dial_timeout=reader.duration("dialTimeout", reader.doc, 60.0) or 60.0,
         pub_qos=pub_qos,
         sub_qos=sub_qos,

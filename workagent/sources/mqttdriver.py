@@ -12,16 +12,20 @@ are configured.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import ssl
 import tempfile
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiomqtt
 import structlog
+from paho.mqtt import client as paho
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
 
 from ocmkit.cloudevents import CloudEvent, EventDecodeError
 from ocmkit.cloudevents.event import EXT_ORIGINAL_SOURCE
@@ -85,6 +89,54 @@ def _client_tls(tls: TLSMaterial) -> ssl.SSLContext:
     return context
 
 
+class PublishRefused(aiomqtt.MqttError):
+    """The broker answered a QoS 1/2 PUBLISH with a failure reason code (≥ 0x80)."""
+
+
+class _Client(aiomqtt.Client):
+    """aiomqtt's client, with a broker's refusal of a publish raised.
+
+    aiomqtt 2.5 completes a QoS 1/2 publish on any PUBACK/PUBREC, refusals
+    included (``Not authorized`` from a broker ACL): the status would count as
+    sent and never be sent again. paho.golang, under OCM's agent, returns them
+    as errors (``error publishing: The PUBLISH is not authorized.``).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._refusals: dict[int, ReasonCode] = {}
+
+    def _on_publish(
+        self,
+        client: paho.Client,
+        userdata: Any,
+        mid: int,
+        reason_code: ReasonCode,
+        properties: Properties,
+    ) -> None:
+        if reason_code.is_failure:
+            self._refusals[mid] = reason_code
+        super()._on_publish(client, userdata, mid, reason_code, properties)
+
+    async def publish_acknowledged(
+        self, topic: str, payload: bytes, qos: int, properties: Properties
+    ) -> None:
+        """Publish and wait for the broker's acknowledgement (QoS 1/2);
+        raises :class:`PublishRefused` when it refuses the message."""
+        info = self._client.publish(topic, payload, qos, False, properties)
+        if info.rc != paho.MQTT_ERR_SUCCESS:
+            raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
+        try:
+            if not info.is_published():
+                confirmation = asyncio.Event()
+                with self._pending_call(info.mid, confirmation, self._pending_publishes):
+                    await self._wait_for(confirmation.wait(), timeout=None)
+        finally:  # never left for a later message with the same (recycled) id
+            refused = self._refusals.pop(info.mid, None)
+        if refused is not None:
+            raise PublishRefused(f"the broker refused the message on {topic!r}: {refused}")
+
+
 class MqttTransport:
     """An MQTT v5 client of one broker for one cluster."""
 
@@ -95,9 +147,9 @@ class MqttTransport:
         self.endpoint = self.config.broker_host
         self.cluster = cluster
         self.client_id = client_id
-        self._client: aiomqtt.Client | None = None
+        self._client: _Client | None = None
 
-    def _new_client(self) -> aiomqtt.Client:
+    def _new_client(self) -> _Client:
         config = self.config
         tls = None
         if config.tls.cert and config.tls.key:
@@ -105,7 +157,7 @@ class MqttTransport:
                 tls = _client_tls(config.tls)
             except (OSError, CertificatePairError) as err:
                 raise SubscriptionFailed(f"mqtt TLS: {err}") from None
-        return aiomqtt.Client(
+        return _Client(
             config.host,
             config.port,
             identifier=f"{self.client_id}-client",
@@ -120,7 +172,11 @@ class MqttTransport:
     async def check(self) -> None:
         """Connect once: a broker that cannot be reached at start is fatal, as in OCM."""
         try:
-            async with self._new_client():
+            client = self._new_client()
+        except SubscriptionFailed as err:  # a client certificate pair that does not load
+            raise ValueError(str(err)) from None
+        try:
+            async with client:
                 pass
         except aiomqtt.MqttError as err:
             raise ValueError(f"cannot connect to the MQTT broker {self.endpoint}: {err}") from None
@@ -132,7 +188,14 @@ class MqttTransport:
         try:
             async with client:
                 for topic in subscribe_topics(self.config.topics, self.cluster):
-                    await client.subscribe(topic, qos=self.config.sub_qos)
+                    granted = await client.subscribe(topic, qos=self.config.sub_qos)
+                    refused = [c for c in granted if isinstance(c, ReasonCode) and c.is_failure]
+                    if refused:
+                        # As paho.golang under OCM's agent: a refused subscription
+                        # would leave the agent "subscribed" and deaf.
+                        raise SubscriptionFailed(
+                            f"mqtt: the broker refused the subscription to {topic!r}: {refused[0]}"
+                        )
                 self._client = client
                 try:
                     yield self._events(client)
@@ -174,6 +237,6 @@ class MqttTransport:
         if content_type:
             props.ContentType = content_type
         try:
-            await client.publish(topic, payload, qos=self.config.pub_qos, properties=props)
+            await client.publish_acknowledged(topic, payload, self.config.pub_qos, props)
         except aiomqtt.MqttError as err:
             raise Unreachable(f"mqtt publish: {err}") from None
