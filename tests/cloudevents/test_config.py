@@ -214,6 +214,19 @@ def test_mqtt_config_errors(tmp_path: Path, doc: dict[str, Any], message: str) -
         load_mqtt_config(write(tmp_path, doc))
 
 
+def _mqtt_with_client_pair(folder: Path) -> dict[str, Any]:
+    """An MQTT config whose client certificate pair is ``tls.crt``/``tls.key`` in ``folder``."""
+    return {
+        "brokerHost": "127.0.0.1:8883",
+        "clientCertFile": str(folder / "tls.crt"),
+        "clientKeyFile": str(folder / "tls.key"),
+        "topics": {
+            "sourceEvents": "sources/maestro/consumers/+/sourceevents",
+            "agentEvents": "sources/maestro/consumers/+/agentevents",
+        },
+    }
+
+
 async def test_mqtt_encrypted_client_key_is_an_error_not_a_passphrase_prompt(
     tmp_path: Path,
 ) -> None:
@@ -222,15 +235,7 @@ async def test_mqtt_encrypted_client_key_is_an_error_not_a_passphrase_prompt(
     (tmp_path / "tls.crt").write_bytes(pem(signed_certificate("agent", key)))
     encrypted = pem_encrypted_key(key)
     (tmp_path / "tls.key").write_bytes(encrypted)
-    doc = {
-        "brokerHost": "127.0.0.1:8883",
-        "clientCertFile": str(tmp_path / "tls.crt"),
-        "clientKeyFile": str(tmp_path / "tls.key"),
-        "topics": {
-            "sourceEvents": "sources/maestro/consumers/+/sourceevents",
-            "agentEvents": "sources/maestro/consumers/+/agentevents",
-        },
-    }
+    doc = _mqtt_with_client_pair(tmp_path)
     transport = MqttTransport(write(tmp_path, doc), "cluster1", "cluster1-work-agent")
     with pytest.raises(SubscriptionFailed) as caught:
         transport._new_client()
@@ -247,15 +252,7 @@ async def test_mqtt_client_pair_that_does_not_load_is_an_invalid_setting(tmp_pat
     """At start it was a traceback (exit 1): check() let SubscriptionFailed through."""
     (tmp_path / "tls.crt").write_bytes(pem(signed_certificate("agent", new_key())))
     (tmp_path / "tls.key").write_bytes(pem_key(new_key()))  # another key
-    doc = {
-        "brokerHost": "127.0.0.1:8883",
-        "clientCertFile": str(tmp_path / "tls.crt"),
-        "clientKeyFile": str(tmp_path / "tls.key"),
-        "topics": {
-            "sourceEvents": "sources/maestro/consumers/+/sourceevents",
-            "agentEvents": "sources/maestro/consumers/+/agentevents",
-        },
-    }
+    doc = _mqtt_with_client_pair(tmp_path)
     transport = MqttTransport(write(tmp_path, doc), "cluster1", "cluster1-work-agent")
     with pytest.raises(ValueError, match=r"^mqtt TLS: the private key does not match"):
         await transport.check()

@@ -430,6 +430,38 @@ def hub_hash_of(taken: Snapshot) -> str:
 # -- the scenario --------------------------------------------------------------------------
 
 
+async def change_under_ours(plane: Plane, ready: dict[str, Case]) -> list[str]:
+    """Under ours: ``plain`` drops its Secret, ``orphan`` and ``selective`` are deleted
+    (their kept objects orphaned, not re-created), ``created`` is new. Waits until all
+    that is done (the works of ``ready`` settled); returns the works left."""
+    hub, side = plane.hub, plane.side
+    work = await read_work(hub, "plain")
+    assert work is not None
+    work["spec"]["workload"]["manifests"] = copy.deepcopy(PLAIN_AFTER)
+    await hub.update(MANIFESTWORKS, work)
+    orphans = {name: await live_meta(side, CONFIGMAPS, name) for name in ORPHANED}
+    for name in ("orphan", "selective"):
+        await hub.delete(MANIFESTWORKS, name, CLUSTER)
+    await create_work(hub, "created", CREATED)
+    after = {**ready, "created": CREATED, "plain": Case(PLAIN_AFTER)}
+    for name in ("orphan", "selective"):
+        after.pop(name)
+        await gone(f"work {name}", functools.partial(read_work, hub, name))
+    await all_settled(plane, after)
+    # OCM's AppliedManifestWorks, deleted by ours: only what they owned goes.
+    await gone(
+        "configmap selective-gone", functools.partial(live_meta, side, CONFIGMAPS, "selective-gone")
+    )
+    for name, meta in orphans.items():
+        now = await live_meta(side, CONFIGMAPS, name)
+        assert meta is not None and now is not None, f"{name} must be orphaned, not deleted"
+        assert now["uid"] == meta["uid"], f"{name} must be orphaned, not re-created"
+        assert not now.get("ownerReferences"), (name, now.get("ownerReferences"))
+    # The Secret dropped from "plain", recorded by OCM's agent, deleted by ours.
+    await gone("secret plain-secret", functools.partial(live_meta, side, SECRETS, "plain-secret"))
+    return list(after)
+
+
 async def test_handover_from_ocm_to_ours_and_back(plane: Plane) -> None:
     hub, side, agent = plane.hub, plane.side, plane.agent
     agent.start_ocm()
@@ -451,31 +483,7 @@ async def test_handover_from_ocm_to_ours_and_back(plane: Plane) -> None:
     assert_unchanged(left_by_ocm, taken_over)
 
     # The works change under ours: what OCM recorded is what ours cleans up.
-    work = await read_work(hub, "plain")
-    assert work is not None
-    work["spec"]["workload"]["manifests"] = copy.deepcopy(PLAIN_AFTER)
-    await hub.update(MANIFESTWORKS, work)
-    orphans = {name: await live_meta(side, CONFIGMAPS, name) for name in ORPHANED}
-    for name in ("orphan", "selective"):
-        await hub.delete(MANIFESTWORKS, name, CLUSTER)
-    await create_work(hub, "created", CREATED)
-    after = {**READY, "created": CREATED, "plain": Case(PLAIN_AFTER)}
-    for name in ("orphan", "selective"):
-        after.pop(name)
-        await gone(f"work {name}", functools.partial(read_work, hub, name))
-    await all_settled(plane, after)
-    # OCM's AppliedManifestWorks, deleted by ours: only what they owned goes.
-    await gone(
-        "configmap selective-gone", functools.partial(live_meta, side, CONFIGMAPS, "selective-gone")
-    )
-    for name, meta in orphans.items():
-        now = await live_meta(side, CONFIGMAPS, name)
-        assert meta is not None and now is not None, f"{name} must be orphaned, not deleted"
-        assert now["uid"] == meta["uid"], f"{name} must be orphaned, not re-created"
-        assert not now.get("ownerReferences"), (name, now.get("ownerReferences"))
-    # The Secret dropped from "plain", recorded by OCM's agent, deleted by ours.
-    await gone("secret plain-secret", functools.partial(live_meta, side, SECRETS, "plain-secret"))
-    names = list(after)
+    names = await change_under_ours(plane, READY)
     left_by_ours = await quiet(plane, names)
 
     # Roll back: OCM's agent accepts what ours left.

@@ -23,16 +23,14 @@ from typing import Any
 
 import pytest
 
-from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, SECRETS
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS
 from tests.conftest import eventually
 from tests.peers.test_agent_handover import (
-    CREATED,
-    ORPHANED,
-    PLAIN_AFTER,
     Agent,
     Plane,
     Snapshot,
     all_settled,
+    change_under_ours,
     create_work,
     gone,
     hub_hash_of,
@@ -163,29 +161,7 @@ async def test_grpc_handover_from_ocm_to_ours_and_back(grpc_plane: tuple[Plane, 
     assert_same_content(left_by_ocm, taken_over)
 
     # The works change under ours.
-    work = await read_work(hub, "plain")
-    assert work is not None
-    work["spec"]["workload"]["manifests"] = copy.deepcopy(PLAIN_AFTER)
-    await hub.update(MANIFESTWORKS, work)
-    orphans = {name: await live_meta(side, CONFIGMAPS, name) for name in ORPHANED}
-    for name in ("orphan", "selective"):
-        await hub.delete(MANIFESTWORKS, name, CLUSTER)
-    await create_work(hub, "created", CREATED)
-    after = {**READY, "created": CREATED, "plain": Case(PLAIN_AFTER)}
-    for name in ("orphan", "selective"):
-        after.pop(name)
-        await gone(f"work {name}", functools.partial(read_work, hub, name))
-    await all_settled(plane, after)
-    await gone(
-        "configmap selective-gone", functools.partial(live_meta, side, CONFIGMAPS, "selective-gone")
-    )
-    for name, meta in orphans.items():
-        now = await live_meta(side, CONFIGMAPS, name)
-        assert meta is not None and now is not None, f"{name} must be orphaned, not deleted"
-        assert now["uid"] == meta["uid"], f"{name} must be orphaned, not re-created"
-        assert not now.get("ownerReferences"), (name, now.get("ownerReferences"))
-    await gone("secret plain-secret", functools.partial(live_meta, side, SECRETS, "plain-secret"))
-    names = list(after)
+    names = await change_under_ours(plane, READY)
     left_by_ours = await quiet(plane, names)
 
     # Roll back: OCM's agent accepts what ours left ...
