@@ -304,8 +304,14 @@ async def test_four_update_strategies(
     await eventually(all_recorded, what="the AMW to record the four existing objects")
     # The missing ReadOnly object is not available and has no feedback condition: its
     # status is never read (OCM's agent skips the rest of a manifest it cannot read).
-    work = await get_work(hub, "strategies")
-    missing = manifest_statuses(work)[3]
+    # Available comes from the status controller, which may write after the recording.
+    missing: dict[str, Any] = {}
+
+    async def availability_reported() -> bool:
+        missing.update(manifest_statuses(await get_work(hub, "strategies"))[3])
+        return len(missing.get("conditions") or []) > 1
+
+    await eventually(availability_reported, what="the missing object's Available condition")
     assert [c["type"] for c in missing["conditions"]] == ["Applied", "Available"], missing
     assert missing["conditions"][1]["reason"] == "ResourceNotAvailable"
     assert missing["statusFeedback"] == {}
