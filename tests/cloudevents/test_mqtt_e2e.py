@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +18,13 @@ from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, KubeClient, NotFound
 from tests.cloudevents.conftest import CLIENT_ID, klusterlet_args, subscribed_agent, wait_subscribed
 from tests.cloudevents.mqttbroker import Mosquitto
 from tests.cloudevents.mqttsource import MqttWorkSource, topics
+from tests.cloudevents.pki import CertificateAuthority, Pair
 from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
     exists,
 )
-from tests.support.processes import start_agent_process
+from tests.support.processes import free_port, start_agent_process
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from workagent.identity import applied_work_name, hub_hash
 from workagent.sources import mqttdriver
@@ -338,5 +339,100 @@ async def test_a_refused_subscription_fails_the_subscription(
     transport = mqttdriver.MqttTransport(str(mqtt_config(tmp_path, broker)), CLUSTER, CLIENT_ID)
     expected = "refused the subscription to 'sources/maestro/consumers/cluster1/sourceevents'"
     with pytest.raises(SubscriptionFailed, match=f"{expected}: Not authorized"):
+        async with transport.subscription():
+            pass
+
+
+@dataclass
+class TlsBroker:
+    """A broker with a plain listener (the test source's) and a TLS one that wants a
+    client certificate of ``ca`` (the agent's)."""
+
+    broker: Mosquitto
+    tls_port: int
+    ca: CertificateAuthority
+
+
+@pytest.fixture
+async def tls_broker(tmp_path: Path) -> AsyncIterator[TlsBroker]:
+    """Mosquitto with a mutual-TLS listener beside the plain one."""
+    ca = CertificateAuthority(tmp_path / "pki", "broker-ca")
+    server = ca.issue("broker", common_name="broker", server=True)
+    tls_port = free_port()
+    mosquitto = Mosquitto(
+        tmp_path / "tls-broker",
+        # user root: as for the ACL broker, the files stay readable after the
+        # broker drops its privileges.
+        extra=(
+            f"user root\nlistener {tls_port} 127.0.0.1\ncafile {ca.ca_file}\n"
+            f"certfile {server.cert}\nkeyfile {server.key}\nrequire_certificate true\n"
+        ),
+    )
+    mosquitto.directory.mkdir()
+    await mosquitto.start()
+    try:
+        yield TlsBroker(mosquitto, tls_port, ca)
+    finally:
+        await mosquitto.stop()
+
+
+def tls_config(tmp_path: Path, tls: TlsBroker, client: Pair) -> Path:
+    """An mqtt driver config for the TLS listener with this client certificate pair."""
+    path = tmp_path / "mqtt-tls.yaml"
+    doc = {
+        "brokerHost": f"127.0.0.1:{tls.tls_port}",
+        "caFile": str(tls.ca.ca_file),
+        "clientCertFile": str(client.cert),
+        "clientKeyFile": str(client.key),
+        "topics": topics(),
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+async def test_an_agent_with_a_client_certificate_gets_its_works_over_tls(
+    tls_broker: TlsBroker, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    client = tls_broker.ca.issue("agent", common_name="cluster1-work-agent")
+    settings = replace(
+        agent_settings(tmp_path),
+        workload_source_driver="mqtt",
+        hub_kubeconfig=str(tls_config(tmp_path, tls_broker, client)),
+        cloudevents_client_id=CLIENT_ID,
+    )
+    source = MqttWorkSource("127.0.0.1", tls_broker.broker.port)
+    await source.start()
+    try:
+        async with subscribed_agent(settings):
+            uid = await source.create(CLUSTER, "tls-work", [configmap("over-tls", key="v1")])
+            await eventually(
+                lambda: _value_is(spoke_client, "over-tls", "v1"), what="the ConfigMap applied"
+            )
+            await wait_condition(source, uid, "Applied")
+    finally:
+        await source.stop()
+    # The agent came through the TLS listener (the source through the plain one).
+    assert "New connection from 127.0.0.1:" in tls_broker.broker.log()
+    assert f"on port {tls_broker.tls_port}." in tls_broker.broker.log()
+
+
+async def _value_is(client: KubeClient, name: str, expected: str) -> bool:
+    return await cm_value(client, name) == expected
+
+
+async def test_a_client_certificate_the_broker_does_not_trust_fails_naming_the_cause(
+    tls_broker: TlsBroker, tmp_path: Path
+) -> None:
+    # aiomqtt ignored the connection lost before CONNACK: the agent waited out
+    # dialTimeout (60 s) at start and on every reconnect, then said only
+    # "Operation timed out". OCM's agent fails at once, naming the TLS alert.
+    stranger = CertificateAuthority(tmp_path / "other-pki", "other-ca")
+    client = stranger.issue("agent", common_name="cluster1-work-agent")
+    config = str(tls_config(tmp_path, tls_broker, client))
+    transport = mqttdriver.MqttTransport(config, CLUSTER, CLIENT_ID)
+    cause = "connection lost before the broker answered: .*unknown ca"
+    with pytest.raises(ValueError, match=f"^cannot connect to the MQTT broker .*: {cause}"):
+        await transport.check()
+    with pytest.raises(SubscriptionFailed, match=f"^mqtt: {cause}"):
         async with transport.subscription():
             pass

@@ -105,6 +105,40 @@ class _Client(aiomqtt.Client):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._refusals: dict[int, ReasonCode] = {}
+        self._last_error = ""
+        self._connecting = False
+        self._client.on_log = self._on_log
+
+    async def __aenter__(self) -> _Client:
+        self._connecting = True
+        try:
+            await super().__aenter__()
+        finally:
+            self._connecting = False
+        return self
+
+    def _on_log(self, client: paho.Client, userdata: Any, level: int, text: str) -> None:
+        if level == paho.MQTT_LOG_ERR:
+            self._last_error = text
+
+    def _on_disconnect(
+        self,
+        client: paho.Client,
+        userdata: Any,
+        flags: paho.DisconnectFlags,
+        reason_code: ReasonCode,
+        properties: Properties | None = None,
+    ) -> None:
+        # aiomqtt ignores a connection lost before CONNACK and waits out its
+        # timeout (dialTimeout, 60 s): a broker refusing our client certificate
+        # would be reported a minute late as "Operation timed out".
+        if self._connecting and not self._connected.done():
+            cause = self._last_error or "the broker closed the connection"
+            self._connected.set_exception(
+                aiomqtt.MqttError(f"connection lost before the broker answered: {cause}")
+            )
+            return
+        super()._on_disconnect(client, userdata, flags, reason_code, properties)
 
     def _on_publish(
         self,
