@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
@@ -436,3 +437,33 @@ async def test_a_client_certificate_the_broker_does_not_trust_fails_naming_the_c
     with pytest.raises(SubscriptionFailed, match=f"^mqtt: {cause}"):
         async with transport.subscription():
             pass
+
+
+def password_file(path: Path, user: str, password: str) -> Path:
+    """A mosquitto password file with one user."""
+    path.write_text("")
+    subprocess.run(["mosquitto_passwd", "-b", str(path), user, password], check=True)
+    return path
+
+
+async def test_username_and_password_are_sent_and_a_wrong_password_is_named(
+    tmp_path: Path,
+) -> None:
+    passwords = password_file(tmp_path / "passwd", "agent", "s3cret")
+    broker = Mosquitto(tmp_path / "pw-broker", extra=f"user root\npassword_file {passwords}\n")
+    broker.directory.mkdir()
+    await broker.start()
+    try:
+        for password in ("s3cret", "wrong"):
+            path = tmp_path / f"mqtt-{password}.yaml"
+            doc = {"brokerHost": broker.host, "username": "agent", "password": password}
+            path.write_text(yaml.safe_dump({**doc, "topics": topics()}))
+            transport = mqttdriver.MqttTransport(str(path), CLUSTER, CLIENT_ID)
+            if password == "wrong":
+                with pytest.raises(ValueError, match=r": \[code:135\] Not authorized$"):
+                    await transport.check()
+            else:
+                await transport.check()
+        assert f"as {CLIENT_ID}-client (p5, c1, k60, u'agent')" in broker.log()
+    finally:
+        await broker.stop()
