@@ -462,24 +462,29 @@ async def change_under_ours(plane: Plane, ready: dict[str, Case]) -> list[str]:
     return list(after)
 
 
-async def test_handover_from_ocm_to_ours_and_back(plane: Plane) -> None:
-    hub, side, agent = plane.hub, plane.side, plane.agent
-    agent.start_ocm()
-    for name in HANDED_OVER:
-        await create_work(hub, name, CASES[name])
-    await all_settled(plane, READY)
-    left_by_ocm = await quiet(plane, HANDED_OVER)
-    # Every work recorded, with the objects it applied (the comparisons need them).
+async def ocm_then_ours(plane: Plane, ready: dict[str, Case]) -> tuple[Snapshot, Snapshot]:
+    """OCM's agent applies the works ``ready`` names and records every one; then ours
+    takes over. The snapshots of both, each once quiet."""
+    names = list(ready)
+    plane.agent.start_ocm()
+    for name in names:
+        await create_work(plane.hub, name, CASES[name])
+    await all_settled(plane, ready)
+    left_by_ocm = await quiet(plane, names)
     assert sorted(a["spec"]["manifestWorkName"] for a in left_by_ocm.applied.values()) == sorted(
-        HANDED_OVER
+        names
     )
-    assert len(left_by_ocm.objects) >= 20, sorted(left_by_ocm.objects)
+    await plane.agent.stop()
+    await plane.agent.start_ours()
+    await ours_went_round(plane, len(names))
+    return left_by_ocm, await quiet(plane, names)
 
-    # Ours takes over: nothing may move.
-    await agent.stop()
-    await agent.start_ours()
-    await ours_went_round(plane, len(HANDED_OVER))
-    taken_over = await quiet(plane, HANDED_OVER)
+
+async def test_handover_from_ocm_to_ours_and_back(plane: Plane) -> None:
+    left_by_ocm, taken_over = await ocm_then_ours(plane, READY)
+    # Every work recorded with the objects it applied (the comparisons need them), and
+    # nothing moved when ours took over.
+    assert len(left_by_ocm.objects) >= 20, sorted(left_by_ocm.objects)
     assert_unchanged(left_by_ocm, taken_over)
 
     # The works change under ours: what OCM recorded is what ours cleans up.
@@ -487,13 +492,23 @@ async def test_handover_from_ocm_to_ours_and_back(plane: Plane) -> None:
     left_by_ours = await quiet(plane, names)
 
     # Roll back: OCM's agent accepts what ours left.
+    await hand_back_to_ocm(plane, names, left_by_ours, assert_unchanged)
+
+
+async def hand_back_to_ocm(
+    plane: Plane,
+    names: list[str],
+    left_by_ours: Snapshot,
+    same: Callable[[Snapshot, Snapshot], None],
+) -> None:
+    """Ours stops, OCM's agent starts: it takes what ours left as it is (``same``
+    compares) and cleans up after the work whose AppliedManifestWork ours created."""
+    hub, side, agent = plane.hub, plane.side, plane.agent
     await agent.stop()
     agent.start_ocm()
     await eventually(ocm_caches_synced(plane), timeout=60, what="OCM's agent to start")
     back = await quiet(plane, names)
-    assert_unchanged(left_by_ours, back)
-
-    # ... and cleans up after a work whose AppliedManifestWork ours created.
+    same(left_by_ours, back)
     await hub.delete(MANIFESTWORKS, "created", CLUSTER)
     await gone("work created", functools.partial(read_work, hub, "created"))
     await gone(

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -32,11 +31,9 @@ from tests.peers.test_agent_handover import (
     all_settled,
     change_under_ours,
     create_work,
-    gone,
-    hub_hash_of,
-    live_meta,
+    hand_back_to_ocm,
     ocm_caches_synced,
-    ours_went_round,
+    ocm_then_ours,
     quiet,
     read_work,
 )
@@ -142,21 +139,8 @@ async def grpc_plane(realkube_pool: PlanePool, tmp_path: Path) -> AsyncIterator[
 @pytest.mark.timeout(900)
 async def test_grpc_handover_from_ocm_to_ours_and_back(grpc_plane: tuple[Plane, Peer]) -> None:
     plane, server = grpc_plane
-    hub, side, agent = plane.hub, plane.side, plane.agent
-    agent.start_ocm()
-    for name in HANDED_OVER:
-        await create_work(hub, name, CASES[name])
-    await all_settled(plane, READY)
-    left_by_ocm = await quiet(plane, HANDED_OVER)
-    assert sorted(a["spec"]["manifestWorkName"] for a in left_by_ocm.applied.values()) == sorted(
-        HANDED_OVER
-    )
-
     # Ours takes over: nothing may move.
-    await agent.stop()
-    await agent.start_ours()
-    await ours_went_round(plane, len(HANDED_OVER))
-    taken_over = await quiet(plane, HANDED_OVER)
+    left_by_ocm, taken_over = await ocm_then_ours(plane, READY)
     server.check_alive()
     assert_same_content(left_by_ocm, taken_over)
 
@@ -164,22 +148,8 @@ async def test_grpc_handover_from_ocm_to_ours_and_back(grpc_plane: tuple[Plane, 
     names = await change_under_ours(plane, READY)
     left_by_ours = await quiet(plane, names)
 
-    # Roll back: OCM's agent accepts what ours left ...
-    await agent.stop()
-    agent.start_ocm()
-    await eventually_ocm_started(plane)
-    back = await quiet(plane, names)
-    assert_same_content(left_by_ours, back)
-
-    # ... and cleans up after a work whose AppliedManifestWork ours created.
-    await hub.delete(MANIFESTWORKS, "created", CLUSTER)
-    await gone("work created", functools.partial(read_work, hub, "created"))
-    await gone(
-        "configmap created-under-ours",
-        functools.partial(live_meta, side, CONFIGMAPS, "created-under-ours"),
-    )
-    final = await quiet(plane, [n for n in names if n != "created"])
-    assert set(final.applied) == set(back.applied) - {f"{hub_hash_of(back)}-created"}
+    # Roll back: OCM's agent accepts what ours left.
+    await hand_back_to_ocm(plane, names, left_by_ours, assert_same_content)
     server.check_alive()
 
 
