@@ -122,10 +122,10 @@ unit: unit-kubesim unit-realkube
 TEST_WORKERS ?= auto
 
 unit-kubesim: setup-test setup-debian
-	time $(PYTEST) -m "not realkube" -n $(TEST_WORKERS)
+	time $(PYTEST) -m "not realkube" -n $(TEST_WORKERS) --durations=15
 
 unit-realkube: setup-test setup-debian realkube ocm cel-oracle
-	time $(PYTEST) -m realkube
+	time $(PYTEST) -m realkube --durations=25
 
 test: lint typecheck imports unit
 
