@@ -261,6 +261,7 @@ async def test_bad_manifests_fail_alone_and_recover(
         configmap("late", "doomed"),  # 403 from the spoke
         {"apiVersion": "apps/", "kind": "Deployment", "metadata": {"name": "x"}},
         HELLO_DEPLOYMENT,
+        {"apiVersion": "batch/v1", "kind": "Job"},  # neither name nor namespace
     ]
     await hub_client.create(MANIFESTWORKS, work_body("mixed", manifests))
     # Another work is not held up by the failing one.
@@ -303,6 +304,12 @@ async def test_bad_manifests_fail_alone_and_recover(
         "False",
         "AppliedManifestFailed",
         "Failed to apply manifest: invalid apiVersion 'apps/' of the Deployment manifest",
+    )
+    # The missing name is named, not the namespace that is missing as well.
+    assert applied_message(work, 7) == (
+        "False",
+        "AppliedManifestFailed",
+        "Failed to apply manifest: the Job manifest has no metadata.name",
     )
     # The resource meta of an unmappable manifest says what is known.
     assert manifest_statuses(work)[2]["resourceMeta"] == {

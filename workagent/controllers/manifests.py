@@ -130,6 +130,8 @@ async def map_resource(mapper: RESTMapper, result: ManifestResult) -> None:
         ) from None
     result.resource = resource
     meta["resource"] = resource.plural
+    if not meta["name"]:  # first: a manifest with neither is missing its name above all
+        raise ManifestError(f"the {meta['kind']} manifest has no metadata.name")
     if not resource.namespaced:
         meta["namespace"] = ""
         result.required.get("metadata", {}).pop("namespace", None)
@@ -138,5 +140,3 @@ async def map_resource(mapper: RESTMapper, result: ManifestResult) -> None:
             f'{meta["kind"]} "{meta["name"]}" has no metadata.namespace, '
             f"but {resource} is namespaced"
         )
-    if not meta["name"]:
-        raise ManifestError(f"the {meta['kind']} manifest has no metadata.name")
