@@ -207,6 +207,7 @@ async def build_agent(settings: AgentSettings, *, handle_signals: bool = True) -
     status = AvailableStatusController(deps)
     # The pass that applies a new generation also writes Available: one status patch.
     apply_loop = ManifestWorkController(deps, fill_status=status.fill_after_apply)
+    status.on_gone = apply_loop.reapply
     manager.add_controller(apply_loop.controller)
     for controller in cleanup_controllers(deps):
         manager.add_controller(controller)

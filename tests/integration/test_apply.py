@@ -26,6 +26,7 @@ from ocmkit.kube import (
     Invalid,
     KubeClient,
     KubeConfigError,
+    NotFound,
     Resource,
     ServerError,
 )
@@ -592,6 +593,50 @@ async def test_completed_manifest_is_not_touched_again(
     assert applied_message(done, 0)[0] == "True"
     assert (await spoke_client.get(CONFIGMAPS, "done-cm", "default"))["data"] == {"key": "v1"}
     assert manifest_condition(done, 0, "Complete") is not None
+
+
+async def test_an_object_deleted_on_the_cluster_is_created_again(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
+) -> None:
+    """Beyond OCM (its periodic resync, 4 to 6 min): the status sync that finds an
+    applied object gone has the work applied again; a ReadOnly manifest's object is
+    only reported missing."""
+    watched = configmap("watched-elsewhere")
+    await spoke_client.create(CONFIGMAPS, watched)
+    body = work_body("comeback", [configmap("comeback-cm", key="v1"), watched])
+    body["spec"]["manifestConfigs"] = [
+        {
+            "resourceIdentifier": {
+                "resource": "configmaps",
+                "namespace": "default",
+                "name": "watched-elsewhere",
+            },
+            "updateStrategy": {"type": "ReadOnly"},
+        }
+    ]
+    await hub_client.create(MANIFESTWORKS, body)
+    await wait_applied(hub_client, "comeback")
+    first = await spoke_client.get(CONFIGMAPS, "comeback-cm", "default")
+    await spoke_client.delete(CONFIGMAPS, "comeback-cm", "default")
+    await spoke_client.delete(CONFIGMAPS, "watched-elsewhere", "default")
+
+    async def created_again() -> bool:
+        try:
+            obj = await spoke_client.get(CONFIGMAPS, "comeback-cm", "default")
+        except NotFound:
+            return False
+        return bool(obj["metadata"]["uid"] != first["metadata"]["uid"])
+
+    await eventually(created_again, timeout=60, what="the deleted ConfigMap created again")
+    assert (await spoke_client.get(CONFIGMAPS, "comeback-cm", "default"))["data"] == {"key": "v1"}
+
+    async def reported() -> bool:
+        work = await get_work(hub_client, "comeback")
+        applied, read_only = (manifest_condition(work, i, "Available") or {} for i in (0, 1))
+        return (applied.get("status"), read_only.get("status")) == ("True", "False")
+
+    await eventually(reported, timeout=60, what="the one back Available, the ReadOnly one not")
+    assert not await exists(spoke_client, CONFIGMAPS, "watched-elsewhere", "default")
 
 
 async def test_deleting_the_work_cleans_up_both_clusters(

@@ -35,7 +35,11 @@ async def _wait_file(path: Path, proc: asyncio.subprocess.Process) -> None:
 
 async def _stop(proc: asyncio.subprocess.Process) -> int:
     proc.send_signal(signal.SIGTERM)
-    return await asyncio.wait_for(proc.wait(), timeout=10)
+    # Reading the pipes while waiting: a child blocked on a full pipe never exits.
+    # The deadline is a hang guard (a loaded CI machine once took over 10 s).
+    await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode is not None
+    return proc.returncode
 
 
 async def test_serve_writes_kubeconfig_and_stops_on_sigterm(tmp_path: Path) -> None:

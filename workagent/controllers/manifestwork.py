@@ -234,6 +234,12 @@ class ManifestWorkController:
         self._evented.add(name)
         self.queue.add(name)
 
+    def reapply(self, name: str) -> None:
+        """Apply work ``name`` again now, reading every object: one it applied is gone
+        from the cluster (the status controller saw it). OCM's agent waits for its
+        periodic resync (4 to 6 min)."""
+        self._on_event(name)
+
     def _on_add(self, obj: dict[str, Any]) -> None:
         if has_finalizer(obj):
             self._on_event(obj["metadata"]["name"])

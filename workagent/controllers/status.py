@@ -13,6 +13,7 @@ import functools
 import json
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -26,6 +27,7 @@ from schemas.meta import now
 from schemas.wire import (
     CONDITION_APPLIED,
     CONDITION_AVAILABLE,
+    CONDITION_COMPLETE,
     CONDITION_RULE_REASON_PREFIX,
     CONDITION_STATUS_FEEDBACK_SYNCED,
     REASON_FETCHING_RESOURCE_FAILED,
@@ -34,7 +36,12 @@ from schemas.wire import (
     REASON_RESOURCE_NOT_AVAILABLE,
     REASON_STATUS_FEEDBACK_SYNC_FAILED,
 )
-from schemas.work_v1 import FeedbackScrapeType, ManifestConfigOption, ManifestWorkSpec
+from schemas.work_v1 import (
+    FeedbackScrapeType,
+    ManifestConfigOption,
+    ManifestWorkSpec,
+    UpdateStrategyType,
+)
 from workagent.conditions.aggregate import aggregate, aggregate_available
 from workagent.conditions.reasons import REASON_AGGREGATED
 from workagent.conditions.rules import evaluate_rules, is_condition_type
@@ -42,6 +49,7 @@ from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work
 from workagent.controllers.apply_results import ObjectIdentity, object_identity
 from workagent.controllers.conditions import (
     Condition,
+    is_condition_true,
     manifest_statuses,
     new_condition,
     remove_condition,
@@ -140,6 +148,10 @@ class AvailableStatusController:
         self.queue = WorkQueue(QUEUE_NAME)
         self.controller = deps.controller(QUEUE_NAME, self.queue, self.reconcile, deps.works)
         self._written = RecentWrites(lambda name: work_from_cache(deps, name))
+        #: Called with a work's name when an object it applied is gone (the apply
+        #: loop's :meth:`reapply`); None: left to the apply loop's periodic resync.
+        self.on_gone: Callable[[str], None] | None = None
+        self._gone_since: dict[str, dict[ObjectIdentity, float]] = {}
         deps.works.add_indexer(BY_WORK_INDEX, index_by_resource)
         deps.works.add_handler(
             on_add=self._enqueue,
@@ -181,6 +193,7 @@ class AvailableStatusController:
         syncs = self.deps.status_syncs
         if cached is None:
             self._written.forget(key)
+            self._gone_since.pop(key, None)
             syncs.forget(key)
             if self.pool is not None:
                 # Beyond OCM (which waits for the AMW finalizer): a work that is
@@ -225,11 +238,55 @@ class AvailableStatusController:
             log.debug("status changed meanwhile, syncing again")
             return Result(requeue=True)
         deps.status_syncs.synced(name, modes)
+        self._report_gone(name, work, spec)
         if written is not None:
             self._written.remember(name, cached, written)
             log.info("updated status of applied resources")
         interval = deps.settings.status_sync_interval
         return Result(requeue_after=interval * (1 - random.random() * STATUS_JITTER))
+
+    def _report_gone(self, name: str, work: Object, spec: ManifestWorkSpec) -> None:
+        """Have the apply loop re-create objects deleted on the cluster.
+
+        Beyond OCM, whose agent re-creates them only at its periodic resync (4 to
+        6 min). An object must be seen gone by two status syncs at least half a
+        sync interval apart: the first writes ``Available`` False to the hub, so
+        the deletion shows there, and a deleter that keeps deleting is not fought
+        faster than once per interval.
+        """
+        if self.on_gone is None or is_deleting(work):
+            self._gone_since.pop(name, None)
+            return
+        gone = {
+            object_identity(entry.get("resourceMeta") or {})
+            for entry in manifest_statuses(work)
+            if _gone_while_applied(entry, spec)
+        }
+        moment = asyncio.get_running_loop().time()
+        since = {key: self._gone_since.get(name, {}).get(key, moment) for key in gone}
+        due = [
+            key
+            for key, first in since.items()
+            if moment - first >= self.deps.settings.status_sync_interval / 2
+        ]
+        for key in due:
+            since[key] = moment  # the next attempt, if need be, after another wait
+        if since:
+            self._gone_since[name] = since
+        else:
+            self._gone_since.pop(name, None)
+        if not due:
+            return
+        group, _version, resource, namespace, obj_name = due[0]
+        log.info(
+            "an applied object is gone from the cluster, applying the work again",
+            group=group,
+            resource=resource,
+            namespace=namespace,
+            resource_name=obj_name,
+            gone=len(due),
+        )
+        self.on_gone(name)
 
     async def _compute(
         self,
@@ -450,6 +507,23 @@ class AvailableStatusController:
                 failed = _available("Unknown", REASON_FETCHING_RESOURCE_FAILED, message)
                 return ReadOutcome(None, failed, mode)
         return ReadOutcome(obj, _AVAILABLE if obj is not None else _NOT_AVAILABLE, mode)
+
+
+def _gone_while_applied(entry: dict[str, Any], spec: ManifestWorkSpec) -> bool:
+    """Whether a manifest's object was applied and is now missing, and applying the
+    manifest again would create it (not ReadOnly, not Complete)."""
+    conditions = entry.get("conditions") or []
+    available = next((c for c in conditions if c.get("type") == CONDITION_AVAILABLE), None)
+    if available is None or available.get("reason") != REASON_RESOURCE_NOT_AVAILABLE:
+        return False
+    if not is_condition_true(conditions, CONDITION_APPLIED):
+        return False
+    if is_condition_true(conditions, CONDITION_COMPLETE):
+        return False  # finished: the agent never touches it again
+    group, _version, resource, namespace, name = object_identity(entry.get("resourceMeta") or {})
+    option = find_manifest_config(spec.manifest_configs, group, resource, namespace, name)
+    strategy = option.update_strategy if option is not None else None
+    return strategy is None or strategy.type != UpdateStrategyType.READ_ONLY
 
 
 class _FeedbackRoom:
