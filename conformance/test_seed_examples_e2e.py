@@ -32,7 +32,7 @@ The objects and helpers shared with the other end-to-end tests are in
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,34 +86,11 @@ from tests.integration.test_agent_e2e import (
     work_controller,
 )
 from tests.support.crds import crd
+from tests.support.manifests import pi_job
 from tests.support.prepare import install_crds
 from tests.support.programs import CLUSTER, CRD_DIR, AgentRunner, agent_settings
 
 # -- the docs' objects --------------------------------------------------------------------
-
-
-def pi_job(name: str, namespace: str) -> dict[str, Any]:
-    """The docs' ``pi`` Job (no selector: the server generates one)."""
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "template": {
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "pi",
-                            "image": "perl:5.34.0",
-                            "command": ["perl", "-Mbignum=bpi", "-wle", "print bpi(2000)"],
-                        }
-                    ],
-                    "restartPolicy": "Never",
-                }
-            },
-            "backoffLimit": 4,
-        },
-    }
 
 
 def service(name: str, namespace: str) -> dict[str, Any]:
@@ -138,7 +115,7 @@ def custom_resource(name: str, namespace: str) -> dict[str, Any]:
 
 CUSTOM_CRD = crd("example.com", "MyCustomResource", list_kind=True, status_subresource=True)
 
-BUILDERS = {
+BUILDERS: dict[tuple[str, str], Callable[[str, str], dict[str, Any]]] = {
     ("apps", "deployments"): hello_deployment,
     ("batch", "jobs"): pi_job,
     ("", "services"): service,

@@ -34,15 +34,18 @@ WEB_NAMESPACE = "web"
 WEB_REPLICAS = 2
 
 
-def hello_deployment(replicas: int | None = None) -> dict[str, Any]:
-    """The docs' ``hello`` Deployment in ``default`` (busybox saying hello, then sleeping).
+def hello_deployment(
+    replicas: int | None = None, name: str = "hello", namespace: str = "default"
+) -> dict[str, Any]:
+    """The docs' ``hello`` Deployment (busybox saying hello, then sleeping).
 
-    ``replicas`` None leaves the field out (the API server defaults it to 1).
+    ``replicas`` None leaves the field out (the API server defaults it to 1);
+    ``name`` names it and its ``app`` label.
     """
     spec: dict[str, Any] = {
-        "selector": {"matchLabels": {"app": "hello"}},
+        "selector": {"matchLabels": {"app": name}},
         "template": {
-            "metadata": {"labels": {"app": "hello"}},
+            "metadata": {"labels": {"app": name}},
             "spec": {
                 "containers": [
                     {
@@ -59,9 +62,19 @@ def hello_deployment(replicas: int | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": "hello", "namespace": "default"},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": spec,
     }
+
+
+def hello_feedback_rules() -> list[dict[str, Any]]:
+    """The docs' "Fine-grained field values tracking" rules: WellKnownStatus and
+    ``isAvailable``, the Deployment's Available condition."""
+    available = '.status.conditions[?(@.type=="Available")].status'
+    return [
+        {"type": "WellKnownStatus"},
+        {"type": "JSONPaths", "jsonPaths": [{"name": "isAvailable", "path": available}]},
+    ]
 
 
 def hello_work(replicas: int | None = None) -> dict[str, Any]:
@@ -86,18 +99,7 @@ def hello_work(replicas: int | None = None) -> dict[str, Any]:
                         "name": "hello",
                     },
                     "feedbackScrapeType": "Watch",
-                    "feedbackRules": [
-                        {"type": "WellKnownStatus"},
-                        {
-                            "type": "JSONPaths",
-                            "jsonPaths": [
-                                {
-                                    "name": "isAvailable",
-                                    "path": '.status.conditions[?(@.type=="Available")].status',
-                                }
-                            ],
-                        },
-                    ],
+                    "feedbackRules": hello_feedback_rules(),
                 }
             ],
         },

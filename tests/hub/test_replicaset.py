@@ -400,10 +400,12 @@ class Hub:
         available: str | None = "True",
         progressing: str | None = None,
         degraded: str | None = None,
+        ago: float = 0,
     ) -> None:
-        """Write work conditions for the work's current generation, as an agent would."""
+        """Write work conditions for the work's current generation, as an agent would;
+        ``ago`` back-dates their transition times."""
         generation = work["metadata"]["generation"]
-        now = datetime.now(UTC)
+        now = datetime.now(UTC) - timedelta(seconds=ago)
         conditions = [cond("Applied", applied, generation, now)]
         for kind, value in (
             ("Available", available),

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from demo import examples
 from ocmkit.kube import (
     CONFIGMAPS,
     DEPLOYMENTS,
@@ -66,31 +67,10 @@ _touches = itertools.count(1)
 
 # -- the docs' objects --------------------------------------------------------------------
 
-HELLO_IMAGE = "quay.io/asmacdo/busybox"
-
 
 def hello_deployment(name: str = "hello", namespace: str = "default") -> dict[str, Any]:
     """The docs' running example: Deployment ``hello`` (hello-work-demo)."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "hello",
-                            "image": HELLO_IMAGE,
-                            "command": ["sh", "-c", 'echo "Hello, Kubernetes!" && sleep 3600'],
-                        }
-                    ]
-                },
-            },
-        },
-    }
+    return examples.hello_deployment(name=name, namespace=namespace)
 
 
 # The executor of the docs' executor example, and what the docs assume it may do.

@@ -983,7 +983,7 @@ MORE_RECORDED = {
 LISTED_ONCE = {"duplicate"}
 
 
-async def compare_applied(hub: Hub, names: list[str]) -> None:
+async def compare_applied(hub: Hub, names: list[str], timeout: float = 180.0) -> None:
     """The AppliedManifestWorks and every object they list are the same on both sides."""
     for name in names:
 
@@ -1007,19 +1007,21 @@ async def compare_applied(hub: Hub, names: list[str]) -> None:
                 same["status"] = {"appliedResources": kept} if kept else {}
             return same
 
-        await same_on_both(hub, f"the AppliedManifestWork of {name!r}", read, comparable)
+        what = f"the AppliedManifestWork of {name!r}"
+        await same_on_both(hub, what, read, comparable, timeout=timeout)
         applied = await applied_work(hub.ours, name)
-        assert applied is not None
+        assert applied is not None, name
         listed = (applied.get("status") or {}).get("appliedResources") or []
         recorded = {r["name"] for r in listed}
         if hub.our_agent:
             assert set(MORE_RECORDED.get(name, [])) <= recorded, recorded
         for res in (applied.get("status") or {}).get("appliedResources") or []:
-            await compare_object(hub, res)
+            await compare_object(hub, res, timeout)
 
 
-async def compare_object(hub: Hub, res: Mapping[str, Any]) -> None:
-    """One managed-cluster object (an appliedResources entry) is the same on both sides."""
+async def compare_object(hub: Hub, res: Mapping[str, Any], timeout: float = 180.0) -> None:
+    """One managed-cluster object (an appliedResources entry) is the same on both sides
+    (or absent on both)."""
     namespace = res.get("namespace") or None
     # The kind is not listed; the plural names the resource well enough to GET it.
     resource = Resource(res["group"], res["version"], res["resource"], "", bool(namespace))
@@ -1038,6 +1040,7 @@ async def compare_object(hub: Hub, res: Mapping[str, Any]) -> None:
         f"{res['resource']} {namespace}/{res['name']}",
         read,
         lambda obj: comparable_object(obj) if obj is not None else None,
+        timeout=timeout,
     )
 
 

@@ -50,13 +50,15 @@ import pytest
 
 from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, NAMESPACES, PLACEMENTS, NotFound
 from tests.conftest import eventually
-from tests.hub.test_replicaset import NS, Hub, cond
+from tests.hub.test_replicaset import NS, Hub
 from tests.peers import test_hub_side_by_side as harness
 from tests.peers.test_hub_side_by_side import (
     Hubs,
     comparable_status,
     comparable_works,
+    create_completed,
     same_on_both,
+    work_names,
 )
 from tests.support.prepare import typed
 
@@ -264,26 +266,16 @@ async def report(
     """The agent's conditions on these clusters' works, on both hubs alike, for each
     work's current generation; ``ago`` back-dates their transition times (an agent keeps a
     condition's time while its status holds, so old times are ordinary)."""
-    at = datetime.now(UTC) - timedelta(seconds=ago)
     for hub in hubs.both:
         works = await hub.works(rs)
         for cluster in clusters:
-            work = works[cluster]
-            generation = work["metadata"]["generation"]
-            conditions = [cond("Applied", applied, generation, at)]
-            for kind, value in (
-                ("Available", available),
-                ("Progressing", progressing),
-                ("Degraded", degraded),
-            ):
-                if value is not None:
-                    conditions.append(cond(kind, value, generation, at))
-            await hub.client.patch(
-                MANIFESTWORKS,
-                work["metadata"]["name"],
-                {"status": {"conditions": conditions}},
-                cluster,
-                subresource="status",
+            await hub.report(
+                works[cluster],
+                applied=applied,
+                available=available,
+                progressing=progressing,
+                degraded=degraded,
+                ago=ago,
             )
 
 
@@ -1018,25 +1010,13 @@ async def test_completed_works_of_the_docs_are_collected_alike(hubs: Hubs) -> No
     ]
     for hub in hubs.both:
         for name, ttl, complete, ago, labels in cases:
-            created = await hub.client.create(MANIFESTWORKS, work(name, ttl, labels), "cluster1")
             at = datetime.now(UTC) - timedelta(seconds=ago)
-            condition = cond("Complete", complete, created["metadata"]["generation"], at)
-            await hub.client.patch(
-                MANIFESTWORKS,
-                name,
-                {"status": {"conditions": [condition]}},
-                "cluster1",
-                subresource="status",
-            )
-
-    async def names(hub: Hub) -> Any:
-        items = (await hub.client.list(MANIFESTWORKS, "cluster1"))["items"]
-        return sorted(w["metadata"]["name"] for w in items)
+            await create_completed(hub, work(name, ttl, labels), complete, at)
 
     await same_on_both(
         hubs,
         "the works left",
-        names,
+        work_names,
         lambda n: n == ["not-complete", "owned", "temp-job-with-cleanup"],
     )
 

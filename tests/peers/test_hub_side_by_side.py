@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ import pytest
 from ocmkit.kube import MANIFESTWORK_REPLICASETS, MANIFESTWORKS, NotFound
 from schemas.wire import GATE_CLEAN_UP_COMPLETED_MANIFEST_WORK, GATE_MANIFEST_WORK_REPLICA_SET
 from tests.conftest import eventually
-from tests.hub.test_replicaset import NS, TEMPLATE, TYPED_TEMPLATE, Hub, cond, hub_client
+from tests.hub.test_replicaset import NS, T0, TEMPLATE, TYPED_TEMPLATE, Hub, cond, hub_client
 from tests.peers.test_agent_side_by_side import diff, time_shape
 from tests.support.controlplane import spawn
 from tests.support.manifests import configmap
@@ -291,6 +292,28 @@ async def test_same_replica_set_same_works_and_status(hubs: Hubs) -> None:
     await same_on_both(hubs, "the replica set after deletion", status_of, lambda s: s is None)
 
 
+async def create_completed(
+    hub: Hub, work: dict[str, Any], complete: str = "True", at: datetime = T0
+) -> None:
+    """Work ``work`` in cluster1, with a ``Complete`` condition since ``at`` as its agent
+    would report it."""
+    created = await hub.client.create(MANIFESTWORKS, copy.deepcopy(work), "cluster1")
+    condition = cond("Complete", complete, created["metadata"]["generation"], at)
+    await hub.client.patch(
+        MANIFESTWORKS,
+        created["metadata"]["name"],
+        {"status": {"conditions": [condition]}},
+        "cluster1",
+        subresource="status",
+    )
+
+
+async def work_names(hub: Hub) -> list[str]:
+    """The names of cluster1's works."""
+    items = (await hub.client.list(MANIFESTWORKS, "cluster1"))["items"]
+    return sorted(w["metadata"]["name"] for w in items)
+
+
 async def test_completed_work_is_deleted_after_its_ttl(hubs: Hubs) -> None:
     body: dict[str, Any] = {
         "apiVersion": "work.open-cluster-management.io/v1",
@@ -305,23 +328,9 @@ async def test_completed_work_is_deleted_after_its_ttl(hubs: Hubs) -> None:
     kept["spec"] = {"workload": {"manifests": [configmap("kept")]}}
     for hub in hubs.both:
         for work in (body, kept):
-            created = await hub.client.create(MANIFESTWORKS, copy.deepcopy(work), "cluster1")
-            generation = created["metadata"]["generation"]
-            complete = cond("Complete", "True", generation)
-            await hub.client.patch(
-                MANIFESTWORKS,
-                work["metadata"]["name"],
-                {"status": {"conditions": [complete]}},
-                "cluster1",
-                subresource="status",
-            )
-
-    async def names(hub: Hub) -> Any:
-        items = (await hub.client.list(MANIFESTWORKS, "cluster1"))["items"]
-        return sorted(w["metadata"]["name"] for w in items)
-
+            await create_completed(hub, work)
     # Only the work with a TTL goes; one without is kept however complete it is.
-    await same_on_both(hubs, "the completed works", names, lambda n: n == ["kept"])
+    await same_on_both(hubs, "the completed works", work_names, lambda n: n == ["kept"])
 
 
 async def test_progressive_rollout_advances_alike(hubs: Hubs) -> None:

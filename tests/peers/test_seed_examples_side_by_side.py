@@ -42,6 +42,7 @@ from typing import Any
 
 import pytest
 
+from demo.examples import hello_deployment, hello_feedback_rules
 from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, NotFound
 from ocmkit.kube.resource import (
     CRDS,
@@ -54,6 +55,7 @@ from ocmkit.kube.resource import (
     Resource,
 )
 from tests.conftest import eventually
+from tests.executor.conftest import cluster_role, role, role_binding
 from tests.peers.test_agent_side_by_side import (
     NS,
     Case,
@@ -63,14 +65,16 @@ from tests.peers.test_agent_side_by_side import (
     _settled_as,
     applied_work,
     comparable_applied,
-    comparable_object,
     comparable_work,
+    compare_applied,
+    compare_object,
     create_case,
     feedback,
     hub_work,
     peers,
     same_on_both,
 )
+from tests.support.manifests import configmap, pi_job
 
 pytestmark = pytest.mark.realkube
 
@@ -86,26 +90,7 @@ SETTLE = 90.0
 
 def hello(name: str = "hello") -> dict[str, Any]:
     """The docs' running example: the ``hello`` Deployment (no replicas)."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "hello",
-                            "image": "quay.io/asmacdo/busybox",
-                            "command": ["sh", "-c", 'echo "Hello, Kubernetes!" && sleep 3600'],
-                        }
-                    ]
-                },
-            },
-        },
-    }
+    return hello_deployment(name=name)
 
 
 def deployment_id(name: str) -> dict[str, Any]:
@@ -114,39 +99,6 @@ def deployment_id(name: str) -> dict[str, Any]:
 
 def job_id(name: str) -> dict[str, Any]:
     return {"group": "batch", "resource": "jobs", "namespace": "default", "name": name}
-
-
-def pi_job(name: str, *, manual: bool = False) -> dict[str, Any]:
-    """The docs' ``pi`` Job (``backoffLimit: 4``), with ``manualSelector`` and its own
-    selector when ``manual``."""
-    spec: dict[str, Any] = {
-        "template": {
-            "spec": {
-                "containers": [
-                    {
-                        "name": "pi",
-                        "image": "perl:5.34.0",
-                        "command": ["perl", "-Mbignum=bpi", "-wle", "print bpi(2000)"],
-                    }
-                ],
-                "restartPolicy": "Never",
-            }
-        },
-        "backoffLimit": 4,
-    }
-    if manual:
-        spec = {
-            "manualSelector": True,
-            "selector": {"matchLabels": {"job": name}},
-            **spec,
-        }
-        spec["template"]["metadata"] = {"labels": {"job": name}}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": spec,
-    }
 
 
 def simple_job(name: str, container: str, image: str, command: list[str]) -> dict[str, Any]:
@@ -164,6 +116,30 @@ def simple_job(name: str, container: str, image: str, command: list[str]) -> dic
             }
         },
     }
+
+
+def ignore_data(name: str, condition: str, *, force: bool = False) -> Case:
+    """The docs' "Ignore fields in Server Side Apply": ConfigMap ``name`` applied with
+    ServerSideApply, its ``.data`` ignored ``condition``."""
+    strategy: dict[str, Any] = {
+        "type": "ServerSideApply",
+        "serverSideApply": {"ignoreFields": [{"condition": condition, "jsonPaths": [".data"]}]},
+    }
+    if force:
+        strategy["force"] = True
+    identifier = {"resource": "configmaps", "namespace": "default", "name": name}
+    return Case(
+        [configmap(name, a="hub")],
+        {"manifestConfigs": [{"resourceIdentifier": identifier, "updateStrategy": strategy}]},
+    )
+
+
+def machines_role(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """The docs' ClusterRole of "Permission setting for work agent": every verb on
+    Cluster API machines."""
+    verbs = ["get", "list", "watch", "create", "update", "patch", "delete"]
+    rules = [{"apiGroups": ["cluster.x-k8s.io"], "resources": ["machines"], "verbs": verbs}]
+    return cluster_role(name, rules, labels=labels)
 
 
 COMPLETE_RULE = [{"type": "WellKnownConditions", "condition": "Complete"}]
@@ -233,18 +209,7 @@ EXAMPLES: dict[str, Case] = {
             "manifestConfigs": [
                 {
                     "resourceIdentifier": deployment_id("hello-fb"),
-                    "feedbackRules": [
-                        {"type": "WellKnownStatus"},
-                        {
-                            "type": "JSONPaths",
-                            "jsonPaths": [
-                                {
-                                    "name": "isAvailable",
-                                    "path": '.status.conditions[?(@.type=="Available")].status',
-                                }
-                            ],
-                        },
-                    ],
+                    "feedbackRules": hello_feedback_rules(),
                 }
             ]
         },
@@ -314,37 +279,15 @@ EXAMPLES: dict[str, Case] = {
     # "Permission setting for work agent", option 1 and option 2.
     "permission-set": Case(
         [
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRole",
-                "metadata": {
-                    "name": "open-cluster-management:klusterlet-work:my-role",
-                    "labels": {"open-cluster-management.io/aggregate-to-work": "true"},
-                },
-                "rules": [
-                    {
-                        "apiGroups": ["cluster.x-k8s.io"],
-                        "resources": ["machines"],
-                        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
-                    }
-                ],
-            }
+            machines_role(
+                "open-cluster-management:klusterlet-work:my-role",
+                {"open-cluster-management.io/aggregate-to-work": "true"},
+            )
         ]
     ),
     "permission-set-binding": Case(
         [
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRole",
-                "metadata": {"name": "open-cluster-management:klusterlet-work:my-role-2"},
-                "rules": [
-                    {
-                        "apiGroups": ["cluster.x-k8s.io"],
-                        "resources": ["machines"],
-                        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
-                    }
-                ],
-            },
+            machines_role("open-cluster-management:klusterlet-work:my-role-2"),
             {
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "ClusterRoleBinding",
@@ -435,31 +378,7 @@ EXAMPLES: dict[str, Case] = {
     ),
     # "Workload Completion": condition rules.
     "example-job": Case(
-        [
-            {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "metadata": {"name": "pi-calculation", "namespace": "default"},
-                "spec": {
-                    "manualSelector": True,
-                    "selector": {"matchLabels": {"job": "pi-calculation"}},
-                    "template": {
-                        "metadata": {"labels": {"job": "pi-calculation"}},
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "pi",
-                                    "image": "perl:5.34.0",
-                                    "command": ["perl", "-Mbignum=bpi", "-wle", "print bpi(2000)"],
-                                }
-                            ],
-                            "restartPolicy": "Never",
-                        },
-                    },
-                    "backoffLimit": 4,
-                },
-            }
-        ],
+        [pi_job("pi-calculation", manual=True)],
         {
             "manifestConfigs": [
                 {"resourceIdentifier": job_id("pi-calculation"), "conditionRules": COMPLETE_RULE}
@@ -580,64 +499,9 @@ EXAMPLES: dict[str, Case] = {
     ),
     # "Ignore fields in Server Side Apply" (the docs' misplaced ``force: true`` is an
     # unknown field the hub prunes; the group is left out as in the docs).
-    "hello-work-demo-ignore": Case(
-        [
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "some-configmap", "namespace": "default"},
-                "data": {"a": "hub"},
-            }
-        ],
-        {
-            "manifestConfigs": [
-                {
-                    "resourceIdentifier": {
-                        "resource": "configmaps",
-                        "namespace": "default",
-                        "name": "some-configmap",
-                    },
-                    "updateStrategy": {
-                        "type": "ServerSideApply",
-                        "force": True,
-                        "serverSideApply": {
-                            "ignoreFields": [
-                                {"condition": "OnSpokePresent", "jsonPaths": [".data"]}
-                            ]
-                        },
-                    },
-                }
-            ]
-        },
-    ),
+    "hello-work-demo-ignore": ignore_data("some-configmap", "OnSpokePresent", force=True),
     # The same with ``OnSpokeChange``.
-    "hello-work-demo-ignore-change": Case(
-        [
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "some-configmap-2", "namespace": "default"},
-                "data": {"a": "hub"},
-            }
-        ],
-        {
-            "manifestConfigs": [
-                {
-                    "resourceIdentifier": {
-                        "resource": "configmaps",
-                        "namespace": "default",
-                        "name": "some-configmap-2",
-                    },
-                    "updateStrategy": {
-                        "type": "ServerSideApply",
-                        "serverSideApply": {
-                            "ignoreFields": [{"condition": "OnSpokeChange", "jsonPaths": [".data"]}]
-                        },
-                    },
-                }
-            ]
-        },
-    ),
+    "hello-work-demo-ignore-change": ignore_data("some-configmap-2", "OnSpokeChange"),
 }
 
 #: "ReadOnly": only the metadata of the manifest; the feedback read from the Deployment
@@ -754,46 +618,13 @@ async def works_alike(
 
 async def object_alike(hub: Hub, res: Mapping[str, Any], timeout: float = SETTLE) -> None:
     """One managed-cluster object is the same on both sides (or absent on both)."""
-    namespace = res.get("namespace") or None
-    resource = Resource(res["group"], res["version"], res["resource"], "", bool(namespace))
-
-    async def read(side: Side) -> dict[str, Any] | None:
-        try:
-            obj: dict[str, Any] = side.unhashed(
-                await side.spoke.get(resource, res["name"], namespace)
-            )
-        except NotFound:
-            return None
-        return obj
-
-    await same_on_both(
-        hub,
-        f"{res['resource']} {namespace}/{res['name']}",
-        read,
-        lambda obj: comparable_object(obj) if obj is not None else None,
-        timeout=timeout,
-    )
+    await compare_object(hub, res, timeout)
 
 
 async def applied_alike(hub: Hub, name: str, timeout: float = SETTLE) -> None:
     """Work ``name``'s AppliedManifestWork and every object it lists are the same on
     both sides."""
-
-    async def read(side: Side) -> dict[str, Any] | None:
-        applied: dict[str, Any] | None = side.unhashed(await applied_work(side, name))
-        return applied
-
-    await same_on_both(
-        hub,
-        f"the AppliedManifestWork of {name!r}",
-        read,
-        lambda a: comparable_applied(a) if a is not None else None,
-        timeout=timeout,
-    )
-    applied = await applied_work(hub.ours, name)
-    assert applied is not None, name
-    for res in (applied.get("status") or {}).get("appliedResources") or []:
-        await object_alike(hub, res, timeout)
+    await compare_applied(hub, [name], timeout)
 
 
 def obj_ref(
@@ -1114,26 +945,16 @@ EXECUTOR_RBAC: list[tuple[Resource, dict[str, Any]]] = [
     ),
     (
         ROLES,
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": "executor1"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}],
-        },
+        role("executor1", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}], NS),
     ),
     (
         ROLE_BINDINGS,
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": "executor1"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": "executor1",
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": "executor1", "namespace": NS}],
-        },
+        role_binding(
+            "executor1",
+            "executor1",
+            namespace=NS,
+            subjects=[{"kind": "ServiceAccount", "name": "executor1", "namespace": NS}],
+        ),
     ),
 ]
 

@@ -85,3 +85,36 @@ def json_paths(*paths: tuple[str, str] | tuple[str, str, str]) -> dict[str, Any]
             entry["version"] = item[2]
         entries.append(entry)
     return {"type": "JSONPaths", "jsonPaths": entries}
+
+
+def pi_job(name: str, namespace: str = "default", *, manual: bool = False) -> dict[str, Any]:
+    """The docs' ``pi`` Job (``backoffLimit: 4``; no selector: the server generates one), with ``manualSelector`` and its own
+    selector when ``manual``."""
+    spec: dict[str, Any] = {
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "pi",
+                        "image": "perl:5.34.0",
+                        "command": ["perl", "-Mbignum=bpi", "-wle", "print bpi(2000)"],
+                    }
+                ],
+                "restartPolicy": "Never",
+            }
+        },
+        "backoffLimit": 4,
+    }
+    if manual:
+        spec = {
+            "manualSelector": True,
+            "selector": {"matchLabels": {"job": name}},
+            **spec,
+        }
+        spec["template"]["metadata"] = {"labels": {"job": name}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
