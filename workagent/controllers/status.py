@@ -260,7 +260,7 @@ class AvailableStatusController:
         gone = {
             object_identity(entry.get("resourceMeta") or {})
             for entry in manifest_statuses(work)
-            if _gone_while_applied(entry, spec)
+            if gone_while_applied(entry, spec)
         }
         moment = asyncio.get_running_loop().time()
         since = {key: self._gone_since.get(name, {}).get(key, moment) for key in gone}
@@ -509,9 +509,17 @@ class AvailableStatusController:
         return ReadOutcome(obj, _AVAILABLE if obj is not None else _NOT_AVAILABLE, mode)
 
 
-def _gone_while_applied(entry: dict[str, Any], spec: ManifestWorkSpec) -> bool:
-    """Whether a manifest's object was applied and is now missing, and applying the
-    manifest again would create it (not ReadOnly, not Complete)."""
+#: Objects that run to completion and are then deleted by design (a Job's
+#: ``ttlSecondsAfterFinished``, a finished Pod's clean-up): created again only by the
+#: periodic resync, as in OCM, so that a work without a completion rule does not run
+#: them again every few seconds.
+RUN_TO_COMPLETION: Final = frozenset({("batch", "jobs"), ("", "pods")})
+
+
+def gone_while_applied(entry: dict[str, Any], spec: ManifestWorkSpec) -> bool:
+    """Whether a manifest's object was applied and is now missing, and the status
+    controller should have it created again now: not ReadOnly, not Complete, not a
+    Job or Pod (:data:`RUN_TO_COMPLETION`)."""
     conditions = entry.get("conditions") or []
     available = next((c for c in conditions if c.get("type") == CONDITION_AVAILABLE), None)
     if available is None or available.get("reason") != REASON_RESOURCE_NOT_AVAILABLE:
@@ -521,6 +529,8 @@ def _gone_while_applied(entry: dict[str, Any], spec: ManifestWorkSpec) -> bool:
     if is_condition_true(conditions, CONDITION_COMPLETE):
         return False  # finished: the agent never touches it again
     group, _version, resource, namespace, name = object_identity(entry.get("resourceMeta") or {})
+    if (group, resource) in RUN_TO_COMPLETION:
+        return False
     option = find_manifest_config(spec.manifest_configs, group, resource, namespace, name)
     strategy = option.update_strategy if option is not None else None
     return strategy is None or strategy.type != UpdateStrategyType.READ_ONLY
