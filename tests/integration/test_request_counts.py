@@ -165,10 +165,11 @@ async def test_idle_status_syncs_list_instead_of_getting_each_object(
         gets = requests.count("get", "configmaps")
         syncs = status_syncs() - before
         reads = syncs * IDLE_OBJECTS  # one GET per object and sync without coalescing
-        # Under load a few GETs were once counted here (3 of about 80 reads): demand
-        # aged while syncs came late or waited for slow LISTs (test_polledreads.py's
-        # stall and slow-list tests).
-        assert gets == 0, (gets, reads)
+        # Under load a few GETs are counted here (2 or 3 of about 80 reads, in two CI
+        # runs): demand aged while syncs came late or waited for slow LISTs
+        # (test_polledreads.py's stall and slow-list tests). Without coalescing every
+        # read would be one.
+        assert gets <= reads / 10, (gets, reads)
         assert 1 <= lists <= syncs + 1, (lists, syncs, reads)
 
         cm = await spoke_client.get(CONFIGMAPS, "idle-2-0", "default")
