@@ -853,13 +853,20 @@ def comparable_applied(applied: Mapping[str, Any]) -> dict[str, Any]:
 
 def comparable_object(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A managed-cluster object's content and metadata, without times and status; every
-    uid (owner references, their field-set keys, a Job's selector) reads ``<uid>``."""
+    uid (owner references, their field-set keys, a Job's selector) reads ``<uid>``; owner
+    references are sorted."""
     meta = obj["metadata"]
     kept = {
         k: meta.get(k)
         for k in ("name", "namespace", "labels", "annotations", "finalizers", "ownerReferences")
         if meta.get(k) is not None
     }
+    if "ownerReferences" in kept:
+        # Two works holding one object: its owners are listed in the order the works
+        # were applied, which each agent's queue decides.
+        kept["ownerReferences"] = sorted(
+            kept["ownerReferences"], key=lambda r: (r.get("kind", ""), r.get("name", ""))
+        )
     kept["managedFields"] = sorted(
         (
             {k: v for k, v in entry.items() if k != "time"}
