@@ -458,7 +458,8 @@ def _spec_from_bundle(event: CloudEvent) -> dict[str, Any]:
     for index, manifest in enumerate(manifests):
         if not isinstance(manifest, dict):
             raise SpecRejected(f"manifest {index} is not an object")
-        size += len(json.dumps(manifest, separators=(",", ":")))
+        # The bytes as sent (UTF-8), as the webhook and OCM's agent count them.
+        size += len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode())
         metadata = manifest.get("metadata")
         if not manifest.get("kind"):
             raise SpecRejected(f"manifest {index}: kind is required")

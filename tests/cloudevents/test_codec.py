@@ -286,6 +286,21 @@ def test_bad_bundles_are_rejected(manifests: Any, message: str) -> None:
         work_from_spec_event(event, "cluster1")
 
 
+def test_the_size_limit_counts_utf8_bytes_as_sent() -> None:
+    """300 KB of three-byte characters is under the limit (it is twice that as JSON
+    escapes); 520 KB of them is over it, counted in bytes."""
+    for count, accepted in ((100_000, True), (175_000, False)):
+        event = spec_event(hub_work(), "create_request")
+        manifest = {"kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"k": "中" * count}}
+        event.set_json({"manifests": [manifest]})
+        if accepted:
+            work = work_from_spec_event(event, "cluster1")
+            assert work["spec"]["workload"]["manifests"] == [manifest]
+        else:
+            with pytest.raises(SpecRejected, match=r"is 525\d{3} bytes which exceeds"):
+                work_from_spec_event(event, "cluster1")
+
+
 def test_a_spec_event_with_an_empty_resource_id_is_refused() -> None:
     event = spec_event(hub_work(), "create_request")
     event.extensions["resourceid"] = ""

@@ -59,6 +59,29 @@ def test_grpc_config_as_registration_writes_it(tmp_path: Path) -> None:
     assert config.server_healthiness_timeout is None
 
 
+def test_pem_data_may_be_wrapped_as_yaml_blocks_and_base64_write_it(tmp_path: Path) -> None:
+    """Go's decoder skips line breaks: ``caData: |`` (which ends in one) and base64(1)'s
+    76-column lines are read; anything else that is not base64 is still refused."""
+    ca = b"-----BEGIN CERTIFICATE-----\n" + b"M" * 300 + b"\n-----END CERTIFICATE-----\n"
+    encoded = base64.b64encode(ca).decode()
+    wrapped = "\r\n".join(encoded[i : i + 76] for i in range(0, len(encoded), 76))
+    path = tmp_path / "config.yaml"
+    path.write_text(f"url: hub:443\ncaData: |\n  {wrapped.replace(chr(10), chr(10) + '  ')}\n")
+    assert load_grpc_config(str(path)).tls.ca == ca
+    path.write_text(f"brokerHost: 127.0.0.1:1883\ncaData: |\n  {encoded}\n{MQTT_TOPICS}")
+    assert load_mqtt_config(str(path)).tls.ca == ca
+    path.write_text(f"url: hub:443\ncaData: '{encoded[:40]} {encoded[40:]}'\n")
+    with pytest.raises(ValueError, match="caData must be the base64 of a PEM file"):
+        load_grpc_config(str(path))
+
+
+#: A valid topics block, as YAML.
+MQTT_TOPICS = """topics:
+  sourceEvents: sources/maestro/consumers/+/sourceevents
+  agentEvents: sources/maestro/consumers/+/agentevents
+"""
+
+
 @pytest.mark.parametrize(
     ("time", "configured", "used"), [("1s", 1.0, 10.0), ("10s", 10.0, 10.0), ("45s", 45.0, 45.0)]
 )

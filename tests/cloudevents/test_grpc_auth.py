@@ -234,11 +234,13 @@ def test_server_config_file_errors_name_the_key(tmp_path: Path) -> None:
 
 class _TokenRecorder(CloudEventServiceServicer):
     """A stand-in CloudEventService that records each call's bearer token and
-    refuses ``refused`` on publishes (a token the hub stopped accepting)."""
+    refuses ``refused`` on publishes (a token the hub stopped accepting); it answers a
+    subscription after ``review_seconds`` (the token and access reviews of a busy hub)."""
 
     def __init__(self) -> None:
         self.tokens: list[str] = []
         self.refused = ""
+        self.review_seconds = 0.0
 
     def _token(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
         header = dict(context.invocation_metadata() or ()).get("authorization", "")
@@ -250,6 +252,7 @@ class _TokenRecorder(CloudEventServiceServicer):
         self, request: SubscriptionRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[PbCloudEvent]:
         self._token(context)
+        await asyncio.sleep(self.review_seconds)
         await context.send_initial_metadata(((SUBSCRIPTION_ID_HEADER, "recorder"),))
         await asyncio.Event().wait()  # open until the client goes
         yield PbCloudEvent()
@@ -262,12 +265,9 @@ class _TokenRecorder(CloudEventServiceServicer):
         return empty_pb2.Empty()
 
 
-async def test_an_open_streams_publishes_follow_a_rotated_token_file(
-    pki: Pki, tmp_path: Path
-) -> None:
-    # A stream lives longer than its token: once the hub refuses the old token, the
-    # next publish carries the token on disk, without a reconnect.
-    recorder = _TokenRecorder()
+async def _serve(recorder: _TokenRecorder, pki: Pki, tmp_path: Path) -> grpc.aio.Server:
+    """Serve ``recorder`` over TLS; the agent's config (``agent.yaml``) reads the token
+    from ``token``."""
     server = grpc.aio.server()
     add_CloudEventServiceServicer_to_server(recorder, server)
     creds = grpc.ssl_server_credentials(
@@ -277,8 +277,7 @@ async def test_an_open_streams_publishes_follow_a_rotated_token_file(
     await server.start()
     token_file = tmp_path / "token"
     token_file.write_text("old-token\n")
-    config = tmp_path / "agent.yaml"
-    config.write_text(
+    (tmp_path / "agent.yaml").write_text(
         yaml.safe_dump(
             {
                 "url": f"127.0.0.1:{port}",
@@ -287,7 +286,18 @@ async def test_an_open_streams_publishes_follow_a_rotated_token_file(
             }
         )
     )
-    transport = GrpcTransport(str(config), CLUSTER)
+    return server
+
+
+async def test_an_open_streams_publishes_follow_a_rotated_token_file(
+    pki: Pki, tmp_path: Path
+) -> None:
+    # A stream lives longer than its token: once the hub refuses the old token, the
+    # next publish carries the token on disk, without a reconnect.
+    recorder = _TokenRecorder()
+    server = await _serve(recorder, pki, tmp_path)
+    token_file = tmp_path / "token"
+    transport = GrpcTransport(str(tmp_path / "agent.yaml"), CLUSTER)
     resync = spec_resync_request(f"{CLUSTER}-work-agent", CLUSTER, {})
     try:
         async with transport.subscription():
@@ -300,3 +310,20 @@ async def test_an_open_streams_publishes_follow_a_rotated_token_file(
     finally:
         await server.stop(None)
     assert recorder.tokens == ["old-token", "old-token", "old-token", "new-token"]
+
+
+async def test_a_server_slow_to_answer_a_subscription_is_waited_for(
+    pki: Pki, tmp_path: Path
+) -> None:
+    # Many agents reconnecting at once keep the hub's reviews busy for seconds; as
+    # OCM's agent, ours waits for the headers instead of giving up and backing off.
+    recorder = _TokenRecorder()
+    recorder.review_seconds = 6.0
+    server = await _serve(recorder, pki, tmp_path)
+    transport = GrpcTransport(str(tmp_path / "agent.yaml"), CLUSTER)
+    try:
+        async with transport.subscription():
+            await transport.publish(spec_resync_request(f"{CLUSTER}-work-agent", CLUSTER, {}))
+    finally:
+        await server.stop(None)
+    assert recorder.tokens == ["old-token", "old-token"]

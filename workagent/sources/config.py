@@ -192,7 +192,10 @@ class _Reader:
         name = self.string(file_key)
         if data:
             try:
-                return base64.b64decode(data, validate=True), ""
+                # Line breaks are allowed, as Go's decoder skips them: a YAML block
+                # scalar ends in one, and base64(1) wraps at 76 columns.
+                joined = data.replace("\r", "").replace("\n", "")
+                return base64.b64decode(joined, validate=True), ""
             except (binascii.Error, ValueError):
                 raise self.fail(f"{data_key} must be the base64 of a PEM file") from None
         if name:

@@ -40,8 +40,12 @@ Received = asyncio.Queue[PbCloudEvent | SubscriptionFailed]
 
 log = structlog.get_logger(__name__)
 
-#: How long the subscription's response headers may take.
-HEADER_TIMEOUT = 5.0
+#: How long the subscription's response headers may take. The server sends them after
+#: its token and access reviews, which take seconds on a busy hub (OCM's agent waits as
+#: long as the stream lives); the bound only stops a hung server from stalling us forever.
+HEADER_TIMEOUT = 60.0
+#: How long a stream that came without a subscription id may take to give its status.
+REFUSAL_TIMEOUT = 5.0
 PUBLISH_TIMEOUT = 30.0
 #: The server refuses larger messages (4 MiB); stay below it.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -285,7 +289,7 @@ def _describe(err: grpc.aio.AioRpcError) -> str:
 async def _status_of(call: SubscribeCall) -> str:
     """The status a subscription without a subscription id ended with."""
     try:
-        async with asyncio.timeout(HEADER_TIMEOUT):
+        async with asyncio.timeout(REFUSAL_TIMEOUT):
             code = await call.code()
             details = await call.details()
     except TimeoutError:
