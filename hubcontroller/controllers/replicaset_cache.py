@@ -8,7 +8,10 @@ the template), so they are remembered per work uid:
 * the spec match per (generation, template digest): the API server bumps
   ``metadata.generation`` on every spec change;
 * the rollout status and the set of True conditions per ``resourceVersion``:
-  any change of the work changes it.
+  any change of the work changes it;
+* when the spec of each generation was written, as first seen: the relabelling
+  of a work (same generation) moves its ``managedFields`` time, and must not
+  restart its minSuccessTime or progressDeadline.
 
 Entries go when the work's delete event arrives (:meth:`WorkJudgements.forget`).
 """
@@ -19,12 +22,14 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 from hubcontroller.controllers.replicaset_works import (
     cluster_rollout_status,
     comparable_spec,
     meta,
+    spec_written_at,
     template_of,
     true_conditions,
 )
@@ -53,6 +58,7 @@ class WorkJudgements:
         self._matches: dict[str, tuple[object, bool]] = {}
         self._statuses: dict[str, tuple[object, ClusterRolloutStatus]] = {}
         self._conditions: dict[str, tuple[object, frozenset[str]]] = {}
+        self._written: dict[str, tuple[object, datetime | None]] = {}
 
     def matches(self, work: Mapping[str, Any], template: Template) -> bool:
         """Whether the work's spec equals the template (spec/hub.md 2.4.1)."""
@@ -69,8 +75,10 @@ class WorkJudgements:
         """The work's cluster rollout status (spec/hub.md 2.4)."""
         version = meta(work).get("resourceVersion")
         stamp = (version, cluster) if version else None
+        generation = meta(work).get("generation")
+        written = _remembered(self._written, work, generation, lambda: spec_written_at(work))
         return _remembered(
-            self._statuses, work, stamp, lambda: cluster_rollout_status(cluster, work)
+            self._statuses, work, stamp, lambda: cluster_rollout_status(cluster, work, written)
         )
 
     def true_conditions(self, work: Mapping[str, Any]) -> frozenset[str]:
@@ -84,6 +92,7 @@ class WorkJudgements:
         self._matches.pop(uid, None)
         self._statuses.pop(uid, None)
         self._conditions.pop(uid, None)
+        self._written.pop(uid, None)
 
 
 _T = TypeVar("_T")

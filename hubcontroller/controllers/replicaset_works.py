@@ -227,7 +227,9 @@ def spec_written_at(work: Mapping[str, Any]) -> datetime | None:
     """When the work's spec was last written, as well as the object tells.
 
     The newest ``managedFields`` entry (not of a subresource) that owns
-    ``spec`` fields; the creation time when there is none.
+    ``spec`` fields; the creation time when there is none. A metadata-only
+    write by that manager moves the entry's time too, so callers remember the
+    answer per generation (:class:`~hubcontroller.controllers.replicaset_cache.WorkJudgements`).
     """
     newest: datetime | None = None
     for entry in meta(work).get("managedFields") or []:
@@ -242,7 +244,9 @@ def spec_written_at(work: Mapping[str, Any]) -> datetime | None:
     return transition_time({"lastTransitionTime": meta(work).get("creationTimestamp")})
 
 
-def cluster_rollout_status(cluster: str, work: Mapping[str, Any]) -> ClusterRolloutStatus:
+def cluster_rollout_status(
+    cluster: str, work: Mapping[str, Any], written: datetime | None = None
+) -> ClusterRolloutStatus:
     """How far the rollout of ``work`` has got on ``cluster``.
 
     With a work-level ``Progressing`` condition for the current generation
@@ -263,9 +267,10 @@ def cluster_rollout_status(cluster: str, work: Mapping[str, Any]) -> ClusterRoll
 
     Their time (from which minSuccessTime and progressDeadline count) is the
     latest of the conditions' transition times and of the moment the spec was
-    last written (:func:`spec_written_at`): a condition that stayed True
-    across a template update must not let the new generation skip its soak,
-    and a cluster whose agent never answers times out after progressDeadline.
+    last written (``written``, else :func:`spec_written_at`): a condition that
+    stayed True across a template update must not let the new generation skip
+    its soak, and a cluster whose agent never answers times out after
+    progressDeadline.
     """
     generation = meta(work).get("generation", 0)
     conds = _conditions(work)
@@ -288,7 +293,8 @@ def cluster_rollout_status(cluster: str, work: Mapping[str, Any]) -> ClusterRoll
         status = RolloutStatus.SUCCEEDED if state == "False" else RolloutStatus.PROGRESSING
         return ClusterRolloutStatus(cluster, status, transition_time(progressing))
 
-    written = spec_written_at(work)
+    if written is None:
+        written = spec_written_at(work)
     if not current(applied):
         return ClusterRolloutStatus(cluster, RolloutStatus.PROGRESSING, written)
     assert applied is not None

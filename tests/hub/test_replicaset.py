@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from hubcontroller.controllers.replicaset import build_replicaset_controller
+from hubcontroller.controllers.replicaset_cache import WorkJudgements
 from hubcontroller.controllers.replicaset_recent import RecentWrites
 from hubcontroller.controllers.replicaset_works import (
     cluster_rollout_status,
@@ -44,7 +45,7 @@ from ocmkit.kube import (
 from ocmkit.kube.mergepatch import merge_patch
 from ocmkit.runtime import Controller, Informer
 from ocmkit.validation import label_value
-from schemas.meta import format_time
+from schemas.meta import format_time, parse_time
 from schemas.wire import (
     CONDITION_MANIFESTWORK_APPLIED,
     CONDITION_PLACEMENT_ROLLED_OUT,
@@ -177,6 +178,29 @@ class TestClusterRolloutStatus:
         work = work_with(creationTimestamp=format_time(T0))
         status = cluster_rollout_status("c1", work)
         assert status.status is S.PROGRESSING and status.last_transition_time == T0
+
+    def test_relabelling_a_generation_does_not_move_its_time(self) -> None:
+        # The controller's label-only merge patch moves its managedFields entry's time;
+        # what counts is when the generation's spec was written.
+        judgements = WorkJudgements()
+
+        def seen(generation: int, version: str, written: datetime) -> datetime | None:
+            managed = [{"manager": "hub", "time": format_time(written), "fieldsV1": {"f:spec": {}}}]
+            work = work_with(
+                cond("Applied", "True", generation),
+                cond("Available", "True", generation),
+                generation=generation,
+                uid="u1",
+                resourceVersion=version,
+                managedFields=managed,
+            )
+            status = judgements.rollout_status("c1", work)
+            assert status.status is S.SUCCEEDED
+            return status.last_transition_time
+
+        assert seen(1, "1", T0) == T0
+        assert seen(1, "2", T0 + timedelta(hours=1)) == T0
+        assert seen(2, "3", T0 + timedelta(hours=2)) == T0 + timedelta(hours=2)
 
 
 def test_generated_work_shape() -> None:
@@ -624,6 +648,43 @@ async def test_progressive_stops_past_max_failures(running: Hub) -> None:
     # The failed cluster recovers: the rollout goes on.
     await hub.report(works["cluster00"])
     await hub.wait_works("mwrs", CLUSTERS[:4])
+
+
+async def test_relabelling_keeps_a_timed_out_cluster_a_failure(running: Hub) -> None:
+    # cluster00's agent never answers: past progressDeadline it is a failure beyond
+    # maxFailures 0, and no cluster is added. Relabelling the replica set re-patches
+    # the works; that must not restart cluster00's deadline and let cluster02 in.
+    hub = running
+    await hub.placement("prog", [("", CLUSTERS[:3])])
+    deadline = 2
+    progressive = {"maxConcurrency": 2, "maxFailures": 0, "progressDeadline": f"{deadline}s"}
+    ref = {"name": "prog", "rolloutStrategy": {"type": "Progressive", "progressive": progressive}}
+    await hub.replica_set("mwrs", [ref])
+    await hub.wait_works("mwrs", CLUSTERS[:2])
+    works = await hub.works("mwrs")
+    created = parse_time(works["cluster00"]["metadata"]["creationTimestamp"])
+
+    async def past_deadline() -> bool:
+        return datetime.now(UTC) > created + timedelta(seconds=deadline + 1)
+
+    # The controller's clock is this one: once past, its next reconcile sees a timeout.
+    await eventually(past_deadline, timeout=15, what="cluster00's progress deadline")
+    await hub.report(works["cluster01"])
+    await hub.wait_summary("mwrs", total=2, applied=1, available=1)
+    assert sorted(await hub.works("mwrs")) == CLUSTERS[:2]
+    await hub.client.patch(
+        MANIFESTWORK_REPLICASETS, "mwrs", {"metadata": {"labels": {"team": "x"}}}, NS
+    )
+
+    async def relabelled() -> bool:
+        now = await hub.works("mwrs")
+        return all(w["metadata"]["labels"].get("team") == "x" for w in now.values())
+
+    await eventually(relabelled, what="the new label on the works")
+    # A status the controller can only write after it has seen the relabelled works.
+    await hub.report(works["cluster01"], degraded="True")
+    await hub.wait_summary("mwrs", degraded=1)
+    assert sorted(await hub.works("mwrs")) == CLUSTERS[:2]
 
 
 async def test_mandatory_groups_and_min_success_time(running: Hub) -> None:
