@@ -115,9 +115,9 @@ class WebhookFlags:
     limit) is built from :meth:`settings_fields`.
     """
 
-    port: int = DEFAULT_WEBHOOK_PORT  # --port
+    port: int = DEFAULT_WEBHOOK_PORT  # --port (<= 0: 9443)
     metrics_port: int = DEFAULT_WEBHOOK_METRICS_PORT  # --metrics-port (<= 0: off)
-    health_probe_port: int = DEFAULT_WEBHOOK_HEALTH_PROBE_PORT  # --health-probe-port (0: off)
+    health_probe_port: int = DEFAULT_WEBHOOK_HEALTH_PROBE_PORT  # --health-probe-port (<= 0: off)
     certdir: str = ""  # --certdir (empty: <TMPDIR>/k8s-webhook-server/serving-certs)
     tls_min_version: str = ""  # --tls-min-version (Go name; empty: TLS 1.2)
     tls_cipher_suites: str = ""  # --tls-cipher-suites (comma-separated Go names)

@@ -83,7 +83,7 @@ class WebhookServer:
         self.checks.add_liveness("healthz-ping", lambda: None)
         self.checks.add_readiness("readyz-ping", lambda: None)
         self.checks.add_readiness("webhook", self._serving_failure)
-        self.port = settings.port
+        self.port = settings.listen_port
         self.health_port = settings.health_probe_port
         self.metrics_port = settings.metrics_port
         self._registry = registry

@@ -10,7 +10,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from hubcontroller.settings import DEFAULT_MANIFEST_LIMIT, KNOWN_HUB_GATES, WebhookFlags
+from hubcontroller.settings import (
+    DEFAULT_MANIFEST_LIMIT,
+    DEFAULT_WEBHOOK_PORT,
+    KNOWN_HUB_GATES,
+    WebhookFlags,
+)
 from ocmkit.runtime.tls import parse_cipher_suites, parse_tls_version
 from ocmkit.settings import check_gates
 
@@ -39,16 +44,19 @@ class ValidationOptions:
 class WebhookSettings(WebhookFlags):
     """Flags of ``work webhook-server`` (:class:`~hubcontroller.settings.WebhookFlags`), checked.
 
-    ``port`` 0 picks a free port (tests); ``host`` is the listen address,
-    which OCM does not expose (empty: all interfaces).
+    As controller-runtime, ``--port`` 0 or negative means 9443, and
+    ``--health-probe-port`` 0 or negative turns the probes off. ``host`` (the
+    listen address, empty: all interfaces) and ``free_port`` (listen on a port
+    the system picks, for tests) are not flags: OCM exposes neither.
     """
 
     host: str = ""
+    free_port: bool = False
 
     def __post_init__(self) -> None:
         for flag, value in (("--port", self.port), ("--health-probe-port", self.health_probe_port)):
-            if not 0 <= value <= 65535:
-                raise ValueError(f"{flag}={value}: must be a port number (0-65535)")
+            if value > 65535:
+                raise ValueError(f"{flag}={value}: must be a port number (at most 65535)")
         if self.metrics_port > 65535:
             raise ValueError(f"--metrics-port={self.metrics_port}: must be a port number")
         if self.manifest_limit < 0:
@@ -57,6 +65,14 @@ class WebhookSettings(WebhookFlags):
         # Parsed here only to fail early; the TLS context parses them again.
         parse_tls_version(self.tls_min_version)
         parse_cipher_suites(self.tls_cipher_suites)
+
+    @property
+    def listen_port(self) -> int:
+        """The webhook's port: 0 (any) with ``free_port``, else ``--port`` (9443 when
+        not positive)."""
+        if self.free_port:
+            return 0
+        return self.port if self.port > 0 else DEFAULT_WEBHOOK_PORT
 
     @property
     def cert_dir(self) -> Path:
@@ -80,7 +96,7 @@ class WebhookSettings(WebhookFlags):
 
     @property
     def health_probes_enabled(self) -> bool:
-        """``--health-probe-port`` 0 disables the probes."""
+        """``--health-probe-port`` 0 or negative disables the probes."""
         return self.health_probe_port > 0
 
     def validation_options(self) -> ValidationOptions:

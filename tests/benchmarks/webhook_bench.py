@@ -114,7 +114,11 @@ async def https(tmp: Path) -> None:
     cert = make_cert("bench")
     install_cert(tmp / "certs", cert)
     settings = WebhookSettings(
-        host="127.0.0.1", port=0, metrics_port=0, health_probe_port=0, certdir=str(tmp / "certs")
+        host="127.0.0.1",
+        free_port=True,
+        metrics_port=0,
+        health_probe_port=0,
+        certdir=str(tmp / "certs"),
     )
     ctx = ssl.create_default_context(cadata=cert.cert_pem.decode())
     body = _body(manifest_work([configmap(f"cm{i}") for i in range(3)]))

@@ -34,7 +34,7 @@ def local_settings(certdir: Path, **overrides: Any) -> WebhookSettings:
     """Settings for an in-test server: loopback, a free webhook port, no probe/metrics ports."""
     values: dict[str, Any] = {
         "host": "127.0.0.1",
-        "port": 0,
+        "free_port": True,
         "metrics_port": 0,
         "health_probe_port": 0,
         "certdir": str(certdir),

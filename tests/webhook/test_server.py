@@ -325,7 +325,10 @@ async def test_run_webhook_server_failures(sim: KubeSim, tmp_path: Path, certdir
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         taken = local_settings(
-            certdir, kubeconfig=str(tmp_path / "kubeconfig"), port=busy.getsockname()[1]
+            certdir,
+            kubeconfig=str(tmp_path / "kubeconfig"),
+            port=busy.getsockname()[1],
+            free_port=False,
         )
         assert await run_webhook_server(taken) == EXIT_FAILURE
     rc4 = local_settings(
@@ -345,9 +348,14 @@ def test_settings_defaults_and_validation(monkeypatch: pytest.MonkeyPatch) -> No
     assert settings.key_file.name == "tls.key"
     assert WebhookSettings(metrics_port=-1).metrics_enabled is False
     assert WebhookSettings(health_probe_port=0).health_probes_enabled is False
+    # controller-runtime's readings: a port not above 0 is its default, 9443; a
+    # probe port not above 0 turns the probes off.
+    assert [WebhookSettings(port=p).listen_port for p in (0, -1, 8443)] == [9443, 9443, 8443]
+    assert WebhookSettings(port=8443, free_port=True).listen_port == 0
+    assert WebhookSettings(health_probe_port=-1).health_probes_enabled is False
     bad: list[dict[str, Any]] = [
         {"port": 70000},
-        {"health_probe_port": -1},
+        {"health_probe_port": 65536},
         {"manifest_limit": -1},
         {"feature_gates": frozenset({"NoSuchGate"})},
         {"tls_min_version": "VersionTLS14"},
