@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
@@ -437,6 +438,27 @@ async def test_a_client_certificate_the_broker_does_not_trust_fails_naming_the_c
     with pytest.raises(SubscriptionFailed, match=f"^mqtt: {cause}"):
         async with transport.subscription():
             pass
+
+
+async def test_a_rotated_client_certificate_reconnects_with_the_new_pair(
+    tls_broker: TlsBroker, tmp_path: Path
+) -> None:
+    # As OCM's agent: the files are checked (every 5 min; here 0.1 s) and a change
+    # ends the connection, so the next one presents the new pair before the old expires.
+    client = tls_broker.ca.issue("agent", common_name="cluster1-work-agent")
+    transport = mqttdriver.MqttTransport(
+        str(tls_config(tmp_path, tls_broker, client)), CLUSTER, CLIENT_ID
+    )
+    transport.cert_check_seconds = 0.1
+    with pytest.raises(SubscriptionFailed, match=r"^the client certificate changed$"):
+        async with transport.subscription() as events:
+            tls_broker.ca.issue("agent", common_name="cluster1-work-agent")
+            async with asyncio.timeout(30):  # a hang guard: the check runs every 0.1 s
+                async for _ in events:
+                    pass
+    async with transport.subscription():
+        pass
+    assert tls_broker.broker.log().count(f"as {CLIENT_ID}-client") == 2
 
 
 def password_file(path: Path, user: str, password: str) -> Path:

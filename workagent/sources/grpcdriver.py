@@ -28,7 +28,12 @@ from ocmkit.kube.credentials import TokenFileCredentials
 from ocmkit.kube.errors import KubeConfigError, error_from_status
 from ocmkit.runtime.manager import file_fingerprint
 from workagent.sources.config import GrpcConfig, load_grpc_config
-from workagent.sources.transport import NotReady, SubscriptionFailed
+from workagent.sources.transport import (
+    CERTIFICATE_CHANGED,
+    NotReady,
+    SubscriptionFailed,
+    certificate_changed,
+)
 
 if TYPE_CHECKING:
     from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceAsyncStub
@@ -275,11 +280,8 @@ async def _watch_certificate(
     received: Received,
 ) -> None:
     """Put a SubscriptionFailed into ``received`` once the files' fingerprint is not ``seen``."""
-    while True:
-        await asyncio.sleep(every)  # sleep-ok: how often the files are checked
-        if file_fingerprint(*paths) != seen:
-            received.put_nowait(SubscriptionFailed("the client certificate changed"))
-            return
+    await certificate_changed(paths, seen, every)
+    received.put_nowait(SubscriptionFailed(CERTIFICATE_CHANGED))
 
 
 def _describe(err: grpc.aio.AioRpcError) -> str:

@@ -7,7 +7,8 @@ the work's original source, and the spec resync request to
 ``agentBroadcast`` (first ``+`` = cluster) when configured, else to
 ``agentEvents``. Client id ``<cloudevents-client-id>-client``, clean start,
 QoS from ``pubQoS``/``subQoS``; TLS 1.3 when a client certificate and key
-are configured.
+are configured. Client certificate files are checked every 5 min, and a
+change reconnects with the new pair, as OCM's agent does.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import contextlib
 import os
 import ssl
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import aiomqtt
@@ -32,6 +33,7 @@ from ocmkit.cloudevents.event import EXT_ORIGINAL_SOURCE
 from ocmkit.cloudevents.mqttcodec import from_mqtt, to_mqtt
 from ocmkit.kube import Unreachable
 from ocmkit.kube.certpair import CertificatePairError, load_cert_pair
+from ocmkit.runtime.manager import file_fingerprint
 from workagent.sources.config import (
     MqttConfig,
     MqttTopics,
@@ -39,7 +41,12 @@ from workagent.sources.config import (
     load_mqtt_config,
     strip_share,
 )
-from workagent.sources.transport import NotReady, SubscriptionFailed
+from workagent.sources.transport import (
+    CERTIFICATE_CHANGED,
+    NotReady,
+    SubscriptionFailed,
+    certificate_changed,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -171,10 +178,26 @@ class _Client(aiomqtt.Client):
             raise PublishRefused(f"the broker refused the message on {topic!r}: {refused}")
 
 
+async def _first_or_rotated(
+    received: Awaitable[aiomqtt.Message], rotated: asyncio.Task[None]
+) -> aiomqtt.Message:
+    """The next message, unless the client certificate changes first."""
+    task = asyncio.ensure_future(received)
+    try:
+        await asyncio.wait((task, rotated), return_when=asyncio.FIRST_COMPLETED)
+        if not task.done():
+            raise SubscriptionFailed(CERTIFICATE_CHANGED)
+        return task.result()
+    finally:
+        task.cancel()  # no-op when done; else the read must not outlive the wait
+
+
 class MqttTransport:
     """An MQTT v5 client of one broker for one cluster."""
 
     name = "mqtt"
+    #: How often the client certificate files are checked for rotation (OCM: 5 min).
+    cert_check_seconds = 300.0
 
     def __init__(self, config_path: str, cluster: str, client_id: str) -> None:
         self.config: MqttConfig = load_mqtt_config(config_path)
@@ -218,7 +241,11 @@ class MqttTransport:
     @contextlib.asynccontextmanager
     async def subscription(self) -> AsyncIterator[AsyncIterator[CloudEvent]]:
         """Connect, subscribe for the cluster, and yield the received events."""
+        tls = self.config.tls
+        cert_files = tuple(f for f in (tls.cert_file, tls.key_file) if f)
+        seen = file_fingerprint(*cert_files)  # before reading them: a change then is seen
         client = self._new_client()
+        rotated: asyncio.Task[None] | None = None
         try:
             async with client:
                 for topic in subscribe_topics(self.config.topics, self.cluster):
@@ -230,18 +257,34 @@ class MqttTransport:
                         raise SubscriptionFailed(
                             f"mqtt: the broker refused the subscription to {topic!r}: {refused[0]}"
                         )
+                if cert_files:
+                    rotated = asyncio.create_task(
+                        certificate_changed(cert_files, seen, self.cert_check_seconds),
+                        name="mqtt-certificate-watch",
+                    )
                 self._client = client
                 try:
-                    yield self._events(client)
+                    yield self._events(client, rotated)
                 finally:
                     self._client = None
         except aiomqtt.MqttError as err:
             raise SubscriptionFailed(f"mqtt: {err}") from None
+        finally:
+            if rotated is not None:
+                rotated.cancel()
+                await asyncio.gather(rotated, return_exceptions=True)
 
     @staticmethod
-    async def _events(client: aiomqtt.Client) -> AsyncIterator[CloudEvent]:
+    async def _events(
+        client: aiomqtt.Client, rotated: asyncio.Task[None] | None
+    ) -> AsyncIterator[CloudEvent]:
+        messages = aiter(client.messages)
         try:
-            async for message in client.messages:
+            while True:
+                if rotated is None:
+                    message = await anext(messages)
+                else:
+                    message = await _first_or_rotated(anext(messages), rotated)
                 content = getattr(message.properties, "ContentType", None)
                 user = getattr(message.properties, "UserProperty", None)
                 payload = message.payload
@@ -256,7 +299,6 @@ class MqttTransport:
                     )
         except aiomqtt.MqttError as err:
             raise SubscriptionFailed(f"mqtt: {err}") from None
-        raise SubscriptionFailed("mqtt: the connection ended")
 
     async def publish(self, event: CloudEvent) -> None:
         """Publish to the topic of the event's original source."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from ocmkit.cloudevents import CloudEvent
 from ocmkit.kube import Unreachable
+from ocmkit.runtime.manager import file_fingerprint
 
 #: What a publish says while the driver is not connected (OCM's wording).
 NOT_READY = "the cloudevents client is not ready"
@@ -15,6 +17,21 @@ NOT_READY = "the cloudevents client is not ready"
 
 class SubscriptionFailed(Exception):
     """The connection or the subscription failed (the source reconnects with backoff)."""
+
+
+#: Why a connection ends when its client certificate files change.
+CERTIFICATE_CHANGED = "the client certificate changed"
+
+
+async def certificate_changed(paths: tuple[str, ...], seen: str, every: float) -> None:
+    """Return once the files' fingerprint is not ``seen``, checking ``every`` seconds.
+
+    OCM's drivers re-read a rotated client certificate by reconnecting (5 min checks).
+    """
+    while True:
+        await asyncio.sleep(every)  # sleep-ok: how often the files are checked
+        if file_fingerprint(*paths) != seen:
+            return
 
 
 class NotReady(Unreachable):
