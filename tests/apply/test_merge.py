@@ -198,6 +198,22 @@ def test_overlay_removes_what_the_last_manifest_set_and_the_new_one_does_not() -
     assert overlay(live, new, MISSING) == live
 
 
+def test_overlay_writes_an_empty_value_the_manifest_newly_sets() -> None:
+    # automountServiceAccountToken is a pointer: absent means the token is mounted.
+    last = {"spec": {"containers": [{"name": "c"}]}}
+    new = {"spec": {"containers": [{"name": "c"}], "automountServiceAccountToken": False}}
+    live = {"spec": {"containers": [{"name": "c", "imagePullPolicy": "Always"}]}}
+    assert overlay(live, new, last)["spec"]["automountServiceAccountToken"] is False
+    # Under a map the last manifest did not set, too (a custom resource's 0).
+    live_cr: dict[str, Any] = {"spec": {"scaling": {}}}
+    added = {"spec": {"scaling": {"minReplicas": 0}}}
+    assert overlay(live_cr, added, {"spec": {}}) == added
+    # Applied once, a value the server dropped (omitempty) is not written again,
+    # and without history the old rule holds.
+    assert overlay(live, new, new) == live
+    assert overlay(live, new, MISSING) == live
+
+
 def test_semantic_equal_treats_empty_as_absent() -> None:
     assert semantic_equal({"a": [], "b": None, "c": False, "d": {}}, {})
     assert not semantic_equal({"a": 0}, {})

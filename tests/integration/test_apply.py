@@ -188,6 +188,28 @@ async def test_edit_updates_and_removal_deletes(
     await eventually(emptied, what="resourceStatus {} and the first configmap deleted")
 
 
+async def test_a_false_added_in_a_later_generation_reaches_the_object(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
+) -> None:
+    """``automountServiceAccountToken: false`` added to a Deployment already applied
+    is written (absent means the token is mounted)."""
+    await hub_client.create(MANIFESTWORKS, work_body("harden", [hello_deployment(1)]))
+    await wait_applied(hub_client, "harden")
+
+    def harden(work: dict[str, Any]) -> None:
+        pod = work["spec"]["workload"]["manifests"][0]["spec"]["template"]["spec"]
+        pod["automountServiceAccountToken"] = False
+
+    written = await update_work(hub_client, "harden", harden)
+    await wait_applied(hub_client, "harden", generation=written["metadata"]["generation"])
+
+    async def hardened() -> bool:
+        live = await spoke_client.get(DEPLOYMENTS, "hello", "default")
+        return live["spec"]["template"]["spec"].get("automountServiceAccountToken") is False
+
+    await eventually(hardened, what="automountServiceAccountToken false on the Deployment")
+
+
 async def test_restart_writes_nothing(
     agent: AgentRunner,
     hub: Cluster,

@@ -20,6 +20,9 @@ agree (an object that :func:`covers` the manifest overlays to itself):
 * a ``null`` in the manifest sets nothing (it unsets what the last manifest set);
 * a key the live object lacks equals an empty value (``false``, ``0``,
   ``""``, ``{}``, ``[]``): Go's ``omitempty`` drops those on the server;
+  except that :func:`overlay` writes an empty value the manifest newly sets
+  (unknown history: never), as absent is not false for pointer fields and
+  custom resources;
 * maps are compared key by key (keys only the live object has are kept);
 * a list is set whole: same length, element by element; an element that
   matches the live one keeps the live element (with its defaults), one that
@@ -227,6 +230,17 @@ def _unchanged(last: Any, required: Any) -> bool:
     return last is MISSING or semantic_equal(last, required)
 
 
+def _newly_set(last: Any, key: str, value: Any) -> bool:
+    """Whether the manifest sets ``key`` to ``value`` where the last one did not.
+
+    Such a value is written even when empty: ``automountServiceAccountToken:
+    false`` or a custom resource's ``0`` differ from absent. Once applied, an
+    empty value the server dropped (``omitempty``) counts as absent again, so
+    it is not written over and over.
+    """
+    return isinstance(last, dict) and (key not in last or last[key] != value)
+
+
 def overlay(
     existing: Any,
     required: Any,
@@ -255,10 +269,12 @@ def overlay(
                     result.pop(k, None)  # set last time, explicitly unset now
                 continue
             if k not in existing:
-                if not is_empty(value):
+                if not is_empty(value) or _newly_set(last, k, value):
                     result[k] = value
                 continue
             previous = last.get(k, MISSING) if isinstance(last, dict) else MISSING
+            if previous is MISSING and isinstance(last, dict) and isinstance(value, dict):
+                previous = {}  # the last manifest set nothing under k: all of it is new
             result[k] = overlay(
                 existing[k], value, previous, k, in_quantities=key in _QUANTITY_MAPS
             )
