@@ -109,7 +109,12 @@ def webhook_flags() -> tuple[Flag, ...]:
     return (
         *grouped(
             WEBHOOK,
-            Flag("port", INT, DEFAULT_WEBHOOK_PORT, "HTTPS port of the admission webhook."),
+            Flag(
+                "port",
+                INT,
+                DEFAULT_WEBHOOK_PORT,
+                "HTTPS port of the admission webhook (0 or negative: 9443).",
+            ),
             Flag(
                 "metrics-port",
                 INT,
@@ -120,7 +125,7 @@ def webhook_flags() -> tuple[Flag, ...]:
                 "health-probe-port",
                 INT,
                 DEFAULT_WEBHOOK_HEALTH_PROBE_PORT,
-                "Port of the /healthz and /readyz endpoints (0: disabled).",
+                "Port of the /healthz and /readyz endpoints (0 or negative: disabled).",
             ),
             Flag(
                 "certdir",
