@@ -140,6 +140,19 @@ async def test_runaway_is_cut_at_the_budget_while_others_proceed(
         ]
 
 
+async def test_a_rule_cut_by_the_clock_is_evaluated_again(
+    evaluator: ConditionRuleEvaluator,
+) -> None:
+    # The wall-clock budget can be the machine's load, not the rule: such an outcome
+    # must not answer every later sync of the unchanged object.
+    rules = [cel("Complete", RUNAWAY)]
+    assert await evaluator.evaluate_rules(rules, OBJ, generation=1) == [BUDGET_CONDITION]
+    # With its workers stopped, only a kept outcome could answer the same request.
+    await evaluator.pool.aclose()
+    [again] = await evaluator.evaluate_rules(rules, OBJ, generation=1)
+    assert (again["status"], again["reason"]) == ("Unknown", "ConditionRuleInternalError")
+
+
 async def test_two_runaways_do_not_starve_later_evaluations(
     evaluator: ConditionRuleEvaluator,
 ) -> None:

@@ -34,7 +34,8 @@ How it behaves:
   unknown); the cancellation propagates;
 * outcomes are kept for the last :data:`KEPT_OUTCOMES` requests (object and
   programs): a status sync of an unchanged object evaluates nothing. Outcomes
-  with an internal error (a worker that failed) are not kept.
+  with an internal error (a worker that failed) are not kept, nor a budget
+  exceeded when the clock may have been the cause (a loaded machine).
 """
 
 from __future__ import annotations
@@ -231,8 +232,10 @@ class CelWorkerPool:
             return kept
         if self._closed:
             return _all_failed(programs, "CEL evaluator is shut down")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         outcomes = await self._evaluate(payload, programs, limits)
-        if all(o.expressions.reason != REASON_INTERNAL_ERROR for o in outcomes):
+        if _keepable(outcomes, timed=loop.time() - started >= limits.program):
             self._kept[key] = outcomes
             if len(self._kept) > KEPT_OUTCOMES:
                 self._kept.popitem(last=False)
@@ -418,6 +421,22 @@ def _check_greeting(line: bytes) -> None:
         raise ProtocolError(f"unexpected greeting {line[:100]!r}") from exc
     if not isinstance(hello, dict) or hello.get("ready") is not True:
         raise ProtocolError(f"unexpected greeting {line[:100]!r}")
+
+
+def _keepable(outcomes: Sequence[ProgramOutcome], *, timed: bool) -> bool:
+    """Whether the outcomes depend on the object and programs alone.
+
+    Not when the evaluator failed, nor when a program ran out of budget in a
+    request that lasted a program's wall-clock budget: that may be the clock
+    (a loaded machine), which must not decide every later sync of the object.
+    """
+    for outcome in outcomes:
+        if outcome.expressions.reason == REASON_INTERNAL_ERROR:
+            return False
+        errors = (outcome.expressions.error, outcome.message and outcome.message.error)
+        if timed and any(BUDGET_EXCEEDED_MESSAGE in (e or "") for e in errors):
+            return False
+    return True
 
 
 def _all_failed(programs: Sequence[CelProgram], message: str) -> list[ProgramOutcome]:
