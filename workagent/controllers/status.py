@@ -469,8 +469,8 @@ class AvailableStatusController:
         work_name = str(work["metadata"]["name"])
         group, _version, resource, namespace, obj_name = object_identity(meta)
         watch = option is not None and option.feedback_scrape_type == FeedbackScrapeType.WATCH
-        # Beyond OCM: a work being deleted starts no new watch (its AppliedManifestWork
-        # finalizer is releasing them), it is only polled until it is gone.
+        # Beyond OCM: a work being deleted releases its watches (its AppliedManifestWork
+        # finalizer is releasing them anyway); it is only polled until it is gone.
         if watch and not is_deleting(work):
             await pool.register(resource_of(meta), namespace, obj_name, work_name)
         else:
