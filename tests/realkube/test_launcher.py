@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.support.controlplane import RUN_PREFIX, ControlPlane, Etcd, sweep_stale
+from tests.support.processes import free_port
 
 pytestmark = pytest.mark.realkube
 
@@ -126,8 +127,16 @@ def test_serves_identities_rbac_and_the_audit_log(tmp_path: Path) -> None:
     etcd = Etcd()
     etcd.start()
     plane = ControlPlane("launcher", etcd)
+    # Something else takes the chosen port before the apiserver binds it (in CI
+    # an outgoing connection once did): the launcher moves to another port.
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", plane.port))
+    squatter.listen()
+    taken = plane.port
     try:
         plane.start()
+        assert plane.port != taken
+        assert plane.url == f"https://127.0.0.1:{plane.port}"
         admin = tmp_path / "admin"
         agent = tmp_path / "agent"
         plane.write_kubeconfig(admin)
@@ -162,6 +171,7 @@ def test_serves_identities_rbac_and_the_audit_log(tmp_path: Path) -> None:
 
         wait_until(audited, "the agent's denied list in the audit log")
     finally:
+        squatter.close()
         plane.stop()
         etcd.stop()
     assert not plane.dir.exists() and not etcd.dir.exists()
@@ -176,3 +186,11 @@ def test_sweep_keeps_folders_of_live_owners(tmp_path: Path) -> None:
     removed = sweep_stale(tmp_path)
     assert removed == [dead]
     assert live.exists() and not dead.exists()
+
+
+@pytest.mark.parametrize("_", range(3))
+def test_free_ports_are_outside_the_range_outgoing_connections_use(_: int) -> None:
+    low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    port = free_port()
+    assert not int(low) <= port <= int(high)
+    assert not listening(port)

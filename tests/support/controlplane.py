@@ -423,24 +423,39 @@ class ControlPlane:
             "--concurrent-gc-syncs=8",
         ]
 
+    def _start_apiserver(self, timeout: float, attempts: int = 3) -> Process:
+        """Start kube-apiserver and wait for /readyz; on a port taken meanwhile, try another."""
+        cert = self.cert_dir / "apiserver.crt"
+        for attempt in range(attempts):
+            apiserver = spawn(
+                "kube-apiserver",
+                self._apiserver_argv(),
+                self.dir / "kube-apiserver.log",
+                env=SHORT_LIVED_GO,
+            )
+            self.processes.append(apiserver)
+            try:
+                wait_for(cert.exists, "the apiserver's serving certificate", timeout, (apiserver,))
+                # The file is written once; a short read retry covers seeing it half-written.
+                wait_for(lambda: b"END CERTIFICATE" in cert.read_bytes(), "the certificate", 10)
+                self._ca_pem = cert.read_bytes()
+                wait_for(lambda: self._get("/readyz") == 200, "/readyz", timeout, (apiserver,))
+            except ControlPlaneError as error:
+                if "address already in use" not in str(error) or attempt + 1 == attempts:
+                    raise
+                self.processes.remove(apiserver)
+                self.port = free_port()
+                self.url = f"https://127.0.0.1:{self.port}"
+                continue
+            return apiserver
+        raise AssertionError("unreachable")
+
     def start(self, timeout: float = 120.0) -> None:
         """Start both processes and wait until the server is ready and kcm works."""
         self._write_inputs()
         if self.pki is not None:
             shutil.copytree(self.pki, self.cert_dir)
-        apiserver = spawn(
-            "kube-apiserver",
-            self._apiserver_argv(),
-            self.dir / "kube-apiserver.log",
-            env=SHORT_LIVED_GO,
-        )
-        self.processes.append(apiserver)
-        cert = self.cert_dir / "apiserver.crt"
-        wait_for(cert.exists, "the apiserver's serving certificate", timeout, (apiserver,))
-        # The file is written once; a short read retry covers seeing it half-written.
-        wait_for(lambda: b"END CERTIFICATE" in cert.read_bytes(), "the certificate", 10)
-        self._ca_pem = cert.read_bytes()
-        wait_for(lambda: self._get("/readyz") == 200, "/readyz", timeout, (apiserver,))
+        apiserver = self._start_apiserver(timeout)
         wait_for(
             lambda: self._get("/api/v1/namespaces/default") == 200,
             "namespace default",

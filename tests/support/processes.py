@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -116,16 +117,37 @@ async def start_grpc_server_process(tmp_path: Path, *args: str) -> ProgramProces
     )
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for outgoing connections' local ports."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now.
 
-    For the few flags that take a port and have no "pick one" value; the
-    window between closing and the child binding it is short enough here.
+    For the few flags that take a port and have no "pick one" value. The port
+    is drawn from below the kernel's ephemeral range: a port the kernel hands
+    out (``bind(0)``) can be taken by any outgoing connection before the child
+    binds it, which once stopped a kube-apiserver in CI.
     """
+    low, high = _ephemeral_range()
+    candidates = range(10000, low) if low > 11000 else range(high + 1, 65536)
+    for _ in range(200):
+        port = secrets.choice(candidates)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        chosen: int = sock.getsockname()[1]
+        return chosen
 
 
 async def start_module(name: str, directory: Path, module: str, *args: str) -> ProgramProcess:
