@@ -210,6 +210,41 @@ async def test_a_false_added_in_a_later_generation_reaches_the_object(
     await eventually(hardened, what="automountServiceAccountToken false on the Deployment")
 
 
+async def test_keys_a_manifest_dropped_while_the_agent_was_down_are_removed(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
+) -> None:
+    """The manifest applied last is only in memory: after a restart the agent recalls
+    what it set from the object's managedFields, and removes what the new generation
+    no longer sets, as OCM's PUT of the manifest would."""
+    first = hello_deployment(1)
+    first["spec"]["minReadySeconds"] = 7
+    first["spec"]["revisionHistoryLimit"] = 3
+    first["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "MODE", "value": "x"}]
+    await hub_client.create(MANIFESTWORKS, work_body("shrink", [first]))
+    await wait_applied(hub_client, "shrink")
+    await agent.stop()
+
+    def shrink(work: dict[str, Any]) -> None:
+        work["spec"]["workload"]["manifests"] = [hello_deployment(1)]
+
+    written = await update_work(hub_client, "shrink", shrink)
+    await agent.start()
+    await wait_applied(hub_client, "shrink", generation=written["metadata"]["generation"])
+
+    async def shrunk() -> bool:
+        spec = (await spoke_client.get(DEPLOYMENTS, "hello", "default"))["spec"]
+        container = spec["template"]["spec"]["containers"][0]
+        return (
+            "minReadySeconds" not in spec
+            and spec.get("revisionHistoryLimit") == 10
+            and "env" not in container
+        )
+
+    await eventually(shrunk, what="the dropped keys gone and the default history limit back")
+    spec = (await spoke_client.get(DEPLOYMENTS, "hello", "default"))["spec"]
+    assert spec["progressDeadlineSeconds"] == 600  # a default the agent's create owns: kept
+
+
 async def test_restart_writes_nothing(
     agent: AgentRunner,
     hub: Cluster,

@@ -33,6 +33,11 @@ class ApplyRequest:
     interval ago (a coalesced list): Update compares with it instead of a GET
     (a drift that happened since is corrected by the next pass; a write it
     leads to carries its resourceVersion, so a stale one answers 409).
+
+    ``may_have_changed`` says the work's status does not show this manifest
+    applied at the work's generation: when Update has no memory of the
+    manifest it applied last (a restart), it recalls it from the object
+    (:mod:`workagent.apply.recall`) so keys dropped meanwhile are removed.
     """
 
     resource: Resource
@@ -42,6 +47,7 @@ class ApplyRequest:
     work_name: str
     create_first: bool = False
     known: dict[str, Any] | None = None
+    may_have_changed: bool = False
 
 
 class ServerSideApplyConflict(Exception):

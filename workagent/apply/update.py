@@ -16,12 +16,13 @@ from typing import Any, Final
 
 import structlog
 
-from ocmkit.kube import AlreadyExists, Forbidden, Invalid, KubeClient, NotFound
+from ocmkit.kube import AlreadyExists, Forbidden, Invalid, KubeClient, KubeError, NotFound
 from workagent.apply.base import ApplyRequest
 from workagent.apply.cache import ApplyCache, CacheKey, digest
-from workagent.apply.kinds import Plan, rules_for
+from workagent.apply.kinds import GENERIC, KindRules, Plan, rules_for
 from workagent.apply.merge import MISSING, for_create
 from workagent.apply.prepare import Target, prepare
+from workagent.apply.recall import UNKNOWN, DefaultsNeeded, owned_fields, recalled_last
 
 log = structlog.get_logger(__name__)
 
@@ -54,6 +55,8 @@ class UpdateApplier:
     def __init__(self, client: KubeClient) -> None:
         self.client = client
         self.cache = ApplyCache()
+        #: The field manager the API server records for this client's writes.
+        self.manager = client.user_agent.split("/")[0]
 
     async def apply(self, request: ApplyRequest) -> dict[str, Any]:
         """Apply ``request`` and return the live object."""
@@ -100,6 +103,10 @@ class UpdateApplier:
             return existing
 
         last = entry.last_required if entry is not None else None
+        recalled = False
+        if last is None and request.may_have_changed and rules is GENERIC:
+            existing, last = await self._recall(target, existing, required)
+            recalled = last is not None
         plan = rules.plan(existing, required, MISSING if last is None else last)
         if plan is None:
             self.cache.put(key, required_hash, _rv(existing), required)
@@ -107,11 +114,66 @@ class UpdateApplier:
         try:
             result = await self._write(target, existing, plan)
         except Invalid as exc:
+            if recalled:
+                # A recalled key may be one the server needs after all (one it generated
+                # rather than defaulted): apply as if nothing had been recalled.
+                target.log_written(
+                    log, "retried without recalled fields", self.strategy, error=exc.message
+                )
+                return await self._apply_unrecalled(target, key, existing, required, rules)
             # Deterministic: the same body against the same object fails the same way.
             self.cache.put(key, required_hash, _rv(existing), last, error=exc)
             raise
         self.cache.put(key, required_hash, _rv(result), required)
         return result
+
+    async def _apply_unrecalled(
+        self,
+        target: Target,
+        key: CacheKey,
+        existing: dict[str, Any],
+        required: dict[str, Any],
+        rules: KindRules,
+    ) -> dict[str, Any]:
+        required_hash = digest(required)
+        plan = rules.plan(existing, required, MISSING)
+        if plan is None:
+            self.cache.put(key, required_hash, _rv(existing), required)
+            return existing
+        try:
+            result = await self._write(target, existing, plan)
+        except Invalid as exc:
+            self.cache.put(key, required_hash, _rv(existing), None, error=exc)
+            raise
+        self.cache.put(key, required_hash, _rv(result), required)
+        return result
+
+    async def _recall(
+        self, target: Target, existing: dict[str, Any], required: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """(the live object, a stand-in for the manifest applied last or None): see
+        :mod:`workagent.apply.recall`. Costs a dry-run create only when the agent's
+        managedFields entry owns keys the manifest does not set."""
+        if "managedFields" not in (existing.get("metadata") or {}):
+            # A listed object (polled reads drop managedFields): read it whole.
+            existing = await self.client.get(target.resource, target.name, target.namespace)
+        owned = owned_fields(existing, self.manager)
+        try:
+            return existing, recalled_last(owned, required, existing, UNKNOWN)
+        except DefaultsNeeded:
+            pass
+        probe = for_create(required)
+        meta = probe.setdefault("metadata", {})
+        meta["generateName"] = str(meta.pop("name", ""))[:50] + "-"
+        try:
+            defaults = await self.client.create(
+                target.resource, probe, target.namespace, dry_run=True
+            )
+        except KubeError as exc:
+            # Without the defaults a dropped key cannot be told from a defaulted one.
+            target.log_written(log, "dropped fields not recalled", self.strategy, error=exc.message)
+            return existing, None
+        return existing, recalled_last(owned, required, existing, defaults)
 
     async def _create(self, target: Target, required: dict[str, Any]) -> dict[str, Any]:
         created = await self.client.create(target.resource, for_create(required), target.namespace)

@@ -168,15 +168,35 @@ def _may_create(spec: ManifestWorkSpec, entry: dict[str, Any]) -> bool:
     return strategy is None or strategy.type != UpdateStrategyType.READ_ONLY
 
 
+def _applied_condition(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    return find_condition(entry.get("conditions") if entry else None, CONDITION_APPLIED)
+
+
+def _at_this_generation(work: dict[str, Any], condition: dict[str, Any]) -> bool:
+    return bool(condition.get("observedGeneration") == work["metadata"].get("generation"))
+
+
 def _failed_at_this_generation(work: dict[str, Any], result: ManifestResult) -> bool:
     """Whether the work's status says the last apply of ``result``'s manifest, at the
     work's current generation, failed (``Applied`` False)."""
-    entry = find_manifest_status(manifest_statuses(work), result.meta)
-    applied = find_condition(entry.get("conditions") if entry else None, CONDITION_APPLIED)
+    applied = _applied_condition(find_manifest_status(manifest_statuses(work), result.meta))
     return (
         applied is not None
         and applied.get("status") == "False"
-        and applied.get("observedGeneration") == work["metadata"].get("generation")
+        and _at_this_generation(work, applied)
+    )
+
+
+def _may_have_changed(work: dict[str, Any], entry: dict[str, Any] | None) -> bool:
+    """Whether the status shows the manifest applied before but not at this generation.
+
+    No ``Applied`` condition at all says nothing: a new manifest, or works from
+    grpc/mqtt after a restart (they arrive without status); a recall then
+    would cost a dry run per object at every restart (docs/compatibility.md).
+    """
+    applied = _applied_condition(entry)
+    return applied is not None and not (
+        applied.get("status") == "True" and _at_this_generation(work, applied)
     )
 
 
@@ -595,6 +615,8 @@ class ManifestWorkController:
                     work_name=work["metadata"]["name"],
                     create_first=create_first,
                     known=known,
+                    # After a restart, status is all that tells what the agent applied.
+                    may_have_changed=_may_have_changed(work, old),
                 )
             )
             # The status controller's next read of it need not be older than this.
