@@ -233,6 +233,8 @@ class WorkDiff:
                     owner=owner_for(owner, owned),
                     option=option,
                     work_name=work_name,
+                    # A running agent remembers the manifest it applied last; recall it.
+                    may_have_changed=True,
                 )
             )
         except (Unreachable, Unauthorized):

@@ -12,7 +12,7 @@ import copy
 import dataclasses
 from typing import Any
 
-from ocmkit.kube import DEPLOYMENTS, KubeClient
+from ocmkit.kube import DEPLOYMENTS, JOBS, KubeClient
 from tests.apply.conftest import Writes, request, web_deployment
 from workagent.apply import Appliers, ApplyRequest
 from workagent.apply.recall import UNKNOWN, DefaultsNeeded, owned_fields, recalled_last
@@ -234,3 +234,22 @@ def test_owned_fields_merges_the_managers_update_entries_of_the_objects_version(
     }
     assert owned_fields(obj, "work-agent") == {"f:spec": {"f:a": {}, "f:f": {}}}
     assert owned_fields({"metadata": {}}, "work-agent") == {}
+
+
+async def test_a_write_refused_as_invalid_is_retried_without_the_recalled_keys(
+    kube: KubeClient, writes: Writes, owner: dict[str, Any]
+) -> None:
+    """A Job's pod template cannot change: removing the recalled env is refused, and the
+    manifest is applied as if nothing had been recalled (it sets nothing new)."""
+    first = job({"name": "c", "image": "busybox", "env": [{"name": "A", "value": "1"}]})
+    first["metadata"]["namespace"] = "apply"
+    await Appliers(kube).update.apply(request(JOBS, first, owner))
+    second = job({"name": "c", "image": "busybox"})
+    second["metadata"]["namespace"] = "apply"
+    await writes.reset()
+    req = changed(request(JOBS, second, owner), may_have_changed=True)
+    live = await Appliers(kube).update.apply(req)
+    container = live["spec"]["template"]["spec"]["containers"][0]
+    assert container["env"] == [{"name": "A", "value": "1"}]
+    counts = await writes.verbs()
+    assert (counts["create"], counts["update"]) == (1, 1)  # the dry run, the refused PUT

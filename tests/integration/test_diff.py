@@ -19,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient
+from demo.examples import hello_deployment
+from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, DEPLOYMENTS, MANIFESTWORKS, KubeClient
 from tests.integration.conftest import (
     configmap,
     hub_hash_of,
@@ -173,6 +174,29 @@ async def test_each_strategy_and_no_write(
         "ConfigMap default/same (manifest 0, Update): no changes",
         "ConfigMap default/ro (manifest 1, ReadOnly): ReadOnly, never written",
     ]
+
+
+async def test_keys_the_agent_set_and_the_manifest_dropped_show_as_removed(
+    spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """The agent removes what its last manifest set and the new one does not: the diff
+    recalls that from the agent's managedFields entry, as a restarted agent does."""
+    applied = hello_deployment(1)
+    applied["spec"]["minReadySeconds"] = 7
+    spoke_config = str(tmp_path / "spoke.kubeconfig")
+    async with await KubeClient.from_kubeconfig(spoke_config, user_agent=SPOKE_USER_AGENT) as agent:
+        await agent.create(DEPLOYMENTS, applied)
+    (tmp_path / "work.yaml").write_text(yaml.safe_dump(work_body("w", [hello_deployment(1)])))
+    code, out, err = await diff("-f", str(tmp_path / "work.yaml"), "--kubeconfig", spoke_config)
+    assert code == 1, out + err
+    assert "\nDeployment default/hello (manifest 0, Update): would change\n" in out, out
+    removed = [line for line in out.splitlines() if line.startswith("-") and line[:3] != "---"]
+    added = [line for line in out.splitlines() if line.startswith("+") and line[:3] != "+++"]
+    # The dropped key goes; the defaults the create owns stay; the owner is added.
+    assert removed == ["-  minReadySeconds: 7"], out
+    assert added[0] == "+  ownerReferences:" and not any("spec" in line for line in added), out
+    live = await spoke_client.get(DEPLOYMENTS, "hello", "default")
+    assert live["spec"]["minReadySeconds"] == 7  # a dry run only
 
 
 async def test_bad_input_is_one_line_and_exit_code_2(
