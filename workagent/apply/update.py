@@ -107,6 +107,29 @@ class UpdateApplier:
         if last is None and request.may_have_changed and rules is GENERIC:
             existing, last = await self._recall(target, existing, required)
             recalled = last is not None
+        try:
+            return await self._settle(target, key, existing, required, rules, last)
+        except Invalid as exc:
+            if not recalled:
+                raise
+            # A recalled key may be one the server needs after all (one it generated
+            # rather than defaulted): apply as if nothing had been recalled.
+            target.log_written(
+                log, "retried without recalled fields", self.strategy, error=exc.message
+            )
+            return await self._settle(target, key, existing, required, rules, None)
+
+    async def _settle(
+        self,
+        target: Target,
+        key: CacheKey,
+        existing: dict[str, Any],
+        required: dict[str, Any],
+        rules: KindRules,
+        last: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """Plan against ``last`` (None: unknown), write when something differs, remember."""
+        required_hash = digest(required)
         plan = rules.plan(existing, required, MISSING if last is None else last)
         if plan is None:
             self.cache.put(key, required_hash, _rv(existing), required)
@@ -114,36 +137,8 @@ class UpdateApplier:
         try:
             result = await self._write(target, existing, plan)
         except Invalid as exc:
-            if recalled:
-                # A recalled key may be one the server needs after all (one it generated
-                # rather than defaulted): apply as if nothing had been recalled.
-                target.log_written(
-                    log, "retried without recalled fields", self.strategy, error=exc.message
-                )
-                return await self._apply_unrecalled(target, key, existing, required, rules)
             # Deterministic: the same body against the same object fails the same way.
             self.cache.put(key, required_hash, _rv(existing), last, error=exc)
-            raise
-        self.cache.put(key, required_hash, _rv(result), required)
-        return result
-
-    async def _apply_unrecalled(
-        self,
-        target: Target,
-        key: CacheKey,
-        existing: dict[str, Any],
-        required: dict[str, Any],
-        rules: KindRules,
-    ) -> dict[str, Any]:
-        required_hash = digest(required)
-        plan = rules.plan(existing, required, MISSING)
-        if plan is None:
-            self.cache.put(key, required_hash, _rv(existing), required)
-            return existing
-        try:
-            result = await self._write(target, existing, plan)
-        except Invalid as exc:
-            self.cache.put(key, required_hash, _rv(existing), None, error=exc)
             raise
         self.cache.put(key, required_hash, _rv(result), required)
         return result
