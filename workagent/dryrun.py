@@ -82,7 +82,13 @@ class DryRunClient(KubeClient):
     async def create(
         self, res: Resource, body: dict[str, Any], namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
-        """A dry-run create; after a dry-run delete of the same object, the body itself."""
+        """A dry-run create; after a dry-run delete of the same object, the body itself.
+
+        With ``dry_run=True`` the caller itself asked for a dry run (a probe of the
+        server's defaults, :mod:`workagent.apply.recall`): sent, never recorded.
+        """
+        if options.get("dry_run"):
+            return await super().create(res, body, namespace, **options)
         key = self._body_key(res, body, namespace)
         subresource = options.get("subresource")
         if subresource is None and key in self._overlay and self._overlay[key] is None:
@@ -99,7 +105,10 @@ class DryRunClient(KubeClient):
     async def update(
         self, res: Resource, body: dict[str, Any], namespace: str | None = None, **options: Any
     ) -> dict[str, Any]:
-        """A dry-run update (a dry-run create of an object only this dry run created)."""
+        """A dry-run update (a dry-run create of an object only this dry run created);
+        a probe (``dry_run=True``) as for :meth:`create`."""
+        if options.get("dry_run"):
+            return await super().update(res, body, namespace, **options)
         key = self._body_key(res, body, namespace)
         subresource = options.get("subresource")
         if subresource is None and self._existed.get(key) is False:

@@ -350,11 +350,12 @@ class KubeClient:
         *,
         field_manager: str | None = None,
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """PUT the object named in ``body`` (its resourceVersion guards against lost updates)."""
         ns = self._ns(res, namespace or _body_namespace(body))
         path = self._path(res, ns, _body_name(body), subresource)
-        params = _write_params(field_manager, False)
+        params = _write_params(field_manager, dry_run)
         body = _typed(res, body, subresource)
         return self._fill(res, await self._call("update", "PUT", path, params=params, body=body))
 

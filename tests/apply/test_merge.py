@@ -6,6 +6,7 @@ from typing import Any
 
 from workagent.apply.merge import (
     MISSING,
+    Prune,
     covers,
     for_create,
     merge_object_meta,
@@ -226,3 +227,17 @@ def test_quantities() -> None:
     assert parse_quantity("nope") is None
     assert same_quantity("500m", "0.5")
     assert not same_quantity("1", "1Ki")
+
+
+def test_overlay_prunes_only_the_marked_keys_below_a_key_the_manifest_dropped() -> None:
+    live = {"strategy": {"rollingUpdate": {"maxSurge": "50%", "maxUnavailable": 0}}, "x": 1}
+    last = {"x": 1, "strategy": Prune(rollingUpdate=Prune(maxSurge=True))}
+    assert overlay(live, {"x": 1}, last) == {
+        "strategy": {"rollingUpdate": {"maxUnavailable": 0}},
+        "x": 1,
+    }
+    # An explicit null unsets the same way; a plain value in last removes the key whole.
+    assert overlay(live, {"x": 1, "strategy": None}, last)["strategy"] == {
+        "rollingUpdate": {"maxUnavailable": 0}
+    }
+    assert "strategy" not in overlay(live, {"x": 1}, {"x": 1, "strategy": True})

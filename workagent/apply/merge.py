@@ -65,6 +65,24 @@ class _Missing:
 MISSING: Final = _Missing()
 
 
+class Prune(dict[str, Any]):
+    """In ``last``, under a key the manifest no longer sets: only the keys listed
+    below it are removed (a value that is itself a :class:`Prune` goes deeper);
+    the rest of the live value stays (see :mod:`workagent.apply.recall`)."""
+
+
+def _pruned(live: Any, marks: Prune) -> Any:
+    if not isinstance(live, dict):
+        return live
+    kept = dict(live)
+    for key, mark in marks.items():
+        if isinstance(mark, Prune) and key in kept:
+            kept[key] = _pruned(kept[key], mark)
+        else:
+            kept.pop(key, None)
+    return kept
+
+
 # -- metadata ----------------------------------------------------------------------------
 
 
@@ -241,6 +259,14 @@ def _newly_set(last: Any, key: str, value: Any) -> bool:
     return isinstance(last, dict) and (key not in last or last[key] != value)
 
 
+def _unset(result: dict[str, Any], key: str, previous: Any) -> None:
+    if isinstance(previous, Prune):
+        if key in result:
+            result[key] = _pruned(result[key], previous)
+    else:
+        result.pop(key, None)
+
+
 def overlay(
     existing: Any,
     required: Any,
@@ -262,11 +288,11 @@ def overlay(
             for k in last:
                 if k not in required:
                     # The manifest stopped setting it: unset, as a PUT would.
-                    result.pop(k, None)
+                    _unset(result, k, last[k])
         for k, value in required.items():
             if value is None:
                 if isinstance(last, dict) and last.get(k) is not None:
-                    result.pop(k, None)  # set last time, explicitly unset now
+                    _unset(result, k, last[k])  # set last time, explicitly unset now
                 continue
             if k not in existing:
                 if not is_empty(value) or _newly_set(last, k, value):

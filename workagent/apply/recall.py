@@ -24,7 +24,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from workagent.apply.merge import semantic_equal
+from workagent.apply.merge import Prune, semantic_equal
 
 #: Stands for a value the previous manifest set (any non-empty value would do).
 _DROPPED: Final = True
@@ -106,9 +106,11 @@ def _recall_map(
             if deeper:
                 last[name] = nested
                 changed = True
-        elif _dropped(name, live[name], defaults):
-            last[name] = _DROPPED
-            changed = True
+        else:
+            mark = _unset_mark(sub, name, live[name], defaults)
+            if mark is not None:
+                last[name] = mark
+                changed = True
     return last, changed
 
 
@@ -125,7 +127,12 @@ def _recall_value(owned: Any, value: Any, live: Any, default: Any) -> tuple[Any,
 def _recall_list(
     owned: Mapping[str, Any], required: list[Any], live: list[Any], defaults: Any
 ) -> tuple[list[Any], bool]:
-    """Keyed items (``k:{...}``) the manifest still lists: recalled within each."""
+    """Keyed items (``k:{...}``) the manifest still lists: recalled within each.
+
+    An item is found through the dry run's object, whose list is the manifest's
+    in the same order with defaults filled in: its key may hold a defaulted
+    field (a container port's ``protocol``) the manifest leaves out.
+    """
     last = list(required)
     changed = False
     for key, sub in owned.items():
@@ -135,16 +142,21 @@ def _recall_list(
             wanted = json.loads(key[2:])
         except ValueError:
             continue
-        if not isinstance(wanted, dict):
-            continue
-        index, found = _find(required, wanted), _find(live, wanted)
-        if index is None or found is None or not isinstance(required[index], Mapping):
+        found = _find(live, wanted) if isinstance(wanted, dict) else None
+        if found is None:
             continue
         if isinstance(defaults, _Unknown):
+            index = _find(required, wanted)
+            if index is None:
+                raise DefaultsNeeded(key)  # perhaps listed with a key field left to its default
             item: Defaults = defaults
         else:
             at = _find(defaults, wanted)
+            in_order = at is not None and isinstance(defaults, list)
+            index = at if in_order and len(defaults) == len(required) else _find(required, wanted)
             item = _as_map(defaults[at]) if at is not None else {}
+        if index is None or not isinstance(required[index], Mapping):
+            continue
         nested, deeper = _recall_map(sub, required[index], live[found], item)
         if deeper:
             last[index] = nested
@@ -163,15 +175,27 @@ def _find(items: Any, wanted: Mapping[str, Any]) -> int | None:
     return None
 
 
-def _dropped(name: str, live: Any, defaults: Defaults) -> bool:
-    """Whether an owned key the manifest no longer sets is to be removed."""
+def _unset_mark(owned: Any, name: str, live: Any, defaults: Defaults) -> Any:
+    """What ``last`` holds for an owned key the manifest no longer sets: :data:`_DROPPED`
+    (remove it), a :class:`Prune` (remove some keys below it) or None (keep it)."""
     if isinstance(defaults, _Unknown):
         raise DefaultsNeeded(name)
     if name not in defaults:
-        return True
+        return _DROPPED
+    default = defaults[name]
+    if isinstance(default, Mapping) and isinstance(live, Mapping):
+        # A defaulted map (a strategy, resources, a custom resource's object): others
+        # may have set keys below it; only what the agent owns there is considered.
+        marks = Prune()
+        for key, sub in (owned if isinstance(owned, Mapping) else {}).items():
+            if key.startswith("f:") and key[2:] in live:
+                mark = _unset_mark(sub, key[2:], live[key[2:]], default)
+                if mark is not None:
+                    marks[key[2:]] = mark
+        return marks or None
     # A default: removing it lets the server set it again, which only matters
     # when the live value is no longer the default.
-    return not semantic_equal(defaults[name], live)
+    return None if semantic_equal(default, live) else _DROPPED
 
 
 def _as_map(defaults: Any) -> Defaults:

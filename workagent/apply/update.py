@@ -16,11 +16,22 @@ from typing import Any, Final
 
 import structlog
 
-from ocmkit.kube import AlreadyExists, Forbidden, Invalid, KubeClient, KubeError, NotFound
+from ocmkit.kube import (
+    APPLIED_MANIFESTWORKS,
+    AlreadyExists,
+    Forbidden,
+    Invalid,
+    KubeClient,
+    KubeError,
+    NotFound,
+    Unauthorized,
+    Unreachable,
+)
 from workagent.apply.base import ApplyRequest
 from workagent.apply.cache import ApplyCache, CacheKey, digest
 from workagent.apply.kinds import GENERIC, KindRules, Plan, rules_for
 from workagent.apply.merge import MISSING, for_create
+from workagent.apply.owners import api_group, same_owner
 from workagent.apply.prepare import Target, prepare
 from workagent.apply.recall import UNKNOWN, DefaultsNeeded, owned_fields, recalled_last
 
@@ -42,6 +53,20 @@ _SERVER_METADATA: Final = (
 
 def _rv(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _other_works_own(obj: dict[str, Any], owner: dict[str, Any]) -> bool:
+    """Whether another work's AppliedManifestWork owns ``obj`` too: every work writes as
+    the same field manager, so the keys it set are not this manifest's to recall."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if (
+            isinstance(ref, dict)
+            and ref.get("kind") == APPLIED_MANIFESTWORKS.kind
+            and api_group(ref.get("apiVersion")) == APPLIED_MANIFESTWORKS.group
+            and not same_owner(ref, owner)
+        ):
+            return True
+    return False
 
 
 class UpdateApplier:
@@ -104,20 +129,31 @@ class UpdateApplier:
 
         last = entry.last_required if entry is not None else None
         recalled = False
-        if last is None and request.may_have_changed and rules is GENERIC:
+        if (
+            last is None
+            and request.may_have_changed
+            and rules is GENERIC
+            and not _other_works_own(existing, request.owner)
+        ):
             existing, last = await self._recall(target, existing, required)
             recalled = last is not None
         try:
             return await self._settle(target, key, existing, required, rules, last)
-        except Invalid as exc:
+        except (Invalid, Forbidden) as exc:
             if not recalled:
                 raise
             # A recalled key may be one the server needs after all (one it generated
-            # rather than defaulted): apply as if nothing had been recalled.
+            # rather than defaulted), or one a policy keeps: apply without the recall.
             target.log_written(
                 log, "retried without recalled fields", self.strategy, error=exc.message
             )
-            return await self._settle(target, key, existing, required, rules, None)
+            try:
+                return await self._settle(target, key, existing, required, rules, None)
+            except Invalid as again:
+                # Refused either way: keep the recall, so a later resourceVersion (a Job's
+                # status) costs one refused write, not a dry run and two.
+                self.cache.put(key, required_hash, _rv(existing), last, error=again)
+                raise
 
     async def _settle(
         self,
@@ -157,18 +193,42 @@ class UpdateApplier:
             return existing, recalled_last(owned, required, existing, UNKNOWN)
         except DefaultsNeeded:
             pass
-        probe = for_create(required)
-        meta = probe.setdefault("metadata", {})
-        meta["generateName"] = str(meta.pop("name", ""))[:50] + "-"
-        try:
-            defaults = await self.client.create(
-                target.resource, probe, target.namespace, dry_run=True
-            )
-        except KubeError as exc:
-            # Without the defaults a dropped key cannot be told from a defaulted one.
-            target.log_written(log, "dropped fields not recalled", self.strategy, error=exc.message)
+        defaults = await self._defaults(target, existing, required)
+        if defaults is None:
             return existing, None
         return existing, recalled_last(owned, required, existing, defaults)
+
+    async def _defaults(
+        self, target: Target, existing: dict[str, Any], required: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The manifest as the server defaults it: a dry-run create under a generated
+        name, else (a quota at its limit, a kind whose name is fixed) a dry-run PUT of
+        the manifest over the live object; None when both are refused."""
+        probe = for_create(required)
+        meta = probe.setdefault("metadata", {})
+        meta["generateName"] = str(meta.pop("name", ""))[:50].rstrip(".-") + "-"
+        try:
+            return await self.client.create(target.resource, probe, target.namespace, dry_run=True)
+        except (Unreachable, Unauthorized):
+            raise
+        except KubeError:
+            pass
+        probe = for_create(required)
+        probe.setdefault("metadata", {})["resourceVersion"] = _rv(existing)
+        try:
+            return await self.client.update(target.resource, probe, target.namespace, dry_run=True)
+        except (Unreachable, Unauthorized):
+            raise
+        except KubeError as exc:
+            # Without the defaults a dropped key cannot be told from a defaulted one.
+            log.warning(
+                "keys the manifest dropped are not recalled",
+                resource=str(target.resource),
+                namespace=target.namespace or "",
+                name=target.name,
+                error=exc.message,
+            )
+            return None
 
     async def _create(self, target: Target, required: dict[str, Any]) -> dict[str, Any]:
         created = await self.client.create(target.resource, for_create(required), target.namespace)
