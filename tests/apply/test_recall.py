@@ -12,9 +12,13 @@ import copy
 import dataclasses
 from typing import Any
 
-from ocmkit.kube import DEPLOYMENTS, JOBS, KubeClient
+import pytest
+
+from ocmkit.kube import DEPLOYMENTS, JOBS, Invalid, KubeClient
 from tests.apply.conftest import Writes, request, web_deployment
 from workagent.apply import Appliers, ApplyRequest
+from workagent.apply.cache import ApplyCache
+from workagent.apply.merge import Prune
 from workagent.apply.recall import UNKNOWN, DefaultsNeeded, owned_fields, recalled_last
 
 
@@ -253,3 +257,41 @@ async def test_a_write_refused_as_invalid_is_retried_without_the_recalled_keys(
     assert container["env"] == [{"name": "A", "value": "1"}]
     counts = await writes.verbs()
     assert (counts["create"], counts["update"]) == (1, 1)  # the dry run, the refused PUT
+
+
+def test_the_cache_keeps_the_prune_marks_of_a_recalled_manifest() -> None:
+    cache = ApplyCache()
+    last = {"spec": {"x": 1, "strategy": Prune(rollingUpdate=Prune(maxSurge=True))}}
+    cache.put(("w", "apps", "Deployment", "ns", "n"), "hash", "1", last)
+    entry = cache.get(("w", "apps", "Deployment", "ns", "n"))
+    assert entry is not None and entry.last_required == last
+    strategy = entry.last_required["spec"]["strategy"]
+    assert isinstance(strategy, Prune) and isinstance(strategy["rollingUpdate"], Prune)
+
+
+async def test_a_recall_refused_twice_keeps_its_marks_for_the_next_generation(
+    kube: KubeClient, other: KubeClient, owner: dict[str, Any]
+) -> None:
+    """The recalled manifest is remembered after both writes were refused; the next
+    generation still removes only the agent's keys below the defaulted strategy."""
+    first = web_deployment()
+    first["spec"]["strategy"] = {"rollingUpdate": {"maxSurge": "50%"}}
+    await Appliers(kube).update.apply(request(DEPLOYMENTS, first, owner))
+    live = await kube.get(DEPLOYMENTS, "web", "apply")
+    live["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] = 0
+    await other.update(DEPLOYMENTS, live)
+
+    restarted = Appliers(kube)
+    refused = web_deployment()  # drops the strategy, and changes the immutable selector
+    refused["spec"]["selector"]["matchLabels"]["app"] = "web2"
+    refused["spec"]["template"]["metadata"]["labels"]["app"] = "web2"
+    with pytest.raises(Invalid):
+        await restarted.update.apply(
+            changed(request(DEPLOYMENTS, refused, owner), may_have_changed=True)
+        )
+    fixed = web_deployment(replicas=3)
+    after = await restarted.update.apply(
+        changed(request(DEPLOYMENTS, fixed, owner), may_have_changed=True)
+    )
+    assert after["spec"]["replicas"] == 3
+    assert after["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": "25%", "maxUnavailable": 0}

@@ -245,6 +245,36 @@ async def test_keys_a_manifest_dropped_while_the_agent_was_down_are_removed(
     assert spec["progressDeadlineSeconds"] == 600  # a default the agent's create owns: kept
 
 
+async def test_keys_another_work_sets_on_a_shared_object_are_not_recalled(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient, spoke: Cluster
+) -> None:
+    """Every work writes as ``work-agent``; a work that orphans the object leaves no owner
+    reference on it, but its AppliedManifestWork records it: the other work's recall
+    leaves what it set alone."""
+    keeper = hello_deployment()
+    keeper["spec"]["minReadySeconds"] = 7
+    await hub_client.create(
+        MANIFESTWORKS, work_body("keeper", [keeper], deleteOption={"propagationPolicy": "Orphan"})
+    )
+    await wait_applied(hub_client, "keeper")
+    await hub_client.create(MANIFESTWORKS, work_body("scaler", [hello_deployment(2)]))
+    await wait_applied(hub_client, "scaler")
+    await agent.stop()
+
+    def scale(work: dict[str, Any]) -> None:
+        work["spec"]["workload"]["manifests"] = [hello_deployment(3)]
+
+    written = await update_work(hub_client, "scaler", scale)
+    record = RequestRecord(spoke)
+    await agent.start()
+    await wait_applied(hub_client, "scaler", generation=written["metadata"]["generation"])
+    live = await spoke_client.get(DEPLOYMENTS, "hello", "default")
+    assert live["spec"]["replicas"] == 3
+    assert live["spec"]["minReadySeconds"] == 7
+    updates = [w for w in record.writes() if w.resource == "deployments" and w.verb == "update"]
+    assert len(updates) == 1, updates  # the scaling; no removal for the keeper to undo
+
+
 async def test_restart_writes_nothing(
     agent: AgentRunner,
     hub: Cluster,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ocmkit.kube import KubeError
+from workagent.apply.merge import Prune
 
 #: (work name, API group, kind, namespace, name)
 CacheKey = tuple[str, str, str, str, str]
@@ -50,8 +51,28 @@ class CacheEntry:
     @property
     def last_required(self) -> dict[str, Any] | None:
         """The manifest last brought into effect (None: unknown)."""
-        found: dict[str, Any] | None = json.loads(self.last_required_json)
+        found: dict[str, Any] | None = json.loads(self.last_required_json, object_hook=_untag)
         return found
+
+
+#: How a :class:`~workagent.apply.merge.Prune` of a recalled manifest is kept in JSON
+#: (no Kubernetes field is named so).
+_PRUNE_TAG: Final = "\u0000prune"
+
+
+def _tagged(value: Any) -> Any:
+    if isinstance(value, dict):
+        plain = {k: _tagged(v) for k, v in value.items()}
+        return {_PRUNE_TAG: plain} if isinstance(value, Prune) else plain
+    if isinstance(value, list):
+        return [_tagged(v) for v in value]
+    return value
+
+
+def _untag(obj: dict[str, Any]) -> dict[str, Any]:
+    if len(obj) == 1 and _PRUNE_TAG in obj:
+        return Prune(obj[_PRUNE_TAG])
+    return obj
 
 
 class ApplyCache:
@@ -79,7 +100,7 @@ class ApplyCache:
         error: KubeError | None = None,
     ) -> None:
         """Store an entry, evicting the least recently used beyond the bound."""
-        text = json.dumps(last_required, separators=(",", ":")).encode()
+        text = json.dumps(_tagged(last_required), separators=(",", ":")).encode()
         self._entries[key] = CacheEntry(required_hash, resource_version, text, error)
         self._entries.move_to_end(key)
         while len(self._entries) > MAX_ENTRIES:

@@ -11,6 +11,7 @@ removed".
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,21 @@ def recorded_resources(applied_work: Object) -> list[dict[str, Any]]:
         and item["resource"]
         and item["name"]
     ]
+
+
+def recorded_elsewhere(applied_works: Iterable[Object], own: str, meta: Mapping[str, Any]) -> bool:
+    """Whether an AppliedManifestWork other than the one named ``own`` records the
+    resource of ``meta`` (any version): another work applies the object too."""
+    group, _, resource, namespace, name = object_identity(dict(meta))
+    wanted = (group, resource, namespace, name)
+    for applied_work in applied_works:
+        if (applied_work.get("metadata") or {}).get("name") == own:
+            continue
+        for entry in recorded_resources(applied_work):
+            found = object_identity(entry)
+            if (found[0], found[2], found[3], found[4]) == wanted:
+                return True
+    return False
 
 
 @dataclass

@@ -50,7 +50,11 @@ from schemas.work_v1 import ManifestWorkSpec, UpdateStrategyType
 from workagent.apply import ApplyRequest, IgnoreFieldsError, ServerSideApplyConflict
 from workagent.conditions.reasons import MAX_MESSAGE_CHARS
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
-from workagent.controllers.applied import RECORDED_ANNOTATION, sync_applied_resources
+from workagent.controllers.applied import (
+    RECORDED_ANNOTATION,
+    recorded_elsewhere,
+    sync_applied_resources,
+)
 from workagent.controllers.apply_results import FillStatus, ManifestResult, object_identity
 from workagent.controllers.conditions import (
     find_condition,
@@ -615,8 +619,12 @@ class ManifestWorkController:
                     work_name=work["metadata"]["name"],
                     create_first=create_first,
                     known=known,
-                    # After a restart, status is all that tells what the agent applied.
-                    may_have_changed=_may_have_changed(work, old),
+                    # After a restart, status is all that tells what the agent applied;
+                    # what another work applies too is not this manifest's to recall.
+                    may_have_changed=_may_have_changed(work, old)
+                    and not recorded_elsewhere(
+                        deps.applied.store.list(), record.applied_work["metadata"]["name"], meta
+                    ),
                 )
             )
             # The status controller's next read of it need not be older than this.
