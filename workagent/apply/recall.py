@@ -15,7 +15,10 @@ server puts back when a PUT leaves the field out, as OCM's PUT would).
 
 The result stands in for ``last``: the manifest itself plus each recalled
 key the manifest no longer sets; under a list item, that item then differs
-from the manifest's and is replaced whole, as when ``last`` is known.
+from the manifest's and is replaced whole, as when ``last`` is known. Below a
+defaulted map the manifest no longer sets (a strategy, ``resources``), others
+may have set keys: there a :class:`~workagent.apply.merge.Prune` lists only
+the agent's own keys to remove.
 """
 
 from __future__ import annotations
