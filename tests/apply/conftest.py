@@ -37,17 +37,15 @@ async def other(sim: KubeSim, tmp_path: Path) -> AsyncIterator[KubeClient]:
         yield client
 
 
-@pytest.fixture
-async def owner(kube: KubeClient) -> dict[str, Any]:
-    """The owner reference to a real AppliedManifestWork (kubesim collects orphans)."""
-    await kube.create(CRDS, crd_for(AppliedManifestWork))
-    amw = await kube.create(
+async def applied_work_owner(client: KubeClient, work: str = WORK) -> dict[str, Any]:
+    """Create an AppliedManifestWork of ``work``; the owner reference to it."""
+    amw = await client.create(
         APPLIED_MANIFESTWORKS,
         {
             "apiVersion": APPLIED_MANIFESTWORKS.api_version,
             "kind": "AppliedManifestWork",
-            "metadata": {"name": f"hub-{WORK}"},
-            "spec": {"hubHash": "hub", "manifestWorkName": WORK, "agentID": "agent"},
+            "metadata": {"name": f"hub-{work}"},
+            "spec": {"hubHash": "hub", "manifestWorkName": work, "agentID": "agent"},
         },
     )
     return {
@@ -56,6 +54,13 @@ async def owner(kube: KubeClient) -> dict[str, Any]:
         "name": amw["metadata"]["name"],
         "uid": amw["metadata"]["uid"],
     }
+
+
+@pytest.fixture
+async def owner(kube: KubeClient) -> dict[str, Any]:
+    """The owner reference to a real AppliedManifestWork (kubesim collects orphans)."""
+    await kube.create(CRDS, crd_for(AppliedManifestWork))
+    return await applied_work_owner(kube)
 
 
 def web_deployment(

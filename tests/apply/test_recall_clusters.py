@@ -8,6 +8,7 @@ A fresh :class:`Appliers` is an agent that restarted.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 from collections.abc import AsyncIterator
@@ -16,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from ocmkit.kube import APPLIED_MANIFESTWORKS, DEPLOYMENTS, Forbidden, KubeClient, Resource
-from tests.apply.conftest import NS, request, web_deployment
+from ocmkit.kube import DEPLOYMENTS, Forbidden, KubeClient, Resource
+from tests.apply.conftest import NS, applied_work_owner, request, web_deployment
 from tests.conftest import eventually
 from tests.support.programs import CRD_DIR, open_test_client
 from tests.support.targets import REAL, Cluster, PlanePool, open_cluster
@@ -35,21 +36,7 @@ class Clients:
 
     async def owner(self, work: str) -> dict[str, Any]:
         """The owner reference to a new AppliedManifestWork of ``work``."""
-        amw = await self.agent.create(
-            APPLIED_MANIFESTWORKS,
-            {
-                "apiVersion": APPLIED_MANIFESTWORKS.api_version,
-                "kind": "AppliedManifestWork",
-                "metadata": {"name": f"hub-{work}"},
-                "spec": {"hubHash": "hub", "manifestWorkName": work, "agentID": "agent"},
-            },
-        )
-        return {
-            "apiVersion": APPLIED_MANIFESTWORKS.api_version,
-            "kind": "AppliedManifestWork",
-            "name": amw["metadata"]["name"],
-            "uid": amw["metadata"]["uid"],
-        }
+        return await applied_work_owner(self.agent, work)
 
 
 async def _clients(cluster: Cluster, tmp_path: Path) -> Clients:
@@ -132,37 +119,47 @@ async def test_an_item_keyed_by_a_defaulted_field_is_recalled(clients: Clients) 
     assert ports == [{"containerPort": 80, "protocol": "TCP"}]
 
 
+@contextlib.asynccontextmanager
+async def delayed_deployment(
+    pool: PlanePool, folder: Path
+) -> AsyncIterator[tuple[Clients, dict[str, Any]]]:
+    """A real cluster (with what kubesim lacks: quotas, admission policies) where the
+    agent applied Deployment ``web`` with ``minReadySeconds: 7``; clients and owner."""
+    async with open_cluster(REAL, pool) as cluster:
+        both = await _clients(cluster, folder)
+        async with both.agent, both.other:
+            owner = await both.owner("w")
+            first = web_deployment()
+            first["spec"]["minReadySeconds"] = 7
+            await Appliers(both.agent).update.apply(request(DEPLOYMENTS, first, owner))
+            yield both, owner
+
+
 @pytest.mark.realkube
 async def test_a_refused_dry_run_create_falls_back_to_a_dry_run_update(
     realkube_pool: PlanePool, tmp_path: Path
 ) -> None:
     """A quota at its limit refuses even a dry-run create (kubesim has no quotas); the
     defaults then come from a dry-run PUT of the manifest."""
-    async with open_cluster(REAL, realkube_pool) as cluster:
-        both = await _clients(cluster, tmp_path)
-        async with both.agent, both.other:
-            owner = await both.owner("w")
-            first = web_deployment()
-            first["spec"]["minReadySeconds"] = 7
-            await Appliers(both.agent).update.apply(request(DEPLOYMENTS, first, owner))
-            quota = await both.other.create(
-                RESOURCE_QUOTAS,
-                {
-                    "metadata": {"name": "full", "namespace": NS},
-                    "spec": {"hard": {"count/deployments.apps": "1"}},
-                },
-            )
-            # No quota controller runs: the status it would write, by hand.
-            quota["status"] = {
-                "hard": {"count/deployments.apps": "1"},
-                "used": {"count/deployments.apps": "1"},
-            }
-            await both.other.update(RESOURCE_QUOTAS, quota, NS, subresource="status")
-            after = await Appliers(both.agent).update.apply(
-                restarted(request(DEPLOYMENTS, web_deployment(), owner))
-            )
-            assert "minReadySeconds" not in after["spec"]
-            assert after["spec"]["revisionHistoryLimit"] == 10
+    async with delayed_deployment(realkube_pool, tmp_path) as (both, owner):
+        quota = await both.other.create(
+            RESOURCE_QUOTAS,
+            {
+                "metadata": {"name": "full", "namespace": NS},
+                "spec": {"hard": {"count/deployments.apps": "1"}},
+            },
+        )
+        # No quota controller runs: the status it would write, by hand.
+        quota["status"] = {
+            "hard": {"count/deployments.apps": "1"},
+            "used": {"count/deployments.apps": "1"},
+        }
+        await both.other.update(RESOURCE_QUOTAS, quota, NS, subresource="status")
+        after = await Appliers(both.agent).update.apply(
+            restarted(request(DEPLOYMENTS, web_deployment(), owner))
+        )
+        assert "minReadySeconds" not in after["spec"]
+        assert after["spec"]["revisionHistoryLimit"] == 10
 
 
 POLICIES = Resource(
@@ -186,51 +183,45 @@ async def test_a_removal_a_policy_forbids_is_retried_without_the_recall(
     realkube_pool: PlanePool, tmp_path: Path
 ) -> None:
     """The rest of the manifest is still applied (kubesim has no admission policies)."""
-    async with open_cluster(REAL, realkube_pool) as cluster:
-        both = await _clients(cluster, tmp_path)
-        async with both.agent, both.other:
-            owner = await both.owner("w")
-            first = web_deployment()
-            first["spec"]["minReadySeconds"] = 7
-            await Appliers(both.agent).update.apply(request(DEPLOYMENTS, first, owner))
-            rule = {
-                "apiGroups": ["apps"],
-                "apiVersions": ["v1"],
-                "operations": ["UPDATE"],
-                "resources": ["deployments"],
-            }
-            keep = "!has(oldObject.spec.minReadySeconds) || has(object.spec.minReadySeconds)"
-            await both.other.create(
-                POLICIES,
-                {
-                    "metadata": {"name": "keep"},
-                    "spec": {
-                        "failurePolicy": "Fail",
-                        "matchConstraints": {"resourceRules": [rule]},
-                        "validations": [{"expression": keep, "reason": "Forbidden"}],
-                    },
+    async with delayed_deployment(realkube_pool, tmp_path) as (both, owner):
+        rule = {
+            "apiGroups": ["apps"],
+            "apiVersions": ["v1"],
+            "operations": ["UPDATE"],
+            "resources": ["deployments"],
+        }
+        keep = "!has(oldObject.spec.minReadySeconds) || has(object.spec.minReadySeconds)"
+        await both.other.create(
+            POLICIES,
+            {
+                "metadata": {"name": "keep"},
+                "spec": {
+                    "failurePolicy": "Fail",
+                    "matchConstraints": {"resourceRules": [rule]},
+                    "validations": [{"expression": keep, "reason": "Forbidden"}],
                 },
-            )
-            await both.other.create(
-                BINDINGS,
-                {
-                    "metadata": {"name": "keep"},
-                    "spec": {"policyName": "keep", "validationActions": ["Deny"]},
-                },
-            )
+            },
+        )
+        await both.other.create(
+            BINDINGS,
+            {
+                "metadata": {"name": "keep"},
+                "spec": {"policyName": "keep", "validationActions": ["Deny"]},
+            },
+        )
 
-            async def enforced() -> bool:
-                live = await both.other.get(DEPLOYMENTS, "web", NS)
-                del live["spec"]["minReadySeconds"]
-                try:
-                    await both.other.update(DEPLOYMENTS, live, NS, dry_run=True)
-                except Forbidden:
-                    return True
-                return False
+        async def enforced() -> bool:
+            live = await both.other.get(DEPLOYMENTS, "web", NS)
+            del live["spec"]["minReadySeconds"]
+            try:
+                await both.other.update(DEPLOYMENTS, live, NS, dry_run=True)
+            except Forbidden:
+                return True
+            return False
 
-            await eventually(enforced, what="the policy to be enforced")
-            after = await Appliers(both.agent).update.apply(
-                restarted(request(DEPLOYMENTS, web_deployment(replicas=3), owner))
-            )
-            assert after["spec"]["replicas"] == 3
-            assert after["spec"]["minReadySeconds"] == 7
+        await eventually(enforced, what="the policy to be enforced")
+        after = await Appliers(both.agent).update.apply(
+            restarted(request(DEPLOYMENTS, web_deployment(replicas=3), owner))
+        )
+        assert after["spec"]["replicas"] == 3
+        assert after["spec"]["minReadySeconds"] == 7
