@@ -8,7 +8,7 @@ agent's status events back into ManifestWork status and finalizer changes.
 
 from __future__ import annotations
 
-from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
+from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 from tests.cloudevents.conftest import (
     GrpcHub,
     apply_with_feedback,
@@ -22,18 +22,23 @@ from tests.cloudevents.conftest import (
 from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
+    drop_padding,
     exists,
     get_work,
+    padded_deployment,
     update_work,
     wait_applied,
     wait_gone,
+    wait_padding_dropped,
     work_body,
 )
 from tests.kube.helpers import sample
 from tests.support.programs import CLUSTER, AgentRunner
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
+from workagent.controllers.applied import APPLIED_GENERATION_ANNOTATION
 from workagent.controllers.eviction import NAME as EVICTION
+from workagent.identity import applied_work_name, hub_hash
 
 
 async def test_create_update_feedback_rules_delete(
@@ -114,6 +119,52 @@ async def test_agent_restart_resyncs_without_reapplying(
         await get_work(hub_client, "work1")
     except NotFound as err:  # pragma: no cover - the assertion explains
         raise AssertionError("the work vanished") from err
+
+
+async def test_keys_a_manifest_dropped_while_the_agent_was_down_are_removed(
+    grpc_agent: AgentRunner,
+    grpc_hub: GrpcHub,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    spoke: Cluster,
+) -> None:
+    """Works from grpc arrive without status after a restart; the generation the
+    AppliedManifestWork records as applied tells the agent the manifest changed
+    meanwhile, so it removes what the new generation no longer sets (OCM's PUT)."""
+    amw = applied_work_name(hub_hash(grpc_hub.url), "shrink")
+
+    async def recorded(generation: int) -> None:
+        async def done() -> bool:
+            annotations = (await spoke_client.get(APPLIED_MANIFESTWORKS, amw))["metadata"].get(
+                "annotations"
+            ) or {}
+            return annotations.get(APPLIED_GENERATION_ANNOTATION) == str(generation)
+
+        await eventually(done, what=f"generation {generation} recorded as applied")
+
+    await hub_client.create(MANIFESTWORKS, work_body("shrink", [padded_deployment()]))
+    await wait_applied(hub_client, "shrink")
+    await recorded(1)
+    await grpc_agent.stop()
+    await update_work(hub_client, "shrink", drop_padding)
+    await grpc_agent.start()
+    await wait_subscribed(grpc_agent)
+    await wait_applied(hub_client, "shrink", generation=2)
+    await wait_padding_dropped(spoke_client)
+    await recorded(2)
+    # A restart at the recorded generation recalls nothing: no write, not even a dry run.
+    await grpc_agent.stop()
+    requests = RequestRecord(spoke)
+    passes = {"controller": "manifestwork-controller", "result": "requeue_after"}
+    before = sample("controller_runtime_reconcile_total", passes)
+    await grpc_agent.start()
+    await wait_subscribed(grpc_agent)
+
+    async def applied_again() -> bool:
+        return sample("controller_runtime_reconcile_total", passes) > before
+
+    await eventually(applied_again, what="the restarted agent's pass over the work")
+    assert requests.sent_writes() == [], requests.sent_writes()
 
 
 async def test_a_restart_over_applied_works_writes_no_applied_manifest_work(

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
+from demo.examples import hello_deployment
 from ocmkit.kube import (
     APPLIED_MANIFESTWORKS,
+    DEPLOYMENTS,
     MANIFESTWORKS,
     Conflict,
     KubeClient,
@@ -315,3 +317,36 @@ async def forget_work(hub_client: KubeClient, name: str) -> None:
 def has_cleanup_finalizer(work: dict[str, Any]) -> bool:
     """Whether the work carries the agent's cleanup finalizer."""
     return MANIFEST_WORK_FINALIZER in (work["metadata"].get("finalizers") or [])
+
+
+def padded_deployment() -> dict[str, Any]:
+    """Deployment ``hello`` with keys :func:`wait_padding_dropped` expects gone once a work
+    changes it to plain ``hello_deployment(1)``."""
+    padded = hello_deployment(1)
+    padded["spec"]["minReadySeconds"] = 7
+    padded["spec"]["revisionHistoryLimit"] = 3
+    padded["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "MODE", "value": "x"}]
+    return padded
+
+
+def drop_padding(work: dict[str, Any]) -> None:
+    """A change for ``update_work``: the work's one manifest becomes plain ``hello``."""
+    work["spec"]["workload"]["manifests"] = [hello_deployment(1)]
+
+
+async def wait_padding_dropped(spoke_client: KubeClient) -> None:
+    """Wait until the keys of :func:`padded_deployment` are gone from ``hello`` (the
+    default history limit back), and check that the defaults the agent's create owns stay."""
+
+    async def dropped() -> bool:
+        spec = (await spoke_client.get(DEPLOYMENTS, "hello", "default"))["spec"]
+        container = spec["template"]["spec"]["containers"][0]
+        return (
+            "minReadySeconds" not in spec
+            and spec.get("revisionHistoryLimit") == 10
+            and "env" not in container
+        )
+
+    await eventually(dropped, what="the dropped keys gone and the default history limit back")
+    spec = (await spoke_client.get(DEPLOYMENTS, "hello", "default"))["spec"]
+    assert spec["progressDeadlineSeconds"] == 600  # a default the agent's create owns: kept

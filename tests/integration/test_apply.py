@@ -35,6 +35,7 @@ from tests.conftest import eventually
 from tests.integration.conftest import (
     WIDGET_CRD,
     configmap,
+    drop_padding,
     exists,
     get_applied_work,
     get_work,
@@ -42,8 +43,10 @@ from tests.integration.conftest import (
     hub_hash_of,
     manifest_condition,
     manifest_statuses,
+    padded_deployment,
     update_work,
     wait_applied,
+    wait_padding_dropped,
     work_body,
     work_condition,
 )
@@ -52,6 +55,7 @@ from tests.support.programs import CLUSTER, AgentRunner, agent_settings
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
 from workagent.agent import build_agent
+from workagent.controllers.applied import APPLIED_GENERATION_ANNOTATION
 from workagent.identity import hub_hash
 from workagent.sources import kubeconfig_server
 
@@ -211,38 +215,22 @@ async def test_a_false_added_in_a_later_generation_reaches_the_object(
 
 
 async def test_keys_a_manifest_dropped_while_the_agent_was_down_are_removed(
-    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
 ) -> None:
     """The manifest applied last is only in memory: after a restart the agent recalls
     what it set from the object's managedFields, and removes what the new generation
     no longer sets, as OCM's PUT of the manifest would."""
-    first = hello_deployment(1)
-    first["spec"]["minReadySeconds"] = 7
-    first["spec"]["revisionHistoryLimit"] = 3
-    first["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "MODE", "value": "x"}]
-    await hub_client.create(MANIFESTWORKS, work_body("shrink", [first]))
+    await hub_client.create(MANIFESTWORKS, work_body("shrink", [padded_deployment()]))
     await wait_applied(hub_client, "shrink")
     await agent.stop()
-
-    def shrink(work: dict[str, Any]) -> None:
-        work["spec"]["workload"]["manifests"] = [hello_deployment(1)]
-
-    written = await update_work(hub_client, "shrink", shrink)
+    written = await update_work(hub_client, "shrink", drop_padding)
     await agent.start()
     await wait_applied(hub_client, "shrink", generation=written["metadata"]["generation"])
-
-    async def shrunk() -> bool:
-        spec = (await spoke_client.get(DEPLOYMENTS, "hello", "default"))["spec"]
-        container = spec["template"]["spec"]["containers"][0]
-        return (
-            "minReadySeconds" not in spec
-            and spec.get("revisionHistoryLimit") == 10
-            and "env" not in container
-        )
-
-    await eventually(shrunk, what="the dropped keys gone and the default history limit back")
-    spec = (await spoke_client.get(DEPLOYMENTS, "hello", "default"))["spec"]
-    assert spec["progressDeadlineSeconds"] == 600  # a default the agent's create owns: kept
+    await wait_padding_dropped(spoke_client)
+    # The hub keeps the status that told: the kube driver records no applied generation.
+    amw = await get_applied_work(spoke_client, hub_hash_of(tmp_path), "shrink")
+    assert amw is not None
+    assert APPLIED_GENERATION_ANNOTATION not in (amw["metadata"].get("annotations") or {})
 
 
 async def test_keys_another_work_sets_on_a_shared_object_are_not_recalled(

@@ -36,6 +36,21 @@ _ENTRY_FIELDS = ("group", "version", "resource", "namespace", "name")
 #: when it was created (JSON list of appliedResources entries without ``uid``).
 RECORDED_ANNOTATION = "workagent.ocmkit.io/recorded-resources"
 
+#: Annotation of an AppliedManifestWork of a grpc/mqtt agent: the work generation
+#: whose every manifest was last applied and reported. Works from those sources
+#: arrive without status after a restart; this tells which ones changed meanwhile.
+APPLIED_GENERATION_ANNOTATION = "workagent.ocmkit.io/applied-generation"
+
+
+def applied_generation(applied_work: Mapping[str, Any]) -> int | None:
+    """The generation :data:`APPLIED_GENERATION_ANNOTATION` records; None when it is
+    absent or not a non-negative integer."""
+    annotations = (applied_work.get("metadata") or {}).get("annotations") or {}
+    raw = annotations.get(APPLIED_GENERATION_ANNOTATION)
+    if not isinstance(raw, str) or not (raw.isascii() and raw.isdigit()):
+        return None
+    return int(raw)
+
 
 def recorded_resources(applied_work: Object) -> list[dict[str, Any]]:
     """The resources an AppliedManifestWork records.

@@ -51,7 +51,9 @@ from workagent.apply import ApplyRequest, IgnoreFieldsError, ServerSideApplyConf
 from workagent.conditions.reasons import MAX_MESSAGE_CHARS
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
 from workagent.controllers.applied import (
+    APPLIED_GENERATION_ANNOTATION,
     RECORDED_ANNOTATION,
+    applied_generation,
     recorded_elsewhere,
     sync_applied_resources,
 )
@@ -191,17 +193,21 @@ def _failed_at_this_generation(work: dict[str, Any], result: ManifestResult) -> 
     )
 
 
-def _may_have_changed(work: dict[str, Any], entry: dict[str, Any] | None) -> bool:
-    """Whether the status shows the manifest applied before but not at this generation.
+def _may_have_changed(
+    work: dict[str, Any], entry: dict[str, Any] | None, applied_at: int | None
+) -> bool:
+    """Whether the manifest was applied before but maybe not at this generation.
 
-    No ``Applied`` condition at all says nothing: a new manifest, or works from
-    grpc/mqtt after a restart (they arrive without status); a recall then
-    would cost a dry run per object at every restart (docs/compatibility.md).
+    The status tells first. Without an ``Applied`` condition (a new manifest, or
+    a work from grpc/mqtt after a restart: they arrive without status),
+    ``applied_at``, the generation the AppliedManifestWork records as applied
+    whole, tells; None (kube driver, or not recorded yet) says nothing, since a
+    recall then would cost a dry run per object at every restart.
     """
     applied = _applied_condition(entry)
-    return applied is not None and not (
-        applied.get("status") == "True" and _at_this_generation(work, applied)
-    )
+    if applied is None:
+        return applied_at is not None and applied_at != int(work["metadata"].get("generation") or 0)
+    return not (applied.get("status") == "True" and _at_this_generation(work, applied))
 
 
 def _labels(obj: dict[str, Any]) -> dict[str, str]:
@@ -372,6 +378,8 @@ class ManifestWorkController:
         if written is not None:
             log.info("updated status")
         await self._write_applied_resources(name, applied_work, bookkeeping.applied_resources)
+        if all(result.error is None for result in results):
+            await self._record_applied_generation(name, applied_work, generation)
 
         errors, requeues = self._classify(results)
         if bookkeeping.error is not None:
@@ -408,6 +416,39 @@ class ManifestWorkController:
         if written is not None:
             self._applied_written.remember(name, applied_work, written)
             log.info("updated applied resources", count=len(resources))
+
+    async def _record_applied_generation(
+        self, name: str, applied_work: dict[str, Any], generation: int
+    ) -> None:
+        """On grpc/mqtt, record that every manifest of ``generation`` is applied and
+        reported (:data:`APPLIED_GENERATION_ANNOTATION`): one write per generation.
+
+        Only the annotation is patched, with no resourceVersion precondition: a
+        concurrent status write cannot make it fail, and only this agent writes it.
+        A failure costs a recall after a restart, so it is logged, not retried.
+        """
+        deps = self.deps
+        if deps.settings.workload_source_driver == "kube":
+            return  # the hub keeps every manifest's Applied condition across restarts
+        amw_name = applied_work["metadata"]["name"]
+        current = self._applied_written.latest(name, deps.applied.store.get(amw_name))
+        current = current or applied_work
+        if applied_generation(current) == generation:
+            return
+        patch = {
+            "metadata": {
+                "uid": current["metadata"].get("uid"),
+                "annotations": {APPLIED_GENERATION_ANNOTATION: str(generation)},
+            }
+        }
+        try:
+            written = await deps.work_client.patch(
+                APPLIED_MANIFESTWORKS, amw_name, patch, patch_type="merge"
+            )
+        except KubeError as err:
+            log.info("cannot record the applied generation", error=describe_error(err))
+            return
+        self._applied_written.remember(name, current, written)
 
     async def _write_work_status(
         self,
@@ -621,7 +662,9 @@ class ManifestWorkController:
                     known=known,
                     # After a restart, status is all that tells what the agent applied;
                     # what another work applies too is not this manifest's to recall.
-                    may_have_changed=_may_have_changed(work, old)
+                    may_have_changed=_may_have_changed(
+                        work, old, applied_generation(record.applied_work)
+                    )
                     and not recorded_elsewhere(
                         deps.applied.store.list(), record.applied_work["metadata"]["name"], meta
                     ),
