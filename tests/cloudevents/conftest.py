@@ -44,7 +44,10 @@ from tests.integration.conftest import (
     work_body,
     work_condition,
 )
+from tests.kube.helpers import sample
 from tests.support.programs import CLUSTER, AgentRunner, agent_settings
+from tests.support.requests import RequestRecord
+from tests.support.targets import Cluster
 from workagent.settings import AgentSettings
 
 __all__ = ["grant_agent", "hub", "hub_client", "spoke", "spoke_client", "spoke_options"]
@@ -235,6 +238,25 @@ async def wait_subscribed(runner: AgentRunner, *, at_least: int = 1) -> None:
         )
 
     await eventually(subscribed, what="the agent to subscribe")
+
+
+async def restart_until_passed(
+    runner: AgentRunner, spoke: Cluster, labels: dict[str, str], *, what: str
+) -> RequestRecord:
+    """Stop the agent, start it again and wait until it subscribed and a reconcile
+    counted with ``labels`` (``controller``, ``result``) followed; returns the record
+    of the spoke's requests from the stop on."""
+    await runner.stop()
+    requests = RequestRecord(spoke)
+    before = sample("controller_runtime_reconcile_total", labels)
+    await runner.start()
+    await wait_subscribed(runner)
+
+    async def passed() -> bool:
+        return sample("controller_runtime_reconcile_total", labels) > before
+
+    await eventually(passed, what=what)
+    return requests
 
 
 def feedback_config(name: str) -> dict[str, Any]:

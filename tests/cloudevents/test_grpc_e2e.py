@@ -14,6 +14,7 @@ from tests.cloudevents.conftest import (
     apply_with_feedback,
     change_while_down,
     delete_work1,
+    restart_until_passed,
     set_configmap,
     wait_configmap,
     wait_store_empty,
@@ -32,7 +33,6 @@ from tests.integration.conftest import (
     wait_padding_dropped,
     work_body,
 )
-from tests.kube.helpers import sample
 from tests.support.programs import CLUSTER, AgentRunner
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
@@ -153,17 +153,12 @@ async def test_keys_a_manifest_dropped_while_the_agent_was_down_are_removed(
     await wait_padding_dropped(spoke_client)
     await recorded(2)
     # A restart at the recorded generation recalls nothing: no write, not even a dry run.
-    await grpc_agent.stop()
-    requests = RequestRecord(spoke)
-    passes = {"controller": "manifestwork-controller", "result": "requeue_after"}
-    before = sample("controller_runtime_reconcile_total", passes)
-    await grpc_agent.start()
-    await wait_subscribed(grpc_agent)
-
-    async def applied_again() -> bool:
-        return sample("controller_runtime_reconcile_total", passes) > before
-
-    await eventually(applied_again, what="the restarted agent's pass over the work")
+    requests = await restart_until_passed(
+        grpc_agent,
+        spoke,
+        {"controller": "manifestwork-controller", "result": "requeue_after"},
+        what="the restarted agent's pass over the work",
+    )
     assert requests.sent_writes() == [], requests.sent_writes()
 
 
@@ -175,15 +170,10 @@ async def test_a_restart_over_applied_works_writes_no_applied_manifest_work(
     period of every AppliedManifestWork, then clear it again)."""
     await hub_client.create(MANIFESTWORKS, work_body("work1", [configmap("cm1", key="v1")]))
     await wait_applied(hub_client, "work1")
-    await grpc_agent.stop()
-    requests = RequestRecord(spoke)
-    labels = {"controller": EVICTION, "result": "success"}
-    before = sample("controller_runtime_reconcile_total", labels)
-    await grpc_agent.start()
-    await wait_subscribed(grpc_agent)
-
-    async def evictor_passed() -> bool:
-        return sample("controller_runtime_reconcile_total", labels) > before
-
-    await eventually(evictor_passed, what="the eviction controller's pass over work1's record")
+    requests = await restart_until_passed(
+        grpc_agent,
+        spoke,
+        {"controller": EVICTION, "result": "success"},
+        what="the eviction controller's pass over work1's record",
+    )
     assert requests.count("patch", "appliedmanifestworks/status") == 0, requests.requests()
