@@ -379,7 +379,7 @@ class ManifestWorkController:
             log.info("updated status")
         await self._write_applied_resources(name, applied_work, bookkeeping.applied_resources)
         if all(result.error is None for result in results):
-            await self._record_applied_generation(name, applied_work, generation)
+            await self._record_applied_generation(cached, applied_work, generation)
 
         errors, requeues = self._classify(results)
         if bookkeeping.error is not None:
@@ -418,22 +418,31 @@ class ManifestWorkController:
             log.info("updated applied resources", count=len(resources))
 
     async def _record_applied_generation(
-        self, name: str, applied_work: dict[str, Any], generation: int
+        self, cached: dict[str, Any], applied_work: dict[str, Any], generation: int
     ) -> None:
         """On grpc/mqtt, record that every manifest of ``generation`` is applied and
         reported (:data:`APPLIED_GENERATION_ANNOTATION`): one write per generation.
 
-        Only the annotation is patched, with no resourceVersion precondition: a
-        concurrent status write cannot make it fail, and only this agent writes it.
-        A failure costs a recall after a restart, so it is logged, not retried.
+        Recorded where it is kept up to date already (our AppliedManifestWorks are
+        created with ``0``) and where this process applied an older generation (the
+        status it wrote says so), never on taking over a work as it is: a restart
+        or a handover from OCM's agent writes nothing. Only the annotation is
+        patched, with no resourceVersion precondition: a concurrent status write
+        cannot make it fail, and only this agent writes it. A failure costs a
+        recall after a restart, so it is logged, not retried.
         """
         deps = self.deps
         if deps.settings.workload_source_driver == "kube":
             return  # the hub keeps every manifest's Applied condition across restarts
+        name = cached["metadata"]["name"]
         amw_name = applied_work["metadata"]["name"]
         current = self._applied_written.latest(name, deps.applied.store.get(amw_name))
         current = current or applied_work
-        if applied_generation(current) == generation:
+        recorded = applied_generation(current)
+        if recorded == generation:
+            return
+        applied = work_condition(cached, CONDITION_APPLIED)
+        if recorded is None and (applied is None or _at_this_generation(cached, applied)):
             return
         patch = {
             "metadata": {
@@ -552,10 +561,15 @@ class ManifestWorkController:
             }
             if labels:
                 metadata["labels"] = labels
+            annotations: dict[str, str] = {}
             recorded = await creation_record(deps.mapper, results, creates)
             if recorded is not None:
                 # The create is the record of what this pass is about to create.
-                metadata["annotations"] = {RECORDED_ANNOTATION: recorded}
+                annotations[RECORDED_ANNOTATION] = recorded
+            if deps.settings.workload_source_driver != "kube":
+                annotations[APPLIED_GENERATION_ANNOTATION] = "0"  # nothing applied yet
+            if annotations:
+                metadata["annotations"] = annotations
             body = {
                 "apiVersion": APPLIED_MANIFESTWORKS.api_version,
                 "kind": APPLIED_MANIFESTWORKS.kind,
