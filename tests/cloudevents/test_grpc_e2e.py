@@ -8,7 +8,7 @@ agent's status events back into ManifestWork status and finalizer changes.
 
 from __future__ import annotations
 
-from ocmkit.kube import APPLIED_MANIFESTWORKS, CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
+from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient, NotFound
 from tests.cloudevents.conftest import (
     GrpcHub,
     apply_with_feedback,
@@ -20,25 +20,19 @@ from tests.cloudevents.conftest import (
     wait_store_empty,
     wait_subscribed,
 )
-from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
-    drop_padding,
     exists,
     get_work,
-    padded_deployment,
     update_work,
     wait_applied,
     wait_gone,
-    wait_padding_dropped,
     work_body,
 )
 from tests.support.programs import CLUSTER, AgentRunner
 from tests.support.requests import RequestRecord
 from tests.support.targets import Cluster
-from workagent.controllers.applied import APPLIED_GENERATION_ANNOTATION
 from workagent.controllers.eviction import NAME as EVICTION
-from workagent.identity import applied_work_name, hub_hash
 
 
 async def test_create_update_feedback_rules_delete(
@@ -119,75 +113,6 @@ async def test_agent_restart_resyncs_without_reapplying(
         await get_work(hub_client, "work1")
     except NotFound as err:  # pragma: no cover - the assertion explains
         raise AssertionError("the work vanished") from err
-
-
-async def test_keys_a_manifest_dropped_while_the_agent_was_down_are_removed(
-    grpc_agent: AgentRunner,
-    grpc_hub: GrpcHub,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    spoke: Cluster,
-) -> None:
-    """Works from grpc arrive without status after a restart; the generation the
-    AppliedManifestWork records as applied tells the agent the manifest changed
-    meanwhile, so it removes what the new generation no longer sets (OCM's PUT)."""
-    amw = applied_work_name(hub_hash(grpc_hub.url), "shrink")
-    await hub_client.create(MANIFESTWORKS, work_body("shrink", [padded_deployment()]))
-    await wait_applied(hub_client, "shrink")
-    await wait_recorded(spoke_client, amw, 1)
-    await grpc_agent.stop()
-    await update_work(hub_client, "shrink", drop_padding)
-    await grpc_agent.start()
-    await wait_subscribed(grpc_agent)
-    await wait_applied(hub_client, "shrink", generation=2)
-    await wait_padding_dropped(spoke_client)
-    await wait_recorded(spoke_client, amw, 2)
-    # A restart at the recorded generation recalls nothing: no write, not even a dry run.
-    requests = await restart_until_passed(
-        grpc_agent,
-        spoke,
-        {"controller": "manifestwork-controller", "result": "requeue_after"},
-        what="the restarted agent's pass over the work",
-    )
-    assert requests.sent_writes() == [], requests.sent_writes()
-
-
-async def test_a_work_taken_over_as_it_is_is_recorded_from_its_next_generation_on(
-    grpc_agent: AgentRunner,
-    grpc_hub: GrpcHub,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    spoke: Cluster,
-) -> None:
-    """An AppliedManifestWork without the record (OCM's agent made it) is not written on
-    taking the work over as it is; the next generation this agent applies is recorded."""
-    amw = applied_work_name(hub_hash(grpc_hub.url), "work1")
-    await hub_client.create(MANIFESTWORKS, work_body("work1", [configmap("cm1", key="v1")]))
-    await wait_applied(hub_client, "work1")
-    await wait_recorded(spoke_client, amw, 1)
-    await grpc_agent.stop()
-    unrecord = {"metadata": {"annotations": {APPLIED_GENERATION_ANNOTATION: None}}}
-    await spoke_client.patch(APPLIED_MANIFESTWORKS, amw, unrecord, patch_type="merge")
-    requests = await restart_until_passed(
-        grpc_agent,
-        spoke,
-        {"controller": "manifestwork-controller", "result": "requeue_after"},
-        what="the restarted agent's pass over the work",
-    )
-    assert requests.sent_writes() == [], requests.sent_writes()
-    await update_work(hub_client, "work1", set_configmap("cm1", "v2"))
-    await wait_recorded(spoke_client, amw, 2)
-
-
-async def wait_recorded(spoke_client: KubeClient, amw: str, generation: int) -> None:
-    """Wait until AppliedManifestWork ``amw`` records ``generation`` as applied."""
-
-    async def recorded() -> bool:
-        meta = (await spoke_client.get(APPLIED_MANIFESTWORKS, amw))["metadata"]
-        found = (meta.get("annotations") or {}).get(APPLIED_GENERATION_ANNOTATION)
-        return found == str(generation)
-
-    await eventually(recorded, what=f"generation {generation} recorded as applied")
 
 
 async def test_a_restart_over_applied_works_writes_no_applied_manifest_work(

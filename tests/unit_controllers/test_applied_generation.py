@@ -41,11 +41,11 @@ WORK = {"metadata": {"name": "w", "generation": 4}}
         (_applied("True", 4), 2, False),
         (_applied("True", 3), 4, True),
         (_applied("False", 4), 4, True),
-        # No status (grpc/mqtt after a restart, or a new manifest): the record tells.
+        # No status (grpc/mqtt after a restart): the record tells.
         (None, 4, False),
         (None, 3, True),
         (None, 5, True),
-        # Nothing recorded (kube driver, an older agent): no recall.
+        # Nothing recorded, or not a restart (kube driver, a new work or manifest): no recall.
         (None, None, False),
     ],
 )

@@ -34,8 +34,8 @@ class ManifestResult:
 
     ``meta`` is the wire-form ``resourceMeta`` (all six strings plus the
     ordinal). ``obj`` is the live object the strategy returned (or the manifest
-    itself for a manifest skipped because it completed); ``error`` is set when
-    the manifest could not be parsed, mapped or applied.
+    itself for a manifest skipped because it completed: ``completed``);
+    ``error`` is set when the manifest could not be parsed, mapped or applied.
     """
 
     ordinal: int
@@ -45,6 +45,7 @@ class ManifestResult:
     obj: dict[str, Any] | None = None
     error: Exception | None = None
     rank: int = 1001  # unparseable: after every kind (manifests.OTHER_KIND_RANK is 1000)
+    completed: bool = False
 
 
 def empty_meta(ordinal: int) -> dict[str, Any]:

@@ -198,11 +198,12 @@ def _may_have_changed(
 ) -> bool:
     """Whether the manifest was applied before but maybe not at this generation.
 
-    The status tells first. Without an ``Applied`` condition (a new manifest, or
-    a work from grpc/mqtt after a restart: they arrive without status),
-    ``applied_at``, the generation the AppliedManifestWork records as applied
-    whole, tells; None (kube driver, or not recorded yet) says nothing, since a
-    recall then would cost a dry run per object at every restart.
+    The status tells first. Without an ``Applied`` condition, ``applied_at`` tells:
+    the generation the AppliedManifestWork records as applied whole, given only
+    for a grpc/mqtt work after a restart (it comes without status). None (the kube
+    driver, a new work or manifest, nothing recorded) says nothing: a recall then
+    would cost a dry run per object at every restart, and a new manifest's object,
+    even one that exists, was not applied by this work.
     """
     applied = _applied_condition(entry)
     if applied is None:
@@ -331,7 +332,14 @@ class ManifestWorkController:
         results = [parse_manifest(i, raw) for i, raw in enumerate(manifests)]
 
         creates = functools.partial(_may_create, spec)
-        applied_work = await self._ensure_applied_work(work, results, creates)
+        applied_work, created = await self._ensure_applied_work(work, results, creates)
+        # After a restart, works from grpc/mqtt come without status: the record tells.
+        restarted = (
+            not created
+            and deps.settings.workload_source_driver != "kube"
+            and not manifest_statuses(work)
+        )
+        applied_at = applied_generation(applied_work) if restarted else None
         record = AppliedRecord(
             applied_work,
             deps.mapper,
@@ -341,7 +349,9 @@ class ManifestWorkController:
             on_written=lambda before, after: self._applied_written.remember(name, before, after),
         )
         try:
-            await self._apply_with_conflict_retry(work, spec, results, record, use_lists)
+            await self._apply_with_conflict_retry(
+                work, spec, results, record, use_lists, applied_at
+            )
         except RecordingFailed as err:
             # Nothing unrecorded was created; report nothing half-done, retry with backoff.
             log.warning(
@@ -378,7 +388,7 @@ class ManifestWorkController:
         if written is not None:
             log.info("updated status")
         await self._write_applied_resources(name, applied_work, bookkeeping.applied_resources)
-        if all(result.error is None for result in results):
+        if all(result.error is None and not result.completed for result in results):
             await self._record_applied_generation(cached, applied_work, generation)
 
         errors, requeues = self._classify(results)
@@ -428,8 +438,9 @@ class ManifestWorkController:
         status it wrote says so), never on taking over a work as it is: a restart
         or a handover from OCM's agent writes nothing. Only the annotation is
         patched, with no resourceVersion precondition: a concurrent status write
-        cannot make it fail, and only this agent writes it. A failure costs a
-        recall after a restart, so it is logged, not retried.
+        cannot make it fail, and only this agent writes it. A failed write is logged:
+        a record kept up to date is written again at the next pass; without one, the
+        work goes unrecorded (not recalled after a restart) until its next generation.
         """
         deps = self.deps
         if deps.settings.workload_source_driver == "kube":
@@ -439,7 +450,7 @@ class ManifestWorkController:
         current = self._applied_written.latest(name, deps.applied.store.get(amw_name))
         current = current or applied_work
         recorded = applied_generation(current)
-        if recorded == generation:
+        if recorded == generation or current["metadata"].get("deletionTimestamp"):
             return
         applied = work_condition(cached, CONDITION_APPLIED)
         if recorded is None and (applied is None or _at_this_generation(cached, applied)):
@@ -545,9 +556,10 @@ class ManifestWorkController:
         work: dict[str, Any],
         results: list[ManifestResult],
         creates: Callable[[dict[str, Any]], bool],
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], bool]:
         """The work's AppliedManifestWork, created if missing (recording ``results``,
-        :func:`~workagent.controllers.recording.creation_record`) or brought up to date."""
+        :func:`~workagent.controllers.recording.creation_record`) or brought up to date,
+        and whether this call created it."""
         deps = self.deps
         work_name = work["metadata"]["name"]
         name = applied_work_name(deps.hub_hash, work_name)
@@ -581,7 +593,7 @@ class ManifestWorkController:
                 # AlreadyExists and we read it (remembering "absent" could outlive it).
                 created = await deps.work_client.create(APPLIED_MANIFESTWORKS, body)
                 log.info("created appliedmanifestwork", appliedmanifestwork=name)
-                return created
+                return created, True
             except AlreadyExists:
                 # Our cache lags behind our own create: read it once.
                 existing = await deps.work_client.get(APPLIED_MANIFESTWORKS, name)
@@ -591,8 +603,8 @@ class ManifestWorkController:
         if patched is not None:
             self._applied_written.remember(work_name, existing, patched)
             log.info("updated appliedmanifestwork", appliedmanifestwork=name)
-            return patched
-        return existing
+            return patched, False
+        return existing, False
 
     # -- applying (4.4) ---------------------------------------------------------------
     async def _apply_with_conflict_retry(
@@ -602,16 +614,24 @@ class ManifestWorkController:
         results: list[ManifestResult],
         record: AppliedRecord,
         use_lists: bool,
+        applied_at: int | None,
     ) -> None:
         """Apply the parsed ``results`` in place (their ``obj`` and ``error``); with
-        ``use_lists`` the first attempt compares with recently listed objects."""
+        ``use_lists`` the first attempt compares with recently listed objects;
+        ``applied_at`` is what a restart's record says (:func:`_may_have_changed`)."""
         todo = [r for r in results if r.required is not None]
         delay = CONFLICT_BACKOFF
         for attempt in range(CONFLICT_ATTEMPTS):
             for result in sorted(todo, key=lambda r: (r.rank, r.ordinal)):
                 # After a 409 every object is read again, never taken from a list.
                 await self._apply_one(
-                    work, spec, record, result, results, listed=use_lists and attempt == 0
+                    work,
+                    spec,
+                    record,
+                    result,
+                    results,
+                    listed=use_lists and attempt == 0,
+                    applied_at=applied_at,
                 )
             todo = [
                 r
@@ -634,6 +654,7 @@ class ManifestWorkController:
         results: list[ManifestResult],
         *,
         listed: bool = True,
+        applied_at: int | None = None,
     ) -> None:
         deps = self.deps
         meta = result.meta
@@ -644,6 +665,7 @@ class ManifestWorkController:
             old = find_manifest_status(manifest_statuses(work), meta)
             if old is not None and is_condition_true(old.get("conditions"), CONDITION_COMPLETE):
                 result.obj = result.required  # finished: never touched again
+                result.completed = True
                 return
             group, resource = meta["group"], meta["resource"]
             namespace, name = meta["namespace"], meta["name"]
@@ -676,9 +698,7 @@ class ManifestWorkController:
                     known=known,
                     # After a restart, status is all that tells what the agent applied;
                     # what another work applies too is not this manifest's to recall.
-                    may_have_changed=_may_have_changed(
-                        work, old, applied_generation(record.applied_work)
-                    )
+                    may_have_changed=_may_have_changed(work, old, applied_at)
                     and not recorded_elsewhere(
                         deps.applied.store.list(), record.applied_work["metadata"]["name"], meta
                     ),
