@@ -142,9 +142,26 @@ async def test_works_that_cannot_be_listed_are_refused_at_once_then_served(
     # from the deadline (whose message is "were not listed in time").
     with pytest.raises(WorksUnavailable, match=f"ManifestWorks of {CLUSTER} cannot be listed: 500"):
         await works.resync(CLUSTER, {})
-    async with subscribed_agent(grpc_agent_settings(tmp_path, agent_config)):
+    async with subscribed_agent(grpc_agent_settings(tmp_path, agent_config)) as runner:
+        assert runner.agent is not None
+        source = runner.agent.manager.services[0]
+        assert isinstance(source, CloudEventsWorkSource)
+
+        async def refused() -> bool:
+            return source.resync_refusals >= 1
+
+        await eventually(refused, what="a refused resync")
+        # Not ready while it knows none of its works, as an informer before its first list.
+        failure = source.readiness_failure()
+        assert failure is not None
+        assert failure.startswith("first spec resync not answered: refused: "), failure
         hub.clear_faults()
         await wait_applied(hub_client, "unlisted")
+
+        async def ready() -> bool:
+            return source.readiness_failure() is None
+
+        await eventually(ready, what="the agent ready once its works are known")
 
 
 @pytest.mark.kubesim_only("injects a fault into the hub's lists")

@@ -88,6 +88,7 @@ class CloudEventsWorkSource:
         #: How many spec resync requests the source refused (each asked again).
         self.resync_refusals = 0
         self._last_error = "not connected yet"
+        self._resync_error = "waiting for the answer"
         self._last_failure = float("-inf")
         self._last_spec_event = float("-inf")
         self._tasks: list[asyncio.Task[None]] = []
@@ -114,8 +115,13 @@ class CloudEventsWorkSource:
         await self.store.close()
 
     def readiness_failure(self) -> str | None:
-        """Why the agent cannot exchange events now (None while subscribed)."""
-        return None if self.subscribed else f"not subscribed: {self._last_error}"
+        """Why the agent cannot work now: not subscribed, or its first spec resync not
+        answered yet (as an informer before its first list; None once both hold)."""
+        if not self.subscribed:
+            return f"not subscribed: {self._last_error}"
+        if not self.store.primed:
+            return f"first spec resync not answered: {self._resync_error}"
+        return None
 
     def liveness_failure(self) -> str | None:
         """A background task that died is a bug: report it."""
@@ -186,6 +192,7 @@ class CloudEventsWorkSource:
                 return
             except (KubeError, NotReady) as err:
                 self.resync_refusals += 1
+                self._resync_error = f"refused: {err}"
                 delay = backoff.next()
                 self._log.warning(
                     "spec resync request refused, asking again",
