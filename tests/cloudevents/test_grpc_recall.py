@@ -6,6 +6,7 @@ controller would.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -42,6 +43,33 @@ from workagent.identity import applied_work_name, hub_hash
 PASSES = {"controller": "manifestwork-controller", "result": "requeue_after"}
 
 
+@dataclass
+class Grpc:
+    """cluster1's agent on the grpc driver, and the clients of both sides."""
+
+    agent: AgentRunner
+    hub: KubeClient
+    spoke: KubeClient
+    cluster: Cluster
+    url: str
+
+    def amw(self, work: str) -> str:
+        """The name of ``work``'s AppliedManifestWork."""
+        return applied_work_name(hub_hash(self.url), work)
+
+
+@pytest.fixture
+def grpc(
+    grpc_agent: AgentRunner,
+    grpc_hub: GrpcHub,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    spoke: Cluster,
+) -> Grpc:
+    """The agent, the clients and the spoke of a test."""
+    return Grpc(grpc_agent, hub_client, spoke_client, spoke, grpc_hub.url)
+
+
 @pytest.fixture
 def spoke_options() -> dict[str, Any]:
     """The spoke completes Jobs and makes Deployments available."""
@@ -73,50 +101,40 @@ async def wait_recorded(spoke_client: KubeClient, amw: str, generation: int) -> 
     await eventually(recorded, what=f"generation {generation} recorded as applied")
 
 
-async def test_keys_a_manifest_dropped_while_the_agent_was_down_are_removed(
-    grpc_agent: AgentRunner,
-    grpc_hub: GrpcHub,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    spoke: Cluster,
-) -> None:
+async def test_keys_a_manifest_dropped_while_the_agent_was_down_are_removed(grpc: Grpc) -> None:
     """Works from grpc arrive without status after a restart; the generation the
     AppliedManifestWork records as applied tells the agent the manifest changed
     meanwhile, so it removes what the new generation no longer sets (OCM's PUT)."""
-    amw = applied_work_name(hub_hash(grpc_hub.url), "shrink")
-    await hub_client.create(MANIFESTWORKS, work_body("shrink", [padded_deployment()]))
-    await wait_applied(hub_client, "shrink")
-    await wait_recorded(spoke_client, amw, 1)
-    await grpc_agent.stop()
-    await update_work(hub_client, "shrink", drop_padding)
-    await grpc_agent.start()
-    await wait_subscribed(grpc_agent)
-    await wait_applied(hub_client, "shrink", generation=2)
-    await wait_padding_dropped(spoke_client)
-    await wait_recorded(spoke_client, amw, 2)
+    amw = grpc.amw("shrink")
+    await grpc.hub.create(MANIFESTWORKS, work_body("shrink", [padded_deployment()]))
+    await wait_applied(grpc.hub, "shrink")
+    await wait_recorded(grpc.spoke, amw, 1)
+    await grpc.agent.stop()
+    await update_work(grpc.hub, "shrink", drop_padding)
+    await grpc.agent.start()
+    await wait_subscribed(grpc.agent)
+    await wait_applied(grpc.hub, "shrink", generation=2)
+    await wait_padding_dropped(grpc.spoke)
+    await wait_recorded(grpc.spoke, amw, 2)
     # A restart at the recorded generation recalls nothing: no write, not even a dry run.
-    await assert_restart_writes_nothing(grpc_agent, spoke)
+    await assert_restart_writes_nothing(grpc.agent, grpc.cluster)
 
 
 async def test_a_work_taken_over_as_it_is_is_recorded_from_its_next_generation_on(
-    grpc_agent: AgentRunner,
-    grpc_hub: GrpcHub,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-    spoke: Cluster,
+    grpc: Grpc,
 ) -> None:
     """An AppliedManifestWork without the record (OCM's agent made it) is not written on
     taking the work over as it is; the next generation this agent applies is recorded."""
-    amw = applied_work_name(hub_hash(grpc_hub.url), "work1")
-    await hub_client.create(MANIFESTWORKS, work_body("work1", [configmap("cm1", key="v1")]))
-    await wait_applied(hub_client, "work1")
-    await wait_recorded(spoke_client, amw, 1)
-    await grpc_agent.stop()
+    amw = grpc.amw("work1")
+    await grpc.hub.create(MANIFESTWORKS, work_body("work1", [configmap("cm1", key="v1")]))
+    await wait_applied(grpc.hub, "work1")
+    await wait_recorded(grpc.spoke, amw, 1)
+    await grpc.agent.stop()
     unrecord = {"metadata": {"annotations": {APPLIED_GENERATION_ANNOTATION: None}}}
-    await spoke_client.patch(APPLIED_MANIFESTWORKS, amw, unrecord, patch_type="merge")
-    await assert_restart_writes_nothing(grpc_agent, spoke)
-    await update_work(hub_client, "work1", set_configmap("cm1", "v2"))
-    await wait_recorded(spoke_client, amw, 2)
+    await grpc.spoke.patch(APPLIED_MANIFESTWORKS, amw, unrecord, patch_type="merge")
+    await assert_restart_writes_nothing(grpc.agent, grpc.cluster)
+    await update_work(grpc.hub, "work1", set_configmap("cm1", "v2"))
+    await wait_recorded(grpc.spoke, amw, 2)
 
 
 async def test_a_new_work_recalls_nothing_on_an_object_it_adopts(
@@ -138,15 +156,10 @@ async def test_a_new_work_recalls_nothing_on_an_object_it_adopts(
     assert live["spec"]["revisionHistoryLimit"] == 3
 
 
-async def test_a_completed_manifest_holds_the_record_back(
-    grpc_agent: AgentRunner,
-    grpc_hub: GrpcHub,
-    hub_client: KubeClient,
-    spoke_client: KubeClient,
-) -> None:
+async def test_a_completed_manifest_holds_the_record_back(grpc: Grpc) -> None:
     """A manifest skipped because it completed was not applied at the new generation:
     the record stays at the generation every manifest was applied at."""
-    amw = applied_work_name(hub_hash(grpc_hub.url), "mixed")
+    amw = grpc.amw("mixed")
     done = [{"type": "WellKnownConditions", "condition": "Complete"}]
     # A rule that is never met keeps the work from completing (and freezing) as a whole.
     never = [{"type": "CEL", "condition": "Complete", "celExpressions": ["false"]}]
@@ -158,25 +171,25 @@ async def test_a_completed_manifest_holds_the_record_back(
             manifest_config("", "configmaps", "cm1", rules=never),
         ],
     )
-    await hub_client.create(MANIFESTWORKS, body)
+    await grpc.hub.create(MANIFESTWORKS, body)
     await wait_work(
-        hub_client,
+        grpc.hub,
         "mixed",
         lambda w: (manifest_condition(w, 0, "Complete") or {}).get("status") == "True",
         "the Job's manifest to complete",
     )
-    await wait_recorded(spoke_client, amw, 1)
+    await wait_recorded(grpc.spoke, amw, 1)
     before = sample("controller_runtime_reconcile_total", PASSES)
 
     def change_cm1(work: dict[str, Any]) -> None:
         work["spec"]["workload"]["manifests"][1] = configmap("cm1", key="v2")
 
-    written = await update_work(hub_client, "mixed", change_cm1)
+    written = await update_work(grpc.hub, "mixed", change_cm1)
     generation = written["metadata"]["generation"]
-    await wait_applied(hub_client, "mixed", generation=generation)
+    await wait_applied(grpc.hub, "mixed", generation=generation)
 
     async def passed() -> bool:
         return sample("controller_runtime_reconcile_total", PASSES) > before
 
     await eventually(passed, what="the pass over the new generation")
-    assert await recorded_generation(spoke_client, amw) == "1"
+    assert await recorded_generation(grpc.spoke, amw) == "1"

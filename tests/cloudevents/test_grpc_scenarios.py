@@ -126,6 +126,19 @@ async def test_work_deleted_while_the_agent_was_down_is_evicted(
         await wait_gone(spoke_client, CONFIGMAPS, "evicted", "default")
 
 
+async def wait_refused(runner: AgentRunner) -> CloudEventsWorkSource:
+    """Wait until the agent's source had a spec resync request refused; returns it."""
+    assert runner.agent is not None
+    source = runner.agent.manager.services[0]
+    assert isinstance(source, CloudEventsWorkSource)
+
+    async def refused() -> bool:
+        return source.resync_refusals >= 1
+
+    await eventually(refused, what="a refused resync")
+    return source
+
+
 @pytest.mark.kubesim_only("injects a fault into the hub's lists")
 @pytest.mark.usefixtures("spoke_client")  # the agent's cluster
 async def test_works_that_cannot_be_listed_are_refused_at_once_then_served(
@@ -143,14 +156,7 @@ async def test_works_that_cannot_be_listed_are_refused_at_once_then_served(
     with pytest.raises(WorksUnavailable, match=f"ManifestWorks of {CLUSTER} cannot be listed: 500"):
         await works.resync(CLUSTER, {})
     async with subscribed_agent(grpc_agent_settings(tmp_path, agent_config)) as runner:
-        assert runner.agent is not None
-        source = runner.agent.manager.services[0]
-        assert isinstance(source, CloudEventsWorkSource)
-
-        async def refused() -> bool:
-            return source.resync_refusals >= 1
-
-        await eventually(refused, what="a refused resync")
+        source = await wait_refused(runner)
         # Not ready while it knows none of its works, as an informer before its first list.
         failure = source.readiness_failure()
         assert failure is not None
@@ -184,14 +190,7 @@ async def test_a_refused_resync_is_asked_again_on_the_open_stream(
         hub.inject(verb="list", resource="manifestworks", code=500)
         await grpc_hub.start()
         await wait_subscribed(runner, at_least=2)
-        assert runner.agent is not None
-        source = runner.agent.manager.services[0]
-        assert isinstance(source, CloudEventsWorkSource)
-
-        async def refused() -> bool:
-            return source.resync_refusals >= 1
-
-        await eventually(refused, what="a refused resync")
+        source = await wait_refused(runner)
         hub.clear_faults()
         await wait_gone(spoke_client, CONFIGMAPS, "gone", "default")
         assert source.subscriptions == 2
