@@ -20,6 +20,8 @@ ADMISSION_V1: Final = "admission.k8s.io/v1"
 ADMISSION_V1BETA1: Final = "admission.k8s.io/v1beta1"
 ADMISSION_VERSIONS: Final = (ADMISSION_V1, ADMISSION_V1BETA1)
 ADMISSION_REVIEW: Final = "AdmissionReview"
+#: The "version" of an answer to a request that never became a review (no kind, no apiVersion).
+UNTYPED: Final = ""
 
 CREATE: Final = "CREATE"
 UPDATE: Final = "UPDATE"
@@ -132,12 +134,13 @@ class AdmissionRequest:
 
 
 def answer(api_version: str, uid: str, allowed: bool, status: Mapping[str, Any]) -> dict[str, Any]:
-    """An AdmissionReview answer (Go field order: kind, apiVersion; uid, allowed, status)."""
-    return {
-        "kind": ADMISSION_REVIEW,
-        "apiVersion": api_version,
-        "response": {"uid": uid, "allowed": allowed, "status": dict(status)},
-    }
+    """An AdmissionReview answer (Go field order: kind, apiVersion; uid, allowed, status);
+    with ``api_version`` :data:`UNTYPED`, the bare response Go writes for a review it could
+    not decode."""
+    response = {"response": {"uid": uid, "allowed": allowed, "status": dict(status)}}
+    if api_version == UNTYPED:
+        return response
+    return {"kind": ADMISSION_REVIEW, "apiVersion": api_version, **response}
 
 
 def parse_review(review: Any) -> AdmissionRequest:
@@ -164,9 +167,10 @@ def parse_review(review: Any) -> AdmissionRequest:
     kind = review.get("kind")
     if kind not in (None, "", ADMISSION_REVIEW):
         raise Errored(400, f"expected an AdmissionReview, got kind {_quote(kind)}")
+    # Go decodes into a request it made beforehand: none reads as an empty one.
     request = review.get("request")
     if request is None:
-        raise Errored(400, "the AdmissionReview has no request")
+        request = {}
     if not isinstance(request, Mapping):
         raise Errored(400, f"request: expected an object, got {json_type(request)}")
     return AdmissionRequest(
@@ -192,8 +196,11 @@ def request_uid(review: Any) -> str:
 
 
 def review_version(review: Any) -> str:
-    """The review's apiVersion if it is one we answer in, else v1."""
-    if isinstance(review, Mapping) and review.get("apiVersion") in ADMISSION_VERSIONS:
+    """The review's apiVersion if it is one we answer in, else v1; :data:`UNTYPED` for
+    what is no JSON object (Go fails to decode it)."""
+    if not isinstance(review, Mapping):
+        return UNTYPED
+    if review.get("apiVersion") in ADMISSION_VERSIONS:
         return str(review["apiVersion"])
     return ADMISSION_V1
 

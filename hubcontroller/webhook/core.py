@@ -22,6 +22,7 @@ from hubcontroller.webhook.admission import (
     CONNECT,
     CREATE,
     DELETE,
+    UNTYPED,
     UPDATE,
     AdmissionRequest,
     Errored,
@@ -32,7 +33,7 @@ from hubcontroller.webhook.admission import (
     request_uid,
     review_version,
 )
-from hubcontroller.webhook.rawjson import Path, parse_keeping_raw
+from hubcontroller.webhook.rawjson import Path, lone_surrogates_replaced, parse_keeping_raw
 from hubcontroller.webhook.resources import (
     MANIFESTWORK,
     RESOURCES,
@@ -82,12 +83,14 @@ class AdmissionValidator:
         self, body: bytes | str, resource: WebhookResource | None = None
     ) -> Verdict:
         """Answer a review given as the request body (JSON, UTF-8)."""
+        # Go reads invalid UTF-8 and lone UTF-16 surrogates in strings as U+FFFD.
+        text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
         try:
-            text = body.decode("utf-8") if isinstance(body, bytes) else body
             review, raws = parse_keeping_raw(text, _RAW_PATHS)
-        except ValueError as err:  # UnicodeDecodeError and JSONDecodeError included
+        except ValueError as err:  # JSONDecodeError included
             rejection = Errored(400, f"couldn't decode the AdmissionReview: {err}")
-            return Verdict.refused(rejection, ADMISSION_V1, "", "")
+            return Verdict.refused(rejection, UNTYPED, "", "")
+        review = lone_surrogates_replaced(review, text)
         return await self.review(review, resource, raw_manifests=raws)
 
     async def review(
@@ -104,6 +107,8 @@ class AdmissionValidator:
             uid = request_uid(review)
             request = parse_review(review)
             operation = request.operation
+            if operation not in (CREATE, UPDATE, DELETE, CONNECT):
+                raise Errored(400, f'unknown operation "{operation}"')
             target = resource or _resource_of(request)
             raws = (raw_manifests or {}).get(target.raw_manifests_path)
             await self._admit(request, target, raws)
@@ -125,8 +130,6 @@ class AdmissionValidator:
         operation = request.operation
         if operation == CONNECT:
             return  # controller-runtime validates no CONNECT
-        if operation not in (CREATE, UPDATE, DELETE):
-            raise Errored(400, f'unknown operation "{operation}"')
         new: WorkObject | None = None
         old: WorkObject | None = None
         # Decoded in controller-runtime's order: the object, then the old object

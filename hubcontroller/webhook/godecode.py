@@ -3,12 +3,14 @@
 The API server checks objects against the CRD before it calls the webhook,
 so the JSON types are right by then. Two things still fail in Go's decoder
 and OCM answers them with a 400: an integer outside an ``int32`` field's
-range (the CRD's ``format: int32`` is not range-checked) and a
-``metav1.Duration`` that ``time.ParseDuration`` does not read. The fields
-are found from the API models' markers (``Format("int32")``, ``GoDuration``).
+range (the CRD's ``format: int32`` is not range-checked, and an
+int-or-string holds an ``int32`` too) and a ``metav1.Duration`` that
+``time.ParseDuration`` does not read. The fields are found from the API
+models' markers (``Format("int32")``, ``IntOrString``, ``GoDuration``).
 
 Go's decoder keeps the first type error (in document order) and goes on,
-but stops at once at a Duration's error, which therefore wins.
+but stops at once at an error of a type's own decoding (a Duration's, an
+int-or-string's), which therefore wins.
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel
 
 from ocmkit.durations import DurationError, parse_duration
-from schemas.markers import Format, GoDuration, unwrap
+from schemas.markers import Format, GoDuration, IntOrString, unwrap
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
 class _Stop(Exception):
-    """A Duration's error: Go's decoder returns it at once."""
+    """An error of a type's own decoding: Go's decoder returns it at once."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -78,10 +80,17 @@ def _value(
             parse_duration(value)
         except DurationError as err:
             raise _Stop(str(err)) from None
-    elif Format("int32") in markers and isinstance(value, int) and not isinstance(value, bool):
-        low, high = _INT32
-        if not low <= value <= high:
-            saved.append(
-                f"json: cannot unmarshal number {value} into Go struct field "
-                f"{struct}.{'.'.join(path)} of type int32"
-            )
+    elif isinstance(value, int) and not isinstance(value, bool) and not _fits_int32(value):
+        message = (
+            f"json: cannot unmarshal number {value} into Go struct field "
+            f"{struct}.{'.'.join(path)} of type int32"
+        )
+        if any(isinstance(m, IntOrString) for m in markers):
+            raise _Stop(message)  # from IntOrString's own UnmarshalJSON
+        if Format("int32") in markers:
+            saved.append(message)
+
+
+def _fits_int32(value: int) -> bool:
+    low, high = _INT32
+    return low <= value <= high

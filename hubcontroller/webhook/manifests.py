@@ -116,22 +116,58 @@ def _nested_string(metadata: Any, key: str) -> str:
 
 
 def _identity(value: Mapping[str, Any]) -> tuple[str, str, str, str] | str:
-    """(apiVersion, kind, namespace, name) as ``PartialObjectMetadata`` reads them, or the error."""
-    api_version = value.get("apiVersion")
-    if api_version is not None and not isinstance(api_version, str):
-        return _field_error(api_version, "apiVersion")
-    metadata = value.get("metadata")
-    if metadata is not None and not isinstance(metadata, Mapping):
-        return _field_error(metadata, "metadata", "v1.ObjectMeta")
-    metadata = metadata or {}
-    namespace = metadata.get("namespace")
-    if namespace is not None and not isinstance(namespace, str):
-        return _field_error(namespace, "metadata.namespace")
-    return api_version or "", str(value["kind"]), namespace or "", str(metadata["name"])
+    """(apiVersion, kind, namespace, name) as Go's decoder reads them into a
+    ``PartialObjectMetadata``, or its first type error.
+
+    Go matches keys to fields ignoring case (:func:`_go_field_key`), takes them in
+    document order (the last one wins; a second ``metadata`` object adds to the
+    first), leaves a field as it is for null, and keeps going after a type error.
+    """
+    found = {"apiversion": "", "kind": "", "namespace": "", "name": ""}
+    errors: list[str] = []
+
+    def read(obj: Mapping[str, Any], fields: Mapping[str, str]) -> None:
+        for key, item in obj.items():
+            field = _go_field_key(key)
+            if field not in fields or item is None:
+                continue
+            if field == "metadata":
+                if isinstance(item, Mapping):
+                    read(item, _OBJECT_META)
+                else:
+                    errors.append(_field_error(item, fields[field], "v1.ObjectMeta"))
+            elif isinstance(item, str):
+                found[field] = item
+            else:
+                errors.append(_field_error(item, fields[field]))
+
+    read(value, _PARTIAL_OBJECT_METADATA)
+    if errors:
+        return errors[0]
+    return found["apiversion"], found["kind"], found["namespace"], found["name"]
 
 
-def _field_error(value: Any, path: str, go_type: str = "string") -> str:
+# Folded key -> the Go struct and field path that type errors name (Go >= 1.24).
+_PARTIAL_OBJECT_METADATA: Final = {
+    "apiversion": "PartialObjectMetadata.TypeMeta.apiVersion",
+    "kind": "PartialObjectMetadata.TypeMeta.kind",
+    "metadata": "PartialObjectMetadata.metadata",
+}
+_OBJECT_META: Final = {
+    "name": "ObjectMeta.metadata.name",
+    "namespace": "ObjectMeta.metadata.namespace",
+}
+# Non-ASCII letters that Go's key folding (upper of lower) turns into ASCII ones.
+_GO_FOLDS: Final = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def _go_field_key(key: str) -> str:
+    """``key`` folded as Go's decoder matches JSON keys to ASCII field names: ASCII case
+    ignored, and the four non-ASCII letters that fold to ASCII ones read as those."""
+    return "".join(c.lower() if c.isascii() else c for c in key.translate(_GO_FOLDS))
+
+
+def _field_error(value: Any, field: str, go_type: str = "string") -> str:
     return (
-        f"json: cannot unmarshal {json_type(value)} into Go struct field "
-        f"PartialObjectMetadata.{path} of type {go_type}"
+        f"json: cannot unmarshal {json_type(value)} into Go struct field {field} of type {go_type}"
     )

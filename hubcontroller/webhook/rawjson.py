@@ -32,6 +32,29 @@ def _reject_constant(name: str) -> NoReturn:
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
+# A \u escape of a UTF-16 surrogate; a pair decodes to one code point, a lone one stays.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogates_replaced(value: Any, text: str) -> Any:
+    """``value`` (decoded from ``text``) with each lone UTF-16 surrogate in its strings and
+    keys replaced by U+FFFD, as Go's decoder reads them (such a string cannot be encoded
+    as UTF-8 again)."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return value  # the common case: nothing to walk
+    return _replace_surrogates(value)
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    return value
+
 
 def _build_trie(paths: Iterable[Path]) -> _Trie:
     root: _Trie = {}

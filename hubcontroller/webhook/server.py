@@ -22,7 +22,7 @@ from prometheus_client.aiohttp import make_aiohttp_handler
 
 from hubcontroller.webhook import metrics
 from hubcontroller.webhook.access import AccessCheck, HubAccessReviewer
-from hubcontroller.webhook.admission import ADMISSION_V1, Errored
+from hubcontroller.webhook.admission import UNTYPED, Errored
 from hubcontroller.webhook.certs import CertificateError, CertificateReloader
 from hubcontroller.webhook.core import AdmissionValidator, Verdict
 from hubcontroller.webhook.resources import MANIFESTWORK, MANIFESTWORK_REPLICASET, WebhookResource
@@ -94,7 +94,8 @@ class WebhookServer:
     # -- applications ---------------------------------------------------------------------
     def webhook_app(self) -> web.Application:
         """The admission endpoints (usable with aiohttp's test client, without TLS)."""
-        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+        # aiohttp refuses what exceeds its limit; Go refuses a body that reaches it.
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES - 1)
         for resource in self.resources:
             app.router.add_post(resource.path, functools.partial(self._admit, resource=resource))
         return app
@@ -189,15 +190,18 @@ class WebhookServer:
             metrics.REQUEST_TOTAL.labels(path, code).inc()
 
     async def _verdict(self, request: web.Request, resource: WebhookResource) -> Verdict:
-        # The request-level failures controller-runtime checks before decoding.
-        if request.content_type != "application/json":
-            return _refused(f"contentType={request.content_type}, expected application/json")
+        # The request-level failures controller-runtime checks before decoding, in its order.
         try:
             body = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            return _refused(f"request entity is too large; limit is {MAX_REQUEST_BYTES} bytes")
+            message = f"request entity is too large; limit is {MAX_REQUEST_BYTES} bytes"
+            return _refused(message, code=413)
         if not body:
             return _refused("request body is empty")
+        # The header as sent: controller-runtime takes no parameters, no other case.
+        content_type = request.headers.get("Content-Type", "")
+        if content_type != "application/json":
+            return _refused(f"contentType={content_type}, expected application/json")
         return await self.validator.review_json(body, resource)
 
     def _record(self, resource: WebhookResource, verdict: Verdict) -> None:
@@ -241,8 +245,9 @@ class WebhookServer:
         return check_response(result) if result is not None else await not_found(request)
 
 
-def _refused(message: str) -> Verdict:
-    return Verdict.refused(Errored(400, message), ADMISSION_V1, "", "")
+def _refused(message: str, code: int = 400) -> Verdict:
+    # Before a review is decoded, controller-runtime answers one without kind and apiVersion.
+    return Verdict.refused(Errored(code, message), UNTYPED, "", "")
 
 
 async def hub_client(kubeconfig: str) -> KubeClient:

@@ -264,6 +264,86 @@ CORPUS: dict[str, tuple[str, dict[str, Any]]] = {
         MWRS_PATH,
         rs_review("CREATE", {**replica_set(), "spec": {"manifestWorkTemplate": []}}),
     ),
+    # An int-or-string holds an int32; its own decoding stops Go's decoder at once.
+    **{
+        f"{block}.{field} {value}": (
+            MWRS_PATH,
+            rs_review("CREATE", rollout({"type": "All", block: {field: value}})),
+        )
+        for block, field in (
+            ("all", "maxFailures"),
+            ("progressive", "maxConcurrency"),
+            ("progressivePerGroup", "maxFailures"),
+        )
+        for value in (1 << 31, -(1 << 31) - 1, (1 << 31) - 1, "2147483648")
+    },
+    "maxConcurrency past int32 after a groupIndex past int32": (
+        MWRS_PATH,
+        rs_review(
+            "CREATE",
+            rollout(
+                {
+                    "type": "Progressive",
+                    "progressive": {
+                        "mandatoryDecisionGroups": [{"groupIndex": 1 << 40}],
+                        "maxConcurrency": 1 << 31,
+                    },
+                }
+            ),
+        ),
+    ),
+    "old replica set with maxFailures past int32, deleted": (
+        MWRS_PATH,
+        rs_review("DELETE", None, rollout({"type": "All", "all": {"maxFailures": 1 << 33}})),
+    ),
+    # Go matches a manifest's keys to PartialObjectMetadata's fields ignoring case.
+    "a KELVIN SIGN kind makes a duplicate": (
+        MW_PATH,
+        review(
+            "CREATE",
+            manifest_work(
+                [configmap(), {**configmap(), "kind": "Secret", "\u212aind": "ConfigMap"}]
+            ),
+        ),
+    ),
+    "a second Metadata object adds to the first": (
+        MW_PATH,
+        review(
+            "CREATE",
+            manifest_work(
+                [
+                    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}},
+                    {
+                        "Metadata": {"namespace": "other"},
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {"name": "a"},
+                    },
+                ]
+            ),
+        ),
+    ),
+    "METADATA a string": (
+        MW_PATH,
+        review("CREATE", manifest_work([{**configmap(), "METADATA": "x"}])),
+    ),
+    "ApiVersion a number": (
+        MW_PATH,
+        review("CREATE", manifest_work([{**configmap(), "ApiVersion": 5}])),
+    ),
+    # Go reads a lone UTF-16 surrogate as U+FFFD (json.dumps escapes it).
+    "a lone surrogate in the user and the uid": (
+        MW_PATH,
+        review("CREATE", WITH_EXECUTOR, username="\ud800", uid="\udc00"),
+    ),
+    "names that differ in a lone surrogate": (
+        MW_PATH,
+        review("CREATE", manifest_work([configmap("\ud800"), configmap("\ud801")])),
+    ),
+    "a review without a request": (
+        MW_PATH,
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"},
+    ),
 }
 
 
@@ -409,6 +489,45 @@ async def test_same_reviews_same_answers(webhooks: Webhooks) -> None:
         assert our_families[name].type == family.type, name
         if family.samples and our_families[name].samples:
             assert label_names(our_families[name]) == label_names(family), name
+
+
+#: name -> (Content-Type, body) of requests refused before a review is decoded.
+RAW_REQUESTS: dict[str, tuple[str, bytes]] = {
+    "text/plain": ("text/plain", json.dumps(review("CREATE", WORK)).encode()),
+    "a media type parameter": (
+        "application/json; charset=utf-8",
+        json.dumps(review("CREATE", WORK)).encode(),
+    ),
+    "upper case": ("Application/JSON", json.dumps(review("CREATE", WORK)).encode()),
+    "empty": ("application/json", b""),
+    "no JSON (the parser's words differ)": ("application/json", b"not json"),
+    "too large, and text/plain": ("text/plain", b"x" * (7 << 20)),
+    "invalid UTF-8 in a name": (
+        "application/json",
+        json.dumps(review("CREATE", manifest_work([configmap("a")])))
+        .encode()
+        .replace(b'"name": "a"', b'"name": "a\xff"'),
+    ),
+}
+
+
+async def test_same_raw_requests_same_answers(webhooks: Webhooks) -> None:
+    """Whole answers (kind and apiVersion too) and HTTP codes, for what no review holds."""
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+        for name, (content_type, body) in RAW_REQUESTS.items():
+            answers = []
+            for base in (webhooks.ocm, webhooks.ours):
+                async with session.post(
+                    base + MW_PATH,
+                    data=body,
+                    headers={"Content-Type": content_type},
+                    ssl=webhooks.context,
+                ) as response:
+                    reply = json.loads(await response.read())
+                    if "words differ" in name:
+                        reply["response"]["status"]["message"] = "(a parse error)"
+                    answers.append((response.status, reply))
+            assert answers[0] == answers[1], (name, answers)
 
 
 #: (method, path) of probe requests both webhooks answer alike, byte for byte. Not

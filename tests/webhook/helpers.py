@@ -174,6 +174,15 @@ def response(answer: dict[str, Any]) -> dict[str, Any]:
     return resp
 
 
+def bare_response(answer: dict[str, Any]) -> dict[str, Any]:
+    """The ``response`` of an answer to a request that never became a review: Go writes
+    it without kind and apiVersion."""
+    assert set(answer) == {"response"}
+    resp: dict[str, Any] = answer["response"]
+    assert set(resp) == {"uid", "allowed", "status"}
+    return resp
+
+
 def allowed(answer: dict[str, Any]) -> bool:
     """True if the answer allows, checking the allowed shape."""
     resp = response(answer)

@@ -22,6 +22,7 @@ from schemas import wire
 from tests.webhook.helpers import (
     RecordingAccess,
     allowed,
+    bare_response,
     configmap,
     errored,
     executor,
@@ -71,15 +72,19 @@ async def test_missing_api_version_and_kind_read_as_v1() -> None:
 
 
 async def test_malformed_reviews_get_a_400_answer() -> None:
+    # No JSON object at all: Go cannot decode it, and answers without kind and apiVersion.
+    assert bare_response(await _answer([]))["status"] == errored(
+        "couldn't decode the AdmissionReview: expected a JSON object, got array"
+    )
     cases: list[tuple[Any, str, str]] = [
-        ([], "", "couldn't decode the AdmissionReview: expected a JSON object, got array"),
         ({"apiVersion": "admission.k8s.io/v2", "request": {"uid": "u"}}, "u",
          'unsupported AdmissionReview apiVersion "admission.k8s.io/v2": '
          "expected admission.k8s.io/v1 or admission.k8s.io/v1beta1"),
         ({"kind": "ConfigMap", "request": {}}, "", 'expected an AdmissionReview, got kind "ConfigMap"'),
+        # Go decodes into an empty request made beforehand: its operation is "".
         ({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}, "",
-         "the AdmissionReview has no request"),
-        ({"request": None}, "", "the AdmissionReview has no request"),
+         'unknown operation ""'),
+        ({"request": None}, "", 'unknown operation ""'),
         ({"request": "x"}, "", "request: expected an object, got string"),
         ({"request": {"uid": "u", "operation": 5}}, "u", "request.operation: expected a string, got number"),
         ({"request": {"uid": "u", "userInfo": {"groups": "g"}}}, "u",
@@ -206,11 +211,37 @@ async def test_json_body_errors() -> None:
         (b'{"a":1} x', "couldn't decode the AdmissionReview: Extra data: line 1 column 9 (char 8)"),
         (b'{"a":NaN}', "couldn't decode the AdmissionReview: invalid JSON value NaN: "
          "line 1 column 6 (char 5)"),
-        (b"\xff", "couldn't decode the AdmissionReview: 'utf-8' codec can't decode byte 0xff "
-         "in position 0: invalid start byte"),
+        # Invalid UTF-8 reads as U+FFFD (as in Go), which is no JSON outside a string.
+        (b"\xff", "couldn't decode the AdmissionReview: Expecting value: line 1 column 1 "
+         "(char 0)"),
     ):  # fmt: skip
         answer = await validate_json(body, sar=access)
-        assert response(answer) == {"uid": "", "allowed": False, "status": errored(message)}
+        # Go answers a body it cannot decode without kind and apiVersion.
+        assert bare_response(answer) == {"uid": "", "allowed": False, "status": errored(message)}
+
+
+async def test_strings_read_as_go_reads_them() -> None:
+    """Invalid UTF-8 and lone UTF-16 surrogates in strings are U+FFFD (Go's decoder), so
+    the answer can be written, and two names that differ only there are duplicates."""
+    access = RecordingAccess(allow=False)
+    rev = review("CREATE", manifest_work(executor=executor("ns1", "sa1")), uid="\udc00")
+    rev["request"]["userInfo"]["username"] = "\ud800"
+    body = json.dumps(rev)  # ASCII, with the surrogates as \u escapes
+    assert "\\ud800" in body
+    answer = await validate_json(body.encode(), sar=access)
+    assert response(answer)["uid"] == "\ufffd"
+    assert "user \ufffd cannot manipulate" in response(answer)["status"]["message"]
+    json.dumps(answer, ensure_ascii=False).encode()  # no lone surrogate left to fail on
+
+    manifests = [configmap("\ud800"), configmap("\ud801")]
+    body = json.dumps(review("CREATE", manifest_work(manifests=manifests)))
+    answer = await validate_json(body.encode(), sar=access)
+    assert response(answer)["status"]["message"] == (
+        "duplicate manifest for resource default/\ufffd with resource type v1.ConfigMap"
+    )
+    raw = json.dumps(review("CREATE", manifest_work(manifests=[configmap("a")])))
+    raw_bytes = raw.encode().replace(b'"name": "a"', b'"name": "a\xff"')
+    assert allowed(await validate_json(raw_bytes, sar=access))
 
 
 async def test_internal_errors_are_a_500_answer_not_a_crash() -> None:
@@ -280,7 +311,7 @@ _shaped = st.recursive(
 async def test_any_json_gets_an_answer(review: Any) -> None:
     for resource in (None, MANIFESTWORK, MANIFESTWORK_REPLICASET):
         answer = await validate(review, sar=RecordingAccess(), options=ALL_GATES, resource=resource)
-        resp = response(answer)
+        resp = response(answer) if isinstance(review, dict) else bare_response(answer)
         assert isinstance(resp["allowed"], bool)
         assert resp["status"]["code"] != 500, resp
         # And through the body path too, with the same verdict.

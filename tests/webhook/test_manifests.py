@@ -156,14 +156,57 @@ async def test_metadata_extraction_failure(resource: WebhookResource) -> None:
     answer = await _answer(resource, [configmap("ok"), bad_namespace])
     assert response(answer)["status"] == bad_request(
         "failed to extract metadata from manifest at index 1: json: cannot unmarshal number "
-        "into Go struct field PartialObjectMetadata.metadata.namespace of type string"
+        "into Go struct field ObjectMeta.metadata.namespace of type string"
     )
     bad_api_version = {"apiVersion": 1, "kind": "ConfigMap", "metadata": {"name": "a"}}
     answer = await _answer(resource, [bad_api_version])
     assert response(answer)["status"] == bad_request(
         "failed to extract metadata from manifest at index 0: json: cannot unmarshal number "
-        "into Go struct field PartialObjectMetadata.apiVersion of type string"
+        "into Go struct field PartialObjectMetadata.TypeMeta.apiVersion of type string"
     )
+
+
+def _cm(name: str, **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, **extra}
+
+
+@BOTH
+async def test_identity_keys_match_as_go_matches_them(resource: WebhookResource) -> None:
+    """OCM reads a manifest's identity with Go's decoder: keys match fields ignoring case
+    (Unicode letters that fold to ASCII ones too), the last key wins, and a second
+    metadata object adds to the first. The API server sends keys sorted."""
+    default = {"namespace": "default"}
+    duplicates = [
+        # KELVIN SIGN (after "kind" when sorted) says ConfigMap: the same as the first.
+        [configmap("a"), {**configmap("a"), "kind": "Secret", "\u212aind": "ConfigMap"}],
+        # LONG S in apiVersion overrides apps/v1.
+        [configmap("a"), {**configmap("a"), "apiVersion": "apps/v1", "apiVer\u017fion": "v1"}],
+        # "Metadata" comes first when sorted; "metadata" adds its name to that namespace.
+        [configmap("a"), {"Metadata": default, **_cm("a")}],
+    ]
+    for manifests in duplicates:
+        answer = await _answer(resource, manifests)
+        assert response(answer)["status"] == bad_request(
+            "duplicate manifest for resource default/a with resource type v1.ConfigMap"
+        ), manifests
+    # The second is in namespace "other" for Go: no duplicate.
+    assert allowed(
+        await _answer(resource, [_cm("a"), {"Metadata": {"namespace": "other"}, **_cm("a")}])
+    )
+    for extra, field in (
+        ({"METADATA": "x"}, "PartialObjectMetadata.metadata of type v1.ObjectMeta"),
+        ({"ApiVersion": 5}, "PartialObjectMetadata.TypeMeta.apiVersion of type string"),
+        ({"\u212aIND": 5}, "PartialObjectMetadata.TypeMeta.kind of type string"),
+        ({"Metadata": {"NAME": 5}}, "ObjectMeta.metadata.name of type string"),
+    ):
+        answer = await _answer(resource, [_cm("a", **extra)])
+        kind = "string" if extra == {"METADATA": "x"} else "number"
+        assert response(answer)["status"] == bad_request(
+            f"failed to extract metadata from manifest at index 0: json: cannot unmarshal "
+            f"{kind} into Go struct field {field}"
+        )
+    # A null leaves the field as it was.
+    assert allowed(await _answer(resource, [_cm("a", Kind=None, METADATA=None)]))
 
 
 @BOTH

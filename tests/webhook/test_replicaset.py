@@ -130,3 +130,33 @@ async def test_what_go_types_cannot_read_is_refused() -> None:
     assert response(await _answer(_review("CREATE", mwrs), ON))["status"] == errored(
         'time: unknown unit "x" in duration "1x"'
     )
+
+
+async def test_int_or_string_beyond_int32_is_refused_at_once() -> None:
+    """maxFailures and maxConcurrency are IntOrString in OCM's types: an int32 inside, whose
+    own decoding fails (and stops Go's decoder) beyond int32, where the CRD lets it through."""
+    holders = {
+        "all": "RolloutAll",
+        "progressive": "RolloutProgressive",
+        "progressivePerGroup": "RolloutProgressivePerGroup",
+    }
+    for block, holder in holders.items():
+        fields = ("maxFailures", "maxConcurrency") if block == "progressive" else ("maxFailures",)
+        for field in fields:
+            for value in (1 << 31, -(1 << 31) - 1, 10**20):
+                mwrs = _rollout({"type": "All", block: {field: value}})
+                for rev in (_review("CREATE", mwrs), _review("DELETE", old=mwrs)):
+                    assert response(await _answer(rev, ON))["status"] == errored(
+                        f"json: cannot unmarshal number {value} into Go struct field {holder}."
+                        f"spec.placementRefs.rolloutStrategy.{block}.{field} of type int32"
+                    )
+            for fits in ((1 << 31) - 1, -(1 << 31), "2147483648", "50%"):
+                mwrs = _rollout({"type": "All", block: {field: fits}})
+                assert allowed(await _answer(_review("CREATE", mwrs), ON))
+    # It stops the decoder, so it wins over a range error saved before it.
+    both = {"mandatoryDecisionGroups": [{"groupIndex": 1 << 40}], "maxConcurrency": 1 << 31}
+    mwrs = _rollout({"type": "Progressive", "progressive": both})
+    assert (
+        "RolloutProgressive.spec.placementRefs.rolloutStrategy.progressive.maxConcurrency"
+        in (response(await _answer(_review("CREATE", mwrs), ON))["status"]["message"])
+    )
