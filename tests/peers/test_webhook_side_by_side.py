@@ -93,6 +93,11 @@ def with_spec(**fields: Any) -> dict[str, Any]:
     return work
 
 
+def progressive(**fields: Any) -> tuple[str, dict[str, Any]]:
+    """A replica set's CREATE with a Progressive rollout of these fields, and its path."""
+    return MWRS_PATH, rs_review("CREATE", rollout({"type": "Progressive", "progressive": fields}))
+
+
 #: name -> (path, AdmissionReview)
 CORPUS: dict[str, tuple[str, dict[str, Any]]] = {
     "valid": (MW_PATH, review("CREATE", WORK)),
@@ -191,18 +196,7 @@ CORPUS: dict[str, tuple[str, dict[str, Any]]] = {
         )
         for value in ("abc", "1d", "", "5", "-1s", "1h30m", ".5s", "+2m", "1\u00b5s", "9999999h")
     },
-    "groupIndex past int32": (
-        MWRS_PATH,
-        rs_review(
-            "CREATE",
-            rollout(
-                {
-                    "type": "Progressive",
-                    "progressive": {"mandatoryDecisionGroups": [{"groupIndex": 1 << 40}]},
-                }
-            ),
-        ),
-    ),
+    "groupIndex past int32": progressive(mandatoryDecisionGroups=[{"groupIndex": 1 << 40}]),
     "groupIndex past int32, then a bad minSuccessTime": (
         MWRS_PATH,
         rs_review(
@@ -218,22 +212,8 @@ CORPUS: dict[str, tuple[str, dict[str, Any]]] = {
             ),
         ),
     ),
-    "groupIndex at the int32 bounds": (
-        MWRS_PATH,
-        rs_review(
-            "CREATE",
-            rollout(
-                {
-                    "type": "Progressive",
-                    "progressive": {
-                        "mandatoryDecisionGroups": [
-                            {"groupIndex": (1 << 31) - 1},
-                            {"groupIndex": -(1 << 31)},
-                        ]
-                    },
-                }
-            ),
-        ),
+    "groupIndex at the int32 bounds": progressive(
+        mandatoryDecisionGroups=[{"groupIndex": (1 << 31) - 1}, {"groupIndex": -(1 << 31)}]
     ),
     "old replica set with a bad minSuccessTime, deleted": (
         MWRS_PATH,
@@ -277,20 +257,8 @@ CORPUS: dict[str, tuple[str, dict[str, Any]]] = {
         )
         for value in (1 << 31, -(1 << 31) - 1, (1 << 31) - 1, "2147483648")
     },
-    "maxConcurrency past int32 after a groupIndex past int32": (
-        MWRS_PATH,
-        rs_review(
-            "CREATE",
-            rollout(
-                {
-                    "type": "Progressive",
-                    "progressive": {
-                        "mandatoryDecisionGroups": [{"groupIndex": 1 << 40}],
-                        "maxConcurrency": 1 << 31,
-                    },
-                }
-            ),
-        ),
+    "maxConcurrency past int32 after a groupIndex past int32": progressive(
+        mandatoryDecisionGroups=[{"groupIndex": 1 << 40}], maxConcurrency=1 << 31
     ),
     "old replica set with maxFailures past int32, deleted": (
         MWRS_PATH,
