@@ -33,7 +33,12 @@ from hubcontroller.webhook.admission import (
     request_uid,
     review_version,
 )
-from hubcontroller.webhook.rawjson import Path, lone_surrogates_replaced, parse_keeping_raw
+from hubcontroller.webhook.rawjson import (
+    GO_REPLACE,
+    Path,
+    lone_surrogates_replaced,
+    parse_keeping_raw,
+)
 from hubcontroller.webhook.resources import (
     MANIFESTWORK,
     RESOURCES,
@@ -83,14 +88,14 @@ class AdmissionValidator:
         self, body: bytes | str, resource: WebhookResource | None = None
     ) -> Verdict:
         """Answer a review given as the request body (JSON, UTF-8)."""
-        # Go reads invalid UTF-8 and lone UTF-16 surrogates in strings as U+FFFD.
-        text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+        # Go reads invalid UTF-8 (byte by byte) and lone UTF-16 surrogates in strings as U+FFFD.
+        text = body.decode("utf-8", errors=GO_REPLACE) if isinstance(body, bytes) else body
         try:
             review, raws = parse_keeping_raw(text, _RAW_PATHS)
-        except ValueError as err:  # JSONDecodeError included
+            review = lone_surrogates_replaced(review, text)
+        except (ValueError, RecursionError) as err:  # JSONDecodeError, nesting past the stack
             rejection = Errored(400, f"couldn't decode the AdmissionReview: {err}")
             return Verdict.refused(rejection, UNTYPED, "", "")
-        review = lone_surrogates_replaced(review, text)
         return await self.review(review, resource, raw_manifests=raws)
 
     async def review(

@@ -157,13 +157,14 @@ _OBJECT_META: Final = {
     "name": "ObjectMeta.metadata.name",
     "namespace": "ObjectMeta.metadata.namespace",
 }
-# Non-ASCII letters that Go's key folding (upper of lower) turns into ASCII ones.
-_GO_FOLDS: Final = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+# The non-ASCII letters whose fold set (Go's foldRune: the smallest rune of it) is an ASCII one.
+_GO_FOLDS: Final = str.maketrans({"\u017f": "s", "\u212a": "k"})
 
 
 def _go_field_key(key: str) -> str:
     """``key`` folded as Go's decoder matches JSON keys to ASCII field names: ASCII case
-    ignored, and the four non-ASCII letters that fold to ASCII ones read as those."""
+    ignored, and the two non-ASCII letters that fold to ASCII ones (LONG S, KELVIN SIGN)
+    read as those."""
     return "".join(c.lower() if c.isascii() else c for c in key.translate(_GO_FOLDS))
 
 

@@ -10,10 +10,11 @@ decoded by the stdlib's C scanner.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 Path = tuple[str, ...]
 # A trie of keys; a leaf is the complete path whose array items are kept raw.
@@ -31,6 +32,17 @@ def _reject_constant(name: str) -> NoReturn:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _replace_per_byte(error: UnicodeError) -> tuple[str, int]:
+    # Go's decoder puts one U+FFFD for each byte that starts no valid sequence.
+    assert isinstance(error, UnicodeDecodeError)
+    return "\ufffd" * (error.end - error.start), error.end
+
+
+#: The name of the error handler that decodes invalid UTF-8 as Go's JSON decoder does.
+GO_REPLACE: Final = "go-json-replace"
+codecs.register_error(GO_REPLACE, _replace_per_byte)
 
 # A \u escape of a UTF-16 surrogate; a pair decodes to one code point, a lone one stays.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")

@@ -291,6 +291,10 @@ CORPUS: dict[str, tuple[str, dict[str, Any]]] = {
             ),
         ),
     ),
+    "a dotless-i kind is no field": (
+        MW_PATH,
+        review("CREATE", manifest_work([{**configmap(), "k\u0131nd": 5, "k\u0130nd": 5}])),
+    ),
     "METADATA a string": (
         MW_PATH,
         review("CREATE", manifest_work([{**configmap(), "METADATA": "x"}])),

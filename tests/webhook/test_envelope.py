@@ -239,9 +239,24 @@ async def test_strings_read_as_go_reads_them() -> None:
     assert response(answer)["status"]["message"] == (
         "duplicate manifest for resource default/\ufffd with resource type v1.ConfigMap"
     )
-    raw = json.dumps(review("CREATE", manifest_work(manifests=[configmap("a")])))
-    raw_bytes = raw.encode().replace(b'"name": "a"', b'"name": "a\xff"')
-    assert allowed(await validate_json(raw_bytes, sar=access))
+    # Invalid UTF-8 is U+FFFD byte by byte, as in Go: a cut 3-byte sequence is two.
+    raw = json.dumps(review("CREATE", manifest_work(manifests=[configmap("a"), configmap("b")])))
+    raw_bytes = raw.encode().replace(b'"name": "a"', b'"name": "\xe2\x82"')
+    raw_bytes = raw_bytes.replace(b'"name": "b"', b'"name": "\xef\xbf\xbd\xef\xbf\xbd"')
+    assert response(await validate_json(raw_bytes, sar=access))["status"]["message"] == (
+        "duplicate manifest for resource default/\ufffd\ufffd with resource type v1.ConfigMap"
+    )
+
+
+async def test_deep_nesting_gets_an_answer() -> None:
+    """Nesting past Python's stack is a 400 answer, with or without a surrogate to replace."""
+    for depth, leaf in ((600, '"\\ud800"'), (5000, "1")):
+        nested = "[" * depth + leaf + "]" * depth
+        work = json.dumps(manifest_work(manifests=[configmap("a", data={"k": "v"})]))
+        body = json.dumps(review("CREATE", json.loads(work))).replace('"v"', nested)
+        answer = await validate_json(body.encode(), sar=RecordingAccess())
+        status = response(answer)["status"] if "kind" in answer else bare_response(answer)["status"]
+        assert status["code"] in (200, 400), status
 
 
 async def test_internal_errors_are_a_500_answer_not_a_crash() -> None:

@@ -205,8 +205,15 @@ async def test_identity_keys_match_as_go_matches_them(resource: WebhookResource)
             f"failed to extract metadata from manifest at index 0: json: cannot unmarshal "
             f"{kind} into Go struct field {field}"
         )
-    # A null leaves the field as it was.
-    assert allowed(await _answer(resource, [_cm("a", Kind=None, METADATA=None)]))
+    # A null leaves the field as it was: still a ConfigMap, so a duplicate.
+    answer = await _answer(resource, [_cm("a"), {**_cm("a"), "\u212aind": None}])
+    assert "duplicate manifest for resource /a" in response(answer)["status"]["message"]
+    # Dotted and dotless i fold to no ASCII letter in Go: these keys are no field.
+    for key in ("k\u0130nd", "k\u0131nd"):
+        assert allowed(await _answer(resource, [{**_cm("a"), key: 5}]))
+        assert allowed(
+            await _answer(resource, [_cm("a"), {**_cm("a"), "kind": "Secret", key: "ConfigMap"}])
+        )
 
 
 @BOTH
