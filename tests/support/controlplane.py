@@ -174,6 +174,24 @@ class Process:
                 self.popen.wait()
 
 
+def _environ() -> dict[str, str]:
+    """A copy of this process's environment, taken from any thread.
+
+    pytest sets and removes ``PYTEST_CURRENT_TEST`` on the main thread while
+    the pool's threads start planes: a copy that meets the change starts over.
+    """
+    while True:
+        try:
+            return dict(os.environ)
+        except (KeyError, RuntimeError):
+            continue
+
+
+# Loopback only, from pool threads: no proxy, and no look at the environment for one
+# (urllib's lookup walks os.environ, which the main thread may be changing).
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def spawn(name: str, argv: list[str], log: Path, *, env: dict[str, str] | None = None) -> Process:
     """Start ``argv`` with its output in ``log``; it dies with the thread that spawns it.
 
@@ -189,7 +207,7 @@ def spawn(name: str, argv: list[str], log: Path, *, env: dict[str, str] | None =
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            env={**os.environ, **env} if env else None,
+            env={**_environ(), **env} if env else None,
         )
     return Process(name, popen, log)
 
@@ -241,7 +259,7 @@ class Etcd:
 
         def healthy() -> bool:
             try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as resp:
+                with _OPENER.open(self.url + "/health", timeout=2) as resp:
                     return bool(json.loads(resp.read()).get("health") == "true")
             except (OSError, ValueError):
                 return False
@@ -503,7 +521,10 @@ class ControlPlane:
             self.url + path, headers={"Authorization": f"Bearer {self.admin_token}"}
         )
         try:
-            with urllib.request.urlopen(req, timeout=5, context=self._ssl()) as resp:
+            https = urllib.request.build_opener(
+                urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=self._ssl())
+            )
+            with https.open(req, timeout=5) as resp:
                 return int(resp.status)
         except urllib.error.HTTPError as err:
             return int(err.code)
