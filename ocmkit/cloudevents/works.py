@@ -82,6 +82,11 @@ _OBJECT_META_FIELDS = (
 )
 
 
+#: Media types sdk-go's ``Event.DataAs`` (which OCM's work codecs read data with) decodes
+#: as JSON: none, these two, and any ``+json`` suffix, matched case-sensitively.
+_JSON_MEDIA_TYPES = frozenset({"", "application/json", "text/json"})
+
+
 class SpecRejected(ValueError):
     """A spec event whose ManifestBundle the agent refuses (empty, too big, bad manifest)."""
 
@@ -309,7 +314,7 @@ def decode_status_event(event: CloudEvent) -> StatusUpdate:
     kind = EventType.parse(event.type)
     if kind.data_type != MANIFEST_BUNDLES or kind.subresource != STATUS:
         raise EventDecodeError(f"event {event.id}: not a manifestbundle status event")
-    data = _object_data(event, "status")
+    data = _object_data(event, "status", typed=True)
     conditions = data.get("conditions") or []
     resources = data.get("resourceStatus") or []
     if not isinstance(conditions, list) or not isinstance(resources, list):
@@ -445,8 +450,20 @@ def work_from_spec_event(event: CloudEvent, cluster: str) -> dict[str, Any]:
     return {"apiVersion": WORK_API_VERSION, "kind": "ManifestWork", "metadata": meta, "spec": spec}
 
 
+def _data_json(event: CloudEvent) -> Any:
+    """The event's data read as OCM's codecs read it: by its media type (the content
+    type before any ``;``), so XML, text or unknown types are refused, not parsed."""
+    media = event.data_content_type or ""
+    if ";" in media:
+        media = media.split(";", 1)[0].strip()
+    suffix = media.rsplit("+", 1)[1] if "+" in media else ""
+    if event.data and media not in _JSON_MEDIA_TYPES and suffix != "json":
+        raise EventDecodeError(f"event {event.id}: data of content type {media!r} is not JSON")
+    return event.json_data()
+
+
 def _spec_from_bundle(event: CloudEvent) -> dict[str, Any]:
-    bundle = event.json_data()
+    bundle = _data_json(event)
     if not isinstance(bundle, dict):
         raise EventDecodeError(f"event {event.id}: no ManifestBundle data")
     manifests = bundle.get("manifests")
@@ -478,8 +495,10 @@ def _spec_from_bundle(event: CloudEvent) -> dict[str, Any]:
     return spec
 
 
-def _object_data(event: CloudEvent, what: str) -> dict[str, Any]:
-    data = event.json_data() or {}
+def _object_data(event: CloudEvent, what: str, *, typed: bool = False) -> dict[str, Any]:
+    # typed: read as OCM's codecs read a status (by media type); resync requests are
+    # read as JSON whatever their content type, as sdk-go reads them.
+    data = (_data_json(event) if typed else event.json_data()) or {}
     if not isinstance(data, dict):
         raise EventDecodeError(f"event {event.id}: {what} data is not an object")
     return data

@@ -244,6 +244,54 @@ def test_structured_mode_is_accepted() -> None:
     assert work_from_spec_event(decoded, "cluster1")["spec"]["workload"]["manifests"] == [MANIFEST]
 
 
+#: Content types and whether OCM's codecs read the data as JSON (sdk-go's Event.DataAs:
+#: the media type before any ";", matched exactly; "+json" suffixes are JSON).
+CONTENT_TYPES = [
+    (None, True),
+    ("application/json", True),
+    ("application/json; charset=utf-8", True),
+    ("text/json", True),
+    ("application/vnd.example+json", True),
+    ("text/plain", False),
+    ("application/xml", False),
+    ("application/octet-stream", False),
+    ("Application/JSON", False),
+    ("application/json ", False),
+    ("json", False),
+]
+
+
+@pytest.mark.parametrize(("content_type", "json_data"), CONTENT_TYPES)
+def test_spec_data_is_read_by_its_content_type(content_type: str | None, json_data: bool) -> None:
+    event = spec_event(hub_work(), "create_request")
+    event.data_content_type = content_type
+    if json_data:
+        assert work_from_spec_event(event, "cluster1")["spec"]["workload"]["manifests"]
+    else:
+        with pytest.raises(EventDecodeError, match="is not JSON"):
+            work_from_spec_event(event, "cluster1")
+
+
+@pytest.mark.parametrize(("content_type", "json_data"), CONTENT_TYPES)
+def test_status_data_is_read_by_its_content_type(content_type: str | None, json_data: bool) -> None:
+    work = work_from_spec_event(spec_event(hub_work(), "create_request"), "cluster1")
+    work["status"] = {"conditions": [{"type": "Applied", "status": "True"}]}
+    event = status_event(work, client_id="cluster1-work-agent", cluster="cluster1", sequence_id="1")
+    event.data_content_type = content_type
+    if json_data:
+        assert decode_status_event(event).conditions[0]["type"] == "Applied"
+    else:
+        with pytest.raises(EventDecodeError, match="is not JSON"):
+            decode_status_event(event)
+
+
+def test_resync_requests_are_read_as_json_whatever_their_content_type() -> None:
+    # sdk-go reads their data with json.Unmarshal, not by media type.
+    event = spec_resync_request("agent", "cluster1", {UID: 3})
+    event.data_content_type = "text/plain"
+    assert resync_versions(event) == {UID: 3}
+
+
 def test_a_deletion_without_resourceversion_is_accepted() -> None:
     event = deleted_resync_response(UID, "cluster1")
     assert event.source == "source" and event.extensions["resourceversion"] == 0

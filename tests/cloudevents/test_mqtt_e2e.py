@@ -260,6 +260,30 @@ async def test_deletion_reports_deleting_before_the_deleted_confirmation(
     }
 
 
+async def test_a_deletion_of_a_work_never_received_is_confirmed_without_deleting(
+    mqtt_agent: AgentRunner, source: MqttWorkSource
+) -> None:
+    # OCM's server repeats a delete_request after the confirmation (cloudevents.md 4.6);
+    # OCM's agent answers a deletion of a work it does not hold with one Deleted status:
+    # no AppliedManifestWork to delete, so no Deleting first (agent.md 8.1).
+    gone = str(uuid.uuid4())
+    source.works[gone] = {
+        "metadata": {"name": "gone", "namespace": CLUSTER, "uid": gone, "generation": 2},
+        "spec": {"workload": {"manifests": [configmap("gone-cm")]}},
+    }
+    await source.delete(gone)
+    # Published after it: once this work is applied, the deletion was handled and confirmed.
+    uid = await source.create(CLUSTER, "work1", [configmap("mq")])
+    await wait_condition(source, uid, "Applied")
+
+    async def confirmed() -> bool:
+        return gone not in source.works
+
+    await eventually(confirmed, what="the deletion confirmed to the source")
+    types = [[c["type"] for c in u.conditions] for u in source.statuses[gone]]
+    assert types == [["Deleted"]], types
+
+
 AGENT_READS = (
     "topic read sources/maestro/consumers/+/sourceevents\ntopic read sources/+/sourcebroadcast\n"
 )

@@ -118,22 +118,24 @@ class ManifestWorkFinalizer:
             self._forget(work_name, applied_name)
             return None
 
-        if deps.settings.workload_source_driver != "kube":
-            # A status event to the source (sent once: the patch is skipped when unchanged).
-            with contextlib.suppress(NotFound):
-                await self._mark_deleting(work)
-                work = self._written.latest(work_name, work) or work
+        kube = deps.settings.workload_source_driver == "kube"
         applied = deps.applied.store.get(applied_name)
         if applied is not None:
             uid = str(applied["metadata"].get("uid") or "")
             if not is_deleting(applied) and self._delete_sent.get(applied_name) != uid:
+                if not kube:
+                    # As OCM's agent (agent.md 8.1): a status event to the source before
+                    # the AppliedManifestWork's delete; none for a work that never had one.
+                    with contextlib.suppress(NotFound):
+                        await self._mark_deleting(work)
+                        work = self._written.latest(work_name, work) or work
                 # NotFound: the hub object went meanwhile (its finalizer removed by
                 # hand); it was being deleted, so cleaning up is still what is wanted.
                 with contextlib.suppress(NotFound):
                     await deps.work_client.delete(APPLIED_MANIFESTWORKS, applied_name)
                 self._delete_sent[applied_name] = uid
                 log.info("deleting the applied manifest work", applied_work=applied_name)
-            elif applied_name in deps.cleanup_blocked:
+            elif kube and applied_name in deps.cleanup_blocked:
                 # Kube driver: Deleting is reported once a clean-up pass left something behind:
                 # a clean-up that finishes at once releases the hub object without
                 # that status write (one request per work fewer).
