@@ -40,13 +40,14 @@ def from_json_format(payload: bytes) -> CloudEvent:
         raise EventDecodeError(f"structured event is not JSON: {err}") from None
     if not isinstance(doc, dict):
         raise EventDecodeError("structured event is not a JSON object")
-    for required in ("specversion", "id", "source", "type"):
-        if not isinstance(doc.get(required), str) or not doc[required]:
-            raise EventDecodeError(f"structured event: missing {required!r}")
+    if not isinstance(doc.get("specversion"), str) or not doc["specversion"]:
+        raise EventDecodeError("structured event: missing 'specversion'")
+    # id, source and type may be missing, as sdk-go reads such an event without
+    # validating it (an empty type is refused where it is parsed).
     event = CloudEvent(
-        id=doc["id"],
-        source=doc["source"],
-        type=doc["type"],
+        id=_optional_str(doc, "id") or "",
+        source=_optional_str(doc, "source") or "",
+        type=_optional_str(doc, "type") or "",
         spec_version=doc["specversion"],
         data_content_type=_optional_str(doc, "datacontenttype"),
         subject=_optional_str(doc, "subject"),

@@ -55,8 +55,8 @@ def from_mqtt(
         spec_version=spec_version,
         data_content_type=content_type or None,
     )
-    if not event.id or not event.type:
-        raise EventDecodeError("MQTT CloudEvent without ce-id or ce-type")
+    # No check of ce-id or ce-type here: OCM's transport does not validate received
+    # events, so one without an id is handled, and an empty type fails where it is parsed.
     time = props.pop(PREFIX + "time", None)
     if time:
         event.time = parse_time(time, what="ce-time")

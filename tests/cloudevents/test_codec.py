@@ -510,6 +510,23 @@ def test_mqtt_binary_mode_round_trip_and_structured_mode() -> None:
         from_mqtt(b"{}", "application/json", [("ce-id", "1")])
 
 
+def test_an_mqtt_event_without_ce_id_is_decoded_as_ocms_agent_decodes_it() -> None:
+    # sdk-go's MQTT transport does not validate what it receives: OCM's agent applies
+    # a spec event without an id. Without a type it is dropped when the type is read.
+    payload, content_type, props = to_mqtt(spec_event(hub_work(), "create_request"))
+    without_id = [(k, v) for k, v in props if k != "ce-id"]
+    decoded = from_mqtt(payload, content_type, without_id)
+    assert decoded.id == ""
+    assert work_from_spec_event(decoded, "cluster1")["metadata"]["uid"] == UID
+    doc = json.loads(to_json_format(spec_event(hub_work(), "create_request")))
+    del doc["id"]
+    structured = from_mqtt(json.dumps(doc).encode(), "application/cloudevents+json", [])
+    assert work_from_spec_event(structured, "cluster1")["metadata"]["uid"] == UID
+    without_type = from_mqtt(payload, content_type, [(k, v) for k, v in props if k != "ce-type"])
+    with pytest.raises(EventDecodeError, match="unsupported cloudevents type format"):
+        EventType.parse(without_type.type)
+
+
 def test_time_formats() -> None:
     moment = datetime(2026, 8, 11, 8, 0, 1, 500000, tzinfo=UTC)
     assert format_time(moment) == "2026-08-11T08:00:01Z"
