@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -287,13 +288,14 @@ def leader_election_from(
     and the namespace used when neither ``--namespace`` nor the pod's service
     account (``namespace_file``) says one.
     """
+    # A zero duration is library-go's default (LeaderElectionDefaulting), not a setting.
     return dataclasses.replace(
         defaults,
         namespace=component_namespace_from(flags, namespace_file) or defaults.namespace,
         disabled=flags.boolean("disable-leader-election"),
-        lease_duration=flags.seconds("leader-election-lease-duration"),
-        renew_deadline=flags.seconds("leader-election-renew-deadline"),
-        retry_period=flags.seconds("leader-election-retry-period"),
+        lease_duration=flags.seconds("leader-election-lease-duration") or defaults.lease_duration,
+        renew_deadline=flags.seconds("leader-election-renew-deadline") or defaults.renew_deadline,
+        retry_period=flags.seconds("leader-election-retry-period") or defaults.retry_period,
     )
 
 
@@ -524,9 +526,14 @@ def execute_program(
     return run(command)
 
 
+#: A line break in a message, with the blanks around it.
+_LINE_BREAK = re.compile(r"[ \t]*[\r\n]+[ \t]*")
+
+
 def one_line(error: BaseException) -> str:
-    """An error's message with its whitespace (newlines too) collapsed."""
-    return " ".join(str(error).split())
+    """An error's message on one line: each line break, with the blanks around it, is
+    one space; other spaces stay, as a quoted value holds them (``"1  2"``)."""
+    return _LINE_BREAK.sub(" ", str(error).strip("\r\n"))
 
 
 def start_logging(log_format: str, log_level: str, notices: Iterable[FlagNotice]) -> None:

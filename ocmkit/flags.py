@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ocmkit import durations
+from ocmkit.govalues import go_quote
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -35,7 +36,7 @@ def parse_go_bool(text: str) -> bool:
         return True
     if text in ("0", "f", "F", "FALSE", "false", "False"):
         return False
-    raise ValueError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+    raise ValueError(f"strconv.ParseBool: parsing {go_quote(text)}: invalid syntax")
 
 
 _GO_INT = re.compile(r"[+-]?(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|0[0-7_]*|[1-9][0-9_]*)")
@@ -44,7 +45,7 @@ _GO_INT = re.compile(r"[+-]?(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|0[0-7_]
 def parse_go_int(text: str, bits: int = 64) -> int:
     """Go's ``strconv.ParseInt(text, 0, bits)``: base prefixes, a leading ``0`` is octal."""
     if not _GO_INT.fullmatch(text) or "__" in text or text.endswith("_"):
-        raise ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+        raise ValueError(f"strconv.ParseInt: parsing {go_quote(text)}: invalid syntax")
     sign = -1 if text.startswith("-") else 1
     digits = text.lstrip("+-")
     if len(digits) > 1 and digits[0] == "0" and digits[1] not in "xXoObB":
@@ -52,11 +53,41 @@ def parse_go_int(text: str, bits: int = 64) -> int:
     try:
         value = sign * int(digits, 0)
     except ValueError:
-        raise ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
+        raise ValueError(f"strconv.ParseInt: parsing {go_quote(text)}: invalid syntax") from None
     low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     if not low <= value <= high:
-        raise ValueError(f'strconv.ParseInt: parsing "{text}": value out of range')
+        raise ValueError(f"strconv.ParseInt: parsing {go_quote(text)}: value out of range")
     return value
+
+
+#: Go's float syntax (``strconv.ParseFloat``): decimal, or hex with a ``p`` exponent;
+#: underscores are checked apart (:func:`_underscores_ok`), specials are matched alone.
+_GO_FLOAT = re.compile(
+    r"[+-]?(?:(?:[0-9_]+\.?[0-9_]*|\.[0-9_]+)(?:[eE][+-]?[0-9_]+)?"
+    r"|0[xX](?:[0-9a-fA-F_]+\.?[0-9a-fA-F_]*|\.[0-9a-fA-F_]+)[pP][+-]?[0-9_]+)"
+)
+_GO_FLOAT_SPECIAL = re.compile(r"[+-]?inf(?:inity)?|nan", re.IGNORECASE)
+
+
+def _underscores_ok(text: str) -> bool:
+    """Go's rule: ``_`` only between digits, or between a base prefix and a digit."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    start, last = 0, "^"  # last seen: ^ start, 0 digit or prefix, _ underscore, ! other
+    hexadecimal = False
+    if len(body) >= 2 and body[0] == "0" and body[1] in "bBoOxX":
+        start, last, hexadecimal = 2, "0", body[1] in "xX"
+    for char in body[start:]:
+        if "0" <= char <= "9" or (hexadecimal and char.lower() in "abcdef"):
+            last = "0"
+        elif char == "_":
+            if last != "0":
+                return False
+            last = "_"
+        elif last == "_":
+            return False
+        else:
+            last = "!"
+    return last != "_"
 
 
 def parse_go_float(text: str, bits: int = 64) -> float:
@@ -64,26 +95,23 @@ def parse_go_float(text: str, bits: int = 64) -> float:
 
     A finite number beyond the range of ``bits`` (32: float32) is Go's "value out of range".
     """
-    body = text.lstrip("+-")
+    invalid = ValueError(f"strconv.ParseFloat: parsing {go_quote(text)}: invalid syntax")
+    if _GO_FLOAT_SPECIAL.fullmatch(text):
+        return float(text)
+    if not _GO_FLOAT.fullmatch(text) or ("_" in text and not _underscores_ok(text)):
+        raise invalid
+    digits = text.replace("_", "")
     try:
-        if "_" in text or text != text.strip() or not text:
-            raise ValueError(text)  # Python is laxer than Go about both
-        if body[:2] in ("0x", "0X"):
-            value = float.fromhex(body) * (-1.0 if text.startswith("-") else 1.0)
-        else:
-            value = float(text)
+        value = float.fromhex(digits) if "x" in digits.lower() else float(digits)
     except OverflowError:  # float.fromhex: a hex number too large for a double
-        raise ValueError(f'strconv.ParseFloat: parsing "{text}": value out of range') from None
-    except ValueError:
-        raise ValueError(f'strconv.ParseFloat: parsing "{text}": invalid syntax') from None
-    # "inf" spelled out is a valid value; only a number too large for the type overflows.
-    if not math.isinf(value) and bits == 32:
+        value = math.inf
+    if bits == 32 and not math.isinf(value):
         try:
             struct.pack("<f", value)  # rounds to nearest as Go does, then checks the range
         except OverflowError:
             value = math.inf
-    if math.isinf(value) and body.lower() not in ("inf", "infinity"):
-        raise ValueError(f'strconv.ParseFloat: parsing "{text}": value out of range')
+    if math.isinf(value):
+        raise ValueError(f"strconv.ParseFloat: parsing {go_quote(text)}: value out of range")
     return value
 
 
@@ -122,10 +150,10 @@ def parse_vmodule(text: str) -> str:
 def parse_klog_level(text: str) -> int:
     """klog's ``-v``: a base-10 int32."""
     if not re.fullmatch(r"[+-]?[0-9]+", text):
-        raise ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+        raise ValueError(f"strconv.ParseInt: parsing {go_quote(text)}: invalid syntax")
     value = int(text)
     if not INT32_MIN <= value <= INT32_MAX:
-        raise ValueError(f'strconv.ParseInt: parsing "{text}": value out of range')
+        raise ValueError(f"strconv.ParseInt: parsing {go_quote(text)}: value out of range")
     return value
 
 
@@ -146,14 +174,15 @@ def parse_feature_gates(text: str, known: Iterable[str]) -> dict[str, bool]:
             raise ValueError(f"missing bool value for {name}")
         value = raw.strip()
         try:
-            enabled = parse_go_bool(value)
+            gates[name] = parse_go_bool(value)
         except ValueError as err:
             raise ValueError(f"invalid value of {name}={value}, err: {err}") from None
+    # Names are checked once every value has parsed, as component-base checks them.
+    for name in gates:
         if name not in allowed:
             raise ValueError(
                 f"unrecognized feature gate: {name} (known: {', '.join(sorted(allowed))})"
             )
-        gates[name] = enabled
     return gates
 
 
@@ -485,7 +514,7 @@ class FlagSet:
             value = flag.type.parse(text)
         except ValueError as err:
             raise UsageError(
-                f'invalid argument "{text}" for "{_error_name(flag, spelled)}" flag: {err}'
+                f'invalid argument {go_quote(text)} for "{_error_name(flag, spelled)}" flag: {err}'
             ) from None
         if flag.type.accumulate is not None:
             # The first occurrence replaces the default, later ones add to it (pflag).
@@ -537,7 +566,9 @@ def _help_value(text: str) -> bool:
     try:
         return parse_go_bool(text)
     except ValueError as err:
-        raise UsageError(f'invalid argument "{text}" for "-h, --help" flag: {err}') from None
+        raise UsageError(
+            f'invalid argument {go_quote(text)} for "-h, --help" flag: {err}'
+        ) from None
 
 
 @dataclass(frozen=True)

@@ -333,3 +333,42 @@ _V_SYNTAX = _Syntax("map[", "]", " ", lambda key: f"{key}:", "<nil>", str, _v_fl
 def go_bytes(text: str) -> str:
     """``text`` as a Go byte string: one character per UTF-8 byte, so ``len`` is Go's."""
     return text.encode("utf-8", "surrogatepass").decode("latin-1")
+
+
+#: ``strconv.Quote``'s escapes that are not ``\xNN``/``\uNNNN``.
+GO_ESCAPES: Final = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
+
+
+def go_quote(text: str) -> str:
+    """Go's ``strconv.Quote`` (``%q``) of ``text``.
+
+    Bytes that were not UTF-8 (kept as lone surrogates by ``surrogateescape``, as
+    in ``sys.argv``) are ``\\xNN``, as Go writes an invalid byte.
+    """
+    out = ['"']
+    for char in text:
+        code = ord(char)
+        if char in GO_ESCAPES:
+            out.append(GO_ESCAPES[char])
+        elif 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char.isprintable():
+            out.append(char)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)

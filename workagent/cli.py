@@ -216,7 +216,7 @@ def listen_address(flags: ParsedFlags) -> str:
     port = flags.integer("health-port")
     if port != 0 and not 1 <= port <= 65535:
         raise UsageError(f"invalid --health-port value {port}: must be 0 or between 1 and 65535")
-    if flags.was_given("listen"):
+    if flags.was_given("listen") and flags.string("listen"):  # empty: as not given
         return flags.string("listen")  # AgentSettings.validate checks it
     return f"0.0.0.0:{port}" if port else command.DEFAULT_LISTEN
 

@@ -25,7 +25,7 @@ DEFAULT_CLIENT_CA_FILE = "/var/run/secrets/hub/grpc/ca/ca-bundle.crt"
 DEFAULT_TLS_CERT_FILE = "/var/run/secrets/hub/grpc/serving-cert/tls.crt"
 DEFAULT_TLS_KEY_FILE = "/var/run/secrets/hub/grpc/serving-cert/tls.key"
 DEFAULT_BIND_PORT = "8090"
-#: OCM's broker default and minimum heartbeat interval.
+#: OCM's broker default heartbeat interval.
 DEFAULT_HEARTBEAT_SECONDS = 10.0
 
 
@@ -148,10 +148,12 @@ class GrpcServerSettings(ServingSettings):
 
     def validate(self) -> None:
         """Raise ValueError naming the flag at fault."""
-        if not self.heartbeat_disabled and self.heartbeat_interval < DEFAULT_HEARTBEAT_SECONDS:
+        # OCM v1.2.1's server takes any interval (later sdk-go refuses one below 10s);
+        # a non-positive one would stop Go's ticker, so it is refused here.
+        if not self.heartbeat_disabled and not self.heartbeat_interval > 0:
             raise ValueError(
-                f"--broker-heartbeat-interval ({self.heartbeat_interval}s) must be at least "
-                "10 seconds when heartbeat is enabled"
+                f"--broker-heartbeat-interval ({self.heartbeat_interval}s) must be greater "
+                "than 0 when heartbeat is enabled"
             )
         self.validate_serving()
         check_logging(self.log_format, self.log_level)

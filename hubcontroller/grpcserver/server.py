@@ -39,6 +39,10 @@ from ocmkit.runtime import Manager, run_main
 
 log = structlog.get_logger(__name__)
 
+#: User-Agent of the hub client: the hub names the works' finalizer and status
+#: writers in managedFields after it, ``server`` as for OCM's ``server grpc``.
+HUB_USER_AGENT = "server"
+
 MANAGER_NAME = "grpc-server"
 
 
@@ -265,7 +269,11 @@ async def build_grpc_server(
     serving_tls = settings.serving_tls()  # a bad pair is refused before any client is made
     _Certificates(config).initial()  # likewise the gRPC port's files
     hub = await KubeClient.connect(
-        settings.kubeconfig, qps=settings.kube_api_qps, burst=settings.kube_api_burst, name="hub"
+        settings.kubeconfig,
+        qps=settings.kube_api_qps,
+        burst=settings.kube_api_burst,
+        user_agent=HUB_USER_AGENT,
+        name="hub",
     )
     service = GrpcServerService(settings, config, hub)
     try:

@@ -29,7 +29,8 @@ from ocmkit.cloudevents.works import (
 )
 from ocmkit.kube import MANIFESTWORKS, Conflict, KubeClient, NotFound
 from ocmkit.kube.mergepatch import merge_patch, with_preconditions
-from ocmkit.runtime import Informer, strip_managed_fields
+from ocmkit.runtime import Informer, object_key, strip_managed_fields
+from ocmkit.runtime.recentwrites import RecentWrites
 from schemas.wire import MANIFEST_WORK_FINALIZER
 
 log = structlog.get_logger(__name__)
@@ -88,6 +89,13 @@ class WorkService:
         self._locks: collections.defaultdict[str, asyncio.Lock] = collections.defaultdict(
             asyncio.Lock
         )
+        # Our finalizer and status writes until the informer shows them: a status that
+        # goes back to what the cache still shows must not be taken for "unchanged".
+        self._written = RecentWrites(self._cached)
+
+    def _cached(self, key: str) -> Object | None:
+        informer = self._informers.get(key.partition("/")[0])
+        return None if informer is None else informer.store.get(key)
 
     async def ensure(self, cluster: str) -> Informer:
         """The informer of ``cluster``'s namespace, started and synced.
@@ -119,7 +127,7 @@ class WorkService:
                             None if _meta(w).get("uid") in listed else self._emit(w, CREATE_REQUEST)
                         ),
                         on_update=self._on_update,
-                        on_delete=lambda w: self._emit(w, DELETE_REQUEST),
+                        on_delete=self._on_delete,
                     )
         await wait_listed(informer, cluster)
         return informer
@@ -148,8 +156,13 @@ class WorkService:
         self._sink(str(meta.get("namespace")), event)
 
     def _on_update(self, old: Object, new: Object) -> None:
+        self._written.settle(object_key(new))
         if needs_update_event(old, new):
             self._emit(new, UPDATE_REQUEST)
+
+    def _on_delete(self, work: Object) -> None:
+        self._written.forget(object_key(work))
+        self._emit(work, DELETE_REQUEST)
 
     # -- agent requests -----------------------------------------------------------------
     async def resync(self, cluster: str, versions: dict[str, int]) -> list[CloudEvent]:
@@ -178,9 +191,10 @@ class WorkService:
     async def apply_status(self, update: StatusUpdate) -> str:
         """Write an agent's status event to the hub; returns what was done (for logs)."""
         informer = await self.ensure(update.cluster)
-        work = next((w for w in informer.store.list() if _meta(w).get("uid") == update.uid), None)
-        if work is None:
+        cached = next((w for w in informer.store.list() if _meta(w).get("uid") == update.uid), None)
+        if cached is None:
             return "work not found"
+        work = self._written.latest(object_key(cached), cached) or cached
         for _ in range(2):  # on a conflict read the work again: three attempts in all
             try:
                 return await self._write(work, update)
@@ -214,12 +228,16 @@ class WorkService:
             return "unchanged"
         body = {"metadata": {"uid": meta.get("uid")}, "status": patch}
         with contextlib.suppress(NotFound):
-            await self._hub.patch(
+            written = await self._hub.patch(
                 MANIFESTWORKS, name, body, namespace, patch_type="merge", subresource="status"
             )
+            self._written.remember(f"{namespace}/{name}", work, written)
         return "status patched"
 
     async def _patch(self, work: Object, patch: dict[str, Any]) -> Object:
         meta = _meta(work)
+        name, namespace = str(meta["name"]), str(meta["namespace"])
         body = with_preconditions(work, patch)
-        return await self._hub.patch(MANIFESTWORKS, str(meta["name"]), body, str(meta["namespace"]))
+        written = await self._hub.patch(MANIFESTWORKS, name, body, namespace)
+        self._written.remember(f"{namespace}/{name}", work, written)
+        return written

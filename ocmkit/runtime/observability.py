@@ -31,8 +31,11 @@ PROBE_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store
 
 
 def parse_bind_address(address: str) -> tuple[str, int]:
-    """``host:port`` (``[v6]:port``; empty host = all interfaces) -> (host, port)."""
-    host, sep, port_text = address.rpartition(":")
+    """``host:port`` (``[v6]:port``; empty host = all interfaces) -> (host, port).
+
+    An empty address is library-go's default, ``0.0.0.0:8443``.
+    """
+    host, sep, port_text = (address or DEFAULT_LISTEN).rpartition(":")
     if not sep:
         raise ValueError(f"bind address {address!r} must be host:port")
     host = host.strip("[]") or "0.0.0.0"  # empty host: all interfaces

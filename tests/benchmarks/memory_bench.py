@@ -106,8 +106,8 @@ def _managed_fields(root: Any) -> list[Any]:
 def _caches() -> list[tuple[str, Any]]:
     """The agent's object caches, by a readable name (found through the collector)."""
     from ocmkit.runtime.informer import Informer
+    from ocmkit.runtime.recentwrites import RecentWrites
     from workagent.apply.cache import ApplyCache
-    from workagent.controllers.patcher import RecentWrites
     from workagent.polledreads import PolledReads
 
     out: list[tuple[str, Any]] = []

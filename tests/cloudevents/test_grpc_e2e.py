@@ -38,7 +38,10 @@ from workagent.controllers.eviction import NAME as EVICTION
 async def test_create_update_feedback_rules_delete(
     grpc_agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
 ) -> None:
-    await apply_with_feedback(hub_client, spoke_client)
+    work = await apply_with_feedback(hub_client, spoke_client)
+    # The hub names our server's finalizer and status writes as OCM's server's: "server".
+    writers = {e["manager"] for e in work["metadata"]["managedFields"]} - {"integration-test"}
+    assert writers == {"server"}, work["metadata"]["managedFields"]
     await wait_configmap(spoke_client, "cm1", "v2", what="cm1 updated")
     await delete_work1(hub_client, spoke_client)
     # The agent forgets the work. (The server's delete_request, sent when the hub

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from hubcontroller.grpcserver.works import WorksUnavailable
+from hubcontroller.grpcserver.works import WorkService, WorksUnavailable
 from kubesim.sim import KubeSim
+from ocmkit.cloudevents.works import StatusUpdate
 from ocmkit.kube import (
     CONFIGMAPS,
     MANIFESTWORKS,
@@ -194,3 +195,47 @@ async def test_a_refused_resync_is_asked_again_on_the_open_stream(
         hub.clear_faults()
         await wait_gone(spoke_client, CONFIGMAPS, "gone", "default")
         assert source.subscriptions == 2
+
+
+def available(status: str) -> list[dict[str, Any]]:
+    """A status event's conditions: only ``Available``, ``status``."""
+    return [
+        {
+            "type": "Available",
+            "status": status,
+            "reason": "ResourcesAvailable",
+            "message": "",
+            "lastTransitionTime": "2026-11-29T10:00:00Z",
+            "observedGeneration": 1,
+        }
+    ]
+
+
+async def test_a_status_that_goes_back_is_written_before_the_cache_shows_the_last_one(
+    hub_client: KubeClient,
+) -> None:
+    # S0, S1, S0 back to back: the informer may still show S0 when the second S0
+    # comes; it must not be taken for "unchanged" while the hub holds S1.
+    service = WorkService(hub_client, lambda _cluster, _event: None)
+    try:
+        await service.ensure(CLUSTER)
+        created = await hub_client.create(
+            MANIFESTWORKS, work_body("back", [configmap("back-cm")]), CLUSTER
+        )
+        uid = created["metadata"]["uid"]
+
+        async def cached() -> bool:
+            informer = await service.ensure(CLUSTER)
+            return informer.store.get(f"{CLUSTER}/back") is not None
+
+        await eventually(cached, what="the work in the server's cache")
+
+        def update(status: str) -> StatusUpdate:
+            return StatusUpdate(uid, CLUSTER, 1, "update_request", "1", available(status), [])
+
+        for status in ("False", "True", "False", "True", "False"):
+            assert await service.apply_status(update(status)) == "status patched", status
+        work = await hub_client.get(MANIFESTWORKS, "back", CLUSTER)
+        assert work["status"]["conditions"][0]["status"] == "False"
+    finally:
+        await service.stop()

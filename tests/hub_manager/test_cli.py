@@ -200,6 +200,24 @@ def test_grpc_server_namespace_names_its_build_info(tmp_path: Path) -> None:
         assert not command.notices, "--namespace is no longer an ignored flag"
 
 
+def test_grpc_server_takes_any_positive_heartbeat_interval() -> None:
+    # OCM v1.2.1's server runs with 1s (later sdk-go releases want 10s at least).
+    command = parse_command_line(["grpc-server", "--broker-heartbeat-interval=1s"])
+    assert isinstance(command, GrpcServerCommand)
+    assert command.settings.heartbeat_interval == 1.0
+    for value in ("0", "-1s"):
+        assert "must be greater than 0 when heartbeat is enabled" in usage_error(
+            "grpc-server", f"--broker-heartbeat-interval={value}"
+        )
+    off = ["grpc-server", "--broker-heartbeat-disabled", "--broker-heartbeat-interval=0"]
+    assert isinstance(parse_command_line(off), GrpcServerCommand)
+
+
+def test_manager_runs_with_an_empty_listen_on_the_default_address() -> None:
+    # Validated at parse time: "" is library-go's 0.0.0.0:8443 (see tests/unit/test_cli.py).
+    assert manager("--listen=").settings.listen == ""
+
+
 def test_feature_gates_all_alpha_and_explicit_false() -> None:
     gates = manager("--feature-gates=AllAlpha=true,NilExecutorValidating=false").settings
     assert gates.feature_gates == KNOWN_HUB_GATES - {GATE_NIL_EXECUTOR_VALIDATING}

@@ -15,6 +15,7 @@ from typing import Any
 from prometheus_client import REGISTRY
 
 from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, KubeClient
+from ocmkit.runtime.recentwrites import RecentWrites
 from tests.conftest import eventually
 from tests.integration.conftest import (
     configmap,
@@ -26,7 +27,6 @@ from tests.integration.conftest import (
 from tests.integration.test_status import running_agent, string
 from tests.support.manifests import json_paths, manifest_config
 from tests.support.programs import CLUSTER, AgentRunner
-from workagent.controllers.patcher import RecentWrites
 from workagent.polledreads import LIST_THRESHOLD
 
 #: Enough ConfigMaps in one namespace for the status syncs to LIST them.

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ocmkit.kube.mergepatch import merge_patch, semantically_equal, with_preconditions
+from ocmkit.runtime.recentwrites import RecentWrites
 from schemas.work_v1 import ManifestConfigOption
 from workagent.controllers.apply_results import empty_meta
 from workagent.controllers.conditions import (
@@ -15,7 +16,6 @@ from workagent.controllers.conditions import (
 )
 from workagent.controllers.manifestconfig import find_manifest_config, wildcard_match
 from workagent.controllers.manifests import ManifestError, kind_rank, parse_manifest
-from workagent.controllers.patcher import RecentWrites
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T1 = datetime(2024, 1, 2, tzinfo=UTC)

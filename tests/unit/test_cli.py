@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import workagent.__main__ as entry
+from ocmkit.command import one_line
 from ocmkit.flags import (
     Flag,
     ShowText,
@@ -24,7 +25,7 @@ from ocmkit.flags import (
     parse_go_float,
     parse_go_int,
 )
-from ocmkit.runtime import LeaderElectionSettings
+from ocmkit.runtime import LeaderElectionSettings, parse_bind_address
 from tests.support.processes import run_console_script
 from workagent.cli import (
     AgentCommand,
@@ -314,6 +315,28 @@ def test_leader_election_flags() -> None:
     )
 
 
+def test_zero_leader_election_durations_are_library_gos_defaults() -> None:
+    # OCM v1.2.1 runs with these (library-go's LeaderElectionDefaulting); only a
+    # negative or an inconsistent non-zero timing is refused.
+    election = settings_of(
+        "--leader-election-lease-duration=0",
+        "--leader-election-renew-deadline=0s",
+        "--leader-election-retry-period=0",
+    ).leader_election
+    assert (election.lease_duration, election.renew_deadline, election.retry_period) == (
+        137.0,
+        107.0,
+        26.0,
+    )
+    lease = settings_of(
+        "--leader-election-lease-duration=0", "--leader-election-renew-deadline=60s"
+    )
+    assert lease.leader_election.lease_duration == 137.0
+    assert "retry period must be > 0" in usage_error(
+        "agent", "--spoke-cluster-name=c1", "--leader-election-retry-period=-1s"
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "disabled"),
     [
@@ -410,6 +433,13 @@ def test_hub_kubeconfig_is_the_hub_kubeconfig_with_a_notice() -> None:
 def test_listen_wins_over_health_port() -> None:
     assert settings_of("--health-port=9443", "--listen=127.0.0.1:1234").listen == "127.0.0.1:1234"
     assert settings_of("--health-port=0").listen == "0.0.0.0:8443"
+
+
+def test_an_empty_listen_is_the_default_address() -> None:
+    # The spec and library-go: --listen "" serves on 0.0.0.0:8443 (OCM v1.2.1 runs).
+    assert settings_of("--listen=").listen == "0.0.0.0:8443"
+    assert settings_of("--health-port=9443", "--listen=").listen == "0.0.0.0:9443"
+    assert parse_bind_address("") == ("0.0.0.0", 8443)
 
 
 # -- feature gates --------------------------------------------------------------------------
@@ -530,6 +560,11 @@ _OCM_V = (
         (["--v=abc", "agent"], _OCM_V),
         (["agent", "--help=maybe"], 'invalid argument "maybe" for "-h, --help" flag: strconv.ParseBool: parsing "maybe": invalid syntax'),
         (["agent", "-hx"], "unknown shorthand flag: 'x' in -x"),
+        (["agent", '--kube-api-qps=a"b'], r'invalid argument "a\"b" for "--kube-api-qps" flag: strconv.ParseFloat: parsing "a\"b": invalid syntax'),
+        (["agent", "--status-sync-interval=a\\b"], r'invalid argument "a\\b" for "--status-sync-interval" flag: time: invalid duration "a\\b"'),
+        (["agent", "--kube-api-burst=a\tb"], r'invalid argument "a\tb" for "--kube-api-burst" flag: strconv.ParseInt: parsing "a\tb": invalid syntax'),
+        (["agent", "--kube-api-qps=0x10"], 'invalid argument "0x10" for "--kube-api-qps" flag: strconv.ParseFloat: parsing "0x10": invalid syntax'),
+        (["agent", "--feature-gates=Unknown=true,RawFeedbackJsonString=maybe"], 'invalid argument "Unknown=true,RawFeedbackJsonString=maybe" for "--feature-gates" flag: invalid value of RawFeedbackJsonString=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax'),
         (["agent", "-help"], "unknown shorthand flag: 'e' in -elp"),
         (["agent", "-v"], "flag needs an argument: 'v' in -v"),
         # The flags are parsed before help is considered, as with cobra.
@@ -723,17 +758,74 @@ def test_go_int_ranges() -> None:
         parse_go_int("9223372036854775808")
 
 
+# Values and refusals as Go 1.26's strconv.ParseFloat(s, 32) gives them (pflag's float32).
 @pytest.mark.parametrize(
-    ("text", "value"), [("50", 50.0), ("1e2", 100.0), ("-0.5", -0.5), ("0x1p4", 16.0), (".5", 0.5)]
+    ("text", "value"),
+    [
+        ("50", 50.0),
+        ("1e2", 100.0),
+        ("-0.5", -0.5),
+        ("0x1p4", 16.0),
+        (".5", 0.5),
+        ("5.", 5.0),
+        ("1.e5", 100000.0),
+        ("1_000", 1000.0),
+        ("1_0.5", 10.5),
+        ("0x1_0p0", 16.0),
+        ("0x_1p0", 1.0),
+        ("0x1.8p1", 3.0),
+        ("0x.8p1", 1.0),
+        ("0x1.p0", 1.0),
+        ("0x1p1_0", 1024.0),
+        ("0X1P-2", 0.25),
+        ("00.1", 0.1),
+        ("1e-400", 0.0),
+        ("-Inf", -math.inf),
+        ("+Infinity", math.inf),
+    ],
 )
 def test_go_floats(text: str, value: float) -> None:
-    assert parse_go_float(text) == value
+    assert parse_go_float(text, 32) == pytest.approx(value, rel=1e-7)
 
 
-@pytest.mark.parametrize("text", ["", "fast", "1_0", " 5", "5 "])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "fast",
+        " 5",
+        "5 ",
+        "inf ",
+        "0x10",
+        "0x1.8",
+        "0x1p",
+        "0xp1",
+        "0x.p0",
+        "+-1",
+        "+nan",
+        "infin",
+        "1e",
+        "1e+",
+        ".",
+        "1_e5",
+        "1__0",
+        "_1",
+        "1_",
+        "0b101",
+        "0o7",
+        "\u0663",
+    ],
+)
 def test_bad_go_floats(text: str) -> None:
-    with pytest.raises(ValueError, match=r"strconv\.ParseFloat"):
-        parse_go_float(text)
+    with pytest.raises(ValueError, match=r"strconv\.ParseFloat: parsing .*: invalid syntax"):
+        parse_go_float(text, 32)
+
+
+def test_go_float_special_values() -> None:
+    assert math.isnan(parse_go_float("NaN")) and math.isnan(parse_go_float("nan", 32))
+    for text in ("1e5_0", "3.5e38"):
+        with pytest.raises(ValueError, match="value out of range"):
+            parse_go_float(text, 32)
 
 
 def test_go_float_ranges() -> None:
@@ -812,6 +904,17 @@ def test_execute_usage_error_is_one_line_and_exit_2() -> None:
     assert entry.execute(["agent", "--bogus"], stdout=out, stderr=err) == 2
     assert err.getvalue() == "workagent: unknown flag: --bogus\n"
     assert out.getvalue() == ""
+
+
+def test_a_refused_value_keeps_its_spaces_in_the_one_line_message() -> None:
+    err = io.StringIO()
+    assert entry.execute(["agent", "--kube-api-burst=1  2 "], stderr=err) == 2
+    assert err.getvalue() == (
+        'workagent: invalid argument "1  2 " for "--kube-api-burst" flag: '
+        'strconv.ParseInt: parsing "1  2 ": invalid syntax\n'
+    )
+    # Line breaks of a message (not of a value: %q escapes those) become one space.
+    assert one_line(ValueError("first  line\n   second\r\n")) == "first  line second"
 
 
 def test_execute_help_goes_to_stdout() -> None:

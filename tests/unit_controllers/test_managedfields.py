@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
+from ocmkit.runtime.recentwrites import RecentWrites
 from schemas.work_v1 import ManifestConfigOption
 from workagent.controllers.managedfields import (
     cel_reads_managed_fields,
     path_reads_managed_fields,
     reads_managed_fields,
 )
-from workagent.controllers.patcher import RecentWrites
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from celpy import celtypes
 
-from workagent.conditions import kubevalues
+from ocmkit.govalues import GO_ESCAPES
 from workagent.conditions.celvalues import (
     MAX_RESULT_SIZE,
     CelBudgetError,
@@ -45,10 +45,7 @@ _GO_SPACE: Final = (
 def quote(text: Any) -> celtypes.StringType:
     """``strings.quote(s)``: ``s`` in double quotes, ``\\``, ``"`` and the control
     characters Go has a letter for escaped (others, and all non-ASCII, as they are)."""
-    escaped = (
-        "\\" + kubevalues.ESCAPES.get(c, c) if c in kubevalues.ESCAPES or c in '"\\' else c
-        for c in string_arg(text)
-    )
+    escaped = (GO_ESCAPES.get(c, c) for c in string_arg(text))
     return bounded_string('"' + "".join(escaped) + '"')
 
 

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from ocmkit import govalues
 from ocmkit.govalues import go_bytes
 
 
@@ -30,27 +31,9 @@ def text_of(raw: str) -> str:
     return raw.encode("latin-1").decode("utf-8", "replace")
 
 
-#: Go's one-letter escapes of control characters (after a backslash).
-ESCAPES: Final = {"\a": "a", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t", "\v": "v"}
-
-
 def go_quote(raw: str) -> str:
     """``strconv.Quote`` of a Go byte string (undecodable bytes as ``\\xNN``)."""
-    out = ['"']
-    for char in raw.encode("latin-1").decode("utf-8", "surrogateescape"):
-        if char in '"\\':
-            out.append("\\" + char)
-        elif char in ESCAPES:
-            out.append("\\" + ESCAPES[char])
-        elif "\udc80" <= char <= "\udcff":
-            out.append(f"\\x{ord(char) - 0xDC00:02x}")
-        elif char.isprintable():
-            out.append(char)
-        else:
-            code = ord(char)
-            width = 2 if code < 0x80 else 4 if code < 0x10000 else 8
-            out.append(f"\\{'x' if width == 2 else 'u' if width == 4 else 'U'}{code:0{width}x}")
-    return "".join(out) + '"'
+    return govalues.go_quote(raw.encode("latin-1").decode("utf-8", "surrogateescape"))
 
 
 # --------------------------------------------------------------------------

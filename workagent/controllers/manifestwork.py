@@ -33,6 +33,7 @@ from ocmkit.runtime import (
     WorkQueue,
     bound_context,
 )
+from ocmkit.runtime.recentwrites import RecentWrites
 from schemas.meta import now
 from schemas.wire import (
     APPLIED_MANIFEST_WORK_FINALIZER,
@@ -73,7 +74,7 @@ from workagent.controllers.manifestconfig import find_manifest_config, work_spec
 from workagent.controllers.manifests import map_resource, parse_manifest
 from workagent.controllers.metrics import APPLY_FAILURES, UNEXPECTED_FAILURE, failure_reason
 from workagent.controllers.ownership import applied_work_owner, owned_by_the_work, owner_for
-from workagent.controllers.patcher import RecentWrites, patch_metadata_and_spec, patch_status
+from workagent.controllers.patcher import patch_metadata_and_spec, patch_status
 from workagent.controllers.recording import AppliedRecord, RecordingFailed, creation_record
 from workagent.executor.base import NotAllowedError
 from workagent.identity import applied_work_name, work_name_of

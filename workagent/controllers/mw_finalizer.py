@@ -32,6 +32,7 @@ from ocmkit.runtime import (
     Result,
     WorkQueue,
 )
+from ocmkit.runtime.recentwrites import RecentWrites
 from schemas.meta import now
 from schemas.wire import (
     CONDITION_DELETING,
@@ -41,7 +42,7 @@ from schemas.wire import (
 from workagent.controllers.add_finalizer import has_finalizer, is_deleting, work_from_cache
 from workagent.controllers.conditions import new_condition, set_condition
 from workagent.controllers.deps import AgentDeps
-from workagent.controllers.patcher import RecentWrites, patch_metadata_and_spec, patch_status
+from workagent.controllers.patcher import patch_metadata_and_spec, patch_status
 from workagent.identity import applied_work_name, work_name_of
 
 log = structlog.get_logger(__name__)

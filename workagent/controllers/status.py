@@ -23,6 +23,7 @@ import structlog
 from ocmkit.kube import MANIFESTWORKS, Conflict, KubeError, NotFound, Resource
 from ocmkit.kube.mergepatch import normalized
 from ocmkit.runtime import Object, Result, TerminalError, WorkQueue, bound_context
+from ocmkit.runtime.recentwrites import RecentWrites
 from schemas.meta import now
 from schemas.wire import (
     CONDITION_APPLIED,
@@ -62,7 +63,7 @@ from workagent.controllers.managedfields import reads_managed_fields
 from workagent.controllers.manifestconfig import find_manifest_config, work_spec
 from workagent.controllers.manifestwork import _log_fields, describe_error
 from workagent.controllers.metrics import MODE_POLL, MODE_WATCH
-from workagent.controllers.patcher import RecentWrites, patch_status
+from workagent.controllers.patcher import patch_status
 from workagent.feedback import is_cheap, read_feedback
 from workagent.identity import applied_work_name
 from workagent.settings import FEATURE_RAW_FEEDBACK_JSON_STRING
