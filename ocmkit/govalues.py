@@ -372,3 +372,9 @@ def go_quote(text: str) -> str:
             out.append(f"\\U{code:08x}")
     out.append('"')
     return "".join(out)
+
+
+def protobuf_size(length: int) -> int:
+    """Size of a length-delimited protobuf field of ``length`` bytes: tag, varint, bytes
+    (what Go's generated ``Size()`` counts for a ``RawExtension``: 300 bytes count 303)."""
+    return 1 + length + max(1, (length.bit_length() + 6) // 7)

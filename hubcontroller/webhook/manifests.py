@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ocmkit.govalues import go_marshal, json_type
+from ocmkit.govalues import go_marshal, json_type, protobuf_size
 
 EMPTY_MANIFESTS: Final = "Workload manifests should not be empty"
 NAME_REQUIRED: Final = "name must be set in manifest"
@@ -38,16 +38,6 @@ class Manifest:
         if self.raw == "null":
             return 0
         return protobuf_size(len(self.raw.encode("utf-8", "surrogatepass")))
-
-
-def protobuf_size(length: int) -> int:
-    """Size of a length-delimited protobuf field of ``length`` bytes: tag + varint + bytes."""
-    return 1 + length + _varint_size(length)
-
-
-def _varint_size(value: int) -> int:
-    # ceil(bits/7) bytes, at least one.
-    return max(1, (value.bit_length() + 6) // 7)
 
 
 def manifests_of(values: Sequence[Any], raws: Sequence[str] | None) -> tuple[Manifest, ...]:

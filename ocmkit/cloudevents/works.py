@@ -46,7 +46,7 @@ from ocmkit.cloudevents.event import (
     utcnow,
     work_event_type,
 )
-from ocmkit.govalues import go_marshal, json_type
+from ocmkit.govalues import go_marshal, json_type, protobuf_size
 from schemas.wire import LOGGING_ANNOTATION_PREFIX, MANIFEST_WORK_FINALIZER
 
 WORK_API_VERSION = "work.open-cluster-management.io/v1"
@@ -97,11 +97,19 @@ def object_meta_json(meta: dict[str, Any]) -> str:
     Empty fields are left out: ``omitempty``, and ``omitzero`` for
     ``creationTimestamp`` (apimachinery since v0.33; older ones wrote ``null``).
     """
-    out = {key: meta[key] for key in _OBJECT_META_FIELDS if meta.get(key) not in _EMPTY}
-    return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+    # Maps (labels, annotations) with sorted keys, as Go writes a map; structs
+    # (ownerReferences, managedFields) in the order the API server wrote them,
+    # which is Go's field order; <, > and & escaped.
+    fields = (
+        f'"{key}":{go_marshal(meta[key], sort_keys=key in _META_MAPS)}'
+        for key in _OBJECT_META_FIELDS
+        if meta.get(key) not in _EMPTY
+    )
+    return "{" + ",".join(fields) + "}"
 
 
 _EMPTY: tuple[Any, ...] = (None, "", 0, [], {})
+_META_MAPS = frozenset({"labels", "annotations"})
 
 
 def log_tracing(meta: dict[str, Any]) -> str:
@@ -109,7 +117,7 @@ def log_tracing(meta: dict[str, Any]) -> str:
     annotations as a JSON map (``{}`` when there are none)."""
     annotations = meta.get("annotations") or {}
     picked = {k: v for k, v in annotations.items() if k.startswith(LOGGING_ANNOTATION_PREFIX)}
-    return json.dumps(dict(sorted(picked.items())), separators=(",", ":"), ensure_ascii=False)
+    return go_marshal(picked)
 
 
 def status_hash(status: dict[str, Any] | None) -> str:
@@ -475,8 +483,9 @@ def _spec_from_bundle(event: CloudEvent) -> dict[str, Any]:
     for index, manifest in enumerate(manifests):
         if not isinstance(manifest, dict):
             raise SpecRejected(f"manifest {index} is not an object")
-        # The bytes as sent (UTF-8), as the webhook and OCM's agent count them.
-        size += len(json.dumps(manifest, separators=(",", ":"), ensure_ascii=False).encode())
+        # As OCM's agent counts it: RawExtension.Size() of the manifest as a Go source
+        # sends it (compact, <>& escaped), as the webhook counts it too.
+        size += protobuf_size(len(go_marshal(manifest, sort_keys=False).encode()))
         metadata = manifest.get("metadata")
         if not manifest.get("kind"):
             raise SpecRejected(f"manifest {index}: kind is required")

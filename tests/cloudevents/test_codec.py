@@ -25,6 +25,7 @@ from ocmkit.cloudevents.works import (
     SpecRejected,
     decode_status_event,
     deleted_resync_response,
+    log_tracing,
     object_meta_json,
     resync_versions,
     spec_event,
@@ -334,6 +335,28 @@ def test_bad_bundles_are_rejected(manifests: Any, message: str) -> None:
         work_from_spec_event(event, "cluster1")
 
 
+def test_the_size_limit_counts_each_manifest_as_ocms_agent_does() -> None:
+    # RawExtension.Size(): tag, length varint (3 bytes from 16 KiB), bytes, as a Go
+    # source sends them (compact, <>& escaped): 512000 - 3 bytes of JSON count 512001.
+    def manifest(length: int, filler: str = "x") -> dict[str, Any]:
+        shell = {"kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"k": ""}}
+        room = length - len(json.dumps(shell, separators=(",", ":")))
+        return {**shell, "data": {"k": filler * (room // len(filler.encode()))}}
+
+    event = spec_event(hub_work(), "create_request")
+    for length, accepted in ((512_000 - 4, True), (512_000 - 3, False)):
+        event.set_json({"manifests": [manifest(length)]})
+        if accepted:
+            assert work_from_spec_event(event, "cluster1")["spec"]["workload"]["manifests"]
+        else:
+            with pytest.raises(SpecRejected, match="is 512001 bytes which exceeds"):
+                work_from_spec_event(event, "cluster1")
+    # "&" is six bytes as Go sends it (\u0026): 100,000 of them are over the limit.
+    event.set_json({"manifests": [manifest(100_100, "&")]})
+    with pytest.raises(SpecRejected, match="exceeds the 512000 limit"):
+        work_from_spec_event(event, "cluster1")
+
+
 def test_the_size_limit_counts_utf8_bytes_as_sent() -> None:
     """300 KB of three-byte characters is under the limit (it is twice that as JSON
     escapes); 520 KB of them is over it, counted in bytes."""
@@ -485,6 +508,30 @@ def test_object_meta_json_in_go_field_order() -> None:
     text = object_meta_json({"labels": {"a": "b"}, "name": "w", "uid": "u", "generation": 0})
     # An unset creationTimestamp is left out: omitzero, as the Go agent writes it.
     assert text == '{"name":"w","uid":"u","labels":{"a":"b"}}'
+
+
+def test_object_meta_json_writes_maps_and_strings_as_go_does() -> None:
+    # As Go's encoding/json: map keys sorted, <, > and & escaped; struct fields in order.
+    meta = {
+        "name": "w",
+        "labels": {"z": "1", "cloudevents.open-cluster-management.io/originalsource": "s"},
+        "annotations": {"b": "<a & b>", "a": "x"},
+        "ownerReferences": [{"kind": "K", "apiVersion": "v1", "name": "o", "uid": "u"}],
+    }
+    assert object_meta_json(meta) == (
+        '{"name":"w",'
+        '"labels":{"cloudevents.open-cluster-management.io/originalsource":"s","z":"1"},'
+        '"annotations":{"a":"x","b":"\\u003ca \\u0026 b\\u003e"},'
+        '"ownerReferences":[{"kind":"K","apiVersion":"v1","name":"o","uid":"u"}]}'
+    )
+    annotations = {
+        "logging.open-cluster-management.io/z": "<1>",
+        "logging.open-cluster-management.io/a": "2",
+    }
+    assert log_tracing({"annotations": annotations}) == (
+        '{"logging.open-cluster-management.io/a":"2",'
+        '"logging.open-cluster-management.io/z":"\\u003c1\\u003e"}'
+    )
 
 
 def test_event_type_parsing() -> None:

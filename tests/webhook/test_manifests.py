@@ -15,7 +15,8 @@ from hubcontroller.webhook import (
     validate,
     validate_json,
 )
-from hubcontroller.webhook.manifests import Manifest, protobuf_size
+from hubcontroller.webhook.manifests import Manifest
+from ocmkit.govalues import protobuf_size
 from schemas import wire
 from tests.webhook.helpers import (
     RecordingAccess,
