@@ -112,12 +112,13 @@ class _Client(aiomqtt.Client):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._refusals: dict[int, ReasonCode] = {}
-        self._last_error = ""
+        self._first_error = ""
         self._connecting = False
         self._client.on_log = self._on_log
 
     async def __aenter__(self) -> _Client:
         self._connecting = True
+        self._first_error = ""
         try:
             await super().__aenter__()
         finally:
@@ -125,8 +126,10 @@ class _Client(aiomqtt.Client):
         return self
 
     def _on_log(self, client: paho.Client, userdata: Any, level: int, text: str) -> None:
-        if level == paho.MQTT_LOG_ERR:
-            self._last_error = text
+        # The first error of a connection attempt is its cause (a TLS alert); what
+        # follows as the socket closes (an EOF) would hide it.
+        if level == paho.MQTT_LOG_ERR and not self._first_error:
+            self._first_error = text
 
     def _on_disconnect(
         self,
@@ -140,7 +143,7 @@ class _Client(aiomqtt.Client):
         # timeout (dialTimeout, 60 s): a broker refusing our client certificate
         # would be reported a minute late as "Operation timed out".
         if self._connecting and not self._connected.done():
-            cause = self._last_error or "the broker closed the connection"
+            cause = self._first_error or "the broker closed the connection"
             self._connected.set_exception(
                 aiomqtt.MqttError(f"connection lost before the broker answered: {cause}")
             )
