@@ -8,7 +8,7 @@ UV_VERSION := 0.13.9
 UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 RUN := $(UV) run --frozen
 
-.PHONY: setup setup-test setup-debian demo test lint typecheck imports unit bench clean setup-bench runtime-env bench-full bench-docs bench-micro soak realkube unit-kubesim unit-realkube conformance conformance-folder proto ocm
+.PHONY: setup setup-test setup-debian demo test lint typecheck imports unit bench clean setup-bench runtime-env bench-full bench-docs bench-micro soak fuzz-peers realkube unit-kubesim unit-realkube conformance conformance-folder proto ocm
 
 # Debian packages the tests run for real (prometheus: `prometheus` and `promtool`;
 # mosquitto: an MQTT broker for the mqtt driver). One line, so branches merge easily.
@@ -222,6 +222,16 @@ bench-micro: setup
 # Options: make soak SOAK_ARGS="--duration 30m --seed 7"
 soak: setup-test
 	$(RUN) python -m tests.soak $(SOAK_ARGS)
+
+# Randomized side-by-side runs against OCM v1.2.1's own programs (not part of
+# `make test`; each area runs for FUZZ_BUDGET seconds of scenarios, then compares).
+# Options: FUZZ_AREAS (any of agent webhook hub cli grpcserver mqtt; default all),
+# FUZZ_SEED (default random; printed), FUZZ_BUDGET, FUZZ_OUT (default /tmp/peer-fuzz).
+# Example: make fuzz-peers FUZZ_AREAS="hub mqtt" FUZZ_SEED=7
+FUZZ_AREAS := agent webhook hub cli grpcserver mqtt
+fuzz-peers: setup-test setup-debian realkube ocm
+	PEER_FUZZ=1 FUZZ_SEED=$(FUZZ_SEED) FUZZ_BUDGET=$(FUZZ_BUDGET) FUZZ_OUT=$(FUZZ_OUT) \
+		$(PYTEST) -s $(patsubst %,tests/fuzz/test_%.py,$(FUZZ_AREAS))
 
 clean:
 	rm -rf .venv .tools .mypy_cache .ruff_cache .pytest_cache
