@@ -127,6 +127,80 @@ def parse_goflag_duration(text: str) -> int:
         raise ValueError("parse error") from None
 
 
+_CSV_BARE_QUOTE = 'bare " in non-quoted-field'
+_CSV_QUOTE = 'extraneous or missing " in quoted-field'
+
+
+def _csv_error(start: int, line: int, column: int, what: str) -> ValueError:
+    where = f"parse error on line {line}, column {column}: {what}"
+    return ValueError(where if start == line else f"record on line {start}; {where}")
+
+
+def parse_go_csv_record(text: str) -> tuple[str, ...]:
+    """A string-slice value as pflag reads it: the first record of Go's ``encoding/csv``.
+
+    Quoted fields may hold commas, doubled quotes and line breaks; empty lines
+    before the record are skipped and lines after it ignored. A stray quote is
+    Go's ``csv.ParseError``, its column a 1-based byte offset.
+    """
+    if not text:
+        return ()
+    pieces = text.encode("utf-8", "surrogateescape").split(b"\n")
+    lines = iter([piece + b"\n" for piece in pieces[:-1]] + [pieces[-1]] * bool(pieces[-1]))
+    number = 0
+
+    def read_line() -> bytes | None:  # None at the end; Go counts that read as a line too
+        nonlocal number
+        number += 1
+        line = next(lines, None)
+        if line is None or not line.endswith(b"\r\n"):
+            # A last line without a line break drops one trailing CR.
+            return line if line is None or line.endswith(b"\n") else line.removesuffix(b"\r")
+        return line[:-2] + b"\n"
+
+    line = read_line()
+    while line in (b"", b"\n"):
+        line = read_line()
+    if line is None:
+        raise ValueError("EOF")
+    start = at_line = number
+    fields: list[bytes] = []
+    column = 1
+    while True:
+        if not line.startswith(b'"'):
+            comma = line.find(b",")
+            field = line[:comma] if comma >= 0 else line.removesuffix(b"\n")
+            if (quote := field.find(b'"')) >= 0:
+                raise _csv_error(start, number, column + quote, _CSV_BARE_QUOTE)
+            fields.append(field)
+            if comma < 0:
+                break
+            line, column = line[comma + 1 :], column + comma + 1
+            continue
+        line, column, field = line[1:], column + 1, b""
+        while (quote := line.find(b'"')) >= 0 or line:
+            if quote < 0:  # the field goes on in the next line
+                field, column = field + line, column + len(line)
+                line = read_line() or b""
+                if line:
+                    at_line, column = at_line + 1, 1
+                continue
+            field, line, column = field + line[:quote], line[quote + 1 :], column + quote + 1
+            if line.startswith(b'"'):
+                field, line, column = field + b'"', line[1:], column + 1
+            elif line.startswith(b",") or line in (b"", b"\n"):
+                break
+            else:
+                raise _csv_error(start, number, column - 1, _CSV_QUOTE)
+        else:
+            raise _csv_error(start, at_line, column, _CSV_QUOTE)
+        fields.append(field)
+        if not line.startswith(b","):
+            break
+        line, column = line[1:], column + 1
+    return tuple(field.decode("utf-8", "surrogateescape") for field in fields)
+
+
 _VMODULE_SYNTAX = "syntax error: expect comma-separated list of filename=N"
 
 
@@ -246,11 +320,6 @@ def _parse_float32(text: str) -> float:
     return parse_go_float(text, 32)
 
 
-def _parse_csv(text: str) -> tuple[str, ...]:
-    # pflag's string slices split on commas; an empty value is an empty list.
-    return tuple(text.split(",")) if text else ()
-
-
 @dataclass(frozen=True)
 class FlagType:
     """How one kind of flag value is read, combined when repeated, and shown in help.
@@ -276,7 +345,7 @@ DURATION = FlagType("duration", durations.parse_duration, show=_show_duration, s
 #: A duration flag of Go's standard ``flag`` package (klog's), with its terser error.
 GOFLAG_DURATION = dataclasses.replace(DURATION, parse=parse_goflag_duration)
 STRING_ARRAY = FlagType("stringArray", str, accumulate=_append_one, show=_show_list)
-STRING_SLICE = FlagType("strings", _parse_csv, accumulate=_append_all, show=_show_list)
+STRING_SLICE = FlagType("strings", parse_go_csv_record, accumulate=_append_all, show=_show_list)
 KLOG_LEVEL = FlagType("Level", parse_klog_level)
 MODULE_SPEC = FlagType("moduleSpec", parse_vmodule, show=_show_string)
 

@@ -22,6 +22,7 @@ from ocmkit.flags import (
     UsageError,
     normalize_flag_name,
     parse_go_bool,
+    parse_go_csv_record,
     parse_go_float,
     parse_go_int,
 )
@@ -1060,4 +1061,65 @@ def test_klusterlet_grpc_command_line_selects_the_grpc_source() -> None:
     assert settings.workload_source_driver == "grpc"
     assert settings.hub_kubeconfig == "/spoke/hub-kubeconfig/config.yaml"
     assert settings.cloudevents_client_id == "cluster1-work-agent"
+    assert [n.flag for n in command.notices] == ["--cloudevents-client-codecs"]
+
+
+# String slices are read as pflag reads them: the first record of Go's encoding/csv
+# (values and messages as Go 1.26's csv.Reader gives them; the messages also as
+# OCM v1.2.1's agent prints them).
+@pytest.mark.parametrize(
+    ("text", "fields"),
+    [
+        ("", ()),
+        ("a", ("a",)),
+        ("manifest,manifestbundle", ("manifest", "manifestbundle")),
+        (",", ("", "")),
+        ('"a,b",c', ("a,b", "c")),
+        ('"a""b"', ('a"b',)),
+        ('"",', ("", "")),
+        (" a , b", (" a ", " b")),
+        ("a\nb", ("a",)),
+        ("\n\na,b\nc", ("a", "b")),
+        ('"a\r\nb"', ("a\nb",)),
+        ("a\r", ("a",)),
+        ("a\rb", ("a\rb",)),
+        ("é,\udcff", ("é", "\udcff")),
+    ],
+)
+def test_string_slices_are_a_go_csv_record(text: str, fields: tuple[str, ...]) -> None:
+    assert parse_go_csv_record(text) == fields
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('a"b', 'parse error on line 1, column 2: bare " in non-quoted-field'),
+        (' "a"', 'parse error on line 1, column 2: bare " in non-quoted-field'),
+        ('a,b"', 'parse error on line 1, column 4: bare " in non-quoted-field'),
+        ('é"', 'parse error on line 1, column 3: bare " in non-quoted-field'),
+        ('"a', 'parse error on line 1, column 3: extraneous or missing " in quoted-field'),
+        ('"a"b', 'parse error on line 1, column 3: extraneous or missing " in quoted-field'),
+        ('a,"b', 'parse error on line 1, column 5: extraneous or missing " in quoted-field'),
+        (
+            '"a\nb',
+            'record on line 1; parse error on line 2, column 2: extraneous or missing " in '
+            "quoted-field",
+        ),
+        ('\n\n"a" b', 'parse error on line 3, column 3: extraneous or missing " in quoted-field'),
+        ("\n", "EOF"),
+        ("\r", "EOF"),
+    ],
+)
+def test_string_slice_quote_errors_are_go_csv_errors(text: str, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_go_csv_record(text)
+    assert str(caught.value) == message
+
+
+def test_a_malformed_string_slice_refuses_the_command_line() -> None:
+    assert usage_error("agent", "--spoke-cluster-name=c1", '--cloudevents-client-codecs=a"b') == (
+        'invalid argument "a\\"b" for "--cloudevents-client-codecs" flag: '
+        'parse error on line 1, column 2: bare " in non-quoted-field'
+    )
+    command = parse("agent", "--spoke-cluster-name=c1", '--cloudevents-client-codecs="a,b",c')
     assert [n.flag for n in command.notices] == ["--cloudevents-client-codecs"]
