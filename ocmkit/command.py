@@ -237,10 +237,24 @@ def feature_gates_flag(
     return Flag("feature-gates", gates, {}, help_text, group=group)
 
 
+def _watched_file(path: str) -> str:
+    # library-go panics at start on these two (with these words); a usage error instead.
+    if not path:
+        raise ValueError("observed file name must not be empty")
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a directory")
+    return path
+
+
+#: The files of ``--terminate-on-files``: a missing one may appear later, an empty
+#: name or a directory never changes as a file does.
+WATCHED_FILES = dataclasses.replace(STRING_ARRAY, parse=_watched_file)
+
+
 def terminate_on_files_flag(example: str) -> Flag:
     """``--terminate-on-files`` (library-go): exit when a file such as ``example`` changes."""
     help_text = f"Exit when this file changes (e.g. a rotated {example}); repeatable."
-    return Flag("terminate-on-files", STRING_ARRAY, (), help_text, group=SERVING)
+    return Flag("terminate-on-files", WATCHED_FILES, (), help_text, group=SERVING)
 
 
 def operator_config_flag(ignored_group: str) -> Flag:

@@ -505,3 +505,16 @@ def test_console_script_refuses_unknown_flags() -> None:
     done = run_console_script("hubcontroller", "manager", "--bogus")
     assert done.returncode == 2
     assert done.stderr == "hubcontroller: unknown flag: --bogus\n"
+
+
+@pytest.mark.parametrize("program", ["manager", "grpc-server"])
+def test_terminate_on_files_refuses_an_empty_name_or_a_directory(
+    program: str, tmp_path: Path
+) -> None:
+    # OCM's programs panic at start on both (library-go's file observer).
+    assert usage_error(program, "--terminate-on-files=") == (
+        'invalid argument "" for "--terminate-on-files" flag: observed file name must not be empty'
+    )
+    assert usage_error(program, f"--terminate-on-files={tmp_path}") == (
+        f'invalid argument "{tmp_path}" for "--terminate-on-files" flag: {tmp_path} is a directory'
+    )

@@ -1123,3 +1123,17 @@ def test_a_malformed_string_slice_refuses_the_command_line() -> None:
     )
     command = parse("agent", "--spoke-cluster-name=c1", '--cloudevents-client-codecs="a,b",c')
     assert [n.flag for n in command.notices] == ["--cloudevents-client-codecs"]
+
+
+def test_terminate_on_files_refuses_an_empty_name_or_a_directory(tmp_path: Path) -> None:
+    # OCM's agent panics at start on both (library-go's file observer); a file that
+    # does not exist yet is taken: it may appear later.
+    base = ("agent", "--spoke-cluster-name=c1")
+    assert usage_error(*base, "--terminate-on-files=") == (
+        'invalid argument "" for "--terminate-on-files" flag: observed file name must not be empty'
+    )
+    assert usage_error(*base, "--terminate-on-files", str(tmp_path)) == (
+        f'invalid argument "{tmp_path}" for "--terminate-on-files" flag: {tmp_path} is a directory'
+    )
+    missing = str(tmp_path / "later")
+    assert settings_of(f"--terminate-on-files={missing}").terminate_on_files == (missing,)
