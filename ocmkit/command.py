@@ -237,18 +237,20 @@ def feature_gates_flag(
     return Flag("feature-gates", gates, {}, help_text, group=group)
 
 
-def _watched_file(path: str) -> str:
-    # library-go panics at start on these two (with these words); a usage error instead.
-    if not path:
-        raise ValueError("observed file name must not be empty")
-    if os.path.isdir(path):
-        raise ValueError(f"{path} is a directory")
-    return path
+def _watched_files(paths: object) -> object:
+    # library-go panics on these two (with these words) once the flags are parsed and
+    # the program starts; here they are the usage error of a setting, at the same point.
+    for path in cast("tuple[str, ...]", paths):
+        if not path:
+            raise ValueError("--terminate-on-files: observed file name must not be empty")
+        if os.path.isdir(path):
+            raise ValueError(f"--terminate-on-files: {path} is a directory")
+    return paths
 
 
 #: The files of ``--terminate-on-files``: a missing one may appear later, an empty
 #: name or a directory never changes as a file does.
-WATCHED_FILES = dataclasses.replace(STRING_ARRAY, parse=_watched_file)
+WATCHED_FILES = dataclasses.replace(STRING_ARRAY, setting=_watched_files)
 
 
 def terminate_on_files_flag(example: str) -> Flag:
@@ -426,8 +428,8 @@ class CommandSpec(Generic[_Checked, _Command]):
         flags = parse_flags(flag_set, args, self.command)
         if isinstance(flags, ShowText):
             return flags
-        settings = settings_from(self.settings, flags, namespace_file, **self.computed(flags))
         try:
+            settings = settings_from(self.settings, flags, namespace_file, **self.computed(flags))
             settings.validate()
         except ValueError as err:
             raise UsageError(str(err)) from None

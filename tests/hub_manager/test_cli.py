@@ -513,8 +513,8 @@ def test_terminate_on_files_refuses_an_empty_name_or_a_directory(
 ) -> None:
     # OCM's programs panic at start on both (library-go's file observer).
     assert usage_error(program, "--terminate-on-files=") == (
-        'invalid argument "" for "--terminate-on-files" flag: observed file name must not be empty'
+        "--terminate-on-files: observed file name must not be empty"
     )
     assert usage_error(program, f"--terminate-on-files={tmp_path}") == (
-        f'invalid argument "{tmp_path}" for "--terminate-on-files" flag: {tmp_path} is a directory'
+        f"--terminate-on-files: {tmp_path} is a directory"
     )

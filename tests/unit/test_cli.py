@@ -1130,10 +1130,14 @@ def test_terminate_on_files_refuses_an_empty_name_or_a_directory(tmp_path: Path)
     # does not exist yet is taken: it may appear later.
     base = ("agent", "--spoke-cluster-name=c1")
     assert usage_error(*base, "--terminate-on-files=") == (
-        'invalid argument "" for "--terminate-on-files" flag: observed file name must not be empty'
+        "--terminate-on-files: observed file name must not be empty"
     )
     assert usage_error(*base, "--terminate-on-files", str(tmp_path)) == (
-        f'invalid argument "{tmp_path}" for "--terminate-on-files" flag: {tmp_path} is a directory'
+        f"--terminate-on-files: {tmp_path} is a directory"
     )
     missing = str(tmp_path / "later")
     assert settings_of(f"--terminate-on-files={missing}").terminate_on_files == (missing,)
+    # Checked once every flag is parsed, as OCM's panic comes only then.
+    assert usage_error(*base, "--terminate-on-files=", "--status-sync-interval=x") == (
+        'invalid argument "x" for "--status-sync-interval" flag: time: invalid duration "x"'
+    )
