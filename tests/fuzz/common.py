@@ -66,17 +66,24 @@ class FuzzRun:
         )
 
 
+_STARTED: set[Path] = set()
+
+
 def fuzz_run(area: str, default_budget: float) -> FuzzRun:
     """The run of ``area`` as the environment sets it.
 
     ``FUZZ_SEED`` (default: random), ``FUZZ_BUDGET`` (seconds of scenarios; default
     ``default_budget``) and ``FUZZ_OUT`` (default ``/tmp/peer-fuzz``; the run writes
-    into ``<FUZZ_OUT>/<area>-<seed>/``).
+    into ``<FUZZ_OUT>/<area>-<seed>/``, replacing an earlier run's log and findings).
     """
     seed = int(os.environ.get("FUZZ_SEED") or random.randrange(2**31))
     budget = float(os.environ.get("FUZZ_BUDGET") or default_budget)
     out = Path(os.environ.get("FUZZ_OUT") or "/tmp/peer-fuzz") / f"{area}-{seed}"
     out.mkdir(parents=True, exist_ok=True)
+    if out not in _STARTED:  # a seed run again starts afresh; a module's next test adds on
+        _STARTED.add(out)
+        for old in ("log.txt", "divergences.jsonl"):
+            (out / old).unlink(missing_ok=True)
     run = FuzzRun(area=area, seed=seed, budget=budget, out=out)
     run.log(f"start: budget {budget:.0f} s, writing to {out}")
     return run
