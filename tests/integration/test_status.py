@@ -836,3 +836,30 @@ async def test_unreadable_resource_is_unknown_and_keeps_its_rule_conditions(
             lambda w: (manifest_condition(w, 0, "Available") or {}).get("status") == "True",
             "the deployment to be readable again",
         )
+
+
+async def test_a_work_no_longer_complete_applies_the_spec_it_got_while_frozen(
+    hub_client: KubeClient, spoke_client: KubeClient, tmp_path: Path
+) -> None:
+    """A new spec whose rules end the work's ``Complete`` arrives while the work is still
+    frozen; once the status drops ``Complete``, that spec is applied (OCM's periodic
+    resync does it within minutes; here the status change itself triggers the apply)."""
+    done = [manifest_config("", "configmaps", "flag", rules=[cel("Complete", "true")])]
+    async with running_agent(tmp_path):
+        await create_and_wait(
+            hub_client,
+            work_body("thaw", [configmap("flag")], manifestConfigs=done),
+            condition_is("Complete"),
+            "the work to complete",
+        )
+
+        def thaw(work: dict[str, Any]) -> None:
+            work["spec"]["manifestConfigs"] = [
+                manifest_config("", "configmaps", "flag", rules=[cel("Complete", "false")])
+            ]
+            work["spec"]["workload"]["manifests"].append(configmap("late"))
+
+        written = await update_work(hub_client, "thaw", thaw)
+        work = await wait_applied(hub_client, "thaw", generation=written["metadata"]["generation"])
+        assert (work_condition(work, "Complete") or {}).get("status") != "True"
+        assert await exists(spoke_client, CONFIGMAPS, "late", "default")

@@ -179,6 +179,10 @@ def _applied_condition(entry: dict[str, Any] | None) -> dict[str, Any] | None:
     return find_condition(entry.get("conditions") if entry else None, CONDITION_APPLIED)
 
 
+def _complete(work: dict[str, Any]) -> bool:
+    return is_condition_true((work.get("status") or {}).get("conditions"), CONDITION_COMPLETE)
+
+
 def _at_this_generation(work: dict[str, Any], condition: dict[str, Any]) -> bool:
     return bool(condition.get("observedGeneration") == work["metadata"].get("generation"))
 
@@ -284,6 +288,11 @@ class ManifestWorkController:
         if not has_finalizer(old):
             self._on_event(name)
             return
+        if _complete(old) and not _complete(new):
+            # No longer frozen: a spec that came while it was is applied now (OCM's
+            # agent does at its periodic resync, 4 to 6 min later).
+            self._on_event(name)
+            return
         spec_changed = normalized(old.get("spec")) != normalized(new.get("spec"))
         if spec_changed or _labels(old) != _labels(new):
             # A new spec must not wait out the backoff of failures of the old one.
@@ -314,8 +323,8 @@ class ManifestWorkController:
             return None
         if is_deleting(cached) or not has_finalizer(cached):
             return None
-        if is_condition_true((cached.get("status") or {}).get("conditions"), CONDITION_COMPLETE):
-            return None  # a completed work is frozen
+        if _complete(cached):
+            return None  # a completed work is frozen (until it is not: _on_update)
         with bound_context(**_log_fields(cached)):
             return await self._sync(cached, use_lists=not evented)
 
