@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 
 @dataclass
 class FuzzRun:
@@ -69,6 +71,17 @@ class FuzzRun:
 _STARTED: set[Path] = set()
 
 
+def budget_of(default: float) -> float:
+    """``FUZZ_BUDGET``, else ``default``: the seconds of random input of a run."""
+    return float(os.environ.get("FUZZ_BUDGET") or default)
+
+
+def fuzz_marks(default_budget: float, slack: float) -> list[pytest.MarkDecorator]:
+    """A module's marks: real control planes, and a timeout of the budget plus ``slack``
+    (starting the programs, finishing the scenario under way, the last comparisons)."""
+    return [pytest.mark.realkube, pytest.mark.timeout(budget_of(default_budget) + slack)]
+
+
 def fuzz_run(area: str, default_budget: float) -> FuzzRun:
     """The run of ``area`` as the environment sets it.
 
@@ -77,7 +90,7 @@ def fuzz_run(area: str, default_budget: float) -> FuzzRun:
     into ``<FUZZ_OUT>/<area>-<seed>/``, replacing an earlier run's log and findings).
     """
     seed = int(os.environ.get("FUZZ_SEED") or random.randrange(2**31))
-    budget = float(os.environ.get("FUZZ_BUDGET") or default_budget)
+    budget = budget_of(default_budget)
     out = Path(os.environ.get("FUZZ_OUT") or "/tmp/peer-fuzz") / f"{area}-{seed}"
     out.mkdir(parents=True, exist_ok=True)
     if out not in _STARTED:  # a seed run again starts afresh; a module's next test adds on

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -35,7 +34,7 @@ from random import Random
 
 import pytest
 
-from tests.fuzz.common import fuzz_run
+from tests.fuzz.common import fuzz_marks, fuzz_run
 from tests.hub.test_replicaset import NS, hub_client
 from tests.support.ocmpeer import ocm_binary
 from tests.support.processes import free_port, start_program
@@ -43,9 +42,8 @@ from tests.support.serving_endpoint import grpc_server_args, issue
 from tests.support.targets import REAL, PlanePool, open_cluster
 
 DEFAULT_BUDGET = 600.0
-_BUDGET = float(os.environ.get("FUZZ_BUDGET") or DEFAULT_BUDGET)
 # A line takes up to about 25 s (ours may need 20 s to start on a loaded machine).
-pytestmark = [pytest.mark.realkube, pytest.mark.timeout(int(_BUDGET) + 600)]
+pytestmark = fuzz_marks(DEFAULT_BUDGET, 600)
 
 OCM_PATIENCE = 4.5  # OCM's fatal errors after start came within about 2.5 s
 OURS_PATIENCE = 20.0

@@ -31,12 +31,9 @@ import contextlib
 import copy
 import hashlib
 import json
-import os
 import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
-
-import pytest
 
 from ocmkit.kube import (
     MANIFESTWORK_REPLICASETS,
@@ -53,7 +50,7 @@ from schemas.wire import (
     PLACEMENT_LABEL,
     PLACEMENT_NAME_LABEL,
 )
-from tests.fuzz.common import FuzzRun, fuzz_run
+from tests.fuzz.common import FuzzRun, fuzz_marks, fuzz_run
 from tests.hub.test_replicaset import NS, Hub, cond
 from tests.peers import test_hub_side_by_side as harness
 from tests.peers.test_agent_side_by_side import diff
@@ -62,9 +59,8 @@ from tests.support.manifests import configmap
 from tests.support.prepare import typed
 
 DEFAULT_BUDGET = 900.0
-_BUDGET = float(os.environ.get("FUZZ_BUDGET") or DEFAULT_BUDGET)
 # The scenario running when the budget ends is finished, and the hubs take a while.
-pytestmark = [pytest.mark.realkube, pytest.mark.timeout(int(_BUDGET) + 900)]
+pytestmark = fuzz_marks(DEFAULT_BUDGET, 900)
 
 hubs = harness.hubs
 
