@@ -31,6 +31,7 @@ from ocmkit.cloudevents.event import format_time, utcnow
 from ocmkit.cloudevents.works import decode_status_event, status_hash
 from tests.fuzz.common import FuzzRun, budget_of, fuzz_marks, fuzz_run
 from tests.fuzz.test_grpcserver import SETTLE, Gen, Scenario, body_spec, listed
+from tests.fuzz.workstatus import lags_for_complete
 from tests.peers.test_agent_side_by_side import (
     OCM,
     Side,
@@ -68,6 +69,10 @@ class MqttScenario(Scenario):
     # Not Deployments: OCM's agent PUTs its manifest over someone else's replicas, ours
     # leaves fields the manifest never set (row "`Update` on kinds without a typed path").
     edited = ("configmaps", "secrets", "serviceaccounts")
+
+    def lag(self, ocm: dict[str, Any] | None, ours: dict[str, Any] | None, name: str) -> str | None:
+        """Only OCM's agent lags for a documented reason: ours applies at once."""
+        return lags_for_complete(ocm, ours, name in self.was_complete)
 
     def __init__(self, run: FuzzRun, m: Mqtt, gen: Gen) -> None:
         super().__init__(run, m.hub, gen)
