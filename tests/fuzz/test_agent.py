@@ -31,7 +31,7 @@ from ocmkit.kube import CONFIGMAPS, MANIFESTWORKS, SECRETS, SERVICE_ACCOUNTS
 from ocmkit.kube.errors import Conflict, Invalid
 from ocmkit.kube.mergepatch import normalized
 from tests.fuzz.common import FuzzRun, fuzz_marks, fuzz_run
-from tests.fuzz.workstatus import complete, lags_for_complete
+from tests.fuzz.workstatus import complete, known_lag
 from tests.peers import test_agent_side_by_side as harness
 from tests.peers.test_agent_side_by_side import NS, Case, Hub, Side, peers
 from tests.support.manifests import configmap, deployment, manifest_config
@@ -720,8 +720,8 @@ class AgentFuzz:
                 # loops before this generation): not a difference.
                 self.run.log(f"{name} after {after}: alike on both sides, not settled")
                 return None
-            if row := lags_for_complete(raw[0], raw[1], name in self.was_complete):
-                # OCM's apply loop skipped a Complete work (docs/compatibility.md, row).
+            if row := known_lag(raw[0], raw[1], name in self.was_complete):
+                # OCM's agent behind for a documented reason (docs/compatibility.md, row).
                 self.run.log(f"{name} after {after}: known ({row})")
                 self.diverged.add(name)
                 return None

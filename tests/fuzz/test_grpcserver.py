@@ -30,7 +30,7 @@ from ocmkit.kube.errors import Invalid
 from ocmkit.kube.mergepatch import normalized
 from ocmkit.kube.resource import DEPLOYMENTS
 from tests.fuzz.common import FuzzRun, budget_of, fuzz_marks, fuzz_run
-from tests.fuzz.workstatus import complete, lags_for_complete
+from tests.fuzz.workstatus import complete, known_lag
 from tests.integration.conftest import work_body
 from tests.peers.test_agent_side_by_side import (
     NS,
@@ -688,10 +688,10 @@ class Scenario:
         raise NotImplementedError
 
     def lag(self, ocm: dict[str, Any] | None, ours: dict[str, Any] | None, name: str) -> str | None:
-        """The row that explains one side's agent being behind for a ``Complete`` work.
+        """The row that explains one side's agent being behind the other.
         Here OCM's agent serves both sides, so either may lag."""
         seen = name in self.was_complete
-        return lags_for_complete(ocm, ours, seen) or lags_for_complete(ours, ocm, seen)
+        return known_lag(ocm, ours, seen) or known_lag(ours, ocm, seen)
 
     async def delete(self, name: str) -> None:
         """Delete work ``name`` on both sides."""
@@ -870,7 +870,7 @@ class Scenario:
         except AssertionError as err:
             raw = [await read(side) for side in self.hub.sides]
             if row := self.lag(raw[0], raw[1], name):
-                # An apply loop skipped a Complete work (docs/compatibility.md, row).
+                # OCM's agent behind for a documented reason (docs/compatibility.md, row).
                 self.run.log(f"  {name} after {what}: known ({row})")
                 self.diverged.add(name)
                 return

@@ -31,7 +31,7 @@ from ocmkit.cloudevents.event import format_time, utcnow
 from ocmkit.cloudevents.works import decode_status_event, status_hash
 from tests.fuzz.common import FuzzRun, budget_of, fuzz_marks, fuzz_run
 from tests.fuzz.test_grpcserver import SETTLE, Gen, Scenario, body_spec, listed
-from tests.fuzz.workstatus import lags_for_complete
+from tests.fuzz.workstatus import known_lag
 from tests.peers.test_agent_side_by_side import (
     OCM,
     Side,
@@ -72,7 +72,7 @@ class MqttScenario(Scenario):
 
     def lag(self, ocm: dict[str, Any] | None, ours: dict[str, Any] | None, name: str) -> str | None:
         """Only OCM's agent lags for a documented reason: ours applies at once."""
-        return lags_for_complete(ocm, ours, name in self.was_complete)
+        return known_lag(ocm, ours, name in self.was_complete)
 
     def __init__(self, run: FuzzRun, m: Mqtt, gen: Gen) -> None:
         super().__init__(run, m.hub, gen)

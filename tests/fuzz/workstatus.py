@@ -1,11 +1,12 @@
 """Work statuses where OCM's agent lags ours for a documented reason.
 
-Both come from OCM's apply loop skipping a ``Complete`` work (docs/compatibility.md):
+Two come from OCM's apply loop skipping a ``Complete`` work (docs/compatibility.md):
 "a generation whose rules complete the work at once" (OCM's status controller can
 complete it before its apply controller applies that generation) and "a work that
-stops being Complete" (OCM applies the new spec only at its periodic resync). The
-generation is read from ``Applied``'s ``observedGeneration``, which every transport's
-status carries.
+stops being Complete" (OCM applies the new spec only at its periodic resync); the
+third, "a new generation of a failing work", from OCM's retry backoff. The
+generation is read from ``Applied``'s ``observedGeneration``, which every
+transport's status carries.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def applied_at(work: dict[str, Any] | None) -> int:
     return int((applied[0].get("observedGeneration") or 0) if applied else 0)
 
 
-def lags_for_complete(
+def known_lag(
     late: dict[str, Any] | None, ahead: dict[str, Any] | None, was_complete: bool
 ) -> str | None:
     """The row that explains ``late`` (OCM's agent) having applied an older generation
@@ -39,4 +40,6 @@ def lags_for_complete(
         return "a generation whose rules complete the work at once"
     if was_complete:
         return "a work that stops being Complete"
+    if any(c.get("type") == "Applied" and c.get("status") == "False" for c in _conditions(late)):
+        return "a new generation of a failing work"
     return None
