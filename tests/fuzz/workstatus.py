@@ -4,7 +4,7 @@ Two come from OCM's apply loop skipping a ``Complete`` work (docs/compatibility.
 "a generation whose rules complete the work at once" (OCM's status controller can
 complete it before its apply controller applies that generation) and "a work that
 stops being Complete" (OCM applies the new spec only at its periodic resync); the
-third, "a new generation of a failing work", from OCM's retry backoff. The
+third, "a new generation of a failing work", seen over grpc and mqtt. The
 generation is read from ``Applied``'s ``observedGeneration``, which every
 transport's status carries.
 """
