@@ -516,10 +516,11 @@ class ControlPlane:
     def _ssl(self) -> ssl.SSLContext:
         return ssl.create_default_context(cadata=self._ca_pem.decode())
 
-    def _get(self, path: str) -> int:
-        req = urllib.request.Request(
-            self.url + path, headers={"Authorization": f"Bearer {self.admin_token}"}
-        )
+    def _get(self, path: str, *, user_agent: str | None = None) -> int:
+        headers = {"Authorization": f"Bearer {self.admin_token}"}
+        if user_agent is not None:
+            headers["User-Agent"] = user_agent
+        req = urllib.request.Request(self.url + path, headers=headers)
         try:
             https = urllib.request.build_opener(
                 urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=self._ssl())
@@ -538,8 +539,33 @@ class ControlPlane:
             return self.audit_log.stat().st_size
         return 0
 
+    def settle_audit(self, timeout: float = 10.0) -> None:
+        """Wait until requests answered before this call are in the audit log.
+
+        The apiserver writes a request's ``ResponseComplete`` event after its handler has
+        returned, which is after the response body went out: a client can hold its answer
+        a moment before the event is in the file. A request of our own, sent now and
+        waited for in the log, is answered and logged after those earlier writes finished
+        (they were microseconds from done when their answers arrived; ours takes a round
+        trip).
+        """
+        marker = f"audit-barrier/{secrets.token_hex(8)}"
+        since = self.audit_offset()
+        if self._get("/api/v1/namespaces/default", user_agent=marker) == 0:
+            return  # the server is gone: nothing more will be logged
+        deadline = time.monotonic() + timeout
+        while not any(e.get("userAgent") == marker for e in self._events(since)):
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"the audit log did not show {marker} in {timeout}s")
+            time.sleep(0.005)
+
     def audit_events(self, since: int = 0) -> Iterator[dict[str, Any]]:
-        """Audit events (one per finished request, watches when they start) after ``since``."""
+        """Audit events (one per finished request, watches when they start) after ``since``,
+        including every request answered before the call (:meth:`settle_audit`)."""
+        self.settle_audit()
+        return self._events(since)
+
+    def _events(self, since: int) -> Iterator[dict[str, Any]]:
         with contextlib.suppress(FileNotFoundError), self.audit_log.open("rb") as fh:
             fh.seek(since)
             for line in fh:

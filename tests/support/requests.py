@@ -3,10 +3,11 @@
 kubesim counts them itself (``state.stats``); a real API server writes one
 audit event per request (:meth:`tests.support.controlplane.ControlPlane.audit_events`).
 :class:`RequestRecord` reads either the same way: :meth:`~RequestRecord.mark`
-a point, act, then :meth:`~RequestRecord.count` what arrived since. Both
-record a request before its answer reaches the client (kubesim in its
-middleware, the apiserver's blocking audit backend before the response
-ends), so what a client has seen answered is already counted.
+a point, act, then :meth:`~RequestRecord.count` what arrived since. What a
+client has seen answered is already counted: kubesim records a request in its
+middleware, before the answer leaves; the apiserver logs it just after the
+answer went out, so reading its log first waits for a request of our own to
+be logged (:meth:`~tests.support.controlplane.ControlPlane.settle_audit`).
 
 Resources are named as kubesim's stats name them: the plural, with
 ``/<subresource>`` for a subresource (``manifestworks/status``). User agents
