@@ -389,6 +389,12 @@ def documented(pair: Pair, args: list[str], ocm: Outcome, ours: Outcome) -> str 
         return "agent's (and manager's) metrics and probe endpoint: OCM refuses to start"
     if "bindAddress is invalid" in om and ours.kind in {"accepted", "exit1"}:
         return "`--listen`"
+    if (
+        "bindAddress is invalid: strconv" in om
+        and um.startswith("--listen: ")
+        and ours.kind == "refused"
+    ):
+        return "`--listen`"  # a port that is not a number
     if "burst is required to be greater than 0" in om and ours.kind == "accepted":
         return "`--*-burst=0`"
     if ocm.kind == "panic" and ours.kind == "accepted" and re.search(r"--listen[= ]\S*:0\b", line):
