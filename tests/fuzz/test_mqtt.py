@@ -3,7 +3,7 @@
 One mosquitto broker and the test work source of tests/cloudevents/mqttsource.py
 (publishing as sdk-go sources do); OCM's agent serves ``cluster-ocm``, ours
 ``cluster-ours`` (the ``mqtt`` fixture of tests/peers/test_mqtt_side_by_side.py).
-The random works and changes of tests/fuzz/test_grpcserver.py go through the source
+The random works and changes of tests/fuzz/works.py go through the source
 (some works with labels and annotations, which the agents copy into their status
 events' extensions), deletions as ``update_request`` or ``delete_request``; besides,
 both agents are restarted (works changed, deleted or created meanwhile are lost on
@@ -30,7 +30,8 @@ import aiomqtt
 from ocmkit.cloudevents.event import format_time, utcnow
 from ocmkit.cloudevents.works import decode_status_event, status_hash
 from tests.fuzz.common import FuzzRun, budget_of, fuzz_marks, fuzz_run
-from tests.fuzz.test_grpcserver import SETTLE, Gen, Scenario, body_spec, listed
+from tests.fuzz.test_grpcserver import SETTLE, Scenario
+from tests.fuzz.works import Generator, body_spec, listed
 from tests.fuzz.workstatus import known_lag
 from tests.peers.test_agent_side_by_side import (
     OCM,
@@ -74,7 +75,7 @@ class MqttScenario(Scenario):
         """Only OCM's agent lags for a documented reason: ours applies at once."""
         return known_lag(ocm, ours, name in self.was_complete)
 
-    def __init__(self, run: FuzzRun, m: Mqtt, gen: Gen) -> None:
+    def __init__(self, run: FuzzRun, m: Mqtt, gen: Generator) -> None:
         super().__init__(run, m.hub, gen)
         self.m = m
         self.meta_rng = run.rng("metadata")
@@ -284,7 +285,7 @@ async def test_random_works_through_one_broker(mqtt: Mqtt) -> None:
     """Random works, steps, restarts and status resyncs for the budget; every
     divergence is a finding."""
     run = fuzz_run("mqtt", DEFAULT_BUDGET)
-    scenario = MqttScenario(run, mqtt, Gen(run.rng("works"), our_agent=True))
+    scenario = MqttScenario(run, mqtt, Generator(run.rng("works"), our_agent=True))
     await scenario.play()
     scenario.alive()
     scenario.check_hashes()
