@@ -512,6 +512,8 @@ class Scenario:
             await self.write_rs(create=False)
         elif action == "delete-placement":
             name = rng.choice(self.refs)
+            if name in self.deleted:
+                return False
             self.note({"delete placement": name})
             selector = f"{PLACEMENT_LABEL}={name}"
             for hub in self.hubs.both:
