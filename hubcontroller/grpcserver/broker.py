@@ -198,7 +198,13 @@ class CloudEventBroker(CloudEventServiceServicer):
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, status_error_text(err))
         except (EventDecodeError, TimeoutError) as err:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, json.dumps(str(err)))
-        log.debug("status event", cluster=cluster, resource_id=update.uid, outcome=outcome)
+        log.debug(
+            "status event",
+            cluster=cluster,
+            resource_id=update.uid,
+            generation=update.generation,
+            outcome=outcome,
+        )
         return Empty()
 
     async def _resync(self, event: CloudEvent, cluster: str, context: Context) -> None:

@@ -153,6 +153,14 @@ class WorkService:
         except (TypeError, ValueError) as err:
             log.warning("cannot encode a work", work=meta.get("name"), error=str(err))
             return
+        log.debug(
+            "spec event",
+            cluster=meta.get("namespace"),
+            work=meta.get("name"),
+            resource_id=meta.get("uid"),
+            action=action,
+            generation=meta.get("generation"),
+        )
         self._sink(str(meta.get("namespace")), event)
 
     def _on_update(self, old: Object, new: Object) -> None:
