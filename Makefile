@@ -226,11 +226,13 @@ soak: setup-test
 # Randomized side-by-side runs against OCM v1.2.1's own programs (not part of
 # `make test`; each area runs for FUZZ_BUDGET seconds of scenarios, then compares).
 # Options: FUZZ_AREAS (any of agent webhook hub cli grpcserver mqtt; default all),
-# FUZZ_SEED (default random; printed), FUZZ_BUDGET, FUZZ_OUT (default /tmp/peer-fuzz).
+# FUZZ_SEED (default random; printed), FUZZ_BUDGET, FUZZ_OUT (default /tmp/peer-fuzz),
+# FUZZ_AGENT_DRIVER (agent area: kube, or kube+grpc for ours through OCM's gRPC server).
 # Example: make fuzz-peers FUZZ_AREAS="hub mqtt" FUZZ_SEED=7
 FUZZ_AREAS := agent webhook hub cli grpcserver mqtt
 fuzz-peers: setup-test setup-debian realkube ocm
 	PEER_FUZZ=1 FUZZ_SEED=$(FUZZ_SEED) FUZZ_BUDGET=$(FUZZ_BUDGET) FUZZ_OUT=$(FUZZ_OUT) \
+		FUZZ_AGENT_DRIVER=$(FUZZ_AGENT_DRIVER) \
 		$(PYTEST) -s $(patsubst %,tests/fuzz/test_%.py,$(FUZZ_AREAS))
 
 clean:

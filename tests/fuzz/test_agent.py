@@ -12,9 +12,11 @@ After each step the work's status, its AppliedManifestWork and every object it l
 are compared on both sides (``same_on_both``); a difference is a finding, and that
 work is left alone from then on.
 
-Both agents run on the ``kube`` driver. Not on ``grpc``: OCM's agent there backs off
-exponentially after status conflicts and has been seen to leave a new generation
-unapplied for minutes, which would read as a difference of ours.
+Both agents run on the ``kube`` driver; with ``FUZZ_AGENT_DRIVER=kube+grpc`` ours
+runs on ``grpc`` through OCM's gRPC server instead (``make fuzz-peers
+FUZZ_AREAS=agent FUZZ_AGENT_DRIVER=kube+grpc``). OCM's agent never runs on ``grpc``
+here: it backs off exponentially after status conflicts and has been seen to leave
+a new generation unapplied for minutes, which would read as a difference of ours.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import os
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -353,11 +356,12 @@ class AgentFuzz:
         await self.check(name, f"step {number} ({what})")
 
 
-@pytest.mark.parametrize("peers", ["kube"], indirect=True)
+@pytest.mark.parametrize("peers", [os.environ.get("FUZZ_AGENT_DRIVER") or "kube"], indirect=True)
 async def test_random_works_alike(peers: Hub) -> None:
     """Random works, changes and deletions: OCM's agent and ours write the same."""
     hub = peers
     run = fuzz_run("agent", DEFAULT_BUDGET)
+    run.log(f"driver: {hub.driver}")
     fuzz = AgentFuzz(hub, run, run.rng("works"))
     await write_pre(hub.sides)
     for _ in range(FIRST_WORKS):

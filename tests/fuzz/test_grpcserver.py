@@ -38,9 +38,11 @@ from tests.peers.test_agent_side_by_side import (
     Side,
     applied_work,
     comparable_applied,
+    comparable_object,
     comparable_work,
     compare_object,
     hub_work,
+    listed_object,
     peers,
     same_on_both,
     settled,
@@ -52,6 +54,9 @@ __all__ = ["Scenario", "peers"]
 #: How long one comparison waits to settle: OCM's agent backs off after bursts of
 #: conflicts, and the machine may be shared.
 SETTLE = 150.0
+#: The managedFields manager the API server names for fields set before an object's
+#: first server-side apply.
+FIRST_APPLY = "before-first-apply"
 DEFAULT_BUDGET = 720.0
 
 
@@ -133,6 +138,10 @@ class Scenario:
 
     async def compare_more(self, name: str) -> None:
         """Anything else to compare of a settled work."""
+
+    async def listed_known(self, res: dict[str, Any]) -> str | None:
+        """The row that explains a listed object differing on the two sides; None: none."""
+        return None
 
     async def special(self, step: int, live: list[str]) -> bool:
         """A step of the subclass's own; False: none was taken."""
@@ -284,7 +293,13 @@ class Scenario:
         what = f"the AppliedManifestWork of {name!r}"
         await same_on_both(self.hub, what, read, comparable, timeout=SETTLE)
         for res in await listed(self.hub, name):
-            await compare_listed(self.hub, res)
+            try:
+                await compare_listed(self.hub, res)
+            except AssertionError:
+                row = await self.listed_known(res)
+                if row is None:
+                    raise
+                self.run.log(f"  {res['resource']} {res['name']} of {name}: known ({row})")
 
     async def deleted(self, name: str, before: list[dict[str, Any]]) -> None:
         """The deletion of ``name`` done alike, and what it left on the managed clusters."""
@@ -338,6 +353,24 @@ class HubScenario(Scenario):
         hub_meta = {"labels": meta.get("labels"), "annotations": meta.get("annotations")}
         hub_meta.update({"deleting": bool(meta.get("deletionTimestamp"))})
         return {**super().comparable(work), "hub": hub_meta, "generation": meta.get("generation")}
+
+    async def listed_known(self, res: dict[str, Any]) -> str | None:
+        """OCM's agent applies a work once more after OCM's server refused its first
+        status, and that second server-side apply adds a ``before-first-apply``
+        managedFields entry; behind ours it comes at a later apply, if at all."""
+        ocm, ours = [await listed_object(side, res) for side in self.hub.sides]
+        if ocm is None or ours is None:
+            return None
+        trimmed = [comparable_object(ocm), comparable_object(ours)]
+        entries = trimmed[0]["metadata"]["managedFields"]
+        if not any(e.get("manager") == FIRST_APPLY for e in entries):
+            return None
+        if any(e.get("manager") == FIRST_APPLY for e in trimmed[1]["metadata"]["managedFields"]):
+            return None
+        trimmed[0]["metadata"]["managedFields"] = [
+            e for e in entries if e.get("manager") != FIRST_APPLY
+        ]
+        return "first status of a work" if trimmed[0] == trimmed[1] else None
 
     async def gone(self, name: str) -> None:
         async def read(side: Side) -> Any:

@@ -712,12 +712,17 @@ class GrpcSetup:
 #: kube / grpc: OCM's agent and ours, both from the hub / both through OCM's gRPC
 #: server. grpc-server: OCM's agent on both sides, through OCM's server and ours.
 DRIVERS = ["kube", "grpc", "grpc-server"]
+#: Not one of ``DRIVERS`` (tests/fuzz/test_agent.py takes it): OCM's agent from the
+#: hub, ours through OCM's gRPC server, so OCM's agent is not slowed by its own grpc
+#: backoff while ours goes through OCM's server.
+MIXED = "kube+grpc"
 #: The agents' feature gates per run: all off on kube, the two spoke gates on otherwise
 #: (raw JSON feedback values, cached executor checks), so both settings are compared.
 GATES = {
     "kube": frozenset[str](),
     "grpc": frozenset({"RawFeedbackJsonString", "ExecutorValidatingCaches"}),
     "grpc-server": frozenset({"RawFeedbackJsonString", "ExecutorValidatingCaches"}),
+    MIXED: frozenset[str](),
 }
 
 
@@ -750,24 +755,25 @@ async def peers(
     ):
         processes: list[Peer] = []
         ours_settings: dict[str, Any] | None = None
-        if driver == "kube":
+        if driver in ("kube", MIXED):
             ocm.hub_hash = ours.hub_hash = hub_hash(hub_plane.url)
             processes.append(
                 ocm_agent(tmp_path, ocm, (f"--workload-source-config={hub_path}",), ocm_path, gates)
             )
+        if driver == "kube":
             ours_settings = {"hub_kubeconfig": str(hub_path)}
         else:
             grpc = GrpcSetup(hub_client, tmp_path)
             server, url = await grpc.ocm_server(hub_path)
             stack.push_async_callback(server.stop)
             processes.append(server)
-            ocm.hub_hash = hub_hash(url)
-            config = await grpc.agent_config(OCM, url)
-            processes.append(
-                ocm_agent(tmp_path, ocm, grpc_source(config, f"{OCM}-work-agent"), ocm_path, gates)
-            )
-            if driver == "grpc":
-                ours.hub_hash = ocm.hub_hash
+            if driver != MIXED:
+                ocm.hub_hash = hub_hash(url)
+                config = await grpc.agent_config(OCM, url)
+                source = grpc_source(config, f"{OCM}-work-agent")
+                processes.append(ocm_agent(tmp_path, ocm, source, ocm_path, gates))
+            if driver in ("grpc", MIXED):
+                ours.hub_hash = hub_hash(url)
                 ours_settings = {
                     "workload_source_driver": "grpc",
                     "hub_kubeconfig": str(await grpc.agent_config(OURS, url)),
@@ -1026,25 +1032,28 @@ async def compare_applied(hub: Hub, names: list[str], timeout: float = 180.0) ->
             await compare_object(hub, res, timeout)
 
 
-async def compare_object(hub: Hub, res: Mapping[str, Any], timeout: float = 180.0) -> None:
-    """One managed-cluster object (an appliedResources entry) is the same on both sides
-    (or absent on both)."""
+async def listed_object(side: Side, res: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The managed-cluster object of an appliedResources entry on ``side`` (None: none)."""
     namespace = res.get("namespace") or None
     # The kind is not listed; the plural names the resource well enough to GET it.
     resource = Resource(res["group"], res["version"], res["resource"], "", bool(namespace))
+    try:
+        obj: dict[str, Any] = side.unhashed(await side.spoke.get(resource, res["name"], namespace))
+    except NotFound:
+        return None
+    return obj
+
+
+async def compare_object(hub: Hub, res: Mapping[str, Any], timeout: float = 180.0) -> None:
+    """One managed-cluster object (an appliedResources entry) is the same on both sides
+    (or absent on both)."""
 
     async def read(side: Side) -> dict[str, Any] | None:
-        try:
-            obj: dict[str, Any] = side.unhashed(
-                await side.spoke.get(resource, res["name"], namespace)
-            )
-        except NotFound:
-            return None
-        return obj
+        return await listed_object(side, res)
 
     await same_on_both(
         hub,
-        f"{res['resource']} {namespace}/{res['name']}",
+        f"{res['resource']} {res.get('namespace') or None}/{res['name']}",
         read,
         lambda obj: comparable_object(obj) if obj is not None else None,
         timeout=timeout,
