@@ -670,6 +670,43 @@ async def test_completed_manifest_is_not_touched_again(
     assert manifest_condition(done, 0, "Complete") is not None
 
 
+async def test_an_object_listed_twice_is_complete_as_its_first_entry_says(
+    agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
+) -> None:
+    """The Complete check matches status entries ignoring the ordinal and takes the
+    first (OCM's FindManifestCondition): a ConfigMap listed twice, whose first entry is
+    Complete, is left alone at both places."""
+    manifests = [configmap("twice-cm", key="v1"), configmap("twice-cm", key="v1")]
+    await hub_client.create(MANIFESTWORKS, work_body("twice", manifests))
+    await wait_applied(hub_client, "twice")
+
+    def complete_first(work: dict[str, Any]) -> None:
+        entries = manifest_statuses(work)
+        assert [e["resourceMeta"]["ordinal"] for e in entries] == [0, 1]
+        entries[0]["conditions"].append(
+            {
+                "type": "Complete",
+                "status": "True",
+                "reason": "Finished",
+                "message": "done",
+                "lastTransitionTime": "2024-01-01T00:00:00Z",
+            }
+        )
+        work["status"]["resourceStatus"]["manifests"] = entries
+
+    def edit(work: dict[str, Any]) -> None:
+        work["spec"]["workload"]["manifests"] = [
+            configmap("twice-cm", key="v2"),
+            configmap("twice-cm", key="v2"),
+        ]
+
+    await update_work(hub_client, "twice", complete_first, subresource="status")
+    written = await update_work(hub_client, "twice", edit)
+    done = await wait_applied(hub_client, "twice", generation=written["metadata"]["generation"])
+    assert [applied_message(done, i)[0] for i in (0, 1)] == ["True", "True"]
+    assert (await spoke_client.get(CONFIGMAPS, "twice-cm", "default"))["data"] == {"key": "v1"}
+
+
 async def test_an_object_deleted_on_the_cluster_is_created_again(
     agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
 ) -> None:

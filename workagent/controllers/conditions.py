@@ -110,6 +110,18 @@ def find_manifest_status(
     return matches[0] if len(matches) == 1 else None
 
 
+def first_manifest_status(
+    existing: list[ManifestCondition] | None, meta: dict[str, Any]
+) -> ManifestCondition | None:
+    """The first existing entry for the resource, ordinal ignored: what the apply loop
+    asks whether a manifest is Complete (an object listed twice: the first entry)."""
+    loose = _meta_key(meta, with_ordinal=False)
+    for entry in existing or []:
+        if _meta_key(entry.get("resourceMeta") or {}, with_ordinal=False) == loose:
+            return entry
+    return None
+
+
 def merge_manifest_conditions(
     existing: list[ManifestCondition] | None,
     new_entries: list[ManifestCondition],

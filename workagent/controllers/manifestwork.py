@@ -62,6 +62,7 @@ from workagent.controllers.apply_results import FillStatus, ManifestResult, obje
 from workagent.controllers.conditions import (
     find_condition,
     find_manifest_status,
+    first_manifest_status,
     is_condition_true,
     manifest_statuses,
     merge_manifest_conditions,
@@ -672,7 +673,7 @@ class ManifestWorkController:
         try:
             await map_resource(deps.mapper, result)
             assert result.resource is not None and result.required is not None
-            old = find_manifest_status(manifest_statuses(work), meta)
+            old = first_manifest_status(manifest_statuses(work), meta)
             if old is not None and is_condition_true(old.get("conditions"), CONDITION_COMPLETE):
                 result.obj = result.required  # finished: never touched again
                 result.completed = True
