@@ -635,6 +635,24 @@ async def test_removed_manifest_held_by_a_finalizer_stays_recorded(
     await eventually(only_kept, what="the AMW to drop the deleted configmap")
 
 
+def complete_first_entry(work: dict[str, Any]) -> None:
+    """Marks the first manifest status entry Complete, as a rule would, but with a reason
+    that is not a rule's: the status controller drops rule-made conditions of an older
+    generation, and these tests are about the apply loop alone (test_status.py covers
+    real rules)."""
+    manifests = manifest_statuses(work)
+    manifests[0]["conditions"].append(
+        {
+            "type": "Complete",
+            "status": "True",
+            "reason": "Finished",
+            "message": "done",
+            "lastTransitionTime": "2024-01-01T00:00:00Z",
+        }
+    )
+    work["status"]["resourceStatus"]["manifests"] = manifests
+
+
 async def test_completed_manifest_is_not_touched_again(
     agent: AgentRunner, hub_client: KubeClient, spoke_client: KubeClient
 ) -> None:
@@ -642,27 +660,10 @@ async def test_completed_manifest_is_not_touched_again(
     await hub_client.create(MANIFESTWORKS, work_body("finished", [configmap("done-cm", key="v1")]))
     await wait_applied(hub_client, "finished")
 
-    def complete(work: dict[str, Any]) -> None:
-        # A Complete condition as a rule would set it, but with a reason that is not
-        # a rule's: the status controller drops rule-made conditions of an older
-        # generation, and this test is about the apply loop alone (test_status.py
-        # covers real rules).
-        manifests = manifest_statuses(work)
-        manifests[0]["conditions"].append(
-            {
-                "type": "Complete",
-                "status": "True",
-                "reason": "Finished",
-                "message": "done",
-                "lastTransitionTime": "2024-01-01T00:00:00Z",
-            }
-        )
-        work["status"]["resourceStatus"]["manifests"] = manifests
-
     def edit(work: dict[str, Any]) -> None:
         work["spec"]["workload"]["manifests"] = [configmap("done-cm", key="v2")]
 
-    await update_work(hub_client, "finished", complete, subresource="status")
+    await update_work(hub_client, "finished", complete_first_entry, subresource="status")
     written = await update_work(hub_client, "finished", edit)
     done = await wait_applied(hub_client, "finished", generation=written["metadata"]["generation"])
     assert applied_message(done, 0)[0] == "True"
@@ -680,27 +681,15 @@ async def test_an_object_listed_twice_is_complete_as_its_first_entry_says(
     await hub_client.create(MANIFESTWORKS, work_body("twice", manifests))
     await wait_applied(hub_client, "twice")
 
-    def complete_first(work: dict[str, Any]) -> None:
-        entries = manifest_statuses(work)
-        assert [e["resourceMeta"]["ordinal"] for e in entries] == [0, 1]
-        entries[0]["conditions"].append(
-            {
-                "type": "Complete",
-                "status": "True",
-                "reason": "Finished",
-                "message": "done",
-                "lastTransitionTime": "2024-01-01T00:00:00Z",
-            }
-        )
-        work["status"]["resourceStatus"]["manifests"] = entries
-
     def edit(work: dict[str, Any]) -> None:
         work["spec"]["workload"]["manifests"] = [
             configmap("twice-cm", key="v2"),
             configmap("twice-cm", key="v2"),
         ]
 
-    await update_work(hub_client, "twice", complete_first, subresource="status")
+    entries = manifest_statuses(await hub_client.get(MANIFESTWORKS, "twice", CLUSTER))
+    assert [e["resourceMeta"]["ordinal"] for e in entries] == [0, 1]
+    await update_work(hub_client, "twice", complete_first_entry, subresource="status")
     written = await update_work(hub_client, "twice", edit)
     done = await wait_applied(hub_client, "twice", generation=written["metadata"]["generation"])
     assert [applied_message(done, i)[0] for i in (0, 1)] == ["True", "True"]
