@@ -227,12 +227,13 @@ soak: setup-test
 # `make test`; each area runs for FUZZ_BUDGET seconds of scenarios, then compares).
 # Options: FUZZ_AREAS (any of agent webhook hub cli grpcserver mqtt; default all),
 # FUZZ_SEED (default random; printed), FUZZ_BUDGET, FUZZ_OUT (default /tmp/peer-fuzz),
-# FUZZ_AGENT_DRIVER (agent area: kube, or kube+grpc for ours through OCM's gRPC server).
+# FUZZ_AGENT_DRIVER (agent area: kube, or kube+grpc for ours through OCM's gRPC server),
+# FUZZ_SCENARIO (hub area: start at scenario n; each draws from its own stream).
 # Example: make fuzz-peers FUZZ_AREAS="hub mqtt" FUZZ_SEED=7
 FUZZ_AREAS := agent webhook hub cli grpcserver mqtt
 fuzz-peers: setup-test setup-debian realkube ocm
 	PEER_FUZZ=1 FUZZ_SEED=$(FUZZ_SEED) FUZZ_BUDGET=$(FUZZ_BUDGET) FUZZ_OUT=$(FUZZ_OUT) \
-		FUZZ_AGENT_DRIVER=$(FUZZ_AGENT_DRIVER) \
+		FUZZ_AGENT_DRIVER=$(FUZZ_AGENT_DRIVER) FUZZ_SCENARIO=$(FUZZ_SCENARIO) \
 		$(PYTEST) -s $(patsubst %,tests/fuzz/test_%.py,$(FUZZ_AREAS))
 
 clean:
