@@ -213,6 +213,7 @@ bench-micro: setup
 	$(RUN) python tests/benchmarks/feedback_bench.py
 	$(RUN) python tests/benchmarks/cel_bench.py
 	$(RUN) python tests/benchmarks/webhook_bench.py
+	$(RUN) python tests/benchmarks/grpc_front_bench.py
 	$(RUN) python tests/benchmarks/mwrs_bench.py
 	$(RUN) python tests/benchmarks/agent_bench.py
 	$(RUN) python tests/benchmarks/feedback_latency_bench.py

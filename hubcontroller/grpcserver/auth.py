@@ -8,6 +8,7 @@ agent does not cost a review per status event.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -71,7 +72,10 @@ def parse_event_type(text: str) -> EventType:
 
 def certificate_identity(pem: bytes) -> UserInfo:
     """User (CN) and groups (O) of a client certificate."""
-    cert = x509.load_pem_x509_certificate(pem)
+    return _subject_identity(x509.load_pem_x509_certificate(pem))
+
+
+def _subject_identity(cert: x509.Certificate) -> UserInfo:
     subject = cert.subject
     common = subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     orgs = subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
@@ -82,10 +86,16 @@ def certificate_identity(pem: bytes) -> UserInfo:
 
 
 class Authenticator:
-    """Bearer tokens through TokenReview, then verified client certificates."""
+    """Bearer tokens through TokenReview, then verified client certificates.
+
+    ``peer_certificate`` is set when TLS ends in front of gRPC
+    (:mod:`hubcontroller.grpcserver.tlsfront`): it gives the verified certificate
+    (DER) of a call's peer; otherwise gRPC's own TLS reports it.
+    """
 
     def __init__(self, hub: KubeClient) -> None:
         self._tokens = TokenReviewer(hub, CACHE_SECONDS)
+        self.peer_certificate: Callable[[str], bytes | None] | None = None
 
     async def authenticate(self, context: grpc.aio.ServicerContext[Any, Any]) -> UserInfo:
         """The caller's identity; raises AuthError (UNAUTHENTICATED)."""
@@ -98,13 +108,17 @@ class Authenticator:
                 return await self._review(token)
             except AuthError as err:
                 token_error = str(err)
-        auth = context.auth_context()
-        pems = list(auth.get("x509_pem_cert") or [])
-        if pems:
-            try:
-                return certificate_identity(pems[0])
-            except ValueError:
-                raise AuthError("could not verify peer certificate") from None
+        try:
+            if self.peer_certificate is not None:
+                der = self.peer_certificate(context.peer())
+                if der is not None:
+                    return _subject_identity(x509.load_der_x509_certificate(der))
+            else:
+                pems = list(context.auth_context().get("x509_pem_cert") or [])
+                if pems:
+                    return certificate_identity(pems[0])
+        except ValueError:
+            raise AuthError("could not verify peer certificate") from None
         if header:
             raise AuthError(token_error)
         raise AuthError("could not verify peer certificate")

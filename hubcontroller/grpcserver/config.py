@@ -2,10 +2,10 @@
 
 The server config file uses OCM's snake_case keys (``tls_cert_file``,
 ``tls_key_file``, ``client_ca_file``, ``server_bind_port`` ...; a missing file
-means the defaults, as OCM). Python's gRPC cannot ask for a client
-certificate without requiring it: with ``client_ca_file`` every client must
-present a certificate signed by that CA (a bearer token is then checked
-first, as OCM does); without it, clients authenticate with tokens only.
+means the defaults, as OCM). With ``client_ca_file`` a client certificate
+is asked for and verified when given (bearer tokens are checked first, as
+OCM does; :mod:`hubcontroller.grpcserver.tlsfront` serves that TLS); without
+it, clients authenticate with tokens only.
 """
 
 from __future__ import annotations

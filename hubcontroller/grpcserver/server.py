@@ -20,6 +20,7 @@ import asyncio
 import errno
 import math
 import socket
+import ssl
 import time
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,12 @@ from cryptography.hazmat.primitives import serialization
 
 from hubcontroller.grpcserver.broker import CloudEventBroker
 from hubcontroller.grpcserver.config import GrpcServerConfig, GrpcServerSettings, load_server_config
+from hubcontroller.grpcserver.tlsfront import BACKEND_HOST, TLSFront
 from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import add_CloudEventServiceServicer_to_server
 from ocmkit.command import EXIT_FAILURE
 from ocmkit.kube import KubeClient
 from ocmkit.runtime import Manager, run_main
+from ocmkit.runtime.tls import pem_file
 
 log = structlog.get_logger(__name__)
 
@@ -115,6 +118,23 @@ def _bind_problem(host: str, port: int) -> str | None:
     return None
 
 
+def _listening_socket(host: str, port: int, address: str) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (``[::]``: every interface, IPv4 too);
+    raises ServingError."""
+    host = host.strip("[]")
+    try:
+        if host == "::" and socket.has_dualstack_ipv6():
+            return socket.create_server(("::", port), family=socket.AF_INET6, dualstack_ipv6=True)
+        if host == "::":
+            host = "0.0.0.0"  # every interface, as asked; this host has no IPv6
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        return socket.create_server((host, port), family=family)
+    except OSError as err:
+        raise ServingError(
+            f"cannot listen on {address}: {(err.strerror or str(err)).lower()}"
+        ) from None
+
+
 class _Certificates:
     """The serving pair and client CA, re-read when the files change."""
 
@@ -122,6 +142,7 @@ class _Certificates:
         self._config = config
         self._seen: tuple[bytes, bytes, bytes | None] | None = None
         self._checked = 0.0
+        self._context: ssl.SSLContext | None = None
 
     def _files(self) -> tuple[bytes, bytes, bytes | None]:
         """The files' content, checked; raises ServingError."""
@@ -133,14 +154,15 @@ class _Certificates:
         return cert, key, ca
 
     def initial(self) -> tuple[grpc.ServerCertificateConfiguration, bool]:
-        """The configuration to start with (and whether clients need certificates);
+        """The configuration to start with (and whether there is a client CA);
         raises ServingError."""
         self._seen = cert, key, ca = self._files()
         self._checked = time.monotonic()
         return grpc.ssl_server_certificate_configuration([(key, cert)], ca), ca is not None
 
-    def fetch(self) -> grpc.ServerCertificateConfiguration | None:
-        """Called by gRPC on handshakes: a new configuration when the files changed."""
+    def _changed(self) -> tuple[bytes, bytes, bytes | None] | None:
+        """The files when they changed since last seen (looked at once per
+        ``cert_watch_interval``); None: unchanged, or not readable now."""
         now = time.monotonic()
         if now - self._checked < self._config.cert_watch_interval:
             return None
@@ -153,9 +175,34 @@ class _Certificates:
             return None
         if files == self._seen:
             return None
-        self._seen = cert, key, ca = files
+        self._seen = files
         log.info("serving certificate reloaded")
+        return files
+
+    def fetch(self) -> grpc.ServerCertificateConfiguration | None:
+        """Called by gRPC on handshakes: a new configuration when the files changed."""
+        files = self._changed()
+        if files is None:
+            return None
+        cert, key, ca = files
         return grpc.ssl_server_certificate_configuration([(key, cert)], ca)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """The TLS front's context for a new connection: the newest files, a client
+        certificate asked for and verified when given, HTTP/2 by ALPN."""
+        if self._context is None or self._changed() is not None:
+            assert self._seen is not None, "initial() first"
+            cert, key, ca = self._seen
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            with pem_file(cert + key) as path:
+                context.load_cert_chain(path)
+            if ca is not None:
+                context.load_verify_locations(cadata=ca.decode("ascii", errors="replace"))
+                context.verify_mode = ssl.CERT_OPTIONAL
+            context.set_alpn_protocols(["h2"])
+            self._context = context
+        return self._context
 
 
 def _options(config: GrpcServerConfig) -> list[tuple[str, Any]]:
@@ -197,18 +244,17 @@ class GrpcServerService:
         self._certs = _Certificates(config)
         self._bound: grpc.aio.Server | None = None
         self._server: grpc.aio.Server | None = None
-        self._require_client_cert = False
+        self._front: TLSFront | None = None
         self.port = 0
 
     def bind(self) -> None:
-        """Load the certificates and bind the port (not serving yet); raises ServingError."""
-        initial, self._require_client_cert = self._certs.initial()
-        credentials = grpc.dynamic_ssl_server_credentials(
-            initial,
-            # None from the fetcher means "unchanged" (gRPC's documented contract).
-            self._certs.fetch,  # type: ignore[arg-type]
-            require_client_authentication=self._require_client_cert,
-        )
+        """Load the certificates and bind the port (not serving yet); raises ServingError.
+
+        Without a client CA, gRPC core serves TLS itself (bearer tokens only).
+        With one, :class:`TLSFront` serves it, since gRPC core cannot ask for a
+        certificate without requiring it, and gRPC listens on loopback behind it.
+        """
+        initial, client_ca = self._certs.initial()
         server = grpc.aio.server(options=_options(self.config))
         add_CloudEventServiceServicer_to_server(self.broker, server)
         host = self.settings.bind_address or "[::]"
@@ -217,6 +263,22 @@ class GrpcServerService:
         problem = _bind_problem(host, self.config.port)
         if problem is not None:
             raise ServingError(f"cannot listen on {address}: {problem}")
+        if client_ca:
+            sock = _listening_socket(host, self.config.port, address)
+            backend = server.add_insecure_port(f"{BACKEND_HOST}:0")
+            if backend == 0:
+                sock.close()
+                raise ServingError(f"cannot listen on {BACKEND_HOST}: gRPC core could not bind it")
+            self._front = TLSFront(sock, self._certs.ssl_context, backend)
+            self.broker.authenticator.peer_certificate = self._front.peer_certificate
+            self._bound, self.port = server, sock.getsockname()[1]
+            return
+        credentials = grpc.dynamic_ssl_server_credentials(
+            initial,
+            # None from the fetcher means "unchanged" (gRPC's documented contract).
+            self._certs.fetch,  # type: ignore[arg-type]
+            require_client_authentication=False,
+        )
         try:
             port = server.add_secure_port(f"{host}:{self.config.port}", credentials)
         except RuntimeError:  # "Failed to bind to address ..." (taken since the check)
@@ -231,18 +293,26 @@ class GrpcServerService:
             self.bind()
         assert self._bound is not None
         await self._bound.start()
+        if self._front is not None:
+            await self._front.start()
         self._server = self._bound
         log.info(
             "serving CloudEvents over gRPC",
             address=f"{self.settings.bind_address or '[::]'}:{self.port}",
-            client_certificates="required" if self._require_client_cert else "not requested",
+            client_certificates="verified if given" if self._front else "not requested",
         )
 
     async def stop(self) -> None:
         """Stop accepting calls, end the streams, stop the informers."""
+        if self._front is not None:
+            self._front.stop_accepting()
         if self._bound is not None:
+            # Through the front's open connections: gRPC's goodbye reaches the agents.
             await self._bound.stop(grace=5)
             self._bound = self._server = None
+        if self._front is not None:
+            await self._front.stop()
+            self._front = None
         await self.broker.works.stop()
 
     def readiness_failure(self) -> str | None:

@@ -169,7 +169,7 @@ def self_signed_certificate(
 
 
 @contextlib.contextmanager
-def _pem_file(content: bytes) -> Iterator[str]:
+def pem_file(content: bytes) -> Iterator[str]:
     """A path holding ``content`` for as long as the block runs.
 
     ``ssl`` loads certificates from paths only. Where the kernel offers
@@ -225,7 +225,7 @@ def serving_context(
         default_hostnames() if hostnames is None else hostnames,
         rsa_key=bool(tls12) and not any("ECDSA" in openssl for openssl in tls12),
     )
-    with _pem_file(cert_pem + key_pem) as path:
+    with pem_file(cert_pem + key_pem) as path:
         context.load_cert_chain(path)
     # library-go's words for the same situation, so operators recognise it.
     log.warning("Using insecure, self-signed certificates", subject=f"CN={common_name}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,12 +28,15 @@ from ocmkit.cloudevents.works import SequenceIds, spec_resync_request, status_ev
 from ocmkit.kube import MANIFESTWORKS, ROLE_BINDINGS, KubeClient, Unauthorized
 from tests.cloudevents.conftest import (
     AGENT_GROUP,
+    AGENT_USER,
     CLIENT_ID,
     GrpcHub,
     Pki,
     grant_agent,
     server_config,
 )
+from tests.cloudevents.pki import CertificateAuthority
+from tests.conftest import eventually
 from tests.support.prepare import User, service_account_user, wait_allowed
 from tests.support.programs import CLUSTER
 from tests.support.targets import Cluster
@@ -125,11 +129,21 @@ async def test_an_agent_is_refused_for_another_cluster(
             assert refused.value.details() == details
 
 
-@pytest.fixture
-async def token_hub(hub: KubeSim, hub_client: KubeClient, pki: Pki, tmp_path: Path) -> GrpcHub:
-    """Our server without a client CA: callers authenticate with bearer tokens only."""
+@pytest.fixture(params=[False, True], ids=["tokens-only", "client-ca"])
+async def token_hub(
+    request: pytest.FixtureRequest, hub: KubeSim, hub_client: KubeClient, pki: Pki, tmp_path: Path
+) -> GrpcHub:
+    """Our server without a client CA (callers authenticate with bearer tokens only) and
+    with one (as OCM's default config: a certificate verified if given, not required)."""
     await grant_agent(hub_client, CLUSTER, AGENT_GROUP)
-    config_path = tmp_path / "grpc-token-server.yaml"
+    return await start_server(
+        tmp_path, "grpc-token-server", server_config(pki, client_ca=request.param)
+    )
+
+
+async def start_server(tmp_path: Path, name: str, config: dict[str, Any]) -> GrpcHub:
+    """Our server with this config file (``<name>.yaml``), on a free loopback port."""
+    config_path = tmp_path / f"{name}.yaml"
     settings = GrpcServerSettings(
         kubeconfig=str(tmp_path / "hub.kubeconfig"),
         server_config=str(config_path),
@@ -138,7 +152,7 @@ async def token_hub(hub: KubeSim, hub_client: KubeClient, pki: Pki, tmp_path: Pa
         insecure_serving=True,
         kube_api_qps=0,
     )
-    server = GrpcHub(settings, config_path, server_config(pki, client_ca=False))
+    server = GrpcHub(settings, config_path, config)
     await server.start()
     return server
 
@@ -185,8 +199,79 @@ async def test_bearer_tokens_are_reviewed(
         async with channel(token_hub, pki, token=stranger, cert=False) as chan:
             code = await subscribe_code(CloudEventServiceStub(chan), CLUSTER)
             assert code == grpc.StatusCode.PERMISSION_DENIED
+        # A certificate too: with a client CA it is the identity when the token is not
+        # valid (tokens first, as OCM's server); without one it is never asked for.
+        with_ca = bool(token_hub.config["client_ca_file"])
+        async with channel(token_hub, pki, token="not-a-token") as chan:
+            code = await subscribe_code(CloudEventServiceStub(chan), CLUSTER)
+            assert code == (grpc.StatusCode.OK if with_ca else grpc.StatusCode.UNAUTHENTICATED)
+        async with channel(token_hub, pki, token=stranger) as chan:
+            code = await subscribe_code(CloudEventServiceStub(chan), CLUSTER)
+            assert code == grpc.StatusCode.PERMISSION_DENIED
     finally:
         await token_hub.stop()
+
+
+async def served_certificate(server: GrpcHub, pki: Pki) -> bytes:
+    """The serving certificate (DER) a new TLS connection to ``server`` is shown."""
+    context = ssl.create_default_context(cafile=str(pki.ca.ca_file))
+    context.load_cert_chain(pki.agent.cert, pki.agent.key)
+    context.set_alpn_protocols(["h2"])
+    _, writer = await asyncio.open_connection(
+        "127.0.0.1", server.port, ssl=context, server_hostname="127.0.0.1"
+    )
+    try:
+        der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+        assert isinstance(der, bytes)
+        return der
+    finally:
+        writer.close()
+
+
+async def test_the_client_ca_front_serves_a_rotated_serving_certificate(
+    hub: KubeSim, hub_client: KubeClient, pki: Pki, tmp_path: Path
+) -> None:
+    # The files are looked at once per cert_watch_interval (more than 30 s, as OCM
+    # demands); a connection after that is shown the new pair, with no restart.
+    await grant_agent(hub_client, CLUSTER, AGENT_GROUP)
+    config = {**server_config(pki), "cert_watch_interval": "31s"}
+    server = await start_server(tmp_path, "grpc-rotating-server", config)
+    try:
+        first = await served_certificate(server, pki)
+        assert first == ssl.PEM_cert_to_DER_cert(pki.server.cert.read_text())
+        rotated = pki.ca.issue("server-2", common_name="grpc-server", server=True)
+        pki.server.key.write_bytes(rotated.key.read_bytes())
+        pki.server.cert.write_bytes(rotated.cert.read_bytes())
+        new = ssl.PEM_cert_to_DER_cert(rotated.cert.read_text())
+
+        async def rotated_served() -> bool:
+            return await served_certificate(server, pki) == new
+
+        await eventually(rotated_served, timeout=90, what="the rotated serving certificate")
+        async with channel(server, pki) as chan:
+            assert await subscribe_code(CloudEventServiceStub(chan), CLUSTER) == grpc.StatusCode.OK
+    finally:
+        await server.stop()
+
+
+async def test_a_certificate_the_client_ca_did_not_sign_is_refused_in_the_handshake(
+    grpc_hub: GrpcHub, pki: Pki, tmp_path: Path
+) -> None:
+    # Go's VerifyClientCertIfGiven: a certificate is optional, but one that is given
+    # must verify; the connection fails before any call (no token can make up for it).
+    other = CertificateAuthority(tmp_path / "other-pki")
+    stranger = other.issue("agent", common_name=AGENT_USER, organizations=(AGENT_GROUP,))
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=pki.ca.ca_file.read_bytes(),
+        private_key=stranger.key.read_bytes(),
+        certificate_chain=stranger.cert.read_bytes(),
+    )
+    async with grpc.aio.secure_channel(grpc_hub.url, creds) as chan:
+        code = await subscribe_code(CloudEventServiceStub(chan), CLUSTER)
+        assert code == grpc.StatusCode.UNAVAILABLE
+    # The server goes on serving the agent whose certificate the CA signed.
+    async with channel(grpc_hub, pki) as chan:
+        assert await subscribe_code(CloudEventServiceStub(chan), CLUSTER) == grpc.StatusCode.OK
 
 
 async def test_a_rotated_token_file_is_read_on_reconnect(

@@ -19,17 +19,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from ocmkit.cloudevents.works import StatusUpdate, status_hash
 from ocmkit.kube import APPLIED_MANIFESTWORKS, KubeClient
 from tests.cloudevents.conftest import (
     CLIENT_ID,
     GrpcHub,
+    Pki,
     apply_with_feedback,
     delete_work1,
     set_configmap,
     wait_feedback,
 )
+from tests.cloudevents.test_grpc_auth import agent_account
 from tests.integration.conftest import (
     create_and_wait,
     manifest_condition,
@@ -136,6 +139,36 @@ async def test_ocm_agent_through_our_server(
     # (tests/cloudevents/fixtures/ocm-agent-status-hashes.json pins recorded ones).
     for update in received:
         assert update.status_hash == status_hash(update.status()), update
+
+
+async def test_ocm_agent_with_a_bearer_token_through_our_server(
+    grpc_hub: GrpcHub,
+    pki: Pki,
+    hub: Cluster,
+    hub_client: KubeClient,
+    spoke_client: KubeClient,
+    tmp_path: Path,
+) -> None:
+    # OCM's server config sets a client CA by default, and agents that authenticate
+    # with a token connect without a certificate: the server asks for one and
+    # verifies it only when given (Go's VerifyClientCertIfGiven). So must ours.
+    assert grpc_hub.config["client_ca_file"]
+    agent_user = await agent_account(hub, hub_client, "by-token")
+    token_file = tmp_path / "agent.token"
+    token_file.write_text(agent_user.token)
+    config = tmp_path / "agent-token.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {"url": grpc_hub.url, "caFile": str(pki.ca.ca_file), "tokenFile": str(token_file)}
+        )
+    )
+    agent = OcmAgent(tmp_path / "ocm-token", config, tmp_path / "spoke.kubeconfig")
+    agent.start()
+    try:
+        await apply_with_feedback(hub_client, spoke_client, alive=agent.check_alive)
+        await delete_work1(hub_client, spoke_client)
+    finally:
+        await agent.stop()
 
 
 async def test_ocm_agent_cel_cost_limits_are_ours(
