@@ -153,9 +153,7 @@ class AgentFuzz:
     def __init__(self, hub: Hub, run: FuzzRun, rng: random.Random) -> None:
         self.hub = hub
         self.run = run
-        self.gen = Generator(
-            rng, our_agent=True, secret_feedback=True, descent=False, available_rule=True
-        )
+        self.gen = Generator(rng, our_agent=True, secret_feedback=True, available_rule=True)
         self.rng = rng
         self.settle = SETTLE
         self.works: dict[str, dict[str, Any]] = {}

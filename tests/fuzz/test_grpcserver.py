@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 from typing import Any
 
 import pytest
+import structlog
+from structlog.typing import EventDict
 
+from ocmkit.cloudevents.event import DELETE_REQUEST
 from ocmkit.kube import MANIFESTWORKS, Conflict
 from ocmkit.kube.errors import Invalid
 from ocmkit.kube.mergepatch import normalized
@@ -132,10 +136,14 @@ class Scenario:
 
     def ocm_raced(self, name: str) -> bool:
         """Whether OCM's agent serving ``cluster-ocm`` logged its store race for ``name``."""
+        return self.raced(self.hub.ocm.cluster, name)
+
+    def raced(self, cluster: str, name: str) -> bool:
+        """Whether OCM's agent serving ``cluster`` logged its store race for ``name``."""
         key = f'key="{name}"'
         return any(
             peer.process.log.name == "ocm-agent.log"
-            and peer.process.log.parent.name == self.hub.ocm.cluster
+            and peer.process.log.parent.name == cluster
             and any(RACED in line and key in line for line in peer.log().splitlines())
             for peer in self.hub.processes
         )
@@ -347,8 +355,81 @@ class Scenario:
                 self.finding(f"{res['resource']} {res['name']} after deleting {name}", err)
 
 
+class SpecEvents:
+    """The spec events our server logged (``spec event``, at debug), recorded while
+    the run lasts: the evidence that it sent a generation or a deletion that its
+    agent then did not act on. Everything else is logged as before."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self._saved: dict[str, Any] = {}
+        self._show_debug = True
+
+    def __enter__(self) -> SpecEvents:
+        self._saved = structlog.get_config()
+        self._show_debug = self._saved["wrapper_class"](None, [], {}).is_enabled_for(logging.DEBUG)
+        processors = [self._record, *self._saved["processors"]]
+        # Debug must reach the recorder; _record drops it afterwards unless the
+        # configuration before let it through.
+        structlog.configure(
+            processors=processors, wrapper_class=structlog.make_filtering_bound_logger(0)
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        structlog.configure(**self._saved)
+
+    def _record(self, _logger: Any, method: str, event: EventDict) -> EventDict:
+        if event.get("event") == "spec event":
+            self.sent.append({k: event.get(k) for k in ("cluster", "work", "action", "generation")})
+        if method == "debug" and not self._show_debug:
+            raise structlog.DropEvent
+        return event
+
+    def sent_generation(self, cluster: str, name: str, generation: int) -> bool:
+        """Whether our server sent ``name`` to ``cluster`` at ``generation`` or later."""
+        return any(
+            e["cluster"] == cluster
+            and e["work"] == name
+            and e["action"] != DELETE_REQUEST
+            and int(e["generation"] or 0) >= generation
+            for e in self.sent
+        )
+
+    def sent_deletion(self, cluster: str, name: str) -> bool:
+        """Whether our server sent the deletion of ``name`` to ``cluster``."""
+        return any(
+            e["cluster"] == cluster and e["work"] == name and e["action"] == DELETE_REQUEST
+            for e in self.sent
+        )
+
+
 class HubScenario(Scenario):
-    """Works on the hub, served to each side's agent by its server."""
+    """Works on the hub, served to each side's agent by its server. ``events`` holds
+    what our server sent, so that OCM's agent stalling behind ours after its store
+    race is told from our server not sending."""
+
+    def __init__(self, run: FuzzRun, hub: Hub, gen: Generator, events: SpecEvents) -> None:
+        super().__init__(run, hub, gen)
+        self.events = events
+
+    def stalled(
+        self, ocm: dict[str, Any] | None, ours: dict[str, Any] | None, name: str
+    ) -> str | None:
+        """The row for either side: behind OCM's server as the base says; behind ours
+        when our server sent the generation the other side applied and OCM's agent
+        there logged its store race."""
+        if row := super().stalled(ocm, ours, name):
+            return row
+        cluster = self.hub.ours.cluster
+        if (
+            applied_at(ours) < applied_at(ocm)
+            and self.events.sent_generation(cluster, name, applied_at(ocm))
+            and self.raced(cluster, name)
+        ):
+            self.run.log(f"  {name}: behind our server, which sent generation {applied_at(ocm)}")
+            return STALLED
+        return None
 
     async def write(self, name: str, spec: dict[str, Any]) -> bool:
         """Create or update (retrying conflicts with the servers' own writes)."""
@@ -387,9 +468,21 @@ class HubScenario(Scenario):
         return {**super().comparable(work), "hub": hub_meta, "generation": meta.get("generation")}
 
     async def deletion_stalled(self, name: str) -> str | None:
-        """OCM's side still holds the work after OCM's agent there raced, ours is done."""
+        """One side still holds the work after OCM's agent there raced, the other is done;
+        behind ours, only once our server sent the deletion."""
         ocm, ours = [await self.read(side, name) for side in self.hub.sides]
-        return STALLED if ocm is not None and ours is None and self.ocm_raced(name) else None
+        if ocm is not None and ours is None and self.ocm_raced(name):
+            return STALLED
+        cluster = self.hub.ours.cluster
+        if (
+            ours is not None
+            and ocm is None
+            and self.events.sent_deletion(cluster, name)
+            and self.raced(cluster, name)
+        ):
+            self.run.log(f"  {name}: behind our server, which sent the deletion")
+            return STALLED
+        return None
 
     async def listed_known(self, res: dict[str, Any]) -> str | None:
         """OCM's agent applies a work once more after OCM's server refused its first
@@ -429,5 +522,6 @@ async def test_random_works_through_both_servers(peers: Hub) -> None:
     """Random works and steps for the budget; every divergence is a finding."""
     run = fuzz_run("grpcserver", DEFAULT_BUDGET)
     gen = Generator(run.rng("works"), our_agent=False, raw_feedback=True)
-    await HubScenario(run, peers, gen).play()
+    with SpecEvents() as events:
+        await HubScenario(run, peers, gen, events).play()
     run.assert_none()
