@@ -29,47 +29,30 @@ from demo.environment import CRD_DIR, HUB_CRDS, grant_agent
 from hubcontroller.grpcserver import GrpcServerSettings
 from hubcontroller.grpcserver.server import build_grpc_server
 from kubesim.sim import KubeSim
-from ocmkit.cloudevents.pb.cloudevent_pb2 import PublishRequest
 from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
-from ocmkit.cloudevents.protobuf import to_pb
-from ocmkit.cloudevents.works import SequenceIds, status_event
 from ocmkit.kube import KubeClient
 from ocmkit.runtime import configure_logging
 from tests.cloudevents.pki import CertificateAuthority
+from tests.cloudevents.test_grpc_auth import status_for
 from tests.support.prepare import install_crds
+from tests.support.programs import CLUSTER
 
 if TYPE_CHECKING:
     from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceAsyncStub
 
-CLUSTER = "cluster1"
+
 USER = "system:serviceaccount:agents:bench"
 CONCURRENCY = 16
 RUNS = 2000
 
 
-def _status(ids: SequenceIds) -> PublishRequest:
-    work = {
-        "metadata": {
-            "name": "w",
-            "namespace": CLUSTER,
-            "uid": "0b6d3c1e-6f0a-4c1e-9a57-3f2d5b9e8a11",
-            "generation": 1,
-            "labels": {"cloudevents.open-cluster-management.io/originalsource": "kube"},
-        },
-        "status": {"conditions": []},
-    }
-    event = status_event(work, client_id="bench", cluster=CLUSTER, sequence_id=ids.next())
-    return PublishRequest(event=to_pb(event))
-
-
 async def _measure(label: str, stub: CloudEventServiceAsyncStub, in_flight: int) -> None:
-    ids = SequenceIds()
     latencies: list[float] = []
 
     async def sender(count: int) -> None:
         for _ in range(count):
             started = time.perf_counter()
-            await stub.Publish(_status(ids))
+            await stub.Publish(status_for(CLUSTER))
             latencies.append(time.perf_counter() - started)
 
     started = time.perf_counter()
@@ -115,7 +98,7 @@ async def _serve(tmp: Path, ca: CertificateAuthority, client_ca: bool, token: st
     try:
         async with grpc.aio.secure_channel(f"127.0.0.1:{service.port}", creds) as channel:
             stub: CloudEventServiceAsyncStub = CloudEventServiceStub(channel)
-            await stub.Publish(_status(SequenceIds()))  # token review and access cached
+            await stub.Publish(status_for(CLUSTER))  # token review and access cached
             what = "front (client CA set)" if client_ca else "gRPC core TLS (no client CA)"
             await _measure(f"{what}, one at a time", stub, 1)
             await _measure(f"{what}, {CONCURRENCY} in flight", stub, CONCURRENCY)
