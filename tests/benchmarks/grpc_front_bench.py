@@ -22,18 +22,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import grpc
-import yaml
-
 from demo.environment import CRD_DIR, HUB_CRDS, grant_agent
-from hubcontroller.grpcserver import GrpcServerSettings
-from hubcontroller.grpcserver.server import build_grpc_server
 from kubesim.sim import KubeSim
 from ocmkit.cloudevents.pb.cloudevent_pb2_grpc import CloudEventServiceStub
 from ocmkit.kube import KubeClient
 from ocmkit.runtime import configure_logging
+from tests.cloudevents.conftest import Pki, server_config
 from tests.cloudevents.pki import CertificateAuthority
-from tests.cloudevents.test_grpc_auth import status_for
+from tests.cloudevents.test_grpc_auth import channel, start_server, status_for
 from tests.support.prepare import install_crds
 from tests.support.programs import CLUSTER
 
@@ -65,46 +61,17 @@ async def _measure(label: str, stub: CloudEventServiceAsyncStub, in_flight: int)
     )
 
 
-async def _serve(tmp: Path, ca: CertificateAuthority, client_ca: bool, token: str) -> None:
-    server_pair = ca.issue("server", common_name="grpc-server", server=True)
-    config = tmp / f"server-{client_ca}.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "tls_cert_file": str(server_pair.cert),
-                "tls_key_file": str(server_pair.key),
-                "client_ca_file": str(ca.ca_file) if client_ca else "",
-                "server_bind_port": "0",
-            }
-        )
-    )
-    settings = GrpcServerSettings(
-        kubeconfig=str(tmp / "kubeconfig"),
-        server_config=str(config),
-        bind_address="127.0.0.1",
-        listen="127.0.0.1:0",
-        insecure_serving=True,
-        kube_api_qps=0,
-    )
-    manager, service = await build_grpc_server(settings, handle_signals=False)
-    running = asyncio.create_task(manager.run())
-    # The service has no event to wait on: poll its readiness, as a probe would.
-    while service.readiness_failure() is not None:  # noqa: ASYNC110
-        await asyncio.sleep(0.01)  # sleep-ok: a benchmark's start-up poll
-    creds = grpc.composite_channel_credentials(
-        grpc.ssl_channel_credentials(root_certificates=ca.ca_file.read_bytes()),
-        grpc.access_token_call_credentials(token),
-    )
+async def _serve(tmp: Path, pki: Pki, client_ca: bool, token: str) -> None:
+    server = await start_server(tmp, f"server-{client_ca}", server_config(pki, client_ca=client_ca))
     try:
-        async with grpc.aio.secure_channel(f"127.0.0.1:{service.port}", creds) as channel:
-            stub: CloudEventServiceAsyncStub = CloudEventServiceStub(channel)
+        async with channel(server, pki, token=token, cert=False) as chan:
+            stub: CloudEventServiceAsyncStub = CloudEventServiceStub(chan)
             await stub.Publish(status_for(CLUSTER))  # token review and access cached
             what = "front (client CA set)" if client_ca else "gRPC core TLS (no client CA)"
             await _measure(f"{what}, one at a time", stub, 1)
             await _measure(f"{what}, {CONCURRENCY} in flight", stub, CONCURRENCY)
     finally:
-        manager.request_stop("benchmark done")
-        await running
+        await server.stop()
 
 
 async def main() -> None:
@@ -113,17 +80,19 @@ async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="grpc-front-bench-") as name:
         tmp = Path(name)
         ca = CertificateAuthority(tmp / "pki")
+        server = ca.issue("server", common_name="grpc-server", server=True)
+        pki = Pki(ca=ca, server=server, agent=ca.issue("agent", common_name=USER))
         async with KubeSim() as sim:
-            sim.write_kubeconfig(tmp / "kubeconfig")
+            sim.write_kubeconfig(tmp / "hub.kubeconfig")
             token = sim.add_user(USER, ("system:serviceaccounts", "system:serviceaccounts:agents"))
-            hub = await KubeClient.from_kubeconfig(str(tmp / "kubeconfig"), qps=0, name="bench")
+            hub = await KubeClient.from_kubeconfig(str(tmp / "hub.kubeconfig"), qps=0, name="bench")
             try:
                 await install_crds(hub, [CRD_DIR / name for name in HUB_CRDS])
                 await grant_agent(hub, CLUSTER, "system:serviceaccounts:agents")
             finally:
                 await hub.close()
             for client_ca in (False, True):
-                await _serve(tmp, ca, client_ca, token)
+                await _serve(tmp, pki, client_ca, token)
 
 
 if __name__ == "__main__":
