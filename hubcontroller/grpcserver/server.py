@@ -47,6 +47,8 @@ log = structlog.get_logger(__name__)
 HUB_USER_AGENT = "server"
 
 MANAGER_NAME = "grpc-server"
+#: Calls gRPC core holds for the application before it cancels new ones.
+PENDING_CALLS = 65536
 
 
 class ServingError(Exception):
@@ -222,6 +224,11 @@ def _options(config: GrpcServerConfig) -> list[tuple[str, Any]]:
         ),
         ("grpc.keepalive_permit_without_calls", int(config.permit_ping_without_stream)),
         ("grpc.so_reuseport", 0),
+        # gRPC core cancels calls that arrive while 1,000 wait for the application (its
+        # default); Go's server has no such queue limit, and a hub restart brings every
+        # agent's subscription and resync request at once.
+        ("grpc.server.max_pending_requests", PENDING_CALLS),
+        ("grpc.server.max_pending_requests_hard_limit", PENDING_CALLS),
     ]
     # Zero, as unset, means no limit (Go's keepalive semantics).
     if math.isfinite(config.max_connection_age) and config.max_connection_age > 0:

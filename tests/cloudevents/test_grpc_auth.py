@@ -212,6 +212,24 @@ async def test_bearer_tokens_are_reviewed(
         await token_hub.stop()
 
 
+async def test_a_burst_of_calls_is_served_whole(
+    token_hub: GrpcHub, hub: Cluster, hub_client: KubeClient, pki: Pki
+) -> None:
+    # Every agent's resync request and first statuses at once, as after a hub restart:
+    # none is cancelled for waiting (gRPC core's default queue holds 1,000 calls).
+    agent = await agent_account(hub, hub_client, "bursty")
+    try:
+        async with channel(token_hub, pki, token=agent.token, cert=False) as chan:
+            stub = CloudEventServiceStub(chan)
+            await stub.Publish(status_for(CLUSTER))
+            calls = [stub.Publish(status_for(CLUSTER)) for _ in range(3000)]
+            answers = await asyncio.gather(*calls, return_exceptions=True)
+            refused = [a for a in answers if isinstance(a, Exception)]
+            assert not refused, (len(refused), refused[0])
+    finally:
+        await token_hub.stop()
+
+
 async def served_certificate(server: GrpcHub, pki: Pki) -> bytes:
     """The serving certificate (DER) a new TLS connection to ``server`` is shown."""
     context = ssl.create_default_context(cafile=str(pki.ca.ca_file))
