@@ -194,17 +194,25 @@ class _Certificates:
         certificate asked for and verified when given, HTTP/2 by ALPN."""
         if self._context is None or self._changed() is not None:
             assert self._seen is not None, "initial() first"
-            cert, key, ca = self._seen
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.minimum_version = ssl.TLSVersion.TLSv1_2
-            with pem_file(cert + key) as path:
-                context.load_cert_chain(path)
-            if ca is not None:
-                context.load_verify_locations(cadata=ca.decode("ascii", errors="replace"))
-                context.verify_mode = ssl.CERT_OPTIONAL
-            context.set_alpn_protocols(["h2"])
-            self._context = context
+            try:
+                self._context = _front_context(*self._seen)
+            except (ssl.SSLError, ValueError) as err:
+                if self._context is None:
+                    raise ServingError(f"cannot load the gRPC serving certificate: {err}") from None
+                log.warning("cannot use the changed serving certificate", error=str(err))
         return self._context
+
+
+def _front_context(cert: bytes, key: bytes, ca: bytes | None) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    with pem_file(cert + key) as path:
+        context.load_cert_chain(path)
+    if ca is not None:
+        context.load_verify_locations(cadata=ca.decode("ascii", errors="replace"))
+        context.verify_mode = ssl.CERT_OPTIONAL
+    context.set_alpn_protocols(["h2"])
+    return context
 
 
 def _options(config: GrpcServerConfig) -> list[tuple[str, Any]]:
@@ -271,6 +279,7 @@ class GrpcServerService:
         if problem is not None:
             raise ServingError(f"cannot listen on {address}: {problem}")
         if client_ca:
+            self._certs.ssl_context()  # refused files fail the start, not the first client
             sock = _listening_socket(host, self.config.port, address)
             backend = server.add_insecure_port(f"{BACKEND_HOST}:0")
             if backend == 0:
