@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import math
+import os
 import socket
 import ssl
 import time
@@ -132,9 +133,9 @@ def _listening_socket(host: str, port: int, address: str) -> socket.socket:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         return socket.create_server((host, port), family=family)
     except OSError as err:
-        raise ServingError(
-            f"cannot listen on {address}: {(err.strerror or str(err)).lower()}"
-        ) from None
+        # create_server words its own message; the OS's is the cause.
+        cause = os.strerror(err.errno) if err.errno else str(err)
+        raise ServingError(f"cannot listen on {address}: {cause.lower()}") from None
 
 
 class _Certificates:
