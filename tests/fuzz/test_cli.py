@@ -423,6 +423,8 @@ def documented(pair: Pair, args: list[str], ocm: Outcome, ours: Outcome) -> str 
         r"--port=.* port number": "hub.md (webhook): ports are checked before anything listens",
         r"--terminate-on-files": "`--terminate-on-files` of an empty name or a directory",
         r"port -\d+ out of range": "`--listen` port `0` (a negative port is a usage error)",
+        # OCM: fatal when it listens (`invalid port`), after start (seed 90).
+        r"port \d+ out of range": "`--listen` port `0` (one above 65535 is a usage error)",
     }
     return next((row for pattern, row in rows.items() if re.search(pattern, um)), None)
 
